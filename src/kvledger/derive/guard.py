@@ -1,0 +1,65 @@
+"""Fail closed on config keys a family has not been checked against.
+
+A new release of a model family often adds one key that changes the cache (a window, a
+layer-type list, a shared-KV flag). Falling back to the dense formula then gives a silently
+wrong number, the worst defect this project can have. So every family lists the keys it
+understands, and any other key whose *name* looks cache-affecting is an error naming it.
+
+The name test is deliberately broad: a false alarm costs one line in a family's checked list,
+a miss costs a wrong plan.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from kvledger.derive.config import Config
+from kvledger.derive.errors import UnknownCacheKey
+
+CACHE_AFFECTING = re.compile(
+    r"window|sliding|swa|chunk|kv|key_value|head|layer|attn|attention|cache|compress|index|"
+    r"state|conv|ssm|mamba|linear|lora_rank|rope_dim|nope|nextn|mtp|draft|eagle|cross|"
+    r"encoder|decoder|sink|shar|dtype|quant|n_groups|d_model|d_inner|expand|hybrid|pattern|"
+    r"block_config|full_attn|lightning|kda|gdn|topk|n_embd|n_head|n_layer|n_inner|n_ctx|"
+    r"max_position|source_positions|target_positions|sparse|compress|ratio",
+    re.IGNORECASE,
+)
+
+# Keys whose names match the pattern above but that never change what is cached.
+NEVER_CACHE_AFFECTING = frozenset(
+    {
+        "attention_dropout", "attention_bias", "attn_pdrop", "attention_probs_dropout_prob",
+        "attention_softmax_in_fp32", "attn_logit_softcapping", "final_logit_softcapping",
+        "layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps", "layernorm_epsilon",
+        "norm_epsilon", "use_cache", "output_attentions", "output_hidden_states",
+        "initializer_range", "hidden_dropout", "hidden_dropout_prob", "resid_pdrop",
+        "embd_pdrop", "tie_word_embeddings", "head_bias", "mlp_bias", "use_return_dict",
+        "return_dict", "is_encoder_decoder", "add_cross_attention", "decoder_start_token_id",
+        "chunk_size_feed_forward", "cross_attention_hidden_size", "tie_encoder_decoder",
+        "encoder_no_repeat_ngram_size", "is_decoder", "pruned_heads", "torchscript",
+        "torch_dtype", "dtype", "layerdrop", "decoder_layerdrop", "encoder_layerdrop",
+        "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+        "summary_first_dropout", "summary_proj_to_labels", "summary_use_proj",
+        "summary_activation", "summary_type", "attention_multiplier", "use_qk_norm",
+        "qk_layernorm", "use_qk_layernorm", "router_jitter_noise", "moe_layer_freq",
+        "first_k_dense_replace", "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob",
+        "num_experts_per_tok", "moe_topk", "topk_group", "topk_method", "n_group",
+        "routed_scaling_factor", "scoring_func", "aux_loss_alpha", "seq_aux",
+        "output_router_logits", "router_aux_loss_coef", "use_bfloat16",
+    }
+)
+
+
+def check_keys(cfg: Config, checked: Iterable[str], *, family: str) -> None:
+    """Raise ``UnknownCacheKey`` for the first cache-affecting key outside ``checked``.
+
+    Keys whose value is ``None`` are ignored: an absent feature cannot change the cache.
+    Nested dicts are the family's business (it reads what it needs from them).
+    """
+    known = set(checked) | NEVER_CACHE_AFFECTING
+    for key in sorted(cfg.raw):
+        if key in known or cfg.raw[key] is None:
+            continue
+        if CACHE_AFFECTING.search(key):
+            raise UnknownCacheKey(key, model_type=cfg.model_type or "?", family=family)

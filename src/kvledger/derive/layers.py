@@ -1,0 +1,290 @@
+"""Engine-neutral facts about what one layer of a model must cache.
+
+These are *facts*, not policy: head counts, dims, windows, state shapes and element types as
+the model defines them, before any engine decides how to store them. Layouts under
+``kvledger.plan`` turn them into pool classes or engine specs.
+
+Each cache kind owns its arithmetic (``bytes_per_token`` for caches that grow with the
+sequence, ``bytes_per_request`` for caches bounded per request), so a model total is one sum
+and no ``if kind == ...`` chain is needed anywhere else. ``split(tp)`` returns the facts one
+tensor-parallel rank holds; each kind states its own rule (vLLM's, cited where it is subtle).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar, Self
+
+from kvledger.declare.dtypes import KVDType, resolve_dtype
+
+
+class Kind(StrEnum):
+    """What a layer caches."""
+
+    FULL = "full"  # every past position, K and V
+    SLIDING = "sliding"  # the last `window` positions
+    CHUNKED = "chunked"  # positions of the current `window`-sized chunk (Llama-4 local)
+    MLA = "mla"  # one compressed latent (+ rope) per position (DeepSeek MLA)
+    INDEXER = "indexer"  # sparse-attention indexer keys (DeepSeek DSA / GLM)
+    COMPRESSED = "compressed"  # compressed KV, one entry per `ratio` positions (DeepSeek-V4)
+    CROSS = "cross"  # cross-attention over a fixed number of encoder positions
+    STATE = "state"  # recurrent state, fixed size per request (Mamba, GDN, KDA, ...)
+    NONE = "none"  # the layer caches nothing (no-op attention, shared KV)
+
+
+class Role(StrEnum):
+    """Which part of the model a layer belongs to."""
+
+    DECODER = "decoder"
+    MTP = "mtp"  # multi-token-prediction / next-n layers shipped with the model
+    DRAFT = "draft"  # a separate speculative draft model (EAGLE3)
+    ENCODER = "encoder"
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def split_heads(heads: int, tp: int) -> int:
+    """KV heads on one rank: split when divisible, replicated (1 per rank) when heads < tp.
+
+    vLLM (``ModelConfig.get_num_kv_heads``): ``max(1, total_num_kv_heads // tp)``.
+    """
+    if tp < 1:
+        raise ValueError(f"tensor parallel size must be >= 1, got {tp}")
+    if heads >= tp and heads % tp:
+        raise ValueError(f"{heads} KV heads cannot be split over tensor parallel size {tp}")
+    return max(1, heads // tp)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerCache:
+    """Base fact: one layer's cache. Subclasses add geometry and own the arithmetic."""
+
+    kind: ClassVar[Kind] = Kind.NONE
+    index: int
+    role: Role = Role.DECODER
+    dtype: str = "bfloat16"
+    # The layer reads another layer's cache (Gemma-4 shared KV, ...): it adds no bytes.
+    shares_with: int | None = None
+    note: str = ""
+
+    @property
+    def kv_dtype(self) -> KVDType:
+        return resolve_dtype(self.dtype)
+
+    @property
+    def owns_memory(self) -> bool:
+        return self.shares_with is None
+
+    def bytes_per_token(self) -> int:
+        """Bytes added per cached position (0 for fixed-size kinds)."""
+        return 0
+
+    def bytes_per_request(self) -> int:
+        """Bytes of fixed per-request state (0 for position-indexed kinds)."""
+        return 0
+
+    def split(self, tp: int) -> Self:
+        """The facts one tensor-parallel rank holds. Default: replicated."""
+        return self
+
+    def with_dtype(self, dtype: str) -> Self:
+        return dataclasses.replace(self, dtype=resolve_dtype(dtype).name)
+
+    def describe(self) -> dict[str, Any]:
+        """A flat, JSON-ready description (for ``kvledger inspect --json``)."""
+        out: dict[str, Any] = {"index": self.index, "kind": str(self.kind), "role": str(self.role)}
+        for f in dataclasses.fields(self):
+            if f.name in ("index", "role", "note"):
+                continue
+            value = getattr(self, f.name)
+            if value is None or value == () or value == "":
+                continue
+            out[f.name] = value if not isinstance(value, StrEnum) else str(value)
+        if self.note:
+            out["note"] = self.note
+        out["bytes_per_token"] = self.bytes_per_token() if self.owns_memory else 0
+        out["bytes_per_request"] = self.bytes_per_request() if self.owns_memory else 0
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoCache(LayerCache):
+    """A layer that caches nothing (no-op attention block, MLP-only block)."""
+
+    kind: ClassVar[Kind] = Kind.NONE
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attention(LayerCache):
+    """Standard K/V attention. K and V may differ in heads and head dim."""
+
+    kind: ClassVar[Kind] = Kind.FULL
+    k_heads: int
+    k_dim: int
+    v_heads: int
+    v_dim: int
+    sinks: bool = False  # learned attention sinks (gpt-oss): no extra cache, noted for people
+
+    def bytes_per_token(self) -> int:
+        return self.kv_dtype.nbytes(self.k_heads * self.k_dim) + self.kv_dtype.nbytes(
+            self.v_heads * self.v_dim
+        )
+
+    def split(self, tp: int) -> Self:
+        return dataclasses.replace(
+            self, k_heads=split_heads(self.k_heads, tp), v_heads=split_heads(self.v_heads, tp)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FullAttention(Attention):
+    kind: ClassVar[Kind] = Kind.FULL
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlidingAttention(Attention):
+    """Attends to the last ``window`` positions (window as the config states it)."""
+
+    kind: ClassVar[Kind] = Kind.SLIDING
+    window: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkedAttention(Attention):
+    """Attends within fixed chunks of ``chunk`` positions (Llama-4 local layers)."""
+
+    kind: ClassVar[Kind] = Kind.CHUNKED
+    chunk: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossAttention(Attention):
+    """Cross-attention K/V over ``encoder_len`` encoder positions, written once per request."""
+
+    kind: ClassVar[Kind] = Kind.CROSS
+    encoder_len: int
+
+    def bytes_per_request(self) -> int:
+        return self.bytes_per_token() * self.encoder_len
+
+    def bytes_per_token(self) -> int:
+        # Per *encoder* position; the cache does not grow with decoded tokens.
+        return super().bytes_per_token()
+
+
+@dataclass(frozen=True, kw_only=True)
+class MLA(LayerCache):
+    """Multi-head latent attention: one latent of ``latent_dim`` plus ``rope_dim`` per token.
+
+    Replicated on every tensor-parallel rank (the latent is shared by all heads).
+    """
+
+    kind: ClassVar[Kind] = Kind.MLA
+    latent_dim: int
+    rope_dim: int
+
+    def bytes_per_token(self) -> int:
+        return self.kv_dtype.nbytes(self.latent_dim + self.rope_dim)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Indexer(LayerCache):
+    """Sparse-attention indexer keys: one ``head_dim`` key per token, quantized with one scale
+    of ``scale_bytes`` per ``quant_block`` values (DeepSeek-V3.2 DSA: fp8 + fp32 scale / 128).
+    Replicated on every tensor-parallel rank.
+    """
+
+    kind: ClassVar[Kind] = Kind.INDEXER
+    head_dim: int
+    quant_block: int = 0
+    scale_bytes: int = 0
+
+    def bytes_per_token(self) -> int:
+        scales = ceil_div(self.head_dim, self.quant_block) * self.scale_bytes if self.quant_block else 0
+        return self.kv_dtype.nbytes(self.head_dim) + scales
+
+
+@dataclass(frozen=True)
+class StateTensor:
+    """One fixed-size per-request tensor of a recurrent layer."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return resolve_dtype(self.dtype).nbytes(self.numel)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecurrentState(LayerCache):
+    """A recurrent (linear-attention / SSM) layer: fixed-size state per request.
+
+    Subclasses name the state kind and define ``tensors(tp)`` — the per-rank state tensors —
+    from the model's own geometry, following the engine-neutral math of the architecture and
+    vLLM's tensor-parallel split rules where they differ.
+    """
+
+    kind: ClassVar[Kind] = Kind.STATE
+    state_kind: ClassVar[str] = "state"
+    tp: int = 1
+
+    def tensors(self) -> Sequence[StateTensor]:
+        raise NotImplementedError
+
+    def bytes_per_request(self) -> int:
+        return sum(t.nbytes for t in self.tensors())
+
+    def split(self, tp: int) -> Self:
+        return dataclasses.replace(self, tp=tp)
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out["state_kind"] = self.state_kind
+        out["tensors"] = [
+            {"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in self.tensors()
+        ]
+        return out
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """Everything derive knows about a model's caches."""
+
+    model: str  # what the user named (catalog id, path, or "<dict>")
+    model_type: str
+    architectures: tuple[str, ...]
+    layers: tuple[LayerCache, ...]
+    model_dtype: str  # the weights' / activations' dtype from the config
+    kv_dtype: str  # resolved KV element type (explicit > quant config > config dtype)
+    kv_dtype_source: str  # "option", "quantization_config", "hf_quant_config", "config"
+    max_position_embeddings: int | None
+    config: dict[str, Any] = field(repr=False, default_factory=dict)
+    notes: tuple[str, ...] = ()
+    # Extra facts a layout may need (e.g. vLLM's hybrid alignment inputs); family-defined.
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def by_role(self, role: Role) -> tuple[LayerCache, ...]:
+        return tuple(layer for layer in self.layers if layer.role == role)
+
+    def bytes_per_token(self, role: Role | None = None) -> int:
+        layers = self.layers if role is None else self.by_role(role)
+        return sum(layer.bytes_per_token() for layer in layers if layer.owns_memory
+                   and layer.kind is not Kind.CROSS)
+
+    def bytes_per_request(self, role: Role | None = None) -> int:
+        layers = self.layers if role is None else self.by_role(role)
+        return sum(layer.bytes_per_request() for layer in layers if layer.owns_memory)
