@@ -1,0 +1,75 @@
+"""What a user asks the planner: engine settings under vLLM's names and defaults.
+
+One frozen value shared by every layout, the CLI and the answers, so that an option means the
+same thing everywhere. Validation happens here, once: wrong types are ``TypeError``, out of
+range values ``ValueError``, each naming the option.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+ENGINES = ("native", "vllm")
+KV_CACHE_DTYPES = (
+    "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
+)
+
+
+def _count(name: str, value: Any, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    engine: str = "native"
+    # Budget per GPU, given directly (vLLM's --kv-cache-memory-bytes). None: derive from a GPU.
+    kv_cache_memory_bytes: int | None = None
+    # None means "auto": the engine picks (vLLM: 16, or what the attention backend needs).
+    block_size: int | None = 16
+    max_model_len: int | None = None  # None: the config's max_position_embeddings
+    kv_cache_dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    enable_prefix_caching: bool | None = None  # None: the engine's default for the model
+    num_speculative_tokens: int = 0
+    speculative_method: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.kv_cache_memory_bytes is not None:
+            _count("kv_cache_memory_bytes", self.kv_cache_memory_bytes, minimum=0)
+        if self.block_size is not None:
+            _count("block_size", self.block_size, minimum=1)
+        if self.max_model_len is not None:
+            _count("max_model_len", self.max_model_len, minimum=1)
+        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ValueError(
+                f"kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)}, "
+                f"got {self.kv_cache_dtype!r}"
+            )
+        _count("tensor_parallel_size", self.tensor_parallel_size, minimum=1)
+        _count("pipeline_parallel_size", self.pipeline_parallel_size, minimum=1)
+        _count("data_parallel_size", self.data_parallel_size, minimum=1)
+        _count("max_num_seqs", self.max_num_seqs, minimum=1)
+        _count("max_num_batched_tokens", self.max_num_batched_tokens, minimum=1)
+        _count("num_speculative_tokens", self.num_speculative_tokens, minimum=0)
+        if self.num_speculative_tokens and not self.speculative_method:
+            raise ValueError("num_speculative_tokens > 0 needs a speculative_method (mtp, eagle3, ...)")
+
+
+def finite_fraction(name: str, value: Any) -> float:
+    """A utilization-like fraction in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+    return float(value)
