@@ -15,7 +15,16 @@ _MODELOPT_KV = {"FP8": "fp8_e4m3", "NVFP4": "nvfp4", "INT8": "int8"}
 
 
 def _from_kv_scheme(scheme: Any, model: str) -> str:
-    """compressed-tensors ``kv_cache_scheme``: {"num_bits": 8, "type": "float", ...}."""
+    """compressed-tensors ``kv_cache_scheme``: {"num_bits": 8, "type": "float", ...}.
+
+    ModelOpt checkpoints (e.g. Qwen3-32B-FP8-Static-PerTensor) write the scheme as a bare
+    algorithm name (``"kv_cache_scheme": "FP8"``), the same names as ``kv_cache_quant_algo``.
+    """
+    if isinstance(scheme, str):
+        name = _MODELOPT_KV.get(scheme.upper())
+        if name is None:
+            raise ConfigError(f"{model}: unrecognised kv_cache_scheme {scheme!r}")
+        return name
     if not isinstance(scheme, dict):
         raise ConfigError(f"{model}: quantization_config.kv_cache_scheme is not an object")
     bits, kind = scheme.get("num_bits"), scheme.get("type")
