@@ -1,3 +1,59 @@
-"""kvledger: every byte of attention-cache memory, declared, planned and checked."""
+"""kvledger: every byte of attention-cache memory, declared, planned and checked.
+
+The top level offers the two seed protocols (see ``kvledger.declare``). Deriving facts from
+configs lives in ``kvledger.derive``, planning in ``kvledger.plan``, and checking live caches
+(torch) in ``kvledger.check`` — imported on demand so ``import kvledger`` stays light.
+"""
+
+from kvledger.declare import (
+    PAGED_CLASS,
+    HasModelLocalKV,
+    InsufficientPoolBudget,
+    KVDType,
+    ModelLocalKVScope,
+    ModelLocalKVSpec,
+    ModelLocalPoolSpecs,
+    Pool,
+    PoolPlan,
+    RowDriver,
+    SubPoolSpec,
+    budget_fix_hint,
+    collect_model_local_kv_specs,
+    fixed_pool,
+    known_dtypes,
+    merge_specs,
+    model_local_to_pool_specs,
+    page_pool,
+    plan_pools,
+    resolve_dtype,
+    spec_from_hf_config,
+    state_pool,
+)
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "PAGED_CLASS",
+    "HasModelLocalKV",
+    "InsufficientPoolBudget",
+    "KVDType",
+    "ModelLocalKVScope",
+    "ModelLocalKVSpec",
+    "ModelLocalPoolSpecs",
+    "Pool",
+    "PoolPlan",
+    "RowDriver",
+    "SubPoolSpec",
+    "__version__",
+    "budget_fix_hint",
+    "collect_model_local_kv_specs",
+    "fixed_pool",
+    "known_dtypes",
+    "merge_specs",
+    "model_local_to_pool_specs",
+    "page_pool",
+    "plan_pools",
+    "resolve_dtype",
+    "spec_from_hf_config",
+    "state_pool",
+]
