@@ -1,0 +1,1 @@
+"""Checking live caches against declarations (needs the torch extra; imported lazily)."""
