@@ -1,0 +1,236 @@
+"""Interleaved local/global attention: Gemma-2, Gemma-3, gpt-oss (sliding windows, attention
+sinks) and Llama-4 (chunked local attention on RoPE layers, global attention on NoPE layers).
+
+Which layers are local is read from ``layer_types`` when the config lists it, else from the
+rule the architecture's config class uses to build that list (cited per model). When both are
+present they must agree; a disagreement fails closed rather than picking one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kvledger.derive.config import Config
+from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
+from kvledger.derive.families.dense import BASE_KEYS, attention, heads_and_dim
+from kvledger.derive.guard import check_keys
+from kvledger.derive.layers import ChunkedAttention, LayerCache
+from kvledger.derive.registry import Derived
+
+FAMILY = "interleaved"
+
+SLIDING = "sliding_attention"
+FULL = "full_attention"
+CHUNKED = "chunked_attention"
+
+# Keys a multimodal wrapper carries next to its text_config (token ids, vision settings).
+_WRAPPER_KEYS = frozenset(
+    {"boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image"}
+)
+_GEMMA2_KEYS = BASE_KEYS | {
+    "sliding_window", "layer_types", "cache_implementation", "query_pre_attn_scalar",
+}
+_GEMMA3_KEYS = _GEMMA2_KEYS | {"sliding_window_pattern", "_sliding_window_pattern"} | _WRAPPER_KEYS
+_GPT_OSS_KEYS = BASE_KEYS | {"sliding_window", "layer_types"}
+_LLAMA4_KEYS = BASE_KEYS | _WRAPPER_KEYS | {
+    "attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "layer_types",
+    "interleave_moe_layer_step", "_attn_implementation_autoset", "attn_temperature_tuning",
+    "attn_scale", "floor_scale",
+    # transformers flag for llm-compressor's MoE weight layout; no cache effect
+    "for_llm_compressor",
+}
+
+KEYS_BY_TYPE: dict[str, frozenset[str]] = {
+    "gemma2": _GEMMA2_KEYS,
+    "gemma3": _GEMMA3_KEYS,
+    "gemma3_text": _GEMMA3_KEYS,
+    "gpt_oss": _GPT_OSS_KEYS,
+    "llama4": _LLAMA4_KEYS,
+    "llama4_text": _LLAMA4_KEYS,
+}
+
+CHECKED_KEYS: frozenset[str] = frozenset().union(*KEYS_BY_TYPE.values())
+
+
+def _stated_types(text: Config, n: int, allowed: tuple[str, ...]) -> list[str] | None:
+    types = text.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or len(types) != n:
+        raise ConfigError(f"{text.model}: layer_types must list {n} entries, got {types!r}")
+    for i, kind in enumerate(types):
+        if kind not in allowed:
+            raise UnsupportedArchitecture(
+                f"unsupported: {text.model_type} layer_types[{i}] is {kind!r}; understood: "
+                f"{', '.join(allowed)}",
+                model_type=text.model_type,
+            )
+    return [str(t) for t in types]
+
+
+def _agree(
+    text: Config, stated: list[str] | None, rule: list[str], rule_name: str | None
+) -> list[str]:
+    """The stated ``layer_types`` if any, else the rule. With ``rule_name`` set, the config
+    also carries the rule's own key, so the two must agree; ``None``: the rule is only the
+    config class's default and ``layer_types`` wins (as in vLLM, which reads only it)."""
+    if stated is None:
+        return rule
+    if rule_name is not None and stated != rule:
+        raise UnsupportedArchitecture(
+            f"unsupported: {text.model_type} layer_types disagrees with {rule_name}; refusing "
+            "to pick one",
+            model_type=text.model_type,
+        )
+    return stated
+
+
+def _windowed(text: Config, kv_dtype: str, types: list[str], *, sinks: bool) -> list[LayerCache]:
+    _, kv_heads, dim = heads_and_dim(text)
+    window = text.int("sliding_window")
+    return [
+        attention(i, kv_heads, dim, kv_dtype, window=window if t == SLIDING else None, sinks=sinks)
+        for i, t in enumerate(types)
+    ]
+
+
+def _gemma2(text: Config, kv_dtype: str) -> Derived:
+    """Gemma-2 (vLLM gemma2.py: a layer slides iff layer_types[i] == "sliding_attention").
+
+    Without layer_types, transformers' Gemma2Config builds it as sliding for even indices
+    ("sliding_attention" if (i + 1) % 2 else "full_attention"): 0, 2, 4, ... slide.
+    """
+    n = text.int("num_hidden_layers")
+    rule = [SLIDING if (i + 1) % 2 else FULL for i in range(n)]
+    types = _agree(text, _stated_types(text, n, (SLIDING, FULL)), rule, None)
+    note = f"alternating local (window {text.int('sliding_window')}) / global attention"
+    return Derived(_windowed(text, kv_dtype, types, sinks=False), [note])
+
+
+def _gemma3(text: Config, kv_dtype: str) -> Derived:
+    """Gemma-3 (vLLM gemma3.py: window on layers whose layer_types entry is sliding).
+
+    Without layer_types, transformers' Gemma3TextConfig uses ``sliding_window_pattern`` P
+    (older files: ``_sliding_window_pattern``): layer i is global iff (i + 1) % P == 0.
+    """
+    n = text.int("num_hidden_layers")
+    stated = _stated_types(text, n, (SLIDING, FULL))
+    pattern_key = next(
+        (k for k in ("sliding_window_pattern", "_sliding_window_pattern") if k in text), None
+    )
+    if pattern_key is None:
+        if stated is None:
+            raise ConfigError(
+                f"{text.model}: gemma3 config has neither layer_types nor sliding_window_pattern"
+            )
+        types = stated
+    else:
+        p = text.int(pattern_key)
+        if p < 1:
+            raise ConfigError(f"{text.model}: {pattern_key} must be >= 1, got {p}")
+        rule = [FULL if (i + 1) % p == 0 else SLIDING for i in range(n)]
+        types = _agree(text, stated, rule, f"{pattern_key}={p}")
+    local = types.count(SLIDING)
+    note = (
+        f"{local} local (window {text.int('sliding_window')}) and {n - local} global layers"
+    )
+    return Derived(_windowed(text, kv_dtype, types, sinks=False), [note])
+
+
+def _gpt_oss(text: Config, kv_dtype: str) -> Derived:
+    """gpt-oss (vLLM gpt_oss.py): ``layer_types`` alternates sliding (``sliding_window``) and
+    full attention; every layer has learned attention sinks (a per-head logit, not cached).
+    """
+    n = text.int("num_hidden_layers")
+    types = _stated_types(text, n, (SLIDING, FULL))
+    if types is None:
+        raise ConfigError(f"{text.model}: gpt_oss config has no layer_types")
+    notes = ["attention sinks: a learned per-head logit on every layer; they add no cache"]
+    return Derived(_windowed(text, kv_dtype, types, sinks=True), notes)
+
+
+def _llama4(text: Config, kv_dtype: str) -> Derived:
+    """Llama-4 text model (vLLM llama4.py: ``nope = no_rope_layers[i] == 0``; RoPE layers use
+    ChunkedLocalAttention with ``attention_chunk_size`` when it is set, NoPE layers use global
+    attention).
+
+    ``no_rope_layers`` (1 = RoPE, 0 = NoPE); when empty or missing, transformers'
+    Llama4TextConfig builds it as ``int((i + 1) % no_rope_layer_interval != 0)`` with interval
+    4 by default — Scout's published config has ``[]``, so layers 3, 7, 11, ... are global.
+    """
+    n = text.int("num_hidden_layers")
+    if "attention_chunk_size" not in text.raw:
+        raise ConfigError(
+            f"{text.model}: llama4 config has no attention_chunk_size (transformers would default "
+            "it); state it explicitly"
+        )
+    chunk = text.get("attention_chunk_size")
+    flags = text.get("no_rope_layers") or []
+    if flags:
+        if not isinstance(flags, list) or len(flags) < n or any(f not in (0, 1) for f in flags):
+            raise ConfigError(f"{text.model}: no_rope_layers must list 0/1 for {n} layers")
+        rope = [bool(f) for f in flags[:n]]
+    else:
+        interval = text.int("no_rope_layer_interval", 4)
+        if interval < 1:
+            raise ConfigError(f"{text.model}: no_rope_layer_interval must be >= 1")
+        rope = [(i + 1) % interval != 0 for i in range(n)]
+    local = chunk is not None
+    rule = [CHUNKED if r and local else FULL for r in rope]
+    types = _agree(
+        text, _stated_types(text, n, (CHUNKED, FULL)), rule, "no_rope_layers/attention_chunk_size"
+    )
+    _, kv_heads, dim = heads_and_dim(text)
+    layers: list[LayerCache] = []
+    for i, t in enumerate(types):
+        if t == CHUNKED:
+            layers.append(
+                ChunkedAttention(
+                    index=i, dtype=kv_dtype, k_heads=kv_heads, k_dim=dim, v_heads=kv_heads,
+                    v_dim=dim, chunk=text.int("attention_chunk_size"), note="RoPE, chunked local",
+                )
+            )
+        else:
+            layers.append(attention(i, kv_heads, dim, kv_dtype, note="NoPE, global"))
+    notes = (
+        [f"{types.count(CHUNKED)} chunked-local (chunk {chunk}) and {types.count(FULL)} global "
+         "(NoPE) layers"]
+        if local
+        else ["attention_chunk_size is null: every layer attends globally"]
+    )
+    return Derived(layers, notes)
+
+
+_HANDLERS: dict[str, Callable[[Config, str], Derived]] = {
+    "gemma2": _gemma2,
+    "gemma3": _gemma3,
+    "gemma3_text": _gemma3,
+    "gpt_oss": _gpt_oss,
+    "llama4": _llama4,
+    "llama4_text": _llama4,
+}
+
+
+def derive(cfg: Config, kv_dtype: str) -> Derived:
+    text = cfg.text()
+    handler = _HANDLERS.get(cfg.model_type)
+    if handler is None:
+        raise UnsupportedArchitecture(
+            f"unsupported: model_type {cfg.model_type!r} reached the {FAMILY} family, which has "
+            "no handler for it",
+            model_type=cfg.model_type,
+            architectures=cfg.architectures,
+        )
+    check_keys(cfg, KEYS_BY_TYPE[cfg.model_type], family=f"{FAMILY}/{cfg.model_type}")
+    if text is not cfg:
+        inner = text.model_type
+        expected = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(cfg.model_type)
+        if inner and inner != expected:
+            raise UnsupportedArchitecture(
+                f"unsupported: {cfg.model_type} wrapper holds a {inner!r} text_config; expected "
+                f"{expected!r}",
+                model_type=cfg.model_type,
+                architectures=cfg.architectures,
+            )
+        check_keys(text, KEYS_BY_TYPE[cfg.model_type], family=f"{FAMILY}/{cfg.model_type}")
+    return handler(text, kv_dtype)
