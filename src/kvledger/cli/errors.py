@@ -1,0 +1,117 @@
+"""Turn any failure into one line on stderr plus a fix hint, and exit code 2.
+
+Why one line and not a traceback: the CLI is called by scripts and by people; a script needs a
+stable exit code and something it can log, a person needs to know what to change. A traceback
+gives neither and hides the one number that matters. The library raises errors that carry
+their numbers (see ``kvledger.derive.errors``, ``PlanRequest``'s validation,
+``InsufficientPoolBudget``); this module only chooses the words.
+
+Why even unexpected exceptions exit 2 rather than 1: the CLI cannot tell an unanticipated
+``KeyError`` deep inside a family (a config missing a field nobody guarded) from a bug, and the
+machine interface promises "bad input → exit 2, never a traceback". The message says it was
+unexpected so a person knows to report it.
+
+Nothing here imports the library at module level: the start-up path stays light, and the
+classes are looked up only when an error is being reported.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import TextIO
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+# PlanRequest / finite_fraction name options by their Python names; people type flags.
+_OPTION_FLAGS = {
+    name: "--" + name.replace("_", "-")
+    for name in (
+        "engine", "kv_cache_memory_bytes", "block_size", "max_model_len", "kv_cache_dtype",
+        "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
+        "max_num_batched_tokens", "enable_prefix_caching", "num_speculative_tokens",
+        "speculative_method", "gpu_memory_utilization", "concurrency", "context", "gpu",
+    )
+}
+_OPTION_RE = re.compile(r"\b(" + "|".join(sorted(_OPTION_FLAGS, key=len, reverse=True)) + r")\b")
+
+
+class UsageError(Exception):
+    """A command line the parser rejected (unknown flag, bad type, missing argument)."""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def one_line(text: str) -> str:
+    """Collapse whitespace (library messages sometimes wrap) into a single line."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def _flagify(message: str) -> str:
+    """``max_num_seqs must be >= 1`` → ``--max-num-seqs must be >= 1``."""
+    return _OPTION_RE.sub(lambda m: _OPTION_FLAGS[m.group(1)], message)
+
+
+def _is_instance(exc: BaseException, module: str, name: str) -> bool:
+    """``isinstance`` against a class that may not exist yet (library written in parallel).
+
+    Compared by walking the MRO by module and name, so nothing is imported to report an error.
+    """
+    return any(
+        cls.__module__ == module and cls.__name__ == name for cls in type(exc).__mro__
+    )
+
+
+def _budget_hint(exc: BaseException) -> str:
+    """The three-way hint for ``InsufficientPoolBudget`` when the library offers one."""
+    for attr in ("hint", "fix_hint"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    reserved = getattr(exc, "reserved_bytes", None)
+    available = getattr(exc, "available_bytes", None)
+    if isinstance(reserved, int) and isinstance(available, int):
+        return (
+            f"per-request state needs {reserved:,} B but only {available:,} B are available: "
+            "reduce --max-num-seqs, or give more memory (--kv-cache-memory-bytes, "
+            "--gpu-memory-utilization, a larger --gpu or more --tensor-parallel-size)"
+        )
+    return "reduce --max-num-seqs or give the KV cache more memory"
+
+
+def describe(exc: BaseException) -> tuple[str, str]:
+    """(message, hint) for ``exc``. The message is one line; the hint may be empty."""
+    if isinstance(exc, UsageError):
+        return one_line(str(exc)), exc.hint
+    text = one_line(str(exc)) or type(exc).__name__
+    if _is_instance(exc, "kvledger.derive.errors", "UnsupportedArchitecture"):
+        if not text.startswith("unsupported:"):
+            text = f"unsupported: {text}"
+        return text, "run 'kvledger models' for the bundled ids"
+    if _is_instance(exc, "kvledger.derive.errors", "DeriveError"):
+        return f"error: {text}", "check the model's config.json, or use a catalog id"
+    if type(exc).__name__ == "InsufficientPoolBudget":
+        return f"error: {text}", _budget_hint(exc)
+    if isinstance(exc, TypeError | ValueError):
+        return f"error: {_flagify(text)}", "see 'kvledger <command> --help'"
+    if isinstance(exc, OSError):
+        return f"error: {text}", ""
+    return (
+        f"error: unexpected {type(exc).__name__}: {text}",
+        "this is likely a kvledger bug; please report it with the command line",
+    )
+
+
+def report(exc: BaseException, stream: TextIO | None = None) -> int:
+    """Print ``exc`` as one line on stderr and return the exit code."""
+    out = stream if stream is not None else sys.stderr
+    if isinstance(exc, KeyboardInterrupt):
+        print("interrupted", file=out)
+        return EXIT_INTERRUPTED
+    message, hint = describe(exc)
+    line = f"{message} (hint: {hint})" if hint else message
+    print(line, file=out)
+    return EXIT_USAGE

@@ -1,0 +1,365 @@
+"""``kvledger`` command line: parse flags, call the library, print a table or JSON.
+
+A thin shell by design (see ARCHITECTURE.md, "cli/"): every number comes from the library,
+and the machine interface (``kvledger plan MODEL ... --json``) is kept stable because external
+checks call it.
+
+Start-up cost matters: ``kvledger plan <catalog model> --json`` should cost at most ~3× a bare
+``python -c pass``. So only ``argparse``, ``json`` and ``sys`` are imported here; the library
+is imported inside the command that needs it, and ``rich`` (via ``cli.render``) only when a
+table is printed for a person. Tempting alternative rejected: a click/typer app — both import
+far more at start-up than argparse, for no gain in a CLI this size.
+
+Errors never escape as tracebacks: everything is turned into one line on stderr and exit 2 by
+``cli.errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from kvledger.cli.errors import UsageError, report
+
+KV_CACHE_DTYPES = (
+    "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
+)
+ENGINES = ("native", "vllm")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a rejected command line raises instead of printing usage and exiting.
+
+    argparse's default prints a multi-line usage block and calls ``sys.exit(2)``; the machine
+    interface wants exactly one line on stderr, and ``main`` must return its code, not exit.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message}", hint=f"see '{self.prog} --help'")
+
+
+# -- argument types: each names what it expected, argparse adds the flag -------------------
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _block_size(text: str) -> int | None:
+    """``auto`` → None (the engine picks), else a positive integer."""
+    if text.strip().lower() == "auto":
+        return None
+    return _int_at_least(1)(text)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return value
+
+
+def _nonneg_bytes(text: str) -> int:
+    return _int_at_least(0)(text)
+
+
+# -- parser ---------------------------------------------------------------------------------
+
+
+def _add_model(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        help="catalog id (see 'kvledger models'), a config.json, or a model directory "
+        "(its hf_quant_config.json is picked up too)",
+    )
+
+
+def _add_engine_options(p: argparse.ArgumentParser, *, with_gpu: bool = True) -> None:
+    """vLLM's option names and defaults, shared by ``plan`` and ``fit``."""
+    p.add_argument("--engine", choices=ENGINES, default="native",
+                   help="layout: native (kvledger's pools, default) or vllm (vLLM 0.32 exact)")
+    p.add_argument("--kv-cache-memory-bytes", type=_nonneg_bytes, default=None, metavar="N",
+                   help="KV budget per GPU in bytes (skips the GPU budget)")
+    if with_gpu:
+        p.add_argument("--gpu", default=None, metavar="NAME",
+                       help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
+    p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, metavar="U",
+                   help="fraction of GPU memory the engine may use (default 0.9)")
+    p.add_argument("--block-size", type=_block_size, default=16, metavar="B|auto",
+                   help="tokens per KV block (default 16; auto: the engine chooses)")
+    p.add_argument("--max-model-len", type=_int_at_least(1), default=None, metavar="L",
+                   help="longest request in tokens (default: the config's)")
+    p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
+                   help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
+    p.add_argument("--tensor-parallel-size", "-tp", type=_int_at_least(1), default=1,
+                   metavar="T")
+    p.add_argument("--pipeline-parallel-size", "-pp", type=_int_at_least(1), default=1,
+                   metavar="P")
+    p.add_argument("--data-parallel-size", "-dp", type=_int_at_least(1), default=1,
+                   metavar="D")
+    p.add_argument("--max-num-seqs", type=_int_at_least(1), default=256, metavar="S",
+                   help="concurrent requests the engine admits (default 256)")
+    p.add_argument("--max-num-batched-tokens", type=_int_at_least(1), default=8192,
+                   metavar="N", help="tokens per scheduler step (default 8192)")
+    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
+                   default=None, help="default: the engine's choice for the model")
+    p.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=0, metavar="K")
+    p.add_argument("--speculative-method", default=None, metavar="METHOD",
+                   help="mtp, eagle3, ... (needed with --num-speculative-tokens)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="kvledger",
+        description="Every byte of attention-cache memory: derived from real configs, "
+        "planned against a GPU budget, and checked.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    plan = sub.add_parser("plan", help="KV blocks, tokens and concurrency for a model")
+    _add_model(plan)
+    _add_engine_options(plan)
+    plan.add_argument("--concurrency", type=_int_at_least(1), default=None, metavar="N",
+                      help="also answer: the longest context N concurrent requests can hold")
+    plan.add_argument("--json", action="store_true", help="one JSON object for machines")
+    plan.set_defaults(handler=_cmd_plan)
+
+    fit = sub.add_parser("fit", help="smallest TP×PP on a GPU that holds N requests of L tokens")
+    _add_model(fit)
+    fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
+    fit.add_argument("--concurrency", type=_int_at_least(1), required=True, metavar="N")
+    fit.add_argument("--context", type=_int_at_least(1), required=True, metavar="L",
+                     help="tokens per request")
+    _add_engine_options(fit, with_gpu=False)
+    fit.add_argument("--json", action="store_true", help="one JSON object for machines")
+    fit.set_defaults(handler=_cmd_fit)
+
+    inspect = sub.add_parser("inspect", help="per-layer cache facts of a model")
+    _add_model(inspect)
+    inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
+    inspect.add_argument("--json", action="store_true", help="one JSON object for machines")
+    inspect.set_defaults(handler=_cmd_inspect)
+
+    models = sub.add_parser("models", aliases=["catalog"], help="list the bundled catalog ids")
+    models.add_argument("--json", action="store_true", help="a JSON list for machines")
+    models.set_defaults(handler=_cmd_models)
+
+    # Listed for --help only: main() dispatches 'audit' before parsing (its own flags).
+    sub.add_parser("audit", help="audit live caches against declarations (needs torch)",
+                   add_help=False)
+    return parser
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _as_dict(payload: Any) -> dict[str, Any]:
+    """``to_json()`` may hand back a dict or a JSON string; the CLI wants the dict."""
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    if not isinstance(payload, dict):
+        raise TypeError(f"planner returned {type(payload).__name__}, expected a JSON object")
+    return payload
+
+
+def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
+    from kvledger.plan.request import PlanRequest
+
+    fields: dict[str, Any] = dict(
+        engine=ns.engine,
+        kv_cache_memory_bytes=ns.kv_cache_memory_bytes,
+        block_size=ns.block_size,
+        max_model_len=ns.max_model_len,
+        kv_cache_dtype=ns.kv_cache_dtype,
+        tensor_parallel_size=ns.tensor_parallel_size,
+        pipeline_parallel_size=ns.pipeline_parallel_size,
+        data_parallel_size=ns.data_parallel_size,
+        max_num_seqs=ns.max_num_seqs,
+        max_num_batched_tokens=ns.max_num_batched_tokens,
+        enable_prefix_caching=ns.enable_prefix_caching,
+        num_speculative_tokens=ns.num_speculative_tokens,
+        speculative_method=ns.speculative_method,
+    )
+    fields.update(overrides)
+    return PlanRequest(**fields)
+
+
+def _cmd_plan(ns: argparse.Namespace) -> int:
+    if ns.kv_cache_memory_bytes is None and ns.gpu is None:
+        raise UsageError(
+            "kvledger plan: error: no memory budget given",
+            hint="pass --kv-cache-memory-bytes N, or --gpu NAME (e.g. --gpu H100-80GB)",
+        )
+    request = _request(ns)
+    from kvledger.plan.api import plan_model
+
+    kwargs: dict[str, Any] = {"gpu": ns.gpu, "gpu_memory_utilization": ns.gpu_memory_utilization}
+    if ns.concurrency is not None:
+        kwargs["concurrency"] = ns.concurrency
+    result = plan_model(ns.model, request, **kwargs)
+    data = _as_dict(result.to_json())
+    if ns.json:
+        _emit_json(data)
+    else:
+        from kvledger.cli import render
+
+        render.render_plan(data)
+    return 0
+
+
+def _cmd_fit(ns: argparse.Namespace) -> int:
+    request = _request(ns)
+    from kvledger.plan.api import fit_model
+
+    result = fit_model(
+        ns.model,
+        request,
+        gpu=ns.gpu,
+        concurrency=ns.concurrency,
+        context=ns.context,
+        gpu_memory_utilization=ns.gpu_memory_utilization,
+    )
+    data = _as_dict(result.to_json())
+    if ns.json:
+        _emit_json(data)
+    else:
+        from kvledger.cli import render
+
+        render.render_fit(data)
+    return 0
+
+
+def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
+    """The JSON ``kvledger inspect --json`` prints: model facts, per-layer and run-length groups.
+
+    Groups merge *consecutive* layers whose facts are identical except for the index, so an
+    interleaved pattern (Gemma's 5 sliding : 1 full) stays visible instead of being folded
+    into two totals that hide the order.
+    """
+    from kvledger.derive import derive_model
+
+    facts = derive_model(model, kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype)
+    layers = [layer.describe() for layer in facts.layers]
+    groups: list[dict[str, Any]] = []
+    for row in layers:
+        key = {k: v for k, v in row.items() if k != "index"}
+        if groups and groups[-1]["facts"] == key and groups[-1]["last"] + 1 == row["index"]:
+            groups[-1]["last"] = row["index"]
+            groups[-1]["count"] += 1
+            continue
+        groups.append({"first": row["index"], "last": row["index"], "count": 1, "facts": key})
+    return {
+        "model": facts.model,
+        "model_type": facts.model_type,
+        "architectures": list(facts.architectures),
+        "model_dtype": facts.model_dtype,
+        "kv_dtype": facts.kv_dtype,
+        "kv_dtype_source": facts.kv_dtype_source,
+        "max_position_embeddings": facts.max_position_embeddings,
+        "num_layers": len(layers),
+        "bytes_per_token": facts.bytes_per_token(),
+        "bytes_per_request": facts.bytes_per_request(),
+        "groups": groups,
+        "layers": layers,
+        "notes": list(facts.notes),
+    }
+
+
+def _cmd_inspect(ns: argparse.Namespace) -> int:
+    data = inspect_payload(ns.model, ns.kv_cache_dtype)
+    if ns.json:
+        _emit_json(data)
+    else:
+        from kvledger.cli import render
+
+        render.render_inspect(data)
+    return 0
+
+
+def _cmd_models(ns: argparse.Namespace) -> int:
+    from kvledger.derive.source import catalog_ids
+
+    ids = catalog_ids()
+    if ns.json:
+        _emit_json(ids)
+    else:
+        sys.stdout.write("".join(f"{model_id}\n" for model_id in ids))
+    return 0
+
+
+def _cmd_audit(argv: list[str]) -> int:
+    """Hand ``kvledger audit ...`` to the check helper's CLI, imported only when asked for."""
+    import importlib
+
+    try:
+        audit = importlib.import_module("kvledger.cli.audit")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("kvledger.cli.audit", "torch"):
+            raise
+        missing = "torch" if exc.name == "torch" else "kvledger.cli.audit"
+        raise UsageError(
+            f"kvledger audit: error: not available ({missing} is not installed)",
+            hint="pip install 'kvledger[torch]'" if missing == "torch" else
+            "this kvledger build has no audit command yet",
+        ) from None
+    code = audit.main(argv)
+    return int(code or 0)
+
+
+def _run(argv: list[str]) -> int:
+    if argv and argv[0] == "audit":
+        return _cmd_audit(argv[1:])
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.version:
+        from kvledger import __version__
+
+        sys.stdout.write(f"kvledger {__version__}\n")
+        return 0
+    handler = getattr(ns, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    result: int = handler(ns)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point. Returns the exit code; never lets a traceback out."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(args)
+    except SystemExit as exc:  # --help, or a library that exits on its own
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    except BrokenPipeError:  # `kvledger models | head`
+        return 0
+    except BaseException as exc:
+        return report(exc)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
