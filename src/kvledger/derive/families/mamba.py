@@ -1,0 +1,230 @@
+"""Mamba hybrids and pure Mamba: Nemotron-H / Nemotron-3 (``nemotron_h``), Zamba2 (HF
+``zamba2`` and Zyphra's native format), ``mamba`` (Mamba1) and ``mamba2``.
+
+Nemotron-H (vLLM ``nemotron_h.py``): ``hybrid_override_pattern`` has one character per
+layer: ``M`` Mamba2 mixer, ``*`` attention, ``-`` MLP and ``E`` MoE (no cache). Mamba2
+geometry: ``mamba_num_heads`` x ``mamba_head_dim`` (= intermediate size), ``n_groups``,
+``ssm_state_size``, ``conv_kernel``. MTP: ``num_nextn_predict_layers`` repetitions of
+``mtp_hybrid_override_pattern`` (vLLM ``NemotronHMultiTokenPredictor``). The SSM state is
+``mamba_ssm_cache_dtype`` when the config states it, else float32 — vLLM's
+``NemotronHForCausalLMConfig`` default ("only float32 is known to have no accuracy issues").
+
+Zamba2 (Zyphra ``mamba_block.py``; vLLM ``zamba2.py``): every layer is a Mamba2 layer; at
+each ``g`` (HF: ``hybrid``) position one of ``num_mem_blocks`` shared transformer blocks runs
+first. The blocks share weights, but every invocation keeps its own KV cache (Zyphra keys the
+cache by invocation, ``forward_layer_idx``), so each ``g`` position is one attention cache of
+``num_attention_heads`` x ``2·kv_channels`` (the block attends over ``2·hidden_size``
+features). Native-format defaults (``mamba_headdim`` 64, ``mamba_ngroups`` 1) are those of
+Zyphra's own ``MambaConfig``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kvledger.derive.config import Config
+from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
+from kvledger.derive.kvdtype import model_dtype
+from kvledger.derive.layers import FullAttention, LayerCache, NoCache, Role
+from kvledger.derive.registry import Derived
+from kvledger.derive.states import Mamba1State, Mamba2State
+
+FAMILY = "mamba"
+
+CHECKED_KEYS = frozenset(
+    {
+        "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+        "attention_head_dim", "max_position_embeddings", "hidden_size",
+        # Nemotron-H pattern and Mamba2 geometry.
+        "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "n_groups",
+        "ssm_state_size", "conv_kernel", "expand", "mamba_ssm_cache_dtype",
+        "num_nextn_predict_layers", "mtp_hybrid_override_pattern",
+        # No cache: SSD chunking for prefill, kernel choice, biases, activation, MoE widths.
+        "chunk_size", "use_mamba_kernels", "mamba_proj_bias", "use_conv_bias",
+        "mamba_hidden_act", "moe_shared_expert_intermediate_size", "moe_shared_expert_overlap",
+        "n_shared_experts", "num_logits_to_keep",
+        # Mamba1 / Mamba2 (HF) geometry.
+        "state_size", "intermediate_size", "num_heads", "time_step_rank",
+        # Zamba2, HF schema.
+        "layers_block_type", "hybrid_layer_ids", "mamba_d_state", "mamba_d_conv",
+        "mamba_expand", "mamba_ngroups", "mamba_headdim", "n_mamba_heads", "num_mem_blocks",
+        "use_shared_attention_adapter", "adapter_rank", "use_mem_rope",
+        # Zamba2, Zyphra native schema.
+        "num_layers", "layer_mapping", "conv_dimension", "expansion_factor", "kv_channels",
+        "num_mem_heads", "use_shared_block_lora", "lora_rank", "add_bias_linear",
+        "use_mem_mlp",
+        # KV scheme, resolved by kvdtype.
+        "quantization_config",
+    }
+)
+
+NEMOTRON_SYMBOLS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _at(template: LayerCache, index: int, role: Role = Role.DECODER) -> LayerCache:
+    return dataclasses.replace(template, index=index, role=role)
+
+
+def _dense_attention(cfg: Config, kv_dtype: str) -> FullAttention:
+    heads = cfg.int("num_attention_heads")
+    kv_heads = cfg.int("num_key_value_heads", heads)
+    dims = {k: cfg.int(k) for k in ("head_dim", "attention_head_dim") if k in cfg}
+    if len(set(dims.values())) > 1:
+        raise ConfigError(f"{cfg.model}: head_dim and attention_head_dim disagree: {dims}")
+    head_dim = next(iter(dims.values())) if dims else cfg.int("hidden_size") // heads
+    return FullAttention(index=0, k_heads=kv_heads, k_dim=head_dim, v_heads=kv_heads,
+                         v_dim=head_dim, dtype=kv_dtype)
+
+
+def _pattern(cfg: Config, key: str) -> str:
+    value = cfg.require(key)
+    if not isinstance(value, str):
+        raise ConfigError(f"{cfg.model}: {key} must be a string")
+    unknown = sorted(set(value) - set(NEMOTRON_SYMBOLS))
+    if unknown:
+        raise UnsupportedArchitecture(f"{cfg.model}: {key} has unknown layer symbols {unknown}")
+    return value
+
+
+def _derive_nemotron_h(cfg: Config, kv_dtype: str) -> Derived:
+    n = cfg.int("num_hidden_layers")
+    pattern = _pattern(cfg, "hybrid_override_pattern")
+    if len(pattern) != n:
+        raise ConfigError(f"{cfg.model}: hybrid_override_pattern has {len(pattern)} symbols "
+                          f"for {n} layers")
+    heads, head_dim = cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim")
+    inner = heads * head_dim  # vLLM nemotron_h: intermediate = mamba_num_heads * mamba_head_dim
+    if "expand" in cfg and cfg.int("expand") * cfg.int("hidden_size") != inner:
+        raise ConfigError(f"{cfg.model}: expand x hidden_size != mamba_num_heads x "
+                          "mamba_head_dim; refusing to pick one")
+    stated = cfg.get("mamba_ssm_cache_dtype")
+    mdtype = model_dtype(cfg)
+    state = Mamba2State(
+        index=0, intermediate_size=inner, n_groups=cfg.int("n_groups"), num_heads=heads,
+        head_dim=head_dim, state_size=cfg.int("ssm_state_size"),
+        conv_kernel=cfg.int("conv_kernel"), conv_dtype=mdtype,
+        temporal_dtype=str(stated) if stated is not None else "float32",
+        temporal_dtype_source=("config mamba_ssm_cache_dtype" if stated is not None else
+                               "vLLM NemotronH default float32 (config states none)"),
+        temporal_follows_conv=False,
+    )
+    attn = _dense_attention(cfg, kv_dtype)
+    none = NoCache(index=0, dtype=kv_dtype)
+    by_symbol: dict[str, LayerCache] = {"M": state, "*": attn, "-": none, "E": none}
+    layers = [_at(by_symbol[c], i) for i, c in enumerate(pattern)]
+    mtp = cfg.int("num_nextn_predict_layers", 0)
+    if mtp:
+        mtp_pattern = _pattern(cfg, "mtp_hybrid_override_pattern")
+        for k, c in enumerate(mtp_pattern * mtp):
+            layers.append(_at(by_symbol[c], n + k, Role.MTP))
+    notes = [f"Mamba2 state: conv {state.conv_dtype}, SSM {state.temporal_dtype} "
+             f"({state.temporal_dtype_source}); kv_cache_dtype does not apply to it"]
+    if mtp:
+        notes.append(f"MTP: {mtp} x pattern {cfg.get('mtp_hybrid_override_pattern')!r}")
+    return Derived(layers=layers, notes=notes)
+
+
+def _zamba2_layout(cfg: Config) -> tuple[list[bool], dict[str, Any]]:
+    """(per-layer "has a shared-attention invocation", Mamba2 + attention geometry)."""
+    hidden = cfg.int("hidden_size")
+    heads = cfg.int("num_attention_heads")
+    if "layer_mapping" in cfg:  # Zyphra native
+        mapping = cfg.require("layer_mapping")
+        if not isinstance(mapping, list) or any(m not in ("m", "g") for m in mapping):
+            raise UnsupportedArchitecture(f"{cfg.model}: layer_mapping entries other than "
+                                          "'m'/'g' are not checked")
+        if len(mapping) != cfg.int("num_layers"):
+            raise ConfigError(f"{cfg.model}: layer_mapping length != num_layers")
+        if cfg.int("num_mem_heads", heads) != heads:
+            raise UnsupportedArchitecture(f"{cfg.model}: num_mem_heads != num_attention_heads "
+                                          "is not checked")
+        expand = cfg.int("expansion_factor")
+        head_dim = cfg.int("mamba_headdim", 64)  # Zyphra MambaConfig default
+        geometry = {
+            "inner": expand * hidden, "n_groups": cfg.int("mamba_ngroups", 1),
+            "heads": expand * hidden // head_dim, "head_dim": head_dim,
+            "state": cfg.int("state_size"), "kernel": cfg.int("conv_dimension"),
+            # Zyphra attention.py: K/V per head are 2 * kv_channels wide, num_query_groups
+            # (default num_attention_heads) KV heads.
+            "kv_heads": heads, "kv_dim": 2 * cfg.int("kv_channels", hidden // heads),
+        }
+        return [m == "g" for m in mapping], geometry
+    types = cfg.require("layers_block_type")
+    if not isinstance(types, list) or any(t not in ("mamba", "hybrid") for t in types):
+        raise UnsupportedArchitecture(f"{cfg.model}: layers_block_type entries other than "
+                                      "'mamba'/'hybrid' are not checked")
+    if len(types) != cfg.int("num_hidden_layers"):
+        raise ConfigError(f"{cfg.model}: layers_block_type length != num_hidden_layers")
+    geometry = {
+        "inner": cfg.int("mamba_expand") * hidden, "n_groups": cfg.int("mamba_ngroups"),
+        "heads": cfg.int("n_mamba_heads"), "head_dim": cfg.int("mamba_headdim"),
+        "state": cfg.int("mamba_d_state"), "kernel": cfg.int("mamba_d_conv"),
+        "kv_heads": cfg.int("num_key_value_heads", heads),
+        "kv_dim": cfg.int("attention_head_dim", 2 * hidden // heads),
+    }
+    return [t == "hybrid" for t in types], geometry
+
+
+def _derive_zamba2(cfg: Config, kv_dtype: str) -> Derived:
+    shared, g = _zamba2_layout(cfg)
+    if g["heads"] * g["head_dim"] != g["inner"]:
+        raise ConfigError(f"{cfg.model}: Mamba2 heads x head_dim != expand x hidden_size")
+    state = Mamba2State(
+        index=0, intermediate_size=g["inner"], n_groups=g["n_groups"], num_heads=g["heads"],
+        head_dim=g["head_dim"], state_size=g["state"], conv_kernel=g["kernel"],
+        conv_dtype=model_dtype(cfg),
+    )
+    attn = FullAttention(index=0, k_heads=g["kv_heads"], k_dim=g["kv_dim"],
+                         v_heads=g["kv_heads"], v_dim=g["kv_dim"], dtype=kv_dtype,
+                         note="shared-weight block; this invocation's own KV cache")
+    layers: list[LayerCache] = []
+    for i, has_attn in enumerate(shared):
+        if has_attn:
+            layers.append(_at(attn, i))
+        layers.append(_at(state, i))
+    notes = [f"Zamba2: {sum(shared)} shared-attention invocations, each with its own KV "
+             f"cache, plus {len(shared)} Mamba2 layers"]
+    return Derived(layers=layers, notes=notes)
+
+
+def _derive_mamba1(cfg: Config) -> Derived:
+    state = Mamba1State(
+        index=0, intermediate_size=cfg.int("intermediate_size"),
+        state_size=cfg.int("state_size"), conv_kernel=cfg.int("conv_kernel"),
+        conv_dtype=model_dtype(cfg),
+    )
+    n = cfg.int("num_hidden_layers")
+    return Derived(layers=[_at(state, i) for i in range(n)])
+
+
+def _derive_mamba2(cfg: Config) -> Derived:
+    inner = cfg.int("expand") * cfg.int("hidden_size")  # vLLM mamba2.py
+    state = Mamba2State(
+        index=0, intermediate_size=inner, n_groups=cfg.int("n_groups"),
+        num_heads=cfg.int("num_heads"), head_dim=cfg.int("head_dim"),
+        state_size=cfg.int("state_size"), conv_kernel=cfg.int("conv_kernel"),
+        conv_dtype=model_dtype(cfg),
+    )
+    n = cfg.int("num_hidden_layers")
+    return Derived(layers=[_at(state, i) for i in range(n)])
+
+
+def is_zyphra_native(raw: dict[str, Any]) -> bool:
+    """Zyphra's pre-transformers Zamba2 config carries no model_type."""
+    return not raw.get("model_type") and "layer_mapping" in raw and "num_mem_blocks" in raw
+
+
+def derive(cfg: Config, kv_dtype: str) -> Derived:
+    kind = cfg.model_type
+    if kind == "nemotron_h":
+        return _derive_nemotron_h(cfg, kv_dtype)
+    if kind == "zamba2" or is_zyphra_native(cfg.raw):
+        return _derive_zamba2(cfg, kv_dtype)
+    if kind == "mamba":
+        return _derive_mamba1(cfg)
+    if kind == "mamba2":
+        return _derive_mamba2(cfg)
+    raise UnsupportedArchitecture(f"{cfg.model}: model_type {kind!r} is not checked by the "
+                                  f"{FAMILY} family", model_type=kind,
+                                  architectures=cfg.architectures)
