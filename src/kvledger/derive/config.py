@@ -77,7 +77,14 @@ class Config:
 
     @property
     def model_type(self) -> str:
-        return str(self.raw.get("model_type") or "")
+        stated = self.raw.get("model_type")
+        if stated:
+            return str(stated)
+        # Zyphra's native (pre-transformers) Zamba2 config states no model_type; its
+        # signature keys are unambiguous, and the mamba family reads that schema.
+        if "layer_mapping" in self.raw and "num_mem_blocks" in self.raw:
+            return "zamba2"
+        return ""
 
     @property
     def architectures(self) -> tuple[str, ...]:
