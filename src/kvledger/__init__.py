@@ -5,32 +5,76 @@ configs lives in ``kvledger.derive``, planning in ``kvledger.plan``, and checkin
 (torch) in ``kvledger.check`` — imported on demand so ``import kvledger`` stays light.
 """
 
-from kvledger.declare import (
-    PAGED_CLASS,
-    HasModelLocalKV,
-    InsufficientPoolBudget,
-    KVDType,
-    ModelLocalKVScope,
-    ModelLocalKVSpec,
-    ModelLocalPoolSpecs,
-    Pool,
-    PoolPlan,
-    RowDriver,
-    SubPoolSpec,
-    budget_fix_hint,
-    collect_model_local_kv_specs,
-    fixed_pool,
-    known_dtypes,
-    merge_specs,
-    model_local_to_pool_specs,
-    page_pool,
-    plan_pools,
-    resolve_dtype,
-    spec_from_hf_config,
-    state_pool,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvledger.declare import (
+        PAGED_CLASS,
+        HasModelLocalKV,
+        InsufficientPoolBudget,
+        KVDType,
+        ModelLocalKVScope,
+        ModelLocalKVSpec,
+        ModelLocalPoolSpecs,
+        Pool,
+        PoolPlan,
+        RowDriver,
+        SubPoolSpec,
+        budget_fix_hint,
+        collect_model_local_kv_specs,
+        fixed_pool,
+        known_dtypes,
+        merge_specs,
+        model_local_to_pool_specs,
+        page_pool,
+        plan_pools,
+        resolve_dtype,
+        spec_from_hf_config,
+        state_pool,
+    )
 
 __version__ = "0.1.0"
+
+# Loaded on first use (PEP 562), so `import kvledger` costs almost nothing and a CLI call that
+# never touches a name never pays for it.
+_LAZY = frozenset({
+    "PAGED_CLASS",
+    "HasModelLocalKV",
+    "InsufficientPoolBudget",
+    "KVDType",
+    "ModelLocalKVScope",
+    "ModelLocalKVSpec",
+    "ModelLocalPoolSpecs",
+    "Pool",
+    "PoolPlan",
+    "RowDriver",
+    "SubPoolSpec",
+    "budget_fix_hint",
+    "collect_model_local_kv_specs",
+    "fixed_pool",
+    "known_dtypes",
+    "merge_specs",
+    "model_local_to_pool_specs",
+    "page_pool",
+    "plan_pools",
+    "resolve_dtype",
+    "spec_from_hf_config",
+    "state_pool",
+})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from kvledger import declare
+
+        value = getattr(declare, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kvledger' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
 
 __all__ = [
     "PAGED_CLASS",

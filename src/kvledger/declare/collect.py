@@ -7,13 +7,12 @@ something that is not a list of specs) is logged through ``logging`` and skipped
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
 from kvledger.declare.model_local import ModelLocalKVSpec
 
-logger = logging.getLogger("kvledger.declare")
+LOGGER_NAME = "kvledger.declare"
 
 
 def unwrap_model(model: Any) -> Any:
@@ -81,7 +80,9 @@ def collect_model_local_kv_specs(model: Any) -> list[tuple[str, ModelLocalKVSpec
                     "not ModelLocalKVSpec"
                 )
         except Exception:
-            logger.warning(
+            import logging  # only on the failure path: keeps import kvledger light
+
+            logging.getLogger(LOGGER_NAME).warning(
                 "model-local KV declarer at %r (%s) raised; its caches are not reported",
                 path,
                 type(owner).__name__,
