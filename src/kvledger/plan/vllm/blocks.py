@@ -1,0 +1,62 @@
+"""From groups and a budget to vLLM's block count and the numbers it logs.
+
+- bytes per block (``_get_kv_cache_bytes_per_block``): the widest group's pages summed —
+  all groups draw block ids from one pool, and one id addresses a page in every layer of
+  a group;
+- ``num_blocks = available // bytes_per_block`` (``get_kv_cache_config_from_groups``);
+- blocks per request at ``max_model_len``: the sum over groups of
+  cdiv(max_memory_usage_bytes, page_size_bytes) (``get_max_concurrency_for_kv_cache_config``);
+- "Maximum concurrency" = num_blocks / blocks per request (unrounded float);
+- "GPU KV cache size" = int(max_concurrency * max_model_len) tokens (``get_kv_cache_capacity``);
+- vLLM refuses to start when one max_model_len request needs more than the budget less the
+  null block BlockPool holds back (``get_kv_cache_configs`` → ``_check_enough_kv_cache_memory``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvledger.plan.vllm.grouping import Group
+from kvledger.plan.vllm.specs import KVCacheSpec, SpecContext
+
+
+@dataclass(frozen=True)
+class BlockMath:
+    bytes_per_block: int
+    num_blocks: int
+    blocks_per_request: int
+    max_concurrency: float
+    kv_cache_tokens: int
+    needed_bytes: int  # one max_model_len request
+    refuses_to_start: bool
+
+
+def bytes_per_block(groups: tuple[Group, ...], specs: dict[int, KVCacheSpec]) -> int:
+    return max((g.layer_pages(specs) for g in groups), default=0)
+
+
+def blocks_per_request(groups: tuple[Group, ...], ctx: SpecContext) -> int:
+    return sum(g.spec.blocks_per_request(ctx) for g in groups)
+
+
+def block_math(
+    groups: tuple[Group, ...],
+    specs: dict[int, KVCacheSpec],
+    available_bytes: int,
+    ctx: SpecContext,
+    *,
+    num_blocks: int | None = None,
+) -> BlockMath:
+    """``num_blocks`` overrides the budget's count (pipeline stages reconcile to the min)."""
+    bpb = bytes_per_block(groups, specs)
+    if bpb <= 0:
+        # vLLM: attention-free models get num_blocks = 1 (the null block).
+        return BlockMath(0, 1, 0, 0.0, 0, 0, False)
+    blocks = available_bytes // bpb if num_blocks is None else num_blocks
+    per_request = blocks_per_request(groups, ctx)
+    concurrency = blocks / per_request if per_request else 0.0
+    tokens = int(concurrency * ctx.max_model_len)
+    needed = bpb * per_request
+    usable = available_bytes - bpb  # the null block
+    refuses = usable <= 0 or needed > usable
+    return BlockMath(bpb, blocks, per_request, concurrency, tokens, needed, refuses)

@@ -1,0 +1,146 @@
+"""Engine-neutral layer facts → the spec vLLM's attention layer would return.
+
+One function per fact kind, each stating which vLLM layer class produces the spec
+(``get_kv_cache_spec``). The block size is a placeholder here; ``hybrid`` decides it.
+"""
+
+from __future__ import annotations
+
+from kvledger.derive.layers import (
+    MLA,
+    Attention,
+    ChunkedAttention,
+    CrossAttention,
+    FullAttention,
+    Indexer,
+    Kind,
+    LayerCache,
+    RecurrentState,
+    Role,
+    SlidingAttention,
+)
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
+from kvledger.plan.vllm.specs import (
+    QUANT_FP8_PER_TENSOR,
+    ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
+
+# Speculative methods whose draft layers ship inside the target checkpoint (MTP / next-n).
+MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp", "mimo_mtp")
+DRAFT_METHODS = ("eagle", "eagle3")
+
+
+def layer_takes_part(layer: LayerCache, request: PlanRequest) -> bool:
+    """Whether vLLM allocates KV for this layer under these options."""
+    if not layer.owns_memory or layer.kind is Kind.NONE:
+        return False
+    if layer.role is Role.ENCODER:
+        # vLLM ``EncoderOnlyAttentionSpec``: encoder self-attention keeps no KV.
+        return False
+    speculating = request.num_speculative_tokens > 0
+    method = (request.speculative_method or "").lower()
+    if layer.role is Role.MTP:
+        return speculating and method in MTP_METHODS
+    if layer.role is Role.DRAFT:
+        return speculating and method in DRAFT_METHODS
+    return True
+
+
+def _attention_heads(layer: Attention) -> int:
+    if layer.k_heads != layer.v_heads:
+        raise VllmLayoutError(
+            f"layer {layer.index}: K and V head counts differ ({layer.k_heads} vs "
+            f"{layer.v_heads}); vLLM's AttentionSpec has one num_kv_heads"
+        )
+    return layer.k_heads
+
+
+def _state_dtypes(layer: RecurrentState, res: Resolved) -> tuple[str, ...]:
+    """vLLM ``MambaStateDtypeCalculator``: conv states use mamba_cache_dtype ("auto": the
+    model dtype); temporal/SSM states use mamba_ssm_cache_dtype ("auto": the conv dtype);
+    KDA keeps its recurrent state in float32 (``kda_state_dtype``); lightning / linear
+    attention keeps every state at the conv dtype (``linear_attention_state_dtype``).
+    """
+    conv = res.model_dtype if res.mamba_cache_dtype == "auto" else res.mamba_cache_dtype
+    temporal = conv if res.mamba_ssm_cache_dtype == "auto" else res.mamba_ssm_cache_dtype
+    kind = layer.state_kind.lower()
+    if "kda" in kind:
+        temporal = "float32"
+    if "lightning" in kind or "linear" in kind:
+        temporal = conv
+    return tuple(conv if "conv" in t.name.lower() else temporal for t in layer.tensors())
+
+
+def _mamba_type(layer: RecurrentState) -> str:
+    return layer.state_kind.lower()
+
+
+def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCacheSpec:
+    """The spec of one (tensor-parallel split) layer, at a placeholder block size of 1."""
+    bs = 1
+    dtype, quant = res.kv_storage_dtype, res.kv_quant
+    if isinstance(layer, CrossAttention):
+        return CrossAttentionSpec(
+            block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
+            head_size_v=layer.v_dim, dtype=dtype, quant=quant,
+        )
+    if isinstance(layer, SlidingAttention):
+        return SlidingWindowSpec(
+            block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
+            head_size_v=layer.v_dim, dtype=dtype, quant=quant, sliding_window=layer.window,
+        )
+    if isinstance(layer, ChunkedAttention):
+        return ChunkedLocalAttentionSpec(
+            block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
+            head_size_v=layer.v_dim, dtype=dtype, quant=quant, attention_chunk_size=layer.chunk,
+        )
+    if isinstance(layer, FullAttention) or type(layer) is Attention:
+        assert isinstance(layer, Attention)
+        return FullAttentionSpec(
+            block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
+            head_size_v=layer.v_dim, dtype=dtype, quant=quant,
+        )
+    if isinstance(layer, MLA):
+        # vLLM ``MLAAttention.get_kv_cache_spec``: one head of kv_lora_rank + rope dims;
+        # sparse MLA with an fp8 cache uses the FlashMLA-sparse "fp8_ds_mla" layout.
+        cache_str = res.cache_dtype
+        if res.use_sparse and quant == QUANT_FP8_PER_TENSOR:
+            cache_str = "fp8_ds_mla"
+        return MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=layer.latent_dim + layer.rope_dim,
+            dtype=dtype, quant=quant, cache_dtype_str=cache_str,
+        )
+    if isinstance(layer, Indexer):
+        # vLLM ``Indexer`` (DeepSeek-V3.2 DSA) registers an MLAAttentionSpec of uint8 rows:
+        # the fp8 key plus its fp32 scales, whatever --kv-cache-dtype says.
+        return MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=layer.bytes_per_token(), dtype="uint8",
+        )
+    if isinstance(layer, RecurrentState):
+        tensors = layer.tensors()
+        spec_blocks = request.num_speculative_tokens if request.speculative_method else 0
+        mamba_type = _mamba_type(layer)
+        # The Mamba2 mixer reserves one prefill-checkpoint block in align mode
+        # (MambaSpec.num_prefill_checkpoint_blocks; the oracle's Nemotron-H cases charge 3
+        # blocks per request, GDN/KDA 2).
+        checkpoint = 1 if ("mamba2" in mamba_type and res.mamba_cache_mode == "align") else 0
+        return MambaSpec(
+            block_size=bs,
+            shapes=tuple(tuple(t.shape) for t in tensors),
+            dtypes=_state_dtypes(layer, res),
+            mamba_type=mamba_type,
+            mamba_cache_mode=res.mamba_cache_mode,
+            num_speculative_blocks=spec_blocks,
+            num_prefill_checkpoint_blocks=checkpoint,
+        )
+    raise VllmLayoutError(
+        f"layer {layer.index}: the vLLM layout does not model {type(layer).__name__} "
+        f"({layer.kind}) caches"
+    )

@@ -1,0 +1,307 @@
+"""The vLLM layout: what vLLM 0.32 allocates for a model, to the block.
+
+``plan_vllm(facts, request, available_bytes)`` runs vLLM's own sequence on engine-neutral
+facts: resolve settings → per-layer specs (tensor-parallel split) → block size (hybrid
+alignment) → grouping → blocks and the two numbers vLLM logs. With pipeline parallelism
+the groups are formed over the whole model and projected onto each stage, each stage
+counts its blocks from the same per-GPU budget, and all stages use the smallest count
+(vLLM ``get_kv_cache_configs``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.derive.layers import LayerCache, ModelFacts, Role
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm.blocks import BlockMath, block_math
+from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
+from kvledger.plan.vllm.grouping import Group, Grouping, get_kv_cache_groups
+from kvledger.plan.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
+from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, resolve
+from kvledger.plan.vllm.specs import (
+    KVCacheSpec,
+    SpecContext,
+    UniformTypeSpecs,
+    spec_name,
+)
+
+__all__ = ["GroupInfo", "VllmLayoutError", "VllmPlan", "plan_vllm", "plan_vllm_stage", "pp_stages"]
+
+
+def pp_stages(num_layers: int, pp: int) -> list[tuple[int, int]]:
+    """[start, end) layer ranges per pipeline stage (vLLM ``get_pp_indices``).
+
+    Even split; the remainder goes one layer each to the stages just before the last
+    (the last stage also runs the LM head), from the second-to-last backwards.
+    """
+    if pp < 1:
+        raise ValueError(f"pipeline parallel size must be >= 1, got {pp}")
+    if num_layers < pp:
+        raise VllmLayoutError(f"{num_layers} layers cannot be split over {pp} pipeline stages")
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    out: list[tuple[int, int]] = []
+    start = 0
+    for n in parts:
+        out.append((start, start + n))
+        start += n
+    return out
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    spec: str
+    num_layers: int
+    block_size: int
+    page_size_bytes: int
+    max_memory_usage_bytes_per_request: int
+    blocks_per_request: int
+
+
+@dataclass(frozen=True)
+class VllmPlan:
+    model: str
+    num_blocks: int
+    block_size: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_model_len: int
+    bytes_per_block: int
+    blocks_per_request: int
+    needed_bytes: int
+    available_bytes: int
+    vllm_refuses_to_start: bool
+    groups: tuple[GroupInfo, ...]
+    layer_specs: tuple[tuple[dict[str, Any], int], ...]
+    resolved: Resolved
+    mamba_block_size: int | None
+    mamba_page_size_padded: int | None
+    tp_kv_heads_per_rank: int | None
+    warnings: tuple[str, ...] = ()
+    stage: int | None = None
+    stages: tuple[VllmPlan, ...] = field(default=())
+
+    @property
+    def reserved_bytes(self) -> int:
+        return self.num_blocks * self.bytes_per_block
+
+    def pools(self) -> list[dict[str, Any]]:
+        """The plan as pool rows: vLLM keeps one block pool shared by every group."""
+        return [
+            {
+                "name": "kv",
+                "pool": "page",
+                "entries": self.num_blocks,
+                "entry_bytes": self.bytes_per_block,
+                "entries_per_req": self.blocks_per_request,
+                "reserved_bytes": self.reserved_bytes,
+            }
+        ]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    res: Resolved
+    layers: tuple[LayerCache, ...]
+    sizes: BlockSizes
+    grouping: Grouping
+    ctx: SpecContext
+    warnings: tuple[str, ...]
+
+
+def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
+    res = resolve(facts, request)
+    tp = request.tensor_parallel_size
+    layers = tuple(
+        layer.split(tp) for layer in facts.layers if layer_takes_part(layer, request)
+    )
+    if not layers:
+        raise VllmLayoutError(f"{facts.model}: no layer keeps a KV cache under these options")
+    raw = [layer_spec(layer, res, request) for layer in layers]
+    sizes = resolve_block_sizes(raw, res)
+    specs = apply_block_sizes(raw, sizes)
+    grouping = get_kv_cache_groups(dict(enumerate(specs)))
+    ctx = SpecContext(
+        max_model_len=res.max_model_len,
+        max_in_flight_tokens=res.max_in_flight_tokens,
+        max_num_encoder_input_tokens=res.max_num_encoder_input_tokens,
+        mamba_cache_mode=res.mamba_cache_mode,
+    )
+    warnings = list(sizes.notes) + list(grouping.warnings)
+    if facts.kv_dtype_source not in ("option", "config") and request.kv_cache_dtype == "auto":
+        warnings.append(
+            f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}); "
+            f"vLLM 0.32 with --kv-cache-dtype auto stores {res.kv_storage_dtype} "
+            "(pass --kv-cache-dtype fp8 to use it)"
+        )
+    return _Prepared(res, layers, sizes, grouping, ctx, tuple(warnings))
+
+
+def _group_info(group: Group, ctx: SpecContext) -> GroupInfo:
+    # Per-layer representative, as vLLM's scheduler view reports a UniformType group.
+    spec: KVCacheSpec = group.spec.specs[0] if isinstance(group.spec, UniformTypeSpecs) else (
+        group.spec
+    )
+    return GroupInfo(
+        spec=spec_name(group.spec),
+        num_layers=len(group.layers),
+        block_size=spec.block_size,
+        page_size_bytes=spec.page_size_bytes,
+        max_memory_usage_bytes_per_request=spec.max_memory_usage_bytes(ctx),
+        blocks_per_request=group.spec.blocks_per_request(ctx),
+    )
+
+
+def _layer_specs(
+    specs: dict[int, KVCacheSpec], members: list[int]
+) -> tuple[tuple[dict[str, Any], int], ...]:
+    counts = Counter(specs[i] for i in members)
+    return tuple((spec.describe(), n) for spec, n in counts.items())
+
+
+def _tp_heads(specs: dict[int, KVCacheSpec]) -> int | None:
+    heads = [getattr(s, "num_kv_heads", None) for s in specs.values()]
+    found = [h for h in heads if isinstance(h, int)]
+    return max(found) if found else None
+
+
+def _project(groups: tuple[Group, ...], members: set[int]) -> tuple[Group, ...]:
+    """vLLM ``_project_kv_cache_groups_to_worker``: keep each group, only this stage's layers."""
+    out: list[Group] = []
+    for g in groups:
+        kept = tuple(i for i in g.layers if i in members)
+        spec = g.spec
+        if kept and isinstance(spec, UniformTypeSpecs):
+            index = {layer: k for k, layer in enumerate(g.layers)}
+            spec = UniformTypeSpecs(spec.block_size, tuple(spec.specs[index[i]] for i in kept))
+        out.append(Group(kept, spec))
+    return tuple(out)
+
+
+def _stage_members(prep: _Prepared, pp: int) -> list[set[int]]:
+    decoder = [layer.index for layer in prep.layers if layer.role is Role.DECODER]
+    num_layers = max(decoder) + 1 if decoder else 1
+    ranges = pp_stages(num_layers, pp)
+    members: list[set[int]] = [set() for _ in ranges]
+    for ordinal, layer in enumerate(prep.layers):
+        stage = len(ranges) - 1  # MTP / draft layers run on the last stage
+        if layer.role is Role.DECODER:
+            stage = next(k for k, (a, b) in enumerate(ranges) if a <= layer.index < b)
+        members[stage].add(ordinal)
+    return members
+
+
+def _plan(
+    facts: ModelFacts,
+    prep: _Prepared,
+    groups: tuple[Group, ...],
+    members: list[int],
+    available_bytes: int,
+    math: BlockMath,
+    *,
+    stage: int | None,
+    stages: tuple[VllmPlan, ...] = (),
+    extra_warnings: tuple[str, ...] = (),
+) -> VllmPlan:
+    warnings = list(prep.warnings) + list(extra_warnings)
+    if math.refuses_to_start:
+        warnings.append(
+            f"vLLM would refuse to start: one {prep.res.max_model_len}-token request needs "
+            f"{math.needed_bytes} B of KV cache but {available_bytes - math.bytes_per_block} B "
+            "are usable after the null block"
+        )
+    return VllmPlan(
+        model=facts.model,
+        num_blocks=math.num_blocks,
+        block_size=prep.sizes.block_size,
+        kv_cache_tokens=math.kv_cache_tokens,
+        max_concurrency=math.max_concurrency,
+        max_model_len=prep.res.max_model_len,
+        bytes_per_block=math.bytes_per_block,
+        blocks_per_request=math.blocks_per_request,
+        needed_bytes=math.needed_bytes,
+        available_bytes=available_bytes,
+        vllm_refuses_to_start=math.refuses_to_start,
+        groups=tuple(_group_info(g, prep.ctx) for g in groups),
+        layer_specs=_layer_specs(prep.grouping.specs, members),
+        resolved=prep.res,
+        mamba_block_size=prep.sizes.mamba_block_size,
+        mamba_page_size_padded=prep.sizes.mamba_page_size_padded,
+        tp_kv_heads_per_rank=_tp_heads(prep.grouping.specs),
+        warnings=tuple(warnings),
+        stage=stage,
+        stages=stages,
+    )
+
+
+def _check_budget(available_bytes: int) -> None:
+    if isinstance(available_bytes, bool) or not isinstance(available_bytes, int):
+        raise TypeError(f"available_bytes must be an int, got {available_bytes!r}")
+    if available_bytes < 0:
+        raise ValueError(f"available_bytes must be >= 0, got {available_bytes}")
+
+
+def plan_vllm_stage(
+    facts: ModelFacts, request: PlanRequest, available_bytes: int, stage: int
+) -> VllmPlan:
+    """One pipeline stage on its own budget (blocks not yet reconciled across stages)."""
+    _check_budget(available_bytes)
+    prep = _prepare(facts, request)
+    members = _stage_members(prep, request.pipeline_parallel_size)
+    if not 0 <= stage < len(members):
+        raise ValueError(f"stage {stage} out of range for {len(members)} pipeline stages")
+    groups = _project(prep.grouping.groups, members[stage])
+    math = block_math(groups, prep.grouping.specs, available_bytes, prep.ctx)
+    return _plan(facts, prep, groups, sorted(members[stage]), available_bytes, math, stage=stage)
+
+
+def plan_vllm(facts: ModelFacts, request: PlanRequest, available_bytes: int) -> VllmPlan:
+    """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker)."""
+    _check_budget(available_bytes)
+    prep = _prepare(facts, request)
+    pp = request.pipeline_parallel_size
+    every = list(range(len(prep.layers)))
+    if pp == 1:
+        math = block_math(prep.grouping.groups, prep.grouping.specs, available_bytes, prep.ctx)
+        return _plan(facts, prep, prep.grouping.groups, every, available_bytes, math, stage=None)
+
+    members = _stage_members(prep, pp)
+    projected = [_project(prep.grouping.groups, m) for m in members]
+    counts = [
+        block_math(g, prep.grouping.specs, available_bytes, prep.ctx).num_blocks
+        for g in projected
+    ]
+    # vLLM: every stage uses the smallest block count among stages.
+    fewest = min(counts)
+    stage_plans: list[VllmPlan] = []
+    for k, (groups, m) in enumerate(zip(projected, members, strict=True)):
+        math = block_math(
+            groups, prep.grouping.specs, available_bytes, prep.ctx, num_blocks=fewest
+        )
+        stage_plans.append(
+            _plan(facts, prep, groups, sorted(m), available_bytes, math, stage=k)
+        )
+    # The scheduler's view is built from the first stage's config (vLLM
+    # ``generate_scheduler_kv_cache_config``); vLLM refuses if any stage cannot hold a request.
+    first = stage_plans[0]
+    refuses = any(p.vllm_refuses_to_start for p in stage_plans)
+    math = BlockMath(
+        bytes_per_block=first.bytes_per_block,
+        num_blocks=fewest,
+        blocks_per_request=first.blocks_per_request,
+        max_concurrency=first.max_concurrency,
+        kv_cache_tokens=first.kv_cache_tokens,
+        needed_bytes=max(p.needed_bytes for p in stage_plans),
+        refuses_to_start=refuses,
+    )
+    notes = tuple(
+        f"pipeline stage {k}: {c} blocks on its own budget" for k, c in enumerate(counts)
+    )
+    return _plan(
+        facts, prep, prep.grouping.groups, every, available_bytes, math,
+        stage=None, stages=tuple(stage_plans), extra_warnings=notes,
+    )

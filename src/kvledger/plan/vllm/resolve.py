@@ -1,0 +1,164 @@
+"""Settings vLLM 0.32 resolves before it sizes the KV cache.
+
+Each value here is one vLLM decides on its own from the model config and the engine
+arguments, and each moves the numbers: the model dtype, what ``--kv-cache-dtype auto``
+means, async scheduling and the resulting ``max_in_flight_tokens``, the prefix-caching
+default and the Mamba cache mode, and the Mamba state dtypes. They are computed, never
+read from an oracle, so a test can compare them with what vLLM logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.derive.layers import Kind, ModelFacts
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm.specs import (
+    QUANT_FP8_PER_TENSOR,
+    QUANT_NONE,
+    QUANT_NVFP4,
+)
+
+
+class VllmLayoutError(ValueError):
+    """The vLLM layout cannot plan this model or these options (names the reason)."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    model_dtype: str
+    cache_dtype: str  # the option as vLLM keeps it ("auto", "fp8", ...)
+    kv_storage_dtype: str  # element type of attention pages ("uint8" for fp8)
+    kv_quant: str
+    async_scheduling: bool
+    max_concurrent_batches: int
+    max_in_flight_tokens: int
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_encoder_input_tokens: int
+    enable_prefix_caching: bool
+    is_hybrid: bool
+    use_mla: bool
+    use_sparse: bool
+    mamba_cache_mode: str
+    mamba_cache_dtype: str
+    mamba_ssm_cache_dtype: str
+    requested_block_size: int | None  # None: "auto"
+
+    def as_vllm_resolved(self) -> dict[str, Any]:
+        """The subset the oracle lists under ``vllm_resolved`` (same names)."""
+        return {
+            "model_dtype": self.model_dtype,
+            "cache_dtype": self.cache_dtype,
+            "async_scheduling": self.async_scheduling,
+            "max_in_flight_tokens": self.max_in_flight_tokens,
+            "mamba_cache_mode": self.mamba_cache_mode,
+            "mamba_ssm_cache_dtype": self.mamba_ssm_cache_dtype,
+            "mamba_cache_dtype": self.mamba_cache_dtype,
+            "is_hybrid": self.is_hybrid,
+            "use_mla": self.use_mla,
+        }
+
+
+def _model_dtype(facts: ModelFacts) -> str:
+    # vLLM ``ModelConfig`` ``dtype="auto"``: the config's dtype, except that float32
+    # checkpoints (and configs stating none, which load as float32) run in bfloat16.
+    return "bfloat16" if facts.model_dtype == "float32" else facts.model_dtype
+
+
+def _kv_storage(cache_dtype: str, model_dtype: str) -> tuple[str, str]:
+    # vLLM ``get_kv_cache_torch_dtype`` / ``get_kv_quant_mode``: "auto" is the model dtype
+    # (vLLM 0.32 does not adopt a checkpoint's KV scheme for "auto"); fp8 variants store
+    # uint8 with per-tensor scales; nvfp4 packs fp4 values with fp8 block scales.
+    if cache_dtype == "auto":
+        return model_dtype, QUANT_NONE
+    if cache_dtype.startswith("fp8"):
+        return "uint8", QUANT_FP8_PER_TENSOR
+    if cache_dtype == "nvfp4":
+        return "nvfp4", QUANT_NVFP4
+    return cache_dtype, QUANT_NONE
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    for key in ("text_config", "llm_config", "language_config"):
+        sub = config.get(key)
+        if isinstance(sub, dict):
+            return sub
+    return config
+
+
+def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
+    """vLLM's per-architecture ``mamba_ssm_cache_dtype`` when the option is "auto".
+
+    - Qwen3.5 (``Qwen3_5ForConditionalGenerationConfig.verify_and_update_config``): the
+      text config's ``mamba_ssm_dtype``.
+    - NemotronH (``NemotronHForCausalLMConfig.verify_and_update_config``): the config's
+      ``mamba_ssm_cache_dtype``, float32 when it states none.
+    - everything else stays "auto" (the conv state dtype).
+    """
+    text = _text_config(facts.config)
+    if any(a.startswith("NemotronH") for a in facts.architectures):
+        value = text.get("mamba_ssm_cache_dtype", facts.config.get("mamba_ssm_cache_dtype"))
+        return str(value) if isinstance(value, str) else "float32"
+    value = text.get("mamba_ssm_dtype")
+    if isinstance(value, str):
+        return value
+    return "auto"
+
+
+def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
+    if request.data_parallel_size < 1:  # pragma: no cover - PlanRequest validates
+        raise VllmLayoutError("data_parallel_size must be >= 1")
+    kinds = {layer.kind for layer in facts.layers if layer.owns_memory}
+    has_state = Kind.STATE in kinds
+    has_attention = bool(kinds - {Kind.STATE, Kind.NONE})
+    has_cross = Kind.CROSS in kinds
+    model_dtype = _model_dtype(facts)
+    storage, quant = _kv_storage(request.kv_cache_dtype, model_dtype)
+
+    max_model_len = request.max_model_len or facts.max_position_embeddings
+    if max_model_len is None:
+        raise VllmLayoutError(
+            f"{facts.model}: the config states no max_position_embeddings; pass --max-model-len"
+        )
+
+    # vLLM ``VllmConfig.max_concurrent_batches``: async scheduling (on by default for
+    # the GPU model runner) overlaps 2 batches; pipeline parallelism needs pp batches in
+    # flight (the V1 runner does not combine async scheduling with PP).
+    pp = request.pipeline_parallel_size
+    async_scheduling = True
+    concurrent = 2 if pp <= 1 else pp
+    # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
+    in_flight = concurrent * request.max_num_batched_tokens
+
+    # vLLM: prefix caching is on by default, except for encoder-decoder models.
+    prefix = request.enable_prefix_caching
+    if prefix is None:
+        prefix = not has_cross
+    # vLLM ``MambaModelConfig.verify_and_update_config``: with prefix caching a hybrid
+    # model uses mamba_cache_mode "align"; without, "none".
+    mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
+
+    return Resolved(
+        model_dtype=model_dtype,
+        cache_dtype=request.kv_cache_dtype,
+        kv_storage_dtype=storage,
+        kv_quant=quant,
+        async_scheduling=async_scheduling,
+        max_concurrent_batches=concurrent,
+        max_in_flight_tokens=in_flight,
+        max_model_len=max_model_len,
+        max_num_batched_tokens=request.max_num_batched_tokens,
+        # vLLM ``SchedulerConfig``: max_num_encoder_input_tokens defaults to
+        # max_num_batched_tokens.
+        max_num_encoder_input_tokens=request.max_num_batched_tokens,
+        enable_prefix_caching=prefix,
+        is_hybrid=has_state and has_attention,
+        use_mla=Kind.MLA in kinds,
+        use_sparse=Kind.INDEXER in kinds,
+        mamba_cache_mode=mamba_cache_mode,
+        mamba_cache_dtype="auto",
+        mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
+        requested_block_size=request.block_size,
+    )
