@@ -105,7 +105,9 @@ def test_malformed_json_config(
 
 
 @pytest.mark.parametrize("command", [["inspect"], ["plan", *BUDGET]])
-def test_missing_field(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]) -> None:
+def test_missing_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
     config = _llama_config()
     del config["num_hidden_layers"]
     (tmp_path / "config.json").write_text(json.dumps(config))

@@ -1,0 +1,84 @@
+"""Cold start-up of the CLI's main job versus a bare interpreter.
+
+Runs ``kvledger plan meta-llama/Meta-Llama-3.1-8B --engine vllm --kv-cache-memory-bytes
+10737418240 --json`` as a fresh process N times and compares its median wall time with
+``python -c pass`` run the same way. Target (issue #4): ratio ≤ 3.
+
+"Cold" means a new interpreter each run (nothing imported yet); the OS file cache is warm,
+which is how a user meets the command on their second call. The runs alternate between the
+two commands so that a noisy neighbour hits both alike.
+
+Usage: python bench/startup.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PLAN_ARGS = [
+    "plan", "meta-llama/Meta-Llama-3.1-8B", "--engine", "vllm",
+    "--kv-cache-memory-bytes", "10737418240", "--json",
+]
+
+
+def _kvledger_command() -> list[str]:
+    """The installed console script beside this interpreter, else ``python -m``."""
+    script = shutil.which("kvledger", path=str(Path(sys.executable).parent))
+    if script:
+        return [script]
+    return [sys.executable, "-m", "kvledger.cli.main"]
+
+
+def _time_once(cmd: list[str]) -> tuple[float, int]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode:
+        sys.stderr.write(proc.stderr.decode(errors="replace"))
+    return elapsed, proc.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+
+    bare = [sys.executable, "-c", "pass"]
+    plan = [*_kvledger_command(), *PLAN_ARGS]
+    # One warm-up each: fill the OS file cache and write any .pyc files.
+    _time_once(bare)
+    _time_once(plan)
+    times: dict[str, list[float]] = {"bare": [], "plan": []}
+    failed = 0
+    for _ in range(args.runs):
+        times["bare"].append(_time_once(bare)[0])
+        elapsed, code = _time_once(plan)
+        times["plan"].append(elapsed)
+        failed += code != 0
+
+    med_bare = statistics.median(times["bare"])
+    med_plan = statistics.median(times["plan"])
+    rows = [
+        ("python -c pass", med_bare, min(times["bare"])),
+        ("kvledger plan … --json", med_plan, min(times["plan"])),
+    ]
+    print(f"{'command':<28}{'median ms':>12}{'min ms':>10}")
+    for name, med, best in rows:
+        print(f"{name:<28}{med * 1e3:>12.1f}{best * 1e3:>10.1f}")
+    ratio = med_plan / med_bare
+    print(f"ratio (median plan / median bare): {ratio:.2f}×  (target ≤ 3×)  runs={args.runs}")
+    print("command: " + " ".join(plan))
+    if failed:
+        print(f"WARNING: the plan command failed in {failed} of {args.runs} runs")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
