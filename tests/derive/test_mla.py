@@ -97,6 +97,12 @@ def test_plain_mla_layer_kinds(model: str, layers: int, mtp: int) -> None:
     assert first["latent_dim"] == 512 and first["rope_dim"] == 64
 
 
+def test_dsa_indexer_ignores_kv_dtype() -> None:
+    indexer = next(layer for layer in derive_model(V32).layers if layer.kind is Kind.INDEXER)
+    assert indexer.with_dtype("bfloat16").bytes_per_token() == 132
+    assert indexer.split(8).bytes_per_token() == 132  # replicated on every rank
+
+
 def test_mla_is_replicated_across_tp() -> None:
     layer = derive_model(V3).layers[0]
     assert layer.split(8).bytes_per_token() == 1152

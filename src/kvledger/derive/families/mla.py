@@ -33,7 +33,7 @@ Facts, as vLLM models them (vllm/model_executor/models/deepseek_v2.py, deepseek_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.config import Config
@@ -108,6 +108,17 @@ class SparseMLA(MLA):
         if self.is_fp8_layout:
             out["layout"] = self.FP8_LAYOUT
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class DSAIndexer(Indexer):
+    """The DSA indexer key cache. Its element type is fixed by the architecture (fp8 + fp32
+    scales, stored as uint8), so a KV dtype never changes it: ``with_dtype`` keeps the layer.
+    """
+
+    def with_dtype(self, dtype: str) -> Self:
+        resolve_dtype(dtype)  # reject unknown names, change nothing
+        return self
 
 
 def _positive_int(cfg: Config, key: str) -> int:
@@ -222,7 +233,7 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
             if owners[i]:
                 owner = i
             layers.append(
-                Indexer(
+                DSAIndexer(
                     index=i,
                     role=role,
                     dtype=INDEXER_DTYPE,
