@@ -1,0 +1,189 @@
+"""The KV budget per GPU, line by line, each line labelled ``given``, ``exact`` or ``estimated``.
+
+Two ways in:
+
+- ``given_budget(n)`` — vLLM's ``--kv-cache-memory-bytes``: the budget is ``n``; nothing else
+  is subtracted (vLLM skips its memory profiling when this is set).
+- ``gpu_budget(...)`` — the way vLLM computes it after profiling:
+  ``int(total × gpu_memory_utilization) − weights − activation peak − CUDA graphs − non-torch``.
+
+The reserves are options. Their defaults are estimates, and are labelled so:
+
+- activation peak: the largest transient of one forward pass over ``max_num_batched_tokens``
+  tokens — the MLP's gate+up output (``2 × intermediate`` per token; MoE: per active expert)
+  plus a few hidden-sized buffers, at the model dtype, split over tensor-parallel ranks — plus
+  fp32 logits for ``min(max_num_seqs, max_num_batched_tokens)`` sampled rows over the
+  vocabulary. vLLM measures this by running a dummy batch; we cannot, so we estimate it.
+- CUDA graphs: 1 GiB. vLLM logs "Graph capturing finished … took X GiB"; typical values for
+  dense models are 0.2–1.5 GiB. Pass the logged figure when you have it.
+- non-torch memory (CUDA context, NCCL buffers, allocator fragmentation): 0.5 GiB on one GPU,
+  1 GiB when tensor/pipeline parallel communicators exist.
+
+A budget that comes out at or below zero raises ``BudgetTooSmall`` with every line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.declare.dtypes import resolve_dtype
+from kvledger.plan.gpus import GIB, GpuPreset
+from kvledger.plan.request import PlanRequest, finite_fraction
+from kvledger.plan.weights import Weights
+
+GIVEN = "given"
+EXACT = "exact"
+ESTIMATED = "estimated"
+
+DEFAULT_CUDA_GRAPH_BYTES = 1 * GIB
+DEFAULT_NON_TORCH_BYTES = GIB // 2
+DEFAULT_NON_TORCH_BYTES_MULTI_GPU = 1 * GIB
+
+
+@dataclass(frozen=True)
+class BudgetLine:
+    label: str
+    bytes: int
+    basis: str  # GIVEN, EXACT or ESTIMATED
+
+    def as_tuple(self) -> tuple[str, int, str]:
+        return (self.label, self.bytes, self.basis)
+
+
+@dataclass(frozen=True)
+class Reserves:
+    """Non-KV memory besides the weights. ``None`` = use the documented estimate."""
+
+    activation_peak_bytes: int | None = None
+    cuda_graph_bytes: int | None = None
+    non_torch_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("activation_peak_bytes", "cuda_graph_bytes", "non_torch_bytes"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer number of bytes, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The KV bytes one GPU can give, and how that number was reached."""
+
+    available_bytes: int
+    lines: tuple[BudgetLine, ...]
+    total_bytes: int | None = None  # the GPU's memory (None when the budget was given)
+    gpu_memory_utilization: float | None = None
+    non_kv_bytes: int = 0  # weights + reserves (for the fix hint)
+    gpu: str | None = None
+
+    def as_lines(self) -> list[tuple[str, int, str]]:
+        return [line.as_tuple() for line in self.lines]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [{"label": ln.label, "bytes": ln.bytes, "basis": ln.basis} for ln in self.lines]
+
+
+class BudgetTooSmall(ValueError):
+    """Weights and reserves leave no KV memory on one GPU. Carries every line."""
+
+    def __init__(self, lines: tuple[BudgetLine, ...], available_bytes: int):
+        self.lines = lines
+        self.available_bytes = available_bytes
+        detail = "; ".join(f"{ln.label} {ln.bytes / GIB:.2f} GiB ({ln.basis})" for ln in lines)
+        super().__init__(
+            f"no memory left for the KV cache: {available_bytes / GIB:.2f} GiB per GPU "
+            f"({detail}); use a larger GPU, more tensor/pipeline parallelism, a higher "
+            "gpu_memory_utilization, or give the budget with kv_cache_memory_bytes"
+        )
+
+
+def given_budget(kv_cache_memory_bytes: int) -> Budget:
+    if isinstance(kv_cache_memory_bytes, bool) or not isinstance(kv_cache_memory_bytes, int):
+        raise TypeError(f"kv_cache_memory_bytes must be an int, got {kv_cache_memory_bytes!r}")
+    if kv_cache_memory_bytes <= 0:
+        raise ValueError(f"kv_cache_memory_bytes must be > 0, got {kv_cache_memory_bytes}")
+    line = BudgetLine("KV cache memory (kv_cache_memory_bytes)", kv_cache_memory_bytes, GIVEN)
+    return Budget(kv_cache_memory_bytes, (line,))
+
+
+def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return default
+
+
+def estimate_activation_peak(
+    cfg: Mapping[str, Any], request: PlanRequest, model_dtype: str
+) -> int:
+    """The documented estimate (module docstring); bytes per GPU."""
+    hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
+    vocab = _int(cfg, "vocab_size")
+    inter = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+    if _int(cfg, "n_routed_experts", "num_local_experts", "num_experts"):
+        per_expert = _int(cfg, "moe_intermediate_size", default=inter)
+        active = _int(cfg, "num_experts_per_tok", "moe_topk", default=1)
+        inter = max(inter if _int(cfg, "first_k_dense_replace") else 0, per_expert * active)
+    element = resolve_dtype(model_dtype).nbytes(1)
+    tokens = request.max_num_batched_tokens
+    mlp = tokens * (2 * inter + 4 * hidden) * element // request.tensor_parallel_size
+    logits = min(request.max_num_seqs, tokens) * vocab * 4
+    return mlp + logits
+
+
+def gpu_budget(
+    gpu: GpuPreset,
+    *,
+    gpu_memory_utilization: float,
+    weights: Weights,
+    request: PlanRequest,
+    cfg: Mapping[str, Any],
+    model_dtype: str,
+    reserves: Reserves | None = None,
+    total_bytes: int | None = None,
+) -> Budget:
+    """``int(total × utilization) − weights − reserves`` for one GPU of ``request``'s layout."""
+    util = finite_fraction("gpu_memory_utilization", gpu_memory_utilization)
+    reserves = reserves or Reserves()
+    total = gpu.total_bytes if total_bytes is None else total_bytes
+    total_basis = gpu.basis if total_bytes is None else GIVEN
+    usable = int(total * util)
+    multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1
+    activation = reserves.activation_peak_bytes
+    graphs = reserves.cuda_graph_bytes
+    non_torch = reserves.non_torch_bytes
+    lines = [
+        BudgetLine(f"GPU memory ({gpu.name}; {gpu.source})", total, total_basis),
+        BudgetLine(f"× gpu_memory_utilization {util:g}", usable, GIVEN),
+        BudgetLine(f"− model weights per GPU ({weights.detail})", weights.per_rank_bytes,
+                   weights.per_rank_basis),
+        BudgetLine(
+            "− activation peak",
+            estimate_activation_peak(cfg, request, model_dtype) if activation is None
+            else activation,
+            ESTIMATED if activation is None else GIVEN,
+        ),
+        BudgetLine("− CUDA graphs", DEFAULT_CUDA_GRAPH_BYTES if graphs is None else graphs,
+                   ESTIMATED if graphs is None else GIVEN),
+        BudgetLine(
+            "− non-torch memory (CUDA context, NCCL)",
+            (DEFAULT_NON_TORCH_BYTES_MULTI_GPU if multi else DEFAULT_NON_TORCH_BYTES)
+            if non_torch is None else non_torch,
+            ESTIMATED if non_torch is None else GIVEN,
+        ),
+    ]
+    non_kv = sum(ln.bytes for ln in lines[2:])
+    available = usable - non_kv
+    basis = ESTIMATED if any(ln.basis == ESTIMATED for ln in lines) else EXACT
+    lines.append(BudgetLine("= KV cache budget per GPU", available, basis))
+    frozen = tuple(lines)
+    if available <= 0:
+        raise BudgetTooSmall(frozen, available)
+    return Budget(available, frozen, total, util, non_kv, gpu.name)

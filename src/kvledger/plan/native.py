@@ -1,0 +1,350 @@
+"""The native layout (``--engine native``, the default): the seeds' design, with no page padding.
+
+Every cached layer of one pipeline stage lands in exactly one entry class:
+
+- **PAGE ``"kv"``** — full attention, MLA, sparse-attention indexers, compressed KV, MTP and
+  draft layers: everything whose cache grows with history. One entry is one block of
+  ``block_size`` tokens across *all* paged layers, so ``entry_bytes = block_size ×
+  Σ bytes_per_token``. Layers share one block table (an indexer or a draft model's KV rides the
+  target's block ids), which is why they share one class.
+- **STATE ``"ring:W"`` / ``"chunk:C"``** — sliding-window and chunked-local layers: a ring per
+  request. Rounding: *exact positions*, not blocks. The ring holds the ``W − 1`` positions a
+  new token may look back on, plus the ``1 + num_speculative_tokens`` positions one decode step
+  writes, so ``entries_per_req = min(W, max_model_len) + num_speculative_tokens`` and one entry
+  is one position across every layer with that window. Why exact: a ring is addressed by
+  position modulo its capacity, so it has no block granularity; rounding up to whole blocks
+  would reserve up to ``block_size − 1`` dead positions per request per class, multiplied by
+  ``max_num_seqs`` — the padding this layout exists to avoid. Rejected alternative:
+  ``ceil((W − 1 + 1 + k) / block_size)`` blocks, which only an engine reusing a block-table
+  kernel for the ring needs. Prefill chunks attend over their own fresh K/V (activation
+  memory) and then write their last ``W − 1`` positions, so the chunk length does not enter.
+  Capping at ``max_model_len``: no request has more positions than that.
+- **STATE ``"cross"``** — cross-attention K/V over ``encoder_len`` positions, written once per
+  request: ``entries_per_req = encoder_len``, one entry = one encoder position across layers.
+- **STATE ``"state:<kind>"``** — recurrent layers (Mamba, GDN, KDA, lightning, short conv):
+  ``1 + num_speculative_tokens`` entries per request (the committed state plus one rollback
+  slot per speculative token), one entry = one state across every layer of that kind.
+- model-local declarations, through ``kvledger.declare.bridge.model_local_to_pool_specs``.
+
+Then ``plan_pools(specs, available_bytes, max_num_seqs)``.
+
+Rings or pages: a ring reserves ``max_num_seqs × window`` positions up front; paging the same
+layers with the full-attention layers reserves nothing but pays for their whole history. Which
+holds more depends on the budget, so ``plan_native`` plans every choice (each window class as a
+ring or paged; at most a handful) and keeps the one with the highest concurrency at
+``max_model_len``, then the most tokens; ties keep rings. The choice is reported as a warning
+when a window class is paged. This is what guarantees that, at equal budget, the native layout
+never holds fewer tokens than a layout that pages every layer.
+
+Roles: MTP layers are cached only when speculative decoding with an MTP method is on; draft
+layers only when speculative decoding is on or the model *is* a draft; encoder layers cache
+nothing (they run once per request, in activation memory).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kvledger.declare.bridge import model_local_to_pool_specs
+from kvledger.declare.model_local import ModelLocalKVSpec
+from kvledger.declare.pools import (
+    PAGED_CLASS,
+    InsufficientPoolBudget,
+    PoolPlan,
+    SubPoolSpec,
+    page_pool,
+    plan_pools,
+    state_pool,
+)
+from kvledger.derive.layers import Kind, LayerCache, RecurrentState, Role, ceil_div
+from kvledger.plan.request import PlanRequest
+
+DEFAULT_BLOCK_SIZE = 16
+PAGED_KINDS = frozenset({Kind.FULL, Kind.MLA, Kind.INDEXER, Kind.COMPRESSED})
+RING_KINDS = frozenset({Kind.SLIDING, Kind.CHUNKED})
+
+ModelLocalInput = ModelLocalKVSpec | tuple[str, ModelLocalKVSpec]
+
+
+@dataclass(frozen=True)
+class NativeClass:
+    """One entry class and the layers whose bytes it carries (for people and for tests)."""
+
+    name: str
+    pool: str  # "page" | "state"
+    entry_bytes: int
+    entries_per_req: int
+    layers: tuple[int, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class NativeLayout:
+    block_size: int
+    classes: tuple[NativeClass, ...]
+    warnings: tuple[str, ...] = ()
+
+    def specs(self) -> list[SubPoolSpec]:
+        out = []
+        for c in self.classes:
+            if c.pool == "page":
+                out.append(page_pool(c.entry_bytes))
+            else:
+                out.append(state_pool(c.name, c.entry_bytes, entries_per_req=c.entries_per_req))
+        return out
+
+    @property
+    def ring_names(self) -> frozenset[str]:
+        return frozenset(c.name for c in self.classes if c.name.startswith(("ring:", "chunk:")))
+
+
+def _is_mtp_method(method: str | None) -> bool:
+    return bool(method) and str(method).lower().endswith("mtp")
+
+
+def cached_layers(
+    layers: Sequence[LayerCache], request: PlanRequest
+) -> tuple[list[LayerCache], list[str]]:
+    """The layers that hold memory under ``request`` (role rules in the module docstring)."""
+    notes: list[str] = []
+    spec_on = request.num_speculative_tokens > 0
+    only_draft = all(layer.role == Role.DRAFT for layer in layers)
+    out: list[LayerCache] = []
+    skipped_mtp = skipped_draft = skipped_encoder = 0
+    for layer in layers:
+        if not layer.owns_memory or layer.kind is Kind.NONE:
+            continue
+        if layer.role == Role.MTP and not (spec_on and _is_mtp_method(request.speculative_method)):
+            skipped_mtp += 1
+            continue
+        if layer.role == Role.DRAFT and not (spec_on or only_draft):
+            skipped_draft += 1
+            continue
+        if layer.role == Role.ENCODER and layer.kind is not Kind.CROSS:
+            skipped_encoder += 1
+            continue
+        out.append(layer)
+    if skipped_mtp:
+        notes.append(f"{skipped_mtp} MTP layer(s) not cached: speculative decoding with an MTP "
+                     "method is off")
+    if skipped_draft:
+        notes.append(f"{skipped_draft} draft layer(s) not cached: speculative decoding is off")
+    if skipped_encoder:
+        notes.append(f"{skipped_encoder} encoder layer(s) cache nothing (run once per request)")
+    return out, notes
+
+
+def _window(layer: LayerCache) -> tuple[str, int]:
+    if layer.kind is Kind.SLIDING:
+        return "ring", int(getattr(layer, "window"))  # noqa: B009 - kind guarantees the field
+    return "chunk", int(getattr(layer, "chunk"))  # noqa: B009
+
+
+def _range_text(indices: Iterable[int]) -> str:
+    idx = sorted(indices)
+    if not idx:
+        return "-"
+    return f"{idx[0]}" if len(idx) == 1 else f"{idx[0]}..{idx[-1]} ({len(idx)} layers)"
+
+
+def native_layout(
+    layers: Sequence[LayerCache],
+    request: PlanRequest,
+    *,
+    max_model_len: int,
+    block_size: int | None = None,
+    paged_windows: frozenset[str] = frozenset(),
+) -> NativeLayout:
+    """Entry classes for one stage's (already TP-split) layers.
+
+    ``paged_windows`` names window classes (``"ring:4096"``) to page with the full-attention
+    layers instead of keeping as rings.
+    """
+    bs = block_size or request.block_size or DEFAULT_BLOCK_SIZE
+    spec = request.num_speculative_tokens
+    cached, notes = cached_layers(layers, request)
+    paged_bpt = 0
+    paged_idx: list[int] = []
+    rings: dict[str, tuple[int, int, list[int]]] = {}  # name → (capacity, bytes/pos, layers)
+    cross: dict[int, tuple[int, list[int]]] = {}  # encoder_len → (bytes/pos, layers)
+    states: dict[str, tuple[int, list[int]]] = {}  # name → (bytes/request, layers)
+    for layer in cached:
+        kind = layer.kind
+        if kind in RING_KINDS:
+            prefix, window = _window(layer)
+            name = f"{prefix}:{window}"
+            if name in paged_windows:
+                paged_bpt += layer.bytes_per_token()
+                paged_idx.append(layer.index)
+            else:
+                capacity = min(window, max_model_len) + spec
+                cap, bpp, idx = rings.get(name, (capacity, 0, []))
+                rings[name] = (cap, bpp + layer.bytes_per_token(), [*idx, layer.index])
+        elif kind in PAGED_KINDS:
+            paged_bpt += layer.bytes_per_token()
+            paged_idx.append(layer.index)
+        elif kind is Kind.CROSS:
+            enc = int(getattr(layer, "encoder_len"))  # noqa: B009
+            bpp, idx = cross.get(enc, (0, []))
+            cross[enc] = (bpp + layer.bytes_per_token(), [*idx, layer.index])
+            continue
+        elif isinstance(layer, RecurrentState) or kind is Kind.STATE:
+            name = f"state:{getattr(layer, 'state_kind', 'state')}"
+            bpr, idx = states.get(name, (0, []))
+            states[name] = (bpr + layer.bytes_per_request(), [*idx, layer.index])
+            continue
+        else:
+            raise ValueError(
+                f"native layout: layer {layer.index} has cache kind {kind!s} "
+                f"({type(layer).__name__}) that no native class is defined for"
+            )
+        # Paged / ring layers may also keep fixed per-request state (a compressor ring).
+        extra = layer.bytes_per_request()
+        if extra:
+            name = f"aux:{kind!s}"
+            bpr, idx = states.get(name, (0, []))
+            states[name] = (bpr + extra, [*idx, layer.index])
+    classes: list[NativeClass] = []
+    if paged_bpt:
+        classes.append(NativeClass(
+            PAGED_CLASS, "page", bs * paged_bpt, 0, tuple(paged_idx),
+            f"one block of {bs} tokens × {paged_bpt:,} B/token over layers "
+            f"{_range_text(paged_idx)}",
+        ))
+    for name, (cap, bpp, idx) in sorted(rings.items()):
+        classes.append(NativeClass(
+            name, "state", bpp, cap, tuple(idx),
+            f"ring of min(window, max_model_len) + {spec} speculative = {cap} positions × "
+            f"{bpp:,} B/position over layers {_range_text(idx)}",
+        ))
+    for enc, (bpp, idx) in sorted(cross.items()):
+        name = "cross" if len(cross) == 1 else f"cross:{enc}"
+        classes.append(NativeClass(
+            name, "state", bpp, enc, tuple(idx),
+            f"{enc} encoder positions × {bpp:,} B/position over layers {_range_text(idx)}",
+        ))
+    for name, (bpr, idx) in sorted(states.items()):
+        classes.append(NativeClass(
+            name, "state", bpr, 1 + spec, tuple(idx),
+            f"1 committed + {spec} rollback state(s) × {bpr:,} B over layers "
+            f"{_range_text(idx)}",
+        ))
+    for name in sorted(paged_windows):
+        notes.append(f"{name} layers paged with the full-attention layers: at this budget a "
+                     "per-request ring would hold fewer tokens")
+    return NativeLayout(bs, tuple(classes), tuple(notes))
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    """One stage's native plan."""
+
+    layout: NativeLayout
+    pools: PoolPlan
+    available_bytes: int
+    max_model_len: int
+    max_num_seqs: int
+    local_classes: tuple[SubPoolSpec, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def block_size(self) -> int:
+        return self.layout.block_size
+
+    @property
+    def num_blocks(self) -> int:
+        return self.pools.paged_entries
+
+    @property
+    def has_pages(self) -> bool:
+        return self.pools.paged_class is not None
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        """Paged tokens; with no paged class, what every admitted request can reach."""
+        if not self.has_pages:
+            return self.max_num_seqs * self.max_model_len
+        return self.num_blocks * self.block_size
+
+    def blocks_per_request(self, context: int) -> int:
+        return ceil_div(context, self.block_size)
+
+    def concurrency_at(self, context: int) -> float:
+        """Requests of ``context`` tokens that fit: their STATE floors are reserved for
+        ``max_num_seqs``; pages bound the rest (vLLM's blocks ÷ blocks-per-request)."""
+        if not self.has_pages:
+            return float(self.max_num_seqs)
+        return min(float(self.max_num_seqs), self.num_blocks / self.blocks_per_request(context))
+
+    @property
+    def max_concurrency(self) -> float:
+        return self.concurrency_at(self.max_model_len)
+
+    def with_paged_entries(self, count: int) -> NativePlan:
+        return NativePlan(self.layout, self.pools.with_paged_entries(count), self.available_bytes,
+                          self.max_model_len, self.max_num_seqs, self.local_classes,
+                          self.warnings)
+
+
+def _plan_one(
+    layout: NativeLayout,
+    available_bytes: int,
+    request: PlanRequest,
+    max_model_len: int,
+    local: Sequence[ModelLocalInput],
+    already_charged: Iterable[str],
+) -> NativePlan:
+    bridged = model_local_to_pool_specs(local, max_num_seqs=request.max_num_seqs,
+                                        already_charged=already_charged)
+    specs = [*layout.specs(), *bridged.specs]
+    pools = plan_pools(specs, available_bytes, request.max_num_seqs,
+                       already_charged=bridged.already_charged)
+    warnings = list(layout.warnings)
+    if not specs:
+        warnings.append("nothing to cache: no layer of this stage holds KV or state")
+    elif pools.paged_class is None:
+        warnings.append("no paged class: context is not bounded by KV memory; kv_cache_tokens "
+                        "reports max_num_seqs × max_model_len")
+    return NativePlan(layout, pools, available_bytes, max_model_len, request.max_num_seqs,
+                      tuple(bridged.specs), tuple(warnings))
+
+
+def plan_native(
+    layers: Sequence[LayerCache],
+    request: PlanRequest,
+    available_bytes: int,
+    *,
+    max_model_len: int,
+    model_local_specs: Sequence[ModelLocalInput] = (),
+    model_local_already_charged: Iterable[str] = (),
+) -> NativePlan:
+    """Plan one stage: every ring/paged choice for its window classes, the best kept."""
+    if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or max_model_len < 1:
+        raise ValueError(f"max_model_len must be a positive int, got {max_model_len!r}")
+    charged = tuple(model_local_already_charged)
+    base = native_layout(layers, request, max_model_len=max_model_len)
+    windows = sorted(base.ring_names)
+    best: NativePlan | None = None
+    best_key: tuple[float, int, int] | None = None
+    # The last failure is the all-paged layout: the smallest floor, the one a fix hint needs.
+    last_error: InsufficientPoolBudget | None = None
+    for r in range(len(windows) + 1):
+        for paged in itertools.combinations(windows, r):
+            layout = base if not paged else native_layout(
+                layers, request, max_model_len=max_model_len, paged_windows=frozenset(paged))
+            try:
+                plan = _plan_one(layout, available_bytes, request, max_model_len,
+                                 model_local_specs, charged)
+            except InsufficientPoolBudget as exc:
+                last_error = exc
+                continue
+            key = (plan.max_concurrency, plan.kv_cache_tokens, -len(paged))
+            if best_key is None or key > best_key:
+                best, best_key = plan, key
+    if best is None:
+        assert last_error is not None
+        raise last_error
+    return best
+

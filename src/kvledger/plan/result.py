@@ -1,0 +1,233 @@
+"""What ``plan_model`` and ``fit_model`` return, and their JSON (the machine interface).
+
+Every top-level number is *per GPU* — the way vLLM logs it and the way
+``--kv-cache-memory-bytes`` is given. With pipeline parallelism, ``ranks`` holds one object per
+stage (one GPU of that stage; tensor-parallel ranks of a stage are identical), and the
+top-level ``pools`` / ``reserved_bytes`` are those of the stage that reserves the most (the GPU
+that binds). Data parallelism multiplies replicas; ``totals`` says what all GPUs hold together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.derive.layers import LayerCache
+from kvledger.plan.budget import Budget
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    name: str
+    pool: str
+    entries: int
+    entry_bytes: int
+    entries_per_req: int
+    reserved_bytes: int
+    source: str = "engine"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "pool": self.pool, "entries": self.entries,
+            "entry_bytes": self.entry_bytes, "entries_per_req": self.entries_per_req,
+            "reserved_bytes": self.reserved_bytes, "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """One pipeline stage, as one of its GPUs sees it (after reconciliation)."""
+
+    stage: int
+    layers_range: tuple[int, int]  # [start, end) over decoder layers
+    num_cached_layers: int
+    block_size: int
+    num_blocks: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    available_bytes: int
+    reserved_bytes: int
+    pools: tuple[PoolRow, ...]
+    warnings: tuple[str, ...] = ()
+    vllm_refuses_to_start: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "stage": self.stage,
+            "layers_range": list(self.layers_range),
+            "num_cached_layers": self.num_cached_layers,
+            "block_size": self.block_size,
+            "num_blocks": self.num_blocks,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_concurrency": self.max_concurrency,
+            "available_bytes": self.available_bytes,
+            "reserved_bytes": self.reserved_bytes,
+            "pools": [p.to_json() for p in self.pools],
+            "warnings": list(self.warnings),
+        }
+        if self.vllm_refuses_to_start is not None:
+            out["vllm_refuses_to_start"] = self.vllm_refuses_to_start
+        return out
+
+
+def layer_summary(
+    layers: Sequence[LayerCache], classes: dict[int, str] | None = None
+) -> list[dict[str, Any]]:
+    """Run-length groups of consecutive layers with the same facts (per-layer kind summary).
+
+    Consecutive, not global: an interleaved 5 sliding : 1 full pattern stays visible.
+    """
+    rows: list[dict[str, Any]] = []
+    for layer in layers:
+        owns = layer.owns_memory
+        row: dict[str, Any] = {
+            "kind": str(layer.kind),
+            "role": str(layer.role),
+            "bytes_per_token": layer.bytes_per_token() if owns else 0,
+            "bytes_per_request": layer.bytes_per_request() if owns else 0,
+            "dtype": layer.dtype,
+        }
+        for attr in ("window", "chunk", "encoder_len", "state_kind"):
+            value = getattr(layer, attr, None)
+            if value is not None:
+                row[attr] = value
+        if not owns:
+            row["shares_with"] = layer.shares_with
+        if classes is not None:
+            row["class"] = classes.get(layer.index)
+        last = rows[-1] if rows else None
+        if last is not None and {k: v for k, v in last.items()
+                                 if k not in ("first", "last", "count")} == row:
+            last["last"] = layer.index
+            last["count"] += 1
+            continue
+        rows.append({**row, "first": layer.index, "last": layer.index, "count": 1})
+    return rows
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    model: str
+    engine: str
+    block_size: int
+    num_blocks: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_model_len: int
+    available_bytes: int
+    reserved_bytes: int
+    pools: tuple[PoolRow, ...]
+    layers: tuple[dict[str, Any], ...]
+    warnings: tuple[str, ...]
+    budget: Budget
+    ranks: tuple[RankResult, ...]
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    max_num_seqs: int = 256
+    kv_cache_dtype: str = ""
+    vllm_refuses_to_start: bool | None = None
+    answers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model,
+            "engine": self.engine,
+            "block_size": self.block_size,
+            "num_blocks": self.num_blocks,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_concurrency": self.max_concurrency,
+            "max_model_len": self.max_model_len,
+            "available_bytes": self.available_bytes,
+            "reserved_bytes": self.reserved_bytes,
+            "pools": [p.to_json() for p in self.pools],
+            "layers": [dict(row) for row in self.layers],
+            "warnings": list(self.warnings),
+            "budget": self.budget.to_json(),
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "max_num_seqs": self.max_num_seqs,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "data_parallel_size": self.data_parallel_size,
+        }
+        if self.vllm_refuses_to_start is not None:
+            out["vllm_refuses_to_start"] = self.vllm_refuses_to_start
+        if self.tensor_parallel_size > 1 or self.pipeline_parallel_size > 1 or \
+                self.data_parallel_size > 1:
+            out["ranks"] = [r.to_json() for r in self.ranks]
+            out["totals"] = {
+                "gpus": self.num_gpus,
+                "replicas": self.data_parallel_size,
+                "kv_cache_tokens": self.kv_cache_tokens * self.data_parallel_size,
+                "max_concurrency": self.max_concurrency * self.data_parallel_size,
+                "reserved_bytes": sum(r.reserved_bytes for r in self.ranks)
+                * self.tensor_parallel_size * self.data_parallel_size,
+            }
+        if self.answers:
+            out["answers"] = dict(self.answers)
+        return out
+
+
+@dataclass(frozen=True)
+class FitAttempt:
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    fits: bool
+    max_concurrency: float | None
+    reason: str
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "gpus": self.gpus,
+            "fits": self.fits,
+            "max_concurrency": self.max_concurrency,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class FitResult:
+    model: str
+    gpu: str
+    engine: str
+    concurrency: int
+    context: int
+    attempts: tuple[FitAttempt, ...]
+    plan: PlanResult | None  # the smallest layout that holds it, or None
+    reason: str = ""  # why nothing fits, when plan is None
+
+    @property
+    def fits(self) -> bool:
+        return self.plan is not None
+
+    def to_json(self) -> dict[str, Any]:
+        chosen = None
+        if self.plan is not None:
+            chosen = {
+                "tensor_parallel_size": self.plan.tensor_parallel_size,
+                "pipeline_parallel_size": self.plan.pipeline_parallel_size,
+                "gpus": self.plan.tensor_parallel_size * self.plan.pipeline_parallel_size,
+            }
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "engine": self.engine,
+            "concurrency": self.concurrency,
+            "context": self.context,
+            "fits": self.fits,
+            "chosen": chosen,
+            "reason": self.reason,
+            "attempts": [a.to_json() for a in self.attempts],
+            "plan": self.plan.to_json() if self.plan is not None else None,
+        }

@@ -1,0 +1,270 @@
+"""Model weight bytes: exact from safetensors headers when a local model directory has them,
+else estimated from the config's parameter count at the checkpoint's storage size.
+
+Exact path: ``model.safetensors.index.json``'s ``metadata.total_size`` when present, else the
+header of every ``*.safetensors`` file (8-byte little-endian length, then a JSON table of
+tensors with ``dtype`` and ``shape``): Σ element size × numel. Nothing but the headers is read.
+
+Estimated path (labelled so everywhere it is shown): a generic decoder — embeddings, attention
+(GQA or MLA projections), dense or mixture-of-experts MLP, LM head — counted per category, each
+category stored at the element size the quantization config gives it. Layers the generic
+formula does not describe exactly (Mamba / linear-attention mixers) are counted as attention
+layers; the number is an estimate and the report says so. Quantized weights are counted at
+storage size, scales included: fp8 ≈ 8 bits (+ one fp32 scale per 128×128 block), nvfp4 =
+4 bits + one fp8 scale per 16 = 4.5 bits, mxfp4 = 4 bits + one 8-bit scale per 32 = 4.25 bits.
+An unrecognised quantization method raises rather than guessing 16 bits.
+
+Per rank: tensor parallelism and pipeline stages split the weights; the per-GPU share is the
+total divided evenly (``ceil(total / (tp × pp))``), an estimate even when the total is exact
+(embeddings and the LM head sit on the first and last stage).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvledger.declare.dtypes import resolve_dtype
+
+EXACT = "exact"
+ESTIMATED = "estimated"
+
+# safetensors dtype tags → bits per element (the format's own names).
+_ST_BITS = {
+    "F64": 64, "I64": 64, "U64": 64, "F32": 32, "I32": 32, "U32": 32, "F16": 16, "BF16": 16,
+    "I16": 16, "U16": 16, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "I8": 8, "U8": 8,
+    "BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
+
+# Representative module names per parameter category, matched against a checkpoint's
+# exclude / ignore patterns to decide which categories are quantized.
+_PROBES = {
+    "embed": "model.embed_tokens",
+    "lm_head": "lm_head",
+    "attn": "model.layers.1.self_attn.q_proj",
+    "dense_mlp": "model.layers.1.mlp.gate_proj",
+    "shared_experts": "model.layers.1.mlp.shared_experts.gate_proj",
+    "routed_experts": "model.layers.1.mlp.experts.0.gate_proj",
+    "router": "model.layers.1.mlp.router",
+}
+
+
+@dataclass(frozen=True)
+class Weights:
+    total_bytes: int
+    per_rank_bytes: int
+    basis: str  # EXACT or ESTIMATED (of the total)
+    per_rank_basis: str
+    detail: str
+
+
+class WeightsError(ValueError):
+    """The weights cannot be sized without guessing (names what is missing)."""
+
+
+# -- exact: safetensors ------------------------------------------------------------------------
+
+
+def _header_bytes(path: Path) -> int:
+    with path.open("rb") as fh:
+        raw = fh.read(8)
+        if len(raw) != 8:
+            raise WeightsError(f"{path}: not a safetensors file (shorter than 8 bytes)")
+        (length,) = struct.unpack("<Q", raw)
+        if length > 100 * 1024 * 1024:
+            raise WeightsError(f"{path}: safetensors header of {length} bytes is implausible")
+        header = json.loads(fh.read(length))
+    total = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        bits = _ST_BITS.get(str(entry.get("dtype")))
+        shape = entry.get("shape")
+        if bits is None or not isinstance(shape, list):
+            # Fall back to the byte range the file itself records for this tensor.
+            start, end = entry["data_offsets"]
+            total += int(end) - int(start)
+            continue
+        numel = 1
+        for d in shape:
+            numel *= int(d)
+        total += -(-numel * bits // 8)
+    return total
+
+
+def safetensors_total_bytes(directory: Path) -> tuple[int, str] | None:
+    """(bytes, how) from a local model directory, or None when it holds no safetensors."""
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        data = json.loads(index.read_text())
+        size = (data.get("metadata") or {}).get("total_size")
+        if isinstance(size, int) and size > 0:
+            return size, "model.safetensors.index.json metadata.total_size"
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        return None
+    return sum(_header_bytes(f) for f in files), f"safetensors headers of {len(files)} file(s)"
+
+
+# -- estimated: parameter count ----------------------------------------------------------------
+
+
+def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return default
+
+
+def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """Parameters per category for a generic decoder (see the module docstring)."""
+    hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
+    layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer", "decoder_layers")
+    vocab = _int(cfg, "vocab_size")
+    if not hidden or not layers or not vocab:
+        raise WeightsError(
+            "cannot estimate weights: config lacks hidden_size / num_hidden_layers / vocab_size"
+        )
+    heads = _int(cfg, "num_attention_heads", "n_head", "decoder_attention_heads", default=1)
+    kv_heads = _int(cfg, "num_key_value_heads", default=heads)
+    head_dim = _int(cfg, "head_dim", default=hidden // max(1, heads))
+    if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi-K2, GLM-5)
+        nope, rope = _int(cfg, "qk_nope_head_dim"), _int(cfg, "qk_rope_head_dim")
+        v_dim, kv_lora = _int(cfg, "v_head_dim"), _int(cfg, "kv_lora_rank")
+        q_lora = _int(cfg, "q_lora_rank")
+        q = hidden * q_lora + q_lora * heads * (nope + rope) if q_lora else \
+            hidden * heads * (nope + rope)
+        attn = q + hidden * (kv_lora + rope) + kv_lora * heads * (nope + v_dim) + \
+            heads * v_dim * hidden
+    else:
+        attn = hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
+    inter = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+    experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
+    counts = {k: 0 for k in _PROBES}
+    counts["embed"] = vocab * hidden
+    counts["lm_head"] = 0 if cfg.get("tie_word_embeddings") is True else vocab * hidden
+    counts["attn"] = layers * attn
+    if experts:
+        moe_inter = _int(cfg, "moe_intermediate_size", default=inter)
+        dense_layers = min(layers, _int(cfg, "first_k_dense_replace"))
+        moe_layers = layers - dense_layers
+        shared_inter = _int(cfg, "shared_expert_intermediate_size") or \
+            _int(cfg, "n_shared_experts") * moe_inter
+        counts["dense_mlp"] = dense_layers * 3 * hidden * inter
+        counts["routed_experts"] = moe_layers * experts * 3 * hidden * moe_inter
+        counts["shared_experts"] = moe_layers * 3 * hidden * shared_inter
+        counts["router"] = moe_layers * hidden * experts
+    else:
+        counts["dense_mlp"] = layers * 3 * hidden * inter
+    return counts
+
+
+def _matches(patterns: Iterable[str], name: str) -> bool:
+    for pattern in patterns:
+        if pattern.startswith("re:"):
+            if re.search(pattern[3:], name):
+                return True
+        elif fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(name, pattern + ".*") or \
+                pattern == name or name.endswith("." + pattern):
+            return True
+    return False
+
+
+def _quant_scheme(
+    cfg: Mapping[str, Any], hf_quant: Mapping[str, Any] | None
+) -> tuple[str, float, frozenset[str]] | None:
+    """(name, bits per weight incl. scales, categories quantized) or None when unquantized."""
+    linear = frozenset({"attn", "dense_mlp", "shared_experts", "routed_experts"})
+    if hf_quant:
+        q = hf_quant.get("quantization") or {}
+        algo = str(q.get("quant_algo") or "").upper()
+        excluded = [str(p) for p in q.get("exclude_modules") or ()]
+        bits = {"FP8": 8.0, "NVFP4": 4.5, "W4A8_AWQ": 4.25}.get(algo)
+        if bits is None:
+            raise WeightsError(f"hf_quant_config quant_algo {algo!r} has no known storage size")
+        cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
+        return f"modelopt {algo}", bits, cats
+    qc = cfg.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return None
+    method = str(qc.get("quant_method") or "")
+    if method == "fp8":
+        block = qc.get("weight_block_size") or [128, 128]
+        scale_bits = 32 / (int(block[0]) * int(block[1]))
+        ignored = [str(p) for p in qc.get("modules_to_not_convert") or qc.get("ignore") or ()]
+        cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
+        return "fp8", 8.0 + scale_bits, cats
+    if method == "mxfp4":
+        ignored = [str(p) for p in qc.get("modules_to_not_convert") or ()]
+        cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
+        return "mxfp4", 4.25, cats
+    if method == "compressed-tensors":
+        groups = qc.get("config_groups") or {}
+        group = next(iter(groups.values()), None) if isinstance(groups, Mapping) else None
+        weights = (group or {}).get("weights") or {}
+        num_bits = weights.get("num_bits")
+        if not isinstance(num_bits, int):
+            raise WeightsError("compressed-tensors config has no weights.num_bits")
+        size = weights.get("group_size")
+        scale = str(weights.get("scale_dtype") or "")
+        scale_bits = 8 if "int8" in scale or "uint8" in scale or "float8" in scale else 16
+        bits = num_bits + (scale_bits / size if isinstance(size, int) and size > 0 else 0.0)
+        ignored = [str(p) for p in qc.get("ignore") or ()]
+        cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
+        return f"compressed-tensors {num_bits}-bit", bits, cats
+    raise WeightsError(
+        f"quantization_config.quant_method {method!r} has no known storage size; pass "
+        "--kv-cache-memory-bytes, or a model directory with safetensors for exact weights"
+    )
+
+
+def estimate_total_bytes(
+    cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None
+) -> tuple[int, str]:
+    """(bytes, how) from the config's parameter count at storage size."""
+    counts = parameter_counts(cfg)
+    dense_bits = resolve_dtype(model_dtype).bits
+    scheme = _quant_scheme(cfg, hf_quant)
+    total_bits = 0.0
+    for category, params in counts.items():
+        bits = float(dense_bits)
+        if scheme is not None and category in scheme[2]:
+            bits = scheme[1]
+        total_bits += params * bits
+    params = sum(counts.values())
+    how = f"{params / 1e9:.2f}B parameters at {model_dtype}"
+    if scheme is not None:
+        how += f", {'/'.join(sorted(scheme[2]))} at {scheme[0]} ({scheme[1]:g} bits)"
+    return int(-(-total_bits // 8)), how
+
+
+def model_weights(
+    cfg: Mapping[str, Any],
+    *,
+    model_dtype: str,
+    directory: Path | None = None,
+    hf_quant: Mapping[str, Any] | None = None,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+) -> Weights:
+    """The weights' total and per-GPU share (see the module docstring for both paths)."""
+    found = safetensors_total_bytes(directory) if directory is not None else None
+    if found is not None:
+        total, how = found
+        basis = EXACT
+    else:
+        total, how = estimate_total_bytes(cfg, model_dtype, hf_quant)
+        basis = ESTIMATED
+    ranks = tensor_parallel_size * pipeline_parallel_size
+    per_rank = -(-total // ranks)
+    per_rank_basis = basis if ranks == 1 else ESTIMATED
+    if ranks > 1:
+        how += f"; per GPU: total / ({tensor_parallel_size} TP × {pipeline_parallel_size} PP)"
+    return Weights(total, per_rank, basis, per_rank_basis, how)
