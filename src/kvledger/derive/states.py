@@ -82,6 +82,10 @@ class ConvState(RecurrentState):
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
+        # Dtypes and their sources are stated per tensor below; drop the field-level copies.
+        for key in ("conv_dtype", "conv_dtype_source", "temporal_dtype",
+                    "temporal_dtype_source", "temporal_follows_conv", "temporal_dtype_fixed"):
+            out.pop(key, None)
         out["tensors"] = [
             {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "role": str(t.role),
              "dtype_source": t.dtype_source}
