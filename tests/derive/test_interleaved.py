@@ -126,6 +126,10 @@ def test_disagreeing_layer_rules_fail_closed(config_copy: Callable[[str], dict[s
     gemma3["text_config"]["layer_types"][0] = "full_attention"  # pattern 6 says sliding
     with pytest.raises(UnsupportedArchitecture, match="disagrees"):
         derive_model(gemma3)
+    swapped = config_copy("openai/gpt-oss-20b")
+    swapped["layer_types"][0] = "full_attention"  # the reference slides on even layers
+    with pytest.raises(UnsupportedArchitecture, match="disagrees"):
+        derive_model(swapped)
     oss = config_copy("openai/gpt-oss-20b")
     oss["layer_types"][0] = "chunked_attention"
     with pytest.raises(UnsupportedArchitecture, match="chunked_attention"):

@@ -38,6 +38,8 @@ _EAGLE3_KEYS = BASE_KEYS | {"draft_vocab_size", "eagle_config", "target_hidden_s
 _QWEN_KEYS = BASE_KEYS | {
     "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
 }
+# Qwen2-MoE: the shared expert's width (an MLP size, no cache effect).
+_QWEN_MOE_KEYS = _QWEN_KEYS | {"shared_expert_intermediate_size"}
 _PHI3_KEYS = BASE_KEYS | {"sliding_window", "original_max_position_embeddings"}
 _PHI3SMALL_KEYS = BASE_KEYS | {
     "blocksparse_block_size", "blocksparse_homo_head_pattern", "blocksparse_num_local_blocks",
@@ -55,9 +57,9 @@ KEYS_BY_TYPE: dict[str, frozenset[str]] = {
     "mistral": _LLAMA_KEYS,
     "mixtral": _LLAMA_KEYS,
     "qwen2": _QWEN_KEYS,
-    "qwen2_moe": _QWEN_KEYS,
+    "qwen2_moe": _QWEN_MOE_KEYS,
     "qwen3": _QWEN_KEYS,
-    "qwen3_moe": _QWEN_KEYS,
+    "qwen3_moe": _QWEN_MOE_KEYS,
     "phi3": _PHI3_KEYS,
     "phi3small": _PHI3SMALL_KEYS,
     "gpt2": _GPT2_KEYS,

@@ -138,13 +138,15 @@ def _gemma3(text: Config, kv_dtype: str) -> Derived:
 
 
 def _gpt_oss(text: Config, kv_dtype: str) -> Derived:
-    """gpt-oss (vLLM gpt_oss.py): ``layer_types`` alternates sliding (``sliding_window``) and
-    full attention; every layer has learned attention sinks (a per-head logit, not cached).
+    """gpt-oss: even-indexed layers use ``sliding_window``, odd ones full attention (OpenAI's
+    reference ``AttentionBlock``: ``sliding_window if layer_idx % 2 == 0 else 0``; vLLM
+    gpt_oss.py alike). The published ``layer_types`` states the same; if a config's list
+    disagrees with that rule it fails closed. Every layer has learned attention sinks (one
+    logit per head, a weight, not cached).
     """
     n = text.int("num_hidden_layers")
-    types = _stated_types(text, n, (SLIDING, FULL))
-    if types is None:
-        raise ConfigError(f"{text.model}: gpt_oss config has no layer_types")
+    rule = [SLIDING if i % 2 == 0 else FULL for i in range(n)]
+    types = _agree(text, _stated_types(text, n, (SLIDING, FULL)), rule, "even-layer windows")
     notes = ["attention sinks: a learned per-head logit on every layer; they add no cache"]
     return Derived(_windowed(text, kv_dtype, types, sinks=True), notes)
 
