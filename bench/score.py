@@ -1,0 +1,75 @@
+"""Judging an answer against the oracle: one outcome per (tool, question, metric).
+
+Outcomes: ``within`` (|relative error| <= 0.1 %), ``wrong``, ``refused`` (the tool raised or
+declined: failing closed, counted apart from wrong), ``n/a`` (the tool has no such question,
+e.g. no memory-budget input). Only metrics with a truth are judged.
+
+Tools that answer concurrency in whole sequences (kvfit, vllm-wizard) are within when they give
+the oracle's concurrency rounded down, so that rounding is never counted as their error;
+otherwise their error is taken against the unrounded figure.
+
+A whole-case refusal counts only against the metrics the tool has inputs for: hf-mem refusing a
+config is a refusal of its bytes per token, not of a budget question it never takes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+TOLERANCE = 0.001
+METRICS = ("bytes_per_token", "kv_cache_tokens", "max_concurrency")
+OUTCOMES = ("within", "wrong", "refused", "n/a")
+
+
+def relative_error(value: float, truth: float) -> float:
+    if truth == 0:
+        return 0.0 if value == 0 else math.inf
+    return (value - truth) / truth
+
+
+def judge(answer: dict[str, Any], truth: dict[str, Any], metric: str,
+          answerable: list[str]) -> dict[str, Any] | None:
+    """The outcome for one metric, or None when the oracle has no truth for it."""
+    true_value = truth.get(metric)
+    if true_value is None:
+        return None
+    if metric not in answerable and answer["status"] != "unavailable":
+        why = answer.get("na", {}).get(metric) or "the tool has no input for this question"
+        return {"outcome": "n/a", "truth": true_value, "why": why}
+    if answer["status"] != "ok":
+        kind = "refused" if answer["status"] == "refused" else "n/a"
+        return {"outcome": kind, "truth": true_value, "why": answer.get("reason", "")}
+    if metric in answer["values"]:
+        value = answer["values"][metric]
+        err = relative_error(value, true_value)
+        if metric == "max_concurrency" and answer.get("concurrency_is_integer"):
+            err = 0.0 if value == math.floor(true_value) else err
+        outcome = "within" if abs(err) <= TOLERANCE else "wrong"
+        return {"outcome": outcome, "truth": true_value, "value": value, "error": err}
+    if metric in answer.get("refused", {}):
+        return {"outcome": "refused", "truth": true_value, "why": answer["refused"][metric]}
+    return {"outcome": "n/a", "truth": true_value, "why": answer.get("na", {}).get(metric, "")}
+
+
+def case_outcome(judged: list[dict[str, Any]]) -> str:
+    """One outcome for a whole case: wrong if any answered metric is wrong; within if every
+    answered metric is within; refused if it answered none and refused some; else n/a."""
+    kinds = [j["outcome"] for j in judged]
+    if "wrong" in kinds:
+        return "wrong"
+    if "within" in kinds:
+        return "within"
+    if "refused" in kinds:
+        return "refused"
+    return "n/a"
+
+
+def worst(judged: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answered judgement with the largest |error| (refusals counted beside it)."""
+    answered = [j for j in judged if "error" in j]
+    refusals = sum(j["outcome"] == "refused" for j in judged)
+    if not answered:
+        return {"error": None, "refused": refusals, "answered": 0}
+    top = max(answered, key=lambda j: abs(j["error"]))
+    return {"error": top["error"], "refused": refusals, "answered": len(answered)}
