@@ -6,6 +6,7 @@ One function per fact kind, each stating which vLLM layer class produces the spe
 
 from __future__ import annotations
 
+from kvledger.derive.families.kda import IndexerTail, PooledIndexer
 from kvledger.derive.layers import (
     MLA,
     Attention,
@@ -24,6 +25,7 @@ from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     CrossAttentionSpec,
     FullAttentionSpec,
     KVCacheSpec,
@@ -75,7 +77,15 @@ def _state_dtypes(layer: RecurrentState, res: Resolved) -> tuple[str, ...]:
         temporal = "float32"
     if "lightning" in kind or "linear" in kind:
         temporal = conv
-    return tuple(conv if "conv" in t.name.lower() else temporal for t in layer.tensors())
+    return tuple(conv if _is_conv(t) else temporal for t in layer.tensors())
+
+
+def _is_conv(tensor: object) -> bool:
+    role = getattr(tensor, "role", None)
+    if isinstance(role, str):
+        return role == "conv"
+    name = getattr(tensor, "name", "")
+    return isinstance(name, str) and "conv" in name.lower()
 
 
 def _mamba_type(layer: RecurrentState) -> str:
@@ -117,11 +127,26 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
             block_size=bs, num_kv_heads=1, head_size=layer.latent_dim + layer.rope_dim,
             dtype=dtype, quant=quant, cache_dtype_str=cache_str,
         )
+    if isinstance(layer, PooledIndexer):
+        # GLM-5.3 pooled indexer: one fp8 row (+ scales) per ``pool`` tokens
+        # (MLAAttentionSpec.tokens_per_state).
+        return MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=layer.bytes_per_entry(), dtype="uint8",
+            tokens_per_state=layer.pool, is_indexer=True,
+        )
+    if isinstance(layer, IndexerTail):
+        # vLLM ``CircularBufferSpec``: the raw rows of the pool still filling, a ring of
+        # ``capacity`` positions x ``rows`` heads, K only; its block is the ring.
+        return CircularBufferSpec(
+            block_size=layer.capacity, num_kv_heads=layer.rows, head_size=layer.head_dim,
+            head_size_v=0, dtype=layer.dtype,
+        )
     if isinstance(layer, Indexer):
         # vLLM ``Indexer`` (DeepSeek-V3.2 DSA) registers an MLAAttentionSpec of uint8 rows:
         # the fp8 key plus its fp32 scales, whatever --kv-cache-dtype says.
         return MLAAttentionSpec(
             block_size=bs, num_kv_heads=1, head_size=layer.bytes_per_token(), dtype="uint8",
+            is_indexer=True,
         )
     if isinstance(layer, RecurrentState):
         tensors = layer.tensors()

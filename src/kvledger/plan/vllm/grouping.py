@@ -83,10 +83,7 @@ def get_kv_cache_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
     if not specs:
         return Grouping((), {})
     if any(isinstance(s, CircularBufferSpec) for s in specs.values()):
-        raise VllmLayoutError(
-            "circular-buffer indexer caches (GLM-5.3-Flash style) use vLLM's packed "
-            "mixed-page layout, which kvledger does not model yet"
-        )
+        return _pooled_indexer_groups(specs)
     values = list(specs.values())
     if all(v == values[0] for v in values[1:]):
         return Grouping((Group(tuple(specs), values[0]),), dict(specs))
@@ -117,3 +114,40 @@ def get_kv_cache_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
         # layers[i::n]: keeps pipeline stages balanced (vLLM comment on PP).
         groups.extend(Group(tuple(layers[k::n]), spec) for k in range(n))
     return Grouping(tuple(groups), unified, tuple(warnings))
+
+
+def _pooled_indexer_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
+    """GLM-5.3-Flash: KDA states + MLA with a pooled indexer and its raw-row ring.
+
+    vLLM ``_get_kv_cache_groups_glm5_next``: every MLA and indexer layer in one
+    ``UniformTypeKVCacheSpecs`` group; the rings (``CircularBufferSpec``) in their own
+    group, one block per request; the Mamba states (already padded to the MLA page) split
+    into cdiv(#mamba, #MLA) groups, layer k going to group k mod n, so each group fits the
+    MLA slots of a block. One block holds every MLA and indexer page.
+    """
+    mamba = [i for i, s in specs.items() if isinstance(s, MambaSpec)]
+    rings = [i for i, s in specs.items() if isinstance(s, CircularBufferSpec)]
+    attn = [i for i in specs if i not in mamba and i not in rings]
+    mla = [i for i in attn if isinstance(specs[i], MLAAttentionSpec)]
+    if not mamba or len(mla) != len(attn):
+        raise VllmLayoutError(
+            "circular-buffer caches are modelled only in vLLM's GLM-5.3-Flash layout "
+            "(Mamba-style states + MLA with a pooled indexer)"
+        )
+    full_mla = [i for i in mla if getattr(specs[i], "tokens_per_state", 1) == 1]
+    if not full_mla:
+        raise VllmLayoutError("GLM-5.3-Flash layout needs MLA layers besides the indexer")
+    uniform = _uniform_type({i: specs[i] for i in attn})
+    if uniform is None:
+        raise VllmLayoutError("MLA and pooled-indexer layers do not share one block size")
+    n = ceil_div(len(mamba), len(full_mla))
+    groups: list[Group] = []
+    for k in range(n):
+        members = tuple(i for j, i in enumerate(mamba) if j % n == k)
+        groups.append(Group(members, specs[members[0]]))
+    groups.append(Group(tuple(attn), uniform))
+    if len({specs[i] for i in rings}) != 1:
+        raise VllmLayoutError("indexer rings of different shapes are not modelled")
+    groups.append(Group(tuple(rings), specs[rings[0]]))
+    # Order as vLLM 0.32 reports them: state groups, the MLA group, the ring group.
+    return Grouping(tuple(groups), dict(specs))

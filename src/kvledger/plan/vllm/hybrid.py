@@ -15,6 +15,7 @@ from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
     AttentionSpec,
+    CircularBufferSpec,
     KVCacheSpec,
     MambaSpec,
     MLAAttentionSpec,
@@ -39,8 +40,11 @@ class BlockSizes:
 
 def _main_attention(specs: list[KVCacheSpec]) -> AttentionSpec | None:
     """The attention spec vLLM measures one token of (the model's own head size)."""
-    attn = [s for s in specs if isinstance(s, AttentionSpec)]
-    mla = [s for s in attn if isinstance(s, MLAAttentionSpec) and s.dtype != "uint8"]
+    attn = [
+        s for s in specs
+        if isinstance(s, AttentionSpec) and not isinstance(s, CircularBufferSpec)
+    ]
+    mla = [s for s in attn if isinstance(s, MLAAttentionSpec) and not s.is_indexer]
     if mla:
         return mla[0]
     plain = [s for s in attn if not isinstance(s, MLAAttentionSpec)]
@@ -107,6 +111,8 @@ def apply_block_sizes(specs: list[KVCacheSpec], sizes: BlockSizes) -> list[KVCac
             if sizes.mamba_page_size_padded is not None:
                 mamba = mamba.with_page_size_padded(sizes.mamba_page_size_padded)
             out.append(mamba)
+        elif isinstance(spec, CircularBufferSpec):
+            out.append(spec)  # its block is its ring, whatever the pool's block size
         else:
             out.append(spec.with_block_size(sizes.block_size))
     return out

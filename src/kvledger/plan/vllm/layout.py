@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.derive.layers import LayerCache, ModelFacts, Role
+from kvledger.derive.layers import Kind, LayerCache, ModelFacts, Role
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
@@ -22,7 +22,10 @@ from kvledger.plan.vllm.grouping import Group, Grouping, get_kv_cache_groups
 from kvledger.plan.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.vllm.specs import (
+    AttentionSpec,
+    CircularBufferSpec,
     KVCacheSpec,
+    MLAAttentionSpec,
     SpecContext,
     UniformTypeSpecs,
     spec_name,
@@ -116,9 +119,14 @@ class _Prepared:
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     res = resolve(facts, request)
     tp = request.tensor_parallel_size
-    layers = tuple(
-        layer.split(tp) for layer in facts.layers if layer_takes_part(layer, request)
+    taking = [layer.split(tp) for layer in facts.layers if layer_takes_part(layer, request)]
+    # vLLM registers a layer's indexer caches before its attention cache; the order only
+    # decides which layer represents a mixed group in what vLLM reports.
+    ranked = sorted(
+        enumerate(taking),
+        key=lambda p: (p[1].index, 0 if p[1].kind is Kind.INDEXER else 1, p[0]),
     )
+    layers = tuple(layer for _, layer in ranked)
     if not layers:
         raise VllmLayoutError(f"{facts.model}: no layer keeps a KV cache under these options")
     raw = [layer_spec(layer, res, request) for layer in layers]
@@ -164,9 +172,13 @@ def _layer_specs(
 
 
 def _tp_heads(specs: dict[int, KVCacheSpec]) -> int | None:
-    heads = [getattr(s, "num_kv_heads", None) for s in specs.values()]
-    found = [h for h in heads if isinstance(h, int)]
-    return max(found) if found else None
+    """KV heads per rank of the model's own attention (not indexer keys or rings)."""
+    for s in specs.values():
+        if isinstance(s, AttentionSpec) and not isinstance(s, CircularBufferSpec) and not (
+            isinstance(s, MLAAttentionSpec) and s.is_indexer
+        ):
+            return s.num_kv_heads
+    return None
 
 
 def _project(groups: tuple[Group, ...], members: set[int]) -> tuple[Group, ...]:

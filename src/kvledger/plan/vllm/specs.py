@@ -169,6 +169,7 @@ class MLAAttentionSpec(FullAttentionSpec):
     head_size_v: int = 0
     cache_dtype_str: str = "auto"
     tokens_per_state: int = 1
+    is_indexer: bool = False  # a sparse-attention indexer's keys, not the model's attention
 
     @property
     def real_page_size_bytes(self) -> int:
