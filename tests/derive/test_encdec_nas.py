@@ -66,8 +66,9 @@ def test_bytes_per_token_and_request(
 
 def test_whisper_layers_and_oracle(oracle_agrees: Callable[[ModelFacts, str], None]) -> None:
     facts = derive_model(WHISPER)
+    # decoder layers 0-3 each hold self-attention K/V and cross-attention K/V
     assert [(x.index, x.kind) for x in facts.layers] == [
-        (i, kind) for i in range(4) for kind in (Kind.FULL, Kind.CROSS)
+        (i, kind) for kind in (Kind.FULL, Kind.CROSS) for i in range(4)
     ]
     cross = [x for x in facts.layers if isinstance(x, CrossAttention)]
     assert {x.encoder_len for x in cross} == {1500}  # max_source_positions

@@ -53,12 +53,15 @@ def _whisper(cfg: Config, kv_dtype: str) -> Derived:
     dim = head_dim(cfg, heads, hidden_key="d_model")
     frames = cfg.int("max_source_positions")
     n = cfg.int("decoder_layers")
-    layers: list[LayerCache] = []
-    for i in range(n):
-        layers.append(attention(i, heads, dim, kv_dtype, note="decoder self-attention"))
-        layers.append(
-            _cross(i, heads, dim, kv_dtype, frames, f"cross-attention over {frames} encoder frames")
-        )
+    # Self-attention caches first, then the cross-attention caches of the same layers, so a
+    # run-length table reads "0-3 full" / "0-3 cross" rather than alternating rows.
+    layers: list[LayerCache] = [
+        attention(i, heads, dim, kv_dtype, note="decoder self-attention") for i in range(n)
+    ]
+    layers.extend(
+        _cross(i, heads, dim, kv_dtype, frames, f"cross-attention over {frames} encoder frames")
+        for i in range(n)
+    )
     notes = [
         f"encoder ({cfg.get('encoder_layers')} layers) caches nothing; each of the {n} decoder "
         f"layers holds self-attention K/V plus cross-attention K/V over {frames} encoder frames",
