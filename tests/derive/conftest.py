@@ -55,7 +55,9 @@ def kind_bytes() -> Callable[[ModelFacts], dict[str, int]]:
     return _kind_bytes
 
 
-def _oracle_groups(config_file: str) -> Counter[tuple[str, int, int, int, int | None]]:
+def _oracle_groups(
+    config_file: str, tp: int = 1
+) -> Counter[tuple[str, int, int, int, int | None]]:
     if not ORACLE.is_file():
         pytest.skip(f"vLLM oracle cases not present at {ORACLE}")
     for line in ORACLE.read_text().splitlines():
@@ -64,7 +66,7 @@ def _oracle_groups(config_file: str) -> Counter[tuple[str, int, int, int, int | 
         if (
             case["config"] == config_file
             and not case["hf_quant_config"]
-            and inputs["tensor_parallel_size"] == 1
+            and inputs["tensor_parallel_size"] == tp
             and inputs["kv_cache_dtype"] == "auto"
         ):
             groups: Counter[tuple[str, int, int, int, int | None]] = Counter()
@@ -76,14 +78,17 @@ def _oracle_groups(config_file: str) -> Counter[tuple[str, int, int, int, int | 
                 )
                 groups[key] += spec["num_layers"]
             return groups
-    pytest.skip(f"no TP=1 auto-dtype oracle case for {config_file}")
+    pytest.skip(f"no TP={tp} auto-dtype oracle case for {config_file}")
 
 
-def _fact_groups(facts: ModelFacts) -> Counter[tuple[str, int, int, int, int | None]]:
+def _fact_groups(
+    facts: ModelFacts, tp: int = 1
+) -> Counter[tuple[str, int, int, int, int | None]]:
     groups: Counter[tuple[str, int, int, int, int | None]] = Counter()
-    for layer in facts.by_role(Role.DECODER):
-        if layer.kind is Kind.NONE:
+    for fact in facts.by_role(Role.DECODER):
+        if fact.kind is Kind.NONE:
             continue
+        layer = fact.split(tp)
         window = getattr(layer, "window", None) or getattr(layer, "chunk", None)
         key = (
             SPEC_OF_KIND[layer.kind], layer.k_heads, layer.k_dim,  # type: ignore[attr-defined]
@@ -94,11 +99,12 @@ def _fact_groups(facts: ModelFacts) -> Counter[tuple[str, int, int, int, int | N
 
 
 @pytest.fixture
-def oracle_agrees() -> Callable[[ModelFacts, str], None]:
-    """Assert the decoder facts group into exactly vLLM's per-layer specs at TP=1
-    (spec class, KV heads, head size K and V, window or chunk; counts per group)."""
+def oracle_agrees() -> Callable[..., None]:
+    """Assert the decoder facts (split for ``tp`` ranks) group into exactly vLLM's per-layer
+    specs for that TP size (spec class, KV heads, head size K and V, window or chunk; counts
+    per group). Facts are unsplit; vLLM's specs are per rank."""
 
-    def check(facts: ModelFacts, config_file: str) -> None:
-        assert _fact_groups(facts) == _oracle_groups(config_file)
+    def check(facts: ModelFacts, config_file: str, tp: int = 1) -> None:
+        assert _fact_groups(facts, tp) == _oracle_groups(config_file, tp)
 
     return check

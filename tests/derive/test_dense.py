@@ -120,9 +120,24 @@ ORACLE_FILES = {
 
 @pytest.mark.parametrize(("model", "config_file"), sorted(ORACLE_FILES.items()))
 def test_agrees_with_vllm_layer_specs(
-    model: str, config_file: str, oracle_agrees: Callable[[ModelFacts, str], None]
+    model: str, config_file: str, oracle_agrees: Callable[..., None]
 ) -> None:
     oracle_agrees(derive_model(model), config_file)
+
+
+@pytest.mark.parametrize(
+    ("model", "config_file", "tp"),
+    [
+        ("meta-llama/Meta-Llama-3.1-8B", "meta-llama--Meta-Llama-3.1-8B.json", 4),  # 8 kv / 4
+        ("Qwen/Qwen2.5-7B", "Qwen--Qwen2.5-7B.json", 2),  # 4 kv / 2 = 2 per rank
+        ("Qwen/Qwen3-32B", "Qwen--Qwen3-32B.json", 4),  # 8 / 4 = 2
+        ("mistralai/Mixtral-8x7B-v0.1", "mistralai--Mixtral-8x7B-v0.1.json", 2),  # 8 / 2 = 4
+    ],
+)
+def test_split_facts_agree_with_vllm_per_rank_specs(
+    model: str, config_file: str, tp: int, oracle_agrees: Callable[..., None]
+) -> None:
+    oracle_agrees(derive_model(model), config_file, tp)
 
 
 def test_windows_per_layer() -> None:

@@ -74,9 +74,24 @@ ORACLE_FILES = {
 
 @pytest.mark.parametrize(("model", "config_file"), sorted(ORACLE_FILES.items()))
 def test_agrees_with_vllm_layer_specs(
-    model: str, config_file: str, oracle_agrees: Callable[[ModelFacts, str], None]
+    model: str, config_file: str, oracle_agrees: Callable[..., None]
 ) -> None:
     oracle_agrees(derive_model(model), config_file)
+
+
+@pytest.mark.parametrize(
+    ("model", "tp"),
+    [
+        ("google/gemma-3-27b-it", 4),  # 16 kv / 4 = 4 per rank
+        ("openai/gpt-oss-120b", 4),  # 8 / 4 = 2
+        ("openai/gpt-oss-20b", 2),  # 8 / 2 = 4
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 4),  # 8 / 4 = 2
+    ],
+)
+def test_split_facts_agree_with_vllm_per_rank_specs(
+    model: str, tp: int, oracle_agrees: Callable[..., None]
+) -> None:
+    oracle_agrees(derive_model(model), ORACLE_FILES[model], tp)
 
 
 def _local(facts: ModelFacts) -> list[int]:
