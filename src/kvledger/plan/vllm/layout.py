@@ -140,7 +140,8 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         mamba_cache_mode=res.mamba_cache_mode,
     )
     warnings = list(sizes.notes) + list(grouping.warnings)
-    if facts.kv_dtype_source not in ("option", "config") and request.kv_cache_dtype == "auto":
+    checkpoint_kv = facts.kv_dtype_source in ("quantization_config", "hf_quant_config")
+    if checkpoint_kv and request.kv_cache_dtype == "auto":
         warnings.append(
             f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}); "
             f"vLLM 0.32 with --kv-cache-dtype auto stores {res.kv_storage_dtype} "
