@@ -84,13 +84,12 @@ _MLA_KV_DTYPES = frozenset({"float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e
 class SparseMLA(MLA):
     """MLA read by DSA sparse kernels. At 16/32-bit it is plain MLA; at fp8 vLLM stores
     FlashMLA's ``fp8_ds_mla`` layout: the latent in fp8 with one fp32 scale per
-    ``scale_group`` values, the rope part kept in bf16 (656 B for 512 + 64).
+    ``SCALE_GROUP`` values, the rope part kept in bf16 (656 B for 512 + 64).
     """
 
-    scale_group: int = 128
-    scale_bytes: int = 4
-    rope_bytes_per_value: int = 2  # bf16 rope in the fp8 layout
-
+    SCALE_GROUP: ClassVar[int] = 128
+    SCALE_BYTES: ClassVar[int] = 4  # one fp32 scale per group
+    ROPE_BYTES_PER_VALUE: ClassVar[int] = 2  # bf16 rope in the fp8 layout
     FP8_LAYOUT: ClassVar[str] = "fp8_ds_mla"
 
     @property
@@ -100,8 +99,8 @@ class SparseMLA(MLA):
     def bytes_per_token(self) -> int:
         if not self.is_fp8_layout:
             return super().bytes_per_token()
-        scales = ceil_div(self.latent_dim, self.scale_group) * self.scale_bytes
-        return self.latent_dim + scales + self.rope_dim * self.rope_bytes_per_value
+        scales = ceil_div(self.latent_dim, self.SCALE_GROUP) * self.SCALE_BYTES
+        return self.latent_dim + scales + self.rope_dim * self.ROPE_BYTES_PER_VALUE
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
