@@ -6,7 +6,8 @@ Two sources:
   case's config (and ``hf_quant_config.json`` where the case had one); the truth is its
   ``expected``;
 - every catalog model vLLM could not build (no oracle case): asked one default question
-  (8 GiB budget, TP 1, ``max_model_len`` = min(its max positions, 32768)); there is no truth,
+  (8 GiB budget, TP 1, block size "auto" as vLLM defaults, ``max_model_len`` = min(its max
+  positions, 32768)); there is no truth,
   so these only show who answers and who refuses.
 
 True answers, per case:
@@ -104,7 +105,7 @@ def catalog_only(covered: set[str]) -> list[dict[str, Any]]:
         config = _read(path)
         quant_path = path.with_name(path.stem + ".hf_quant_config.json")
         length = min(_max_positions(config) or 4096, DEFAULT_LEN_CAP)
-        inputs = {"kv_cache_memory_bytes": DEFAULT_BUDGET, "block_size": "16",
+        inputs = {"kv_cache_memory_bytes": DEFAULT_BUDGET, "block_size": "auto",
                   "max_model_len": length, "kv_cache_dtype": "auto", "tensor_parallel_size": 1}
         out.append({
             "id": f"catalog:{model_id(path.name)}",
@@ -116,7 +117,7 @@ def catalog_only(covered: set[str]) -> list[dict[str, Any]]:
             "kv_cache_memory_bytes": DEFAULT_BUDGET,
             "kv_cache_dtype": "auto",
             "tensor_parallel_size": 1,
-            "block_size": "16",
+            "block_size": "auto",
             "truth": None,
         })
     return out

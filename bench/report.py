@@ -14,6 +14,7 @@ from score import METRICS, OUTCOMES, case_outcome, judge, worst
 
 LABEL = {"bytes_per_token": "KV bytes/token", "kv_cache_tokens": "tokens at budget",
          "max_concurrency": "max concurrency"}
+UNIT = {"bytes_per_token": "B/token", "kv_cache_tokens": "tokens", "max_concurrency": "×"}
 
 
 def fmt_error(err: float | None) -> str:
@@ -147,7 +148,12 @@ def per_case(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
 
 def catalog_only(results: dict[str, Any]) -> list[str]:
     tools = results["tools"]
-    lines = ["| model (no oracle case) | " + " | ".join(tools) + " |",
+    lines = ["Each tool's own figures, 8 GiB KV budget, TP 1, block size auto, "
+             "max_model_len = min(the config's, 32768). Bytes per token is each tool's own "
+             "notion (for kvledger, one block of its paged class over the block size: on a "
+             "hybrid model that is not the whole model's per-token cost), so these are not "
+             "comparable across tools; the table shows who answers and who refuses.", "",
+             "| model (no oracle case) | " + " | ".join(tools) + " |",
              "|---|" + "---|" * len(tools)]
     for q in results["questions"]:
         if q["truth"] is not None:
@@ -157,11 +163,9 @@ def catalog_only(results: dict[str, Any]) -> list[str]:
             ans = results["answers"][tool][q["id"]]
             if ans["status"] != "ok":
                 cells.append(ans["status"])
-            elif "bytes_per_token" in ans["values"]:
-                cells.append(f"{fmt_value(ans['values']['bytes_per_token'])} B/token")
             elif ans["values"]:
-                metric, value = next(iter(ans["values"].items()))
-                cells.append(f"{LABEL[metric]} {fmt_value(value)}")
+                cells.append(" · ".join(f"{fmt_value(v)} {UNIT[m]}"
+                                        for m, v in ans["values"].items()))
             else:
                 cells.append("refused" if ans.get("refused") else "n/a")
         lines.append(f"| {q['model']} | " + " | ".join(cells) + " |")

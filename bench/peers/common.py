@@ -65,7 +65,8 @@ def guarded(fn: Callable[[dict[str, Any]], Answer], question: dict[str, Any]) ->
             result = fn(question)
         except Exception as exc:  # the peer's own failure mode is what we measure
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            origin = f"{where.filename.rsplit('site-packages/', 1)[-1]}:{where.lineno}"
+            short = where.filename.rsplit("site-packages/", 1)[-1].rsplit("/src/", 1)[-1]
+            origin = f"{short}:{where.lineno}"
             result = refused(f"{type(exc).__name__}: {_one_line(str(exc))} [{origin}]")
     result.setdefault("notes", [])
     result["notes"].extend(_one_line(str(w.message))[:200] for w in caught)

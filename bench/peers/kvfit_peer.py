@@ -63,13 +63,13 @@ def ask(question: dict[str, Any]) -> Answer:
             bytes_per_token_refused=f"no kvfit KV dtype for {question['kv_cache_dtype']!r}",
             max_concurrency_refused=f"no kvfit KV dtype for {question['kv_cache_dtype']!r}",
         )
-    kv_dtype, source, _ = resolve_cache_dtype(
+    kv_dtype, source, dtype_warnings = resolve_cache_dtype(
         question["config"], requested, question.get("hf_quant_config")
     )
     one_token = _plan(question, 1, kv_dtype)
     full = _plan(question, question["max_model_len"], kv_dtype)
     fields: dict[str, Any] = {"kv_dtype": f"{kv_dtype} ({source})",
-                              "concurrency_is_integer": True}
+                              "concurrency_is_integer": True, "notes": list(dtype_warnings)}
     if one_token.verdict == "unsupported":
         fields["bytes_per_token_refused"] = one_token.reason
     else:

@@ -63,7 +63,11 @@ def ask_all(questions: list[dict[str, Any]]) -> dict[str, Answer]:
 
     with tempfile.TemporaryDirectory(prefix="kvledger-bench-") as tmp:
         root = Path(tmp)
-        return {q["id"]: guarded(lambda q: _ask(q, root), q) for q in questions}
+        answers = {q["id"]: guarded(lambda q: _ask(q, root), q) for q in questions}
+    for got in answers.values():  # the temporary directory means nothing once it is gone
+        if "reason" in got:
+            got["reason"] = got["reason"].replace(str(root), "<model dir>")
+    return answers
 
 
 def _ask(question: dict[str, Any], root: Path) -> Answer:
