@@ -71,9 +71,10 @@ def _whisper(cfg: Config, kv_dtype: str) -> Derived:
 
 
 def _vision_tokens_per_image(cfg: Config) -> tuple[int, str]:
-    """Vision tokens one image contributes at the most tiles (vLLM mllama.py
-    ``calc_token_per_chunk``: (image_size // 14)² + 1 class token per tile, × tiles; the
-    processor allows up to ``max_num_tiles`` tiles per image)."""
+    """Vision tokens one image contributes at the most tiles (vLLM mllama.py, a V0-only model
+    there, ``calc_token_per_chunk``: (image_size // 14)² + 1 class token per tile, × tiles;
+    the processor allows up to ``max_num_tiles`` tiles per image). The patch size is read from
+    ``vision_config.patch_size`` (14 in every published mllama config) rather than assumed."""
     vision = cfg.get("vision_config")
     if not isinstance(vision, Mapping):
         raise ConfigError(f"{cfg.model}: mllama config has no vision_config")
