@@ -51,7 +51,15 @@ def _facts(model: Any, request: PlanRequest) -> tuple[ModelFacts, ModelSource | 
         return model, None
     source = load_source(model)
     dtype = None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
-    return derive_model(source, kv_cache_dtype=dtype), source
+    facts = derive_model(source, kv_cache_dtype=dtype)
+    if request.engine == "native" and dtype is None and facts.kv_dtype == "float32" and \
+            facts.kv_dtype_source not in ("quantization_config", "hf_quant_config"):
+        # The native engine serves a float32 checkpoint in bfloat16, as vLLM does
+        # (ModelConfig dtype "auto"), so its KV is bfloat16 too.
+        facts = derive_model(source, kv_cache_dtype="bfloat16")
+        facts = dataclasses.replace(facts, notes=(
+            *facts.notes, "float32 checkpoint served in bfloat16: KV cache in bfloat16"))
+    return facts, source
 
 
 def _max_model_len(facts: ModelFacts, request: PlanRequest) -> int:
@@ -145,7 +153,7 @@ def _plan_native(
     max_model_len: int,
     local: Sequence[ModelLocalInput],
     charged: Iterable[str],
-) -> tuple[list[RankResult], dict[int, str], list[str], list[NativePlan]]:
+) -> tuple[list[RankResult], dict[tuple[int, str], str], list[str], list[NativePlan]]:
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     stages = split_stages(facts.layers, tp, pp)
     plans: list[NativePlan] = []
@@ -163,16 +171,14 @@ def _plan_native(
     if paged and pp > 1:
         fewest = reconcile_min(paged)
         plans = [p.with_paged_entries(fewest) if p.has_pages else p for p in plans]
-    classes: dict[int, str] = {}
+    classes: dict[tuple[int, str], str] = {}
     ranks: list[RankResult] = []
     warnings: list[str] = []
     for stage, plan in zip(stages, plans, strict=True):
-        for cls in plan.layout.classes:
-            for idx in cls.layers:
-                classes[idx] = cls.name
-        for spec in plan.local_classes:
-            classes.setdefault(-1, spec.name)
         cached, _ = cached_layers(stage.layers, request)
+        for cls in plan.layout.classes:
+            for key in cls.members:
+                classes.setdefault(key, cls.name)
         ranks.append(RankResult(
             stage.index, stage.layer_range, len(cached), plan.block_size, plan.num_blocks,
             plan.kv_cache_tokens, plan.max_concurrency, plan.available_bytes,
@@ -180,7 +186,6 @@ def _plan_native(
         ))
         prefix = f"stage {stage.index}: " if pp > 1 else ""
         warnings.extend(prefix + w for w in plan.warnings)
-    classes.pop(-1, None)
     return ranks, classes, warnings, plans
 
 
@@ -246,18 +251,31 @@ def plan_model(
     answers: dict[str, Any] = {}
     local = tuple(model_local_specs)
     if request.engine == "native":
+        charged = tuple(model_local_already_charged)
         ranks, classes, stage_warnings, plans = _plan_native(
-            facts, request, budget, max_len, local, model_local_already_charged)
+            facts, request, budget, max_len, local, charged)
         warnings.extend(stage_warnings)
         head = ranks[0]
-        num_blocks = min(r.num_blocks for r in ranks)
+        paged_ranks = [r for r, p in zip(ranks, plans, strict=True) if p.has_pages]
+        # A stage that caches nothing (an EAGLE3 draft's first stage) bounds nothing.
+        active = [r for r, p in zip(ranks, plans, strict=True) if p.pools.entries] or ranks
+        num_blocks = min((r.num_blocks for r in paged_ranks), default=0)
         block_size = head.block_size
-        tokens = min(r.kv_cache_tokens for r in ranks)
-        concurrency_now = min(r.max_concurrency for r in ranks)
+        tokens = min(r.kv_cache_tokens for r in active)
+        concurrency_now = min(r.max_concurrency for r in active)
         layers = layer_summary(split, classes)
 
+        answers["state_slots"] = min(p.max_num_seqs for p in plans if p.pools.entries) \
+            if any(p.pools.entries for p in plans) else request.max_num_seqs
+
         def concurrency_at(context: int) -> float:
-            return min(p.concurrency_at(context) for p in plans)
+            again = dataclasses.replace(request, max_model_len=context)
+            try:
+                _, _, _, replanned = _plan_native(facts, again, budget, context, local, charged)
+            except InsufficientPoolBudget:
+                return 0.0
+            live = [p for p in replanned if p.pools.entries] or replanned
+            return min(p.concurrency_at(context) for p in live)
     else:
         if local:
             raise ValueError("model-local declarations are planned by the native engine only")

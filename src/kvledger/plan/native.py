@@ -43,8 +43,10 @@ nothing (they run once per request, in activation memory).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kvledger.declare.bridge import model_local_to_pool_specs
@@ -78,6 +80,7 @@ class NativeClass:
     entries_per_req: int
     layers: tuple[int, ...]
     why: str
+    members: tuple[tuple[int, str], ...] = ()  # (layer index, kind): one index may hold two
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class NativeLayout:
     block_size: int
     classes: tuple[NativeClass, ...]
     warnings: tuple[str, ...] = ()
+    paged_windows: frozenset[str] = frozenset()
 
     def specs(self) -> list[SubPoolSpec]:
         out = []
@@ -167,33 +171,40 @@ def native_layout(
     cached, notes = cached_layers(layers, request)
     paged_bpt = 0
     paged_idx: list[int] = []
+    members: dict[str, list[tuple[int, str]]] = {}
     rings: dict[str, tuple[int, int, list[int]]] = {}  # name → (capacity, bytes/pos, layers)
     cross: dict[int, tuple[int, list[int]]] = {}  # encoder_len → (bytes/pos, layers)
     states: dict[str, tuple[int, list[int]]] = {}  # name → (bytes/request, layers)
     for layer in cached:
         kind = layer.kind
+        key = (layer.index, str(kind))
         if kind in RING_KINDS:
             prefix, window = _window(layer)
             name = f"{prefix}:{window}"
             if name in paged_windows:
                 paged_bpt += layer.bytes_per_token()
                 paged_idx.append(layer.index)
+                members.setdefault(PAGED_CLASS, []).append(key)
             else:
+                members.setdefault(name, []).append(key)
                 capacity = min(window, max_model_len) + spec
                 cap, bpp, idx = rings.get(name, (capacity, 0, []))
                 rings[name] = (cap, bpp + layer.bytes_per_token(), [*idx, layer.index])
         elif kind in PAGED_KINDS:
             paged_bpt += layer.bytes_per_token()
             paged_idx.append(layer.index)
+            members.setdefault(PAGED_CLASS, []).append(key)
         elif kind is Kind.CROSS:
             enc = int(getattr(layer, "encoder_len"))  # noqa: B009
             bpp, idx = cross.get(enc, (0, []))
             cross[enc] = (bpp + layer.bytes_per_token(), [*idx, layer.index])
+            members.setdefault(f"cross:{enc}", []).append(key)
             continue
         elif isinstance(layer, RecurrentState) or kind is Kind.STATE:
             name = f"state:{getattr(layer, 'state_kind', 'state')}"
             bpr, idx = states.get(name, (0, []))
             states[name] = (bpr + layer.bytes_per_request(), [*idx, layer.index])
+            members.setdefault(name, []).append(key)
             continue
         else:
             raise ValueError(
@@ -206,46 +217,50 @@ def native_layout(
             name = f"aux:{kind!s}"
             bpr, idx = states.get(name, (0, []))
             states[name] = (bpr + extra, [*idx, layer.index])
+            members.setdefault(name, []).append(key)
     classes: list[NativeClass] = []
     if paged_bpt:
         classes.append(NativeClass(
             PAGED_CLASS, "page", bs * paged_bpt, 0, tuple(paged_idx),
             f"one block of {bs} tokens × {paged_bpt:,} B/token over layers "
-            f"{_range_text(paged_idx)}",
+            f"{_range_text(paged_idx)}", tuple(members.get(PAGED_CLASS, ())),
         ))
     for name, (cap, bpp, idx) in sorted(rings.items()):
         classes.append(NativeClass(
             name, "state", bpp, cap, tuple(idx),
             f"ring of min(window, max_model_len) + {spec} speculative = {cap} positions × "
-            f"{bpp:,} B/position over layers {_range_text(idx)}",
+            f"{bpp:,} B/position over layers {_range_text(idx)}", tuple(members.get(name, ())),
         ))
     for enc, (bpp, idx) in sorted(cross.items()):
         name = "cross" if len(cross) == 1 else f"cross:{enc}"
         classes.append(NativeClass(
             name, "state", bpp, enc, tuple(idx),
             f"{enc} encoder positions × {bpp:,} B/position over layers {_range_text(idx)}",
+            tuple(members.get(f"cross:{enc}", ())),
         ))
     for name, (bpr, idx) in sorted(states.items()):
         classes.append(NativeClass(
             name, "state", bpr, 1 + spec, tuple(idx),
             f"1 committed + {spec} rollback state(s) × {bpr:,} B over layers "
-            f"{_range_text(idx)}",
+            f"{_range_text(idx)}", tuple(members.get(name, ())),
         ))
     for name in sorted(paged_windows):
         notes.append(f"{name} layers paged with the full-attention layers: at this budget a "
                      "per-request ring would hold fewer tokens")
-    return NativeLayout(bs, tuple(classes), tuple(notes))
+    return NativeLayout(bs, tuple(classes), tuple(notes), paged_windows)
 
 
 @dataclass(frozen=True)
 class NativePlan:
-    """One stage's native plan."""
+    """One stage's native plan. ``max_num_seqs`` is the number of sequences whose STATE floors
+    are reserved (``state_slots``), at most the requested ``max_num_seqs``."""
 
     layout: NativeLayout
     pools: PoolPlan
     available_bytes: int
     max_model_len: int
     max_num_seqs: int
+    requested_max_num_seqs: int
     local_classes: tuple[SubPoolSpec, ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
@@ -262,53 +277,88 @@ class NativePlan:
         return self.pools.paged_class is not None
 
     @property
-    def kv_cache_tokens(self) -> int:
-        """Paged tokens; with no paged class, what every admitted request can reach."""
-        if not self.has_pages:
-            return self.max_num_seqs * self.max_model_len
-        return self.num_blocks * self.block_size
+    def has_state(self) -> bool:
+        return any(n != self.pools.paged_class for n in self.pools.entries)
 
     def blocks_per_request(self, context: int) -> int:
         return ceil_div(context, self.block_size)
 
-    def concurrency_at(self, context: int) -> float:
-        """Requests of ``context`` tokens that fit: their STATE floors are reserved for
-        ``max_num_seqs``; pages bound the rest (vLLM's blocks ÷ blocks-per-request)."""
+    def page_concurrency(self, context: int) -> float:
+        """Requests of ``context`` tokens the pages alone hold (vLLM's blocks ÷ blocks per
+        request; unbounded without a paged class)."""
         if not self.has_pages:
-            return float(self.max_num_seqs)
-        return min(float(self.max_num_seqs), self.num_blocks / self.blocks_per_request(context))
+            return math.inf
+        return self.num_blocks / self.blocks_per_request(context)
+
+    def concurrency_at(self, context: int) -> float:
+        """Requests of ``context`` tokens that can run: pages bound them, and so do the
+        reserved STATE slots (``max_num_seqs``)."""
+        return min(float(self.max_num_seqs), self.page_concurrency(context))
 
     @property
     def max_concurrency(self) -> float:
         return self.concurrency_at(self.max_model_len)
 
+    @property
+    def kv_cache_tokens(self) -> int:
+        """vLLM's definition ("GPU KV cache size"): requests of ``max_model_len`` the pages
+        hold × ``max_model_len``; with no paged class, the reserved slots × ``max_model_len``."""
+        if not self.has_pages:
+            return self.max_num_seqs * self.max_model_len
+        return int(self.page_concurrency(self.max_model_len) * self.max_model_len)
+
     def with_paged_entries(self, count: int) -> NativePlan:
-        return NativePlan(self.layout, self.pools.with_paged_entries(count), self.available_bytes,
-                          self.max_model_len, self.max_num_seqs, self.local_classes,
-                          self.warnings)
+        return dataclasses.replace(self, pools=self.pools.with_paged_entries(count))
 
 
 def _plan_one(
     layout: NativeLayout,
     available_bytes: int,
-    request: PlanRequest,
+    slots: int,
+    requested: int,
     max_model_len: int,
     local: Sequence[ModelLocalInput],
     already_charged: Iterable[str],
 ) -> NativePlan:
-    bridged = model_local_to_pool_specs(local, max_num_seqs=request.max_num_seqs,
+    bridged = model_local_to_pool_specs(local, max_num_seqs=slots,
                                         already_charged=already_charged)
     specs = [*layout.specs(), *bridged.specs]
-    pools = plan_pools(specs, available_bytes, request.max_num_seqs,
-                       already_charged=bridged.already_charged)
-    warnings = list(layout.warnings)
-    if not specs:
-        warnings.append("nothing to cache: no layer of this stage holds KV or state")
-    elif pools.paged_class is None:
-        warnings.append("no paged class: context is not bounded by KV memory; kv_cache_tokens "
-                        "reports max_num_seqs × max_model_len")
-    return NativePlan(layout, pools, available_bytes, max_model_len, request.max_num_seqs,
-                      tuple(bridged.specs), tuple(warnings))
+    pools = plan_pools(specs, available_bytes, slots, already_charged=bridged.already_charged)
+    return NativePlan(layout, pools, available_bytes, max_model_len, slots, requested,
+                      tuple(bridged.specs), layout.warnings)
+
+
+def _key(plan: NativePlan) -> tuple[float, int, int]:
+    return (plan.max_concurrency, plan.kv_cache_tokens, plan.max_num_seqs)
+
+
+def _best_slots(attempt: Callable[[int], NativePlan | None], requested: int) -> NativePlan | None:
+    """STATE slots: the most sequences (≤ ``requested``) that can all run at max_model_len.
+
+    ``min(s, pages(s) / blocks_per_request)`` rises with ``s`` until the pages no longer hold
+    ``s`` requests, then falls (each slot's floor takes pages away): bisect for the crossing,
+    then keep the better of its two sides.
+    """
+    top = attempt(requested)
+    if top is not None and (not top.has_state or requested <= top.page_concurrency(
+            top.max_model_len)):
+        return top  # every requested slot can run at max_model_len: nothing to trade
+
+    def crossing(s: int) -> bool:
+        plan = attempt(s)
+        return plan is not None and s <= plan.page_concurrency(plan.max_model_len)
+
+    if not crossing(1):
+        return attempt(1)  # one slot; it may not even hold one full-length request
+    lo, hi = 1, requested  # crossing(lo) holds; crossing(hi) does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if crossing(mid):
+            lo = mid
+        else:
+            hi = mid
+    found = [p for p in (attempt(lo), attempt(lo + 1)) if p is not None]
+    return max(found, key=_key) if found else None
 
 
 def plan_native(
@@ -319,32 +369,64 @@ def plan_native(
     max_model_len: int,
     model_local_specs: Sequence[ModelLocalInput] = (),
     model_local_already_charged: Iterable[str] = (),
+    fit_state_slots: bool = True,
 ) -> NativePlan:
-    """Plan one stage: every ring/paged choice for its window classes, the best kept."""
+    """Plan one stage: each ring/paged choice for its window classes, and the STATE slots.
+
+    STATE slots: with ``fit_state_slots`` (the default), floors are reserved for the most
+    sequences that can all run at ``max_model_len`` — at most ``max_num_seqs``. A slot beyond
+    that could only serve shorter requests, and its floor would take pages from the requests
+    that do run; the trade-off (fewer concurrent *short* requests) is reported as a warning.
+    ``fit_state_slots=False`` reserves for ``max_num_seqs`` exactly, as the seed engine did.
+    """
     if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or max_model_len < 1:
         raise ValueError(f"max_model_len must be a positive int, got {max_model_len!r}")
     charged = tuple(model_local_already_charged)
+    requested = request.max_num_seqs
     base = native_layout(layers, request, max_model_len=max_model_len)
     windows = sorted(base.ring_names)
     best: NativePlan | None = None
-    best_key: tuple[float, int, int] | None = None
     # The last failure is the all-paged layout: the smallest floor, the one a fix hint needs.
     last_error: InsufficientPoolBudget | None = None
     for r in range(len(windows) + 1):
         for paged in itertools.combinations(windows, r):
             layout = base if not paged else native_layout(
                 layers, request, max_model_len=max_model_len, paged_windows=frozenset(paged))
-            try:
-                plan = _plan_one(layout, available_bytes, request, max_model_len,
-                                 model_local_specs, charged)
-            except InsufficientPoolBudget as exc:
-                last_error = exc
+
+            def attempt(slots: int, layout: NativeLayout = layout) -> NativePlan | None:
+                nonlocal last_error
+                try:
+                    return _plan_one(layout, available_bytes, slots, requested, max_model_len,
+                                     model_local_specs, charged)
+                except InsufficientPoolBudget as exc:
+                    if slots == requested:
+                        last_error = exc
+                    return None
+
+            plan = _best_slots(attempt, requested) if fit_state_slots else attempt(requested)
+            if plan is None:
                 continue
-            key = (plan.max_concurrency, plan.kv_cache_tokens, -len(paged))
-            if best_key is None or key > best_key:
-                best, best_key = plan, key
+            if best is None or (*_key(plan), -r) > (*_key(best), -_paged_count(best)):
+                best = plan
     if best is None:
         assert last_error is not None
         raise last_error
-    return best
+    notes = list(best.warnings)
+    if best.max_num_seqs < requested:
+        notes.append(
+            f"STATE floors reserved for {best.max_num_seqs} sequences, not max_num_seqs="
+            f"{requested}: only {best.max_num_seqs} requests of max_model_len={max_model_len} "
+            "fit, and more slots would take their pages (shorter requests are limited to "
+            f"{best.max_num_seqs} concurrent too)"
+        )
+    if not best.pools.entries:
+        notes.append("nothing to cache: no layer of this stage holds KV or state")
+    elif not best.has_pages:
+        notes.append("no paged class: context is not bounded by KV memory; kv_cache_tokens "
+                     "reports the reserved slots × max_model_len")
+    return dataclasses.replace(best, warnings=tuple(notes))
 
+
+def _paged_count(plan: NativePlan) -> int:
+    """How many window classes this plan pages (ties prefer rings)."""
+    return len(plan.layout.paged_windows)

@@ -58,13 +58,18 @@ class Stage:
 
 def split_stages(layers: Sequence[LayerCache], tp: int, pp: int) -> list[Stage]:
     """Assign layers to ``pp`` stages and split each for one of ``tp`` ranks."""
-    decoder = [layer for layer in layers if layer.role == Role.DECODER]
-    ranges = pp_partition(len(decoder), pp) if decoder else [(0, 0)] * pp
+    # A decoder layer may carry several caches (Whisper: self- and cross-attention under one
+    # index); stages split decoder *layers*, so positions are over distinct indices.
+    order: list[int] = []
+    for layer in layers:
+        if layer.role == Role.DECODER and layer.index not in order:
+            order.append(layer.index)
+    ranges = pp_partition(len(order), pp) if order else [(0, 0)] * pp
     buckets: list[list[LayerCache]] = [[] for _ in range(pp)]
-    position = {id(layer): i for i, layer in enumerate(decoder)}
+    position = {index: i for i, index in enumerate(order)}
     for layer in layers:
         if layer.role == Role.DECODER:
-            i = position[id(layer)]
+            i = position[layer.index]
             stage = next(s for s, (a, b) in enumerate(ranges) if a <= i < b)
         elif layer.role == Role.ENCODER:
             stage = 0

@@ -72,7 +72,7 @@ class RankResult:
 
 
 def layer_summary(
-    layers: Sequence[LayerCache], classes: dict[int, str] | None = None
+    layers: Sequence[LayerCache], classes: dict[tuple[int, str], str] | None = None
 ) -> list[dict[str, Any]]:
     """Run-length groups of consecutive layers with the same facts (per-layer kind summary).
 
@@ -95,7 +95,7 @@ def layer_summary(
         if not owns:
             row["shares_with"] = layer.shares_with
         if classes is not None:
-            row["class"] = classes.get(layer.index)
+            row["class"] = classes.get((layer.index, str(layer.kind)))
         last = rows[-1] if rows else None
         if last is not None and {k: v for k, v in last.items()
                                  if k not in ("first", "last", "count")} == row:
