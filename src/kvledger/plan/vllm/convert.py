@@ -167,5 +167,6 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         )
     raise VllmLayoutError(
         f"layer {layer.index}: the vLLM layout does not model {type(layer).__name__} "
-        f"({layer.kind}) caches"
+        f"({layer.kind}) caches: no vLLM oracle checks vLLM's layout for them, and kvledger "
+        "says so rather than guess; use --engine native"
     )

@@ -128,6 +128,11 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     )
     layers = tuple(layer for _, layer in ranked)
     if not layers:
+        if facts.layers and all(layer.role is Role.DRAFT for layer in facts.layers):
+            raise VllmLayoutError(
+                f"{facts.model} is a speculative draft model; vLLM serves it only beside its "
+                "target: plan the target model with --speculative-method eagle3"
+            )
         raise VllmLayoutError(f"{facts.model}: no layer keeps a KV cache under these options")
     raw = [layer_spec(layer, res, request) for layer in layers]
     sizes = resolve_block_sizes(raw, res)
