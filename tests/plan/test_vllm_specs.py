@@ -294,6 +294,7 @@ def test_pipeline_stages_reconcile_to_the_fewest_blocks() -> None:
     assert [s.bytes_per_block for s in plan.stages] == [17 * 65_536, 16 * 65_536]
     assert plan.num_blocks == 963
     assert all(s.num_blocks == 963 for s in plan.stages)
+    assert [s.layer_range for s in plan.stages] == [(0, 17), (17, 33)]
     alone = plan_vllm_stage(_facts(layers), _req(max_model_len=8192, pipeline_parallel_size=2),
                             GIB, 1)
     assert alone.num_blocks == 1_024

@@ -86,6 +86,8 @@ class VllmPlan:
     tp_kv_heads_per_rank: int | None
     warnings: tuple[str, ...] = ()
     stage: int | None = None
+    # [start, end) decoder layer indices of this stage (vLLM ``get_pp_indices``).
+    layer_range: tuple[int, int] | None = None
     stages: tuple[VllmPlan, ...] = field(default=())
 
     @property
@@ -200,10 +202,13 @@ def _project(groups: tuple[Group, ...], members: set[int]) -> tuple[Group, ...]:
     return tuple(out)
 
 
-def _stage_members(prep: _Prepared, pp: int) -> list[set[int]]:
+def _stage_ranges(prep: _Prepared, pp: int) -> list[tuple[int, int]]:
     decoder = [layer.index for layer in prep.layers if layer.role is Role.DECODER]
-    num_layers = max(decoder) + 1 if decoder else 1
-    ranges = pp_stages(num_layers, pp)
+    return pp_stages(max(decoder) + 1 if decoder else 1, pp)
+
+
+def _stage_members(prep: _Prepared, pp: int) -> list[set[int]]:
+    ranges = _stage_ranges(prep, pp)
     members: list[set[int]] = [set() for _ in ranges]
     for ordinal, layer in enumerate(prep.layers):
         stage = len(ranges) - 1  # MTP / draft layers run on the last stage
@@ -222,6 +227,7 @@ def _plan(
     math: BlockMath,
     *,
     stage: int | None,
+    layer_range: tuple[int, int] | None = None,
     stages: tuple[VllmPlan, ...] = (),
     extra_warnings: tuple[str, ...] = (),
 ) -> VllmPlan:
@@ -252,6 +258,7 @@ def _plan(
         tp_kv_heads_per_rank=_tp_heads(prep.grouping.specs),
         warnings=tuple(warnings),
         stage=stage,
+        layer_range=layer_range,
         stages=stages,
     )
 
@@ -274,7 +281,10 @@ def plan_vllm_stage(
         raise ValueError(f"stage {stage} out of range for {len(members)} pipeline stages")
     groups = _project(prep.grouping.groups, members[stage])
     math = block_math(groups, prep.grouping.specs, available_bytes, prep.ctx)
-    return _plan(facts, prep, groups, sorted(members[stage]), available_bytes, math, stage=stage)
+    return _plan(
+        facts, prep, groups, sorted(members[stage]), available_bytes, math, stage=stage,
+        layer_range=_stage_ranges(prep, request.pipeline_parallel_size)[stage],
+    )
 
 
 def plan_vllm(facts: ModelFacts, request: PlanRequest, available_bytes: int) -> VllmPlan:
@@ -288,6 +298,7 @@ def plan_vllm(facts: ModelFacts, request: PlanRequest, available_bytes: int) -> 
         return _plan(facts, prep, prep.grouping.groups, every, available_bytes, math, stage=None)
 
     members = _stage_members(prep, pp)
+    ranges = _stage_ranges(prep, pp)
     projected = [_project(prep.grouping.groups, m) for m in members]
     counts = [
         block_math(g, prep.grouping.specs, available_bytes, prep.ctx).num_blocks
@@ -301,7 +312,10 @@ def plan_vllm(facts: ModelFacts, request: PlanRequest, available_bytes: int) -> 
             groups, prep.grouping.specs, available_bytes, prep.ctx, num_blocks=fewest
         )
         stage_plans.append(
-            _plan(facts, prep, groups, sorted(m), available_bytes, math, stage=k)
+            _plan(
+                facts, prep, groups, sorted(m), available_bytes, math, stage=k,
+                layer_range=ranges[k],
+            )
         )
     # The scheduler's view is built from the first stage's config (vLLM
     # ``generate_scheduler_kv_cache_config``); vLLM refuses if any stage cannot hold a request.
