@@ -130,6 +130,8 @@ def write(results: dict[str, Any]) -> dict[str, list[str]]:
 def readme_section(results: dict[str, Any], header: list[str],
                    sections: dict[str, list[str]]) -> str:
     n_cases = sum(q["truth"] is not None for q in results["questions"])
+    n_uniform = sum(q["truth"] is not None and q["truth"]["bytes_per_token"] is not None
+                    for q in results["questions"])
     lines = [
         "## How accurate is it?", "",
         f"We asked kvledger (`--engine vllm`) and the calculators people use today the same "
@@ -141,6 +143,17 @@ def readme_section(results: dict[str, Any], header: list[str],
         "counted apart from *wrong*; *n/a* means the tool has no such input.", "",
         *sections["summary"], "",
         *sections["per_metric"], "",
+        "Read with care:",
+        "- kvledger's vLLM layout was written against these oracle cases (they are also in its "
+        "tests), so this shows it reproduces vLLM 0.32 on them, not how it does on a model "
+        "nobody checked. For configs vLLM could not build, accuracy.md lists who answers and "
+        "who refuses, without a score.",
+        "- Bytes per token is scored only where vLLM made one KV cache group (uniform layers, "
+        f"{n_uniform} cases); hf-mem answers nothing else (no budget input, no TP option), "
+        "hence its n/a.",
+        "- kvfit and vllm-wizard answer concurrency in whole sequences; giving vLLM's figure "
+        "rounded down counts as within. vllm-wizard is asked with its defaults, including a "
+        "15 % KV fragmentation margin.", "",
         "<details><summary>Per model: worst relative error</summary>", "",
         *sections["per_model"], "", "</details>", "",
         *header, "Full tables, every case and every refusal message: "
