@@ -24,6 +24,7 @@ from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
+    QUANT_NVFP4,
     ChunkedLocalAttentionSpec,
     CircularBufferSpec,
     CrossAttentionSpec,
@@ -120,6 +121,11 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
     if isinstance(layer, MLA):
         # vLLM ``MLAAttention.get_kv_cache_spec``: one head of kv_lora_rank + rope dims;
         # sparse MLA with an fp8 cache uses the FlashMLA-sparse "fp8_ds_mla" layout.
+        if quant == QUANT_NVFP4:
+            raise VllmLayoutError(
+                "--kv-cache-dtype nvfp4 is not a vLLM cache layout for MLA attention "
+                "(vLLM's packed fp4 MLA layout is DeepSeek-V4's only); use fp8 or auto"
+            )
         cache_str = res.cache_dtype
         if res.use_sparse and quant == QUANT_FP8_PER_TENSOR:
             cache_str = "fp8_ds_mla"
