@@ -25,13 +25,15 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 # PlanRequest / finite_fraction name options by their Python names; people type flags.
+# Only names with an underscore: plain words ("context", "gpu") also occur in prose.
 _OPTION_FLAGS = {
     name: "--" + name.replace("_", "-")
     for name in (
-        "engine", "kv_cache_memory_bytes", "block_size", "max_model_len", "kv_cache_dtype",
+        "kv_cache_memory_bytes", "block_size", "max_model_len", "kv_cache_dtype",
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
         "max_num_batched_tokens", "enable_prefix_caching", "num_speculative_tokens",
-        "speculative_method", "gpu_memory_utilization", "concurrency", "context", "gpu",
+        "speculative_method", "gpu_memory_utilization", "activation_peak_bytes",
+        "cuda_graph_bytes", "non_torch_bytes",
     )
 }
 _OPTION_RE = re.compile(r"\b(" + "|".join(sorted(_OPTION_FLAGS, key=len, reverse=True)) + r")\b")
@@ -90,13 +92,15 @@ def describe(exc: BaseException) -> tuple[str, str]:
     if _is_instance(exc, "kvledger.derive.errors", "UnsupportedArchitecture"):
         if not text.startswith("unsupported:"):
             text = f"unsupported: {text}"
-        return text, "run 'kvledger models' for the bundled ids"
+        # The library's message already names the model type / key and why; nothing to add.
+        return text, ""
     if _is_instance(exc, "kvledger.derive.errors", "DeriveError"):
         return f"error: {text}", "check the model's config.json, or use a catalog id"
     if type(exc).__name__ == "InsufficientPoolBudget":
-        return f"error: {text}", _budget_hint(exc)
+        return f"error: {text}", _flagify(one_line(_budget_hint(exc)))
     if isinstance(exc, TypeError | ValueError):
-        return f"error: {_flagify(text)}", "see 'kvledger <command> --help'"
+        # The library's messages name the option and, where there is one, the fix.
+        return f"error: {_flagify(text)}", ""
     if isinstance(exc, OSError):
         return f"error: {text}", ""
     return (

@@ -124,6 +124,17 @@ def _add_engine_options(p: argparse.ArgumentParser, *, with_gpu: bool = True) ->
     p.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=0, metavar="K")
     p.add_argument("--speculative-method", default=None, metavar="METHOD",
                    help="mtp, eagle3, ... (needed with --num-speculative-tokens)")
+    reserves = p.add_argument_group(
+        "GPU budget reserves (default: documented estimates, labelled 'estimated')")
+    reserves.add_argument("--activation-peak-bytes", type=_nonneg_bytes, default=None,
+                          metavar="N", help="peak activation memory of one forward pass")
+    reserves.add_argument("--cuda-graph-bytes", type=_nonneg_bytes, default=None, metavar="N",
+                          help="CUDA graph pool (vLLM logs it after capture)")
+    reserves.add_argument("--non-torch-bytes", type=_nonneg_bytes, default=None, metavar="N",
+                          help="CUDA context, NCCL buffers, fragmentation")
+    reserves.add_argument("--gpu-total-bytes", type=_int_at_least(1), default=None,
+                          metavar="N", help="the GPU's memory as the device reports it "
+                          "(overrides the preset)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,6 +218,20 @@ def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
     return PlanRequest(**fields)
 
 
+def _reserves(ns: argparse.Namespace) -> Any:
+    """``Reserves`` when any reserve was given, else None (the library's estimates)."""
+    given = {
+        name: getattr(ns, name)
+        for name in ("activation_peak_bytes", "cuda_graph_bytes", "non_torch_bytes")
+        if getattr(ns, name) is not None
+    }
+    if not given:
+        return None
+    from kvledger.plan.budget import Reserves
+
+    return Reserves(**given)
+
+
 def _cmd_plan(ns: argparse.Namespace) -> int:
     if ns.kv_cache_memory_bytes is None and ns.gpu is None:
         raise UsageError(
@@ -216,10 +241,15 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
     request = _request(ns)
     from kvledger.plan.api import plan_model
 
-    kwargs: dict[str, Any] = {"gpu": ns.gpu, "gpu_memory_utilization": ns.gpu_memory_utilization}
-    if ns.concurrency is not None:
-        kwargs["concurrency"] = ns.concurrency
-    result = plan_model(ns.model, request, **kwargs)
+    result = plan_model(
+        ns.model,
+        request,
+        gpu=ns.gpu,
+        gpu_memory_utilization=ns.gpu_memory_utilization,
+        reserves=_reserves(ns),
+        total_memory_bytes=ns.gpu_total_bytes,
+        concurrency=ns.concurrency,
+    )
     data = _as_dict(result.to_json())
     if ns.json:
         _emit_json(data)
@@ -241,6 +271,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
         concurrency=ns.concurrency,
         context=ns.context,
         gpu_memory_utilization=ns.gpu_memory_utilization,
+        reserves=_reserves(ns),
     )
     data = _as_dict(result.to_json())
     if ns.json:

@@ -27,7 +27,12 @@ _SHOWN = {
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    """A console on stdout. Piped output gets 140 columns instead of rich's 80, because a
+    folded number in a file is harder to read than a wide line."""
+    con = Console(highlight=False, soft_wrap=False)
+    if not con.is_terminal:
+        con.width = max(con.width, 140)
+    return con
 
 
 def _num(value: Any) -> str:
@@ -43,6 +48,12 @@ def _num(value: Any) -> str:
 def _gib(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,} B ({value / 2**30:,.2f} GiB)"
+    return _num(value)
+
+
+def _short_gib(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value / 2**30:,.2f} GiB"
     return _num(value)
 
 
@@ -145,23 +156,39 @@ def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     return table
 
 
-def _layers_table(layers: Any) -> Table | None:
-    """The plan's per-layer kind summary: a list of dicts, or a mapping kind → count/facts."""
-    if not layers:
+def _column_spec(
+    rows: Sequence[Mapping[str, Any]], spec: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The named columns that occur, then any column the spec does not know (never dropped)."""
+    present = _columns(rows)
+    known = [(key, head) for key, head in spec if key in present]
+    named = {key for key, _ in spec}
+    return known + [(key, key) for key in present if key not in named]
+
+
+def _table(
+    title: str,
+    rows: Any,
+    spec: Sequence[tuple[str, str]],
+    *,
+    gib_cols: Sequence[str] = (),
+    only_spec: bool = False,
+) -> Table | None:
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, Mapping) for r in rows):
         return None
-    table = Table(title="layers by kind", box=box.SIMPLE_HEAD, title_justify="left")
-    if isinstance(layers, Mapping):
-        table.add_column("kind")
-        table.add_column("summary")
-        for key, value in layers.items():
-            table.add_row(str(key), _summary(value))
-        return table
-    rows = [row for row in layers if isinstance(row, Mapping)]
-    columns = _columns(rows)
-    for col in columns:
-        table.add_column(col, justify="right" if _numeric(rows, col) else "left")
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    columns = _column_spec(rows, spec)
+    if only_spec:
+        named = {key for key, _ in spec}
+        columns = [(key, head) for key, head in columns if key in named]
+    for key, head in columns:
+        table.add_column(head, justify="right" if _numeric(rows, key) else "left",
+                         overflow="fold")
     for row in rows:
-        table.add_row(*(_cell(row.get(col)) for col in columns))
+        table.add_row(*(
+            _short_gib(row.get(key)) if key in gib_cols else _cell(row.get(key))
+            for key, _ in columns
+        ))
     return table
 
 
@@ -185,93 +212,140 @@ def _cell(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(_cell(v) for v in value)
     if isinstance(value, Mapping):
-        return _summary(value)
+        return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
     return _num(value)
 
 
-def _summary(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
-    return _cell(value)
-
-
-def _rows_table(title: str, rows: Any) -> Table | None:
-    if not isinstance(rows, list) or not rows or not isinstance(rows[0], Mapping):
-        return None
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
-    columns = _columns(rows)
-    for col in columns:
-        table.add_column(col, justify="right" if _numeric(rows, col) else "left")
-    for row in rows:
-        table.add_row(*(_cell(row.get(col)) for col in columns))
-    return table
-
-
 _HEADLINE = (
-    "model", "engine", "block_size", "num_blocks", "kv_cache_tokens", "max_model_len",
-    "max_concurrency", "available_bytes", "reserved_bytes", "vllm_refuses_to_start",
+    "model", "engine", "kv_cache_dtype", "block_size", "num_blocks", "kv_cache_tokens",
+    "max_model_len", "max_concurrency", "max_num_seqs", "tensor_parallel_size",
+    "pipeline_parallel_size", "data_parallel_size", "available_bytes", "reserved_bytes",
+    "vllm_refuses_to_start",
 )
-_STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers")
+_STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals")
+
+_LAYER_COLS = (
+    ("layers", "layers"), ("count", "n"), ("role", "role"), ("kind", "kind"),
+    ("detail", "window / state"), ("class", "class"), ("dtype", "dtype"),
+    ("bytes_per_token", "B/token"), ("bytes_per_request", "B/request"),
+)
+_POOL_COLS = (
+    ("name", "class"), ("pool", "pool"), ("entries", "entries"), ("entry_bytes", "B/entry"),
+    ("entries_per_req", "per req"), ("reserved_bytes", "reserved"), ("source", "source"),
+)
+_RANK_COLS = (
+    ("stage", "stage"), ("layers", "layers"), ("num_cached_layers", "cached"),
+    ("block_size", "block"), ("num_blocks", "blocks"), ("kv_cache_tokens", "tokens"),
+    ("max_concurrency", "concurrency"), ("available_bytes", "available"),
+    ("reserved_bytes", "reserved"), ("pool_summary", "pools (entries × B)"),
+)
+
+
+def _rank_rows(ranks: Any) -> Any:
+    """Stages with their layer range as ``[start, end)`` and pools folded into one cell."""
+    if not isinstance(ranks, list):
+        return None
+    out = []
+    for rank in ranks:
+        if not isinstance(rank, Mapping):
+            return None
+        row = dict(rank)
+        span = row.get("layers_range")
+        if isinstance(span, list) and len(span) == 2:
+            row["layers"] = f"[{span[0]}, {span[1]})"
+        pools = row.get("pools")
+        if isinstance(pools, list):
+            row["pool_summary"] = "; ".join(
+                f"{p.get('name')} {p.get('entries', 0):,} × {p.get('entry_bytes', 0):,}"
+                for p in pools if isinstance(p, Mapping)
+            )
+        out.append(row)
+    return out
+
+
+def _layer_rows(layers: Any) -> Any:
+    """Plan layer groups with their range and window/chunk/state folded into two cells."""
+    if not isinstance(layers, list):
+        return None
+    out = []
+    for row in layers:
+        if not isinstance(row, Mapping):
+            return None
+        row = dict(row)
+        first, last = row.pop("first", None), row.pop("last", None)
+        if isinstance(first, int) and isinstance(last, int):
+            row = {"layers": _layer_range(first, last), **row}
+        detail = []
+        for key, label in (("window", "window"), ("chunk", "chunk"),
+                           ("encoder_len", "encoder"), ("state_kind", "")):
+            if key in row:
+                value = row.pop(key)
+                detail.append(f"{label} {value:,}" if label and isinstance(value, int)
+                              else str(value))
+        if row.get("shares_with") is not None:
+            detail.append(f"reuses layer {row.pop('shares_with')}")
+        row.pop("shares_with", None)
+        row["detail"] = "; ".join(detail) or ""
+        out.append(row)
+    return out
+
+
+def _budget_rows(lines: Any) -> Any:
+    if not isinstance(lines, list):
+        return None
+    return [
+        {**line, "gib": _short_gib(line.get("bytes"))} if isinstance(line, Mapping) else line
+        for line in lines
+    ]
 
 
 def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None:
     con = console or _console()
     headline = [
-        (key, _gib(data[key]) if key.endswith("_bytes") else data[key])
+        (key, _gib(data[key]) if key.endswith("_bytes") else _cell(data[key]))
         for key in _HEADLINE
         if key in data
     ]
     con.print(_kv_table("plan", headline))
-    layers = _layers_table(data.get("layers"))
-    if layers is not None:
-        con.print(layers)
-    pools = _rows_table("pools", data.get("pools"))
-    if pools is not None:
-        con.print(pools)
-    budget = data.get("budget")
-    if isinstance(budget, Mapping):
-        con.print(_kv_table("budget", [
-            (k, _gib(v) if isinstance(v, int) and not isinstance(v, bool) else _cell(v))
-            for k, v in budget.items()
-        ]))
-    elif isinstance(budget, list):
-        table = _rows_table("budget", budget)
+    for table in (
+        _table("layers (consecutive runs)", _layer_rows(data.get("layers")), _LAYER_COLS),
+        _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
+               gib_cols=("reserved_bytes",)),
+        _table("budget per GPU", _budget_rows(data.get("budget")),
+               (("label", "line"), ("bytes", "bytes"), ("gib", "GiB"), ("basis", "basis"))),
+        _table("pipeline stages (one GPU each)", _rank_rows(data.get("ranks")), _RANK_COLS,
+               gib_cols=("reserved_bytes", "available_bytes"), only_spec=True),
+    ):
         if table is not None:
             con.print(table)
-    answers = data.get("answers")
-    if isinstance(answers, Mapping):
-        con.print(_kv_table("answers", [(k, _cell(v)) for k, v in answers.items()]))
-    ranks = _rows_table("pipeline stages (ranks)", _flat_ranks(data.get("ranks")))
-    if ranks is not None:
-        con.print(ranks)
-    details = [
-        (k, _cell(v)) for k, v in data.items() if k not in _HEADLINE and k not in _STRUCTURED
-    ]
+    for key in ("answers", "totals"):
+        value = data.get(key)
+        if isinstance(value, Mapping) and value:
+            con.print(_kv_table(key, [(k, _cell(v)) for k, v in value.items()]))
+    details = [(k, _cell(v)) for k, v in data.items()
+               if k not in _HEADLINE and k not in _STRUCTURED]
     if details:
         con.print(_kv_table("details", details))
     if data.get("vllm_refuses_to_start"):
         con.print("[bold red]vLLM would refuse to start:[/] one max_model_len request does not "
-                  "fit in this KV budget (figures are what its planner computed)")
+                  "fit in this KV budget (the figures are what its planner computed)")
     for warning in data.get("warnings") or ():
         con.print(f"[yellow]warning:[/] {warning}")
 
 
-def _flat_ranks(ranks: Any) -> Any:
-    """Per-stage objects may nest pools; show their scalar fields (pools go in the JSON)."""
-    if not isinstance(ranks, list):
-        return None
-    out = []
-    for rank in ranks:
-        if isinstance(rank, Mapping):
-            out.append({k: v for k, v in rank.items()
-                        if not isinstance(v, list | dict) or k == "layers_range"})
-    return out
+_ATTEMPT_COLS = (
+    ("tensor_parallel_size", "TP"), ("pipeline_parallel_size", "PP"), ("gpus", "GPUs"),
+    ("fits", "fits"), ("max_concurrency", "concurrency"), ("reason", "why"),
+)
 
 
 def render_fit(data: Mapping[str, Any], console: Console | None = None) -> None:
     con = console or _console()
-    plan = data.get("plan")
-    scalars = [(k, _cell(v)) for k, v in data.items() if k != "plan"]
+    scalars = [(k, _cell(v)) for k, v in data.items() if k not in ("attempts", "plan")]
     con.print(_kv_table("fit", scalars))
+    attempts = _table("layouts tried", data.get("attempts"), _ATTEMPT_COLS)
+    if attempts is not None:
+        con.print(attempts)
+    plan = data.get("plan")
     if isinstance(plan, Mapping):
         render_plan(plan, con)
