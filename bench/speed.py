@@ -4,8 +4,8 @@
 
 The question: Meta-Llama-3.1-8B, max_model_len 32768, an 8 GiB KV budget, TP 1 (an oracle
 case). Each command runs ``--runs`` times (after one untimed warm-up that fills the OS file
-cache); the median wall time is reported, beside a bare ``python -c pass`` of the same
-interpreter. Two kinds of rows:
+cache and writes bytecode); the median wall time is reported, beside a bare
+``python -c pass`` of the same interpreter. Two kinds of rows:
 - CLI: the tool's own command line, where it can answer offline. hf-mem and kvfit cannot (their
   CLIs fetch config.json and weight headers from the hub), so they have no CLI row.
   vllm-wizard's CLI reads a local directory but takes GPU memory, not a KV budget, so its row
@@ -69,7 +69,11 @@ def _kvledger_cli(python: Path) -> tuple[list[str], dict[str, str]]:
 
 
 def _time(cmd: list[str], runs: int, env: dict[str, str]) -> dict[str, object]:
-    full_env = {**os.environ, **env}
+    # Bytecode on, as for any user: pip compiled the peers' .pyc files at install time, and
+    # with PYTHONDONTWRITEBYTECODE set (as on our dev machines) an editable kvledger would
+    # recompile every module from source on every run. The warm-up run writes them.
+    full_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    full_env.update(env)
     samples = []
     status = None
     for i in range(runs + 1):
@@ -139,7 +143,8 @@ def _render(rows: list[tuple[str, str, dict[str, object] | str]], runs: int) -> 
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M UTC} on kvledger commit {_commit()}, "
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs; median of {runs} runs "
         f"after one warm-up. Question: {MODEL}, max_model_len {LENGTH}, "
-        f"{BUDGET // 2**30} GiB KV budget, TP 1. Reproduce: `python bench/speed.py`.", "",
+        f"{BUDGET // 2**30} GiB KV budget, TP 1. Bytecode caching on for every tool (the "
+        "warm-up writes it). Reproduce: `python bench/speed.py`.", "",
         "| tool | how | median | min | max | × bare python | exit |",
         "|---|---|---|---|---|---|---|",
     ]
