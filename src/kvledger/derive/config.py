@@ -6,6 +6,8 @@ error naming the key and the model, never a ``KeyError`` or a silent default.
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -44,7 +46,7 @@ class Config:
             raise ConfigError(f"{self.model}: {key!r} must be an integer, got {value!r}")
         return value
 
-    def first_int(self, keys: Iterable[str]) -> int:
+    def first_int(self, keys: Iterable[str]) -> builtins.int:
         tried = list(keys)
         for key in tried:
             if key in self:

@@ -205,7 +205,9 @@ class Indexer(LayerCache):
     scale_bytes: int = 0
 
     def bytes_per_token(self) -> int:
-        scales = ceil_div(self.head_dim, self.quant_block) * self.scale_bytes if self.quant_block else 0
+        if not self.quant_block:
+            return self.kv_dtype.nbytes(self.head_dim)
+        scales = ceil_div(self.head_dim, self.quant_block) * self.scale_bytes
         return self.kv_dtype.nbytes(self.head_dim) + scales
 
 

@@ -63,7 +63,9 @@ class PlanRequest:
         _count("max_num_batched_tokens", self.max_num_batched_tokens, minimum=1)
         _count("num_speculative_tokens", self.num_speculative_tokens, minimum=0)
         if self.num_speculative_tokens and not self.speculative_method:
-            raise ValueError("num_speculative_tokens > 0 needs a speculative_method (mtp, eagle3, ...)")
+            raise ValueError(
+                "num_speculative_tokens > 0 needs a speculative_method (mtp, eagle3, ...)"
+            )
 
 
 def finite_fraction(name: str, value: Any) -> float:
