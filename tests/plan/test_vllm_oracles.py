@@ -95,7 +95,7 @@ def test_matches_vllm(case: dict[str, Any]) -> None:
 # source for that rounding was found, so it is not modelled (fitting it would be a guess).
 # Block counts, tokens and concurrency still match; strict xfail turns red once it is found.
 _PAGE_ROUNDING_UNKNOWN = pytest.mark.xfail(
-    strict=True, reason="GLM-5.3-Flash page rounding of the pooled indexer is not in any source read"
+    strict=True, reason="GLM-5.3-Flash pooled-indexer page rounding: no source found"
 )
 BYTES_CASES = [
     pytest.param(c, marks=_PAGE_ROUNDING_UNKNOWN) if "GLM-5.3-Flash" in c["config"] else c
