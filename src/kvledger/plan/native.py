@@ -31,8 +31,9 @@ Then ``plan_pools(specs, available_bytes, max_num_seqs)``.
 Rings or pages: a ring reserves ``max_num_seqs × window`` positions up front; paging the same
 layers with the full-attention layers reserves nothing but pays for their whole history. Which
 holds more depends on the budget, so ``plan_native`` plans every choice (each window class as a
-ring or paged; at most a handful) and keeps the one with the highest concurrency at
-``max_model_len``, then the most tokens; ties keep rings. The choice is reported as a warning
+ring or paged; at most a handful) and keeps the one that holds the most tokens (vLLM's
+definition: whole ``max_model_len`` requests × ``max_model_len``), then the most concurrency;
+ties keep rings. The choice is reported as a warning
 when a window class is paged. This is what guarantees that, at equal budget, the native layout
 never holds fewer tokens than a layout that pages every layer.
 
@@ -328,16 +329,17 @@ def _plan_one(
                       tuple(bridged.specs), layout.warnings)
 
 
-def _key(plan: NativePlan) -> tuple[float, int, int]:
-    return (plan.max_concurrency, plan.kv_cache_tokens, plan.max_num_seqs)
+def _key(plan: NativePlan) -> tuple[int, float, int]:
+    """Most tokens (vLLM's definition), then most concurrency, then most slots."""
+    return (plan.kv_cache_tokens, plan.max_concurrency, plan.max_num_seqs)
 
 
 def _best_slots(attempt: Callable[[int], NativePlan | None], requested: int) -> NativePlan | None:
     """STATE slots: the most sequences (≤ ``requested``) that can all run at max_model_len.
 
     ``min(s, pages(s) / blocks_per_request)`` rises with ``s`` until the pages no longer hold
-    ``s`` requests, then falls (each slot's floor takes pages away): bisect for the crossing,
-    then keep the better of its two sides.
+    ``s`` requests, then falls (each slot's floor takes pages away): bisect for the largest
+    ``s`` whose pages still hold ``s`` full-length requests.
     """
     top = attempt(requested)
     if top is not None and (not top.has_state or requested <= top.page_concurrency(
@@ -357,8 +359,9 @@ def _best_slots(attempt: Callable[[int], NativePlan | None], requested: int) -> 
             lo = mid
         else:
             hi = mid
-    found = [p for p in (attempt(lo), attempt(lo + 1)) if p is not None]
-    return max(found, key=_key) if found else None
+    # lo + 1 slots cannot host one more full-length request (pages(lo + 1) hold fewer than
+    # lo + 1), and its floor costs every request pages: lo is the answer.
+    return attempt(lo)
 
 
 def plan_native(
