@@ -137,16 +137,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, with_gpu: bool = True) ->
                           "(overrides the preset)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="kvledger",
-        description="Every byte of attention-cache memory: derived from real configs, "
-        "planned against a GPU budget, and checked.",
-    )
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    plan = sub.add_parser("plan", help="KV blocks, tokens and concurrency for a model")
+def _fill_plan(plan: argparse.ArgumentParser) -> None:
     _add_model(plan)
     _add_engine_options(plan)
     plan.add_argument("--concurrency", type=_int_at_least(1), default=None, metavar="N",
@@ -154,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
     plan.set_defaults(handler=_cmd_plan)
 
-    fit = sub.add_parser("fit", help="smallest TP×PP on a GPU that holds N requests of L tokens")
+
+def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
     fit.add_argument("--concurrency", type=_int_at_least(1), required=True, metavar="N")
@@ -164,19 +156,59 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
     fit.set_defaults(handler=_cmd_fit)
 
-    inspect = sub.add_parser("inspect", help="per-layer cache facts of a model")
+
+def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
     _add_model(inspect)
     inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
     inspect.add_argument("--json", action="store_true", help="one JSON object for machines")
     inspect.set_defaults(handler=_cmd_inspect)
 
-    models = sub.add_parser("models", aliases=["catalog"], help="list the bundled catalog ids")
+
+def _fill_models(models: argparse.ArgumentParser) -> None:
     models.add_argument("--json", action="store_true", help="a JSON list for machines")
     models.set_defaults(handler=_cmd_models)
 
-    # Listed for --help only: main() dispatches 'audit' before parsing (its own flags).
-    sub.add_parser("audit", help="audit live caches against declarations (needs torch)",
-                   add_help=False)
+
+# command → (help line, filler, aliases). 'audit' has no filler: main() hands it its argv.
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
+                          tuple[str, ...]]] = {
+    "plan": ("KV blocks, tokens and concurrency for a model", _fill_plan, ()),
+    "fit": ("smallest TP×PP on a GPU that holds N requests of L tokens", _fill_fit, ()),
+    "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
+    "models": ("list the bundled catalog ids", _fill_models, ("catalog",)),
+    "audit": ("audit live caches against declarations (needs torch)", None, ()),
+}
+_ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole CLI (for ``--help`` and for anything that is not a known command)."""
+    parser = _Parser(
+        prog="kvledger",
+        description="Every byte of attention-cache memory: derived from real configs, "
+        "planned against a GPU budget, and checked.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (help_line, fill, aliases) in COMMANDS.items():
+        if fill is None:  # listed for --help only
+            sub.add_parser(name, help=help_line, add_help=False)
+            continue
+        fill(sub.add_parser(name, help=help_line, description=help_line, aliases=aliases))
+    return parser
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """Just one command's parser: what a normal call builds.
+
+    Why not always the whole tree: building every subcommand's parser costs several
+    milliseconds of start-up for options the call cannot use (measured by bench/startup.py).
+    """
+    name = _ALIASES.get(name, name)
+    help_line, fill, _ = COMMANDS[name]
+    parser = _Parser(prog=f"kvledger {name}", description=help_line)
+    assert fill is not None
+    fill(parser)
     return parser
 
 
@@ -363,6 +395,10 @@ def _cmd_audit(argv: list[str]) -> int:
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "audit":
         return _cmd_audit(argv[1:])
+    if argv and (argv[0] in COMMANDS or argv[0] in _ALIASES):
+        ns = command_parser(argv[0]).parse_args(argv[1:])
+        result: int = ns.handler(ns)
+        return result
     parser = build_parser()
     ns = parser.parse_args(argv)
     if ns.version:
@@ -374,8 +410,8 @@ def _run(argv: list[str]) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
-    result: int = handler(ns)
-    return result
+    code: int = handler(ns)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -386,7 +422,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a library that exits on its own
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
-    except BrokenPipeError:  # `kvledger models | head`
+    except BrokenPipeError:  # `kvledger models | head`: the reader left; not an error
+        import os
+
+        # Point stdout at /dev/null so the interpreter's final flush does not complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except BaseException as exc:
         return report(exc)
