@@ -1,0 +1,47 @@
+"""Planning: layouts (native, vLLM-exact), budgets, parallelism, answers.
+
+Names are exported lazily (PEP 562): ``import kvledger.plan.request`` — which the CLI does on
+every start — must not pull in every layout, family and budget module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "PlanRequest": "kvledger.plan.request",
+    "plan_model": "kvledger.plan.api",
+    "fit_model": "kvledger.plan.api",
+    "PlanResult": "kvledger.plan.result",
+    "FitResult": "kvledger.plan.result",
+    "RankResult": "kvledger.plan.result",
+    "PoolRow": "kvledger.plan.result",
+    "plan_native": "kvledger.plan.native",
+    "native_layout": "kvledger.plan.native",
+    "NativePlan": "kvledger.plan.native",
+    "Budget": "kvledger.plan.budget",
+    "BudgetLine": "kvledger.plan.budget",
+    "BudgetTooSmall": "kvledger.plan.budget",
+    "Reserves": "kvledger.plan.budget",
+    "given_budget": "kvledger.plan.budget",
+    "gpu_budget": "kvledger.plan.budget",
+    "GpuPreset": "kvledger.plan.gpus",
+    "gpu_preset": "kvledger.plan.gpus",
+    "gpu_names": "kvledger.plan.gpus",
+    "model_weights": "kvledger.plan.weights",
+    "pp_partition": "kvledger.plan.parallel",
+    "split_stages": "kvledger.plan.parallel",
+    "max_context_at": "kvledger.plan.answers",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kvledger.plan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
