@@ -342,3 +342,25 @@ def test_chunked_attention_layers_become_chunked_local_specs() -> None:
         ("ChunkedLocalAttentionSpec", 1_536), ("ChunkedLocalAttentionSpec", 1_536),
         ("ChunkedLocalAttentionSpec", 1_536), ("FullAttentionSpec", 2_048),
     ]
+
+
+def test_speculation_widens_gdn_conv_state() -> None:
+    """vLLM's GDN conv state holds conv_kernel - 1 + num_spec rows (state-shape calculator)."""
+    from kvledger.derive import derive_model
+    from kvledger.plan.request import PlanRequest
+    from kvledger.plan.vllm import plan_vllm
+
+    facts = derive_model("Qwen/Qwen3-Next-80B-A3B-Thinking")
+    budget = 8 << 30
+    plans = {
+        k: plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=budget,
+                                        max_model_len=32768, num_speculative_tokens=k,
+                                        speculative_method="mtp" if k else None), budget)
+        for k in (0, 2)
+    }
+    shapes = {k: [s for s, _n in p.layer_specs if s["spec"] == "MambaSpec"][0]["shapes"]
+              for k, p in plans.items()}
+    # Qwen3-Next: linear_conv_kernel_dim 4 → 3 rows; + 2 speculative tokens → 5 rows;
+    # conv channels 2 × 16 key heads × 128 + 32 value heads × 128 = 8192
+    assert shapes[0][0] == (3, 8192)
+    assert shapes[2][0] == (5, 8192)

@@ -6,6 +6,9 @@ One function per fact kind, each stating which vLLM layer class produces the spe
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, cast
+
 from kvledger.derive.families.kda import IndexerTail, PooledIndexer
 from kvledger.derive.layers import (
     MLA,
@@ -155,8 +158,13 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
             is_indexer=True,
         )
     if isinstance(layer, RecurrentState):
-        tensors = layer.tensors()
         spec_blocks = request.num_speculative_tokens if request.speculative_method else 0
+        if spec_blocks and hasattr(layer, "spec_tokens"):
+            # vLLM's state-shape calculator widens the conv window by num_spec
+            # (MambaStateShapeCalculator: conv rows = conv_kernel - 1 + num_spec).
+            widened = dataclasses.replace(cast(Any, layer), spec_tokens=spec_blocks)
+            layer = cast(RecurrentState, widened)
+        tensors = layer.tensors()
         mamba_type = _mamba_type(layer)
         # The Mamba2 mixer reserves one prefill-checkpoint block in align mode
         # (MambaSpec.num_prefill_checkpoint_blocks; the oracle's Nemotron-H cases charge 3
