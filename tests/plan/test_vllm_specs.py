@@ -358,7 +358,7 @@ def test_speculation_widens_gdn_conv_state() -> None:
                                         speculative_method="mtp" if k else None), budget)
         for k in (0, 2)
     }
-    shapes = {k: [s for s, _n in p.layer_specs if s["spec"] == "MambaSpec"][0]["shapes"]
+    shapes = {k: next(s for s, _n in p.layer_specs if s["spec"] == "MambaSpec")["shapes"]
               for k, p in plans.items()}
     # Qwen3-Next: linear_conv_kernel_dim 4 → 3 rows; + 2 speculative tokens → 5 rows;
     # conv channels 2 × 16 key heads × 128 + 32 value heads × 128 = 8192
