@@ -303,6 +303,9 @@ def plan_model(
             answers["max_context_note"] = (f"{concurrency} concurrent requests do not fit even "
                                            "at one token each")
     kv_dtype = facts.kv_dtype
+    if request.engine == "vllm":
+        kv_dtype = str(getattr(vplan.resolved, "kv_storage_dtype", kv_dtype))
+    warnings.extend(n for n in facts.notes if n.startswith("float32 checkpoint served"))
     return PlanResult(
         model=facts.model, engine=request.engine, block_size=block_size, num_blocks=num_blocks,
         kv_cache_tokens=tokens, max_concurrency=concurrency_now, max_model_len=max_len,

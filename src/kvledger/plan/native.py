@@ -26,16 +26,25 @@ Every cached layer of one pipeline stage lands in exactly one entry class:
   slot per speculative token), one entry = one state across every layer of that kind.
 - model-local declarations, through ``kvledger.declare.bridge.model_local_to_pool_specs``.
 
-Then ``plan_pools(specs, available_bytes, max_num_seqs)``.
+Then ``plan_pools(specs, available_bytes, state_slots)``.
 
-Rings or pages: a ring reserves ``max_num_seqs × window`` positions up front; paging the same
-layers with the full-attention layers reserves nothing but pays for their whole history. Which
-holds more depends on the budget, so ``plan_native`` plans every choice (each window class as a
-ring or paged; at most a handful) and keeps the one that holds the most tokens (vLLM's
-definition: whole ``max_model_len`` requests × ``max_model_len``), then the most concurrency;
-ties keep rings. The choice is reported as a warning
-when a window class is paged. This is what guarantees that, at equal budget, the native layout
-never holds fewer tokens than a layout that pages every layer.
+STATE slots: the seed engine reserved every STATE class for ``max_num_seqs`` sequences. When
+memory cannot hold ``max_num_seqs`` requests of ``max_model_len`` tokens anyway, the slots
+beyond those that can run only take pages away from the ones that do (256 Mamba states can
+outweigh the whole budget). So, by default, floors are reserved for the most sequences whose
+pages still hold that many full-length requests, at most ``max_num_seqs``; the plan says so in
+a warning, and ``fit_state_slots=False`` restores the seed's rule. The cost, also stated: no
+more than that many *short* requests run at once either.
+
+Rings or pages: a ring reserves ``slots × window`` positions up front; paging the same layers
+with the full-attention layers reserves nothing but pays for their whole history. Which holds
+more depends on the budget, so ``plan_native`` plans every choice (each window class as a ring
+or paged; at most a handful) and keeps the one that holds the most tokens, then the most
+concurrency; ties keep rings. A paged window class is reported as a warning.
+
+Numbers, as vLLM defines them so the two layouts compare: ``kv_cache_tokens`` = requests of
+``max_model_len`` the pages hold × ``max_model_len`` (with no paged class: slots ×
+``max_model_len``); ``max_concurrency`` = that request count, capped by the slots.
 
 Roles: MTP layers are cached only when speculative decoding with an MTP method is on; draft
 layers only when speculative decoding is on or the model *is* a draft; encoder layers cache
