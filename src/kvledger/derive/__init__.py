@@ -65,7 +65,8 @@ def derive_model(
     if text is not cfg:
         notes.append(f"multimodal wrapper: cache facts are from its {cfg.text_key}")
     notes.extend(derived.notes)
-    max_pos = text.get("max_position_embeddings")
+    # Decoder positions: max_position_embeddings, or (encoder-decoder) max_target_positions.
+    max_pos = text.get("max_position_embeddings", text.get("max_target_positions"))
     return ModelFacts(
         model=source.label,
         model_type=cfg.model_type,
