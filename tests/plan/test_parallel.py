@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import pytest
 
-from kvledger.derive.layers import FullAttention, Role
+from kvledger.derive.layers import FullAttention, ModelFacts, RecurrentState, Role, StateTensor
 from kvledger.plan.api import plan_model
 from kvledger.plan.parallel import pp_partition, reconcile_min, split_stages
 from kvledger.plan.request import PlanRequest
+
+MIB = 1 << 20
 
 
 def full(i: int, heads: int = 8, role: Role = Role.DECODER) -> FullAttention:
@@ -93,3 +98,33 @@ def test_dp_multiplies_totals_not_per_gpu() -> None:
     assert four.num_blocks == one.num_blocks
     totals = four.to_json()["totals"]
     assert totals["replicas"] == 4 and totals["kv_cache_tokens"] == 4 * one.kv_cache_tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class FakeState(RecurrentState):
+    state_kind = "fake"
+    numel: int = 1
+
+    def tensors(self) -> Sequence[StateTensor]:
+        return (StateTensor("ssm", (self.numel,), "float32"),)
+
+
+def test_pp_stages_share_state_slots_then_pages() -> None:
+    # Stage 0: a 100 MiB state (25 Mi fp32) + 1 full layer (64 KiB per 16-token block);
+    # stage 1: a 50 MiB state + 1 full layer. 1 GiB per GPU, L = 4,096 (256 blocks/request).
+    # Stage 0 alone: s ≤ (1,024 − 100 s) / 16 ⇔ s ≤ 8.8 → 8 slots, (1,024 − 800) MiB / 64 KiB
+    # = 3,584 blocks. Stage 1 alone: s ≤ (1,024 − 50 s) / 16 ⇔ s ≤ 15.5 → 15 slots.
+    # Both serve the same sequences: 8 slots; stage 1 at 8 slots: (1,024 − 400) MiB / 64 KiB
+    # = 9,984 blocks; pages reconcile to the minimum, 3,584 → 3,584 / 256 = 14 ≥ 8 → 8 run.
+    layers = (FakeState(index=0, numel=25 * MIB), full(1),
+              FakeState(index=2, numel=25 * MIB // 2), full(3))
+    facts = ModelFacts(model="hand", model_type="hand", architectures=(), layers=layers,
+                       model_dtype="bfloat16", kv_dtype="bfloat16", kv_dtype_source="config",
+                       max_position_embeddings=4096)
+    result = plan_model(facts, PlanRequest(kv_cache_memory_bytes=1 << 30,
+                                           pipeline_parallel_size=2))
+    ranks = result.to_json()["ranks"]
+    assert [{p["name"]: p["entries"] for p in r["pools"]} for r in ranks] == [
+        {"kv": 3584, "state:fake": 8}, {"kv": 3584, "state:fake": 8}]
+    assert result.max_concurrency == 8.0
+    assert result.answers["state_slots"] == 8

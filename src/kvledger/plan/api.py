@@ -156,17 +156,31 @@ def _plan_native(
 ) -> tuple[list[RankResult], dict[tuple[int, str], str], list[str], list[NativePlan]]:
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     stages = split_stages(facts.layers, tp, pp)
-    plans: list[NativePlan] = []
-    for stage in stages:
-        try:
-            plans.append(plan_native(
-                stage.layers, request, budget.available_bytes, max_model_len=max_model_len,
-                model_local_specs=local if stage.index == 0 else (),
-                model_local_already_charged=charged if stage.index == 0 else (),
-            ))
-        except InsufficientPoolBudget as exc:
-            _attach_hint(exc, budget, request)
-            raise
+
+    def plan_all(req: PlanRequest, fit_slots: bool) -> list[NativePlan]:
+        out = []
+        for stage in stages:
+            try:
+                out.append(plan_native(
+                    stage.layers, req, budget.available_bytes, max_model_len=max_model_len,
+                    model_local_specs=local if stage.index == 0 else (),
+                    model_local_already_charged=charged if stage.index == 0 else (),
+                    fit_state_slots=fit_slots,
+                ))
+            except InsufficientPoolBudget as exc:
+                _attach_hint(exc, budget, req)
+                raise
+        return out
+
+    plans = plan_all(request, True)
+    # Every stage serves the same sequences: STATE slots reconcile to the fewest, and stages
+    # that sized for more are planned again at that count (their spare floors become pages).
+    slots = [p.max_num_seqs for p in plans if p.has_state]
+    if pp > 1 and slots and len(set(slots)) > 1:
+        fewest_slots = min(slots)
+        again = plan_all(dataclasses.replace(request, max_num_seqs=fewest_slots), False)
+        plans = [dataclasses.replace(p, requested_max_num_seqs=request.max_num_seqs)
+                 for p in again]
     paged = [p.num_blocks for p in plans if p.has_pages]
     if paged and pp > 1:
         fewest = reconcile_min(paged)
