@@ -6,8 +6,11 @@ catalog model. This prints, for each bundled model, the ``kv_cache_tokens`` of b
 at the same ``--kv-cache-memory-bytes`` and their ratio; models kvledger does not support (or
 cannot plan with these settings) are listed with the one-line reason.
 
-Settings: 40 GiB per GPU, TP 1, block size 16 (vLLM's ``auto`` where it needs its own),
-``max_model_len`` = min(the config's, 32768), max_num_seqs 256. These go through the CLI
+Settings: 40 GiB per GPU, TP 1, block size 16 (vLLM's ``auto`` where its backend refuses 16),
+``max_model_len`` = min(the config's, 32768), max_num_seqs 256, ``--kv-cache-dtype auto`` for
+both; the KV dtype each layout resolved is printed, because a ratio that comes from a different
+element type (a checkpoint KV scheme one layout honours and the other does not) is not a
+layout saving. These go through the CLI
 (``main([...])``), so what is measured is what a user sees.
 
 Usage: python bench/native_vs_vllm.py [--kv-cache-memory-bytes N] [--max-model-len L]
@@ -22,10 +25,13 @@ import json
 from typing import Any
 
 
-def _plan(model: str, engine: str, budget: int, max_len: int | None) -> dict[str, Any] | str:
+def _plan(
+    model: str, engine: str, budget: int, max_len: int | None, block_size: str = "16"
+) -> dict[str, Any] | str:
     from kvledger.cli.main import main as cli
 
-    argv = ["plan", model, "--engine", engine, "--kv-cache-memory-bytes", str(budget), "--json"]
+    argv = ["plan", model, "--engine", engine, "--kv-cache-memory-bytes", str(budget), "--json",
+            "--block-size", block_size]
     if max_len is not None:
         argv += ["--max-model-len", str(max_len)]
     out, err = io.StringIO(), io.StringIO()
@@ -58,13 +64,17 @@ def main() -> int:
 
     budget = args.kv_cache_memory_bytes
     print(f"budget {budget:,} B per GPU ({budget / 2**30:.1f} GiB), TP 1")
-    print(f"{'model':<52}{'native tokens':>15}{'vllm tokens':>15}{'native/vllm':>12}")
+    print(f"{'model':<50}{'max_len':>9}{'native tokens':>15}{'vllm tokens':>14}"
+          f"{'native/vllm':>12}  kv dtype (native / vllm)")
     below: list[str] = []
     skipped: list[tuple[str, str]] = []
     for model in catalog_ids():
         max_len = _max_len(model, args.max_model_len)
         native = _plan(model, "native", budget, max_len)
         vllm = _plan(model, "vllm", budget, max_len)
+        if isinstance(vllm, str) and "--block-size auto" in vllm:
+            # Sparse-MLA backends need blocks of 64: what vLLM picks by itself with `auto`.
+            vllm = _plan(model, "vllm", budget, max_len, block_size="auto")
         if isinstance(native, str) or isinstance(vllm, str):
             reason = native if isinstance(native, str) else vllm
             assert isinstance(reason, str)
@@ -72,10 +82,13 @@ def main() -> int:
             continue
         n_tok, v_tok = native["kv_cache_tokens"], vllm["kv_cache_tokens"]
         ratio = n_tok / v_tok if v_tok else float("inf")
+        n_dt, v_dt = native.get("kv_cache_dtype"), vllm.get("kv_cache_dtype")
+        dtypes = f"{n_dt}" if n_dt == v_dt else f"{n_dt} / {v_dt}  (differ!)"
         flag = "  < 1 !" if ratio < 1 else ""
         if ratio < 1:
             below.append(model)
-        print(f"{model:<52}{n_tok:>15,}{v_tok:>15,}{ratio:>12.3f}{flag}")
+        print(f"{model:<50}{native['max_model_len']:>9,}{n_tok:>15,}{v_tok:>14,}"
+              f"{ratio:>12.3f}  {dtypes}{flag}")
     if skipped:
         print("\nnot compared:")
         for model, reason in skipped:
