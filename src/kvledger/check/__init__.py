@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "audit": "kvledger.check.audit",
+    "audit_model": "kvledger.check.audit",
     "assert_declared": "kvledger.check.assertions",
     "AuditResult": "kvledger.check.result",
     "DeclarationAudit": "kvledger.check.result",
@@ -35,3 +35,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'kvledger.check' has no attribute {name!r}")
     return getattr(import_module(module), name)
+
+
+# ``audit`` is also the submodule ``kvledger.check.audit``: importing it rebinds the package
+# attribute to the module, so the function is exported as ``audit_model`` (and stays
+# ``kvledger.check.audit.audit``).

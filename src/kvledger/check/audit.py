@@ -20,12 +20,16 @@ parameters and persistent buffers are weights and never do.
    a guess; a joint comparison is exact about the total and honest about the split.
 3. If the owner has no unnamed declaration, its remaining cache objects are ``undeclared``;
    its remaining plain tensors are ignored (nothing but a declaration makes a tensor a cache).
+   A cache object holding no bytes (an unused cache, or the shell of an
+   ``EncoderDecoderCache`` whose two halves are reported on their own) is never undeclared.
 
 Rejected alternative: matching by lifetime (``scope``). Scope is diagnostic in the seed and
 never observable from a tensor, so matching on it would invent a fact.
 
 **When it is measured.** After ``run()`` returns and, with ``sample_during_run``, after every
-module forward during the run (forward hooks), keeping each group's peak. Caches an owner drops
+module forward during the run (forward hooks), keeping each group's peak — logical and pinned
+bytes each peak on their own (a sliding-window view pins the whole prompt right after prefill,
+then only ``window`` positions once decoding). Caches an owner drops
 before returning (an INVOCATION working copy) are seen only if they are still reachable from the
 owner while some module runs; one that lives only in a local variable is invisible and reads
 ``dead`` — a declaration the audit cannot confirm is reported, never assumed fine.
@@ -155,17 +159,24 @@ def _audit_owner(
                 members[(hit,)].append(h)
             elif unnamed:
                 members[unnamed].append(h)
-            elif h.is_cache:
+            elif h.is_cache and h.bytes.pinned:  # an empty shell (a parent) holds nothing
                 b = h.bytes
                 key = _join(owner.path, h.path)
                 if key not in stray or _pick(b, basis) > _pick(stray[key][1], basis):
                     stray[key] = (h, b)
         for g, hs in members.items():
             b = tally(r for h in hs for r in h.tensors)
-            if _pick(b, basis) > _pick(peaks[g][0], basis) or (
-                peaks[g][0].logical == 0 and b.logical > 0
-            ):
-                peaks[g] = (b, tuple(_join(owner.path, h.path) for h in hs))
+            old, where = peaks[g]
+            if _pick(b, basis) > _pick(old, basis) or not where:
+                where = tuple(_join(owner.path, h.path) for h in hs)
+            # Each number is its own peak over the samples: the pinned peak (a prefill's
+            # whole prompt behind a sliding-window view) need not coincide with the logical.
+            peak = Bytes(
+                max(old.logical, b.logical),
+                max(old.pinned, b.pinned),
+                max(old.bookkeeping, b.bookkeeping),
+            )
+            peaks[g] = (peak, where)
     rows: list[DeclarationAudit] = []
     for g in groups:
         measured, where = peaks[g]
@@ -261,6 +272,8 @@ def audit(
     for sample in sampler.outside:
         for h in sample:
             b = h.bytes
+            if not b.pinned:
+                continue
             why = "no declaring owner holds it"
             _keep(undeclared, UndeclaredCache(h.path, h.kind, b.logical, b.pinned, why), basis)
     return AuditResult(
@@ -271,6 +284,9 @@ def audit(
         declarations=tuple(declarations),
         undeclared=tuple(sorted(undeclared.values(), key=lambda u: u.path)),
     )
+
+
+audit_model = audit
 
 
 def _keep(found: dict[str, UndeclaredCache], item: UndeclaredCache, basis: Basis) -> None:

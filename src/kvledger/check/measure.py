@@ -21,7 +21,7 @@ Two byte counts, both deduplicated:
   it. What the allocator cannot give back. They differ for views: transformers'
   ``DynamicSlidingWindowLayer`` keeps ``cat(old, new)[..., -(window - 1):, :]``, a view that
   pins the whole concatenation (``window`` positions after a one-token decode step, the whole
-  prompt after a long prefill).
+  prompt after a prefill longer than the window).
 
 Zero-dimensional tensors (``cumulative_length``, the sliding-window size tensor, an FP8
 per-tensor scale) are *bookkeeping*: reported separately, never compared with a declaration,
