@@ -180,3 +180,26 @@ def test_budget_too_small_carries_lines() -> None:
                    request=PlanRequest(), cfg=LLAMA_8B, model_dtype="bfloat16")
     assert info.value.available_bytes < 0
     assert "GiB" in str(info.value) and len(info.value.lines) == 7
+
+
+def test_hybrid_pattern_counts_one_mixer_per_layer() -> None:
+    # "M*-": hidden 64, vocab 100 (untied), relu² MLP of 256, Mamba2 with 4 heads × 16 = 64
+    # inner, 2 groups × state 8, attention 4 heads / 2 KV heads × head_dim 16.
+    cfg = {"hidden_size": 64, "num_hidden_layers": 3, "vocab_size": 100,
+           "hybrid_override_pattern": "M*-", "mlp_hidden_act": "relu2", "intermediate_size": 256,
+           "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 8,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+    counts = parameter_counts(cfg)
+    # Mamba: in_proj 64 × (2 × 64 + 2 × 2 × 8 + 4) = 64 × 164 = 10,496; out_proj 64 × 64 = 4,096
+    # attention: 64 × (4 + 2 × 2) × 16 + 4 × 16 × 64 = 8,192 + 4,096 = 12,288
+    assert counts["attn"] == 10_496 + 4_096 + 12_288
+    # MLP: relu² has up and down only: 2 × 64 × 256 = 32,768
+    assert counts["dense_mlp"] == 32_768
+    assert counts["embed"] == counts["lm_head"] == 6_400
+
+
+def test_float32_checkpoint_weights_at_serving_dtype() -> None:
+    # A config stating float32 (or nothing) is served in bfloat16: 2 B per parameter.
+    fp32 = dict(LLAMA_8B, torch_dtype="float32")
+    total, how = estimate_total_bytes(fp32, "float32")
+    assert total == 16_059_990_016 and "bfloat16" in how

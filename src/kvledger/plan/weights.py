@@ -150,6 +150,9 @@ def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     counts = {k: 0 for k in _PROBES}
     counts["embed"] = vocab * hidden
     counts["lm_head"] = 0 if cfg.get("tie_word_embeddings") is True else vocab * hidden
+    pattern = cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        return _hybrid_pattern_counts(cfg, pattern, counts, attn, hidden, inter, experts)
     counts["attn"] = layers * attn
     if experts:
         moe_inter = _int(cfg, "moe_intermediate_size", default=inter)
@@ -163,6 +166,31 @@ def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
         counts["router"] = moe_layers * hidden * experts
     else:
         counts["dense_mlp"] = layers * 3 * hidden * inter
+    return counts
+
+
+def _hybrid_pattern_counts(
+    cfg: Mapping[str, Any], pattern: str, counts: dict[str, int], attn: int, hidden: int,
+    inter: int, experts: int,
+) -> dict[str, int]:
+    """Nemotron-H style ``hybrid_override_pattern``: one mixer per layer — ``M`` Mamba2, ``*``
+    attention, ``-`` MLP, ``E`` mixture of experts (counted under ``attn`` / ``dense_mlp`` /
+    ``routed_experts`` / ``shared_experts`` for the quantization scopes)."""
+    mats = 2 if cfg.get("mlp_hidden_act") == "relu2" else 3  # relu² MLPs have no gate
+    heads = _int(cfg, "mamba_num_heads")
+    d_inner = heads * _int(cfg, "mamba_head_dim")
+    groups_state = 2 * _int(cfg, "n_groups", default=1) * _int(cfg, "ssm_state_size")
+    mamba = hidden * (2 * d_inner + groups_state + heads) + d_inner * hidden
+    latent = _int(cfg, "moe_latent_size", default=hidden)
+    moe_inter = _int(cfg, "moe_intermediate_size", default=inter)
+    shared = _int(cfg, "moe_shared_expert_intermediate_size", "shared_expert_intermediate_size")
+    counts["attn"] = pattern.count("M") * mamba + pattern.count("*") * attn
+    counts["dense_mlp"] = pattern.count("-") * mats * hidden * inter
+    moe_layers = pattern.count("E")
+    counts["routed_experts"] = moe_layers * experts * mats * latent * moe_inter
+    counts["shared_experts"] = moe_layers * (mats * hidden * shared +
+                                             (2 * hidden * latent if latent != hidden else 0))
+    counts["router"] = moe_layers * hidden * experts
     return counts
 
 
@@ -230,7 +258,10 @@ def estimate_total_bytes(
 ) -> tuple[int, str]:
     """(bytes, how) from the config's parameter count at storage size."""
     counts = parameter_counts(cfg)
-    dense_bits = resolve_dtype(model_dtype).bits
+    # Weights sit in GPU memory at the serving dtype: a float32 checkpoint (or a config that
+    # states no dtype) is served in bfloat16, as vLLM's ModelConfig dtype "auto" does.
+    serving = "bfloat16" if resolve_dtype(model_dtype).name == "float32" else model_dtype
+    dense_bits = resolve_dtype(serving).bits
     scheme = _quant_scheme(cfg, hf_quant)
     total_bits = 0.0
     for category, params in counts.items():
@@ -239,7 +270,7 @@ def estimate_total_bytes(
             bits = scheme[1]
         total_bits += params * bits
     params = sum(counts.values())
-    how = f"{params / 1e9:.2f}B parameters at {model_dtype}"
+    how = f"{params / 1e9:.2f}B parameters at {serving}"
     if scheme is not None:
         how += f", {'/'.join(sorted(scheme[2]))} at {scheme[0]} ({scheme[1]:g} bits)"
     return int(-(-total_bits // 8)), how
