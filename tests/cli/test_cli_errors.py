@@ -212,3 +212,20 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
     assert "malformed JSON" in proc.stderr
+
+
+def test_json_output_is_always_valid_json(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A non-finite float (json.dumps would write the invalid token `Infinity`) becomes null."""
+    import kvledger.cli.main as cli_main
+
+    def payload(*_: object, **__: object) -> dict:
+        return {"model": "x", "groups": [], "bytes_per_token": float("inf"),
+                "nested": [float("nan"), 1.5]}
+
+    monkeypatch.setattr(cli_main, "inspect_payload", payload)
+    assert main(["inspect", LLAMA, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bytes_per_token"] is None
+    assert data["nested"] == [None, 1.5]

@@ -215,8 +215,21 @@ def command_parser(name: str) -> argparse.ArgumentParser:
 # -- commands ---------------------------------------------------------------------------------
 
 
+def _finite(value: Any) -> Any:
+    """JSON has no inf/NaN (``json.dumps`` would write the invalid tokens ``Infinity``/``NaN``);
+    a non-finite float becomes ``null`` so every consumer can still parse the object."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
+    sys.stdout.write(text + "\n")
 
 
 def _as_dict(payload: Any) -> dict[str, Any]:
