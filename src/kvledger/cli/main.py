@@ -4,9 +4,10 @@ A thin shell by design (see ARCHITECTURE.md, "cli/"): every number comes from th
 and the machine interface (``kvledger plan MODEL ... --json``) is kept stable because external
 checks call it.
 
-Start-up cost matters: ``kvledger plan <catalog model> --json`` should cost at most ~3× a bare
-``python -c pass``. So only ``argparse``, ``json`` and ``sys`` are imported here; the library
-is imported inside the command that needs it, and ``rich`` (via ``cli.render``) only when a
+Start-up cost matters: the target for ``kvledger plan <catalog model> --json`` is at most 3× a
+bare ``python -c pass`` (``bench/startup.py`` measures it). So only ``argparse``, ``json`` and
+``sys`` are imported here; the library is imported inside the command that needs it, only the
+called command's parser is built, and ``rich`` (via ``cli.render``) is imported only when a
 table is printed for a person. Tempting alternative rejected: a click/typer app — both import
 far more at start-up than argparse, for no gain in a CLI this size.
 
@@ -92,13 +93,17 @@ def _add_model(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_engine_options(p: argparse.ArgumentParser, *, with_gpu: bool = True) -> None:
-    """vLLM's option names and defaults, shared by ``plan`` and ``fit``."""
+def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
+    """vLLM's option names and defaults, shared by ``plan`` and ``fit``.
+
+    ``fit`` searches GPU layouts, so it takes neither a direct byte budget nor a GPU total:
+    the preset is the question (its ``--gpu`` is required and added by ``fit`` itself).
+    """
     p.add_argument("--engine", choices=ENGINES, default="native",
                    help="layout: native (kvledger's pools, default) or vllm (vLLM 0.32 exact)")
-    p.add_argument("--kv-cache-memory-bytes", type=_nonneg_bytes, default=None, metavar="N",
-                   help="KV budget per GPU in bytes (skips the GPU budget)")
-    if with_gpu:
+    if not for_fit:
+        p.add_argument("--kv-cache-memory-bytes", type=_nonneg_bytes, default=None,
+                       metavar="N", help="KV budget per GPU in bytes (skips the GPU budget)")
         p.add_argument("--gpu", default=None, metavar="NAME",
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
     p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, metavar="U",
@@ -132,9 +137,10 @@ def _add_engine_options(p: argparse.ArgumentParser, *, with_gpu: bool = True) ->
                           help="CUDA graph pool (vLLM logs it after capture)")
     reserves.add_argument("--non-torch-bytes", type=_nonneg_bytes, default=None, metavar="N",
                           help="CUDA context, NCCL buffers, fragmentation")
-    reserves.add_argument("--gpu-total-bytes", type=_int_at_least(1), default=None,
-                          metavar="N", help="the GPU's memory as the device reports it "
-                          "(overrides the preset)")
+    if not for_fit:
+        reserves.add_argument("--gpu-total-bytes", type=_int_at_least(1), default=None,
+                              metavar="N", help="the GPU's memory as the device reports it "
+                              "(overrides the preset)")
 
 
 def _fill_plan(plan: argparse.ArgumentParser) -> None:
@@ -152,7 +158,7 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     fit.add_argument("--concurrency", type=_int_at_least(1), required=True, metavar="N")
     fit.add_argument("--context", type=_int_at_least(1), required=True, metavar="L",
                      help="tokens per request")
-    _add_engine_options(fit, with_gpu=False)
+    _add_engine_options(fit, for_fit=True)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
     fit.set_defaults(handler=_cmd_fit)
 
@@ -246,7 +252,7 @@ def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
 
     fields: dict[str, Any] = dict(
         engine=ns.engine,
-        kv_cache_memory_bytes=ns.kv_cache_memory_bytes,
+        kv_cache_memory_bytes=getattr(ns, "kv_cache_memory_bytes", None),
         block_size=ns.block_size,
         max_model_len=ns.max_model_len,
         kv_cache_dtype=ns.kv_cache_dtype,
