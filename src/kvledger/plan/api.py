@@ -16,18 +16,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvledger.declare.hints import budget_fix_hint
 from kvledger.declare.pools import InsufficientPoolBudget
 from kvledger.derive import derive_model
-from kvledger.derive.config import Config
 from kvledger.derive.layers import ModelFacts, Role
 from kvledger.derive.source import ModelSource, load_source
 from kvledger.plan.answers import fit_candidates, max_context_at
-from kvledger.plan.budget import Budget, Reserves, given_budget, gpu_budget
-from kvledger.plan.gpus import gpu_preset
-from kvledger.plan.native import ModelLocalInput, NativePlan, cached_layers, plan_native
+from kvledger.plan.budget import Budget, Reserves, given_budget
 from kvledger.plan.parallel import reconcile_min, split_stages
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import (
@@ -38,7 +34,12 @@ from kvledger.plan.result import (
     RankResult,
     layer_summary,
 )
-from kvledger.plan.weights import model_weights
+
+# Each engine's layout, the GPU presets and the weights are imported where they are used, so
+# `kvledger plan … --engine vllm --kv-cache-memory-bytes N` loads neither the native layout nor
+# the budget machinery (CLI start-up time is a stated target).
+if TYPE_CHECKING:
+    from kvledger.plan.native import ModelLocalInput, NativePlan
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default
 
@@ -89,6 +90,11 @@ def _budget(
         return given_budget(request.kv_cache_memory_bytes), notes
     if gpu is None:
         raise ValueError("no memory budget: pass kv_cache_memory_bytes, or a gpu preset")
+    from kvledger.derive.config import Config
+    from kvledger.plan.budget import gpu_budget
+    from kvledger.plan.gpus import gpu_preset
+    from kvledger.plan.weights import model_weights
+
     preset = gpu_preset(gpu)
     text = Config(facts.config, model=facts.model).text().raw
     weights = model_weights(
@@ -112,6 +118,8 @@ def _budget(
 
 def _attach_hint(exc: InsufficientPoolBudget, budget: Budget, request: PlanRequest) -> None:
     """Give the error the one fix that works, with numbers (the CLI prints ``exc.hint``)."""
+    from kvledger.declare.hints import budget_fix_hint
+
     seqs = request.max_num_seqs
     if budget.total_bytes is not None and budget.gpu_memory_utilization is not None:
         hint = budget_fix_hint(
@@ -154,6 +162,8 @@ def _plan_native(
     local: Sequence[ModelLocalInput],
     charged: Iterable[str],
 ) -> tuple[list[RankResult], dict[tuple[int, str], str], list[str], list[NativePlan]]:
+    from kvledger.plan.native import cached_layers, plan_native
+
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     stages = split_stages(facts.layers, tp, pp)
 
@@ -362,6 +372,8 @@ def fit_model(
     It holds when its max concurrency at ``context`` is at least ``concurrency`` and, for the
     vLLM engine, vLLM would start.
     """
+    from kvledger.plan.gpus import gpu_preset
+
     request = request or PlanRequest()
     preset = gpu_preset(gpu)
     facts, source = _facts(model, request)

@@ -26,12 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
-from kvledger.plan.gpus import GIB, GpuPreset
 from kvledger.plan.request import PlanRequest, finite_fraction
-from kvledger.plan.weights import Weights
+
+if TYPE_CHECKING:  # kept out of the CLI's start-up path when the budget is given
+    from kvledger.plan.gpus import GpuPreset
+    from kvledger.plan.weights import Weights
+
+GIB = 1 << 30
 
 GIVEN = "given"
 EXACT = "exact"
