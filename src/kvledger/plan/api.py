@@ -23,7 +23,7 @@ from kvledger.derive import derive_model
 from kvledger.derive.layers import ModelFacts, Role
 from kvledger.derive.source import ModelSource, load_source
 from kvledger.plan.answers import fit_candidates, max_context_at
-from kvledger.plan.budget import Budget, Reserves, given_budget
+from kvledger.plan.budget import Budget, BudgetTooSmall, Reserves, given_budget
 from kvledger.plan.parallel import reconcile_min, split_stages
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import (
@@ -390,9 +390,13 @@ def fit_model(
                 source if source is not None else facts, candidate, gpu=preset.name,
                 gpu_memory_utilization=gpu_memory_utilization, reserves=reserves,
             )
+        except BudgetTooSmall as exc:
+            attempts.append(FitAttempt(tp, pp, False, None, (
+                f"weights and reserves leave {exc.available_bytes / (1 << 30):.2f} GiB per GPU "
+                "for the KV cache")))
+            continue
         except (InsufficientPoolBudget, ValueError) as exc:
-            reason = getattr(exc, "hint", "") or str(exc)
-            attempts.append(FitAttempt(tp, pp, False, None, reason.split("; use a larger")[0]))
+            attempts.append(FitAttempt(tp, pp, False, None, getattr(exc, "hint", "") or str(exc)))
             continue
         holds = plan.max_concurrency >= concurrency and not plan.vllm_refuses_to_start
         why = (f"holds {plan.max_concurrency:.2f} requests of {context} tokens" if holds else
