@@ -139,3 +139,21 @@ def test_inspect_every_catalog_id(capsys: pytest.CaptureFixture[str], model_id: 
     code, out, err = _run(capsys, "inspect", model_id)
     assert code == 0, err
     assert model_id in out
+
+
+def test_inspect_whisper_cross_attention(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _inspect_json(capsys, "openai/whisper-tiny")
+    # whisper-tiny: d_model 384, 6 decoder heads → head_dim 64, float32, 4 decoder layers.
+    # self-attention: 2 (K,V) × 6 × 64 × 4 B = 3,072 B/token per layer → 4 × 3,072 = 12,288.
+    # cross-attention over 1,500 encoder frames: 3,072 × 1,500 = 4,608,000 B per request per
+    # layer → 4 × 4,608,000 = 18,432,000 B per request; it adds nothing per decoded token.
+    assert data["bytes_per_token"] == 12_288
+    assert data["bytes_per_request"] == 18_432_000
+    cross = [g for g in data["groups"] if g["facts"]["kind"] == "cross"]
+    assert len(cross) == 1 and cross[0]["count"] == 4
+    assert cross[0]["facts"]["encoder_len"] == 1500
+    code, out, err = _run(capsys, "inspect", "openai/whisper-tiny")
+    assert code == 0, err
+    assert "encoder 1,500" in out
+    assert "4×4,608,000" in out
+    assert "18,432,000" in out

@@ -81,7 +81,8 @@ def geometry(facts: Mapping[str, Any]) -> str:
     if "latent_dim" in facts:
         parts.append(f"latent {facts['latent_dim']} + rope {facts.get('rope_dim', 0)}")
     if "head_dim" in facts:
-        text = f"key {facts['head_dim']}"
+        label = "key" if facts.get("kind") == "indexer" else "head"
+        text = f"{label} {facts['head_dim']}"
         if facts.get("quant_block"):
             text += f" + {facts.get('scale_bytes')} B scale/{facts['quant_block']}"
         parts.append(text)
@@ -130,7 +131,9 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
     for group in data.get("groups") or ():
         facts = group["facts"]
         n = group["count"]
-        per_token = facts.get("bytes_per_token", 0)
+        # Cross-attention is written once per request over the encoder frames: its cost is
+        # the per-request column, and (as in the model total) it adds nothing per token.
+        per_token = 0 if facts.get("kind") == "cross" else facts.get("bytes_per_token", 0)
         per_req = facts.get("bytes_per_request", 0)
         table.add_row(
             _layer_range(group["first"], group["last"]),
