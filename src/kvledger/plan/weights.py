@@ -130,7 +130,9 @@ def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     vocab = _int(cfg, "vocab_size")
     if not hidden or not layers or not vocab:
         raise WeightsError(
-            "cannot estimate weights: config lacks hidden_size / num_hidden_layers / vocab_size"
+            "cannot estimate weights: config lacks hidden_size / num_hidden_layers / vocab_size; "
+            "give the KV budget with kv_cache_memory_bytes, or a model directory with "
+            "safetensors for exact weights"
         )
     heads = _int(cfg, "num_attention_heads", "n_head", "decoder_attention_heads", default=1)
     kv_heads = _int(cfg, "num_key_value_heads", default=heads)
