@@ -26,13 +26,14 @@ parameters and persistent buffers are weights and never do.
 Rejected alternative: matching by lifetime (``scope``). Scope is diagnostic in the seed and
 never observable from a tensor, so matching on it would invent a fact.
 
-**When it is measured.** After ``run()`` returns and, with ``sample_during_run``, after every
-module forward during the run (forward hooks), keeping each group's peak — logical and pinned
-bytes each peak on their own (a sliding-window view pins the whole prompt right after prefill,
-then only ``window`` positions once decoding). Caches an owner drops
-before returning (an INVOCATION working copy) are seen only if they are still reachable from the
-owner while some module runs; one that lives only in a local variable is invisible and reads
-``dead`` — a declaration the audit cannot confirm is reported, never assumed fine.
+**When it is measured.** After ``run()`` returns and, with ``sample_during_run``, after the
+forward of every module up to ``SAMPLE_DEPTH`` below the root during the run (forward hooks),
+keeping each group's peak — logical and pinned bytes each peak on their own (a sliding-window
+view pins the whole prompt right after prefill, then only ``window`` positions once decoding).
+Caches an owner drops before returning (an INVOCATION working copy) are seen only if they are
+still reachable from the owner while some hooked module runs; one that lives only in a local
+variable is invisible and reads ``dead`` — a declaration the audit cannot confirm is reported,
+never assumed fine.
 
 **Verdicts at ``max_num_seqs``** (declared = ``spec.peak_bytes(max_num_seqs)``, measured on the
 chosen ``basis``, logical by default): ``dead`` if nothing logical was ever measured;
@@ -62,6 +63,10 @@ from kvledger.declare.counts import require_int
 from kvledger.declare.model_local import ModelLocalKVSpec
 
 DEFAULT_TOLERANCE = 0.10
+# Forward hooks go on modules at most this deep below the root (root, children, grandchildren):
+# one sample per model step or so. Every module would multiply the cost by the layer count
+# for samples that differ only inside one step.
+SAMPLE_DEPTH = 2
 
 
 @dataclass
@@ -212,9 +217,15 @@ class _Sampler:
         objs = [o.obj for o in self.owners]
         for owner in self.owners:
             owner.samples.append(find_holdings(owner.obj, stop=objs))
-        claimed = {h.identity for o in self.owners for h in o.samples[-1]}
-        outside = find_holdings(self.root, stop=objs, own_tensors=False)
-        self.outside.append([h for h in outside if h.is_cache and h.identity not in claimed])
+        if any(o.obj is self.root for o in self.owners):
+            # The root owner's own walk already covers everything outside other owners.
+            self.outside.append([])
+        else:
+            claimed = {h.identity for o in self.owners for h in o.samples[-1]}
+            outside = find_holdings(self.root, stop=objs, own_tensors=False)
+            self.outside.append(
+                [h for h in outside if h.is_cache and h.identity not in claimed]
+            )
         self.count += 1
 
 
@@ -246,7 +257,9 @@ def audit(
         if sample_during_run:
             named_modules = getattr(root, "named_modules", None)
             if callable(named_modules):
-                for _, module in named_modules():
+                for name, module in named_modules():
+                    if name.count(".") >= SAMPLE_DEPTH:
+                        continue
                     register = getattr(module, "register_forward_hook", None)
                     if callable(register):
                         handles.append(register(sampler))

@@ -113,11 +113,23 @@ def tally(tensors: Iterable[TensorRecord]) -> Bytes:
     return Bytes(sum(views.values()), sum(storages.values()), sum(book.values()))
 
 
+_KNOWN: dict[type, bool] = {}
+
+
 def is_cache_object(obj: Any) -> bool:
     """A transformers cache or cache layer (never an ``nn.Module``, never a tensor)."""
-    if type(obj).__module__.startswith("torch"):
+    kind = type(obj)
+    known = _KNOWN.get(kind)
+    if known is None:
+        known = _is_cache_type(kind)
+        _KNOWN[kind] = known
+    return known
+
+
+def _is_cache_type(kind: type) -> bool:
+    if (kind.__module__ or "").startswith("torch"):
         return False
-    for klass in type(obj).__mro__:
+    for klass in kind.__mro__:
         module = getattr(klass, "__module__", "") or ""
         if module == _CACHE_UTILS and klass.__name__ in _CACHE_BASES:
             return True
