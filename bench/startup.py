@@ -12,7 +12,11 @@ and the figure measures the compiler, not kvledger — and the cache goes to a t
 ``PYTHONPYCACHEPREFIX`` so the source tree is not touched. The runs alternate between the two
 commands so that a noisy neighbour hits both alike.
 
-Usage: python bench/startup.py [--runs N]
+``--breakdown`` adds where the plan command's import time goes: ``python -X importtime``
+self-times (the fastest of 3 runs per module), kvledger modules by name, the rest summed as
+"stdlib / third party".
+
+Usage: python bench/startup.py [--runs N] [--breakdown]
 """
 
 from __future__ import annotations
@@ -62,9 +66,39 @@ def _time_once(
     return elapsed, proc.returncode, _cpu_children() - cpu
 
 
+def _breakdown(plan: list[str], env: dict[str, str], top: int = 15) -> None:
+    """Import self-time per module (µs → ms), fastest of three ``-X importtime`` runs."""
+    best: dict[str, int] = {}
+    for _ in range(3):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", *plan], capture_output=True, text=True,
+            env=env, check=False,
+        )
+        seen: dict[str, int] = {}
+        for line in proc.stderr.splitlines():
+            if not line.startswith("import time:") or "|" not in line:
+                continue
+            self_us, _cumulative, name = line.removeprefix("import time:").split("|", 2)
+            if not self_us.strip().isdigit():
+                continue  # the header line
+            seen[name.strip()] = int(self_us)
+        for name, us in seen.items():
+            best[name] = min(us, best.get(name, us))
+    ours = {k: v for k, v in best.items() if k.startswith("kvledger")}
+    rest = sum(v for k, v in best.items() if not k.startswith("kvledger"))
+    print(f"\nimport self-time, total {sum(best.values()) / 1e3:.1f} ms "
+          f"(kvledger {sum(ours.values()) / 1e3:.1f} ms, stdlib / third party {rest / 1e3:.1f} ms)")
+    for name, us in sorted(ours.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"{us / 1e3:>8.1f} ms  {name}")
+    others = sorted(((k, v) for k, v in best.items() if not k.startswith("kvledger")),
+                    key=lambda kv: -kv[1])[:8]
+    print("largest others: " + ", ".join(f"{k} {v / 1e3:.1f}" for k, v in others))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--breakdown", action="store_true", help="import time per module")
     args = parser.parse_args()
 
     bare = [sys.executable, "-c", "pass"]
@@ -97,6 +131,10 @@ def main() -> int:
     print(f"wall ratio (fastest runs): {best_ratio:.2f}×;  CPU-time ratio (medians; least "
           f"sensitive to a loaded machine): {cpu_ratio:.2f}×")
     print("command: " + " ".join(plan))
+    if args.breakdown:
+        # The console script is a Python file: run it under this interpreter's -X importtime.
+        script = plan[0] if plan[0] != sys.executable else None
+        _breakdown([script, *PLAN_ARGS] if script else plan[1:], env)
     if failed:
         print(f"WARNING: the plan command failed in {failed} of {args.runs} runs")
         return 1
