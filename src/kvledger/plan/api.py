@@ -34,6 +34,7 @@ from kvledger.plan.result import (
     RankResult,
     layer_summary,
 )
+from kvledger.plan.speculative import check_speculation
 
 # Each engine's layout, the GPU presets and the weights are imported where they are used, so
 # `kvledger plan … --engine vllm --kv-cache-memory-bytes N` loads neither the native layout nor
@@ -264,6 +265,7 @@ def plan_model(
     """
     request = request or PlanRequest()
     facts, source = _facts(model, request)
+    check_speculation(facts, request)
     budget, notes = _budget(facts, source, request, gpu, gpu_memory_utilization, reserves,
                             total_memory_bytes)
     max_len = _max_model_len(facts, request)

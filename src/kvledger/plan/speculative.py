@@ -1,0 +1,33 @@
+"""Refuse a speculative-decoding request the model cannot serve, instead of planning it quietly.
+
+An MTP method (``mtp``, ``deepseek_mtp``, ...) drafts with next-n layers shipped inside the
+checkpoint. A model without such layers, or one whose MTP layers derive could not describe
+(``extras["mtp_unsupported"]``), would otherwise be planned as if speculation cost nothing —
+a silently low number.
+"""
+
+from __future__ import annotations
+
+from kvledger.derive.errors import UnsupportedArchitecture
+from kvledger.derive.layers import ModelFacts, Role
+from kvledger.plan.request import PlanRequest
+
+
+def check_speculation(facts: ModelFacts, request: PlanRequest) -> None:
+    if request.num_speculative_tokens <= 0:
+        return
+    method = (request.speculative_method or "").lower()
+    if not method.endswith("mtp"):
+        return
+    reason = facts.extras.get("mtp_unsupported")
+    if reason:
+        raise UnsupportedArchitecture(
+            f"unsupported: {facts.model} with speculative method {method!r}: {reason}",
+            model_type=facts.model_type,
+            architectures=facts.architectures,
+        )
+    if not facts.by_role(Role.MTP):
+        raise ValueError(
+            f"{facts.model} ships no MTP (next-n) layers, so speculative method {method!r} "
+            "cannot run; use a draft-model method such as eagle3, or no speculation"
+        )
