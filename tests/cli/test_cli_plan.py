@@ -227,3 +227,21 @@ def test_console_script_main_job() -> None:
     data = json.loads(proc.stdout)
     assert (data["num_blocks"], data["kv_cache_tokens"], data["max_concurrency"]) == (
         5_120, 81_920, 2.5)
+
+
+def test_stage_table_for_people(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", LLAMA, "--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "32768",
+                 "-tp", "2", "-pp", "2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "pipeline stages" in out
+    assert "[0, 16)" in out and "[16, 32)" in out
+    assert "kv 20,480 × 524,288" in out  # per-stage pool: entries × bytes per entry
+
+
+def test_vllm_refusal_is_said_to_people(capsys: pytest.CaptureFixture[str]) -> None:
+    # 1 GiB holds 512 blocks of 2 MiB = 8,192 tokens < one 131,072-token request.
+    code = main(["plan", LLAMA, "--engine", "vllm", "--kv-cache-memory-bytes", str(2**30)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "vLLM would refuse to start" in out
