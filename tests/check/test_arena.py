@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -48,7 +50,7 @@ def test_cpu_views_do_not_overlap() -> None:
     spans = sorted(
         (int(v.data_ptr()), int(v.data_ptr()) + int(v.numel())) for v in arena.views.values()
     )
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert end <= start
     # Writing one class never shows through another: fill each with its own value in turn;
     # an overlap would leave a later value inside an earlier view.
@@ -83,7 +85,7 @@ def test_meta_device_allocates_the_same_bytes_without_memory() -> None:
             (int(v.storage_offset()), int(v.storage_offset()) + int(v.numel()))
             for name, v in arena.views.items() if arena.slots[name].pool is pool
         )
-        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        for (_, end), (start, _) in itertools.pairwise(spans):
             assert end <= start
         assert spans[-1][1] == int(buffer.numel())
 
