@@ -265,14 +265,14 @@ def plan_model(
     """
     request = request or PlanRequest()
     facts, source = _facts(model, request)
-    check_speculation(facts, request)
+    spec_warnings = check_speculation(facts, request)
     budget, notes = _budget(facts, source, request, gpu, gpu_memory_utilization, reserves,
                             total_memory_bytes)
     max_len = _max_model_len(facts, request)
     tp, pp, dp = (request.tensor_parallel_size, request.pipeline_parallel_size,
                   request.data_parallel_size)
     split = [layer.split(tp) if tp > 1 else layer for layer in facts.layers]
-    warnings = [*notes]
+    warnings = [*notes, *spec_warnings]
     refuses: bool | None = None
     answers: dict[str, Any] = {}
     local = tuple(model_local_specs)

@@ -71,7 +71,7 @@ from kvledger.declare.pools import (
     state_pool,
 )
 from kvledger.derive.layers import Kind, LayerCache, RecurrentState, Role, ceil_div
-from kvledger.plan.request import PlanRequest
+from kvledger.plan.request import MTP_METHODS, PlanRequest
 
 DEFAULT_BLOCK_SIZE = 16
 PAGED_KINDS = frozenset({Kind.FULL, Kind.MLA, Kind.INDEXER, Kind.COMPRESSED})
@@ -115,7 +115,7 @@ class NativeLayout:
 
 
 def _is_mtp_method(method: str | None) -> bool:
-    return bool(method) and str(method).lower().endswith("mtp")
+    return method in MTP_METHODS
 
 
 def cached_layers(

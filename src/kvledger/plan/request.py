@@ -12,6 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 ENGINES = ("native", "vllm")
+# vLLM's speculative methods (SpeculativeConfig.method). MTP variants draft with layers shipped
+# in the checkpoint; eagle/eagle3/draft_model/medusa/mlp_speculator need a separate draft model;
+# ngram and suffix keep no KV at all.
+MTP_METHODS = (
+    "mtp", "deepseek_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp", "mimo_mtp",
+    "longcat_flash_mtp", "pangu_ultra_moe_mtp",
+)
+DRAFT_MODEL_METHODS = ("eagle", "eagle3", "draft_model", "medusa", "mlp_speculator")
+KV_FREE_METHODS = ("ngram", "suffix")
+SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS)
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
@@ -62,6 +72,13 @@ class PlanRequest:
         _count("max_num_seqs", self.max_num_seqs, minimum=1)
         _count("max_num_batched_tokens", self.max_num_batched_tokens, minimum=1)
         _count("num_speculative_tokens", self.num_speculative_tokens, minimum=0)
+        if self.speculative_method is not None and (
+            self.speculative_method not in SPECULATIVE_METHODS
+        ):
+            raise ValueError(
+                f"speculative_method must be one of {', '.join(SPECULATIVE_METHODS)}, "
+                f"got {self.speculative_method!r}"
+            )
         if self.num_speculative_tokens and not self.speculative_method:
             raise ValueError(
                 "num_speculative_tokens > 0 needs a speculative_method (mtp, eagle3, ...)"

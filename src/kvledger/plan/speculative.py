@@ -10,15 +10,21 @@ from __future__ import annotations
 
 from kvledger.derive.errors import UnsupportedArchitecture
 from kvledger.derive.layers import ModelFacts, Role
-from kvledger.plan.request import PlanRequest
+from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 
 
-def check_speculation(facts: ModelFacts, request: PlanRequest) -> None:
+def check_speculation(facts: ModelFacts, request: PlanRequest) -> list[str]:
+    """Raise when the model cannot serve the requested speculation; else warnings to show."""
     if request.num_speculative_tokens <= 0:
-        return
+        return []
     method = (request.speculative_method or "").lower()
-    if not method.endswith("mtp"):
-        return
+    if method in DRAFT_MODEL_METHODS and not facts.by_role(Role.DRAFT):
+        return [
+            f"speculative method {method!r} runs a separate draft model whose KV cache is not "
+            "in this plan; plan the draft's config too (e.g. an EAGLE3 config from the catalog)"
+        ]
+    if method not in MTP_METHODS:
+        return []
     reason = facts.extras.get("mtp_unsupported")
     if reason:
         raise UnsupportedArchitecture(
@@ -31,3 +37,4 @@ def check_speculation(facts: ModelFacts, request: PlanRequest) -> None:
             f"{facts.model} ships no MTP (next-n) layers, so speculative method {method!r} "
             "cannot run; use a draft-model method such as eagle3, or no speculation"
         )
+    return []

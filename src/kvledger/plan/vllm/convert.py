@@ -23,7 +23,7 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
-from kvledger.plan.request import PlanRequest
+from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
@@ -38,10 +38,6 @@ from kvledger.plan.vllm.specs import (
     SlidingWindowSpec,
 )
 
-# Speculative methods whose draft layers ship inside the target checkpoint (MTP / next-n).
-MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp", "mimo_mtp")
-DRAFT_METHODS = ("eagle", "eagle3")
-
 
 def layer_takes_part(layer: LayerCache, request: PlanRequest) -> bool:
     """Whether vLLM allocates KV for this layer under these options."""
@@ -55,7 +51,7 @@ def layer_takes_part(layer: LayerCache, request: PlanRequest) -> bool:
     if layer.role is Role.MTP:
         return speculating and method in MTP_METHODS
     if layer.role is Role.DRAFT:
-        return speculating and method in DRAFT_METHODS
+        return speculating and method in DRAFT_MODEL_METHODS
     return True
 
 
