@@ -31,3 +31,13 @@ def test_nothing_outside_check_imports_torch_or_transformers() -> None:
         if p.relative_to(root).parts[0] != "check" and pattern.search(p.read_text())
     ]
     assert offenders == []
+
+
+def test_audit_function_is_exported_as_audit_model() -> None:
+    import pytest
+
+    pytest.importorskip("torch")
+    from kvledger.check import audit_model
+    from kvledger.check.audit import audit
+
+    assert audit_model is audit

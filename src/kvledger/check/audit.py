@@ -96,7 +96,10 @@ def _find_owners(root: Any, model: Any) -> list[_Owner]:
     owners: list[_Owner] = []
     seen: set[int] = set()
     for path, obj in _candidates(root):
-        method = getattr(obj, "model_local_kv_specs", None)
+        try:
+            method = getattr(obj, "model_local_kv_specs", None)
+        except Exception:  # a forwarding wrapper whose attribute access fails: not an owner
+            continue
         if not callable(method):
             continue
         owner = getattr(method, "__self__", obj)
