@@ -257,6 +257,31 @@ def test_whisper_unnamed_declarations_are_compared_jointly(whisper_model: object
     assert "compared jointly" in result.report()
 
 
+def test_whisper_geometry_from_config_needs_decoder_layers() -> None:
+    """spec_from_hf_config reads ``num_hidden_layers``, which WhisperConfig maps to
+    ``encoder_layers``: for the decoder's caches that is the wrong count whenever the two
+    differ (distil-whisper keeps 32 encoder and 2 decoder layers). Here 3 vs 2: the declared
+    cross cache is 3/2 of what the 2 decoder layers hold, 50 % over; the audit catches it."""
+    from kvledger import ModelLocalKVScope, spec_from_hf_config
+
+    model = whisper(encoder_layers=3)
+    config = model.config
+
+    def cross(**override: int) -> object:
+        return spec_from_hf_config(
+            config, name="cross_attention_cache", physical_capacity_positions=16,
+            capacity_source="max_source_positions", scope=ModelLocalKVScope.REQUEST,
+            dtype="float32", rows=RowDriver.MAX_NUM_SEQS, **override,
+        )
+
+    selfs = spec("self_attention_cache", kv_heads=4, positions=5)
+    wrong = _whisper_audit(model, [selfs, cross()])
+    assert {r.spec.name: r.verdict for r in wrong.declarations}[
+        "cross_attention_cache"] is Verdict.OVER_DECLARED, wrong.report()
+    right = _whisper_audit(model, [selfs, cross(layers=config.decoder_layers)])
+    assert right.ok, right.report()
+
+
 # --- linear-attention hybrid (Qwen3-Next: linear, full, linear, full) -------------------
 # batch 2, prompt 5, 3 new → full-attention layers keep 7 positions:
 #   2 × 2 full layers × 2 kv heads × 16 × 7 × 4 B = 3,584 B/row.

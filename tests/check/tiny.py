@@ -58,14 +58,14 @@ def qwen3_next() -> Any:
     return Qwen3NextForCausalLM(cfg).eval()
 
 
-def whisper() -> Any:
+def whisper(encoder_layers: int = 2) -> Any:
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
     torch.manual_seed(0)
     # d_model 64 / 4 heads = head_dim 16; 2 decoder layers; encoder output 16 frames
     # (max_source_positions; the input has 2 × 16 mel frames, halved by the stride-2 conv).
     cfg = WhisperConfig(
-        vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+        vocab_size=VOCAB, d_model=64, encoder_layers=encoder_layers, decoder_layers=2,
         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
         decoder_ffn_dim=64, num_mel_bins=8, max_source_positions=16,
         max_target_positions=32, pad_token_id=0, bos_token_id=1, eos_token_id=2,
