@@ -189,3 +189,26 @@ def test_max_num_seqs_must_be_a_positive_int(bad: object) -> None:
 def test_tolerance_must_be_a_fraction(bad: float) -> None:
     with pytest.raises(ValueError):
         audit(Owner([]), max_num_seqs=1, tolerance=bad)
+
+
+def test_a_deep_owner_is_sampled_while_its_own_modules_run() -> None:
+    class Deep(Owner):
+        def __init__(self, specs: list[object]) -> None:
+            super().__init__(specs)
+            self.body = nn.Sequential(nn.Sequential(nn.Sequential(nn.Linear(8, 8))))
+            self.probe = nn.Linear(8, 8)
+
+        def forward(self, x: object) -> object:
+            self.kv = _new_cache()
+            _fill(self.kv, rows=1, positions=4)  # 512 B only while the forward runs
+            self.probe(x)
+            self.kv = None
+            return x
+
+    # The owner sits 3 levels down, out of reach of the root's SAMPLE_DEPTH; its own
+    # child ``probe`` is hooked because sampling also starts at every owner.
+    root = nn.Sequential(nn.Sequential(nn.Sequential(Deep([one_layer("kv", 4)]))))
+    deep = root[0][0][0]
+    result = audit(root, max_num_seqs=1, run=lambda: deep(torch.zeros(1, 8)))
+    assert result.declarations[0].verdict is Verdict.OK, result.report()
+    assert result.declarations[0].owner_path == "0.0.0"

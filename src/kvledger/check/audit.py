@@ -27,13 +27,13 @@ Rejected alternative: matching by lifetime (``scope``). Scope is diagnostic in t
 never observable from a tensor, so matching on it would invent a fact.
 
 **When it is measured.** After ``run()`` returns and, with ``sample_during_run``, after the
-forward of every module up to ``SAMPLE_DEPTH`` below the root during the run (forward hooks),
-keeping each group's peak — logical and pinned bytes each peak on their own (a sliding-window
-view pins the whole prompt right after prefill, then only ``window`` positions once decoding).
-Caches an owner drops before returning (an INVOCATION working copy) are seen only if they are
-still reachable from the owner while some hooked module runs; one that lives only in a local
-variable is invisible and reads ``dead`` — a declaration the audit cannot confirm is reported,
-never assumed fine.
+forward of every module up to ``SAMPLE_DEPTH`` levels below the root or below an owner during
+the run (forward hooks), keeping each group's peak — logical and pinned bytes each peak on
+their own (a sliding-window view pins the whole prompt right after prefill, then only
+``window`` positions once decoding). Caches an owner drops before returning (an INVOCATION
+working copy) are seen only if they are still reachable from the owner while some hooked
+module runs; one that lives only in a local variable is invisible and reads ``dead`` — a
+declaration the audit cannot confirm is reported, never assumed fine.
 
 **Verdicts at ``max_num_seqs``** (declared = ``spec.peak_bytes(max_num_seqs)``, measured on the
 chosen ``basis``, logical by default): ``dead`` if nothing logical was ever measured;
@@ -63,9 +63,9 @@ from kvledger.declare.counts import require_int
 from kvledger.declare.model_local import ModelLocalKVSpec
 
 DEFAULT_TOLERANCE = 0.10
-# Forward hooks go on modules at most this deep below the root (root, children, grandchildren):
-# one sample per model step or so. Every module would multiply the cost by the layer count
-# for samples that differ only inside one step.
+# Forward hooks go on modules at most this deep below the root or below a declaring owner
+# (itself, children, grandchildren): about one sample per model step. Hooking every module
+# would multiply the cost by the layer count for samples that differ only inside one step.
 SAMPLE_DEPTH = 2
 
 
@@ -209,6 +209,17 @@ def _audit_owner(
     return rows, stray
 
 
+def _near(name: str, bases: list[str]) -> bool:
+    """Within ``SAMPLE_DEPTH`` levels of the root or of a declaring owner."""
+    for base in ["", *bases]:
+        if base and name != base and not name.startswith(base + "."):
+            continue
+        rest = name[len(base):].lstrip(".")
+        if not rest or rest.count(".") < SAMPLE_DEPTH:
+            return True
+    return False
+
+
 class _Sampler:
     def __init__(self, root: Any, owners: list[_Owner]) -> None:
         self.root = root
@@ -260,8 +271,9 @@ def audit(
         if sample_during_run:
             named_modules = getattr(root, "named_modules", None)
             if callable(named_modules):
+                bases = [o.path for o in owners]
                 for name, module in named_modules():
-                    if name.count(".") >= SAMPLE_DEPTH:
+                    if not _near(name, bases):
                         continue
                     register = getattr(module, "register_forward_hook", None)
                     if callable(register):
