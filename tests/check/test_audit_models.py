@@ -316,3 +316,27 @@ def test_hybrid_declaring_only_attention_misses_the_recurrent_state() -> None:
     (row,) = result.declarations
     assert row.verdict is Verdict.UNDER_DECLARED, result.report()
     assert (row.declared_bytes, row.logical_bytes) == (2 * 3584, 2 * (3584 + 7168))
+
+
+def test_static_sliding_window_keeps_window_positions_not_window_minus_one() -> None:
+    """StaticSlidingWindowLayer allocates min(window, max_cache_len) positions — one more than
+    the dynamic layer's window - 1. Window 4, max_cache_len 16, batch 1:
+    2 × 2 layers × 2 heads × 16 × 4 × 4 B = 2,048 B; declaring window - 1 (1,536 B) is
+    under-declared."""
+    from transformers import StaticCache
+
+    model = mistral_sliding(window=4)
+
+    def owner(positions: int) -> GenerateOwner:
+        return GenerateOwner(
+            model, [spec(positions=positions, **FIXED)],  # type: ignore[arg-type]
+            lambda: StaticCache(config=model.config, max_cache_len=16),
+        )
+
+    right = owner(4)
+    result = audit(right, max_num_seqs=1, run=lambda: right.generate(1, 6, 3))
+    assert result.declarations[0].verdict is Verdict.OK, result.report()
+    assert result.declarations[0].logical_bytes == 2048
+    short = owner(3)
+    result = audit(short, max_num_seqs=1, run=lambda: short.generate(1, 6, 3))
+    assert result.declarations[0].verdict is Verdict.UNDER_DECLARED, result.report()
