@@ -108,8 +108,11 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
     p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, metavar="U",
                    help="fraction of GPU memory the engine may use (default 0.9)")
-    p.add_argument("--block-size", type=_block_size, default=16, metavar="B|auto",
-                   help="tokens per KV block (default 16; auto: the engine chooses)")
+    # Not given = vLLM's own default: 16, unless the attention backend needs another size
+    # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
+    p.add_argument("--block-size", type=_block_size, default=None, metavar="B|auto",
+                   help="tokens per KV block (default: 16, or what the attention backend "
+                        "needs, e.g. 64 for sparse MLA; same as auto)")
     p.add_argument("--max-model-len", type=_int_at_least(1), default=None, metavar="L",
                    help="longest request in tokens (default: the config's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
