@@ -364,3 +364,15 @@ def test_speculation_widens_gdn_conv_state() -> None:
     # conv channels 2 × 16 key heads × 128 + 32 value heads × 128 = 8192
     assert shapes[0][0] == (3, 8192)
     assert shapes[2][0] == (5, 8192)
+
+
+def test_model_vllm_lacks_is_refused_not_guessed() -> None:
+    from kvledger.derive import derive_model
+    from kvledger.plan.request import PlanRequest
+    from kvledger.plan.vllm import plan_vllm
+    from kvledger.plan.vllm.resolve import VllmLayoutError
+
+    facts = derive_model("MiniMaxAI/MiniMax-M3")
+    with pytest.raises(VllmLayoutError, match="no MiniMax-M3"):
+        plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 34,
+                                     block_size=None), 1 << 34)

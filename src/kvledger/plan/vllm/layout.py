@@ -118,7 +118,18 @@ class _Prepared:
     warnings: tuple[str, ...]
 
 
+# Model types whose facts come from another engine's implementation: vLLM 0.32 has no model
+# class for them, so "what vLLM allocates" has no answer and the layout refuses.
+NOT_IN_VLLM = {
+    "minimax_m3": "vLLM 0.32 has no MiniMax-M3 model (kvledger's facts come from SGLang's)",
+}
+
+
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
+    if facts.model_type in NOT_IN_VLLM:
+        raise VllmLayoutError(
+            f"{facts.model}: {NOT_IN_VLLM[facts.model_type]}; use --engine native"
+        )
     res = resolve(facts, request)
     tp = request.tensor_parallel_size
     taking = [layer.split(tp) for layer in facts.layers if layer_takes_part(layer, request)]
