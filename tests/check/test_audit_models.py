@@ -340,3 +340,66 @@ def test_static_sliding_window_keeps_window_positions_not_window_minus_one() -> 
     short = owner(3)
     result = audit(short, max_num_seqs=1, run=lambda: short.generate(1, 6, 3))
     assert result.declarations[0].verdict is Verdict.UNDER_DECLARED, result.report()
+
+
+# --- dead and undeclared, for every model kind --------------------------------------------
+# (kind, owner factory taking specs, run, correct specs, bytes measured by the run)
+# Bytes as worked above: llama 8,192; sliding 3,072; static 8,192; whisper
+# 2 × (5,120 + 16,384) = 43,008; hybrid 2 × (3,584 + 7,168) = 21,504.
+
+
+def _kinds() -> list[tuple[str, object, object, list[object], int]]:
+    from transformers import DynamicCache, StaticCache
+
+    ll, ms, qn, wh = llama(), mistral_sliding(4), qwen3_next(), whisper()
+    return [
+        ("llama", lambda s: GenerateOwner(ll, s, DynamicCache),
+         lambda o: o.generate(2, 5, 4), [spec(positions=8)], 8192),
+        ("sliding", lambda s: GenerateOwner(ms, s, lambda: DynamicCache(config=ms.config)),
+         lambda o: o.generate(2, 6, 3), [spec(positions=3)], 3072),
+        ("static", lambda s: GenerateOwner(
+            ll, s, lambda: StaticCache(config=ll.config, max_cache_len=16)),
+         lambda o: o.generate(1, 5, 2), [spec(positions=16, **FIXED)], 8192),  # type: ignore[arg-type]
+        ("whisper", lambda s: WhisperOwner(wh, s), lambda o: o.decode(2, 2),
+         [spec("self_attention_cache", kv_heads=4, positions=5),
+          spec("cross_attention_cache", kv_heads=4, positions=16)], 43008),
+        ("hybrid", lambda s: GenerateOwner(qn, s, lambda: DynamicCache(config=qn.config)),
+         lambda o: o.generate(2, 5, 3),
+         [spec("attention", positions=7), spec("state", kv_heads=1, head_dim=448, positions=1)],
+         21504),
+    ]
+
+
+@pytest.fixture(scope="module")
+def kinds() -> list[tuple[str, object, object, list[object], int]]:
+    return _kinds()
+
+
+def _empty_cache(owner: object, name: str) -> object:
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    if name == "whisper":
+        return EncoderDecoderCache(DynamicCache(), DynamicCache())
+    return owner._make_cache()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("index", range(5), ids=["llama", "sliding", "static", "whisper",
+                                                  "hybrid"])
+def test_every_kind_correct_dead_and_undeclared(kinds: list[tuple], index: int) -> None:  # type: ignore[type-arg]
+    name, make, run, specs, measured = kinds[index]
+    rows = 1 if name == "static" else 2
+
+    owner = make(specs)
+    result = audit(owner, max_num_seqs=rows, run=lambda: run(owner))
+    assert result.ok, result.report()
+    assert sum({r.group: r.logical_bytes for r in result.declarations}.values()) == measured
+
+    idle = make(specs)
+    idle.cache = _empty_cache(idle, name)  # built, never filled
+    result = audit(idle, max_num_seqs=rows, run=lambda: None)
+    assert {r.verdict for r in result.declarations} == {Verdict.DEAD}, result.report()
+
+    silent = make([])
+    result = audit(silent, max_num_seqs=rows, run=lambda: run(silent))
+    assert {u.verdict for u in result.undeclared} == {Verdict.UNDECLARED}
+    assert sum(u.logical_bytes for u in result.undeclared) == measured, result.report()
