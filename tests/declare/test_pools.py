@@ -104,6 +104,7 @@ def test_plan_reserves_state_then_pages_remainder() -> None:
     assert plan.total_reserved_bytes == 9_950
     assert plan.entries_per_req == {"gdn": 2, "kv": 0}
     assert plan.paged_class == "kv"
+    assert plan.pools == {"gdn": Pool.STATE, "kv": Pool.PAGE}
 
 
 def test_exact_zero_remainder_raises() -> None:

@@ -12,9 +12,9 @@ No padding is inserted between classes, so the bytes allocated equal
 ``plan.total_reserved_bytes`` exactly. A consumer that needs aligned entries must plan with
 aligned ``entry_bytes``; silently padding here would make the plan and the memory disagree.
 
-The pool of a class is read from the plan: the ``paged_class`` is PAGE; a class with
-``entries_per_req >= 1`` is STATE; any other is FIXED (``SubPoolSpec`` guarantees STATE has
-``entries_per_req >= 1`` and FIXED has 0).
+The pool of a class is read from ``plan.pools``; for a plan built by hand without it, the
+``paged_class`` is PAGE, a class with ``entries_per_req >= 1`` is STATE and any other is FIXED
+(``SubPoolSpec`` guarantees STATE has ``entries_per_req >= 1`` and FIXED has 0).
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ class Arena:
 
 
 def pool_of(plan: PoolPlan, name: str) -> Pool:
+    if name in plan.pools:
+        return plan.pools[name]
+    # A PoolPlan built by hand without ``pools``: infer from what the seed guarantees.
     if name == plan.paged_class:
         return Pool.PAGE
     if plan.entries_per_req.get(name, 0) >= 1:

@@ -176,6 +176,8 @@ class PoolPlan:
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Model-local bytes the engine's profiling run already charged: reported, never reserved.
     already_charged_bytes: Mapping[str, int] = field(default_factory=_frozen)
+    # Which pool each class lives in (PAGE, STATE or FIXED).
+    pools: Mapping[str, Pool] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
     def empty(cls) -> PoolPlan:
@@ -257,4 +259,5 @@ def plan_pools(
         paged_class=paged,
         sources=MappingProxyType({n: s.source for n, s in merged.items()}),
         already_charged_bytes=_frozen(charged),
+        pools=MappingProxyType({n: s.pool for n, s in merged.items()}),
     )
