@@ -181,6 +181,10 @@ def spec_from_hf_config(
     ``encoder_attention_heads``). Explicit arguments override. Missing attributes raise
     ``ValueError`` naming what was tried. ``rows`` is keyword-required: an earlier helper
     defaulted it and made the dataclass's guarantee decorative.
+
+    The order finds an *encoder* cache on encoder-decoder configs (transformers' WhisperConfig
+    even maps ``num_hidden_layers`` to ``encoder_layers``); a decoder-side cache of such a
+    model must pass ``layers``/``kv_heads`` explicitly (e.g. ``decoder_layers``).
     """
     if layers is None:
         layers = _first(config, ("num_hidden_layers", "encoder_layers", "num_layers"), "layers")
