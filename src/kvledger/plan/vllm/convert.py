@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, cast
 
-from kvledger.derive.families.kda import IndexerTail, PooledIndexer
 from kvledger.derive.layers import (
     MLA,
     Attention,
@@ -132,6 +131,10 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
             block_size=bs, num_kv_heads=1, head_size=layer.latent_dim + layer.rope_dim,
             dtype=dtype, quant=quant, cache_dtype_str=cache_str,
         )
+    # Imported here, past the branches dense, windowed and MLA layers take: loading the KDA
+    # family (and its recurrent-state classes) costs CLI start-up for models that have none.
+    from kvledger.derive.families.kda import IndexerTail, PooledIndexer
+
     if isinstance(layer, PooledIndexer):
         # GLM-5.3 pooled indexer: one fp8 row (+ scales) per ``pool`` tokens
         # (MLAAttentionSpec.tokens_per_state).
