@@ -18,13 +18,10 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kvledger.declare.pools import InsufficientPoolBudget
 from kvledger.derive import derive_model
 from kvledger.derive.layers import ModelFacts, Role
 from kvledger.derive.source import ModelSource, load_source
-from kvledger.plan.answers import fit_candidates, max_context_at
 from kvledger.plan.budget import Budget, BudgetTooSmall, Reserves, given_budget
-from kvledger.plan.parallel import reconcile_min, split_stages
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import (
     FitAttempt,
@@ -36,10 +33,12 @@ from kvledger.plan.result import (
 )
 from kvledger.plan.speculative import check_speculation
 
-# Each engine's layout, the GPU presets and the weights are imported where they are used, so
-# `kvledger plan … --engine vllm --kv-cache-memory-bytes N` loads neither the native layout nor
-# the budget machinery (CLI start-up time is a stated target).
+# Each engine's layout, the GPU presets, the weights, the pool planner's error, the stage split
+# and the answers are imported where they are used, so `kvledger plan … --engine vllm
+# --kv-cache-memory-bytes N` loads neither the native layout nor the budget machinery (CLI
+# start-up time is a stated target).
 if TYPE_CHECKING:
+    from kvledger.declare.pools import InsufficientPoolBudget
     from kvledger.plan.native import ModelLocalInput, NativePlan
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default
@@ -163,7 +162,9 @@ def _plan_native(
     local: Sequence[ModelLocalInput],
     charged: Iterable[str],
 ) -> tuple[list[RankResult], dict[tuple[int, str], str], list[str], list[NativePlan]]:
+    from kvledger.declare.pools import InsufficientPoolBudget
     from kvledger.plan.native import cached_layers, plan_native
+    from kvledger.plan.parallel import reconcile_min, split_stages
 
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     stages = split_stages(facts.layers, tp, pp)
@@ -226,8 +227,11 @@ def _plan_vllm(
     stage_plans = list(plan.stages) or [plan]
     pp = request.pipeline_parallel_size
     decoder = [layer for layer in facts.layers if layer.role == Role.DECODER]
-    ranges = [s.layer_range for s in split_stages(decoder, 1, pp)] if pp > 1 \
-        else [(0, len(decoder))]
+    ranges = [(0, len(decoder))]
+    if pp > 1:
+        from kvledger.plan.parallel import split_stages
+
+        ranges = [s.layer_range for s in split_stages(decoder, 1, pp)]
     ranks = []
     for k, sp in enumerate(stage_plans):
         rows = tuple(PoolRow(**row) for row in sp.pools())
@@ -277,6 +281,8 @@ def plan_model(
     answers: dict[str, Any] = {}
     local = tuple(model_local_specs)
     if request.engine == "native":
+        from kvledger.declare.pools import InsufficientPoolBudget
+
         charged = tuple(model_local_already_charged)
         ranks, classes, stage_warnings, plans = _plan_native(
             facts, request, budget, max_len, local, charged)
@@ -319,6 +325,8 @@ def plan_model(
     binding = max(ranks, key=lambda r: r.reserved_bytes)
     answers["max_concurrency_at_max_model_len"] = concurrency_now
     if concurrency is not None:
+        from kvledger.plan.answers import max_context_at
+
         hi = max(max_len, facts.max_position_embeddings or 0)
         best = max_context_at(concurrency, concurrency_at, hi=hi)
         answers["concurrency"] = concurrency
@@ -374,6 +382,8 @@ def fit_model(
     It holds when its max concurrency at ``context`` is at least ``concurrency`` and, for the
     vLLM engine, vLLM would start.
     """
+    from kvledger.declare.pools import InsufficientPoolBudget
+    from kvledger.plan.answers import fit_candidates
     from kvledger.plan.gpus import gpu_preset
 
     request = request or PlanRequest()
