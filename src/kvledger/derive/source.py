@@ -1,17 +1,28 @@
 """Where a model's config comes from: a path, a directory, a dict, a config object, or a
 catalog id of the bundled real configs. Nothing here touches the network.
+
+Start-up: a catalog id is the CLI's common case, and it is resolved with ``os.path`` only.
+``pathlib`` (≈ 10 ms with the ``urllib.parse`` / ``ipaddress`` it imports on Python 3.11) is
+imported when the name may be on disk, and ``importlib.resources`` not at all: the catalog is
+package data beside this file, and ``resources.files`` of a package on the file system is
+that same directory (a zipped install would not work either way: ``Path(str(...))`` of a
+zip entry is no file).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.derive.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_CATALOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog")
 
 
 @dataclass(frozen=True)
@@ -26,7 +37,9 @@ class ModelSource:
 
 
 def _catalog_dir() -> Path:
-    return Path(str(resources.files("kvledger.derive") / "catalog"))
+    from pathlib import Path
+
+    return Path(_CATALOG)
 
 
 def catalog_ids() -> list[str]:
@@ -39,9 +52,10 @@ def catalog_ids() -> list[str]:
     return sorted(out)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path | str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        with open(path) as handle:  # the default encoding, as Path.read_text()
+            data = json.loads(handle.read())
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
     except OSError as exc:
@@ -63,12 +77,26 @@ def _from_directory(directory: Path, label: str) -> ModelSource:
 
 def _from_catalog(model_id: str) -> ModelSource | None:
     stem = model_id.replace("/", "--", 1)
-    path = _catalog_dir() / f"{stem}.json"
-    if not path.is_file():
+    path = os.path.join(_CATALOG, f"{stem}.json")
+    if not os.path.isfile(path):
         return None
-    quant_path = _catalog_dir() / f"{stem}.hf_quant_config.json"
-    quant = _read_json(quant_path) if quant_path.is_file() else None
+    quant_path = os.path.join(_CATALOG, f"{stem}.hf_quant_config.json")
+    quant = _read_json(quant_path) if os.path.isfile(quant_path) else None
     return ModelSource(model_id, _read_json(path), quant, None, ("bundled catalog config",))
+
+
+def _may_be_on_disk(text: str) -> bool:
+    """False only when ``Path(text).expanduser()`` certainly names nothing on disk.
+
+    Without ``~``, empty, ``.`` or empty components (``Path`` drops the last two, and turns
+    ``""`` into ``"."``), ``Path`` normalization only merges repeated slashes, which ``stat``
+    ignores; if ``lstat`` then finds nothing, ``Path.is_dir()`` and ``is_file()`` find nothing
+    either. Anything else takes the ``pathlib`` road, exactly as before.
+    """
+    parts = text.replace(os.sep, "/").split("/")
+    if text.startswith("~") or "" in parts or "." in parts:
+        return True
+    return os.path.lexists(text)
 
 
 def load_source(model: Any, *, hf_quant_config: Mapping[str, Any] | None = None) -> ModelSource:
@@ -91,13 +119,21 @@ def load_source(model: Any, *, hf_quant_config: Mapping[str, Any] | None = None)
             raise ConfigError("config object's to_dict() did not return a mapping")
         label = str(data.get("_name_or_path") or type(model).__name__)
         return ModelSource(label, dict(data), quant)
-    if isinstance(model, Path | str):
+    from_text = isinstance(model, str)
+    if not from_text:
+        from pathlib import Path
+
+        from_text = isinstance(model, Path)
+    if from_text:
         text = str(model)
-        path = Path(text).expanduser()
-        if path.is_dir():
-            return _from_directory(path, text)
-        if path.is_file():
-            return ModelSource(text, _read_json(path), quant)
+        if _may_be_on_disk(text):
+            from pathlib import Path
+
+            path = Path(text).expanduser()
+            if path.is_dir():
+                return _from_directory(path, text)
+            if path.is_file():
+                return ModelSource(text, _read_json(path), quant)
         found = _from_catalog(text)
         if found is not None:
             return found
