@@ -36,7 +36,9 @@ _OPTION_FLAGS = {
         "cuda_graph_bytes", "non_torch_bytes",
     )
 }
-_OPTION_RE = re.compile(r"\b(" + "|".join(sorted(_OPTION_FLAGS, key=len, reverse=True)) + r")\b")
+# A pattern, not a compiled regex: ``re`` compiles (and caches) it on the first error, not on
+# every start-up.
+_OPTION_PATTERN = r"\b(" + "|".join(sorted(_OPTION_FLAGS, key=len, reverse=True)) + r")\b"
 
 
 class UsageError(Exception):
@@ -54,7 +56,7 @@ def one_line(text: str) -> str:
 
 def _flagify(message: str) -> str:
     """``max_num_seqs must be >= 1`` → ``--max-num-seqs must be >= 1``."""
-    return _OPTION_RE.sub(lambda m: _OPTION_FLAGS[m.group(1)], message)
+    return re.sub(_OPTION_PATTERN, lambda m: _OPTION_FLAGS[m.group(1)], message)
 
 
 def _is_instance(exc: BaseException, module: str, name: str) -> bool:

@@ -42,6 +42,26 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: error: {message}", hint=f"see '{self.prog} --help'")
 
+    # argparse's add_argument builds a formatter only to check a metavar tuple against nargs;
+    # a default one reads the terminal width through shutil, whose import (zlib, bz2, lzma)
+    # costs ~6 ms of every start-up. That check never uses the width, so it gets a fixed one;
+    # help and usage text still get argparse's own formatter, sized to the terminal.
+    _checking_argument = False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._checking_argument = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking_argument = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._checking_argument:
+            formatter_class: Any = self.formatter_class  # typeshed's protocol omits width
+            formatter: argparse.HelpFormatter = formatter_class(prog=self.prog, width=80)
+            return formatter
+        return super()._get_formatter()
+
 
 # -- argument types: each names what it expected, argparse adds the flag -------------------
 
