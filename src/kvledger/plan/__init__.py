@@ -14,7 +14,7 @@ _EXPORTS: dict[str, str] = {
     "plan_model": "kvledger.plan.api",
     "fit_model": "kvledger.plan.api",
     "PlanResult": "kvledger.plan.result",
-    "FitResult": "kvledger.plan.result",
+    "FitResult": "kvledger.plan.fit_result",
     "RankResult": "kvledger.plan.result",
     "PoolRow": "kvledger.plan.result",
     "plan_native": "kvledger.plan.native",

@@ -23,14 +23,7 @@ from kvledger.derive.layers import ModelFacts, Role
 from kvledger.derive.source import ModelSource, load_source
 from kvledger.plan.budget import Budget, BudgetTooSmall, Reserves, given_budget
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.result import (
-    FitAttempt,
-    FitResult,
-    PlanResult,
-    PoolRow,
-    RankResult,
-    layer_summary,
-)
+from kvledger.plan.result import PlanResult, PoolRow, RankResult, layer_summary
 from kvledger.plan.speculative import check_speculation
 
 # Each engine's layout, the GPU presets, the weights, the pool planner's error, the stage split
@@ -39,6 +32,7 @@ from kvledger.plan.speculative import check_speculation
 # start-up time is a stated target).
 if TYPE_CHECKING:
     from kvledger.declare.pools import InsufficientPoolBudget
+    from kvledger.plan.fit_result import FitResult
     from kvledger.plan.native import ModelLocalInput, NativePlan
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default
@@ -384,6 +378,7 @@ def fit_model(
     """
     from kvledger.declare.pools import InsufficientPoolBudget
     from kvledger.plan.answers import fit_candidates
+    from kvledger.plan.fit_result import FitAttempt, FitResult
     from kvledger.plan.gpus import gpu_preset
 
     request = request or PlanRequest()

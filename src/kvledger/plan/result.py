@@ -16,6 +16,19 @@ from typing import Any
 from kvledger.derive.layers import LayerCache
 from kvledger.plan.budget import Budget
 
+# FitAttempt and FitResult live in ``kvledger.plan.fit_result`` (only ``kvledger fit`` builds
+# them; two dataclasses fewer on ``kvledger plan``'s start-up path) and are still importable
+# from here.
+_MOVED = {"FitAttempt", "FitResult"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from kvledger.plan import fit_result
+
+        return getattr(fit_result, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 @dataclass(frozen=True)
 class PoolRow:
@@ -171,63 +184,3 @@ class PlanResult:
         if self.answers:
             out["answers"] = dict(self.answers)
         return out
-
-
-@dataclass(frozen=True)
-class FitAttempt:
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    fits: bool
-    max_concurrency: float | None
-    reason: str
-
-    @property
-    def gpus(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tensor_parallel_size": self.tensor_parallel_size,
-            "pipeline_parallel_size": self.pipeline_parallel_size,
-            "gpus": self.gpus,
-            "fits": self.fits,
-            "max_concurrency": self.max_concurrency,
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True)
-class FitResult:
-    model: str
-    gpu: str
-    engine: str
-    concurrency: int
-    context: int
-    attempts: tuple[FitAttempt, ...]
-    plan: PlanResult | None  # the smallest layout that holds it, or None
-    reason: str = ""  # why nothing fits, when plan is None
-
-    @property
-    def fits(self) -> bool:
-        return self.plan is not None
-
-    def to_json(self) -> dict[str, Any]:
-        chosen = None
-        if self.plan is not None:
-            chosen = {
-                "tensor_parallel_size": self.plan.tensor_parallel_size,
-                "pipeline_parallel_size": self.plan.pipeline_parallel_size,
-                "gpus": self.plan.tensor_parallel_size * self.plan.pipeline_parallel_size,
-            }
-        return {
-            "model": self.model,
-            "gpu": self.gpu,
-            "engine": self.engine,
-            "concurrency": self.concurrency,
-            "context": self.context,
-            "fits": self.fits,
-            "chosen": chosen,
-            "reason": self.reason,
-            "attempts": [a.to_json() for a in self.attempts],
-            "plan": self.plan.to_json() if self.plan is not None else None,
-        }
