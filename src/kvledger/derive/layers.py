@@ -143,6 +143,8 @@ class Attention(LayerCache):
 
 @dataclass(frozen=True, kw_only=True)
 class FullAttention(Attention):
+    """Attends to every past position (the model's ordinary K/V attention)."""
+
     kind: ClassVar[Kind] = Kind.FULL
 
 

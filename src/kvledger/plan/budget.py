@@ -48,6 +48,8 @@ DEFAULT_NON_TORCH_BYTES_MULTI_GPU = 1 * GIB
 
 @dataclass(frozen=True)
 class BudgetLine:
+    """One line of the budget: what it is, its bytes, and whether given, exact or estimated."""
+
     label: str
     bytes: int
     basis: str  # GIVEN, EXACT or ESTIMATED

@@ -36,6 +36,8 @@ def _count(name: str, value: Any, *, minimum: int) -> None:
 
 @dataclass(frozen=True)
 class PlanRequest:
+    """The planner's options, under vLLM's names and defaults, validated once here."""
+
     engine: str = "native"
     # Budget per GPU, given directly (vLLM's --kv-cache-memory-bytes). None: derive from a GPU.
     kv_cache_memory_bytes: int | None = None

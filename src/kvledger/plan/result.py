@@ -32,6 +32,8 @@ def __getattr__(name: str) -> Any:
 
 @dataclass(frozen=True)
 class PoolRow:
+    """One pool of a plan as the JSON shows it: its entries, their size, and who asked for it."""
+
     name: str
     pool: str
     entries: int
@@ -121,6 +123,8 @@ def layer_summary(
 
 @dataclass(frozen=True)
 class PlanResult:
+    """What ``plan_model`` returns; ``to_json()`` is the machine interface of ``kvledger plan``."""
+
     model: str
     engine: str
     block_size: int

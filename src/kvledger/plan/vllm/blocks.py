@@ -22,6 +22,8 @@ from kvledger.plan.vllm.specs import KVCacheSpec, SpecContext
 
 @dataclass(frozen=True)
 class BlockMath:
+    """The block count and the numbers vLLM logs from it, for one budget."""
+
     bytes_per_block: int
     num_blocks: int
     blocks_per_request: int

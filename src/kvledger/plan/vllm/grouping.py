@@ -29,6 +29,8 @@ from kvledger.plan.vllm.specs import (
 
 @dataclass(frozen=True)
 class Group:
+    """One KV cache group: its layers and the spec they share."""
+
     layers: tuple[int, ...]  # ordinals into the planned layer list
     spec: KVCacheSpec | UniformTypeSpecs
 
@@ -39,6 +41,8 @@ class Group:
 
 @dataclass(frozen=True)
 class Grouping:
+    """vLLM's KV cache groups, the per-layer specs after unification, and any warnings."""
+
     groups: tuple[Group, ...]
     specs: dict[int, KVCacheSpec]  # per layer, after page-size unification
     warnings: tuple[str, ...] = ()

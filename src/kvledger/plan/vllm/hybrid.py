@@ -32,6 +32,8 @@ DEFAULT_BLOCK_SIZE = 16
 
 @dataclass(frozen=True)
 class BlockSizes:
+    """The block sizes vLLM settles on (attention, and Mamba when the model has it)."""
+
     block_size: int  # attention (cache_config.block_size), what vLLM reports
     mamba_block_size: int | None
     mamba_page_size_padded: int | None

@@ -57,6 +57,8 @@ def pp_stages(num_layers: int, pp: int) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class GroupInfo:
+    """One KV cache group as reported: its spec, layer count and per-request pages."""
+
     spec: str
     num_layers: int
     block_size: int
@@ -67,6 +69,8 @@ class GroupInfo:
 
 @dataclass(frozen=True)
 class VllmPlan:
+    """What ``plan_vllm`` returns: vLLM's block count, logged numbers and groups."""
+
     model: str
     num_blocks: int
     block_size: int
@@ -110,6 +114,8 @@ class VllmPlan:
 
 @dataclass(frozen=True)
 class _Prepared:
+    """Everything ``_prepare`` derives once, before blocks are counted per stage."""
+
     res: Resolved
     layers: tuple[LayerCache, ...]
     sizes: BlockSizes

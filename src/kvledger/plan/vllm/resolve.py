@@ -27,6 +27,8 @@ class VllmLayoutError(ValueError):
 
 @dataclass(frozen=True)
 class Resolved:
+    """The settings vLLM resolves from the options and the model before it sizes the cache."""
+
     model_dtype: str
     cache_dtype: str  # the option as vLLM keeps it ("auto", "fp8", ...)
     kv_storage_dtype: str  # element type of attention pages ("uint8" for fp8)

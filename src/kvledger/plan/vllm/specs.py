@@ -147,6 +147,8 @@ class AttentionSpec(KVCacheSpec):
 
 @dataclass(frozen=True, kw_only=True)
 class FullAttentionSpec(AttentionSpec):
+    """vLLM ``FullAttentionSpec``: every position of a request up to ``max_model_len``."""
+
     kind: ClassVar[str] = "FullAttentionSpec"
 
     def max_memory_usage_bytes(self, ctx: SpecContext) -> int:
@@ -182,6 +184,8 @@ class MLAAttentionSpec(FullAttentionSpec):
 
 @dataclass(frozen=True, kw_only=True)
 class SlidingWindowSpec(AttentionSpec):
+    """vLLM ``SlidingWindowSpec``: the last ``sliding_window`` positions (plus in-flight ones)."""
+
     kind: ClassVar[str] = "SlidingWindowSpec"
     sliding_window: int
 
@@ -198,6 +202,8 @@ class SlidingWindowSpec(AttentionSpec):
 
 @dataclass(frozen=True, kw_only=True)
 class ChunkedLocalAttentionSpec(AttentionSpec):
+    """vLLM ``ChunkedLocalAttentionSpec``: the current chunk (plus in-flight positions)."""
+
     kind: ClassVar[str] = "ChunkedLocalAttentionSpec"
     attention_chunk_size: int
 
@@ -213,6 +219,8 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
 
 @dataclass(frozen=True, kw_only=True)
 class CrossAttentionSpec(AttentionSpec):
+    """vLLM ``CrossAttentionSpec``: K/V over the encoder's input tokens."""
+
     kind: ClassVar[str] = "CrossAttentionSpec"
 
     def max_memory_usage_bytes(self, ctx: SpecContext) -> int:
