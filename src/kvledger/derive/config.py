@@ -7,7 +7,6 @@ error naming the key and the model, never a ``KeyError`` or a silent default.
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Iterable, Mapping
 from typing import Any
 
