@@ -37,22 +37,14 @@ __all__ = ["GroupInfo", "VllmLayoutError", "VllmPlan", "plan_vllm", "plan_vllm_s
 def pp_stages(num_layers: int, pp: int) -> list[tuple[int, int]]:
     """[start, end) layer ranges per pipeline stage (vLLM ``get_pp_indices``).
 
-    Even split; the remainder goes one layer each to the stages just before the last
-    (the last stage also runs the LM head), from the second-to-last backwards.
+    One rule for both layouts: ``kvledger.plan.parallel.pp_partition``.
     """
-    if pp < 1:
-        raise ValueError(f"pipeline parallel size must be >= 1, got {pp}")
-    if num_layers < pp:
-        raise VllmLayoutError(f"{num_layers} layers cannot be split over {pp} pipeline stages")
-    parts = [num_layers // pp] * pp
-    for i in range(2, num_layers % pp + 2):
-        parts[-i] += 1
-    out: list[tuple[int, int]] = []
-    start = 0
-    for n in parts:
-        out.append((start, start + n))
-        start += n
-    return out
+    from kvledger.plan.parallel import pp_partition
+
+    try:
+        return pp_partition(num_layers, pp)
+    except ValueError as exc:
+        raise VllmLayoutError(str(exc)) from None
 
 
 @dataclass(frozen=True)
