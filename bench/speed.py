@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -75,16 +76,21 @@ def _time(cmd: list[str], runs: int, env: dict[str, str]) -> dict[str, object]:
     full_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     full_env.update(env)
     samples = []
+    cpu = []
     status = None
     for i in range(runs + 1):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, env=full_env, check=False)
         elapsed = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         status = done.returncode
         if i:
             samples.append(elapsed)
+            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return {"median_s": statistics.median(samples), "min_s": min(samples),
-            "max_s": max(samples), "runs": runs, "exit": status,
+            "max_s": max(samples), "cpu_s": statistics.median(cpu), "runs": runs,
+            "exit": status,
             "stderr": " ".join(done.stderr.split())[:200]}
 
 
@@ -144,19 +150,20 @@ def _render(rows: list[tuple[str, str, dict[str, object] | str]], runs: int) -> 
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs; median of {runs} runs "
         f"after one warm-up. Question: {MODEL}, max_model_len {LENGTH}, "
         f"{BUDGET // 2**30} GiB KV budget, TP 1. Bytecode caching on for every tool (the "
-        "warm-up writes it). Reproduce: `python bench/speed.py`.", "",
-        "| tool | how | median | min | max | × bare python | exit |",
-        "|---|---|---|---|---|---|---|",
+        "warm-up writes it). CPU is the child's user + system time, which a loaded machine "
+        "distorts less than wall time. Reproduce: `python bench/speed.py`.", "",
+        "| tool | how | median wall | min | max | × bare python | median CPU | exit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, kind, r in rows:
         if isinstance(r, str):
-            lines.append(f"| {name} | {kind} | unavailable offline: {r} | | | | |")
+            lines.append(f"| {name} | {kind} | unavailable offline: {r} | | | | | |")
             continue
         ratio = float(r["median_s"]) / float(base["median_s"])  # type: ignore[arg-type]
         lines.append(
             f"| {name} | {kind} | {1000 * float(r['median_s']):.0f} ms | "  # type: ignore[arg-type]
             f"{1000 * float(r['min_s']):.0f} ms | {1000 * float(r['max_s']):.0f} ms | "  # type: ignore[arg-type]
-            f"{ratio:.1f}× | {r['exit']} |"
+            f"{ratio:.1f}× | {1000 * float(r['cpu_s']):.0f} ms | {r['exit']} |"  # type: ignore[arg-type]
         )
     failed = [(n, k, r) for n, k, r in rows if isinstance(r, dict) and r["exit"] != 0]
     if failed:
