@@ -20,7 +20,7 @@ from kvledger.derive.errors import (
 )
 from kvledger.derive.guard import check_keys
 from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
-from kvledger.derive.layers import Kind, LayerCache, ModelFacts, Role
+from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.derive.registry import family_for
 from kvledger.derive.source import ModelSource, catalog_ids, load_source
 
@@ -61,12 +61,24 @@ def derive_model(
         check_keys(text, family.CHECKED_KEYS, family=family.FAMILY)
     kv_dtype, kv_source = resolve_kv_dtype(cfg, source.hf_quant_config, kv_cache_dtype)
     derived = family.derive(cfg, kv_dtype)
+    for layer in derived.layers:
+        if isinstance(layer, RecurrentState):
+            layer.tensors()  # state shapes are computed lazily: validate them once, here
+    if not derived.layers:
+        raise ConfigError(
+            f"{source.label}: the config describes no layers (check num_hidden_layers)"
+        )
     notes = list(source.notes)
     if text is not cfg:
         notes.append(f"multimodal wrapper: cache facts are from its {cfg.text_key}")
     notes.extend(derived.notes)
     # Decoder positions: max_position_embeddings, or (encoder-decoder) max_target_positions.
     max_pos = text.get("max_position_embeddings", text.get("max_target_positions"))
+    if max_pos is not None and (
+        isinstance(max_pos, bool) or not isinstance(max_pos, int) or max_pos < 1
+    ):
+        raise ConfigError(f"{source.label}: max_position_embeddings must be a positive "
+                          f"integer, got {max_pos!r}")
     return ModelFacts(
         model=source.label,
         model_type=cfg.model_type,
@@ -75,7 +87,7 @@ def derive_model(
         model_dtype=model_dtype(cfg),
         kv_dtype=kv_dtype,
         kv_dtype_source=kv_source,
-        max_position_embeddings=max_pos if isinstance(max_pos, int) else None,
+        max_position_embeddings=max_pos,
         config=source.config,
         notes=tuple(notes),
         extras=dict(derived.extras),

@@ -43,6 +43,8 @@ class Config:
             raise ConfigError(f"{self.model}: config has no {key!r}, which this family needs")
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{self.model}: {key!r} must be an integer, got {value!r}")
+        if value < 0:  # every integer a family reads is a count or a size
+            raise ConfigError(f"{self.model}: {key!r} must be >= 0, got {value}")
         return value
 
     def first_int(self, keys: Iterable[str]) -> builtins.int:

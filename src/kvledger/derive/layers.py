@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import KVDType, resolve_dtype
+from kvledger.derive.errors import ConfigError
 
 
 class Kind(StrEnum):
@@ -71,6 +72,25 @@ class LayerCache:
     # The layer reads another layer's cache (Gemma-4 shared KV, ...): it adds no bytes.
     shares_with: int | None = None
     note: str = ""
+    # Integer fields that must be >= 1 (every integer field must be >= 0).
+    POSITIVE: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        """Reject impossible geometry (a negative or zero head count from a broken config)
+        here, once, instead of letting it become a plausible-looking zero-byte plan."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                raise ConfigError(
+                    f"layer {self.index}: {type(self).__name__}.{f.name} must be >= 0, "
+                    f"got {value}"
+                )
+        for name in self.POSITIVE:
+            if getattr(self, name) < 1:
+                raise ConfigError(
+                    f"layer {self.index}: {type(self).__name__}.{name} must be >= 1, "
+                    f"got {getattr(self, name)}"
+                )
 
     @property
     def kv_dtype(self) -> KVDType:
@@ -124,6 +144,7 @@ class Attention(LayerCache):
     """Standard K/V attention. K and V may differ in heads and head dim."""
 
     kind: ClassVar[Kind] = Kind.FULL
+    POSITIVE: ClassVar[tuple[str, ...]] = ("k_heads", "k_dim")
     k_heads: int
     k_dim: int
     v_heads: int
@@ -153,6 +174,7 @@ class SlidingAttention(Attention):
     """Attends to the last ``window`` positions (window as the config states it)."""
 
     kind: ClassVar[Kind] = Kind.SLIDING
+    POSITIVE: ClassVar[tuple[str, ...]] = ("k_heads", "k_dim", "window")
     window: int
 
 
@@ -161,6 +183,7 @@ class ChunkedAttention(Attention):
     """Attends within fixed chunks of ``chunk`` positions (Llama-4 local layers)."""
 
     kind: ClassVar[Kind] = Kind.CHUNKED
+    POSITIVE: ClassVar[tuple[str, ...]] = ("k_heads", "k_dim", "chunk")
     chunk: int
 
 
@@ -169,6 +192,7 @@ class CrossAttention(Attention):
     """Cross-attention K/V over ``encoder_len`` encoder positions, written once per request."""
 
     kind: ClassVar[Kind] = Kind.CROSS
+    POSITIVE: ClassVar[tuple[str, ...]] = ("k_heads", "k_dim", "encoder_len")
     encoder_len: int
 
     def bytes_per_request(self) -> int:
@@ -187,6 +211,7 @@ class MLA(LayerCache):
     """
 
     kind: ClassVar[Kind] = Kind.MLA
+    POSITIVE: ClassVar[tuple[str, ...]] = ("latent_dim",)
     latent_dim: int
     rope_dim: int
 
@@ -202,6 +227,7 @@ class Indexer(LayerCache):
     """
 
     kind: ClassVar[Kind] = Kind.INDEXER
+    POSITIVE: ClassVar[tuple[str, ...]] = ("head_dim",)
     head_dim: int
     quant_block: int = 0
     scale_bytes: int = 0
@@ -220,6 +246,10 @@ class StateTensor:
     name: str
     shape: tuple[int, ...]
     dtype: str
+
+    def __post_init__(self) -> None:
+        if any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in self.shape):
+            raise ConfigError(f"state tensor {self.name}: impossible shape {self.shape}")
 
     @property
     def numel(self) -> int:
@@ -244,6 +274,7 @@ class RecurrentState(LayerCache):
 
     kind: ClassVar[Kind] = Kind.STATE
     state_kind: ClassVar[str] = "state"
+    POSITIVE: ClassVar[tuple[str, ...]] = ("tp",)
     tp: int = 1
 
     def tensors(self) -> Sequence[StateTensor]:

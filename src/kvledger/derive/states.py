@@ -77,6 +77,7 @@ class ConvState(RecurrentState):
     conv_dtype_source: str = "model dtype"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         object.__setattr__(self, "conv_dtype", _dtype_name(self.conv_dtype))
         object.__setattr__(self, "dtype", self.conv_dtype)
 

@@ -92,6 +92,7 @@ class LightningState(RecurrentState):
     state_dtype_source: str = "model dtype"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         object.__setattr__(self, "state_dtype", resolve_dtype(self.state_dtype).name)
         object.__setattr__(self, "dtype", self.state_dtype)
 
