@@ -273,3 +273,18 @@ def test_no_traceback_on_any_argv(capsys: pytest.CaptureFixture[str]) -> None:
             assert "unexpected" not in err, (case, err)
 
     run()
+
+
+@pytest.mark.parametrize(("key", "value", "needle"), [
+    ("num_hidden_layers", -3, "num_hidden_layers"),
+    ("num_key_value_heads", 0, "k_heads"),
+    ("max_position_embeddings", float("nan"), "max_position_embeddings"),
+])
+def test_impossible_config_values_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                         key: str, value: object, needle: str) -> None:
+    cfg = _llama_config()
+    cfg[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))  # json writes NaN as a bare token, as some tools do
+    line = _fails(capsys, "plan", str(path), *BUDGET, "--max-model-len", "4096", "--json")
+    assert needle in line
