@@ -357,6 +357,20 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
     return 0
 
 
+def index_ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 4, 6, 7]`` → ``"0-2,4,6-7"``."""
+    parts: list[str] = []
+    start = prev = indices[0]
+    for i in [*indices[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ",".join(parts)
+
+
 def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
     """The JSON ``kvledger inspect --json`` prints: model facts, per-layer and run-length groups.
 
@@ -376,6 +390,18 @@ def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
             groups[-1]["count"] += 1
             continue
         groups.append({"first": row["index"], "last": row["index"], "count": 1, "facts": key})
+    # The same facts gathered wherever they occur: a hybrid's pattern in a few rows.
+    kinds: list[dict[str, Any]] = []
+    for row in layers:
+        key = {k: v for k, v in row.items() if k != "index"}
+        same = next((k for k in kinds if k["facts"] == key), None)
+        if same is None:
+            kinds.append({"indices": [row["index"]], "facts": key})
+        else:
+            same["indices"].append(row["index"])
+    for kind in kinds:
+        kind["count"] = len(kind["indices"])
+        kind["layers"] = index_ranges(kind.pop("indices"))
     return {
         "model": facts.model,
         "model_type": facts.model_type,
@@ -388,6 +414,7 @@ def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
         "bytes_per_token": facts.bytes_per_token(),
         "bytes_per_request": facts.bytes_per_request(),
         "groups": groups,
+        "kinds": kinds,
         "layers": layers,
         "notes": list(facts.notes),
     }

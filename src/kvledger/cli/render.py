@@ -119,7 +119,20 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
         f"(from {data.get('kv_dtype_source')})  ·  max positions "
         f"{_num(data.get('max_position_embeddings'))}  ·  {data.get('num_layers')} cache layers"
     )
-    table = Table(box=box.SIMPLE_HEAD, show_footer=True)
+    kinds = data.get("kinds") or ()
+    if len(kinds) < len(data.get("groups") or ()):
+        summary = Table(title="layer kinds", box=box.SIMPLE_HEAD, title_justify="left")
+        for col in ("n", "kind", "geometry", "B/token", "B/request", "layers"):
+            summary.add_column(col, justify="right" if col in ("n", "B/token", "B/request")
+                               else "left", overflow="fold")
+        for kind in kinds:
+            facts, n = kind["facts"], kind["count"]
+            per_token = 0 if facts.get("kind") == "cross" else facts.get("bytes_per_token", 0)
+            summary.add_row(str(n), _kind(facts), geometry(facts), _times(n, per_token),
+                            _times(n, facts.get("bytes_per_request", 0)), kind["layers"])
+        con.print(summary)
+    table = Table(title="layers in order (consecutive runs)", box=box.SIMPLE_HEAD,
+                  show_footer=True, title_justify="left")
     table.add_column("layers", footer="total")
     table.add_column("n", justify="right", footer=str(data.get("num_layers", "")))
     table.add_column("role")
