@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from kvledger.derive.config import Config
-from kvledger.derive.errors import UnknownCacheKey
+from kvledger.derive.errors import ConfigError, UnknownCacheKey
 
 # Compiled on first use (re.search caches it): compiling this alternation at import cost ~4 ms
 # of CLI start-up.
@@ -64,3 +64,27 @@ def check_keys(cfg: Config, checked: Iterable[str], *, family: str) -> None:
             continue
         if re.search(CACHE_AFFECTING, key, re.IGNORECASE):
             raise UnknownCacheKey(key, model_type=cfg.model_type or "?", family=family)
+
+
+# DeepSeek-style fp8 block quantization of the weights: none of these keys touches the cache.
+WEIGHT_QUANT_KEYS = frozenset(
+    {"activation_scheme", "fmt", "quant_method", "weight_block_size", "scale_fmt"}
+)
+
+
+def check_quantization_config(
+    cfg: Config, *, family: str, weight_keys: frozenset[str] = WEIGHT_QUANT_KEYS
+) -> None:
+    """Weight-only quantization keys are fine; any other key inside ``quantization_config`` is
+    unknown and fails closed (``kv_cache_scheme`` is resolved or refused by ``kvdtype``)."""
+    qc = cfg.get("quantization_config")
+    if qc is None:
+        return
+    if not isinstance(qc, dict):
+        raise ConfigError(f"{cfg.model}: quantization_config is not an object")
+    for key in sorted(qc):
+        if key in weight_keys or key == "kv_cache_scheme" or qc[key] is None:
+            continue
+        raise UnknownCacheKey(
+            f"quantization_config.{key}", model_type=cfg.model_type or "?", family=family
+        )

@@ -52,9 +52,9 @@ from kvledger.derive.config import Config
 from kvledger.derive.errors import (
     ConfigError,
     DeriveError,
-    UnknownCacheKey,
     UnsupportedArchitecture,
 )
+from kvledger.derive.guard import check_quantization_config
 from kvledger.derive.layers import Indexer, Kind, LayerCache, RecurrentState, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import RoleTensor, StateRole
@@ -79,10 +79,6 @@ CHECKED_KEYS = frozenset(
         # Weight quantization (checked key by key below).
         "quantization_config",
     }
-)
-
-_WEIGHT_QUANT_KEYS = frozenset(
-    {"activation_scheme", "fmt", "quant_method", "weight_block_size", "scale_fmt"}
 )
 
 FP8_DS_MLA = "fp8_ds_mla"
@@ -259,20 +255,6 @@ class CompressorState(RecurrentState):
         return self
 
 
-def _check_quantization_config(cfg: Config) -> None:
-    qc = cfg.get("quantization_config")
-    if qc is None:
-        return
-    if not isinstance(qc, dict):
-        raise ConfigError(f"{cfg.model}: quantization_config is not an object")
-    for key in sorted(qc):
-        if key in _WEIGHT_QUANT_KEYS or key == "kv_cache_scheme" or qc[key] is None:
-            continue
-        raise UnknownCacheKey(
-            f"quantization_config.{key}", model_type=cfg.model_type or "?", family=FAMILY
-        )
-
-
 def _positive(cfg: Config, key: str) -> int:
     value = cfg.int(key)
     if value <= 0:
@@ -310,7 +292,7 @@ def _ratios(cfg: Config, num_layers: int, mtp: int) -> list[int]:
 
 def derive(cfg: Config, kv_dtype: str) -> Derived:
     text = cfg.text()
-    _check_quantization_config(text)
+    check_quantization_config(text, family=FAMILY)
     kv_name = resolve_dtype(kv_dtype).name
     layout = layout_for(kv_name)
     num_layers = _positive(text, "num_hidden_layers")

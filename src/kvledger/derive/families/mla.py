@@ -37,7 +37,8 @@ from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.config import Config
-from kvledger.derive.errors import ConfigError, UnknownCacheKey, UnsupportedArchitecture
+from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
+from kvledger.derive.guard import check_quantization_config
 from kvledger.derive.layers import MLA, Indexer, LayerCache, Role, ceil_div
 from kvledger.derive.registry import Derived
 
@@ -67,10 +68,6 @@ CHECKED_KEYS = frozenset(
 )
 
 # quantization_config keys that describe weights only (DeepSeek fp8 block quant).
-_WEIGHT_QUANT_KEYS = frozenset(
-    {"activation_scheme", "fmt", "quant_method", "weight_block_size", "scale_fmt"}
-)
-
 # The DSA indexer key cache: fp8 values, one fp32 scale per 128 (vLLM Indexer).
 INDEXER_DTYPE = "fp8_e4m3"
 INDEXER_QUANT_BLOCK = 128
@@ -127,22 +124,6 @@ def _positive_int(cfg: Config, key: str) -> int:
     return value
 
 
-def check_quantization_config(cfg: Config) -> None:
-    """Weight-only quantization keys are fine; anything else there is unknown."""
-    qc = cfg.get("quantization_config")
-    if qc is None:
-        return
-    if not isinstance(qc, dict):
-        raise ConfigError(f"{cfg.model}: quantization_config is not an object")
-    for key in sorted(qc):
-        # kv_cache_scheme is resolved (or refused) by kvdtype.resolve_kv_dtype.
-        if key in _WEIGHT_QUANT_KEYS or key == "kv_cache_scheme" or qc[key] is None:
-            continue
-        raise UnknownCacheKey(
-            f"quantization_config.{key}", model_type=cfg.model_type or "?", family=FAMILY
-        )
-
-
 def indexer_owners(cfg: Config, num_layers: int) -> list[bool]:
     """Which backbone layers own a DSA indexer (vLLM's IndexCache rule, see module doc)."""
     freq = cfg.int("index_topk_freq", 1)
@@ -186,7 +167,7 @@ def indexer_owners(cfg: Config, num_layers: int) -> list[bool]:
 
 def derive(cfg: Config, kv_dtype: str) -> Derived:
     text = cfg.text()
-    check_quantization_config(text)
+    check_quantization_config(text, family=FAMILY)
     kv_name = resolve_dtype(kv_dtype).name
     if kv_name not in _MLA_KV_DTYPES:
         raise UnsupportedArchitecture(
