@@ -117,7 +117,7 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
     con.print(
         f"model dtype {data.get('model_dtype')}  ·  KV dtype {data.get('kv_dtype')} "
         f"(from {data.get('kv_dtype_source')})  ·  max positions "
-        f"{_num(data.get('max_position_embeddings'))}  ·  {data.get('num_layers')} cache layers"
+        f"{_num(data.get('max_position_embeddings'))}  ·  {data.get('num_layers')} layer entries"
     )
     kinds = data.get("kinds") or ()
     if len(kinds) < len(data.get("groups") or ()):
