@@ -36,47 +36,6 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# Loaded on first use (PEP 562), so `import kvledger` costs almost nothing and a CLI call that
-# never touches a name never pays for it.
-_LAZY = frozenset({
-    "PAGED_CLASS",
-    "HasModelLocalKV",
-    "InsufficientPoolBudget",
-    "KVDType",
-    "ModelLocalKVScope",
-    "ModelLocalKVSpec",
-    "ModelLocalPoolSpecs",
-    "Pool",
-    "PoolPlan",
-    "RowDriver",
-    "SubPoolSpec",
-    "budget_fix_hint",
-    "collect_model_local_kv_specs",
-    "fixed_pool",
-    "known_dtypes",
-    "merge_specs",
-    "model_local_to_pool_specs",
-    "page_pool",
-    "plan_pools",
-    "resolve_dtype",
-    "spec_from_hf_config",
-    "state_pool",
-})
-
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        from kvledger import declare
-
-        value = getattr(declare, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'kvledger' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
-
 __all__ = [
     "PAGED_CLASS",
     "HasModelLocalKV",
@@ -102,3 +61,21 @@ __all__ = [
     "spec_from_hf_config",
     "state_pool",
 ]
+
+# Loaded on first use (PEP 562), so `import kvledger` costs almost nothing and a CLI call that
+# never touches a name never pays for it. Every public name but the version is such a name.
+_LAZY = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from kvledger import declare
+
+        value = getattr(declare, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kvledger' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
