@@ -37,14 +37,16 @@ class Config:
             raise ConfigError(f"{self.model}: config has no {key!r}, which this family needs")
         return self.raw[key]
 
-    def int(self, key: str, default: int | None = None) -> int:
+    def int(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
+        """An integer key; every integer a family reads is a count or a size, so it must be
+        >= ``minimum`` (0 unless the caller needs at least one)."""
         value = self.get(key, default)
         if value is None:
             raise ConfigError(f"{self.model}: config has no {key!r}, which this family needs")
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{self.model}: {key!r} must be an integer, got {value!r}")
-        if value < 0:  # every integer a family reads is a count or a size
-            raise ConfigError(f"{self.model}: {key!r} must be >= 0, got {value}")
+        if value < minimum:
+            raise ConfigError(f"{self.model}: {key!r} must be >= {minimum}, got {value}")
         return value
 
     def first_int(self, keys: Iterable[str]) -> builtins.int:

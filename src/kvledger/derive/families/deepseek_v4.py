@@ -255,13 +255,6 @@ class CompressorState(RecurrentState):
         return self
 
 
-def _positive(cfg: Config, key: str) -> int:
-    value = cfg.int(key)
-    if value <= 0:
-        raise ConfigError(f"{cfg.model}: {key!r} must be positive, got {value}")
-    return value
-
-
 def _ratios(cfg: Config, num_layers: int, mtp: int) -> list[int]:
     raw = cfg.require("compress_ratios")
     if not isinstance(raw, list) or not num_layers <= len(raw) <= num_layers + mtp:
@@ -295,23 +288,23 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
     check_quantization_config(text, family=FAMILY)
     kv_name = resolve_dtype(kv_dtype).name
     layout = layout_for(kv_name)
-    num_layers = _positive(text, "num_hidden_layers")
+    num_layers = text.int("num_hidden_layers", minimum=1)
     if text.int("num_key_value_heads") != 1:
         raise UnsupportedArchitecture(
             f"{text.model}: DeepSeek-V4 caches one KV head; num_key_value_heads = "
             f"{text.int('num_key_value_heads')} is not an architecture vLLM defines",
             model_type=text.model_type,
         )
-    head_dim = _positive(text, "head_dim")
-    rope = _positive(text, "qk_rope_head_dim")
+    head_dim = text.int("head_dim", minimum=1)
+    rope = text.int("qk_rope_head_dim", minimum=1)
     if rope >= head_dim:
         raise ConfigError(f"{text.model}: qk_rope_head_dim {rope} must be < head_dim {head_dim}")
-    window = _positive(text, "sliding_window")
+    window = text.int("sliding_window", minimum=1)
     mtp = text.int("num_nextn_predict_layers", 0)
     if mtp < 0:
         raise ConfigError(f"{text.model}: num_nextn_predict_layers must be >= 0")
     ratios = _ratios(text, num_layers, mtp)
-    index_dim = _positive(text, "index_head_dim") if 4 in ratios else 0
+    index_dim = text.int("index_head_dim", minimum=1) if 4 in ratios else 0
 
     layers: list[LayerCache] = []
     for i in range(num_layers + mtp):

@@ -140,18 +140,11 @@ class IndexCache(Indexer):
         return self
 
 
-def _positive(cfg: Config, key: str) -> int:
-    value = cfg.int(key)
-    if value <= 0:
-        raise ConfigError(f"{cfg.model}: {key!r} must be positive, got {value}")
-    return value
-
-
 def _head_dim(cfg: Config) -> int:
     """vLLM: ``head_dim`` if set, else hidden_size // num_attention_heads."""
     if "head_dim" in cfg:
-        return _positive(cfg, "head_dim")
-    return _positive(cfg, "hidden_size") // _positive(cfg, "num_attention_heads")
+        return cfg.int("head_dim", minimum=1)
+    return cfg.int("hidden_size", minimum=1) // cfg.int("num_attention_heads", minimum=1)
 
 
 def _per_layer(cfg: Config, value: Any, name: str, num_layers: int) -> list[int]:
@@ -169,9 +162,9 @@ def _per_layer(cfg: Config, value: Any, name: str, num_layers: int) -> list[int]
 
 
 def _derive_m1(cfg: Config, kv_dtype: str) -> Derived:
-    num_layers = _positive(cfg, "num_hidden_layers")
-    heads = _positive(cfg, "num_attention_heads")
-    kv_heads = _positive(cfg, "num_key_value_heads")
+    num_layers = cfg.int("num_hidden_layers", minimum=1)
+    heads = cfg.int("num_attention_heads", minimum=1)
+    kv_heads = cfg.int("num_key_value_heads", minimum=1)
     head_dim = _head_dim(cfg)
     if "attn_type_list" not in cfg:
         raise ConfigError(f"{cfg.model}: minimax_m1 config has no 'attn_type_list'")
@@ -218,8 +211,8 @@ def _sparse_config(cfg: Config) -> dict[str, Any] | None:
 
 
 def _derive_m3(cfg: Config, kv_dtype: str) -> Derived:
-    num_layers = _positive(cfg, "num_hidden_layers")
-    kv_heads = _positive(cfg, "num_key_value_heads")
+    num_layers = cfg.int("num_hidden_layers", minimum=1)
+    kv_heads = cfg.int("num_key_value_heads", minimum=1)
     head_dim = _head_dim(cfg)
     index_dtype = model_dtype(cfg)
     sc = _sparse_config(cfg)

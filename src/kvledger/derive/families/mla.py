@@ -117,13 +117,6 @@ class DSAIndexer(Indexer):
         return self
 
 
-def _positive_int(cfg: Config, key: str) -> int:
-    value = cfg.int(key)
-    if value <= 0:
-        raise ConfigError(f"{cfg.model}: {key!r} must be positive, got {value}")
-    return value
-
-
 def indexer_owners(cfg: Config, num_layers: int) -> list[bool]:
     """Which backbone layers own a DSA indexer (vLLM's IndexCache rule, see module doc)."""
     freq = cfg.int("index_topk_freq", 1)
@@ -175,7 +168,7 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
             f"{text.model_type}; known: {', '.join(sorted(_MLA_KV_DTYPES))}",
             model_type=text.model_type,
         )
-    num_layers = _positive_int(text, "num_hidden_layers")
+    num_layers = text.int("num_hidden_layers", minimum=1)
     latent = text.int("kv_lora_rank", 0)
     rope = text.int("qk_rope_head_dim", 0)
     if latent <= 0 or rope <= 0:
@@ -202,7 +195,7 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
     else:
         if text.get("q_lora_rank") is None:
             raise ConfigError(f"{text.model}: DSA needs q_lora_rank (vLLM asserts it)")
-        index_dim = _positive_int(text, "index_head_dim")
+        index_dim = text.int("index_head_dim", minimum=1)
         owners = indexer_owners(text, num_layers) + [True] * mtp  # MTP: always a full indexer
         owner = 0
         for i in range(num_layers + mtp):
