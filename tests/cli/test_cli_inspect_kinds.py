@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.cli.main import index_ranges, inspect_payload
+from kvledger.cli.inspect import index_ranges, inspect_payload
 
 
 def test_index_ranges() -> None:

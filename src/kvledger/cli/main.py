@@ -22,83 +22,16 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from kvledger.cli.args import Parser, block_size, fraction, int_at_least, nonneg_bytes
 from kvledger.cli.errors import UsageError, report
+from kvledger.cli.inspect import inspect_payload
 
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
 ENGINES = ("native", "vllm")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a rejected command line raises instead of printing usage and exiting.
-
-    argparse's default prints a multi-line usage block and calls ``sys.exit(2)``; the machine
-    interface wants exactly one line on stderr, and ``main`` must return its code, not exit.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: error: {message}", hint=f"see '{self.prog} --help'")
-
-    # argparse's add_argument builds a formatter only to check a metavar tuple against nargs;
-    # a default one reads the terminal width through shutil, whose import (zlib, bz2, lzma)
-    # costs ~6 ms of every start-up. That check never uses the width, so it gets a fixed one;
-    # help and usage text still get argparse's own formatter, sized to the terminal.
-    _checking_argument = False
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        self._checking_argument = True
-        try:
-            return super().add_argument(*args, **kwargs)
-        finally:
-            self._checking_argument = False
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        if self._checking_argument:
-            formatter_class: Any = self.formatter_class  # typeshed's protocol omits width
-            formatter: argparse.HelpFormatter = formatter_class(prog=self.prog, width=80)
-            return formatter
-        return super()._get_formatter()
-
-
-# -- argument types: each names what it expected, argparse adds the flag -------------------
-
-
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
-
-
-def _block_size(text: str) -> int | None:
-    """``auto`` → None (the engine picks), else a positive integer."""
-    if text.strip().lower() == "auto":
-        return None
-    return _int_at_least(1)(text)
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
-    return value
-
-
-def _nonneg_bytes(text: str) -> int:
-    return _int_at_least(0)(text)
 
 
 # -- parser ---------------------------------------------------------------------------------
@@ -122,46 +55,46 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     p.add_argument("--engine", choices=ENGINES, default="native",
                    help="layout: native (kvledger's pools, default) or vllm (vLLM 0.32 exact)")
     if not for_fit:
-        p.add_argument("--kv-cache-memory-bytes", type=_nonneg_bytes, default=None,
+        p.add_argument("--kv-cache-memory-bytes", type=nonneg_bytes, default=None,
                        metavar="N", help="KV budget per GPU in bytes (skips the GPU budget)")
         p.add_argument("--gpu", default=None, metavar="NAME",
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
-    p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, metavar="U",
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=0.9, metavar="U",
                    help="fraction of GPU memory the engine may use (default 0.9)")
     # Not given = vLLM's own default: 16, unless the attention backend needs another size
     # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
-    p.add_argument("--block-size", type=_block_size, default=None, metavar="B|auto",
+    p.add_argument("--block-size", type=block_size, default=None, metavar="B|auto",
                    help="tokens per KV block (default: 16, or what the attention backend "
                         "needs, e.g. 64 for sparse MLA; same as auto)")
-    p.add_argument("--max-model-len", type=_int_at_least(1), default=None, metavar="L",
+    p.add_argument("--max-model-len", type=int_at_least(1), default=None, metavar="L",
                    help="longest request in tokens (default: the config's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
                    help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
-    p.add_argument("--tensor-parallel-size", "-tp", type=_int_at_least(1), default=1,
+    p.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1), default=1,
                    metavar="T")
-    p.add_argument("--pipeline-parallel-size", "-pp", type=_int_at_least(1), default=1,
+    p.add_argument("--pipeline-parallel-size", "-pp", type=int_at_least(1), default=1,
                    metavar="P")
-    p.add_argument("--data-parallel-size", "-dp", type=_int_at_least(1), default=1,
+    p.add_argument("--data-parallel-size", "-dp", type=int_at_least(1), default=1,
                    metavar="D")
-    p.add_argument("--max-num-seqs", type=_int_at_least(1), default=256, metavar="S",
+    p.add_argument("--max-num-seqs", type=int_at_least(1), default=256, metavar="S",
                    help="concurrent requests the engine admits (default 256)")
-    p.add_argument("--max-num-batched-tokens", type=_int_at_least(1), default=8192,
+    p.add_argument("--max-num-batched-tokens", type=int_at_least(1), default=8192,
                    metavar="N", help="tokens per scheduler step (default 8192)")
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
                    default=None, help="default: the engine's choice for the model")
-    p.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=0, metavar="K")
+    p.add_argument("--num-speculative-tokens", type=int_at_least(0), default=0, metavar="K")
     p.add_argument("--speculative-method", default=None, metavar="METHOD",
                    help="mtp, eagle3, ... (needed with --num-speculative-tokens)")
     reserves = p.add_argument_group(
         "GPU budget reserves (default: documented estimates, labelled 'estimated')")
-    reserves.add_argument("--activation-peak-bytes", type=_nonneg_bytes, default=None,
+    reserves.add_argument("--activation-peak-bytes", type=nonneg_bytes, default=None,
                           metavar="N", help="peak activation memory of one forward pass")
-    reserves.add_argument("--cuda-graph-bytes", type=_nonneg_bytes, default=None, metavar="N",
+    reserves.add_argument("--cuda-graph-bytes", type=nonneg_bytes, default=None, metavar="N",
                           help="CUDA graph pool (vLLM logs it after capture)")
-    reserves.add_argument("--non-torch-bytes", type=_nonneg_bytes, default=None, metavar="N",
+    reserves.add_argument("--non-torch-bytes", type=nonneg_bytes, default=None, metavar="N",
                           help="CUDA context, NCCL buffers, fragmentation")
     if not for_fit:
-        reserves.add_argument("--gpu-total-bytes", type=_int_at_least(1), default=None,
+        reserves.add_argument("--gpu-total-bytes", type=int_at_least(1), default=None,
                               metavar="N", help="the GPU's memory as the device reports it "
                               "(overrides the preset)")
 
@@ -169,7 +102,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
 def _fill_plan(plan: argparse.ArgumentParser) -> None:
     _add_model(plan)
     _add_engine_options(plan)
-    plan.add_argument("--concurrency", type=_int_at_least(1), default=None, metavar="N",
+    plan.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                       help="also answer: the longest context N concurrent requests can hold")
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
     plan.set_defaults(handler=_cmd_plan)
@@ -178,8 +111,8 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
 def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
-    fit.add_argument("--concurrency", type=_int_at_least(1), required=True, metavar="N")
-    fit.add_argument("--context", type=_int_at_least(1), required=True, metavar="L",
+    fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N")
+    fit.add_argument("--context", type=int_at_least(1), required=True, metavar="L",
                      help="tokens per request")
     _add_engine_options(fit, for_fit=True)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
@@ -212,13 +145,13 @@ _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole CLI (for ``--help`` and for anything that is not a known command)."""
-    parser = _Parser(
+    parser = Parser(
         prog="kvledger",
         description="Every byte of attention-cache memory: derived from real configs, "
         "planned against a GPU budget, and checked.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (help_line, fill, aliases) in COMMANDS.items():
         if fill is None:  # listed for --help only
             sub.add_parser(name, help=help_line, add_help=False)
@@ -235,7 +168,7 @@ def command_parser(name: str) -> argparse.ArgumentParser:
     """
     name = _ALIASES.get(name, name)
     help_line, fill, _ = COMMANDS[name]
-    parser = _Parser(prog=f"kvledger {name}", description=help_line)
+    parser = Parser(prog=f"kvledger {name}", description=help_line)
     assert fill is not None
     fill(parser)
     return parser
@@ -355,69 +288,6 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
 
         render.render_fit(data)
     return 0
-
-
-def index_ranges(indices: list[int]) -> str:
-    """``[0, 1, 2, 4, 6, 7]`` → ``"0-2,4,6-7"``."""
-    parts: list[str] = []
-    start = prev = indices[0]
-    for i in [*indices[1:], None]:
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
-    return ",".join(parts)
-
-
-def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
-    """The JSON ``kvledger inspect --json`` prints: model facts, per-layer and run-length groups.
-
-    Groups merge *consecutive* layers whose facts are identical except for the index, so an
-    interleaved pattern (Gemma's 5 sliding : 1 full) stays visible instead of being folded
-    into two totals that hide the order.
-    """
-    from kvledger.derive import derive_model
-
-    facts = derive_model(model, kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype)
-    layers = [layer.describe() for layer in facts.layers]
-    groups: list[dict[str, Any]] = []
-    for row in layers:
-        key = {k: v for k, v in row.items() if k != "index"}
-        if groups and groups[-1]["facts"] == key and groups[-1]["last"] + 1 == row["index"]:
-            groups[-1]["last"] = row["index"]
-            groups[-1]["count"] += 1
-            continue
-        groups.append({"first": row["index"], "last": row["index"], "count": 1, "facts": key})
-    # The same facts gathered wherever they occur: a hybrid's pattern in a few rows.
-    kinds: list[dict[str, Any]] = []
-    for row in layers:
-        key = {k: v for k, v in row.items() if k != "index"}
-        same = next((k for k in kinds if k["facts"] == key), None)
-        if same is None:
-            kinds.append({"indices": [row["index"]], "facts": key})
-        else:
-            same["indices"].append(row["index"])
-    for kind in kinds:
-        kind["count"] = len(kind["indices"])
-        kind["layers"] = index_ranges(kind.pop("indices"))
-    return {
-        "model": facts.model,
-        "model_type": facts.model_type,
-        "architectures": list(facts.architectures),
-        "model_dtype": facts.model_dtype,
-        "kv_dtype": facts.kv_dtype,
-        "kv_dtype_source": facts.kv_dtype_source,
-        "max_position_embeddings": facts.max_position_embeddings,
-        "num_layers": len(layers),
-        "bytes_per_token": facts.bytes_per_token(),
-        "bytes_per_request": facts.bytes_per_request(),
-        "groups": groups,
-        "kinds": kinds,
-        "layers": layers,
-        "notes": list(facts.notes),
-    }
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> int:

@@ -1,0 +1,80 @@
+"""Argument parsing pieces for the CLI: a parser that raises instead of exiting, and value
+types that each name what they expected (argparse adds the flag's name)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from kvledger.cli.errors import UsageError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a rejected command line raises instead of printing usage and exiting.
+
+    argparse's default prints a multi-line usage block and calls ``sys.exit(2)``; the machine
+    interface wants exactly one line on stderr, and ``main`` must return its code, not exit.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message}", hint=f"see '{self.prog} --help'")
+
+    # argparse's add_argument builds a formatter only to check a metavar tuple against nargs;
+    # a default one reads the terminal width through shutil, whose import (zlib, bz2, lzma)
+    # costs ~6 ms of every start-up. That check never uses the width, so it gets a fixed one;
+    # help and usage text still get argparse's own formatter, sized to the terminal.
+    _checking_argument = False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._checking_argument = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking_argument = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._checking_argument:
+            formatter_class: Any = self.formatter_class  # typeshed's protocol omits width
+            formatter: argparse.HelpFormatter = formatter_class(prog=self.prog, width=80)
+            return formatter
+        return super()._get_formatter()
+
+
+# -- argument types: each names what it expected, argparse adds the flag -------------------
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def block_size(text: str) -> int | None:
+    """``auto`` → None (the engine picks), else a positive integer."""
+    if text.strip().lower() == "auto":
+        return None
+    return int_at_least(1)(text)
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return value
+
+
+def nonneg_bytes(text: str) -> int:
+    return int_at_least(0)(text)

@@ -1,0 +1,68 @@
+"""What ``kvledger inspect`` reports: a model's facts per layer, in runs and by kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def index_ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 4, 6, 7]`` → ``"0-2,4,6-7"``."""
+    parts: list[str] = []
+    start = prev = indices[0]
+    for i in [*indices[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ",".join(parts)
+
+
+def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
+    """The JSON ``kvledger inspect --json`` prints: model facts, per-layer and run-length groups.
+
+    Groups merge *consecutive* layers whose facts are identical except for the index, so an
+    interleaved pattern (Gemma's 5 sliding : 1 full) stays visible instead of being folded
+    into two totals that hide the order.
+    """
+    from kvledger.derive import derive_model
+
+    facts = derive_model(model, kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype)
+    layers = [layer.describe() for layer in facts.layers]
+    groups: list[dict[str, Any]] = []
+    for row in layers:
+        key = {k: v for k, v in row.items() if k != "index"}
+        if groups and groups[-1]["facts"] == key and groups[-1]["last"] + 1 == row["index"]:
+            groups[-1]["last"] = row["index"]
+            groups[-1]["count"] += 1
+            continue
+        groups.append({"first": row["index"], "last": row["index"], "count": 1, "facts": key})
+    # The same facts gathered wherever they occur: a hybrid's pattern in a few rows.
+    kinds: list[dict[str, Any]] = []
+    for row in layers:
+        key = {k: v for k, v in row.items() if k != "index"}
+        same = next((k for k in kinds if k["facts"] == key), None)
+        if same is None:
+            kinds.append({"indices": [row["index"]], "facts": key})
+        else:
+            same["indices"].append(row["index"])
+    for kind in kinds:
+        kind["count"] = len(kind["indices"])
+        kind["layers"] = index_ranges(kind.pop("indices"))
+    return {
+        "model": facts.model,
+        "model_type": facts.model_type,
+        "architectures": list(facts.architectures),
+        "model_dtype": facts.model_dtype,
+        "kv_dtype": facts.kv_dtype,
+        "kv_dtype_source": facts.kv_dtype_source,
+        "max_position_embeddings": facts.max_position_embeddings,
+        "num_layers": len(layers),
+        "bytes_per_token": facts.bytes_per_token(),
+        "bytes_per_request": facts.bytes_per_request(),
+        "groups": groups,
+        "kinds": kinds,
+        "layers": layers,
+        "notes": list(facts.notes),
+    }
