@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from kvledger.derive.config import Config
-from kvledger.derive.errors import ConfigError, UnknownCacheKey
+from kvledger.derive.errors import ConfigError, UnknownCacheKey, UnsupportedArchitecture
 
 # Compiled on first use (re.search caches it): compiling this alternation at import cost ~4 ms
 # of CLI start-up.
@@ -88,3 +88,20 @@ def check_quantization_config(
         raise UnknownCacheKey(
             f"quantization_config.{key}", model_type=cfg.model_type or "?", family=family
         )
+
+
+def check_keys_for_type(
+    cfg: Config, keys_by_type: dict[str, frozenset[str]], *, family: str, model_type: str
+) -> None:
+    """For families covering several model types, each with its own checked keys: refuse a
+    type the family has no list for, then check ``cfg`` against that type's list only (a key
+    checked for one type must not slip through on another)."""
+    keys = keys_by_type.get(model_type)
+    if keys is None:
+        raise UnsupportedArchitecture(
+            f"unsupported: model_type {model_type!r} reached the {family} family, which has "
+            "no handler for it",
+            model_type=model_type,
+            architectures=cfg.architectures,
+        )
+    check_keys(cfg, keys, family=f"{family}/{model_type}")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
-from kvledger.derive.guard import check_keys
+from kvledger.derive.guard import check_keys, check_keys_for_type
 from kvledger.derive.layers import Attention, FullAttention, LayerCache, Role, SlidingAttention
 from kvledger.derive.registry import Derived
 
@@ -399,13 +399,5 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
             model_type=model_type,
             architectures=cfg.architectures,
         )
-    handler = _HANDLERS.get(model_type)
-    if handler is None:
-        raise UnsupportedArchitecture(
-            f"unsupported: model_type {model_type!r} reached the {FAMILY} family, which has no "
-            "handler for it",
-            model_type=model_type,
-            architectures=cfg.architectures,
-        )
-    check_keys(text, KEYS_BY_TYPE[model_type], family=f"{FAMILY}/{model_type}")
-    return handler(text, kv_dtype)
+    check_keys_for_type(text, KEYS_BY_TYPE, family=FAMILY, model_type=model_type)
+    return _HANDLERS[model_type](text, kv_dtype)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvledger.derive.config import Config
-from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
+from kvledger.derive.errors import ConfigError
 from kvledger.derive.families.dense import BASE_KEYS, attention, head_dim, heads_and_dim
-from kvledger.derive.guard import check_keys
+from kvledger.derive.guard import check_keys, check_keys_for_type
 from kvledger.derive.layers import CrossAttention, LayerCache
 from kvledger.derive.registry import Derived
 
@@ -125,15 +125,7 @@ def _mllama(cfg: Config, kv_dtype: str) -> Derived:
 
 
 def derive(cfg: Config, kv_dtype: str) -> Derived:
-    keys = KEYS_BY_TYPE.get(cfg.model_type)
-    if keys is None:
-        raise UnsupportedArchitecture(
-            f"unsupported: model_type {cfg.model_type!r} reached the {FAMILY} family, which has "
-            "no handler for it",
-            model_type=cfg.model_type,
-            architectures=cfg.architectures,
-        )
-    check_keys(cfg, keys, family=f"{FAMILY}/{cfg.model_type}")
+    check_keys_for_type(cfg, KEYS_BY_TYPE, family=FAMILY, model_type=cfg.model_type)
     if cfg.model_type == "whisper":
         return _whisper(cfg, kv_dtype)
     return _mllama(cfg, kv_dtype)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.families.dense import BASE_KEYS, attention, heads_and_dim
-from kvledger.derive.guard import check_keys
+from kvledger.derive.guard import check_keys, check_keys_for_type
 from kvledger.derive.layers import ChunkedAttention, LayerCache
 from kvledger.derive.registry import Derived
 
@@ -215,15 +215,8 @@ _HANDLERS: dict[str, Callable[[Config, str], Derived]] = {
 
 def derive(cfg: Config, kv_dtype: str) -> Derived:
     text = cfg.text()
-    handler = _HANDLERS.get(cfg.model_type)
-    if handler is None:
-        raise UnsupportedArchitecture(
-            f"unsupported: model_type {cfg.model_type!r} reached the {FAMILY} family, which has "
-            "no handler for it",
-            model_type=cfg.model_type,
-            architectures=cfg.architectures,
-        )
-    check_keys(cfg, KEYS_BY_TYPE[cfg.model_type], family=f"{FAMILY}/{cfg.model_type}")
+    check_keys_for_type(cfg, KEYS_BY_TYPE, family=FAMILY, model_type=cfg.model_type)
+    handler = _HANDLERS[cfg.model_type]
     if text is not cfg:
         inner = text.model_type
         expected = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(cfg.model_type)
