@@ -16,16 +16,11 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
-
-SHARED = Path(__file__).parents[2] / ".." / "shared"
-CASES_FILE = SHARED / "oracles" / "vllm-0.32" / "cases.jsonl"
-CONFIGS = SHARED / "configs"
+from oracle_cases import CONFIGS, load_cases
 
 
 def _cases() -> list[dict[str, Any]]:
-    if not CASES_FILE.is_file():
-        return []
-    return [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()]
+    return load_cases()
 
 
 def _case_id(case: dict[str, Any]) -> str:

@@ -9,16 +9,15 @@ import copy
 import json
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kvledger.derive import Kind, ModelFacts, Role
 from kvledger.derive.source import load_source
+from oracle_cases import ORACLE_FILE
 
-ORACLE = Path(__file__).parents[2] / ".." / "shared" / "oracles" / "vllm-0.32" / "cases.jsonl"
-
+ORACLE = ORACLE_FILE
 # vLLM KV-cache spec class for each of our position-indexed kinds.
 SPEC_OF_KIND = {
     Kind.FULL: "FullAttentionSpec",

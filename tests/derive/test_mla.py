@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,10 +15,9 @@ import pytest
 from kvledger.derive import Kind, Role, UnknownCacheKey, derive_model
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.source import load_source
+from oracle_cases import ORACLE_FILE
 
-ORACLE = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "oracles" / "vllm-0.32" / "cases.jsonl"
-)
+ORACLE = ORACLE_FILE
 
 V2_LITE = "deepseek-ai/DeepSeek-V2-Lite"
 V3 = "deepseek-ai/DeepSeek-V3"

@@ -10,7 +10,6 @@ facts with no engine override must equal the oracle's dtypes exactly.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,9 +26,9 @@ from kvledger.derive.states import (
     ShortConvState,
     StateRole,
 )
+from oracle_cases import ORACLE_FILE
 
-ORACLE = Path(__file__).parents[2] / ".." / "shared" / "oracles" / "vllm-0.32" / "cases.jsonl"
-
+ORACLE = ORACLE_FILE
 
 def _cases() -> list[dict[str, Any]]:
     if not ORACLE.is_file():

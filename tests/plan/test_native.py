@@ -6,10 +6,8 @@ Expected numbers are worked by hand in the comments from the facts' own geometry
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -25,11 +23,10 @@ from kvledger.derive.layers import (
 )
 from kvledger.plan.native import native_layout, plan_native
 from kvledger.plan.request import PlanRequest
+from oracle_cases import load_cases
 
 GIB = 1 << 30
 MIB = 1 << 20
-ORACLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "oracles" / "vllm-0.32" / \
-    "cases.jsonl"
 
 
 def full(i: int, role: Role = Role.DECODER) -> FullAttention:
@@ -221,9 +218,7 @@ def test_model_local_declaration_enters_the_same_ledger() -> None:
 
 
 def _oracle_cases() -> list[dict[str, object]]:
-    if not ORACLES.is_file():
-        return []
-    return [json.loads(line) for line in ORACLES.read_text().splitlines() if line.strip()]
+    return load_cases()
 
 
 def _request_from(inputs: dict[str, object], engine: str) -> PlanRequest:

@@ -8,7 +8,6 @@ model family is not implemented fails (it is a real gap), it is not skipped.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,16 +15,11 @@ import pytest
 from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
-
-SHARED = Path(__file__).parents[2] / ".." / "shared"
-CASES_FILE = SHARED / "oracles" / "vllm-0.32" / "cases.jsonl"
-CONFIGS = SHARED / "configs"
+from oracle_cases import CONFIGS, load_cases
 
 
 def _cases() -> list[dict[str, Any]]:
-    if not CASES_FILE.is_file():
-        return []
-    return [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()]
+    return load_cases()
 
 
 CASES = _cases()
