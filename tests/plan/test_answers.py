@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kvledger.plan.answers import fit_candidates, max_context_at
-from kvledger.plan.api import fit_model, plan_model
+from kvledger.plan.api import plan_model
+from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
 
 

@@ -102,7 +102,7 @@ def test_model_local_only_for_native() -> None:
 
 
 def test_fit_json_shape() -> None:
-    from kvledger.plan.api import fit_model
+    from kvledger.plan.fit import fit_model
 
     data = fit_model(LLAMA, PlanRequest(), gpu="H100-80GB", concurrency=4,
                      context=8192).to_json()

@@ -269,7 +269,7 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
 
 def _cmd_fit(ns: argparse.Namespace) -> int:
     request = _request(ns)
-    from kvledger.plan.api import fit_model
+    from kvledger.plan.fit import fit_model
 
     result = fit_model(
         ns.model,

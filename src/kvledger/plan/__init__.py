@@ -12,7 +12,7 @@ from typing import Any
 _EXPORTS: dict[str, str] = {
     "PlanRequest": "kvledger.plan.request",
     "plan_model": "kvledger.plan.api",
-    "fit_model": "kvledger.plan.api",
+    "fit_model": "kvledger.plan.fit",
     "PlanResult": "kvledger.plan.result",
     "FitResult": "kvledger.plan.fit_result",
     "RankResult": "kvledger.plan.result",
