@@ -127,7 +127,8 @@ def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
 
 
 def _fill_models(models: argparse.ArgumentParser) -> None:
-    models.add_argument("--json", action="store_true", help="a JSON list for machines")
+    models.add_argument("--json", action="store_true",
+                        help="one JSON object for machines (catalog ids and model types)")
     models.set_defaults(handler=_cmd_models)
 
 
@@ -137,7 +138,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "plan": ("KV blocks, tokens and concurrency for a model", _fill_plan, ()),
     "fit": ("smallest TP×PP on a GPU that holds N requests of L tokens", _fill_fit, ()),
     "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
-    "models": ("list the bundled catalog ids", _fill_models, ("catalog",)),
+    "models": ("list the bundled catalog ids and the supported model types", _fill_models,
+               ("catalog",)),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
@@ -302,13 +304,13 @@ def _cmd_inspect(ns: argparse.Namespace) -> int:
 
 
 def _cmd_models(ns: argparse.Namespace) -> int:
-    from kvledger.derive.source import catalog_ids
+    from kvledger.cli.models import models_payload, render_models
 
-    ids = catalog_ids()
+    data = models_payload()
     if ns.json:
-        _emit_json(ids)
+        _emit_json(data)
     else:
-        sys.stdout.write("".join(f"{model_id}\n" for model_id in ids))
+        sys.stdout.write(render_models(data))
     return 0
 
 

@@ -333,6 +333,7 @@ def plan_model(
     if request.engine == "vllm":
         kv_dtype = str(getattr(vplan.resolved, "kv_storage_dtype", kv_dtype))
     warnings.extend(n for n in facts.notes if n.startswith("float32 checkpoint served"))
+    warnings.extend(facts.warnings)  # a size the config states two ways (derived as vLLM does)
     return PlanResult(
         model=facts.model, engine=request.engine, block_size=block_size, num_blocks=num_blocks,
         kv_cache_tokens=tokens, max_concurrency=concurrency_now, max_model_len=max_len,
