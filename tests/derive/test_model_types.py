@@ -12,6 +12,7 @@ import inspect
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -201,3 +202,13 @@ def test_class_default_fills_an_omitted_key() -> None:
     # Stated null is not omitted: the class keeps None and vLLM's fallback (64) applies.
     facts = derive_model({**raw, "head_dim": None})
     assert facts.bytes_per_token() == 512  # 2 × 2 × 64 × 2 B
+
+
+def test_classification_head_options_do_not_block(config_copy: Any) -> None:
+    # WhisperForAudioClassification's options (transformers WhisperConfig): vLLM serves
+    # Whisper for transcription and never builds that head, so they change no cache.
+    raw = config_copy("openai/whisper-tiny")
+    plain = derive_model(raw).bytes_per_token()
+    raw.update({"use_weighted_layer_sum": True, "classifier_proj_size": 256, "num_labels": 3,
+                "id2label": {"0": "a", "1": "b", "2": "c"}, "classifier_dropout": 0.1})
+    assert derive_model(raw).bytes_per_token() == plain

@@ -6,8 +6,8 @@ Research tool, never imported by the package or the tests. Each run uses a copy 
 config without its weight quantization — the inline ``quantization_config`` removed and the
 ``hf_quant_config.json`` companion not passed — and records ``inputs.weights_quant_stripped:
 true``, as the shared coverage cases do. The KV scheme these checkpoints state (the
-companion's ``kv_cache_quant_algo``) is passed as ``--kv-cache-dtype`` instead. Output lines follow ``coverage-cases.jsonl``'s fields. Run (one run at a time, 20-60 s
-each)::
+companion's ``kv_cache_quant_algo``) is passed as ``--kv-cache-dtype`` instead. Output
+lines follow ``coverage-cases.jsonl``'s fields. Run (one run at a time, 20-60 s each)::
 
     ORACLE=/work/oracle/vllm-venv/bin/python
     $ORACLE tests/oracles/make_vllm_cases.py > tests/oracles/vllm-0.32-more.jsonl

@@ -22,8 +22,8 @@ def models_payload() -> dict[str, Any]:
     for name in sorted(MODEL_TYPES):
         row = resolve(name)
         if row.refused:
-            archs = sorted(a for a, n in ARCHITECTURES.items() if n == name)
-            refused.append({"what": f"architecture {archs[0]}" if archs else name,
+            via = sorted(a for a, n in ARCHITECTURES.items() if n == name)
+            refused.append({"what": f"architecture {via[0]}" if via else name,
                             "reason": row.refused})
             continue
         if name in by_architecture:
