@@ -19,57 +19,46 @@ one vLLM 0.32 runs with) by ``scripts/transformers_defaults.py``; a default that
 another key (``num_key_value_heads`` = ``num_attention_heads``) is left to the handler's own
 fallback, which is the same rule.
 
-This module is plain data: importing it costs a few dataclass instances and imports no
+This module is plain data: importing it builds dict literals and imports no
 handler (``bench/startup.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+# A row is a plain dict of the fields below (cheap to build at import; ``resolve`` turns the
+# one a config needs into a ``Resolved``). Fields, all optional:
+#   handler   "module:function" under kvledger.derive.families
+#   keys      cache-affecting keys the handler reads
+#   harmless  {key: why} — keys whose names look cache-affecting but that cache nothing
+#   off       keys that must be false/absent (else the config is refused naming them)
+#   like      inherit that row's fields; this row's own override (key sets and maps merge)
+#   defaults  what the model type's config class fills in for a key config.json omits
+#   config_class, vllm   where the defaults / the handler's facts were read
+#   options   keyword arguments of the handler
+#   text_key, inner      wrapper: the key holding the language model's config; the inner
+#                        model types it may hold (first: the default when it states none)
+#   refused   vLLM 0.32 cannot serve this; derive refuses with this reason
+#   strict_quantization  the quantization_config level fails closed on unknown keys
+#                        (guard.check_quantization_config) for these rows only, until the
+#                        per-quant_method vocabulary lands; then every level runs it
+Row = dict[str, Any]
+FIELDS = frozenset(
+    {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
+     "text_key", "inner", "vllm", "refused", "strict_quantization"}
+)
 
 
 def _ro(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(d or {}))
 
 
-@dataclass(frozen=True)
-class ModelType:
-    """One row of the table; see the module docstring. Empty fields inherit through ``like``."""
-
-    handler: str = ""  # "module:function" under kvledger.derive.families
-    keys: frozenset[str] = frozenset()  # cache-affecting keys the handler reads
-    harmless: Mapping[str, str] = field(default_factory=_ro)  # key → why it caches nothing
-    off: frozenset[str] = frozenset()  # keys that must be false/absent (else: refused)
-    like: str = ""  # inherit this row's fields, then override with this row's own
-    defaults: Mapping[str, Any] = field(default_factory=_ro)  # config-class defaults
-    config_class: str = ""  # where the defaults come from
-    options: Mapping[str, Any] = field(default_factory=_ro)  # handler keyword arguments
-    text_key: str = ""  # wrapper: the key holding the language model's config
-    inner: tuple[str, ...] = ()  # wrapper: accepted inner model types (first: the default)
-    vllm: str = ""  # vLLM 0.32 model file(s) the handler's facts were read from
-    refused: str = ""  # vLLM 0.32 cannot serve this; derive refuses with this reason
-    # The quantization_config level fails closed on unknown keys (guard.
-    # check_quantization_config) for these rows only, until the per-quant_method
-    # vocabulary lands; then every level runs it.
-    strict_quantization: bool = False
-
-    @property
-    def is_wrapper(self) -> bool:
-        return bool(self.text_key)
-
-
-def T(**kw: Any) -> ModelType:
-    """A table row; mappings are frozen and key sets become frozensets."""
-    for name in ("keys", "off"):
-        if name in kw:
-            kw[name] = frozenset(kw[name])
-    for name in ("harmless", "defaults", "options"):
-        if name in kw:
-            kw[name] = _ro(kw[name])
-    return ModelType(**kw)
+def T(**row: Any) -> Row:
+    """A table row (see the field list above)."""
+    return row
 
 
 # -- keys every level may carry ------------------------------------------------------------
@@ -185,7 +174,7 @@ _MAMBA2_HARMLESS = {
 }
 
 
-MODEL_TYPES: Mapping[str, ModelType] = _ro(
+MODEL_TYPES: Mapping[str, Row] = _ro(
     {
         # -- standard decoders (families/standard.py) ----------------------------------------
         "llama": T(handler="standard:derive", keys=_WINDOW_KEYS, config_class="LlamaConfig",
@@ -499,24 +488,28 @@ ARCHITECTURES: Mapping[str, str] = _ro(
 DRAFT_WORDS = ("eagle",)
 
 
-@dataclass(frozen=True)
 class Resolved:
-    """A row with its ``like=`` chain applied: what derive and the guard use."""
+    """A row with its ``like=`` chain applied: what derive, the guard and ``kvledger models``
+    use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
 
-    name: str
-    handler: str
-    keys: frozenset[str]
-    harmless: Mapping[str, str]
-    off: frozenset[str]
-    defaults: Mapping[str, Any]
-    config_class: str
-    options: Mapping[str, Any]
-    text_key: str
-    inner: tuple[str, ...]
-    vllm: str
-    refused: str
-    strict_quantization: bool
-    chain: tuple[str, ...]
+    __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
+                 "name", "off", "options", "refused", "strict_quantization", "text_key", "vllm")
+
+    def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
+        self.name = name
+        self.chain = chain
+        self.handler: str = merged["handler"]
+        self.keys: frozenset[str] = merged["keys"]
+        self.harmless: Mapping[str, str] = _ro(merged["harmless"])
+        self.off: frozenset[str] = merged["off"]
+        self.defaults: Mapping[str, Any] = _ro(merged["defaults"])
+        self.config_class: str = merged["config_class"]
+        self.options: Mapping[str, Any] = _ro(merged["options"])
+        self.text_key: str = merged["text_key"]
+        self.inner: tuple[str, ...] = tuple(merged["inner"])
+        self.vllm: str = merged["vllm"]
+        self.refused: str = merged["refused"]
+        self.strict_quantization: bool = merged["strict_quantization"]
 
     @property
     def is_wrapper(self) -> bool:
@@ -533,7 +526,8 @@ _RESOLVED: dict[str, Resolved] = {}
 
 def resolve(name: str) -> Resolved:
     """The row for ``name`` with its ``like=`` chain merged (``KeyError`` if not a row;
-    ``ValueError`` on a cycle). Key sets and mappings merge; scalar fields override."""
+    ``ValueError`` on a cycle or an unknown field). Key sets and mappings merge; other fields
+    are overridden by the row nearer ``name``."""
     done = _RESOLVED.get(name)
     if done is not None:
         return done
@@ -543,32 +537,26 @@ def resolve(name: str) -> Resolved:
         if cur in chain:
             raise ValueError(f"model_types: like= cycle {' -> '.join([*chain, cur])}")
         chain.append(cur)
-        cur = MODEL_TYPES[cur].like
-    rows = [MODEL_TYPES[n] for n in reversed(chain)]  # base first
+        cur = MODEL_TYPES[cur].get("like", "")
     merged: dict[str, Any] = {
         "handler": "", "keys": frozenset(), "harmless": {}, "off": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
         "vllm": "", "refused": "", "strict_quantization": False,
     }
-    for row in rows:
-        merged["keys"] = merged["keys"] | row.keys
-        merged["off"] = merged["off"] | row.off
-        for name_ in ("harmless", "defaults", "options"):
-            merged[name_] = {**merged[name_], **getattr(row, name_)}
-        for name_ in ("handler", "config_class", "text_key", "vllm", "refused"):
-            if getattr(row, name_):
-                merged[name_] = getattr(row, name_)
-        if row.inner:
-            merged["inner"] = row.inner
-        merged["strict_quantization"] = merged["strict_quantization"] or row.strict_quantization
-    out = Resolved(
-        name=name, handler=merged["handler"], keys=merged["keys"],
-        harmless=_ro(merged["harmless"]), off=merged["off"], defaults=_ro(merged["defaults"]),
-        config_class=merged["config_class"], options=_ro(merged["options"]),
-        text_key=merged["text_key"], inner=merged["inner"], vllm=merged["vllm"],
-        refused=merged["refused"], strict_quantization=merged["strict_quantization"],
-        chain=tuple(chain),
-    )
+    for row_name in reversed(chain):  # base first
+        row = MODEL_TYPES[row_name]
+        unknown = set(row) - FIELDS
+        if unknown:
+            raise ValueError(f"model_types: row {row_name!r} has unknown fields {sorted(unknown)}")
+        merged["keys"] = merged["keys"] | frozenset(row.get("keys", ()))
+        merged["off"] = merged["off"] | frozenset(row.get("off", ()))
+        for field in ("harmless", "defaults", "options"):
+            merged[field] = {**merged[field], **row.get(field, {})}
+        for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner"):
+            if row.get(field):
+                merged[field] = row[field]
+        merged["strict_quantization"] |= bool(row.get("strict_quantization"))
+    out = Resolved(name, tuple(chain), merged)
     _RESOLVED[name] = out
     return out
 
