@@ -12,6 +12,10 @@ import argparse
 import sys
 from typing import Any
 
+from kvledger.cli.args import int_at_least
+
+KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2",
+                   "nvfp4")
 GPU_HELP = "GPU preset for the budget estimate when the log prints no device total"
 
 
@@ -24,6 +28,11 @@ def fill_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", default=None, metavar="NAME", help=GPU_HELP)
     p.add_argument("--engine", choices=("vllm", "sglang"), default=None,
                    help="default: detected from the log")
+    given = p.add_argument_group("settings the log does not show (they win over the log)")
+    given.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1), default=None,
+                       metavar="T")
+    given.add_argument("--max-model-len", type=int_at_least(1), default=None, metavar="L")
+    given.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default=None)
     p.add_argument("--json", action="store_true", help="one JSON object for machines")
 
 
@@ -40,7 +49,10 @@ def read_log(path: str) -> str:
 def run(ns: argparse.Namespace, emit_json: Any) -> int:
     from kvledger.report.explain import explain_log
 
-    result = explain_log(read_log(ns.logfile), model=ns.model, gpu=ns.gpu, engine=ns.engine)
+    overrides = {name: getattr(ns, name) for name in (
+        "tensor_parallel_size", "max_model_len", "kv_cache_dtype") if getattr(ns, name)}
+    result = explain_log(read_log(ns.logfile), model=ns.model, gpu=ns.gpu, engine=ns.engine,
+                         overrides=overrides)
     data = result.to_json()
     if ns.json:
         emit_json(data)

@@ -15,6 +15,7 @@ budget itself is checked separately (``available_kv_bytes``), against kvledger's
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -214,17 +215,29 @@ def _gpu_from_log(log: ParsedLog, gpu: str | None) -> GpuPreset | None:
 
 
 def explain_log(
-    text: str, *, model: Any = None, gpu: str | None = None, engine: str | None = None
+    text: str,
+    *,
+    model: Any = None,
+    gpu: str | None = None,
+    engine: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Explanation:
     """Parse ``text`` and re-derive its figures. ``model`` overrides the model the log names
     (a catalog id, config.json, model directory, or dict); ``gpu`` names a GPU preset when
-    the log does not print the device's total memory."""
+    the log does not print the device's total memory; ``overrides`` supplies settings an
+    excerpt does not show (``{"tensor_parallel_size": 2}``), under the planner's names, and
+    wins over the log."""
     log = parse_log(text, engine=engine)
+    if overrides:
+        log.settings.update(overrides)
+        log.notes.append("settings given on the command line: " + ", ".join(
+            f"{k}={v}" for k, v in overrides.items()))
     named = model if model is not None else (log.model or log.settings.get("hf_config_path"))
     problems: list[str] = []
     request = build_request(log, "vllm", problems)
-    ctx = Context(log, request, None, None, str(named) if named is not None else None,
-                  _gpu_from_log(log, gpu), problems)
+    label = None if named is None else (
+        "<config dict>" if isinstance(named, dict) else str(named))
+    ctx = Context(log, request, None, None, label, _gpu_from_log(log, gpu), problems)
     _load_model(ctx, named, request)
     if log.engine == "vllm":
         from kvledger.report.suggest import vllm_suggestions

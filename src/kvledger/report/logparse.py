@@ -181,8 +181,8 @@ def _speculative(value: Any) -> dict[str, Any]:
         out["speculative_method"] = str(method)
     if isinstance(tokens, int) and not isinstance(tokens, bool):
         out["num_speculative_tokens"] = tokens
-    if value.get("model") and str(value.get("model")) != str(value.get("target_model", "")):
-        out["speculative_model"] = str(value["model"])
+    if value.get("model") and "mtp" not in str(method or "").lower():
+        out["speculative_model"] = str(value["model"])  # a separate draft model
     return out
 
 
@@ -244,11 +244,20 @@ def _balanced(text: str) -> bool:
     return depth <= 0 and not quote
 
 
+# A line that continues a hard-wrapped one starts in the middle of a word ("ig(show_...",
+# "l': True"); a new log record starts with a prefix, a bracket or a capital.
+_CONTINUATION = re.compile(r"[a-z_][\w.]*['(=:]")
+
+
 def _joined(lines: list[str], index: int, start: str) -> str:
-    """A repr that a paste wrapped over several lines, joined back (at most 40 lines)."""
+    """A repr that a paste wrapped over several lines, joined back (at most 40 lines).
+
+    Unbalanced brackets always continue; a balanced line continues only into a line that
+    starts mid-word (a hard wrap of a long log line, as issue trackers and excerpts show)."""
     text = start
     k = index + 1
-    while not _balanced(text) and k < len(lines) and k < index + 40:
+    while k < len(lines) and k < index + 40 and (
+            not _balanced(text) or _CONTINUATION.match(lines[k])):
         text += lines[k]
         k += 1
     return text
