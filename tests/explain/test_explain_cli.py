@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.explain.logs import LOGS
+from tests.explain.real_logs import LOGS
 
 from kvledger.cli.main import main
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from tests.explain.logs import GIB, read, shared_config
+from tests.explain.real_logs import GIB, read, shared_config
 
 from kvledger.report.explain import explain_log
 

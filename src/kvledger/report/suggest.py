@@ -33,7 +33,10 @@ def _effect(before: PlanResult, after: PlanResult, *, per_gpu: bool = False) -> 
     if after.max_model_len != before.max_model_len:
         conc = (f"max concurrency {before.max_concurrency:.2f} at {before.max_model_len:,} "
                 f"tokens → {after.max_concurrency:.2f} at {after.max_model_len:,}")
-    return f"{tok}; {conc}{' (per GPU)' if per_gpu else ''}"
+    per = " (per GPU)" if per_gpu else ""
+    if after.kv_cache_tokens == before.kv_cache_tokens:
+        return f"{conc}{per}"
+    return f"{tok}; {conc}{per}"
 
 
 def vllm_suggestions(ctx: Context) -> list[Suggestion]:

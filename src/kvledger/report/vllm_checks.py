@@ -279,34 +279,30 @@ def _available_check(ctx: Context) -> Check:
     derived = estimate_budget(ctx)
     if isinstance(derived, str):
         return Check("available_kv_bytes", logged.bytes, None, None, f"not derived: {derived}")
-    budget, lines = derived
+    budget, lines, guessed = derived
     delta = logged.bytes - budget
     ok = logged.low - BUDGET_TOLERANCE_BYTES <= budget <= logged.high + BUDGET_TOLERANCE_BYTES
     why = f"{lines} = {gib(budget)}; the log has {logged} ({delta / GIB:+.2f} GiB)"
     if not ok:
-        why += "; " + _budget_cause(ctx, delta)
+        why += "; " + _budget_cause(delta, guessed)
     return Check("available_kv_bytes", logged.bytes, budget, ok, why)
 
 
-def _budget_cause(ctx: Context, delta: int) -> str:
-    f = ctx.log.figures
-    guessed = [name for name, key in (("activation peak", "activation_gib"),
-                                      ("CUDA graphs", "cuda_graphs_gib"),
-                                      ("non-torch memory", "non_torch_gib"))
-               if key not in f]
+def _budget_cause(delta: int, guessed: list[str]) -> str:
+    """Which estimated budget lines most likely differ from what vLLM measured."""
     if delta < 0:
         what = " / ".join(guessed) or "the reserves"
         return (f"the memory is {-delta / GIB:.2f} GiB below the estimate: {what} larger than "
-                "kvledger's estimate (pass the logged figures: --activation-peak-bytes, "
-                "--cuda-graph-bytes), or other processes on the GPU")
+                "kvledger's estimate, or other processes on the GPU")
     what = " / ".join(guessed) or "the reserves"
     return (f"the memory is {delta / GIB:.2f} GiB above the estimate: {what} smaller than "
             "kvledger's estimate (vLLM measured them)")
 
 
-def estimate_budget(ctx: Context) -> tuple[int, str] | str:
+def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
     """kvledger's estimate of the KV budget on the log's GPU, with the log's own figures
-    substituted wherever it printed them; (bytes, the arithmetic) or why not."""
+    substituted wherever it printed them; (bytes, the arithmetic, the lines that are
+    estimates) or why not."""
     if ctx.gpu is None:
         return ("the log states no GPU memory total (vLLM 0.11+ prints 'Free memory on device "
                 "(free/total GiB)'); pass --gpu NAME")
@@ -343,7 +339,9 @@ def estimate_budget(ctx: Context) -> tuple[int, str] | str:
     arithmetic = f"int({total.bytes / GIB:.2f} GiB × {util:g}) = {usable.bytes / GIB:.2f}"
     arithmetic += "".join(f" − {_short(ln.label)} {ln.bytes / GIB:.2f} ({ln.basis})"
                           for ln in minus)
-    return b.available_bytes, arithmetic
+    guessed = [_short(ln.label).replace(" per GPU", "") for ln in minus
+               if ln.basis == "estimated"]
+    return b.available_bytes, arithmetic, guessed
 
 
 def _short(label: str) -> str:
