@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
-from tests.explain.real_logs import LOGS
 
+from explain.real_logs import LOGS
 from kvledger.cli.main import main
 
 PR20707 = str(LOGS / "vllm-0.10-pr20707-llama31-8b.log")

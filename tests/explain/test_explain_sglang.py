@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import math
 
-from tests.explain.real_logs import GIB, read, shared_config
-
+from explain.real_logs import GIB, read, shared_config
 from kvledger.report.explain import explain_log
 
 # Qwen/QwQ-32B's KV-relevant config values (a Qwen2ForCausalLM, as the log's "Load weight

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from tests.explain.real_logs import GIB, read, shared_config
 
+from explain.real_logs import GIB, read, shared_config
 from kvledger.report.explain import explain_log
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"  # catalog; Llama-3.1-8B-Instruct has the same KV

@@ -7,8 +7,8 @@ wording variants are lines quoted from public logs or from the engine's format s
 from __future__ import annotations
 
 import pytest
-from tests.explain.real_logs import read
 
+from explain.real_logs import read
 from kvledger.report.logparse import GIB, Gib, LogError, parse_log
 
 
