@@ -30,7 +30,12 @@ def test_machine_interface_keys(capsys: pytest.CaptureFixture[str]) -> None:
         assert key in data
     assert data["engine"] == "vllm" and data["model"] == LLAMA
     names = {c["name"] for c in data["checks"]}
-    assert {"available_kv_bytes", "kv_cache_tokens", "max_concurrency"} <= names
+    # The four headline checks are always there; this log printed no weights line.
+    assert {"weights_bytes", "available_kv_bytes", "kv_cache_tokens", "max_concurrency"} <= names
+    weights = next(c for c in data["checks"] if c["name"] == "weights_bytes")
+    assert weights["logged"] is None and weights["match"] is None
+    # 8.03 B parameters × 2 B (bf16) = 14.96 GiB: kvledger's own figure is still shown.
+    assert round(weights["derived"] / 2**30, 2) == 14.96
     for check in data["checks"]:
         assert set(check) >= {"name", "logged", "derived", "match", "why"}
     tokens = next(c for c in data["checks"] if c["name"] == "kv_cache_tokens")

@@ -82,11 +82,14 @@ def render_text(data: dict[str, Any]) -> str:
         lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()
                                               if k != "model"))
     lines.append("")
-    marks = {True: "match", False: "MISMATCH", None: "not derived"}
     for check in data["checks"]:
         name = check["name"]
+        if check["match"] is not None:
+            mark = "match" if check["match"] else "MISMATCH"
+        else:
+            mark = "not in the log" if check["derived"] is not None else "not derived"
         lines.append(f"{name}: logged {_value(name, check['logged'])}, derived "
-                     f"{_value(name, check['derived'])} — {marks[check['match']]}")
+                     f"{_value(name, check['derived'])} — {mark}")
         lines.append(f"    {check['why']}")
     if data.get("suggestions"):
         lines.append("")

@@ -11,9 +11,13 @@ layout's rule; until that layout exists the token and budget checks say so and s
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+from typing import Any
+
 from kvledger.report.explain import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
-from kvledger.report.vllm_checks import weights_check
+from kvledger.report.vllm_checks import unlogged_weights, weights_check
 
 NO_LAYOUT = ("not derived: the SGLang layout is not available yet in kvledger (the pool "
              "sizing from mem_fraction_static is its rule)")
@@ -24,16 +28,85 @@ def sglang_checks(ctx: Context) -> list[Check]:
     checks: list[Check] = []
     if "weights_gib" in f:
         checks.append(weights_check(ctx))
+    else:
+        checks.append(unlogged_weights(ctx))
     tokens = f.get("kv_cache_tokens", f.get("max_total_num_tokens"))
+    budget = _logged_budget(ctx)
+    if isinstance(budget, tuple):
+        low, high, how = budget
+        checks.append(Check("available_kv_bytes", (low + high) // 2, None, None,
+                            f"{how}; {NO_LAYOUT.removeprefix('not derived: ')} for a budget "
+                            "estimate of its own", (low, high)))
+    else:
+        checks.append(Check("available_kv_bytes", None, None, None,
+                            f"the log does not print it ({budget})"))
     if isinstance(tokens, int):
-        checks.append(Check("kv_cache_tokens", tokens, None, None, NO_LAYOUT))
-        if any(k in f for k in ("k_size_gib", "kv_size_gib")):
-            checks.append(_pool_bytes_check(ctx, tokens))
-    if "load_end_avail_gib" in f:
-        avail: Gib = f["load_end_avail_gib"]
-        checks.append(Check("available_kv_bytes", avail.bytes, None, None,
-                            f"{NO_LAYOUT}; the log had {avail} free after loading the weights"))
+        checks.append(_tokens_check(ctx, tokens, budget))
+    checks.append(Check("max_concurrency", None, None, None,
+                        "SGLang prints no concurrency at the context length (max_running_"
+                        "requests is a scheduler cap, not a KV figure)"))
+    if isinstance(tokens, int) and any(k in f for k in ("k_size_gib", "kv_size_gib")):
+        checks.append(_pool_bytes_check(ctx, tokens))
     return checks
+
+
+def _logged_budget(ctx: Context) -> tuple[int, int, str] | str:
+    """SGLang's KV budget as its own log states it: the free memory after the weights less
+    ``(1 − mem_fraction_static)`` of the free memory before them (``profile_max_num_token``:
+    ``rest = available − total × (1 − mem_fraction_static)``; 0.4.3 and 0.5.23 alike). Both
+    figures were printed with two decimals, so this is an interval."""
+    f = ctx.log.figures
+    before, after = f.get("load_begin_avail_gib"), f.get("load_end_avail_gib")
+    fraction = ctx.log.settings.get("mem_fraction_static")
+    if not isinstance(before, Gib) or not isinstance(after, Gib):
+        return "the log lacks 'Load weight begin/end. avail mem'"
+    if not isinstance(fraction, float):
+        return "the log states no mem_fraction_static"
+    keep = 1.0 - fraction
+    low = after.low - int(before.high * keep)
+    high = after.high - int(before.low * keep)
+    how = (f"the log's budget: {after} free after the weights − {before} × (1 − {fraction:g})"
+           f" = {low / GIB:.3f}–{high / GIB:.3f} GiB")
+    return low, high, how
+
+
+def _layout() -> Any | None:
+    """kvledger's SGLang layout when this build has one (``plan.sglang.plan_sglang``)."""
+    try:
+        module = importlib.import_module("kvledger.plan.sglang")
+        getattr(module, "plan_sglang")  # noqa: B009 - a lazy module attribute
+    except (ImportError, AttributeError):
+        return None
+    return module
+
+
+def _tokens_check(ctx: Context, logged: int, budget: tuple[int, int, str] | str) -> Check:
+    layout = _layout()
+    if layout is None:
+        return Check("kv_cache_tokens", logged, None, None, NO_LAYOUT)
+    if isinstance(budget, str):
+        return Check("kv_cache_tokens", logged, None, None, f"not derived: {budget}")
+    if ctx.facts is None or ctx.request is None:
+        return Check("kv_cache_tokens", logged, None, None, f"not derived: {ctx.why_not()}")
+    s = ctx.log.settings
+    try:
+        options = layout.SglangOptions(
+            mem_fraction_static=s.get("mem_fraction_static"),
+            max_running_requests=s.get("max_running_requests"),
+            disable_radix_cache=bool(s.get("disable_radix_cache", False)))
+        request = dataclasses.replace(ctx.request, engine="sglang",
+                                      block_size=s.get("block_size"))
+        plans = [layout.plan_sglang(ctx.facts, request, b, options=options)
+                 for b in budget[:2]]
+    except (TypeError, ValueError) as exc:
+        return Check("kv_cache_tokens", logged, None, None, f"not derived: {exc}")
+    low, high = (int(p.kv_cache_tokens) for p in plans)
+    ok = low <= logged <= high
+    cell = plans[0].cell_bytes_per_token
+    return Check("kv_cache_tokens", logged, high, ok,
+                 f"tokens follow from {budget[2]}: ÷ {cell:,.0f} B per token (SGLang's cell: "
+                 f"all layers' K and V on one GPU) = {low:,}–{high:,}; the log's {logged:,} is "
+                 f"{'inside' if ok else 'outside'}", (low, high))
 
 
 def _pool_bytes_check(ctx: Context, tokens: int) -> Check:

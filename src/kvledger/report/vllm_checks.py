@@ -50,20 +50,55 @@ def _fmt(n: int) -> str:
 def vllm_checks(ctx: Context) -> list[Check]:
     f = ctx.log.figures
     budget = _logged_budget(ctx)
-    checks: list[Check] = []
-    if "weights_gib" in f:
-        checks.append(weights_check(ctx))
-    if "available_kv_gib" in f:
-        checks.append(_available_check(ctx))
-    if "kv_cache_tokens" in f:
-        checks.append(_tokens_check(ctx, budget))
-    if "max_concurrency" in f:
-        checks.append(_concurrency_check(ctx, budget))
+    # The four headline checks are always present; one the log did not print has logged null
+    # and kvledger's number alone (a partial log still gets the whole picture).
+    checks: list[Check] = [
+        weights_check(ctx) if "weights_gib" in f else unlogged_weights(ctx),
+        _available_check(ctx) if "available_kv_gib" in f else _unlogged_budget(ctx),
+        _tokens_check(ctx, budget) if "kv_cache_tokens" in f else _unlogged(
+            ctx, budget, "kv_cache_tokens"),
+        _concurrency_check(ctx, budget) if "max_concurrency" in f else _unlogged(
+            ctx, budget, "max_concurrency"),
+    ]
     if "num_gpu_blocks" in f:
         checks.append(_blocks_check(ctx, budget))
     if "needed_kv_gib" in f:
         checks.extend(_refused_checks(ctx, budget))
     return checks
+
+
+NOT_LOGGED = "the log does not print it"
+
+
+def _unlogged(ctx: Context, budget: tuple[int, int, int, str] | None, name: str) -> Check:
+    plans = _plans(ctx, budget)
+    if isinstance(plans, str):
+        return Check(name, None, None, None, f"{NOT_LOGGED}; not derived: {plans}")
+    mid = plans[0]
+    value: Any = mid.kv_cache_tokens if name == "kv_cache_tokens" else round(
+        mid.max_concurrency, 4)
+    assert budget is not None
+    return Check(name, None, value, None,
+                 f"{NOT_LOGGED}; kvledger's plan on {budget[3]}: {mid.num_blocks:,} blocks "
+                 f"of {mid.block_size} tokens, {mid.kv_cache_tokens:,} tokens, "
+                 f"{mid.max_concurrency:.2f} requests of {mid.max_model_len:,} tokens")
+
+
+def unlogged_weights(ctx: Context) -> Check:
+    est = weights_estimate(ctx)
+    if isinstance(est, str):
+        return Check("weights_bytes", None, None, None, f"{NOT_LOGGED}; not derived: {est}")
+    return Check("weights_bytes", None, est[0], None,
+                 f"{NOT_LOGGED}; kvledger's {est[1]} figure: {est[2]} = {gib(est[0])} per GPU")
+
+
+def _unlogged_budget(ctx: Context) -> Check:
+    est = estimate_budget(ctx)
+    if isinstance(est, str):
+        return Check("available_kv_bytes", None, None, None,
+                     f"{NOT_LOGGED}; not derived: {est}")
+    return Check("available_kv_bytes", None, est[0], None,
+                 f"{NOT_LOGGED}; kvledger's estimate: {est[1]} = {gib(est[0])}")
 
 
 def _logged_budget(ctx: Context) -> tuple[int, int, int, str] | None:
