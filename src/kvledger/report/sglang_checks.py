@@ -33,10 +33,11 @@ def sglang_checks(ctx: Context) -> list[Check]:
     tokens = f.get("kv_cache_tokens", f.get("max_total_num_tokens"))
     budget = _logged_budget(ctx)
     if isinstance(budget, tuple):
-        low, high, how = budget
-        checks.append(Check("available_kv_bytes", (low + high) // 2, None, None,
-                            f"{how}; {NO_LAYOUT.removeprefix('not derived: ')} for a budget "
-                            "estimate of its own", (low, high)))
+        low, mid, high, how = budget
+        tail = ("the tokens are checked against it (kv_cache_tokens)" if _layout() is not None
+                else NO_LAYOUT.removeprefix("not derived: "))
+        checks.append(Check("available_kv_bytes", mid, None, None, f"{how}; {tail}",
+                            (low, high)))
     else:
         checks.append(Check("available_kv_bytes", None, None, None,
                             f"the log does not print it ({budget})"))
@@ -50,7 +51,7 @@ def sglang_checks(ctx: Context) -> list[Check]:
     return checks
 
 
-def _logged_budget(ctx: Context) -> tuple[int, int, str] | str:
+def _logged_budget(ctx: Context) -> tuple[int, int, int, str] | str:
     """SGLang's KV budget as its own log states it: the free memory after the weights less
     ``(1 − mem_fraction_static)`` of the free memory before them (``profile_max_num_token``:
     ``rest = available − total × (1 − mem_fraction_static)``; 0.4.3 and 0.5.23 alike). Both
@@ -64,10 +65,11 @@ def _logged_budget(ctx: Context) -> tuple[int, int, str] | str:
         return "the log states no mem_fraction_static"
     keep = 1.0 - fraction
     low = after.low - int(before.high * keep)
+    mid = after.bytes - int(before.bytes * keep)
     high = after.high - int(before.low * keep)
     how = (f"the log's budget: {after} free after the weights − {before} × (1 − {fraction:g})"
            f" = {low / GIB:.3f}–{high / GIB:.3f} GiB")
-    return low, high, how
+    return low, mid, high, how
 
 
 def _layout() -> Any | None:
@@ -80,7 +82,9 @@ def _layout() -> Any | None:
     return module
 
 
-def _tokens_check(ctx: Context, logged: int, budget: tuple[int, int, str] | str) -> Check:
+def _tokens_check(
+    ctx: Context, logged: int, budget: tuple[int, int, int, str] | str
+) -> Check:
     layout = _layout()
     if layout is None:
         return Check("kv_cache_tokens", logged, None, None, NO_LAYOUT)
@@ -97,16 +101,17 @@ def _tokens_check(ctx: Context, logged: int, budget: tuple[int, int, str] | str)
         request = dataclasses.replace(ctx.request, engine="sglang",
                                       block_size=s.get("block_size"))
         plans = [layout.plan_sglang(ctx.facts, request, b, options=options)
-                 for b in budget[:2]]
+                 for b in budget[:3]]
     except (TypeError, ValueError) as exc:
         return Check("kv_cache_tokens", logged, None, None, f"not derived: {exc}")
-    low, high = (int(p.kv_cache_tokens) for p in plans)
+    low, mid, high = (int(p.kv_cache_tokens) for p in plans)
     ok = low <= logged <= high
-    cell = plans[0].cell_bytes_per_token
-    return Check("kv_cache_tokens", logged, high, ok,
-                 f"tokens follow from {budget[2]}: ÷ {cell:,.0f} B per token (SGLang's cell: "
-                 f"all layers' K and V on one GPU) = {low:,}–{high:,}; the log's {logged:,} is "
-                 f"{'inside' if ok else 'outside'}", (low, high))
+    cell = plans[1].cell_bytes_per_token
+    return Check("kv_cache_tokens", logged, mid, ok,
+                 f"tokens follow from {budget[3]}: ÷ {cell:,.0f} B per token (SGLang's cell: "
+                 f"all layers' K and V on one GPU; kvledger's SGLang layout) = {low:,}–"
+                 f"{high:,}; the log's {logged:,} is {'inside' if ok else 'outside'}",
+                 (low, high))
 
 
 def _pool_bytes_check(ctx: Context, tokens: int) -> Check:
