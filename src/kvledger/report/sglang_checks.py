@@ -17,7 +17,7 @@ from typing import Any
 
 from kvledger.report.explain import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
-from kvledger.report.vllm_checks import unlogged_weights, weights_check
+from kvledger.report.memory_checks import unlogged_weights, weights_check
 
 NO_LAYOUT = ("not derived: the SGLang layout is not available yet in kvledger (the pool "
              "sizing from mem_fraction_static is its rule)")
