@@ -32,6 +32,29 @@ def test_library_default_engine_is_vllm() -> None:
     assert result.vllm_refuses_to_start is False
 
 
+@pytest.mark.parametrize(
+    ("model", "block_bytes", "blocks_per_request", "shown"),
+    [
+        # Mistral-7B: 16 × 131,072 B = 2,097,152 B per block; 1,281 blocks per 32k request
+        # (the oracle case at 8 GiB: 4,096 blocks / 3.1975019516 = 1,281.0).
+        ("mistralai/Mistral-7B-v0.1", 2_097_152, 1281, 7.99),
+        # gemma-3-27b: 1,310,720 B per block (8 GiB // it = 6,553, the oracle's count); 8,582
+        # blocks per 32k request (oracle at 8 GiB: 6,553 / 0.7635749243 = 8,582.0).
+        ("google/gemma-3-27b-it", 1_310_720, 8582, 1.91),
+    ],
+)
+def test_issue_examples_at_20_gib_are_vllms_numbers(
+    model: str, block_bytes: int, blocks_per_request: int, shown: float
+) -> None:
+    # Issue 10: without --engine, "at 20 GiB and 32k, gemma-3-27b 6 vs vLLM's 1.91, Mistral-7B
+    # 39 vs 8.0". The default is now vLLM's own allocator.
+    result = plan_model(model, PlanRequest(kv_cache_memory_bytes=20 * GIB, max_model_len=32768))
+    blocks = 20 * GIB // block_bytes
+    assert result.num_blocks == blocks
+    assert result.max_concurrency == blocks / blocks_per_request
+    assert round(result.max_concurrency, 2) == shown
+
+
 @pytest.mark.parametrize("value", ["auto", "AUTO", None])
 def test_block_size_auto_is_accepted(value: Any) -> None:
     assert PlanRequest(block_size=value).block_size is None
