@@ -29,10 +29,6 @@ from kvledger.plan.speculative import check_speculation
 if TYPE_CHECKING:
     from kvledger.plan.model_local import LocalRow
 
-# Kept for callers that imported it; the default now belongs to each layout.
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # vLLM's
-
-
 # -- inputs ------------------------------------------------------------------------------------
 
 
