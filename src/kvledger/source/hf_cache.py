@@ -14,12 +14,15 @@ about 0.2 s, and the cache is consulted on every plan of a name that is not a pa
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 
 _TRUE = {"1", "ON", "YES", "TRUE"}  # huggingface_hub constants.ENV_VARS_TRUE_VALUES
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_HEX = frozenset("0123456789abcdef")
 DEFAULT_REVISION = "main"
+
+
+def is_commit(text: str) -> bool:
+    """A full commit sha (40 lowercase hex digits), as huggingface_hub's REGEX_COMMIT_HASH."""
+    return len(text) == 40 and _HEX.issuperset(text)
 
 
 def _expand(path: str) -> str:
@@ -52,14 +55,20 @@ def repo_folder(repo_id: str) -> str:
     return "--".join(("models", *repo_id.split("/")))
 
 
-@dataclass(frozen=True)
 class Snapshot:
-    """One cached revision of a repository: its commit and its folder."""
+    """One cached revision of a repository: its commit and its folder.
 
-    repo_id: str
-    commit: str
-    directory: str
-    ref: str  # the revision asked for (a branch, a tag or the commit itself)
+    A plain class, not a dataclass: this module is on every catalog plan's start-up path, and
+    generating a dataclass costs more than the rest of the module.
+    """
+
+    __slots__ = ("commit", "directory", "ref", "repo_id")
+
+    def __init__(self, repo_id: str, commit: str, directory: str, ref: str) -> None:
+        self.repo_id = repo_id
+        self.commit = commit
+        self.directory = directory
+        self.ref = ref  # the revision asked for (a branch, a tag or the commit itself)
 
 
 def _read_ref(repo_dir: str, revision: str) -> str | None:
@@ -74,9 +83,9 @@ def snapshot_in(repo_dir: str, repo_id: str, revision: str | None) -> Snapshot |
     """The snapshot of ``revision`` (default main) in a ``models--org--name`` folder."""
     ref = revision or DEFAULT_REVISION
     commit = _read_ref(repo_dir, ref) if "/.." not in f"/{ref}" else None
-    if commit is None and COMMIT.match(ref):
+    if commit is None and is_commit(ref):
         commit = ref
-    if commit is None or not COMMIT.match(commit):
+    if commit is None or not is_commit(commit):
         return None
     directory = os.path.join(repo_dir, "snapshots", commit)
     if not os.path.isfile(os.path.join(directory, "config.json")):
@@ -101,7 +110,7 @@ def cached_refs(repo_id: str) -> list[str]:
             found.extend(sorted(os.listdir(os.path.join(repo_dir, sub))))
         except OSError:
             continue
-    return [name if not COMMIT.match(name) else name[:12] for name in found]
+    return [name[:12] if is_commit(name) else name for name in found]
 
 
 def repo_of_folder(path: str) -> str | None:
@@ -121,7 +130,7 @@ def snapshot_of_path(directory: str) -> Snapshot | None:
     commit = os.path.basename(directory)
     snapshots = os.path.dirname(directory)
     repo_id = repo_of_folder(os.path.dirname(snapshots))
-    if repo_id is None or os.path.basename(snapshots) != "snapshots" or not COMMIT.match(commit):
+    if repo_id is None or os.path.basename(snapshots) != "snapshots" or not is_commit(commit):
         return None
     return Snapshot(repo_id, commit, directory, commit)
 

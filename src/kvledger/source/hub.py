@@ -182,7 +182,7 @@ def fetch(repo_id: str, revision: str | None) -> hf_cache.Snapshot:
     rev = revision or hf_cache.DEFAULT_REVISION
     try:
         commit = _head(repo_id, CONFIG, rev).commit_hash
-        if not commit or not hf_cache.COMMIT.match(commit):
+        if not commit or not hf_cache.is_commit(commit):
             raise OSError(f"{hf_cache.endpoint()} sent no X-Repo-Commit header: not a Hub")
         # By name, not by commit: hf_hub_download then records refs/<rev> -> commit, which is
         # how the next run (and an offline one) finds this snapshot.

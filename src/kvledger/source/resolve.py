@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +40,9 @@ if TYPE_CHECKING:
 
 QUANT_FILE = "hf_quant_config.json"
 # huggingface_hub's validate_repo_id: [org/]name of word characters, "-" and ".", at most 96
-# characters each, no "--" or "..".
-_REPO_ID = re.compile(r"^(?:[\w.-]{1,96}/)?[\w.-]{1,96}$")
+# characters each, no "--" or "..". A pattern, compiled by ``re`` only when a name goes to the
+# Hub (not on a catalog plan's start-up path).
+_REPO_ID = r"^(?:[\w.-]{1,96}/)?[\w.-]{1,96}$"
 
 
 def _error(message: str, hint: str = "") -> Exception:
@@ -95,7 +95,9 @@ def _looks_like_path(text: str) -> bool:
 
 
 def is_repo_id(text: str) -> bool:
-    return bool(_REPO_ID.match(text)) and "--" not in text and ".." not in text and \
+    import re
+
+    return bool(re.match(_REPO_ID, text)) and "--" not in text and ".." not in text and \
         not text.endswith(".git")
 
 
@@ -170,6 +172,12 @@ def _from_catalog(model_id: str) -> ModelSource | None:
                        offline=True)
 
 
+def _not_found(text: str) -> Exception:
+    return _error(f"{text!r}: no such file or directory, and not a model id",
+                  hint="MODEL is a config.json, a model directory, a bundled catalog id "
+                       "('kvledger models') or a Hugging Face model id")
+
+
 def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
                offline: bool | None) -> ModelSource:
     off = hf_cache.offline_from_env() if offline is None else bool(offline)
@@ -193,10 +201,8 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
                                   "folder (.../hub/models--org--name)")
             return ModelSource(text, read_json(path), quant, kind="path",
                                location=str(path.resolve()))
-    if _looks_like_path(text) or not is_repo_id(text):
-        raise _error(f"{text!r}: no such file or directory, and not a model id",
-                     hint="MODEL is a config.json, a model directory, a bundled catalog id "
-                          "('kvledger models') or a Hugging Face model id")
+    if _looks_like_path(text):
+        raise _not_found(text)
     snap = hf_cache.find(text, revision)
     if snap is not None:
         return _from_snapshot(snap, "hf-cache", off)
@@ -204,6 +210,8 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
         found = _from_catalog(text)
         if found is not None:
             return found
+    if not is_repo_id(text):
+        raise _not_found(text)
     if off:
         from kvledger.source.catalog import did_you_mean
 

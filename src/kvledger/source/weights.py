@@ -77,7 +77,7 @@ def find_safetensors(source: ModelSource) -> tuple[SafetensorsTotals | None, str
         if found is not None:
             return found, ""
     repo_id, commit = source.repo_id, source.revision
-    if repo_id is not None and commit is not None and hf_cache.COMMIT.match(commit):
+    if repo_id is not None and commit is not None and hf_cache.is_commit(commit):
         cached = _load_cached(repo_id, commit)
         if cached is not None:
             return cached, ""
