@@ -211,6 +211,19 @@ def test_server_down(online: Online, capsys: pytest.CaptureFixture[str],
     assert _run(capsys, "plan", "meta-llama/Meta-Llama-3.1-8B", *BUDGET, "--json")[0] == 0
 
 
+def test_cached_config_with_the_hub_gone_estimates_weights(
+        online: Online, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config is cached, the headers were never read and the Hub is gone: the plan goes
+    ahead from the cache, the weights estimated and saying why — not an error, not 'exact'."""
+    _plan(capsys, "Qwen/Qwen3-0.6B", *BUDGET)  # caches the config, reads no header
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    data = _plan(capsys, "Qwen/Qwen3-0.6B", *GPU)
+    assert data["source"]["kind"] == "hf-cache"
+    assert _weights_line(data)["basis"] == "estimated"
+    assert any("could not be read" in w for w in data["warnings"])
+
+
 def test_catalog_id_with_revision_reads_the_hub(
         online: Online, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

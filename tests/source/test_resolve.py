@@ -69,6 +69,14 @@ def test_catalog_ids_match_case_insensitively() -> None:
                                  "kvledger catalog (meta-llama--Meta-Llama-3.1-8B.json)"}
 
 
+def test_source_in_inspect_json_and_plan_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", LLAMA, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"]["kind"] == "catalog"
+    assert main(["plan", LLAMA, *BUDGET]) == 0
+    table = capsys.readouterr().out
+    assert "catalog (kvledger catalog (meta-llama--Meta-Llama-3.1-8B.json))" in table
+
+
 def test_offline_miss_suggests_and_names_the_way_out(capsys: pytest.CaptureFixture[str]) -> None:
     line = _fails(capsys, "plan", "meta-llama/Llama-3.1-8B", *BUDGET)
     assert "did you mean meta-llama/Meta-Llama-3.1-8B?" in line

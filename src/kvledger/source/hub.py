@@ -40,6 +40,14 @@ PATH_FORMS = ("pass a config.json, a model directory or a local cache folder "
               "and the bundled catalog ('kvledger models')")
 
 
+# What "the Hub cannot be reached" looks like: httpx2's transport errors, an OSError (also
+# huggingface_hub's FileMetadataError: an endpoint that is not a Hub), huggingface_hub's
+# offline and cache-miss errors; an HTTP status of 429 or 5xx is handled by its number.
+_UNREACHABLE = {"TransportError", "TimeoutException", "NetworkError", "OSError",
+                "ConnectionError", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
+                "RevisionResolutionError"}
+
+
 def _api() -> Any:
     from huggingface_hub import HfApi
 
@@ -91,7 +99,7 @@ def _names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
-def hub_error(exc: BaseException, repo_id: str, revision: str | None, what: str) -> Exception:
+def hub_error(exc: Exception, repo_id: str, revision: str | None, what: str) -> Exception:
     """One line for a failed Hub call, naming the model and the way out."""
     from kvledger.source.catalog import did_you_mean
     from kvledger.source.errors import SourceError
@@ -129,6 +137,8 @@ def hub_error(exc: BaseException, repo_id: str, revision: str | None, what: str)
     if status is not None and status < 500 and status != 429:
         return SourceError(f"{repo_id}: {where} answered {status} for {what} ({_short(exc)})",
                            hint=PATH_FORMS)
+    if status is None and not names & _UNREACHABLE:
+        return exc  # not the Hub's answer nor the network: a bug, reported as one
     return SourceError(
         f"{repo_id} is not in the local HF cache ({hf_cache.cache_dir()}) and {where} "
         f"cannot be reached ({_short(exc)}){did_you_mean(repo_id)}",

@@ -128,9 +128,10 @@ def _from_snapshot(snap: hf_cache.Snapshot, kind: str, offline: bool) -> ModelSo
 
         try:
             state = "present" if fetch_companion(snap, QUANT_FILE) else "absent"
-        except SourceError as exc:
-            warnings.append(f"could not ask the Hub whether {snap.repo_id} has "
-                            f"{QUANT_FILE} ({exc}); planned without it")
+        except SourceError:
+            warnings.append(f"could not ask {hf_cache.endpoint()} whether {snap.repo_id} has "
+                            f"{QUANT_FILE} (the local HF cache does not say); planned "
+                            "without it")
     elif state == "unknown":
         warnings.append(f"offline: the local HF cache does not say whether {snap.repo_id} has "
                         f"{QUANT_FILE}; planned without it")

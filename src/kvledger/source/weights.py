@@ -82,9 +82,16 @@ def find_safetensors(source: ModelSource) -> tuple[SafetensorsTotals | None, str
         if cached is not None:
             return cached, ""
         if not source.offline:
+            from kvledger.source.errors import SafetensorsError, SourceError
             from kvledger.source.hub import remote_totals
 
-            found = remote_totals(repo_id, commit)
+            try:
+                found = remote_totals(repo_id, commit)
+            except SafetensorsError:
+                raise  # a malformed header is an answer, and not an exact one
+            except SourceError as exc:  # the config is at hand; only the weights degrade
+                return index_totals(directory) if directory else None, \
+                    f"the Hub's safetensors headers of {repo_id} could not be read: {exc}"
             if found is not None:
                 _store(repo_id, commit, found)
                 return found, ""
