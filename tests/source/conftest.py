@@ -29,6 +29,7 @@ MOE = sha("qwen3-30b-a3b main")
 FP8 = sha("llama-3.1-70b-fp8 main")
 GATED = sha("llama-3.1-405b main")
 BAD = sha("broken header main")
+CUT = sha("truncated upload main")
 
 
 def config_bytes(name: str) -> bytes:
@@ -86,6 +87,11 @@ def _bad_header() -> bytes:
     return len(header).to_bytes(8, "little") + header + b"\0" * 4
 
 
+def _truncated() -> bytes:
+    """A well-formed header (BF16 [1024, 1024] = 2 MiB of data) on a file cut after 4 kB."""
+    return save({"w": ("BF16", [1024, 1024])})[:4096]
+
+
 def build_hub() -> FakeHub:
     qwen_small = config_bytes("Qwen--Qwen3-0.6B")
     return FakeHub({
@@ -107,6 +113,9 @@ def build_hub() -> FakeHub:
         "broken/header": Repo(
             commits={BAD: {"config.json": qwen_small, "model.safetensors": _bad_header()}},
             refs={"main": BAD}),
+        "broken/truncated": Repo(
+            commits={CUT: {"config.json": qwen_small, "model.safetensors": _truncated()}},
+            refs={"main": CUT}),
     })
 
 

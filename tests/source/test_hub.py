@@ -244,6 +244,13 @@ def test_malformed_remote_header_is_refused(online: Online,
     assert _run(capsys, "plan", "broken/header", *BUDGET, "--json")[0] == 0
 
 
+def test_truncated_remote_file_is_refused(online: Online,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # BF16 [1024, 1024] = 1,048,576 × 2 B = 2,097,152 B of data claimed; the file has 4,096.
+    line = _fails(capsys, "plan", "broken/truncated", *GPU)
+    assert "broken/truncated@" in line and "2,097,152" in line and "4,096" in line
+
+
 def test_console_script_end_to_end(online: Online, tmp_path: Path) -> None:
     """A real process: the environment is read at start-up, as a user's shell sets it."""
     import shutil

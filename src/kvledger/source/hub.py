@@ -6,7 +6,8 @@ safetensors headers by HTTP range requests (``HfApi.parse_safetensors_file_metad
 first 100 kB of each file, a second range only for a larger header). Weights are never
 downloaded.
 
-Each network step first makes one ``HEAD`` request without retries
+Each file's size (a ``HEAD``) bounds what its header may claim. Each network step first makes
+one ``HEAD`` request without retries
 (``get_hf_file_metadata``) with a timeout: ``hf_hub_download`` retries a refused connection
 five times with back-off (about 23 s measured) and prints every retry, and the client has no
 timeout of its own, so a Hub that cannot be reached must be recognised before it is called.
@@ -27,7 +28,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from kvledger.source import hf_cache
-from kvledger.source.headers import SafetensorsTotals, add, bytes_by_dtype, index_files
+from kvledger.source.headers import (
+    MAX_HEADER_BYTES,
+    SafetensorsTotals,
+    add,
+    bytes_by_dtype,
+    index_files,
+    malformed,
+)
 
 TIMEOUT_S = 10.0  # huggingface_hub's own default for metadata and header requests
 CONFIG = "config.json"
@@ -239,6 +247,7 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
     def read(filename: str) -> dict[str, int]:
         where = f"{repo_id}@{commit[:12]}/{filename}"
         try:
+            size = _head(repo_id, filename, commit).size
             meta = api.parse_safetensors_file_metadata(repo_id, filename, revision=commit,
                                                        timeout=TIMEOUT_S)
         except Exception as exc:
@@ -246,12 +255,18 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
             if names & {"SafetensorsParsingError", "TypeError", "ValueError", "KeyError",
                         "IndexError", "AttributeError", "RecursionError"} and \
                     "HfHubHTTPError" not in names:
-                from kvledger.source.headers import malformed
-
                 raise malformed(where, _short(exc)) from None
             raise hub_error(exc, repo_id, commit, filename) from None
         tensors = [(name, t.dtype, t.shape, t.data_offsets) for name, t in meta.tensors.items()]
-        return bytes_by_dtype(tensors, where, metadata=meta.metadata or None)
+        found = bytes_by_dtype(tensors, where, metadata=meta.metadata or None)
+        # The file's size (HEAD) bounds its data: 8 bytes of length, a header of 2 ("{}") to
+        # MAX_HEADER_BYTES bytes, then exactly the tensors. A truncated upload, or a header
+        # claiming absurd sizes with consistent offsets, falls outside.
+        data = sum(found.values())
+        if size is not None and not size - 8 - MAX_HEADER_BYTES <= data <= size - 10:
+            raise malformed(where, f"its tensors need {data:,} bytes but the file holds "
+                                   f"{size:,} (truncated, or not the file of this header)")
+        return found
 
     with ThreadPoolExecutor(max_workers=min(8, len(files))) as pool:
         parts = list(pool.map(read, files))
