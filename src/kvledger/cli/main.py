@@ -27,6 +27,8 @@ from typing import Any
 from kvledger.cli.args import Parser, block_size, fraction, int_at_least, nonneg_bytes
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.inspect import inspect_payload
+from kvledger.cli.source_args import add_model as _add_model
+from kvledger.cli.source_args import model_source
 from kvledger.plan.layout import DEFAULT_ENGINE, LAYOUTS
 
 KV_CACHE_DTYPES = (
@@ -36,15 +38,6 @@ ENGINES = tuple(LAYOUTS)  # the layout registry (kvledger.plan.layout) is the on
 
 
 # -- parser ---------------------------------------------------------------------------------
-
-
-def _add_model(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "model",
-        metavar="MODEL",
-        help="catalog id (see 'kvledger models'), a config.json, or a model directory "
-        "(its hf_quant_config.json is picked up too)",
-    )
 
 
 def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
@@ -286,7 +279,7 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
     request = _request(ns)
     from kvledger.plan.api import plan_model
 
-    result = plan_model(ns.model, request)
+    result = plan_model(model_source(ns), request)
     data = _as_dict(result.to_json())
     if ns.json:
         _emit_json(data)
@@ -301,7 +294,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
     request = _request(ns)
     from kvledger.plan.fit import fit_model
 
-    result = fit_model(ns.model, request, context=ns.context)
+    result = fit_model(model_source(ns), request, context=ns.context)
     data = _as_dict(result.to_json())
     if ns.json:
         _emit_json(data)
@@ -313,7 +306,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> int:
-    data = inspect_payload(ns.model, ns.kv_cache_dtype)
+    data = inspect_payload(model_source(ns), ns.kv_cache_dtype)
     if ns.json:
         _emit_json(data)
     else:
@@ -324,7 +317,7 @@ def _cmd_inspect(ns: argparse.Namespace) -> int:
 
 
 def _cmd_models(ns: argparse.Namespace) -> int:
-    from kvledger.derive.source import catalog_ids
+    from kvledger.source.catalog import catalog_ids
 
     ids = catalog_ids()
     if ns.json:

@@ -19,12 +19,13 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kvledger.derive.layers import ModelFacts
-from kvledger.derive.source import ModelSource, load_source
 from kvledger.plan.budget import Budget, Reserves, given_budget
 from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, engine_label, get_layout
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult
 from kvledger.plan.speculative import check_speculation
+from kvledger.source.model_source import ModelSource
+from kvledger.source.resolve import load_source
 
 if TYPE_CHECKING:
     from kvledger.plan.model_local import LocalRow
@@ -70,15 +71,15 @@ def _budget(
     weights = model_weights(
         text,
         model_dtype=facts.model_dtype,
-        directory=source.directory if source is not None else None,
+        exact=source.safetensors() if source is not None else None,
         hf_quant=source.hf_quant_config if source is not None else None,
         tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=request.pipeline_parallel_size,
     )
     budget = layout.gpu_budget(GpuBudgetInput(facts, request, preset, weights, text))
     if weights.basis != "exact":
-        notes.append("weights estimated from the config's parameter count; a local model "
-                     "directory with safetensors makes them exact")
+        why = source.weights_note() if source is not None else "no checkpoint given"
+        notes.append(f"weights estimated from the config's parameter count ({why})")
     return budget, notes
 
 
@@ -169,7 +170,8 @@ def plan_model(
         answers.update(_max_context(layout, inp, request.concurrency,
                                     max(planned.max_model_len, facts.max_position_embeddings or 0)))
     binding = max(planned.ranks, key=lambda r: r.reserved_bytes)
-    warnings = [*notes, *spec_warnings, *local_notes, *planned.warnings]
+    warnings = [*(source.warnings if source is not None else ()), *notes, *spec_warnings,
+                *local_notes, *planned.warnings]
     tp, pp, dp = (request.tensor_parallel_size, request.pipeline_parallel_size,
                   request.data_parallel_size)
     return PlanResult(
@@ -183,6 +185,7 @@ def plan_model(
         kv_cache_dtype=planned.kv_cache_dtype, answers=answers,
         engine_label=engine_label(request.engine), refuses_to_start=planned.refuses_to_start,
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
+        source=source.describe() if source is not None else None,
     )
 
 

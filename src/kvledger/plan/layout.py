@@ -49,12 +49,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
-    from kvledger.derive.source import ModelSource
     from kvledger.plan.budget import Budget
     from kvledger.plan.gpus import GpuPreset
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import RankResult
     from kvledger.plan.weights import Weights
+    from kvledger.source.model_source import ModelSource
 
 DEFAULT_ENGINE = "vllm"
 

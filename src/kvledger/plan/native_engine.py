@@ -23,9 +23,9 @@ from kvledger.plan.result import PoolRow, RankResult, layer_summary
 if TYPE_CHECKING:
     from kvledger.declare.pools import InsufficientPoolBudget
     from kvledger.derive.layers import ModelFacts
-    from kvledger.derive.source import ModelSource
     from kvledger.plan.budget import Budget
     from kvledger.plan.native import NativePlan
+    from kvledger.source.model_source import ModelSource
 
 
 def _rows(plan: NativePlan) -> tuple[PoolRow, ...]:

@@ -169,6 +169,7 @@ class PlanResult:
     # JSON keys only this engine has (vllm_refuses_to_start, max_running_requests, ...).
     engine_fields: Mapping[str, Any] = field(default_factory=dict)
     model_local_kv: tuple[LocalRow, ...] = ()
+    source: dict[str, Any] | None = None  # where the config came from (ModelSource.describe)
 
     @property
     def vllm_refuses_to_start(self) -> bool | None:
@@ -183,6 +184,7 @@ class PlanResult:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "model": self.model,
+            **({"source": dict(self.source)} if self.source is not None else {}),
             "engine": self.engine,
             "engine_label": self.engine_label,
             "block_size": self.block_size,
