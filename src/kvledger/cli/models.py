@@ -14,7 +14,7 @@ def models_payload() -> dict[str, Any]:
     Rows reached by architecture (EAGLE3 drafts) are listed apart: they are not model types.
     """
     from kvledger.derive.model_types import ARCHITECTURES, MODEL_TYPES, resolve
-    from kvledger.derive.source import catalog_ids
+    from kvledger.source.catalog import catalog_ids
 
     by_architecture = set(ARCHITECTURES.values())
     types: list[dict[str, Any]] = []
