@@ -131,6 +131,12 @@ def _fill_models(models: argparse.ArgumentParser) -> None:
     models.set_defaults(handler=_cmd_models)
 
 
+def _fill_report(report: argparse.ArgumentParser) -> None:
+    from kvledger.cli.report import fill_report  # only when 'report' is the command
+
+    fill_report(report)
+
+
 # command → (help line, filler, aliases). 'audit' has no filler: main() hands it its argv.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
                           tuple[str, ...]]] = {
@@ -138,6 +144,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "fit": ("smallest TP×PP on a GPU that holds N requests of L tokens", _fill_fit, ()),
     "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
     "models": ("list the bundled catalog ids", _fill_models, ("catalog",)),
+    "report": ("write a self-contained HTML report with plots (needs kvledger[report])",
+               _fill_report, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}

@@ -1,0 +1,1 @@
+"""Reports for people: the self-contained HTML report (``html``) and its data (``series``)."""
