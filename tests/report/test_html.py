@@ -131,6 +131,8 @@ def test_report_needs_a_budget_and_an_output(capsys: pytest.CaptureFixture[str],
     assert "no memory budget" in capsys.readouterr().err
     assert main(["report", LLAMA, "--gpu", "H100-80GB"]) == 2
     assert "--output" in capsys.readouterr().err
+    assert main(["report", LLAMA, "--gpu", "H100-80GB", "-o", str(tmp_path / "no" / "x.html")]) == 2
+    assert "no directory" in capsys.readouterr().err
 
 
 def test_other_commands_never_import_matplotlib() -> None:

@@ -9,6 +9,7 @@ both) plus ``-o``. Imported only when ``report`` is the command: its plotting ex
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Any
@@ -62,6 +63,10 @@ def cmd_report(ns: argparse.Namespace) -> int:
             "kvledger report: error: no memory budget given",
             hint="pass --gpu NAME (e.g. --gpu H100-80GB), or --kv-cache-memory-bytes N",
         )
+    folder = os.path.dirname(os.path.abspath(ns.output))
+    if not os.path.isdir(folder):  # say so before minutes of planning, not after
+        raise UsageError(f"kvledger report: error: cannot write {ns.output}: no directory "
+                         f"{folder}", hint="create it, or choose another -o path")
     from kvledger.report.html import write_report
 
     data = write_report(
