@@ -101,6 +101,19 @@ def test_the_page_names_the_command_that_made_it(page: str) -> None:
             "--max-model-len 32768 --output ") in html.unescape(page)
 
 
+def test_the_command_line_spells_switches_and_booleans_as_flags() -> None:
+    from kvledger.cli.main import command_parser
+    from kvledger.cli.report import command_line
+
+    ns = command_parser("report").parse_args(
+        [LLAMA, "--gpu", "H100-80GB", "--offline", "--no-enable-prefix-caching", "-tp", "2",
+         "--block-size", "auto", "-o", "r.html"])
+    # Parser order: the model's own flags first; 'auto' is the block size's default.
+    assert command_line(ns) == (f"kvledger report {LLAMA} --offline --engine vllm --gpu "
+                                "H100-80GB --tensor-parallel-size 2 --no-enable-prefix-caching "
+                                "--output r.html")
+
+
 def test_the_same_inputs_give_the_same_bytes(page: str, tmp_path: Path) -> None:
     again = tmp_path / "again.html"
     assert main(["report", *ARGS, "-o", str(again)]) == 0

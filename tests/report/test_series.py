@@ -11,9 +11,9 @@ import dataclasses
 
 import pytest
 
-import kvledger.plan.api as api
+import kvledger.derive
 from kvledger.plan.api import plan_model
-from kvledger.plan.budget import Reserves
+from kvledger.plan.layout import LAYOUTS
 from kvledger.plan.request import PlanRequest
 from kvledger.report import series
 from kvledger.report.series import (
@@ -72,12 +72,12 @@ def test_memory_bar_of_a_given_budget_is_that_budget() -> None:
 
 
 def test_memory_bars_split_the_gpu_per_pipeline_stage() -> None:
-    reserves = Reserves(activation_peak_bytes=GIB, cuda_graph_bytes=512 * MIB,
-                        non_torch_bytes=256 * MIB)
-    data = build_report_data(LLAMA, _vllm(max_model_len=32768, pipeline_parallel_size=2),
-                             gpu="H100-80GB", reserves=reserves)
+    data = build_report_data(LLAMA, _vllm(max_model_len=32768, pipeline_parallel_size=2,
+                                          gpu="H100-80GB", activation_peak_bytes=GIB,
+                                          cuda_graph_bytes=512 * MIB, non_torch_bytes=256 * MIB))
     assert [b.label for b in data.memory] == ["stage 0", "stage 1"]
-    weights_line = next(ln for ln in data.plan.budget.lines if "weights" in ln.label)
+    weights_line = data.plan.budget.line("weights")
+    assert weights_line is not None
     for bar, rank in zip(data.memory, data.plan.ranks, strict=True):
         # nvidia-smi 81,559 MiB for an H100 80GB (plan/gpus.py); reserves as given above.
         assert bar.total == 81_559 * MIB
@@ -115,13 +115,13 @@ def test_bytes_per_kind_names_a_hybrids_recurrent_state() -> None:
 @pytest.mark.parametrize(("gpu", "tp"), [("H100-80GB", 1), ("H100-80GB", 4), ("L4", 1),
                                          ("L4", 2), ("B200", 8)])
 def test_grid_cells_are_what_plan_model_says_on_that_gpu(gpu: str, tp: int) -> None:
-    request = _vllm(max_model_len=32768)
-    data = build_report_data(LLAMA, request, gpu="H100-80GB", gpus=[gpu], tp_sizes=(tp,))
+    request = _vllm(max_model_len=32768, gpu="H100-80GB")
+    data = build_report_data(LLAMA, request, gpus=[gpu], tp_sizes=(tp,))
     (cell,) = data.grid
     direct = plan_model(LLAMA, dataclasses.replace(request, tensor_parallel_size=tp), gpu=gpu)
     assert cell.concurrency == direct.max_concurrency
     assert cell.kv_budget_bytes == direct.available_bytes
-    assert cell.status == (SHORT if direct.vllm_refuses_to_start else FITS)
+    assert cell.status == (SHORT if direct.refuses_to_start else FITS)
     # The rest of the curve is the same budget at other lengths.
     again = plan_model(LLAMA, dataclasses.replace(request, tensor_parallel_size=tp,
                                                   max_model_len=8192), gpu=gpu)
@@ -131,8 +131,8 @@ def test_grid_cells_are_what_plan_model_says_on_that_gpu(gpu: str, tp: int) -> N
 def test_grid_says_when_the_weights_leave_no_room() -> None:
     # Llama-3.1-70B at bf16 is ~141 GB of weights; an L4 reports 23,034 MiB (~22.5 GiB).
     data = build_report_data("meta-llama/Meta-Llama-3.1-70B",
-                             _vllm(max_model_len=8192, tensor_parallel_size=4),
-                             gpu="H100-80GB", gpus=["L4", "H200"], tp_sizes=(1, 8))
+                             _vllm(max_model_len=8192, tensor_parallel_size=4, gpu="H100-80GB"),
+                             gpus=["L4", "H200"], tp_sizes=(1, 8))
     cells = {(c.gpu, c.tp): c for c in data.grid}
     assert cells[("L4", 1)].status == NO_WEIGHTS
     assert "GiB for KV" in cells[("L4", 1)].reason
@@ -142,24 +142,25 @@ def test_grid_says_when_the_weights_leave_no_room() -> None:
 
 def test_facts_are_derived_once_per_layout_not_per_point(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = api.derive_model
+    real = kvledger.derive.derive_model
 
     def counting(*args: object, **kwargs: object) -> object:
         calls.append(args)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(api, "derive_model", counting)
-    data = build_report_data(LLAMA, _vllm(max_model_len=32768), gpu="H100-80GB")
+    # Every layout derives through kvledger.derive.derive_model (Layout.derive).
+    monkeypatch.setattr(kvledger.derive, "derive_model", counting)
+    data = build_report_data(LLAMA, _vllm(max_model_len=32768, gpu="H100-80GB"))
     planned = len(data.grid) * len(data.contexts) + len(data.layouts) * len(data.contexts)
     assert planned > 500  # hundreds of re-plans …
     # … and the derivations: the headline plan, its facts for the grid, one per layout.
     assert len(calls) == 2 + len(layout_names())
 
 
-def test_layouts_follow_the_planners_engine_list(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kvledger.plan.request as request_module
-
-    monkeypatch.setattr(request_module, "ENGINES", ("native", "vllm", "sglang", "other"))
+def test_layouts_follow_the_planners_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A layout registered later (SGLang) takes its reading-order place; an unknown one goes last.
+    monkeypatch.setitem(LAYOUTS, "other", ("somewhere:Other", "a test layout"))
+    monkeypatch.setitem(LAYOUTS, "sglang", ("somewhere:Sglang", "a test layout"))
     assert layout_names() == ("vllm", "sglang", "native", "other")
     assert series.layout_names is layout_names
 

@@ -16,13 +16,14 @@ from typing import Any
 
 from kvledger.cli.args import int_at_least
 from kvledger.cli.errors import UsageError
-from kvledger.cli.main import _add_engine_options, _add_model, _request, _reserves
+from kvledger.cli.main import _add_engine_options, _request
+from kvledger.cli.source_args import add_model, model_source
 
 HELP = "write a self-contained HTML report (plan, budget, plots) for a model"
 
 
 def fill_report(p: argparse.ArgumentParser) -> None:
-    _add_model(p)
+    add_model(p)
     _add_engine_options(p)
     p.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                    help="also answer: the longest context N concurrent requests can hold")
@@ -32,19 +33,24 @@ def fill_report(p: argparse.ArgumentParser) -> None:
 
 
 def command_line(ns: argparse.Namespace) -> str:
-    """The command that makes this report again: the model and every option not at its
-    default, spelled with its long flag (printed in the page so a reader can re-run it)."""
+    """The command that makes this report again: the model, the engine, and every other
+    option not at its default, spelled with its long flag (printed in the page so a reader
+    can re-run it)."""
     parser: argparse.ArgumentParser = ns.parser
     words = ["kvledger", "report", ns.model]
     for action in parser._actions:
         if not action.option_strings or action.dest in ("help", "model"):
             continue
         value: Any = getattr(ns, action.dest, None)
-        if value == action.default:
+        # The engine always: its default has changed before, and the page must still say
+        # which layout it shows when re-run by a later kvledger.
+        if value == action.default and action.dest != "engine":
             continue
-        flag = max(action.option_strings, key=len)
+        flag = next(o for o in action.option_strings if o.startswith("--"))
         if isinstance(action, argparse.BooleanOptionalAction):
             words.append(flag if value else "--no-" + flag.removeprefix("--"))
+        elif action.nargs == 0:  # a switch (--offline)
+            words.append(flag)
         else:
             words += [flag, "auto" if value is None else str(value)]
     return shlex.join(words)
@@ -69,12 +75,7 @@ def cmd_report(ns: argparse.Namespace) -> int:
                          f"{folder}", hint="create it, or choose another -o path")
     from kvledger.report.html import write_report
 
-    data = write_report(
-        ns.model, _request(ns), ns.output, gpu=ns.gpu,
-        gpu_memory_utilization=ns.gpu_memory_utilization, reserves=_reserves(ns),
-        total_memory_bytes=ns.gpu_total_bytes, concurrency=ns.concurrency,
-        command=command_line(ns),
-    )
+    data = write_report(model_source(ns), _request(ns), ns.output, command=command_line(ns))
     plan = data.plan
     sys.stdout.write(
         f"wrote {ns.output}: {plan.model}, {plan.engine} layout, {plan.kv_cache_tokens:,} KV "

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from kvledger.report.series import FITS, NO_WEIGHTS, SHORT, GridCell, ReportData
 
 if TYPE_CHECKING:
-    from kvledger.plan.budget import Reserves
     from kvledger.plan.request import PlanRequest
 
 GIB = 1 << 30
@@ -131,6 +130,10 @@ def _plan_section(data: ReportData) -> str:
     plan = data.plan_json
     rows = [(label, _bytes(plan[key]) if key.endswith("_bytes") else _num(plan[key]))
             for key, label in _HEADLINE if key in plan]
+    # Keys only this engine has (SGLang's max_running_requests, …), as its layout names them.
+    shown = {key for key, _ in _HEADLINE}
+    rows += [(key, _num(value)) for key, value in data.plan.engine_fields.items()
+             if key not in shown and not isinstance(value, dict | list)]
     left = _table("the plan (per GPU; the numbers of kvledger plan)", ("what", "value"), rows,
                   (False, True))
     right = [_table("budget per GPU: each line given, exact, or estimated",
@@ -150,9 +153,9 @@ def _plan_section(data: ReportData) -> str:
         right.append(_table("answers", ("question", "answer"),
                             [(k, _num(v)) for k, v in answers.items()], (False, True)))
     below = []
-    if plan.get("vllm_refuses_to_start"):
-        below.append('<p class="bad">vLLM would refuse to start: one max_model_len request does '
-                     "not fit in this KV budget.</p>")
+    if data.plan.refuses_to_start:
+        below.append(f'<p class="bad">{escape(data.engine)} would refuse to start: one '
+                     "max_model_len request does not fit in this KV budget.</p>")
     below += [f'<p class="warn">warning: {escape(w)}</p>' for w in plan.get("warnings") or ()]
     return _section("plan", "Plan and budget",
                     f'<div class="cols"><div>{left}</div><div>{"".join(right)}</div></div>'
@@ -314,21 +317,15 @@ def write_report(
     request: PlanRequest,
     path: str | Path,
     *,
-    gpu: str | None = None,
-    gpu_memory_utilization: float | None = None,
-    reserves: Reserves | None = None,
-    total_memory_bytes: int | None = None,
-    concurrency: int | None = None,
     command: str = "",
 ) -> ReportData:
-    """Plan ``model``, draw the report, write it to ``path``; returns what it drew."""
+    """Plan ``model`` with ``request`` (budget, GPU and all: the CLI's one request type), draw
+    the report, write it to ``path``; returns what it drew."""
     from kvledger.report.charts import require_matplotlib
     from kvledger.report.series import build_report_data
 
     require_matplotlib()
-    data = build_report_data(model, request, gpu=gpu,
-                             gpu_memory_utilization=gpu_memory_utilization, reserves=reserves,
-                             total_memory_bytes=total_memory_bytes, concurrency=concurrency)
+    data = build_report_data(model, request)
     page = render_report(data, command=command)
     Path(path).write_text(page, encoding="utf-8")
     return data

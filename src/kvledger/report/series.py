@@ -11,8 +11,9 @@ again: the budget per GPU (total × utilization − weights − reserves) does n
 ``max_model_len`` — the activation estimate depends on ``max_num_batched_tokens`` and
 ``max_num_seqs`` only — so re-running it per point would only repeat the same subtraction.
 The GPU × TP grid does need a budget per cell; it is computed by the planner's own budget step
-(``plan.api._budget``) on the already-derived facts, and a test holds each cell equal to a
-plain ``plan_model(..., gpu=...)`` call so the two cannot drift apart.
+(``plan.api._budget``: weights, then the layout's ``gpu_budget``) on the already-derived facts,
+and a test holds each cell equal to a plain ``plan_model(..., gpu=...)`` call so the two
+cannot drift apart.
 
 No matplotlib here: this module is pure data, tested without the plotting extra.
 """
@@ -26,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
-    from kvledger.derive.source import ModelSource
-    from kvledger.plan.budget import Budget, BudgetLine, Reserves
+    from kvledger.plan.budget import Budget, BudgetLine
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import PlanResult
+    from kvledger.source.model_source import ModelSource
 
 # Tensor-parallel sizes of the GPU grid: the sizes one node usually offers (fit uses the same).
 GRID_TP_SIZES = (1, 2, 4, 8)
@@ -119,15 +120,17 @@ class ReportData:
 
 
 def layout_names() -> tuple[str, ...]:
-    """The layouts the planner accepts, known ones in reading order, new ones after.
+    """The registered layouts (``kvledger.plan.layout.LAYOUTS``), known ones in reading
+    order, any other after them.
 
-    Read from the request's engine list rather than written here, so a layout added to the
-    planner (SGLang) appears in the report without a change to it.
+    Read from the registry rather than written here, so a layout registered with the planner
+    (SGLang) appears in the report without a change to it.
     """
-    from kvledger.plan.request import ENGINES
+    from kvledger.plan.layout import engine_names
 
-    known = [name for name in _LAYOUT_ORDER if name in ENGINES]
-    return (*known, *(name for name in ENGINES if name not in known))
+    names = engine_names()
+    known = [name for name in _LAYOUT_ORDER if name in names]
+    return (*known, *(name for name in names if name not in known))
 
 
 def context_points(max_model_len: int, longest: int) -> tuple[int, ...]:
@@ -153,13 +156,15 @@ def context_points(max_model_len: int, longest: int) -> tuple[int, ...]:
 def _line_role(line: BudgetLine, index: int) -> str:
     """``total``, ``usable``, ``weights``, ``reserve`` or ``kv_budget`` for one budget line.
 
-    Uses the line's machine ``key`` when the budget carries one, else the fixed order and
-    signs of ``gpu_budget``'s lines (total, × utilization, − weights, − reserves…, = budget).
+    Uses the line's machine ``key`` (``kvledger.plan.budget``); a budget line without one
+    falls back on the order and signs of ``gpu_budget``'s lines (total, × utilization,
+    − weights, − reserves…, = budget). Every other subtracted key (activation peak, CUDA
+    graphs, non-torch, and any a later engine adds) is a reserve.
     """
     key = getattr(line, "key", None)
     if isinstance(key, str) and key:
-        return {"gpu_total": "total", "utilization": "usable", "weights": "weights",
-                "kv_budget": "kv_budget"}.get(key, "reserve")
+        return {"gpu_total": "total", "per_gpu_total": "total", "utilization": "usable",
+                "weights": "weights", "kv_budget": "kv_budget"}.get(key, "reserve")
     if index == 0:
         return "total"
     label = line.label.lstrip()
@@ -261,7 +266,8 @@ def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: in
 
     curves = []
     for name in layout_names():
-        base = dataclasses.replace(request, engine=name, kv_cache_memory_bytes=available_bytes)
+        base = dataclasses.replace(request, engine=name, kv_cache_memory_bytes=available_bytes,
+                                   gpu=None, gpu_total_bytes=None, concurrency=None)
         try:
             facts, _ = load_facts(source, base)
         except _plan_errors() as exc:
@@ -280,27 +286,27 @@ def gpu_grid(
     *,
     gpus: Sequence[str],
     tp_sizes: Sequence[int] = GRID_TP_SIZES,
-    gpu_memory_utilization: float | None = None,
-    reserves: Reserves | None = None,
     chosen_gpu: str | None = None,
-    total_memory_bytes: int | None = None,
 ) -> tuple[GridCell, ...]:
     """The headline layout on every GPU preset × TP size: fits at max_model_len or not, and
-    its concurrency curve. ``total_memory_bytes`` (a measured total) applies to
+    its concurrency curve. The request's measured ``gpu_total_bytes`` applies to
     ``chosen_gpu`` only, as it does in the headline plan."""
     from kvledger.plan.api import _budget
     from kvledger.plan.budget import BudgetTooSmall
+    from kvledger.plan.layout import get_layout
 
+    layout = get_layout(request.engine)
     cells = []
     for gpu in gpus:
         for tp in tp_sizes:
-            req = dataclasses.replace(request, tensor_parallel_size=tp, kv_cache_memory_bytes=None)
-            total = total_memory_bytes if gpu == chosen_gpu else None
+            req = dataclasses.replace(
+                request, tensor_parallel_size=tp, kv_cache_memory_bytes=None, gpu=gpu,
+                gpu_total_bytes=request.gpu_total_bytes if gpu == chosen_gpu else None,
+                concurrency=None)
             label = f"{gpu} TP{tp}"
             empty = Curve(label, tuple((c, None) for c in contexts))
             try:
-                budget, _ = _budget(facts, source, req, gpu, gpu_memory_utilization, reserves,
-                                    total)
+                budget, _ = _budget(layout, facts, source, req)
             except BudgetTooSmall as exc:
                 cells.append(GridCell(gpu, tp, NO_WEIGHTS, None, None, empty,
                                       f"weights and reserves leave "
@@ -309,7 +315,8 @@ def gpu_grid(
             except _plan_errors() as exc:
                 cells.append(GridCell(gpu, tp, INVALID, None, None, empty, str(exc)))
                 continue
-            base = dataclasses.replace(req, kv_cache_memory_bytes=budget.available_bytes)
+            base = dataclasses.replace(req, kv_cache_memory_bytes=budget.available_bytes,
+                                       gpu=None, gpu_total_bytes=None)
             curve = _curve(label, facts, base, contexts)
             if all(value is None for _, value in curve.points):
                 cells.append(GridCell(gpu, tp, INVALID, None, budget.available_bytes, curve,
@@ -331,31 +338,30 @@ def build_report_data(
     model: Any,
     request: PlanRequest,
     *,
-    gpu: str | None = None,
-    gpu_memory_utilization: float | None = None,
-    reserves: Reserves | None = None,
-    total_memory_bytes: int | None = None,
-    concurrency: int | None = None,
     gpus: Sequence[str] | None = None,
     tp_sizes: Sequence[int] = GRID_TP_SIZES,
 ) -> ReportData:
-    """Plan ``model`` as ``kvledger plan`` does, then compute every curve the report draws."""
-    from kvledger.derive.source import load_source
+    """Plan ``model`` as ``kvledger plan`` does (everything is in ``request``, the CLI's one
+    request type), then compute every curve the report draws. ``gpus`` limits the grid to
+    some presets (default: all of ``kvledger.plan.gpus``)."""
     from kvledger.plan.api import load_facts, plan_model
     from kvledger.plan.gpus import gpu_names, gpu_preset
+    from kvledger.source.resolve import load_source
 
+    if request.model_local_kv:
+        # Their bytes come out of the budget differently per layout (pooled or subtracted);
+        # a curve that ignored that would be wrong, so say so instead.
+        raise ValueError("the report does not plan model-local declarations yet; "
+                         "use kvledger plan for them")
     source = load_source(model)
-    plan = plan_model(source, request, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization,
-                      reserves=reserves, total_memory_bytes=total_memory_bytes,
-                      concurrency=concurrency)
+    plan = plan_model(source, request)
     facts, _ = load_facts(source, request)
     longest = max(plan.max_model_len, facts.max_position_embeddings or 0)
     contexts = context_points(plan.max_model_len, longest)
-    chosen = gpu_preset(gpu).name if gpu is not None else None
+    chosen = gpu_preset(request.gpu).name if request.gpu is not None else None
     presets = tuple(gpu_preset(g).name for g in gpus) if gpus is not None else tuple(gpu_names())
     grid = gpu_grid(facts, source, request, contexts, plan.max_model_len, gpus=presets,
-                    tp_sizes=tp_sizes, gpu_memory_utilization=gpu_memory_utilization,
-                    reserves=reserves, chosen_gpu=chosen, total_memory_bytes=total_memory_bytes)
+                    tp_sizes=tp_sizes, chosen_gpu=chosen)
     notes = []
     if request.kv_cache_memory_bytes is not None:
         notes.append("the KV budget was given directly: the memory bars show that budget, "
