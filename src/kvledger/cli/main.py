@@ -160,6 +160,12 @@ def _fill_models(models: argparse.ArgumentParser) -> None:
     models.set_defaults(handler=_cmd_models)
 
 
+def _fill_report(report: argparse.ArgumentParser) -> None:
+    from kvledger.cli.report import fill_report  # only when 'report' is the command
+
+    fill_report(report)
+
+
 # command → (help line, filler, aliases). 'audit' has no filler: main() hands it its argv.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
                           tuple[str, ...]]] = {
@@ -169,6 +175,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "models": ("list the bundled catalog ids and the supported model types", _fill_models,
                ("catalog",)),
     "explain": ("re-derive the KV numbers of a vLLM / SGLang start-up log", _fill_explain, ()),
+    "report": ("write a self-contained HTML report with plots (needs kvledger[report])",
+               _fill_report, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
