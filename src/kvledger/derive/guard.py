@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from kvledger.derive.config import Config
-from kvledger.derive.errors import ConfigError, UnknownCacheKey, UnsupportedArchitecture
+from kvledger.derive.errors import UnknownCacheKey, UnsupportedArchitecture
 
 # Compiled on first use (re.search caches it): compiling this alternation at import cost ~4 ms
 # of CLI start-up.
@@ -66,7 +66,8 @@ def check_keys(cfg: Config, checked: Iterable[str], *, family: str) -> None:
             raise UnknownCacheKey(key, model_type=cfg.model_type or "?", family=family)
 
 
-# DeepSeek-style fp8 block quantization of the weights: none of these keys touches the cache.
+# DeepSeek-style fp8 block quantization of the weights (the ``fp8`` vocabulary's own keys,
+# kept for callers that name them).
 WEIGHT_QUANT_KEYS = frozenset(
     {"activation_scheme", "fmt", "quant_method", "weight_block_size", "scale_fmt"}
 )
@@ -75,19 +76,13 @@ WEIGHT_QUANT_KEYS = frozenset(
 def check_quantization_config(
     cfg: Config, *, family: str, weight_keys: frozenset[str] = WEIGHT_QUANT_KEYS
 ) -> None:
-    """Weight-only quantization keys are fine; any other key inside ``quantization_config`` is
-    unknown and fails closed (``kv_cache_scheme`` is resolved or refused by ``kvdtype``)."""
-    qc = cfg.get("quantization_config")
-    if qc is None:
-        return
-    if not isinstance(qc, dict):
-        raise ConfigError(f"{cfg.model}: quantization_config is not an object")
-    for key in sorted(qc):
-        if key in weight_keys or key == "kv_cache_scheme" or qc[key] is None:
-            continue
-        raise UnknownCacheKey(
-            f"quantization_config.{key}", model_type=cfg.model_type or "?", family=family
-        )
+    """Check ``cfg``'s quantization block against its ``quant_method``'s vocabulary
+    (``kvledger.derive.quant``): weight-only keys pass, KV keys are resolved there, anything
+    else fails closed naming ``quantization_config.<key>``. ``weight_keys`` are accepted on
+    top of the vocabulary (the defaults are already in the fp8 vocabulary)."""
+    from kvledger.derive.quant import check_quantization_config as check
+
+    check(cfg, family=family, extra_keys=weight_keys - WEIGHT_QUANT_KEYS)
 
 
 def check_keys_for_type(
