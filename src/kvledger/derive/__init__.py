@@ -19,8 +19,8 @@ from kvledger.derive.errors import (
     UnsupportedArchitecture,
 )
 from kvledger.derive.guard import check_keys
-from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.quant import model_dtype, resolve_kv_dtype
 from kvledger.derive.registry import family_for
 from kvledger.derive.source import ModelSource, catalog_ids, load_source
 
@@ -90,5 +90,6 @@ def derive_model(
         max_position_embeddings=max_pos,
         config=source.config,
         notes=tuple(notes),
+        hf_quant_config=source.hf_quant_config,
         extras=dict(derived.extras),
     )

@@ -331,7 +331,7 @@ def plan_model(
                                            "at one token each")
     kv_dtype = facts.kv_dtype
     if request.engine == "vllm":
-        kv_dtype = str(getattr(vplan.resolved, "kv_storage_dtype", kv_dtype))
+        kv_dtype = str(getattr(vplan.resolved, "kv_cache_dtype", "") or kv_dtype)
     warnings.extend(n for n in facts.notes if n.startswith("float32 checkpoint served"))
     return PlanResult(
         model=facts.model, engine=request.engine, block_size=block_size, num_blocks=num_blocks,

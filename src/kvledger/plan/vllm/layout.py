@@ -156,14 +156,27 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         mamba_cache_mode=res.mamba_cache_mode,
     )
     warnings = list(sizes.notes) + list(grouping.warnings)
-    checkpoint_kv = facts.kv_dtype_source in ("quantization_config", "hf_quant_config")
-    if checkpoint_kv and request.kv_cache_dtype == "auto":
-        warnings.append(
-            f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}); "
-            f"vLLM 0.32 with --kv-cache-dtype auto stores {res.kv_storage_dtype} "
-            "(pass --kv-cache-dtype fp8 to use it)"
-        )
+    warnings.extend(checkpoint_kv_notes(facts, request, res))
     return _Prepared(res, layers, sizes, grouping, ctx, tuple(warnings))
+
+
+def checkpoint_kv_notes(facts: ModelFacts, request: PlanRequest, res: Resolved) -> list[str]:
+    """Say when vLLM's KV dtype differs from what the checkpoint declares, or adopts it."""
+    declared = facts.kv_dtype_source in ("quantization_config", "hf_quant_config")
+    if request.kv_cache_dtype != "auto":
+        return []
+    if res.cache_dtype_source == "checkpoint":
+        return [f"KV cache in {res.kv_cache_dtype}: {res.cache_dtype_reason}"]
+    if declared and facts.kv_dtype != res.kv_cache_dtype:
+        return [
+            f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}), "
+            f"but vLLM 0.32 does not adopt it under --kv-cache-dtype auto (it reads only a "
+            f"ModelOpt quant_method in config.json, or an hf_quant_config.json with a ModelOpt "
+            f"producer when config.json has no quantization_config, or a compressed-tensors "
+            f"kv_cache_scheme): it stores {res.kv_cache_dtype}; pass --kv-cache-dtype fp8 to "
+            "use the checkpoint's scales"
+        ]
+    return []
 
 
 def _group_info(group: Group, ctx: SpecContext) -> GroupInfo:

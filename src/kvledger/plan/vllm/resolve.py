@@ -12,17 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts
 from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm.cache_dtype import resolve_cache_dtype
+from kvledger.plan.vllm.errors import VllmLayoutError
 from kvledger.plan.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NONE,
     QUANT_NVFP4,
 )
 
-
-class VllmLayoutError(ValueError):
-    """The vLLM layout cannot plan this model or these options (names the reason)."""
+__all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,9 @@ class Resolved:
     """The settings vLLM resolves from the options and the model before it sizes the cache."""
 
     model_dtype: str
-    cache_dtype: str  # the option as vLLM keeps it ("auto", "fp8", ...)
+    # cache_config.cache_dtype as vLLM resolves it: the option, or under "auto" a checkpoint's
+    # KV scheme vLLM adopts ("fp8_e4m3" for ModelOpt FP8, "fp8" for compressed-tensors).
+    cache_dtype: str
     kv_storage_dtype: str  # element type of attention pages ("uint8" for fp8)
     kv_quant: str
     async_scheduling: bool
@@ -47,6 +50,11 @@ class Resolved:
     mamba_cache_dtype: str
     mamba_ssm_cache_dtype: str
     requested_block_size: int | None  # None: "auto"
+    # The KV element type by name ("bfloat16", "fp8_e4m3", "nvfp4"; never a storage type),
+    # and one line saying where vLLM got it.
+    kv_cache_dtype: str = ""
+    cache_dtype_source: str = ""
+    cache_dtype_reason: str = ""
 
     def as_vllm_resolved(self) -> dict[str, Any]:
         """The subset the oracle lists under ``vllm_resolved`` (same names)."""
@@ -70,9 +78,10 @@ def _model_dtype(facts: ModelFacts) -> str:
 
 
 def _kv_storage(cache_dtype: str, model_dtype: str) -> tuple[str, str]:
-    # vLLM ``get_kv_cache_torch_dtype`` / ``get_kv_quant_mode``: "auto" is the model dtype
-    # (vLLM 0.32 does not adopt a checkpoint's KV scheme for "auto"); fp8 variants store
-    # uint8 with per-tensor scales; nvfp4 packs fp4 values with fp8 block scales.
+    # vLLM ``get_kv_cache_torch_dtype`` / ``get_kv_quant_mode``: "auto" (already resolved
+    # against the checkpoint by ``cache_dtype.resolve_cache_dtype``) is the model dtype; fp8
+    # variants store uint8 with per-tensor scales; nvfp4 packs fp4 values with fp8 block
+    # scales.
     if cache_dtype == "auto":
         return model_dtype, QUANT_NONE
     if cache_dtype.startswith("fp8"):
@@ -80,6 +89,16 @@ def _kv_storage(cache_dtype: str, model_dtype: str) -> tuple[str, str]:
     if cache_dtype == "nvfp4":
         return "nvfp4", QUANT_NVFP4
     return cache_dtype, QUANT_NONE
+
+
+def kv_dtype_name(cache_dtype: str, model_dtype: str) -> str:
+    """The element type a cache_dtype string stores, by name (fp8 caches hold fp8_e4m3 or
+    fp8_e5m2 values in uint8 storage: vLLM ``STR_DTYPE_TO_TORCH_DTYPE``)."""
+    if cache_dtype == "auto":
+        return model_dtype
+    if cache_dtype in ("fp8", "fp8_e4m3", "fp8_ds_mla"):
+        return "fp8_e4m3"
+    return resolve_dtype(cache_dtype).name
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +136,16 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     has_attention = bool(kinds - {Kind.STATE, Kind.NONE})
     has_cross = Kind.CROSS in kinds
     model_dtype = _model_dtype(facts)
-    storage, quant = _kv_storage(request.kv_cache_dtype, model_dtype)
+    cache = resolve_cache_dtype(facts, request.kv_cache_dtype)
+    use_mla = Kind.MLA in kinds
+    if cache.cache_dtype.startswith("nvfp4") and use_mla:
+        # vLLM ``VllmConfig.validate_nvfp4_kv_cache_with_mla`` (config/vllm.py).
+        raise VllmLayoutError(
+            "vLLM 0.32 refuses to start: nvfp4 KV cache is not supported with MLA "
+            "(Multi-head Latent Attention) backends; use a different --kv-cache-dtype "
+            f"(e.g. 'fp8' or 'auto') for MLA models ({cache.reason})"
+        )
+    storage, quant = _kv_storage(cache.cache_dtype, model_dtype)
 
     max_model_len = request.max_model_len or facts.max_position_embeddings
     if max_model_len is None:
@@ -144,7 +172,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
 
     return Resolved(
         model_dtype=model_dtype,
-        cache_dtype=request.kv_cache_dtype,
+        cache_dtype=cache.cache_dtype,
         kv_storage_dtype=storage,
         kv_quant=quant,
         async_scheduling=async_scheduling,
@@ -157,10 +185,13 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         max_num_encoder_input_tokens=request.max_num_batched_tokens,
         enable_prefix_caching=prefix,
         is_hybrid=has_state and has_attention,
-        use_mla=Kind.MLA in kinds,
+        use_mla=use_mla,
         use_sparse=Kind.INDEXER in kinds,
         mamba_cache_mode=mamba_cache_mode,
         mamba_cache_dtype="auto",
         mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
         requested_block_size=request.block_size,
+        kv_cache_dtype=kv_dtype_name(cache.cache_dtype, model_dtype),
+        cache_dtype_source=cache.source,
+        cache_dtype_reason=cache.reason,
     )
