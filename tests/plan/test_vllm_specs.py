@@ -298,8 +298,10 @@ def test_pipeline_stages_reconcile_to_the_fewest_blocks() -> None:
     alone = plan_vllm_stage(_facts(layers), _req(max_model_len=8192, pipeline_parallel_size=2),
                             GIB, 1)
     assert alone.num_blocks == 1_024
-    # pipeline parallelism keeps pp = 2 batches in flight (no async overlap with PP)
-    assert plan.resolved.max_in_flight_tokens == 2 * 8192
+    # vLLM VllmConfig.max_concurrent_batches: Model Runner V2 (the GPU default,
+    # use_v2_model_runner) keeps async scheduling on with PP and pp + 1 = 3 batches in flight
+    assert plan.resolved.async_scheduling
+    assert plan.resolved.max_in_flight_tokens == 3 * 8192
 
 
 def test_mtp_layers_count_only_when_speculating_with_mtp() -> None:

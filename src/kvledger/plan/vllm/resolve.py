@@ -71,10 +71,44 @@ class Resolved:
         }
 
 
+# vLLM ``_FLOAT16_NOT_SUPPORTED_MODELS`` (config/model.py): "Numerical instability".
+_NO_FLOAT16 = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
+
+
 def _model_dtype(facts: ModelFacts) -> str:
-    # vLLM ``ModelConfig`` ``dtype="auto"``: the config's dtype, except that float32
-    # checkpoints (and configs stating none, which load as float32) run in bfloat16.
-    return "bfloat16" if facts.model_dtype == "float32" else facts.model_dtype
+    # vLLM ``_resolve_auto_dtype`` (config/model.py), ``--dtype auto`` on an SM80+ GPU
+    # (supported dtypes bfloat16, float16, float32): a float32 config (or one stating none,
+    # which loads as float32) is downcast to the preferred bfloat16; a dtype the model type
+    # may not use (float16 for gemma2/3, glm4) falls back to bfloat16 too.
+    if facts.model_dtype == "float32":
+        return "bfloat16"
+    if facts.model_dtype == "float16" and facts.model_type in _NO_FLOAT16:
+        return "bfloat16"
+    return facts.model_dtype
+
+
+# vLLM ``VllmConfig.__post_init__``: async scheduling defaults on unless a speculative method
+# outside EagleModelTypes / NgramGPUTypes / draft_model / dspark / dflash is configured.
+_NO_ASYNC_SPEC_METHODS = frozenset({"ngram", "medusa", "mlp_speculator", "suffix",
+                                    "custom_class"})
+# vLLM ``VllmConfig._get_v2_model_runner_unsupported_features``: these fall back to the V1
+# model runner (otherwise Model Runner V2 is the default wherever Triton is, i.e. on GPUs).
+_V1_RUNNER_SPEC_METHODS = frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"})
+
+
+def concurrent_batches(request: PlanRequest) -> tuple[bool, int]:
+    """(async scheduling, ``VllmConfig.max_concurrent_batches``) as vLLM 0.32 resolves them.
+
+    ``max_concurrent_batches``: with async scheduling, Model Runner V2 keeps pp + 1 batches
+    in flight, V1 keeps 2 (it never combines async scheduling with PP); without, pp.
+    """
+    pp = request.pipeline_parallel_size
+    method = request.speculative_method if request.num_speculative_tokens else None
+    v2_runner = method not in _V1_RUNNER_SPEC_METHODS
+    async_scheduling = method not in _NO_ASYNC_SPEC_METHODS and (pp <= 1 or v2_runner)
+    if not async_scheduling:
+        return False, pp
+    return True, pp + 1 if v2_runner else 2
 
 
 def _kv_storage(cache_dtype: str, model_dtype: str) -> tuple[str, str]:
@@ -153,19 +187,15 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
             f"{facts.model}: the config states no max_position_embeddings; pass --max-model-len"
         )
 
-    # vLLM ``VllmConfig.max_concurrent_batches``: async scheduling (on by default for
-    # the GPU model runner) overlaps 2 batches; pipeline parallelism needs pp batches in
-    # flight (the V1 runner does not combine async scheduling with PP).
-    pp = request.pipeline_parallel_size
-    async_scheduling = True
-    concurrent = 2 if pp <= 1 else pp
+    async_scheduling, concurrent = concurrent_batches(request)
     # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
     in_flight = concurrent * request.max_num_batched_tokens
 
-    # vLLM: prefix caching is on by default, except for encoder-decoder models.
+    # vLLM ``ModelConfig.is_prefix_caching_supported`` (generative models): on by default,
+    # except for encoder-decoder and attention-free models.
     prefix = request.enable_prefix_caching
     if prefix is None:
-        prefix = not has_cross
+        prefix = not has_cross and has_attention
     # vLLM ``MambaModelConfig.verify_and_update_config``: with prefix caching a hybrid
     # model uses mamba_cache_mode "align"; without, "none".
     mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
