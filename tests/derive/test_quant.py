@@ -171,7 +171,7 @@ def test_compressed_tensors_kv_scheme_resolves() -> None:
 def test_hf_quant_config_shape_is_checked() -> None:
     # issue #10: {"quantization": "FP8"} raised AttributeError; now one ConfigError line.
     cfg = Config(_real("meta-llama--Meta-Llama-3.1-8B.json"), model="llama")
-    with pytest.raises(ConfigError, match="hf_quant_config.quantization must be an object"):
+    with pytest.raises(ConfigError, match=r"hf_quant_config\.quantization must be an object"):
         resolve_kv_dtype(cfg, {"quantization": "FP8"}, None)
     with pytest.raises(UnknownCacheKey, match=r"hf_quant_config\.quantization\.kv_layout"):
         resolve_kv_dtype(cfg, {"quantization": {"kv_layout": "x"}}, None)

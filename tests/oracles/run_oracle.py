@@ -44,6 +44,15 @@ RUNS: list[tuple[str, bool, list[str], str]] = [
     ("deepseek-ai--DeepSeek-V2-Lite.CT-FP8KV.MODIFIED.json", False,
      ["--block-size", "16", "--max-model-len", "32768"],
      "compressed-tensors kv_cache_scheme on an MLA model: MLAAttention keeps the model dtype"),
+    ("mistralai--Mistral-7B-v0.1.json", False,
+     ["--block-size", "auto", "--max-model-len", "32768", "--num-speculative-tokens", "3",
+      "--speculative-method", "ngram"],
+     "ngram speculation turns async scheduling off: sliding windows reserve 1 x 8192 "
+     "in-flight tokens, not 2 x"),
+    ("Qwen--Qwen3-Next-80B-A3B-Thinking.json", False,
+     ["--block-size", "auto", "--max-model-len", "32768", "--num-speculative-tokens", "2",
+      "--speculative-method", "mtp"],
+     "MTP with 2 speculative tokens on a GDN hybrid: 2 speculative state blocks"),
     ("meta-llama--Meta-Llama-3.1-8B.CT-INT8KV.MODIFIED.json", False,
      ["--block-size", "auto", "--max-model-len", "32768"],
      "compressed-tensors int8 KV scheme: vLLM refuses"),
@@ -109,11 +118,26 @@ def _case(out: dict[str, Any], name: str, hf_quant: bool, command: str, why: str
     }
 
 
+def _merge(path: Path, new: list[dict[str, Any]]) -> None:
+    """Keep earlier lines, replacing those whose command ran again."""
+    old = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] \
+        if path.is_file() else []
+    fresh = {c["command"] for c in new}
+    kept = [c for c in old if c["command"] not in fresh]
+    with open(path, "w") as f:
+        f.writelines(json.dumps(c) + "\n" for c in [*kept, *new])
+
+
 def main() -> None:
+    """``run_oracle.py [SUBSTRING ...]``: only the runs whose config or reason contains one
+    of the substrings (all of them without arguments)."""
     python = os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")
+    wanted = sys.argv[1:]
     cases: list[dict[str, Any]] = []
     refusals: list[dict[str, Any]] = []
     for name, hf_quant, extra, why in RUNS:
+        if wanted and not any(w in name or w in why for w in wanted):
+            continue
         config = _config_path(name)
         args = [str(config), "--kv-cache-memory-bytes", GIB16, *extra]
         if hf_quant:
@@ -134,10 +158,8 @@ def main() -> None:
             refusals.append({"config": name, "hf_quant_config": True if hf_quant else None,
                              "why": why, "command": command, "error": out.get("error"),
                              "extra_args": extra})
-    with open(HERE / "vllm-0.32-cases.jsonl", "w") as f:
-        f.writelines(json.dumps(c) + "\n" for c in cases)
-    with open(HERE / "vllm-0.32-refusals.jsonl", "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in refusals)
+    _merge(HERE / "vllm-0.32-cases.jsonl", cases)
+    _merge(HERE / "vllm-0.32-refusals.jsonl", refusals)
 
 
 if __name__ == "__main__":

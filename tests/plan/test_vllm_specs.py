@@ -347,7 +347,9 @@ def test_chunked_attention_layers_become_chunked_local_specs() -> None:
 
 
 def test_speculation_widens_gdn_conv_state() -> None:
-    """vLLM's GDN conv state holds conv_kernel - 1 + num_spec rows (state-shape calculator)."""
+    """vLLM's GDN conv state holds conv_kernel - 1 + num_spec rows (state-shape calculator),
+    whatever the speculative method (ngram here: MTP needs the MTP layer kvledger does not
+    derive for Qwen3-Next yet, and the layout refuses rather than plan without it)."""
     from kvledger.derive import derive_model
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.vllm import plan_vllm
@@ -357,7 +359,7 @@ def test_speculation_widens_gdn_conv_state() -> None:
     plans = {
         k: plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=budget,
                                         max_model_len=32768, num_speculative_tokens=k,
-                                        speculative_method="mtp" if k else None), budget)
+                                        speculative_method="ngram" if k else None), budget)
         for k in (0, 2)
     }
     shapes = {k: next(s for s, _n in p.layer_specs if s["spec"] == "MambaSpec")["shapes"]
@@ -366,6 +368,15 @@ def test_speculation_widens_gdn_conv_state() -> None:
     # conv channels 2 × 16 key heads × 128 + 32 value heads × 128 = 8192
     assert shapes[0][0] == (3, 8192)
     assert shapes[2][0] == (5, 8192)
+
+
+def test_mtp_without_mtp_layers_is_refused() -> None:
+    # vLLM's MTP drafter adds KV layers of its own; facts without any must not be planned
+    # as if it did not (the real case: Qwen3-Next with MTP in tests/oracles).
+    facts = _facts(_llama8b())
+    with pytest.raises(VllmLayoutError, match="derived none"):
+        plan_vllm(facts, _req(kv_cache_memory_bytes=GIB, num_speculative_tokens=1,
+                              speculative_method="mtp"), GIB)
 
 
 def test_model_vllm_lacks_is_refused_not_guessed() -> None:

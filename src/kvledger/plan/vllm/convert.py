@@ -75,7 +75,9 @@ def _state_dtypes(layer: RecurrentState, res: Resolved) -> tuple[str, ...]:
     temporal = conv if res.mamba_ssm_cache_dtype == "auto" else res.mamba_ssm_cache_dtype
     kind = layer.state_kind.lower()
     if "kda" in kind:
-        temporal = "float32"
+        # ``kda_state_dtype``: the recurrent state is float32 unless mamba_ssm_cache_dtype
+        # says otherwise.
+        temporal = "float32" if res.mamba_ssm_cache_dtype == "auto" else res.mamba_ssm_cache_dtype
     if "lightning" in kind or "linear" in kind:
         temporal = conv
     return tuple(conv if _is_conv(t) else temporal for t in layer.tensors())
@@ -106,6 +108,7 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         return SlidingWindowSpec(
             block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
             head_size_v=layer.v_dim, dtype=dtype, quant=quant, sliding_window=layer.window,
+            extra_retained_tokens=res.extra_retained_tokens,
         )
     if isinstance(layer, ChunkedAttention):
         return ChunkedLocalAttentionSpec(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, Role
-from kvledger.plan.request import PlanRequest
+from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.vllm.grouping import Group, Grouping, get_kv_cache_groups
@@ -129,6 +129,16 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
             f"{facts.model}: {NOT_IN_VLLM[facts.model_type]}; use --engine native"
         )
     res = resolve(facts, request)
+    if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
+            and not any(layer.role is Role.MTP for layer in facts.layers)):
+        # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
+        # num_nextn_predict_layers, default 1) and gives each its own KV cache: planning
+        # without them would hold more tokens than vLLM does.
+        raise VllmLayoutError(
+            f"{facts.model}: --speculative-method {request.speculative_method} adds the "
+            "model's MTP layers to vLLM's KV cache, and kvledger derived none for this "
+            "config; refusing to plan without them"
+        )
     tp = request.tensor_parallel_size
     taking = [layer.split(tp) for layer in facts.layers if layer_takes_part(layer, request)]
     # vLLM registers a layer's indexer caches before its attention cache; the order only

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.declare.dtypes import resolve_dtype
-from kvledger.derive.layers import Kind, ModelFacts
-from kvledger.plan.request import PlanRequest
+from kvledger.derive.layers import Kind, ModelFacts, Role
+from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.cache_dtype import resolve_cache_dtype
 from kvledger.plan.vllm.errors import VllmLayoutError
 from kvledger.plan.vllm.specs import (
@@ -55,6 +55,8 @@ class Resolved:
     kv_cache_dtype: str = ""
     cache_dtype_source: str = ""
     cache_dtype_reason: str = ""
+    # SlidingWindowSpec.extra_retained_tokens (multi-module MTP keeps re-prefill runway).
+    extra_retained_tokens: int = 0
 
     def as_vllm_resolved(self) -> dict[str, Any]:
         """The subset the oracle lists under ``vllm_resolved`` (same names)."""
@@ -200,6 +202,15 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     # model uses mamba_cache_mode "align"; without, "none".
     mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
 
+    # vLLM ``get_kv_cache_configs``: extra_retained_tokens = num_prefill_lookahead_tokens - 1;
+    # the lookahead is num_speculative_tokens for multi-module MTP
+    # (``SpeculativeConfig.use_multi_module_mtp``: min(MTP modules, speculative tokens) > 1),
+    # 1 for other EAGLE-family drafters, 0 without one.
+    mtp_modules = len({layer.index for layer in facts.layers if layer.role is Role.MTP})
+    multi_mtp = (request.speculative_method in MTP_METHODS
+                 and min(mtp_modules, request.num_speculative_tokens) > 1)
+    extra_retained = request.num_speculative_tokens - 1 if multi_mtp else 0
+
     return Resolved(
         model_dtype=model_dtype,
         cache_dtype=cache.cache_dtype,
@@ -224,4 +235,5 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         kv_cache_dtype=kv_dtype_name(cache.cache_dtype, model_dtype),
         cache_dtype_source=cache.source,
         cache_dtype_reason=cache.reason,
+        extra_retained_tokens=extra_retained,
     )

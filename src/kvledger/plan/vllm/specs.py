@@ -204,12 +204,16 @@ class SlidingWindowSpec(AttentionSpec):
 
     kind: ClassVar[str] = "SlidingWindowSpec"
     sliding_window: int
+    # Tokens below the window kept for multi-module MTP re-prefill (``get_kv_cache_configs``
+    # sets num_prefill_lookahead_tokens - 1 on every SlidingWindowSpec).
+    extra_retained_tokens: int = 0
 
     def max_memory_usage_bytes(self, ctx: SpecContext) -> int:
-        # vLLM ``SlidingWindowSpec.max_admission_blocks_per_request``:
-        # tokens = min(window - 1 + max_in_flight_tokens, max_model_len);
+        # vLLM ``SlidingWindowSpec.max_admission_blocks_per_request``: tokens =
+        # min(window - 1 + extra_retained_tokens + max_in_flight_tokens, max_model_len);
         # cdiv(tokens, block) + 1 (the window need not start on a block boundary).
-        tokens = min(self.sliding_window - 1 + ctx.max_in_flight_tokens, ctx.max_model_len)
+        tokens = min(self.sliding_window - 1 + self.extra_retained_tokens
+                     + ctx.max_in_flight_tokens, ctx.max_model_len)
         return (ceil_div(tokens, self.block_size) + 1) * self.page_size_bytes
 
     def uniform_type_key(self) -> tuple[Any, ...] | None:
