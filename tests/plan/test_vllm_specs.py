@@ -6,6 +6,7 @@ regression names the rule that broke.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -325,7 +326,13 @@ def test_float32_checkpoints_run_in_bfloat16() -> None:
 def test_state_dtypes_follow_vllm_policy() -> None:
     layers: list[LayerCache] = [_GDN(index=i) for i in range(3)]
     layers.append(FullAttention(index=3, k_heads=2, k_dim=256, v_heads=2, v_dim=256))
-    plan = plan_vllm(_facts(layers, mamba_ssm_dtype="float32"), _req(max_model_len=4096), GIB)
+    # Qwen3_5ForConditionalGenerationConfig.verify_and_update_config reads mamba_ssm_dtype
+    # for the Qwen3.5 architectures only (MODELS_CONFIG_MAP); another keeps "auto".
+    other = plan_vllm(_facts(layers, mamba_ssm_dtype="float32"), _req(max_model_len=4096), GIB)
+    assert other.resolved.mamba_ssm_cache_dtype == "auto"
+    qwen35 = dataclasses.replace(_facts(layers, mamba_ssm_dtype="float32"),
+                                 architectures=("Qwen3_5MoeForCausalLM",))
+    plan = plan_vllm(qwen35, _req(max_model_len=4096), GIB)
     assert plan.resolved.mamba_ssm_cache_dtype == "float32"
     mamba = next(spec for spec, _ in plan.layer_specs if spec["spec"] == "MambaSpec")
     assert mamba["dtypes"] == ("bfloat16", "float32")

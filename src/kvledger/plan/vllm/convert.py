@@ -186,9 +186,14 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
             layer = cast(RecurrentState, widened)
         tensors = layer.tensors()
         mamba_type = _mamba_type(layer)
-        # The Mamba2 mixer reserves one prefill-checkpoint block in align mode
-        # (MambaSpec.num_prefill_checkpoint_blocks; the oracle's Nemotron-H cases charge 3
-        # blocks per request, GDN/KDA 2).
+        # Prefill-checkpoint blocks (MambaSpec.num_prefill_checkpoint_blocks, charged in align
+        # mode only): ``MambaMixer2.get_kv_cache_spec`` always sets 1; GDN sets none; KDA
+        # (Kimi-K3 ``KimiDeltaAttention``, GLM-5.3 ``Glm5NextLinearAttention``) sets 1 only
+        # with the FlashKDA prefill backend (``kda_prefill_checkpoint_alignment``), which
+        # ``_resolve_kda_prefill_backend`` picks on CUDA SM90/10x/12x for bf16, head_dim 128
+        # and a bounded gate. The vLLM CPU oracle is not CUDA, takes Triton and charges 2
+        # blocks per KDA request; a real H100/H200 would charge 3. kvledger follows the
+        # oracle here (the cases check it) and says so in the plan's warnings.
         checkpoint = 1 if ("mamba2" in mamba_type and res.mamba_cache_mode == "align") else 0
         return MambaSpec(
             block_size=bs,

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.derive.layers import Kind, LayerCache, ModelFacts, Role
+from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
@@ -167,6 +167,15 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     )
     warnings = list(sizes.notes) + list(grouping.warnings)
     warnings.extend(checkpoint_kv_notes(facts, request, res))
+    if res.mamba_cache_mode == "align" and any(
+        isinstance(layer, RecurrentState) and "kda" in layer.state_kind.lower()
+        for layer in layers
+    ):
+        warnings.append(
+            "KDA layers in align mode are charged 2 state blocks per request, as vLLM's CPU "
+            "oracle does; on a CUDA GPU vLLM 0.32 picks the FlashKDA prefill backend for bf16 "
+            "head_dim-128 bounded-gate models and charges a third (prefill checkpoint) block"
+        )
     return _Prepared(res, layers, sizes, grouping, ctx, tuple(warnings))
 
 

@@ -145,22 +145,34 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+# vLLM ``MODELS_CONFIG_MAP`` (model_executor/models/config.py): the architectures whose
+# ``verify_and_update_config`` sets mamba_ssm_cache_dtype when the option is "auto".
+_QWEN35_ARCHS = frozenset({
+    "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen4ExpForCausalLM",
+    "Qwen4ExpForConditionalGeneration",
+})
+_NEMOTRON_H_ARCHS = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
+
+
 def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
     """vLLM's per-architecture ``mamba_ssm_cache_dtype`` when the option is "auto".
 
     - Qwen3.5 (``Qwen3_5ForConditionalGenerationConfig.verify_and_update_config``): the
-      text config's ``mamba_ssm_dtype``.
-    - NemotronH (``NemotronHForCausalLMConfig.verify_and_update_config``): the config's
+      text config's ``mamba_ssm_dtype``, when stated.
+    - NemotronH (``NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype``): the config's
       ``mamba_ssm_cache_dtype``, float32 when it states none.
     - everything else stays "auto" (the conv state dtype).
     """
     text = _text_config(facts.config)
-    if any(a.startswith("NemotronH") for a in facts.architectures):
+    archs = set(facts.architectures)
+    if archs & _NEMOTRON_H_ARCHS:
         value = text.get("mamba_ssm_cache_dtype", facts.config.get("mamba_ssm_cache_dtype"))
         return str(value) if isinstance(value, str) else "float32"
-    value = text.get("mamba_ssm_dtype")
-    if isinstance(value, str):
-        return value
+    if archs & _QWEN35_ARCHS:
+        value = text.get("mamba_ssm_dtype")
+        if isinstance(value, str):
+            return value
     return "auto"
 
 
