@@ -56,7 +56,22 @@ def _vllm_reason(error: str) -> str:
     """The first sentence of vLLM's message, without the exception type or pydantic frame."""
     text = error.split("Value error, ", 1)[-1]
     text = re.sub(r"^[A-Za-z]+Error: ", "", text)
-    return re.split(r"\. | \[type=|\n", text, maxsplit=1)[0]
+    text = re.split(r"\. | \[type=|\n", text, maxsplit=1)[0]
+    # The backend selector prints its whole config; the reason is what precedes it.
+    return text.split(" with AttentionSelectorConfig", 1)[0]
+
+
+def _request(extra_args: list[str]) -> PlanRequest:
+    """The oracle's engine options (its own names) as a request."""
+    opts = dict(zip(extra_args[::2], extra_args[1::2], strict=False))
+    block = opts.get("--block-size", "16")
+    return PlanRequest(
+        engine="vllm", kv_cache_memory_bytes=16 << 30,
+        block_size=None if block == "auto" else int(block),
+        max_model_len=int(opts.get("--max-model-len", "32768")),
+        kv_cache_dtype=opts.get("--kv-cache-dtype", "auto"),
+        tensor_parallel_size=int(opts.get("--tp", "1")),
+    )
 
 
 @pytest.mark.parametrize("case", REFUSALS, ids=[r["config"] for r in REFUSALS])
@@ -66,10 +81,8 @@ def test_refuses_as_vllm_does(case: dict[str, Any]) -> None:
     vLLM layout's own check is what answers (the MLA family refuses nvfp4 KV earlier)."""
     facts = derive_model(str(config_path(case)), hf_quant_config=hf_quant_config(case),
                          kv_cache_dtype="bfloat16")
-    request = PlanRequest(engine="vllm", kv_cache_memory_bytes=16 << 30, block_size=None,
-                          max_model_len=32768)
     with pytest.raises(VllmLayoutError) as raised:
-        plan_vllm(facts, request, 16 << 30)
+        plan_vllm(facts, _request(case["extra_args"]), 16 << 30)
     assert _vllm_reason(case["error"]) in str(raised.value)
     assert str(raised.value).startswith("vLLM 0.32 refuses to start")
 

@@ -193,6 +193,14 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
             "(Multi-head Latent Attention) backends; use a different --kv-cache-dtype "
             f"(e.g. 'fp8' or 'auto') for MLA models ({cache.reason})"
         )
+    if cache.cache_dtype == "fp8_e5m2" and use_mla:
+        # platforms/cuda.py get_attn_backend_cls: no SM90 MLA backend lists fp8_e5m2 in its
+        # supported_kv_cache_dtypes (FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA; sparse:
+        # FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE_SM90).
+        raise VllmLayoutError(
+            "vLLM 0.32 refuses to start: No valid attention backend found for cuda with "
+            "kv_cache_dtype fp8_e5m2 and MLA (no SM90 MLA backend stores fp8_e5m2; use fp8)"
+        )
     storage, quant = _kv_storage(cache.cache_dtype, model_dtype)
 
     max_model_len = request.max_model_len or facts.max_position_embeddings
