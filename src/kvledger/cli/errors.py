@@ -96,6 +96,9 @@ def describe(exc: BaseException) -> tuple[str, str]:
             text = f"unsupported: {text}"
         # The library's message already names the model type / key and why; nothing to add.
         return text, ""
+    if _is_instance(exc, "kvledger.source.errors", "SourceError"):
+        # Where MODEL was looked for and the way out (a token, --revision, --offline, a path).
+        return f"error: {text}", one_line(getattr(exc, "hint", ""))
     if _is_instance(exc, "kvledger.derive.errors", "DeriveError"):
         return f"error: {text}", "check the model's config.json, or use a catalog id"
     if type(exc).__name__ == "InsufficientPoolBudget":

@@ -27,6 +27,8 @@ from typing import Any
 from kvledger.cli.args import Parser, block_size, fraction, int_at_least, nonneg_bytes
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.inspect import inspect_payload
+from kvledger.cli.source_args import add_model as _add_model
+from kvledger.cli.source_args import model_source
 
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
@@ -35,15 +37,6 @@ ENGINES = ("native", "vllm")
 
 
 # -- parser ---------------------------------------------------------------------------------
-
-
-def _add_model(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "model",
-        metavar="MODEL",
-        help="catalog id (see 'kvledger models'), a config.json, or a model directory "
-        "(its hf_quant_config.json is picked up too)",
-    )
 
 
 def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
@@ -126,6 +119,19 @@ def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
     inspect.set_defaults(handler=_cmd_inspect)
 
 
+def _fill_explain(explain: argparse.ArgumentParser) -> None:
+    from kvledger.cli.explain import fill_parser
+
+    fill_parser(explain)
+    explain.set_defaults(handler=_explain)
+
+
+def _explain(ns: argparse.Namespace) -> int:
+    from kvledger.cli.explain import run
+
+    return run(ns, _emit_json)
+
+
 def _fill_models(models: argparse.ArgumentParser) -> None:
     models.add_argument("--json", action="store_true", help="a JSON list for machines")
     models.set_defaults(handler=_cmd_models)
@@ -138,6 +144,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "fit": ("smallest TP×PP on a GPU that holds N requests of L tokens", _fill_fit, ()),
     "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
     "models": ("list the bundled catalog ids", _fill_models, ("catalog",)),
+    "explain": ("re-derive the KV numbers of a vLLM / SGLang start-up log", _fill_explain, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
@@ -249,7 +256,7 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
     from kvledger.plan.api import plan_model
 
     result = plan_model(
-        ns.model,
+        model_source(ns),
         request,
         gpu=ns.gpu,
         gpu_memory_utilization=ns.gpu_memory_utilization,
@@ -272,7 +279,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
     from kvledger.plan.fit import fit_model
 
     result = fit_model(
-        ns.model,
+        model_source(ns),
         request,
         gpu=ns.gpu,
         concurrency=ns.concurrency,
@@ -291,7 +298,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> int:
-    data = inspect_payload(ns.model, ns.kv_cache_dtype)
+    data = inspect_payload(model_source(ns), ns.kv_cache_dtype)
     if ns.json:
         _emit_json(data)
     else:
@@ -302,7 +309,7 @@ def _cmd_inspect(ns: argparse.Namespace) -> int:
 
 
 def _cmd_models(ns: argparse.Namespace) -> int:
-    from kvledger.derive.source import catalog_ids
+    from kvledger.source.catalog import catalog_ids
 
     ids = catalog_ids()
     if ns.json:

@@ -232,9 +232,18 @@ def _cell(value: Any) -> str:
     return _num(value)
 
 
+def _source(value: Any) -> str:
+    """``hub @ 0123456789ab (https://huggingface.co/org/name)``, from the JSON ``source``."""
+    if not isinstance(value, Mapping):
+        return _cell(value)
+    revision = value.get("revision")
+    at = f" @ {str(revision)[:12]}" if revision else ""
+    return f"{value.get('kind')}{at} ({value.get('location')})"
+
+
 _HEADLINE = (
-    "model", "engine", "kv_cache_dtype", "block_size", "num_blocks", "kv_cache_tokens",
-    "max_model_len", "max_concurrency", "max_num_seqs", "tensor_parallel_size",
+    "model", "source", "engine", "kv_cache_dtype", "block_size", "num_blocks",
+    "kv_cache_tokens", "max_model_len", "max_concurrency", "max_num_seqs", "tensor_parallel_size",
     "pipeline_parallel_size", "data_parallel_size", "available_bytes", "reserved_bytes",
     "vllm_refuses_to_start",
 )
@@ -318,7 +327,8 @@ def _budget_rows(lines: Any) -> Any:
 def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None:
     con = console or _console()
     headline = [
-        (key, _gib(data[key]) if key.endswith("_bytes") else _cell(data[key]))
+        (key, _gib(data[key]) if key.endswith("_bytes") else
+         _source(data[key]) if key == "source" else _cell(data[key]))
         for key in _HEADLINE
         if key in data
     ]

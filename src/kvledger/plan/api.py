@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.derive import derive_model
 from kvledger.derive.layers import ModelFacts, Role
-from kvledger.derive.source import ModelSource, load_source
 from kvledger.plan.budget import Budget, Reserves, given_budget
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult, PoolRow, RankResult, layer_summary
 from kvledger.plan.speculative import check_speculation
+from kvledger.source.model_source import ModelSource
+from kvledger.source.resolve import load_source
 
 # Each engine's layout, the GPU presets, the weights, the pool planner's error, the stage split
 # and the answers are imported where they are used, so `kvledger plan … --engine vllm
@@ -93,7 +94,7 @@ def _budget(
     weights = model_weights(
         text,
         model_dtype=facts.model_dtype,
-        directory=source.directory if source is not None else None,
+        exact=source.safetensors() if source is not None else None,
         hf_quant=source.hf_quant_config if source is not None else None,
         tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=request.pipeline_parallel_size,
@@ -104,8 +105,8 @@ def _budget(
                         cfg=text, model_dtype=facts.model_dtype, reserves=reserves,
                         total_bytes=total_memory_bytes)
     if weights.basis != "exact":
-        notes.append("weights estimated from the config's parameter count; a local model "
-                     "directory with safetensors makes them exact")
+        why = source.weights_note() if source is not None else "no checkpoint given"
+        notes.append(f"weights estimated from the config's parameter count ({why})")
     return budget, notes
 
 
@@ -269,7 +270,7 @@ def plan_model(
     tp, pp, dp = (request.tensor_parallel_size, request.pipeline_parallel_size,
                   request.data_parallel_size)
     split = [layer.split(tp) if tp > 1 else layer for layer in facts.layers]
-    warnings = [*notes, *spec_warnings]
+    warnings = [*(source.warnings if source is not None else ()), *notes, *spec_warnings]
     refuses: bool | None = None
     answers: dict[str, Any] = {}
     local = tuple(model_local_specs)
@@ -341,6 +342,7 @@ def plan_model(
         budget=budget, ranks=tuple(ranks), tensor_parallel_size=tp, pipeline_parallel_size=pp,
         data_parallel_size=dp, max_num_seqs=request.max_num_seqs, kv_cache_dtype=kv_dtype,
         vllm_refuses_to_start=refuses, answers=answers,
+        source=source.describe() if source is not None else None,
     )
 
 

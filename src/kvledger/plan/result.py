@@ -146,6 +146,7 @@ class PlanResult:
     kv_cache_dtype: str = ""
     vllm_refuses_to_start: bool | None = None
     answers: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] | None = None  # where the config came from (ModelSource.describe)
 
     @property
     def num_gpus(self) -> int:
@@ -154,6 +155,7 @@ class PlanResult:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "model": self.model,
+            **({"source": dict(self.source)} if self.source is not None else {}),
             "engine": self.engine,
             "block_size": self.block_size,
             "num_blocks": self.num_blocks,
