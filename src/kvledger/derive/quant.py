@@ -23,7 +23,6 @@ engine's rule and lives with its layout (``kvledger.plan.vllm.cache_dtype`` for 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.declare.dtypes import resolve_dtype
@@ -54,25 +53,31 @@ class UnknownQuantizationKey(UnknownCacheKey):
         self.key = key
 
 
-@dataclass(frozen=True)
 class Vocabulary:
-    """What one ``quant_method`` may say, by kind of key."""
+    """What one ``quant_method`` may say, by kind of key.
 
-    method: str
-    # How weights / activations of linear layers are stored: no effect on any cache.
-    weight_keys: frozenset[str] = frozenset()
-    # Declarations of a KV cache scheme: resolved by ``kv_declaration`` (or refused there).
-    kv_keys: frozenset[str] = frozenset()
-    # Lists of module names or patterns (left unquantized, or targeted): weights only, but the
-    # value must be a list of strings.
-    module_lists: frozenset[str] = frozenset()
-    # Keys whose value is a structure with its own checker (``_STRUCTURES``).
-    structured: frozenset[str] = frozenset()
+    A plain class, not a dataclass: this module is on every plan's start-up path, and
+    generating dataclass methods costs measurable milliseconds there.
+    """
+
+    __slots__ = ("kv_keys", "method", "module_lists", "structured", "weight_keys")
+
+    def __init__(self, method: str, weight_keys: frozenset[str], kv_keys: frozenset[str],
+                 module_lists: frozenset[str], structured: frozenset[str]) -> None:
+        self.method = method
+        # How weights / activations of linear layers are stored: no effect on any cache.
+        self.weight_keys = weight_keys
+        # Declarations of a KV cache scheme: resolved by ``kv_declaration`` (or refused).
+        self.kv_keys = kv_keys
+        # Lists of module names or patterns (left unquantized, or targeted): weights only,
+        # but the value must be a list of strings.
+        self.module_lists = module_lists
+        # Keys whose value is a structure with its own checker (``_STRUCTURES``).
+        self.structured = structured
 
     def knows(self, key: str) -> bool:
-        return key == "quant_method" or key in (
-            self.weight_keys | self.kv_keys | self.module_lists | self.structured
-        )
+        return key == "quant_method" or key in self.weight_keys or key in self.kv_keys or \
+            key in self.module_lists or key in self.structured
 
 
 def _vocab(method: str, *, weights: str = "", kv: str = "", modules: str = "",
@@ -380,13 +385,18 @@ def kv_scheme_dtype(scheme: Any, where: str, model: str) -> str:
     raise ConfigError(f"{model}: unrecognised {where} num_bits={bits!r} type={kind!r}")
 
 
-@dataclass(frozen=True)
 class KVDeclaration:
     """The KV cache element type a checkpoint declares, and where it says so."""
 
-    dtype: str  # registry name
-    source: str  # "quantization_config" | "hf_quant_config"
-    key: str  # the key path that declared it
+    __slots__ = ("dtype", "key", "source")
+
+    def __init__(self, dtype: str, source: str, key: str) -> None:
+        self.dtype = dtype  # registry name
+        self.source = source  # "quantization_config" | "hf_quant_config"
+        self.key = key  # the key path that declared it
+
+    def __repr__(self) -> str:
+        return f"KVDeclaration({self.dtype!r}, {self.source!r}, {self.key!r})"
 
 
 def _kv_in_block(block: Mapping[str, Any], where: str, cfg: Config) -> KVDeclaration | None:

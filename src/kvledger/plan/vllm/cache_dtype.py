@@ -28,7 +28,6 @@ dtype, whatever KV scheme they state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.derive.layers import Kind, ModelFacts
@@ -51,13 +50,16 @@ VLLM_QUANTIZATION_METHODS = frozenset({
 ATTENTION_KINDS = frozenset({Kind.FULL, Kind.SLIDING, Kind.CHUNKED, Kind.CROSS})
 
 
-@dataclass(frozen=True)
 class CacheDtype:
-    """``cache_config.cache_dtype`` as vLLM resolves it, and why."""
+    """``cache_config.cache_dtype`` as vLLM resolves it, and why (a plain class: no dataclass
+    generation on the plan start-up path)."""
 
-    cache_dtype: str  # vLLM's string: "auto", "fp8", "fp8_e4m3", "nvfp4", "bfloat16", ...
-    source: str  # "option", "checkpoint", "model dtype"
-    reason: str  # one line a user can check
+    __slots__ = ("cache_dtype", "reason", "source")
+
+    def __init__(self, cache_dtype: str, source: str, reason: str) -> None:
+        self.cache_dtype = cache_dtype  # vLLM's string: "auto", "fp8", "fp8_e4m3", "nvfp4", ...
+        self.source = source  # "option", "checkpoint", "model dtype"
+        self.reason = reason  # one line a user can check
 
 
 def checkpoint_quant_config(

@@ -33,11 +33,25 @@ PER_TOKEN_HEAD = (QUANT_FP8_PER_TOKEN_HEAD, QUANT_INT8_PER_TOKEN_HEAD)
 FP8_DS_MLA_BYTES_PER_TOKEN = 656
 
 
-@dataclass(frozen=True)
 class MultipleOf:
-    """vLLM ``MultipleOf`` (v1/attention/backend.py): whole kernel blocks of ``base`` tokens."""
+    """vLLM ``MultipleOf`` (v1/attention/backend.py): whole kernel blocks of ``base`` tokens.
 
-    base: int
+    Compares and hashes by value (specs holding it are compared and bucketed by equality).
+    """
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MultipleOf) and other.base == self.base
+
+    def __hash__(self) -> int:
+        return hash(("MultipleOf", self.base))
+
+    def __repr__(self) -> str:
+        return f"MultipleOf({self.base})"
 
 
 @dataclass(frozen=True)
