@@ -245,7 +245,9 @@ def test_sparse_mla_with_indexer_is_one_group_of_mixed_pages() -> None:
 
 def test_mla_fp8_is_one_byte_per_latent_value() -> None:
     layers = [MLA(index=i, latent_dim=512, rope_dim=64) for i in range(4)]
-    plan = plan_vllm(_facts(layers), _req(max_model_len=4096, kv_cache_dtype="fp8"), GIB)
+    # block 16 given: with "auto" an fp8 MLA cache gets FLASHMLA's 64 (test_vllm_rules.py)
+    plan = plan_vllm(_facts(layers), _req(max_model_len=4096, kv_cache_dtype="fp8",
+                                          block_size=16), GIB)
     assert plan.groups[0].page_size_bytes == 16 * 576  # 9,216
     assert plan.tp_kv_heads_per_rank == 1
 
