@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
+    QUANT_NONE,
     AttentionSpec,
     CircularBufferSpec,
     KVCacheSpec,
@@ -21,12 +22,14 @@ from kvledger.plan.vllm.specs import (
     MLAAttentionSpec,
 )
 
-# Smallest kernel block size of the backend vLLM picks on an SM90 GPU:
-# FlashAttention takes MultipleOf(16); FlashMLA (dense and sparse) takes 64.
+# Smallest kernel block size of the backend vLLM picks on an SM90 GPU
+# (``get_supported_kernel_block_sizes``, v1/attention/backends/): FLASH_ATTN and
+# FLASH_ATTN_MLA take MultipleOf(16); the sparse MLA backends MultipleOf(64), FLASHMLA [64].
 FLASH_ATTENTION_ALIGNMENT = 16
 FLASH_MLA_ALIGNMENT = 64
 # vLLM ``Platform._align_hybrid_block_size``: MLA hybrids align to at least 128 tokens.
 MLA_HYBRID_MIN_ALIGNMENT = 128
+# vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``.
 DEFAULT_BLOCK_SIZE = 16
 
 
@@ -53,6 +56,35 @@ def _main_attention(specs: list[KVCacheSpec]) -> AttentionSpec | None:
     return plain[0] if plain else (attn[0] if attn else None)
 
 
+def _auto_block_size(res: Resolved, notes: list[str]) -> int:
+    """``--block-size auto`` on an SM90 GPU, non-hybrid models.
+
+    vLLM ``Platform.update_block_size_for_backend`` phase 1: the backends' preferred size
+    (``_preferred_block_size_for_backends`` / ``AttentionBackend.get_preferred_block_size``):
+    16 when every backend takes it, else the smallest kernel size they share. The backend is
+    chosen with no block size (``get_attn_backend``: block_size None unless user-specified)
+    from the SM90 priority list (platforms/cuda.py ``_get_backend_priorities``):
+
+    - standard attention: FLASH_ATTN, MultipleOf(16) → 16;
+    - sparse MLA (DSA): FLASH_ATTN_MLA_SPARSE / FLASHMLA_SPARSE, MultipleOf(64), and the
+      indexer's 64 → 64;
+    - dense MLA: FLASH_ATTN_MLA (MultipleOf(16); auto/float16/bfloat16 caches only) → 16;
+      with an fp8 cache it is skipped for FLASHMLA, whose kernel takes exactly 64 → 64.
+      The oracle cannot show this one: its CPU wheel has no FlashMLA kernel, so vLLM falls
+      back to TRITON_MLA (MultipleOf(16)) there and reports 16.
+    """
+    if res.use_sparse:
+        return FLASH_MLA_ALIGNMENT
+    if res.use_mla and res.kv_quant != QUANT_NONE:
+        notes.append(
+            "block size 64: with an fp8 cache and --block-size auto, vLLM 0.32 on SM90 picks "
+            "FLASHMLA for MLA (64-token kernel blocks); the vLLM CPU oracle lacks that kernel "
+            "and reports 16, so this rule is read from source only"
+        )
+        return FLASH_MLA_ALIGNMENT
+    return DEFAULT_BLOCK_SIZE
+
+
 def resolve_block_sizes(specs: list[KVCacheSpec], res: Resolved) -> BlockSizes:
     requested = res.requested_block_size
     notes: list[str] = []
@@ -67,21 +99,17 @@ def resolve_block_sizes(specs: list[KVCacheSpec], res: Resolved) -> BlockSizes:
     mambas = [s for s in specs if isinstance(s, MambaSpec)]
     main = _main_attention(specs)
     if not mambas or main is None:
-        if requested is not None:
-            block = requested
-        elif res.use_sparse:
-            block = FLASH_MLA_ALIGNMENT
-        else:
-            block = DEFAULT_BLOCK_SIZE
-            if res.use_mla:
-                notes.append("block_size auto with dense MLA assumed 16 (no oracle case checks it)")
+        block = requested if requested is not None else _auto_block_size(res, notes)
         mamba_block = None
         if mambas:  # attention-free recurrent model
             mamba_block = block if res.mamba_cache_mode == "align" else res.max_model_len
         return BlockSizes(block, mamba_block, None, tuple(notes))
 
-    # vLLM ``_align_hybrid_block_size``: kernel alignment = max(backend's smallest kernel
-    # block, the configured block size); MLA raises it to >= 128.
+    # vLLM ``_align_hybrid_block_size``: kernel_block_alignment_size = max(the first
+    # backend's smallest kernel block, the configured block size); MLA raises it to >= 128.
+    # Its second rounding, to the lcm of every backend's smallest kernel block
+    # (backend_block_alignment), never moves these numbers: for the SM90 backends modelled
+    # here that lcm (16, 64 or 128) divides the alignment already.
     alignment = max(backend_min, requested or backend_min)
     if res.use_mla:
         alignment = max(alignment, MLA_HYBRID_MIN_ALIGNMENT)
