@@ -195,3 +195,34 @@ def test_every_vocabulary_lists_distinct_kinds_of_key() -> None:
         for keys in kinds:
             assert not seen & keys, (method, seen & keys)
             seen |= keys
+
+
+# -- the guard runs the vocabulary on every level of every row ---------------------------------
+# (model_types.py once marked a few rows strict_quantization: the old vocabulary broke other
+# configs. Every row now checks, so a standard-handler model and a wrapper's text config fail
+# closed the same way a DeepSeek one does.)
+
+
+def test_standard_row_checks_its_quantization_block() -> None:
+    config = copy.deepcopy(_real("meta-llama--Meta-Llama-3.1-8B.json"))
+    config["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    assert derive_model(config).kv_dtype == "bfloat16"  # weights only: passes
+    config["quantization_config"]["kv_layout"] = "paged"
+    with pytest.raises(UnknownCacheKey,
+                       match=r"quantization_config\.kv_layout.*family llama \(standard\)"):
+        derive_model(config)
+
+
+def test_wrappers_text_config_block_is_checked_on_its_level() -> None:
+    # Qwen3-VL: the language model's own block sits in text_config; its unknown key is named
+    # with that path and the inner row's family.
+    config = copy.deepcopy(_real("Qwen--Qwen3-VL-8B-Instruct.json"))
+    config["text_config"]["quantization_config"] = {"quant_method": "fp8", "kv_layout": "x"}
+    with pytest.raises(UnknownCacheKey,
+                       match=r"'text_config\.quantization_config\.kv_layout'.*qwen3_vl_text"):
+        derive_model(config)
+    # The same block on the wrapper is inherited by the text config, checked once (outer path).
+    config = copy.deepcopy(_real("Qwen--Qwen3-VL-8B-Instruct.json"))
+    config["quantization_config"] = {"quant_method": "fp8", "kv_layout": "x"}
+    with pytest.raises(UnknownCacheKey, match=r"'quantization_config\.kv_layout'.*qwen3_vl "):
+        derive_model(config)

@@ -63,7 +63,7 @@ def derive_model(
     text, text_row = cfg, row
     if row.is_wrapper:
         text_row, text = _inner(cfg, row)
-        check_level(text, text_row)
+        check_level(text, text_row, path=f"{row.text_key}.")
     kv_dtype, kv_source = resolve_kv_dtype(cfg, source.hf_quant_config, kv_cache_dtype)
     derived = derive_level(text, text_row, kv_dtype)
     for layer in derived.layers:

@@ -54,14 +54,16 @@ def known_keys(row: Resolved) -> frozenset[str]:
     )
 
 
-def check_level(cfg: Config, row: Resolved) -> None:
+def check_level(cfg: Config, row: Resolved, *, path: str = "") -> None:
     """The one guard, run the same way on every level: the top-level config and a wrapper's
     inner text config, each with the quantization block(s) it carries.
 
     Off keys first (a feature the handler does not model, switched on, is refused naming the
     key and its value), then unknown cache-affecting keys, then every key of the level's
     ``quantization_config`` against its ``quant_method``'s vocabulary (weight-only keys pass,
-    KV keys are resolved later, anything else fails closed naming the key).
+    KV keys are resolved later, anything else fails closed naming the key). ``path`` prefixes
+    the names in messages (``text_config.``); a block the level inherited from its wrapper was
+    checked on the wrapper's level and is not checked again.
     """
     label = f"{row.name} ({row.family})"
     for key in sorted(row.off):
@@ -75,5 +77,7 @@ def check_level(cfg: Config, row: Resolved) -> None:
             )
     check_keys(cfg, known_keys(row), family=label)
     # The level's own quantization block(s), against their quant_method's vocabulary.
-    check_blocks(level_blocks(cfg.raw, cfg), cfg, family=label)
+    parent = cfg.parent.raw if cfg.parent is not None else {}
+    own = {k: v for k, v in cfg.raw.items() if parent.get(k) is not v}
+    check_blocks(level_blocks(own, cfg, path), cfg, family=label)
 
