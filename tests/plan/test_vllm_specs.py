@@ -381,7 +381,7 @@ def test_speculation_widens_gdn_conv_state() -> None:
 
 def test_mtp_without_mtp_layers_is_refused() -> None:
     # vLLM's MTP drafter adds KV layers of its own; facts without any must not be planned
-    # as if it did not (the real case: Qwen3-Next with MTP in tests/oracles).
+    # as if it did not (Qwen3-Next once derived none: 12 layers where vLLM had 13).
     facts = _facts(_llama8b())
     with pytest.raises(VllmLayoutError, match="derived none"):
         plan_vllm(facts, _req(kv_cache_memory_bytes=GIB, num_speculative_tokens=1,

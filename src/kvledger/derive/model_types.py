@@ -378,10 +378,11 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # -- gated delta-net hybrids (families/gdn.py) ---------------------------------------
         "qwen3_next": T(handler="gdn:derive", keys=_GDN_KEYS, harmless=_GDN_HARMLESS,
                         off={"use_sliding_window"}, config_class="Qwen3NextConfig",
-                        vllm="qwen3_next.py"),
+                        vllm="qwen3_next.py, qwen3_next_mtp.py"),
         "qwen3_5": T(text_key="text_config", inner=("qwen3_5_text",),
                      config_class="Qwen3_5Config", vllm="qwen3_5.py"),
         "qwen3_5_text": T(like="qwen3_next", keys={"mamba_ssm_dtype", "mtp_num_hidden_layers"},
+                          options={"mtp_key": "mtp_num_hidden_layers"},
                           harmless={"mtp_use_dedicated_embeddings": "MTP embedding sharing: "
                                                                     "weights"},
                           config_class="Qwen3_5TextConfig", vllm="qwen3_5.py, qwen3_5_mtp.py"),

@@ -138,8 +138,9 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(layer.role is Role.MTP for layer in facts.layers)):
         # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
-        # num_nextn_predict_layers, default 1) and gives each its own KV cache: planning
-        # without them would hold more tokens than vLLM does.
+        # num_nextn_predict_layers, default 1; derive states them as Role.MTP layers) and
+        # gives each its own KV cache: facts without any (a model type whose MTP module
+        # kvledger does not know) would hold more tokens than vLLM does.
         raise VllmLayoutError(
             f"{facts.model}: --speculative-method {request.speculative_method} adds the "
             "model's MTP layers to vLLM's KV cache, and kvledger derived none for this "
