@@ -138,3 +138,68 @@ def test_kv_dtype_is_reported_by_name(cache_dtype: str, name: str) -> None:
     # STR_DTYPE_TO_TORCH_DTYPE stores every fp8 variant as uint8; the name says what the
     # bytes hold.
     assert kv_dtype_name(cache_dtype, "bfloat16") == name
+
+
+# -- MiniMax-M3 sparse attention: 128-token kernel blocks -------------------------------------
+# MiniMaxM3SparseBackend / MiniMaxM3IndexerBackend.get_supported_kernel_block_sizes → [128];
+# FLASH_ATTN → [MultipleOf(16)]. The oracle cases in tests/oracles/vllm-0.32-more.jsonl pin
+# auto (128), 256 and fp8; these pin the phase-1 arithmetic and what the oracle cannot show.
+
+
+@pytest.mark.parametrize(
+    ("backends", "expected"),
+    [
+        # One backend: get_preferred_block_size(16) → 16 if it takes 16, else its smallest.
+        ([(("multiple", 16),)], 16),
+        ([(128,)], 128),
+        ([(("multiple", 64),)], 64),
+        # Several: 16 if all take it; else the smallest lcm of one size each that all take.
+        ([(("multiple", 16),), (("multiple", 16),)], 16),
+        ([(("multiple", 16),), (128,), (128,)], 128),  # MiniMax-M3: lcm(16, 128, 128)
+        ([(48,), (64,)], 192),  # lcm(48, 64)
+        ([(), (128,), (("multiple", 16),)], 128),  # a backend declaring no sizes takes any
+    ],
+)
+def test_preferred_block_size_for_backends(
+    backends: list[tuple[int | tuple[str, int], ...]], expected: int
+) -> None:
+    from kvledger.plan.vllm.hybrid import preferred_block_size
+
+    assert preferred_block_size(backends) == expected
+
+
+def _minimax_m3(**request: object) -> object:
+    from kvledger.derive.families.minimax import IndexCache
+
+    # Two layers: 0 dense, 1 sparse (its full-attention cache + a 128-wide index key).
+    layers: list[LayerCache] = [
+        FullAttention(index=0, dtype="bfloat16", k_heads=4, k_dim=128, v_heads=4, v_dim=128),
+        FullAttention(index=1, dtype="bfloat16", k_heads=4, k_dim=128, v_heads=4, v_dim=128),
+        IndexCache(index=1, dtype="bfloat16", head_dim=128),
+    ]
+    return plan_vllm(_facts(layers, model_type="minimax_m3_text"), _req(max_model_len=32768,
+                                                                        **request), GIB)
+
+
+def test_minimax_m3_auto_block_is_128() -> None:
+    plan = _minimax_m3()
+    # page per layer at 128 tokens: 2 x 4 x 128 x 2 B x 128 = 262,144; index key 128 x 2 B x
+    # 128 = 32,768; one block = 2 x 262,144 + 32,768 = 557,056 B; 1 GiB // that = 1,927.
+    assert (plan.block_size, plan.bytes_per_block, plan.num_blocks) == (128, 557_056, 1_927)
+
+
+def test_minimax_m3_block_not_a_multiple_of_128_stops_vllm() -> None:
+    from kvledger.plan.vllm.resolve import VllmLayoutError
+
+    # prepare_kernel_block_sizes → select_common_block_size(64, [MINIMAX_M3_SPARSE, ...])
+    # finds no kernel size dividing 64 and raises "No common block size for 64".
+    with pytest.raises(VllmLayoutError, match="refuses to start: No common block size for 64"):
+        _minimax_m3(block_size=64)
+    assert getattr(_minimax_m3(block_size=384), "block_size") == 384  # 3 kernel blocks
+
+
+def test_minimax_m3_nvfp4_is_not_modelled() -> None:
+    from kvledger.plan.vllm.resolve import VllmLayoutError
+
+    with pytest.raises(VllmLayoutError, match="MiniMax-M3 nvfp4"):
+        _minimax_m3(kv_cache_dtype="nvfp4")

@@ -24,6 +24,7 @@ from kvledger.derive.layers import (
     SlidingAttention,
 )
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
+from kvledger.plan.vllm.hybrid import MINIMAX_M3_KERNEL_BLOCK
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
@@ -117,9 +118,14 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         )
     if isinstance(layer, FullAttention) or type(layer) is Attention:
         assert isinstance(layer, Attention)
+        # MiniMax-M3's sparse layers: ``customize_attention_spec`` (v1/worker/utils.py) gives
+        # a backend whose kernel sizes are all fixed ints (MINIMAX_M3_SPARSE: [128]) a
+        # ``MultipleOf(max size)`` block-stride alignment.
+        sparse = layer.index in res.minimax_sparse_layers
         return FullAttentionSpec(
             block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
             head_size_v=layer.v_dim, dtype=dtype, quant=quant,
+            block_stride_alignment=MultipleOf(MINIMAX_M3_KERNEL_BLOCK) if sparse else None,
         )
     if isinstance(layer, MLA):
         # vLLM ``MLAAttention.get_kv_cache_spec``: one head of kv_lora_rank + rope dims;
@@ -168,6 +174,16 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         return CircularBufferSpec(
             block_size=layer.capacity, num_kv_heads=layer.rows, head_size=layer.head_dim,
             head_size_v=0, dtype=layer.dtype,
+        )
+    if isinstance(layer, Indexer) and layer.index in res.minimax_sparse_layers:
+        # vLLM ``MiniMaxM3IndexerCache.get_kv_cache_spec`` (models/minimax_m3/common/
+        # indexer.py): key-only, one head of sparse_index_dim, in indexer_kv_dtype ("bf16"
+        # unless --attention-config sets it: ``MiniMaxM3SparseAttention`` resolves it with
+        # default "bf16", whatever the model dtype); MINIMAX_M3_SPARSE_INDEXER's fixed [128]
+        # kernel blocks give it a MultipleOf(128) stride alignment.
+        return MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=layer.head_dim, dtype="bfloat16",
+            is_indexer=True, block_stride_alignment=MultipleOf(MINIMAX_M3_KERNEL_BLOCK),
         )
     if isinstance(layer, Indexer):
         # vLLM ``Indexer`` (DeepSeek-V3.2 DSA) registers an MLAAttentionSpec of uint8 rows:

@@ -9,6 +9,8 @@ and pads the state page up to that attention page
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 from kvledger.derive.layers import ceil_div
@@ -31,6 +33,72 @@ FLASH_MLA_ALIGNMENT = 64
 MLA_HYBRID_MIN_ALIGNMENT = 128
 # vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``.
 DEFAULT_BLOCK_SIZE = 16
+# MiniMax-M3's sparse attention: ``MiniMaxM3SparseBackend.get_supported_kernel_block_sizes``
+# (models/minimax_m3/common/sparse_attention.py; the NVIDIA MSA / Triton / CUTLASS backends
+# inherit it) and ``MiniMaxM3IndexerBackend.get_supported_kernel_block_sizes``
+# (common/indexer.py) both return exactly [128] ("one sparse block per KV page").
+MINIMAX_M3_KERNEL_BLOCK = 128
+
+# A backend's declared kernel block sizes: an int is that size exactly, ``MultipleOf(n)``
+# (written ("multiple", n) here) any multiple of n.
+KernelSizes = tuple[int | tuple[str, int], ...]
+_FLASH_ATTN: KernelSizes = (("multiple", FLASH_ATTENTION_ALIGNMENT),)
+_MINIMAX_M3_SPARSE: KernelSizes = (MINIMAX_M3_KERNEL_BLOCK,)
+
+
+def _base(size: int | tuple[str, int]) -> int:
+    return size[1] if isinstance(size, tuple) else size
+
+
+def _supports(sizes: KernelSizes, block: int) -> bool:
+    """vLLM ``AttentionBackend.supports_block_size``: the manager block need only be a
+    multiple of one kernel size (a larger block is split into kernel blocks)."""
+    return not sizes or any(block % _base(s) == 0 for s in sizes)
+
+
+def preferred_block_size(backends: list[KernelSizes]) -> int:
+    """vLLM ``Platform._preferred_block_size_for_backends`` (platforms/interface.py): one
+    backend → its ``get_preferred_block_size(16)`` (16 if it takes 16, else its smallest
+    size); several → 16 if all take it, else the smallest lcm of one size per backend that
+    every backend takes."""
+    if len(backends) == 1:
+        only = backends[0]
+        if _supports(only, DEFAULT_BLOCK_SIZE):
+            return DEFAULT_BLOCK_SIZE
+        return min(_base(s) for s in only)
+    if all(_supports(b, DEFAULT_BLOCK_SIZE) for b in backends):
+        return DEFAULT_BLOCK_SIZE
+    per_backend = [[_base(s) for s in b] or [1] for b in backends]
+    for candidate in sorted({math.lcm(*combo) for combo in itertools.product(*per_backend)}):
+        if all(_supports(b, candidate) for b in backends):
+            return candidate
+    raise VllmLayoutError("vLLM 0.32 refuses to start: the attention backends share no "
+                          "supported KV cache block size")
+
+
+def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
+    """MiniMax-M3 (``MiniMaxM3SparseForConditionalGeneration``): its dense layers run
+    FLASH_ATTN (MultipleOf(16)), its sparse layers MINIMAX_M3_SPARSE and its indexer caches
+    MINIMAX_M3_SPARSE_INDEXER (both exactly 128).
+
+    ``--block-size auto``: ``update_block_size_for_backend`` phase 1 gives lcm(16, 128) = 128.
+    A block size the user sets skips phase 1; the worker then splits each block into kernel
+    blocks (``prepare_kernel_block_sizes`` → ``select_common_block_size``), which needs a
+    multiple of 128, else it raises "No common block size" and vLLM stops at start-up. (The
+    oracle stubs the worker's KV initialisation, so only source shows that refusal.)
+    """
+    requested = res.requested_block_size
+    if requested is None:
+        backends = ([_FLASH_ATTN] if has_dense else []) + [_MINIMAX_M3_SPARSE] * 2
+        return preferred_block_size(backends)
+    if requested % MINIMAX_M3_KERNEL_BLOCK:
+        raise VllmLayoutError(
+            f"vLLM 0.32 refuses to start: No common block size for {requested} "
+            f"(MINIMAX_M3_SPARSE: [{MINIMAX_M3_KERNEL_BLOCK}]); MiniMax-M3's sparse-attention "
+            f"kernels take {MINIMAX_M3_KERNEL_BLOCK}-token blocks: use --block-size auto or a "
+            f"multiple of {MINIMAX_M3_KERNEL_BLOCK}"
+        )
+    return requested
 
 
 @dataclass(frozen=True)
@@ -98,6 +166,15 @@ def resolve_block_sizes(specs: list[KVCacheSpec], res: Resolved) -> BlockSizes:
             )
     mambas = [s for s in specs if isinstance(s, MambaSpec)]
     main = _main_attention(specs)
+    if res.minimax_sparse_layers and not mambas:
+        # The attention layers that are not sparse run FLASH_ATTN.
+        attention = sum(1 for s in specs if isinstance(s, AttentionSpec)
+                        and not isinstance(s, MLAAttentionSpec))
+        dense = attention > len(res.minimax_sparse_layers)
+        return BlockSizes(_minimax_m3_block_size(res, dense), None, None, tuple(notes))
+    if res.minimax_sparse_layers:  # pragma: no cover - no MiniMax-M3 has recurrent layers
+        raise VllmLayoutError("MiniMax-M3 sparse attention beside recurrent layers is not "
+                              "modelled by the vLLM layout")
     if not mambas or main is None:
         block = requested if requested is not None else _auto_block_size(res, notes)
         mamba_block = None

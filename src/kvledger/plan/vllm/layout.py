@@ -120,12 +120,11 @@ class _Prepared:
 # Model types whose facts come from another engine's implementation: vLLM 0.32 has no model
 # class for them, so "what vLLM allocates" has no answer and the layout refuses.
 NOT_IN_VLLM = {
-    "minimax_m3": "vLLM 0.32 has no MiniMax-M3 model (kvledger's facts come from SGLang's)",
-    # vLLM 0.32 serves it (models/minimax_m3), and the facts match its layer specs
-    # (tests/oracles/vllm-0.32-more.jsonl), but its MINIMAX_M3_SPARSE backend aligns blocks
-    # to 128, a rule this layout does not have yet: it would print 64-token blocks.
-    "minimax_m3_vl": "kvledger's vLLM layout does not yet apply vLLM 0.32's MiniMax-M3 "
-                     "sparse-attention block alignment (128 tokens)",
+    # vLLM 0.32 registers MiniMaxM3SparseForCausalLM / ...ForConditionalGeneration and the
+    # config types minimax_m3_vl / minimax_m3_text / minimax_m3_mtp; MiniMaxAI's text-only
+    # file says model_type minimax_m3 and MiniMaxM3ForCausalLM, neither of which it knows.
+    "minimax_m3": "vLLM 0.32 has no model for model_type 'minimax_m3' (MiniMaxM3ForCausalLM); "
+                  "it serves MiniMax-M3 as minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)",
 }
 
 
@@ -174,6 +173,13 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     )
     warnings = list(sizes.notes) + list(grouping.warnings)
     warnings.extend(checkpoint_kv_notes(facts, request, res))
+    if any(getattr(layer, "with_value", False) for layer in layers
+           if layer.index in res.minimax_sparse_layers):
+        warnings.append(
+            "the config keeps an index value on some MiniMax-M3 sparse layers "
+            "(sparse_disable_index_value 0); vLLM 0.32's MiniMaxM3IndexerCache caches the "
+            "index key only, and so does this plan"
+        )
     if res.mamba_cache_mode == "align" and any(
         isinstance(layer, RecurrentState) and "kda" in layer.state_kind.lower()
         for layer in layers

@@ -57,6 +57,10 @@ class Resolved:
     cache_dtype_reason: str = ""
     # SlidingWindowSpec.extra_retained_tokens (multi-module MTP keeps re-prefill runway).
     extra_retained_tokens: int = 0
+    # Layer indices of MiniMax-M3's block-sparse attention (MiniMaxM3SparseAttention: its
+    # MINIMAX_M3_SPARSE backend and the MINIMAX_M3_SPARSE_INDEXER side cache), which take
+    # whole 128-token kernel blocks only (see ``hybrid.MINIMAX_M3_KERNEL_BLOCK``).
+    minimax_sparse_layers: frozenset[int] = frozenset()
 
     def as_vllm_resolved(self) -> dict[str, Any]:
         """The subset the oracle lists under ``vllm_resolved`` (same names)."""
@@ -186,6 +190,14 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     model_dtype = _model_dtype(facts)
     cache = resolve_cache_dtype(facts, request.kv_cache_dtype)
     use_mla = Kind.MLA in kinds
+    minimax_sparse = _minimax_sparse_layers(facts)
+    if minimax_sparse and cache.cache_dtype.startswith("nvfp4"):
+        # MiniMaxM3SparseMSANvfp4Backend.customize_spec repacks each head's K and V into
+        # slots of packed data + block scales under an LBHNC layout: not modelled here.
+        raise VllmLayoutError(
+            "kvledger's vLLM layout does not model vLLM 0.32's MiniMax-M3 nvfp4 KV layout "
+            "(MiniMaxM3SparseMSANvfp4Backend per-head slots); use --kv-cache-dtype fp8 or auto"
+        )
     if cache.cache_dtype.startswith("nvfp4") and use_mla:
         # vLLM ``VllmConfig.validate_nvfp4_kv_cache_with_mla`` (config/vllm.py).
         raise VllmLayoutError(
@@ -247,7 +259,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         enable_prefix_caching=prefix,
         is_hybrid=has_state and has_attention,
         use_mla=use_mla,
-        use_sparse=Kind.INDEXER in kinds,
+        use_sparse=Kind.INDEXER in kinds and not minimax_sparse,
         mamba_cache_mode=mamba_cache_mode,
         mamba_cache_dtype="auto",
         mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
@@ -256,4 +268,17 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         cache_dtype_source=cache.source,
         cache_dtype_reason=cache.reason,
         extra_retained_tokens=extra_retained,
+        minimax_sparse_layers=minimax_sparse,
     )
+
+
+def _minimax_sparse_layers(facts: ModelFacts) -> frozenset[int]:
+    """Indices of the layers that carry a MiniMax-M3 lightning-indexer cache: vLLM builds
+    those as ``MiniMaxM3SparseAttention`` (models/minimax_m3/nvidia/model.py
+    ``MiniMaxM3DecoderLayer``: ``layer_id in _sparse_attention_layer_ids(config)``)."""
+    if not any(layer.kind is Kind.INDEXER for layer in facts.layers):
+        return frozenset()
+    # Imported only for models with an indexer: the family is not on the start-up path.
+    from kvledger.derive.families.minimax import IndexCache
+
+    return frozenset(layer.index for layer in facts.layers if isinstance(layer, IndexCache))
