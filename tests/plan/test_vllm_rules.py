@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -168,7 +168,7 @@ def test_preferred_block_size_for_backends(
     assert preferred_block_size(backends) == expected
 
 
-def _minimax_m3(**request: object) -> object:
+def _minimax_m3(**request: object) -> Any:
     from kvledger.derive.families.minimax import IndexCache
 
     # Two layers: 0 dense, 1 sparse (its full-attention cache + a 128-wide index key).
@@ -195,7 +195,7 @@ def test_minimax_m3_block_not_a_multiple_of_128_stops_vllm() -> None:
     # finds no kernel size dividing 64 and raises "No common block size for 64".
     with pytest.raises(VllmLayoutError, match="refuses to start: No common block size for 64"):
         _minimax_m3(block_size=64)
-    assert getattr(_minimax_m3(block_size=384), "block_size") == 384  # 3 kernel blocks
+    assert _minimax_m3(block_size=384).block_size == 384  # 3 kernel blocks
 
 
 def test_minimax_m3_nvfp4_is_not_modelled() -> None:

@@ -395,6 +395,6 @@ def test_model_vllm_lacks_is_refused_not_guessed() -> None:
     from kvledger.plan.vllm.resolve import VllmLayoutError
 
     facts = derive_model("MiniMaxAI/MiniMax-M3")
-    with pytest.raises(VllmLayoutError, match="no model for model_type .minimax_m3."):
+    with pytest.raises(VllmLayoutError, match=r"no model for model_type .minimax_m3."):
         plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 34,
                                      block_size=None), 1 << 34)
