@@ -77,10 +77,9 @@ def _request(extra_args: list[str]) -> PlanRequest:
 @pytest.mark.parametrize("case", REFUSALS, ids=[r["config"] for r in REFUSALS])
 def test_refuses_as_vllm_does(case: dict[str, Any]) -> None:
     """vLLM refused to start for these (its message is in the case); kvledger's vLLM layout
-    must refuse with the same reason. Facts are derived with a bfloat16 KV override so the
-    vLLM layout's own check is what answers (the MLA family refuses nvfp4 KV earlier)."""
-    facts = derive_model(str(config_path(case)), hf_quant_config=hf_quant_config(case),
-                         kv_cache_dtype="bfloat16")
+    must refuse with the same reason. Facts are derived as a user's plan derives them (no
+    override): derive states the cache, and the engine's layout is what refuses."""
+    facts = derive_model(str(config_path(case)), hf_quant_config=hf_quant_config(case))
     with pytest.raises(VllmLayoutError) as raised:
         plan_vllm(facts, _request(case["extra_args"]), 16 << 30)
     assert _vllm_reason(case["error"]) in str(raised.value)
