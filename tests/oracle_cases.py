@@ -62,3 +62,17 @@ def hf_quant_config(case: dict[str, Any]) -> dict[str, Any] | None:
     companion = path.with_name(path.name.removesuffix(".json") + ".hf_quant_config.json")
     loaded: dict[str, Any] = json.loads(companion.read_text())
     return loaded
+
+
+def case_model(case: dict[str, Any]) -> str | dict[str, Any]:
+    """What to hand ``derive_model`` so it sees exactly what the oracle's vLLM saw.
+
+    A config path brings its ``<stem>.hf_quant_config.json`` companion along (as a model
+    directory does); a case that ran without the companion (``hf_quant_config`` false) gets
+    the config as a dict, which has none.
+    """
+    path = config_path(case)
+    if case.get("hf_quant_config"):
+        return str(path)
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded

@@ -21,6 +21,7 @@ from kvledger.plan.vllm import VllmLayoutError, plan_vllm
 from kvledger.plan.vllm.cache_dtype import cache_dtype_for
 from oracle_cases import (
     LOCAL_DIR,
+    case_model,
     config_path,
     hf_quant_config,
     load_cases,
@@ -79,7 +80,7 @@ def test_refuses_as_vllm_does(case: dict[str, Any]) -> None:
     """vLLM refused to start for these (its message is in the case); kvledger's vLLM layout
     must refuse with the same reason. Facts are derived as a user's plan derives them (no
     override): derive states the cache, and the engine's layout is what refuses."""
-    facts = derive_model(str(config_path(case)), hf_quant_config=hf_quant_config(case))
+    facts = derive_model(case_model(case), hf_quant_config=hf_quant_config(case))
     with pytest.raises(VllmLayoutError) as raised:
         plan_vllm(facts, _request(case["extra_args"]), 16 << 30)
     assert _vllm_reason(case["error"]) in str(raised.value)

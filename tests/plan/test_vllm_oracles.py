@@ -22,7 +22,7 @@ from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
 from oracle_cases import (
-    config_path,
+    case_model,
     hf_quant_config,
     load_cases,
     load_coverage_cases,
@@ -70,7 +70,7 @@ def _plan(case: dict[str, Any]) -> Any:
     # One plan per case for the four tests below (planning DeepSeek-scale models is not free).
     key = id(case)
     if key not in _PLANS:
-        facts = derive_model(str(config_path(case)), hf_quant_config=hf_quant_config(case))
+        facts = derive_model(case_model(case), hf_quant_config=hf_quant_config(case))
         _PLANS[key] = plan_vllm(facts, _request(case["inputs"]),
                                 case["inputs"]["kv_cache_memory_bytes"])
     return _PLANS[key]
