@@ -24,7 +24,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kvledger.cli.args import Parser, block_size, fraction, int_at_least, nonneg_bytes
+from kvledger.cli.args import (
+    Parser,
+    block_size,
+    bytes_at_least,
+    fraction,
+    int_at_least,
+    nonneg_bytes,
+    tokens_at_least,
+)
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.inspect import inspect_payload
 
@@ -66,7 +74,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     p.add_argument("--block-size", type=block_size, default=None, metavar="B|auto",
                    help="tokens per KV block (default: 16, or what the attention backend "
                         "needs, e.g. 64 for sparse MLA; same as auto)")
-    p.add_argument("--max-model-len", type=int_at_least(1), default=None, metavar="L",
+    p.add_argument("--max-model-len", type=tokens_at_least(1), default=None, metavar="L",
                    help="longest request in tokens (default: the config's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
                    help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
@@ -78,7 +86,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                    metavar="D")
     p.add_argument("--max-num-seqs", type=int_at_least(1), default=256, metavar="S",
                    help="concurrent requests the engine admits (default 256)")
-    p.add_argument("--max-num-batched-tokens", type=int_at_least(1), default=8192,
+    p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1), default=8192,
                    metavar="N", help="tokens per scheduler step (default 8192)")
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
                    default=None, help="default: the engine's choice for the model")
@@ -94,7 +102,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     reserves.add_argument("--non-torch-bytes", type=nonneg_bytes, default=None, metavar="N",
                           help="CUDA context, NCCL buffers, fragmentation")
     if not for_fit:
-        reserves.add_argument("--gpu-total-bytes", type=int_at_least(1), default=None,
+        reserves.add_argument("--gpu-total-bytes", type=bytes_at_least(1), default=None,
                               metavar="N", help="the GPU's memory as the device reports it "
                               "(overrides the preset)")
 
@@ -112,7 +120,7 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
     fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N")
-    fit.add_argument("--context", type=int_at_least(1), required=True, metavar="L",
+    fit.add_argument("--context", type=tokens_at_least(1), required=True, metavar="L",
                      help="tokens per request")
     _add_engine_options(fit, for_fit=True)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
