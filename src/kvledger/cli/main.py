@@ -280,12 +280,17 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
         concurrency=ns.concurrency,
     )
     data = _as_dict(result.to_json())
+    serve_line = getattr(ns, "serve_line", None)
     if ns.json:
+        if serve_line is not None:
+            data["serve_line"] = serve_line.to_json()
         _emit_json(data)
     else:
         from kvledger.cli import render
 
         render.render_plan(data)
+        for line in serve_line.summary() if serve_line is not None else ():
+            sys.stderr.write(f"note: {line}\n")
     return 0
 
 
@@ -356,6 +361,15 @@ def _cmd_audit(argv: list[str]) -> int:
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "audit":
         return _cmd_audit(argv[1:])
+    if argv and argv[0] == "plan" and "--" in argv[1:]:
+        # `kvledger plan [options] -- vllm serve MODEL …`: the serve line becomes plan argv.
+        from kvledger.cli.serve.cli import plan_args
+
+        args, serve_line = plan_args(argv[1:], lambda: command_parser("plan"))
+        ns = command_parser("plan").parse_args(args)
+        ns.serve_line = serve_line
+        planned: int = ns.handler(ns)
+        return planned
     if argv and (argv[0] in COMMANDS or argv[0] in _ALIASES):
         ns = command_parser(argv[0]).parse_args(argv[1:])
         result: int = ns.handler(ns)

@@ -101,6 +101,37 @@ def vllm_int(text: str) -> int:
         ) from None
 
 
+_SGLANG_SUFFIXED = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
+_SGLANG_SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_SGLANG_IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def sglang_int(text: str) -> int:
+    """SGLang 0.5.23 ``human_readable_int`` (``srt/utils/common.py``) — not vLLM's rules:
+    SI ``k M G T`` are **decimal** (``1M`` = 1,000,000, where vLLM's ``1M`` is 1,048,576),
+    IEC ``Ki Mi Gi Ti`` binary, suffixes case-sensitive (``32K`` is refused), SI fractions
+    computed exactly (``Decimal``), IEC fractions refused."""
+    value = text.strip()
+    if len(value) > _MAX_TEXT:
+        raise SizeError(f"{_shown(text)} is too long to be a size")
+    match = _SGLANG_SUFFIXED.fullmatch(value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _SGLANG_IEC:
+            if "." in number:
+                raise SizeError(f"decimals are not allowed with IEC suffixes like {suffix!r} "
+                                f"(SGLang refuses {value!r})")
+            return int(number) * _SGLANG_IEC[suffix]
+        return int(_decimal(number) * _SGLANG_SI[suffix])
+    try:
+        return int(value)
+    except ValueError:
+        raise _NotAnInteger(
+            f"{_shown(text)} is not an integer SGLang accepts (forms: 32768, 32k = 32,000, "
+            "32Ki = 32,768; suffixes are case-sensitive)"
+        ) from None
+
+
 def vllm_int_or_auto(text: str) -> int:
     """vLLM 0.32 ``human_readable_int_or_auto``: ``-1`` or ``auto`` → ``AUTO`` (-1)."""
     value = text.strip()
