@@ -22,25 +22,26 @@ Decisions the seed left open (each tested):
   nothing; planning zero STATE rows would produce a plan that fails on the first request,
   long after the planner could have said why. Warm-up, before the budget is known, uses
   ``PoolPlan.empty()`` instead.
+- a negative ``available_bytes`` is ``ValueError`` naming the argument (it used to plan an
+  empty pool, a plausible-looking answer to a caller's arithmetic bug); 0 is allowed (no PAGE
+  entries; any STATE floor raises ``InsufficientPoolBudget``).
+- absurd sizes: any byte amount or count above ``MAX_BYTES = 2**60`` (1 EiB) is ``ValueError``
+  (``kvledger.declare.counts`` says why one bound). A floor of in-range counts whose bytes
+  exceed it needs no rule of its own: it exceeds any valid budget, so it is
+  ``InsufficientPoolBudget`` with its numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from types import MappingProxyType
 
 from kvledger.declare.counts import require_int, require_text
+from kvledger.declare.poolkind import Pool as Pool  # defined apart (start-up time); re-exported
 
 PAGED_CLASS = "kv"
 ENGINE_SOURCE = "engine"
-
-
-class Pool(StrEnum):
-    PAGE = "page"
-    STATE = "state"
-    FIXED = "fixed"
 
 
 @dataclass(frozen=True)
@@ -147,15 +148,29 @@ class InsufficientPoolBudget(RuntimeError):
 
     Carries the numbers; the caller has the context (GPU, utilization) to suggest a fix — see
     ``kvledger.declare.hints.budget_fix_hint``.
+
+    ``entries`` is the seed's field: one int, the total entries of the floor classes (STATE,
+    and kvledger's FIXED, which the seed would have declared as STATE). The per-class counts
+    are under ``entries_by_class``; a dict in ``entries`` would break code written against the
+    seed (``exc.entries * entry_bytes``).
     """
 
-    def __init__(self, reserved_bytes: int, available_bytes: int, entries: Mapping[str, int]):
+    def __init__(
+        self,
+        reserved_bytes: int,
+        available_bytes: int,
+        entries: int,
+        *,
+        entries_by_class: Mapping[str, int] | None = None,
+    ):
         self.reserved_bytes = reserved_bytes
         self.available_bytes = available_bytes
-        self.entries = dict(entries)
+        self.entries = entries
+        self.entries_by_class: dict[str, int] = dict(entries_by_class or {})
+        by_class = f": {self.entries_by_class}" if self.entries_by_class else ""
         super().__init__(
             f"per-request state needs {reserved_bytes:,} B but only {available_bytes:,} B are "
-            f"available, leaving nothing for paged KV (state entries: {self.entries})"
+            f"available, leaving nothing for paged KV ({entries:,} state entries{by_class})"
         )
 
 
@@ -222,7 +237,7 @@ def plan_pools(
     ``max(0, remaining // entry_bytes)``. ``already_charged`` (name → bytes) is recorded for
     reports and not subtracted.
     """
-    require_int("available_bytes", available_bytes)
+    require_int("available_bytes", available_bytes, minimum=0)
     require_int("max_num_seqs", max_num_seqs, minimum=1)
     merged = merge_specs(specs)
     pages = [s for s in merged.values() if s.pool is Pool.PAGE]
@@ -240,7 +255,9 @@ def plan_pools(
     floor = sum(reserved.values())
     remaining = available_bytes - floor
     if reserved and remaining <= 0:
-        raise InsufficientPoolBudget(floor, available_bytes, entries)
+        raise InsufficientPoolBudget(
+            floor, available_bytes, sum(entries.values()), entries_by_class=entries
+        )
     paged: str | None = None
     if pages:
         page = pages[0]
