@@ -287,3 +287,9 @@ def test_sglang_speculative_and_refusals() -> None:
 def test_split_keeps_argv_as_given() -> None:
     assert split(["vllm", "serve", "M"]) == ["vllm", "serve", "M"]
     assert read(["vllm serve 'a b' -tp 2"]).args == ["a b", "-tp", "2"]
+
+
+def test_revision_and_offline_are_kvledger_source_options() -> None:
+    out = t("HF_HUB_OFFLINE=1 vllm serve org/model --revision abc123")
+    assert out.options == {"--revision": "abc123", "--offline": None}
+    assert t("sglang serve org/model --revision v2").options == {"--revision": "v2"}

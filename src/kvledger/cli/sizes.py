@@ -185,8 +185,8 @@ def size(text: str, *, unit: str = "bytes", minimum: int = 0) -> int:
     if len(value) > _MAX_TEXT:
         digits = sum(ch.isdigit() for ch in value)
         if digits > 30 and digits >= len(value) - 2:
-            raise SizeError(f"{unit}: a {digits}-digit number is above the limit of "
-                            f"{MAX_SIZE:,} (2**60)")
+            raise SizeError(f"{unit} must be <= {MAX_SIZE:,} (2**60), got a {digits}-digit "
+                            "number")
         raise SizeError(f"{_shown(text)} is too long to be a number of {unit}")
     lowered = value.lower().lstrip("+-")
     if lowered in ("nan", "inf", "infinity"):

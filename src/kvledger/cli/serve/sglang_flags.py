@@ -143,7 +143,7 @@ RULES: dict[str, Rule] = merge(
         cuda_graph_max_bs_decode swa_full_tokens_ratio mamba_full_memory_ratio
         disable_radix_cache disable_overlap_schedule enable_dp_attention attn_dp_size
         mamba_ssm_dtype speculative_algorithm speculative_num_steps speculative_num_draft_tokens
-        speculative_draft_model_path speculative_eagle_topk dtype quantization
+        speculative_draft_model_path speculative_eagle_topk dtype quantization revision
     """),
     table(INERT, _SERVER, "server option"),
     table(INERT, _SCHEDULING, "scheduling policy, not allocation"),
@@ -188,7 +188,6 @@ RULES: dict[str, Rule] = merge(
     # -- KV layout / pool ---------------------------------------------------------------------
     table(KV, "json_model_override_args model_config_parser model_impl",
             "plans another config or implementation than the model's own"),
-    table(KV, "revision", "may read another revision of the config", same=("main",)),
     table(KV, "is_embedding enable_multimodal dllm_algorithm dllm_algorithm_config dllm_fdfo",
             "runs another kind of model"),
     table(KV, "device", "plans a device other than a CUDA GPU", same=("cuda",)),

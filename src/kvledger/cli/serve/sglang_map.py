@@ -31,6 +31,7 @@ _COPY = {
     "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
     "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
     "mamba_ssm_dtype": "--mamba-ssm-dtype",
+    "revision": "--revision",
 }
 _SWITCHES = {
     "disable_radix_cache": "--disable-radix-cache",

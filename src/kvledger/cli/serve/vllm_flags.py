@@ -91,7 +91,7 @@ RULES: dict[str, Rule] = merge(
         max_model_len gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype block_size
         max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
         spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
-        enable_chunked_prefill
+        enable_chunked_prefill revision
     """),
     table(INERT, _FRONTEND, "API server option"),
     table(INERT, _MODEL_INERT + _LOAD_INERT + _PARALLEL_INERT + _OTHER_INERT,
@@ -131,7 +131,6 @@ RULES: dict[str, Rule] = merge(
     # -- KV layout / budget ------------------------------------------------------------------
     table(KV, "hf_config_path hf_overrides config_format model_class_overrides",
             "plans another config than the model's own"),
-    table(KV, "revision", "may read another revision of the config", same=("main",)),
     table(KV, "model_impl runner convert worker_cls diffusion_config mm_encoder_only",
             "runs another model implementation or runner"),
     table(KV, "quantization_config", "quantizes online with a config kvledger does not read"),
@@ -172,6 +171,7 @@ ENV_RULES: dict[str, Rule] = {
     "VLLM_CPU_KVCACHE_SPACE": Rule(KV, "sizes the CPU backend's KV cache, not a GPU's"),
     "VLLM_DEEPEP_BUFFER_SIZE_MB": Rule(ESTIMATE, "sizes DeepEP buffers (non-torch memory)"),
     "PYTORCH_CUDA_ALLOC_CONF": Rule(ESTIMATE, "changes allocator fragmentation"),
+    "HF_HUB_OFFLINE": Rule(MAPPED, "the model's config is read without the Hub (--offline)"),
     "PYTORCH_HIP_ALLOC_CONF": Rule(ESTIMATE, "changes allocator fragmentation"),
 }
 

@@ -94,6 +94,8 @@ def _simple(values: dict[str, Any], out: Translation, ctx: Context) -> None:
     for dest, flag in copy.items():
         if values.get(dest) is not None:
             out.options[flag] = str(values[dest])
+    if values.get("revision") is not None:  # the config is read at that revision (source/)
+        out.options["--revision"] = str(values["revision"])
     length = values.get("max_model_len")
     if length == -1:
         out.refused.append(_AUTO_FIT)
@@ -237,6 +239,9 @@ def _environment(env: dict[str, str], table: FlagTable, out: Translation) -> Non
                 out.options.setdefault("--cuda-graph-bytes", "0")
                 out.notes.append(f"{name}=0: the CUDA-graph estimate is not taken from the "
                                  "KV budget")
+        elif name == "HF_HUB_OFFLINE":
+            if value.strip().lower() in ("1", "true", "yes", "on"):
+                out.options["--offline"] = None
         elif name == "VLLM_ALLOW_LONG_MAX_MODEL_LEN":
             out.notes.append(f"{name}={value}: vLLM accepts a --max-model-len above the "
                              "config's; kvledger plans the given length either way")
