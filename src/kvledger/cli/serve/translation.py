@@ -105,7 +105,7 @@ def classify(scanned: Scanned, rules: dict[str, Rule], out: Translation, *,
 
 def _apply(item: Given, rule: Rule, out: Translation, kv_budget_given: bool,
            fraction_given: bool) -> None:
-    name = item.flag.name
+    name = item.option  # as the line spelled it (an abbreviation resolved to the full flag)
     if rule.cls == INERT:
         out.ignore(INERT, name)
     elif not changes(rule, item.value, item.flag.default):
