@@ -1,5 +1,9 @@
 """Write the MODIFIED configs in ``configs/``: a real config from ../shared/configs with one
-quantization block added, to ask vLLM 0.32 how it treats that block (see SOURCES.md).
+quantization block added, to ask vLLM 0.32 how it treats that block (see SOURCES.md) — or, for
+``TEXT_ONLY``, a multimodal config's ``text_config`` lifted to the top (the form a text-only
+checkpoint takes: vLLM's speculative config names ``qwen3_5_moe_text`` for it), because the
+oracle cannot build a multimodal model's runner without its processor files, and
+speculative decoding needs that runner.
 
 Run from the repository root: ``python tests/oracles/make_configs.py``.
 """
@@ -48,7 +52,18 @@ MADE = {
 }
 
 
+# name: (real multimodal config, the text-only architecture vLLM registers for it)
+TEXT_ONLY = {
+    "Qwen--Qwen3.6-35B-A3B.TEXT.MODIFIED.json":
+        ("Qwen--Qwen3.6-35B-A3B.json", "Qwen3_5MoeForCausalLM"),
+}
+
+
 def main() -> None:
+    for name, (source, arch) in TEXT_ONLY.items():
+        outer = json.loads((SHARED / source).read_text())
+        text = {**outer["text_config"], "architectures": [arch]}
+        (HERE / "configs" / name).write_text(json.dumps(text, indent=2) + "\n")
     for name, (source, block, hf_quant) in MADE.items():
         config = json.loads((SHARED / source).read_text())
         if block is not None:

@@ -53,6 +53,11 @@ RUNS: list[tuple[str, bool, list[str], str]] = [
      ["--block-size", "auto", "--max-model-len", "32768", "--num-speculative-tokens", "2",
       "--speculative-method", "mtp"],
      "MTP with 2 speculative tokens on a GDN hybrid: 2 speculative state blocks"),
+    ("Qwen--Qwen3.6-35B-A3B.TEXT.MODIFIED.json", False,
+     ["--block-size", "auto", "--max-model-len", "32768", "--num-speculative-tokens", "2",
+      "--speculative-method", "mtp"],
+     "MTP x 2 on a Qwen3.5-family GDN hybrid: Qwen3_5MTP builds mtp_num_hidden_layers (1) "
+     "full-attention layers"),
     ("deepseek-ai--DeepSeek-V2-Lite.json", False,
      ["--block-size", "16", "--max-model-len", "32768", "--kv-cache-dtype", "fp8_e5m2"],
      "fp8_e5m2 on MLA: no attention backend takes it, vLLM refuses"),
