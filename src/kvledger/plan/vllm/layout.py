@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.model_types import MODEL_TYPES
+from kvledger.derive.model_types import resolve as resolve_row
 from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
@@ -117,22 +119,19 @@ class _Prepared:
     warnings: tuple[str, ...]
 
 
-# Model types whose facts come from another engine's implementation: vLLM 0.32 has no model
-# class for them, so "what vLLM allocates" has no answer and the layout refuses.
-NOT_IN_VLLM = {
-    # vLLM 0.32 registers MiniMaxM3SparseForCausalLM / ...ForConditionalGeneration and the
-    # config types minimax_m3_vl / minimax_m3_text / minimax_m3_mtp; MiniMaxAI's text-only
-    # file says model_type minimax_m3 and MiniMaxM3ForCausalLM, neither of which it knows.
-    "minimax_m3": "vLLM 0.32 has no model for model_type 'minimax_m3' (MiniMaxM3ForCausalLM); "
-                  "it serves MiniMax-M3 as minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)",
-}
+def not_in_vllm(model_type: str) -> str:
+    """Why vLLM 0.32 has no model for ``model_type`` ('' when it has one): the model-type
+    table's ``not_in_vllm`` field. Those types' facts come from another engine's (or an
+    older vLLM's) implementation, so "what vLLM allocates" has no answer and the layout
+    refuses; ``--engine native`` still plans them."""
+    if model_type not in MODEL_TYPES:
+        return ""  # facts built by hand, not from a row
+    return resolve_row(model_type).not_in_vllm
 
 
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
-    if facts.model_type in NOT_IN_VLLM:
-        raise VllmLayoutError(
-            f"{facts.model}: {NOT_IN_VLLM[facts.model_type]}; use --engine native"
-        )
+    if absent := not_in_vllm(facts.model_type):
+        raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
     res = resolve(facts, request)
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(layer.role is Role.MTP for layer in facts.layers)):
