@@ -45,10 +45,13 @@ from typing import Any
 #   not_in_vllm  vLLM 0.32 has no model for this type, but kvledger's facts stand (another
 #             engine, or an older vLLM, serves it): the vLLM layout refuses with this reason,
 #             ``--engine native`` still plans it (a row's own field: like= does not inherit it)
+#   vllm_no_cache_config  vLLM's model file builds its Attention without cache_config, so
+#             --kv-cache-dtype never reaches the layers (why, citing the file): the vLLM
+#             layout keeps them at the model dtype (fp8 only for a compressed-tensors scheme)
 Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
-     "text_key", "inner", "vllm", "refused", "not_in_vllm"}
+     "text_key", "inner", "vllm", "refused", "not_in_vllm", "vllm_no_cache_config"}
 )
 
 
@@ -358,7 +361,11 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                     harmless=_dense("apply_residual_connection_post_layernorm",
                                     "parallel_attn"),
                     config_class="FalconConfig",
-                    defaults={"max_position_embeddings": 2048}, vllm="falcon.py"),
+                    defaults={"max_position_embeddings": 2048}, vllm="falcon.py",
+                    vllm_no_cache_config="vLLM's falcon.py builds its rotary and ALiBi "
+                                         "Attention without cache_config, and "
+                                         "Attention.__init__ then stores 'auto' (the model "
+                                         "dtype) whatever --kv-cache-dtype says"),
         "chatglm": T(handler="legacy_schemas:chatglm",
                      keys={"num_layers", "num_attention_heads", "hidden_size",
                            "multi_query_attention", "multi_query_group_num", "kv_channels"},
@@ -440,6 +447,9 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "exaone": T(refused=_remote("exaone", "ExaoneForCausalLM",
                                     also="EXAONE-4 is served as exaone4")),
         "internlm2": T(refused=_remote("internlm2", "InternLM2ForCausalLM")),
+        "internlm3": T(refused=_remote("internlm3", "InternLM3ForCausalLM",
+                                       also="vLLM routes it to llama.py once the remote "
+                                            "config has loaded")),
         "minicpm": T(refused=_remote("minicpm", "MiniCPMForCausalLM",
                                      also="MiniCPM3 is served as minicpm3")),
         "orion": T(refused=_remote("orion", "OrionForCausalLM")),
@@ -728,7 +738,8 @@ class Resolved:
     use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
 
     __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
-                 "name", "not_in_vllm", "off", "options", "refused", "text_key", "vllm")
+                 "name", "not_in_vllm", "off", "options", "refused", "text_key", "vllm",
+                 "vllm_no_cache_config")
 
     def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
         self.name = name
@@ -745,6 +756,7 @@ class Resolved:
         self.vllm: str = merged["vllm"]
         self.refused: str = merged["refused"]
         self.not_in_vllm: str = merged["not_in_vllm"]
+        self.vllm_no_cache_config: str = merged["vllm_no_cache_config"]
 
     @property
     def is_wrapper(self) -> bool:
@@ -776,7 +788,7 @@ def resolve(name: str) -> Resolved:
     merged: dict[str, Any] = {
         "handler": "", "keys": frozenset(), "harmless": {}, "off": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
-        "vllm": "", "refused": "", "not_in_vllm": "",
+        "vllm": "", "refused": "", "not_in_vllm": "", "vllm_no_cache_config": "",
     }
     for row_name in reversed(chain):  # base first
         row = MODEL_TYPES[row_name]
@@ -787,7 +799,8 @@ def resolve(name: str) -> Resolved:
         merged["off"] = merged["off"] | frozenset(row.get("off", ()))
         for field in ("harmless", "defaults", "options"):
             merged[field] = {**merged[field], **row.get(field, {})}
-        for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner"):
+        for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner",
+                      "vllm_no_cache_config"):
             if row.get(field):
                 merged[field] = row[field]
     # Whether vLLM has a model is a fact about this model type alone: like= does not pass it

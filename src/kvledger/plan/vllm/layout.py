@@ -23,6 +23,7 @@ from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.vllm.grouping import Group, Grouping, get_kv_cache_groups
 from kvledger.plan.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
+from kvledger.plan.vllm.no_cache_config import layer_kv_dtype
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.vllm.specs import (
     AttentionSpec,
@@ -132,7 +133,7 @@ def not_in_vllm(model_type: str) -> str:
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     if absent := not_in_vllm(facts.model_type):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
-    res = resolve(facts, request)
+    res, kv_notes = layer_kv_dtype(facts, resolve(facts, request))
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(layer.role is Role.MTP for layer in facts.layers)):
         # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
@@ -170,7 +171,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         max_num_encoder_input_tokens=res.max_num_encoder_input_tokens,
         mamba_cache_mode=res.mamba_cache_mode,
     )
-    warnings = list(sizes.notes) + list(grouping.warnings)
+    warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes
     warnings.extend(checkpoint_kv_notes(facts, request, res))
     if any(getattr(layer, "with_value", False) for layer in layers
            if layer.index in res.minimax_sparse_layers):
