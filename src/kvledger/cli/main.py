@@ -55,7 +55,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
                    help="fraction of GPU memory the engine may use (default: the engine's, "
-                   "vLLM 0.9)")
+                   "vLLM 0.32: 0.92)")
     # Not given = vLLM's own default: 16, unless the attention backend needs another size
     # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
     p.add_argument("--block-size", type=block_size, default=None, metavar="B|auto",

@@ -9,7 +9,7 @@ Defaults are the engine's: ``engine="vllm"`` (the number a deployment shows; ``"
 kvledger's byte-exact layout, for engine builders), ``block_size="auto"`` (the engine picks:
 vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), vLLM's
 ``max_num_seqs`` 256 and ``max_num_batched_tokens`` 8192, and ``gpu_memory_utilization=None``
-meaning the engine's own default (vLLM: 0.9).
+meaning the engine's own default (vLLM 0.32: 0.92).
 
 The budget is either ``kv_cache_memory_bytes`` (the KV pool per GPU, given) or ``gpu`` (a
 preset name) × utilization − weights − reserves; the three reserves are given here in bytes,
@@ -105,7 +105,7 @@ class PlanRequest:
     speculative_method: str | None = None
     # -- the GPU budget (used when kv_cache_memory_bytes is None) --------------------------
     gpu: str | None = None  # a preset name (kvledger.plan.gpus)
-    gpu_memory_utilization: float | None = None  # None: the engine's default (vLLM 0.9)
+    gpu_memory_utilization: float | None = None  # None: the engine's default (vLLM 0.32: 0.92)
     gpu_total_bytes: int | None = None  # the device's total as it reports it (over the preset)
     activation_peak_bytes: int | None = None  # None: documented estimate
     cuda_graph_bytes: int | None = None  # None: documented estimate
