@@ -142,7 +142,8 @@ def test_stage_out_of_range_is_refused() -> None:
 def test_no_room_for_one_request_carries_numbers_and_the_three_way_hint() -> None:
     # 1,750 FIXED rows × 25,165,824 B = 44,040,192,000 B of talker; one 131,072-token request
     # needs 131,072 × 131,072 B = 17,179,869,184 B (+ one 2 MiB null block). The H100 budget
-    # (~60.1 GB at vLLM 0.32's default utilization 0.92) holds the request alone but not beside the caches.
+    # (~60.1 GB at vLLM 0.32's default utilization 0.92) holds the request alone but not
+    # beside the caches.
     request = PlanRequest(gpu="H100-80GB", model_local_kv=(talker(rows_fixed=1750),))
     with pytest.raises(ModelLocalBudgetError) as info:
         plan_model(LLAMA, request)
