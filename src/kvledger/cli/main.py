@@ -130,8 +130,9 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     fit.add_argument("--context", type=int_at_least(1), required=True, metavar="L",
                      help="tokens per request")
     _add_engine_options(fit, for_fit=True)
+    _add_model_local_options(fit)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
-    fit.set_defaults(handler=_cmd_fit)
+    fit.set_defaults(handler=_cmd_fit, command_name="fit")
 
 
 def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
@@ -244,7 +245,7 @@ def _as_dict(payload: Any) -> dict[str, Any]:
 
 def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
     """The one ``PlanRequest``, field for field from the flags (``fit`` has no
-    ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes`` / model-local flags: they stay unset)."""
+    ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes``: they stay unset)."""
     from kvledger.plan.request import PlanRequest
 
     fields: dict[str, Any] = dict(
@@ -301,8 +302,13 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fit(ns: argparse.Namespace) -> int:
-    request = _request(ns)
+    from kvledger.plan.answers import PP_SIZES
     from kvledger.plan.fit import fit_model
+
+    # fit tries its own pipeline sizes: a --model-local-kv-stage is checked against the
+    # largest (a candidate with fewer stages puts the declaration on its last).
+    request = _request(ns, pipeline_parallel_size=max(PP_SIZES)) if ns.model_local_kv_stage \
+        else _request(ns)
 
     result = fit_model(model_source(ns), request, context=ns.context)
     data = _as_dict(result.to_json())
