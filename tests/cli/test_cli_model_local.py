@@ -181,7 +181,7 @@ def test_omni_talker_declared_equals_measured_equals_subtracted(
 ) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))  # examples/omni_tiny.py
     import omni_tiny
 
     # The engine serves the thinker: its config is the MODEL planned.
