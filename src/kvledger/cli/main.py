@@ -24,7 +24,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kvledger.cli.args import Parser, block_size, fraction, int_at_least, nonneg_bytes
+from kvledger.cli.args import (
+    Parser,
+    block_size,
+    bytes_at_least,
+    fraction,
+    int_at_least,
+    nonneg_bytes,
+    tokens_at_least,
+)
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.inspect import inspect_payload
 from kvledger.cli.source_args import add_model as _add_model
@@ -61,7 +69,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     p.add_argument("--block-size", type=block_size, default=None, metavar="B|auto",
                    help="tokens per KV block (default: 16, or what the attention backend "
                         "needs, e.g. 64 for sparse MLA; same as auto)")
-    p.add_argument("--max-model-len", type=int_at_least(1), default=None, metavar="L",
+    p.add_argument("--max-model-len", type=tokens_at_least(1), default=None, metavar="L",
                    help="longest request in tokens (default: the config's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
                    help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
@@ -73,7 +81,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                    metavar="D")
     p.add_argument("--max-num-seqs", type=int_at_least(1), default=256, metavar="S",
                    help="concurrent requests the engine admits (default 256)")
-    p.add_argument("--max-num-batched-tokens", type=int_at_least(1), default=8192,
+    p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1), default=8192,
                    metavar="N", help="tokens per scheduler step (default 8192)")
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
                    default=None, help="default: the engine's choice for the model")
@@ -89,7 +97,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     reserves.add_argument("--non-torch-bytes", type=nonneg_bytes, default=None, metavar="N",
                           help="CUDA context, NCCL buffers, fragmentation")
     if not for_fit:
-        reserves.add_argument("--gpu-total-bytes", type=int_at_least(1), default=None,
+        reserves.add_argument("--gpu-total-bytes", type=bytes_at_least(1), default=None,
                               metavar="N", help="the GPU's memory as the device reports it "
                               "(overrides the preset)")
 
@@ -127,7 +135,7 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
     fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N")
-    fit.add_argument("--context", type=int_at_least(1), required=True, metavar="L",
+    fit.add_argument("--context", type=tokens_at_least(1), required=True, metavar="L",
                      help="tokens per request")
     _add_engine_options(fit, for_fit=True)
     _add_model_local_options(fit)
@@ -292,12 +300,17 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
 
     result = plan_model(model_source(ns), request)
     data = _as_dict(result.to_json())
+    serve_line = getattr(ns, "serve_line", None)
     if ns.json:
+        if serve_line is not None:
+            data["serve_line"] = serve_line.to_json()
         _emit_json(data)
     else:
         from kvledger.cli import render
 
         render.render_plan(data)
+        for line in serve_line.summary() if serve_line is not None else ():
+            sys.stderr.write(f"note: {line}\n")
     return 0
 
 
@@ -365,6 +378,15 @@ def _cmd_audit(argv: list[str]) -> int:
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "audit":
         return _cmd_audit(argv[1:])
+    if argv and argv[0] == "plan" and "--" in argv[1:]:
+        # `kvledger plan [options] -- vllm serve MODEL …`: the serve line becomes plan argv.
+        from kvledger.cli.serve.cli import plan_args
+
+        args, serve_line = plan_args(argv[1:], lambda: command_parser("plan"))
+        ns = command_parser("plan").parse_args(args)
+        ns.serve_line = serve_line
+        planned: int = ns.handler(ns)
+        return planned
     if argv and (argv[0] in COMMANDS or argv[0] in _ALIASES):
         ns = command_parser(argv[0]).parse_args(argv[1:])
         result: int = ns.handler(ns)
