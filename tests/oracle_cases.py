@@ -44,8 +44,12 @@ def load_coverage_cases() -> list[dict[str, Any]]:
 
 
 def load_local_cases() -> list[dict[str, Any]]:
-    """The cases committed in this repository (``tests/oracles/vllm-0.32-cases.jsonl``)."""
-    return _read(LOCAL_FILE)
+    """The cases committed in this repository: ``tests/oracles/vllm-0.32-cases.jsonl`` and
+    every model-type group's ``tests/oracles/vllm-0.32-coverage-<group>.jsonl``."""
+    cases = _read(LOCAL_FILE)
+    for path in sorted(LOCAL_DIR.glob("vllm-0.32-coverage-*.jsonl")):
+        cases.extend(_read(path))
+    return cases
 
 
 def config_path(case: dict[str, Any]) -> Path:
