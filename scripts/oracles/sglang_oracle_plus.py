@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Run the shared SGLang 0.5.23 oracle with server arguments it has no flag for.
+
+Research tool, never imported by kvledger and never run by CI. It needs the oracle's venv
+(``/work/oracle/sglang/venv``, set up as ``../shared/oracles/sglang-tool/README.md`` says):
+
+    venv/bin/python scripts/oracles/sglang_oracle_plus.py CONFIG.json --kv-pool-bytes N \\
+        [--server-arg max_running_requests=64 ...] [--resolve-spec-aux] \\
+        [--pp-stage K/P] [oracle flags: --tp T --page-size P --kv-cache-dtype D ...]
+
+What it adds to ``sglang_oracle.py`` (whose ``main`` it calls unchanged):
+
+* ``--server-arg KEY=JSON`` (repeatable): passed to ``ServerArgs(...)`` as a keyword, e.g.
+  ``swa_full_tokens_ratio=0.5``, ``max_running_requests=64``, ``context_length=8192``,
+  ``mamba_full_memory_ratio=0.5``, ``disable_radix_cache=true``,
+  ``speculative_algorithm="EAGLE"``. SGLang's own resolution pipeline then runs on them.
+* ``--resolve-spec-aux``: the oracle builds the KV configurator with an empty
+  ``SpecAuxHiddenStateConfig()``, so a draft model never enters the cell size. With this flag
+  the config is what SGLang's ``resolve_spec_aux_hidden_state_config`` returns for the
+  resolved server arguments (``model_runner_components/spec_aux_hidden_state.py``), as the
+  model runner does.
+* ``--pp-stage K/P``: the layer range ``[start, end)`` of pipeline stage K of P, from SGLang's
+  own ``get_pp_indices``, is what the weightless model reports (a real model reports it from
+  the same function). The all-reduce MIN over stages is left to the caller (one run per
+  stage); the pool sizing itself is SGLang's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+ORACLE_DIR = os.environ.get("SGLANG_ORACLE_DIR", "/work/shared/oracles/sglang-tool")
+
+
+def _take(argv: list[str], flag: str, *, has_value: bool) -> tuple[list[str], list[str]]:
+    """Remove every ``flag [value]`` from argv; return (remaining argv, the values)."""
+    rest: list[str] = []
+    values: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == flag:
+            if has_value:
+                values.append(argv[i + 1])
+                i += 2
+            else:
+                values.append("1")
+                i += 1
+            continue
+        rest.append(argv[i])
+        i += 1
+    return rest, values
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    argv, server_args = _take(argv, "--server-arg", has_value=True)
+    argv, spec_aux = _take(argv, "--resolve-spec-aux", has_value=False)
+    argv, pp_stage = _take(argv, "--pp-stage", has_value=True)
+    extra: dict[str, object] = {}
+    for item in server_args:
+        key, _, raw = item.partition("=")
+        extra[key] = json.loads(raw)
+
+    import sglang.srt.server_args as server_args_module
+
+    captured: dict[str, object] = {}
+    cls = server_args_module.ServerArgs
+    original_init = cls.__init__
+
+    def init_with_extra(self: object, *args: object, **kwargs: object) -> None:
+        kwargs.update(extra)
+        original_init(self, *args, **kwargs)
+        captured["server_args"] = self
+
+    cls.__init__ = init_with_extra  # type: ignore[method-assign]
+
+    if spec_aux:
+        from sglang.srt.configs.model_config import ModelConfig
+        from sglang.srt.model_executor.model_runner_components import spec_aux_hidden_state
+        from sglang.srt.runtime_context import get_spec
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        real_class = spec_aux_hidden_state.SpecAuxHiddenStateConfig
+
+        def resolved_aux() -> object:
+            # SGLang's resolver builds the class itself: give it the real one back first.
+            spec_aux_hidden_state.SpecAuxHiddenStateConfig = real_class
+            sa = captured["server_args"]
+            return spec_aux_hidden_state.resolve_spec_aux_hidden_state_config(
+                server_args=sa,
+                model_config=ModelConfig.from_server_args(sa),
+                spec_algorithm=SpeculativeAlgorithm.from_string(
+                    get_spec().speculative_algorithm),
+                is_draft_worker=False,
+            )
+
+        spec_aux_hidden_state.SpecAuxHiddenStateConfig = resolved_aux  # type: ignore[assignment]
+
+    if pp_stage:
+        from sglang.srt.distributed.utils import get_pp_indices
+        from sglang.srt.model_executor.model_runner_components import layer_setup
+
+        rank, size = (int(x) for x in pp_stage[0].split("/"))
+        original_range = layer_setup._resolve_pp_layer_range
+
+        def stage_range(*, model: object, model_num_layers: int) -> object:
+            start, end = get_pp_indices(model_num_layers, rank, size)
+            out = original_range(model=model, model_num_layers=model_num_layers)
+            return type(out)(start_layer=start, end_layer=end)
+
+        layer_setup._resolve_pp_layer_range = stage_range
+
+    sys.path.insert(0, ORACLE_DIR)
+    import sglang_oracle  # the shared oracle, unchanged
+
+    sys.argv = [sys.argv[0], *argv]
+    sglang_oracle.main()
+
+
+if __name__ == "__main__":
+    main()
