@@ -19,6 +19,10 @@ What it adds to ``sglang_oracle.py`` (whose ``main`` it calls unchanged):
   the config is what SGLang's ``resolve_spec_aux_hidden_state_config`` returns for the
   resolved server arguments (``model_runner_components/spec_aux_hidden_state.py``), as the
   model runner does.
+* ``--load-quant-config``: the oracle passes no model to ``configure_kv_cache_dtype``, so
+  ``--kv-cache-dtype auto`` never sees a checkpoint's ``kv_cache_quant_algo``. With this flag
+  the model handed to it carries the quant config SGLang's loader builds for the checkpoint
+  (``model_loader/weight_utils.get_quant_config``), as a loaded model would.
 * ``--pp-stage K/P``: the layer range ``[start, end)`` of pipeline stage K of P, from SGLang's
   own ``get_pp_indices``, is what the weightless model reports (a real model reports it from
   the same function). The all-reduce MIN over stages is left to the caller (one run per
@@ -58,6 +62,7 @@ def main() -> None:
     argv, server_args = _take(argv, "--server-arg", has_value=True)
     argv, spec_aux = _take(argv, "--resolve-spec-aux", has_value=False)
     argv, pp_stage = _take(argv, "--pp-stage", has_value=True)
+    argv, load_quant = _take(argv, "--load-quant-config", has_value=False)
     extra: dict[str, object] = {}
     for item in server_args:
         key, _, raw = item.partition("=")
@@ -112,11 +117,71 @@ def main() -> None:
 
         layer_setup._resolve_pp_layer_range = stage_range
 
+        # The oracle builds the configurator with pp_size=1; the state pool's per-stage share
+        # (_handle_max_mamba_cache) reads the real one.
+        from sglang.srt.mem_cache import kv_cache_configurator as kvcm
+
+        configurator_init = kvcm.KVCacheConfigurator.__init__
+
+        def init_with_pp(self: object, *args: object, **kwargs: object) -> None:
+            kwargs["pp_size"] = size
+            configurator_init(self, *args, **kwargs)
+
+        kvcm.KVCacheConfigurator.__init__ = init_with_pp  # type: ignore[method-assign]
+
+    extra_out: dict[str, object] = {"oracle_plus_server_args": extra}
+    if load_quant:
+        import types
+
+        from sglang.srt.mem_cache import kv_cache_dtype as kvd
+
+        original_configure = kvd.configure_kv_cache_dtype
+
+        def configure_with_quant(**kwargs: object) -> object:
+            from sglang.srt.configs.load_config import LoadConfig
+            from sglang.srt.configs.model_config import ModelConfig
+            from sglang.srt.model_loader.weight_utils import get_quant_config
+
+            mc = ModelConfig.from_server_args(captured["server_args"])
+            quant = get_quant_config(mc, LoadConfig(load_format="dummy"), {}) \
+                if mc.quantization else None
+            extra_out["quantization"] = mc.quantization
+            extra_out["kv_cache_quant_algo"] = getattr(quant, "kv_cache_quant_algo", None)
+            kwargs["model"] = types.SimpleNamespace(quant_config=quant)
+            return original_configure(**kwargs)
+
+        kvd.configure_kv_cache_dtype = configure_with_quant
+
     sys.path.insert(0, ORACLE_DIR)
+    import io
+
     import sglang_oracle  # the shared oracle, unchanged
 
     sys.argv = [sys.argv[0], *argv]
-    sglang_oracle.main()
+    real_stdout = sys.stdout
+    buffer = io.StringIO()
+    sys.stdout = buffer
+    try:
+        sglang_oracle.main()
+    finally:
+        sys.stdout = real_stdout
+    out = json.loads(buffer.getvalue())
+    out.update(extra_out)
+    sa = captured.get("server_args")
+    if sa is not None:
+        from sglang.srt.arg_groups.overrides import resolving_view
+
+        view = resolving_view(sa)
+        for key in ("chunked_prefill_size", "mem_fraction_static", "context_length",
+                    "speculative_algorithm", "speculative_num_draft_tokens", "dp_size",
+                    "enable_dp_attention"):
+            try:
+                value = getattr(view, key)
+            except Exception as exc:  # report, do not hide
+                value = f"ERR {exc}"
+            out["resolved_" + key] = value if isinstance(
+                value, int | float | str | bool | type(None)) else str(value)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

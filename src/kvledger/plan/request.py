@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-ENGINES = ("native", "vllm")
+if TYPE_CHECKING:
+    from kvledger.plan.sglang.options import SglangOptions
+
+ENGINES = ("native", "vllm", "sglang")
 # vLLM's speculative methods (SpeculativeConfig.method). MTP variants draft with layers shipped
 # in the checkpoint; eagle/eagle3/draft_model/medusa/mlp_speculator need a separate draft model;
 # ngram and suffix keep no KV at all.
@@ -53,6 +56,9 @@ class PlanRequest:
     enable_prefix_caching: bool | None = None  # None: the engine's default for the model
     num_speculative_tokens: int = 0
     speculative_method: str | None = None
+    # SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...);
+    # None: SGLang's defaults. Page size, context length and the rest are the fields above.
+    sglang: SglangOptions | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -81,6 +87,11 @@ class PlanRequest:
                 f"speculative_method must be one of {', '.join(SPECULATIVE_METHODS)}, "
                 f"got {self.speculative_method!r}"
             )
+        if self.sglang is not None:
+            from kvledger.plan.sglang.options import SglangOptions
+
+            if not isinstance(self.sglang, SglangOptions):
+                raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")
         if self.num_speculative_tokens and not self.speculative_method:
             raise ValueError(
                 "num_speculative_tokens > 0 needs a speculative_method (mtp, eagle3, ...)"

@@ -6,10 +6,29 @@ of the model from kvledger's facts), ``cells`` (bytes per token), ``states`` (th
 recurrent-state pool), ``pools`` (tokens, state slots and request cap from a budget),
 ``memory`` (GPU defaults and ``mem_fraction_static``), ``log`` (the lines SGLang prints),
 ``layout`` (the plan), ``budget`` (the KV budget on a GPU preset).
+
+Names are imported on first use, so ``PlanRequest`` can name ``SglangOptions`` without
+loading the layout.
 """
 
-from kvledger.plan.sglang.layout import SglangPlan, plan_sglang
-from kvledger.plan.sglang.model import SglangLayoutError
-from kvledger.plan.sglang.options import SglangOptions
+from __future__ import annotations
 
-__all__ = ["SglangLayoutError", "SglangOptions", "SglangPlan", "plan_sglang"]
+from typing import Any
+
+_EXPORTS = {
+    "SglangLayoutError": "kvledger.plan.sglang.model",
+    "SglangOptions": "kvledger.plan.sglang.options",
+    "SglangPlan": "kvledger.plan.sglang.layout",
+    "plan_sglang": "kvledger.plan.sglang.layout",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
