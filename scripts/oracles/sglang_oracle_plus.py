@@ -71,15 +71,19 @@ def main() -> None:
     import sglang.srt.server_args as server_args_module
 
     captured: dict[str, object] = {}
-    cls = server_args_module.ServerArgs
-    original_init = cls.__init__
+    real_class = server_args_module.ServerArgs
 
-    def init_with_extra(self: object, *args: object, **kwargs: object) -> None:
+    def server_args_with_extra(*args: object, **kwargs: object) -> object:
+        # ServerArgs is a msgspec Struct (its __init__ cannot be wrapped): the oracle's one
+        # `from sglang.srt.server_args import ServerArgs` gets this factory, which puts the
+        # real class back and builds the record with the extra arguments.
+        server_args_module.ServerArgs = real_class
         kwargs.update(extra)
-        original_init(self, *args, **kwargs)
-        captured["server_args"] = self
+        record = real_class(*args, **kwargs)
+        captured["server_args"] = record
+        return record
 
-    cls.__init__ = init_with_extra  # type: ignore[method-assign]
+    server_args_module.ServerArgs = server_args_with_extra
 
     if spec_aux:
         from sglang.srt.configs.model_config import ModelConfig

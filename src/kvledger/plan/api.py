@@ -263,6 +263,15 @@ def plan_model(
     request = request or PlanRequest()
     facts, source = load_facts(model, request)
     spec_warnings = check_speculation(facts, request)
+    if request.engine == "sglang":
+        if model_local_specs:
+            raise ValueError("model-local declarations are planned by the native engine only")
+        from kvledger.plan.sglang.engine import plan_result  # imported only when asked for
+
+        return plan_result(facts, source, request, gpu=gpu,
+                           gpu_memory_utilization=gpu_memory_utilization, reserves=reserves,
+                           total_memory_bytes=total_memory_bytes, concurrency=concurrency,
+                           warnings=tuple(spec_warnings))
     budget, notes = _budget(facts, source, request, gpu, gpu_memory_utilization, reserves,
                             total_memory_bytes)
     max_len = _max_model_len(facts, request)

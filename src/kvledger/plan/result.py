@@ -146,6 +146,8 @@ class PlanResult:
     kv_cache_dtype: str = ""
     vllm_refuses_to_start: bool | None = None
     answers: dict[str, Any] = field(default_factory=dict)
+    # JSON keys only this engine has (SGLang: max_running_requests, sglang_log_line, ...).
+    engine_fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def num_gpus(self) -> int:
@@ -174,6 +176,7 @@ class PlanResult:
         }
         if self.vllm_refuses_to_start is not None:
             out["vllm_refuses_to_start"] = self.vllm_refuses_to_start
+        out.update(self.engine_fields)
         if self.tensor_parallel_size > 1 or self.pipeline_parallel_size > 1 or \
                 self.data_parallel_size > 1:
             out["ranks"] = [r.to_json() for r in self.ranks]
