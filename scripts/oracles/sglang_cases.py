@@ -38,6 +38,9 @@ GIB = 1 << 30
 CASES: list[dict[str, Any]] = [
     # -- dense GQA ------------------------------------------------------------------------
     {"id": "llama31-8b-10g", "config": "meta-llama--Meta-Llama-3.1-8B.json", "bytes": 10 * GIB},
+    # The README's worked example: the KV budget kvledger computes for one H100-80GB.
+    {"id": "llama31-8b-h100-budget", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 54476679413},
     {"id": "llama31-8b-10g-page64", "config": "meta-llama--Meta-Llama-3.1-8B.json",
      "bytes": 10 * GIB, "page_size": 64},
     {"id": "llama31-8b-10g-fp8", "config": "meta-llama--Meta-Llama-3.1-8B.json",
@@ -57,6 +60,10 @@ CASES: list[dict[str, Any]] = [
     {"id": "qwen3-32b-tp2-fp8", "config": "Qwen--Qwen3-32B.json", "bytes": 24 * GIB, "tp": 2,
      "kv_cache_dtype": "fp8_e4m3"},
     {"id": "qwen3-8b", "config": "Qwen--Qwen3-8B.json", "bytes": 16 * GIB},
+    # vLLM issue #21348: SGLang logged "#tokens: 367404, K size: 8.23 GB" on 4×H100; this
+    # budget is the smallest that gives 367404 tokens at 48128 B/token per rank.
+    {"id": "qwen3-235b-fp8-tp4-issue21348", "config": "Qwen--Qwen3-235B-A22B-FP8.json",
+     "bytes": 17682419712, "tp": 4},
     {"id": "mistral-7b", "config": "mistralai--Mistral-7B-v0.1.json", "bytes": 10 * GIB},
     {"id": "mixtral-8x7b-tp2", "config": "mistralai--Mixtral-8x7B-v0.1.json",
      "bytes": 20 * GIB, "tp": 2},

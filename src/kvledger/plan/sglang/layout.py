@@ -368,7 +368,12 @@ def _log_lines(model: SglangModel, res: Resolved, rng: tuple[int, int], tokens: 
     full = _in(model.full_layers, rng)
     if model.attention_arch == "MLA":
         assert model.mla is not None
-        kv = rows * mla_row_dim(model, dtype, res.dsa_scaled_fp8) * len(full) * size
+        row_bytes = mla_row_dim(model, dtype, res.dsa_scaled_fp8) * size
+        if dtype == "nvfp4":
+            # MLATokenToKVPoolFP4: packed (dim // 2) bytes per row; its scale buffer is not
+            # in get_kv_size_bytes, so not in the logged size.
+            row_bytes = mla_row_dim(model, dtype, res.dsa_scaled_fp8) // 2
+        kv = rows * row_bytes * len(full)
         if model.dsa is not None:
             head = model.dsa.index_head_dim
             pages = (tokens + page + 1) // page
