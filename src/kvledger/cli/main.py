@@ -170,6 +170,19 @@ def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
     inspect.set_defaults(handler=_cmd_inspect)
 
 
+def _fill_explain(explain: argparse.ArgumentParser) -> None:
+    from kvledger.cli.explain import fill_parser
+
+    fill_parser(explain)
+    explain.set_defaults(handler=_explain)
+
+
+def _explain(ns: argparse.Namespace) -> int:
+    from kvledger.cli.explain import run
+
+    return run(ns, _emit_json)
+
+
 def _fill_models(models: argparse.ArgumentParser) -> None:
     models.add_argument("--json", action="store_true", help="a JSON list for machines")
     models.set_defaults(handler=_cmd_models)
@@ -182,6 +195,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "fit": ("smallest TP×PP on a GPU that holds N requests of L tokens", _fill_fit, ()),
     "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
     "models": ("list the bundled catalog ids", _fill_models, ("catalog",)),
+    "explain": ("re-derive the KV numbers of a vLLM / SGLang start-up log", _fill_explain, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}

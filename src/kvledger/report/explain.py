@@ -1,0 +1,267 @@
+"""``kvledger explain``: re-derive every KV number a start-up log printed, and say why.
+
+``explain_log(text, model=None, gpu=None) -> Explanation``. The log is parsed
+(``logparse``), its settings become a ``PlanRequest``, and each logged figure is derived again
+with kvledger's plan for that engine: ``checks`` say match / mismatch, by how much, and the
+likely cause; ``suggestions`` are re-planned (never guessed) changes with their effect.
+
+The central check is the one people ask about — "why this many tokens?" — and it starts from
+the memory the log itself printed, so it isolates the KV layout from the budget estimate: the
+logged "Available KV cache memory" was rounded to 0.01 GiB, so the derivation runs on both
+ends of that interval and the logged token count must fall inside the resulting range. The
+budget itself is checked separately (``available_kv_bytes``), against kvledger's estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kvledger.report.logparse import GIB, Gib, ParsedLog, parse_log
+
+if TYPE_CHECKING:
+    from kvledger.derive.layers import ModelFacts
+    from kvledger.derive.source import ModelSource
+    from kvledger.plan.gpus import GpuPreset
+    from kvledger.plan.request import PlanRequest
+    from kvledger.plan.result import PlanResult
+
+
+@dataclass(frozen=True)
+class Check:
+    """One logged number against its re-derivation. ``derived``/``match`` are None when it
+    cannot be derived (``why`` says what is missing); ``range`` is the derived interval when
+    the logged input was rounded."""
+
+    name: str
+    logged: Any
+    derived: Any
+    match: bool | None
+    why: str
+    range: tuple[Any, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name, "logged": self.logged, "derived": self.derived,
+            "match": self.match, "why": self.why,
+        }
+        if self.range is not None:
+            out["range"] = list(self.range)
+        return out
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    change: str
+    effect: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"change": self.change, "effect": self.effect}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What ``kvledger explain --json`` prints."""
+
+    engine: str
+    engine_version: str | None
+    model: str | None
+    settings: dict[str, Any]
+    checks: tuple[Check, ...]
+    suggestions: tuple[Suggestion, ...]
+    figures: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def check(self, name: str) -> Check:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "model": self.model,
+            "settings": dict(self.settings),
+            "checks": [c.to_json() for c in self.checks],
+            "suggestions": [s.to_json() for s in self.suggestions],
+            "logged": dict(self.figures),
+            "notes": list(self.notes),
+        }
+
+
+# -- context: the log, its request, the model ------------------------------------------------
+
+
+@dataclass
+class Context:
+    """The parsed log plus what the checks share: the request, the model's facts, the GPU."""
+
+    log: ParsedLog
+    request: PlanRequest | None
+    facts: ModelFacts | None
+    source: ModelSource | None
+    model: str | None
+    gpu: GpuPreset | None
+    problems: list[str] = field(default_factory=list)  # why derivations are impossible
+    notes: list[str] = field(default_factory=list)
+    _plans: dict[tuple[Any, ...], PlanResult | None] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return self.request is not None and self.facts is not None
+
+    def why_not(self) -> str:
+        return "; ".join(self.problems) or "nothing to derive from"
+
+    def plan(self, budget: int, **changes: Any) -> PlanResult | None:
+        """kvledger's plan of this log's settings (with ``changes``) on ``budget`` bytes."""
+        if self.request is None or self.facts is None:
+            return None
+        key = (budget, *sorted(changes.items()))
+        if key not in self._plans:
+            from kvledger.plan.api import plan_model
+
+            request = dataclasses.replace(self.request, kv_cache_memory_bytes=budget, **changes)
+            try:
+                self._plans[key] = plan_model(self.facts, request)
+            except ValueError as exc:  # the layout refuses these settings (it says why)
+                self._plans[key] = None
+                if not changes:
+                    self.problems.append(str(exc))
+        return self._plans[key]
+
+
+_KV_DTYPES = {
+    "auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16",
+    "half": "float16", "fp16": "float16", "float32": "float32", "fp8": "fp8",
+    "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4",
+}
+
+
+def build_request(log: ParsedLog, engine: str, problems: list[str]) -> PlanRequest | None:
+    """The log's settings as kvledger's ``PlanRequest`` (its names are vLLM's)."""
+    from kvledger.plan.request import SPECULATIVE_METHODS, PlanRequest
+
+    s = log.settings
+    kv = str(s.get("kv_cache_dtype", "auto")).lower()
+    if kv not in _KV_DTYPES:
+        problems.append(f"kv_cache_dtype {kv!r} is not one kvledger plans")
+        return None
+    kv = _KV_DTYPES[kv]
+    if kv == "auto" and str(s.get("dtype", "")).lower() == "float32":
+        kv = "float32"  # vLLM: cache dtype "auto" follows the model dtype
+    fields: dict[str, Any] = {"engine": engine, "kv_cache_dtype": kv, "block_size": None}
+    for name in ("max_model_len", "block_size", "tensor_parallel_size",
+                 "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
+                 "max_num_batched_tokens", "enable_prefix_caching"):
+        if s.get(name) is not None:
+            fields[name] = s[name]
+    length = log.figures.get("concurrency_length") or log.figures.get("refused_length")
+    if "max_model_len" not in fields and isinstance(length, int):
+        fields["max_model_len"] = length
+    method = s.get("speculative_method")
+    tokens = s.get("num_speculative_tokens")
+    if method and tokens:
+        if str(method).lower() in SPECULATIVE_METHODS:
+            fields["speculative_method"] = str(method).lower()
+            fields["num_speculative_tokens"] = int(tokens)
+        else:
+            log.notes.append(
+                f"speculative method {method!r} is not one kvledger models: its draft's KV "
+                "cache is not in the derived numbers")
+    try:
+        return PlanRequest(**fields)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"the log's settings are not a valid plan request: {exc}")
+        return None
+
+
+def _load_model(
+    ctx: Context, model: Any, request: PlanRequest | None
+) -> None:
+    from kvledger.plan.api import load_facts
+    from kvledger.plan.request import PlanRequest
+
+    if model is None:
+        ctx.problems.append("the log names no model; pass --model (a catalog id or config.json)")
+        return
+    try:
+        ctx.facts, ctx.source = load_facts(model, request or PlanRequest(engine="vllm"))
+    except (ValueError, OSError, KeyError) as exc:  # ConfigError / UnsupportedArchitecture
+        ctx.problems.append(f"model {model!s} could not be loaded ({exc}); pass --model")
+        return
+    if ctx.facts is not None and request is not None:
+        from kvledger.plan.speculative import check_speculation
+
+        try:
+            ctx.notes.extend(check_speculation(ctx.facts, request))
+        except ValueError as exc:
+            ctx.problems.append(str(exc))
+            ctx.facts = None
+
+
+def _gpu_from_log(log: ParsedLog, gpu: str | None) -> GpuPreset | None:
+    from kvledger.plan.gpus import GpuPreset, gpu_preset
+
+    total = log.figures.get("gpu_total_gib")
+    if isinstance(total, Gib):
+        return GpuPreset("the log's GPU", total.bytes, "given",
+                         f"total {total} as the log printed it")
+    return gpu_preset(gpu) if gpu else None
+
+
+def explain_log(
+    text: str,
+    *,
+    model: Any = None,
+    gpu: str | None = None,
+    engine: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Explanation:
+    """Parse ``text`` and re-derive its figures. ``model`` overrides the model the log names
+    (a catalog id, config.json, model directory, or dict); ``gpu`` names a GPU preset when
+    the log does not print the device's total memory; ``overrides`` supplies settings an
+    excerpt does not show (``{"tensor_parallel_size": 2}``), under the planner's names, and
+    wins over the log."""
+    log = parse_log(text, engine=engine)
+    if overrides:
+        log.settings.update(overrides)
+        log.notes.append("settings given on the command line: " + ", ".join(
+            f"{k}={v}" for k, v in overrides.items()))
+    named = model if model is not None else (log.model or log.settings.get("hf_config_path"))
+    problems: list[str] = []
+    request = build_request(log, "vllm", problems)
+    label = None if named is None else (
+        "<config dict>" if isinstance(named, dict) else str(named))
+    ctx = Context(log, request, None, None, label, _gpu_from_log(log, gpu), problems)
+    _load_model(ctx, named, request)
+    if log.engine == "vllm":
+        from kvledger.report.suggest import vllm_suggestions
+        from kvledger.report.vllm_checks import vllm_checks
+
+        checks = vllm_checks(ctx)
+        suggestions = vllm_suggestions(ctx) if ctx.ready else []
+    else:
+        from kvledger.report.sglang_checks import sglang_checks
+
+        checks = sglang_checks(ctx)
+        suggestions = []
+    return Explanation(
+        engine=log.engine,
+        engine_version=log.engine_version,
+        model=ctx.model,
+        settings=log.settings_json(),
+        checks=tuple(checks),
+        suggestions=tuple(suggestions),
+        figures=log.figures_json(),
+        notes=tuple(dict.fromkeys([*log.notes, *ctx.notes])),
+    )
+
+
+def gib(n: float) -> str:
+    """Bytes as GiB with two decimals, the way vLLM prints them."""
+    return f"{n / GIB:.2f} GiB"

@@ -1,0 +1,203 @@
+"""The memory checks of a start-up log: the weights and the KV budget, against kvledger's
+estimates (engine-neutral weights; vLLM's budget rule), with the log's own figures
+substituted wherever it printed them.
+
+The budget rule (vLLM ``gpu_worker.determine_available_memory``): ``int(total ×
+gpu_memory_utilization) − weights − activation peak − CUDA graphs − non-torch``. CUDA graphs
+are subtracted only since the CUDA-graph memory profiling that 0.21 turned on by default (the
+0.32 log says so); before, graphs were captured after the cache was sized.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kvledger.report.explain import Check, Context, gib
+from kvledger.report.logparse import GIB, Gib
+
+# Tolerances for the figures kvledger can only estimate (weights from a parameter count, the
+# memory budget's reserves).
+WEIGHTS_TOLERANCE = 0.05
+BUDGET_TOLERANCE_BYTES = GIB // 2
+NOT_LOGGED = "the log does not print it"
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    parts = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if parts is None:
+        return None
+    return tuple(int(p) for p in parts.groups(default="0"))
+
+
+def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
+    """(bytes per GPU, basis, how) from kvledger's weight model, or why not."""
+    if ctx.facts is None:
+        return ctx.why_not()
+    from kvledger.derive.config import Config
+    from kvledger.plan.weights import WeightsError, model_weights
+
+    tp = ctx.request.tensor_parallel_size if ctx.request else 1
+    pp = ctx.request.pipeline_parallel_size if ctx.request else 1
+    try:
+        text = Config(ctx.facts.config, model=ctx.facts.model).text().raw
+        w = model_weights(
+            text, model_dtype=ctx.facts.model_dtype,
+            directory=ctx.source.directory if ctx.source else None,
+            hf_quant=ctx.source.hf_quant_config if ctx.source else None,
+            tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        )
+    except (WeightsError, ValueError) as exc:
+        return f"kvledger cannot size these weights ({exc})"
+    return w.per_rank_bytes, w.per_rank_basis, w.detail
+
+
+def weights_check(ctx: Context) -> Check:
+    logged: Gib = ctx.log.figures["weights_gib"]
+    est = weights_estimate(ctx)
+    if isinstance(est, str):
+        return Check("weights_bytes", logged.bytes, None, None, f"not derived: {est}")
+    derived, basis, how = est
+    delta = logged.bytes - derived
+    rel = delta / derived if derived else 0.0
+    ok = abs(rel) <= WEIGHTS_TOLERANCE
+    why = (f"{basis}: {how} = {gib(derived)} per GPU; the log measured {logged} "
+           f"({delta / GIB:+.2f} GiB, {rel:+.1%})")
+    if not ok:
+        quant = ctx.log.settings.get("quantization")
+        cfg_quant = bool(ctx.facts and ctx.facts.config.get("quantization_config")) or bool(
+            ctx.source and ctx.source.hf_quant_config)
+        if quant and str(quant) not in ("None", "none") and not cfg_quant:
+            why += (f"; the log serves a {quant}-quantized checkpoint but the config kvledger "
+                    "read declares no quantization: pass the checkpoint's own config (--model)")
+        elif rel > 0:
+            why += ("; vLLM's figure is the memory the load took, which also holds buffers "
+                    "(rotary caches, a vision tower, padding) a parameter count does not see")
+        else:
+            why += "; the checkpoint is smaller than its parameter count at the config's dtype"
+    return Check("weights_bytes", logged.bytes, derived, ok, why)
+
+
+def available_check(ctx: Context) -> Check:
+    logged: Gib = ctx.log.figures["available_kv_gib"]
+    derived = estimate_budget(ctx)
+    if isinstance(derived, str):
+        return Check("available_kv_bytes", logged.bytes, None, None, f"not derived: {derived}")
+    budget, lines, guessed = derived
+    delta = logged.bytes - budget
+    ok = logged.low - BUDGET_TOLERANCE_BYTES <= budget <= logged.high + BUDGET_TOLERANCE_BYTES
+    why = f"{lines} = {gib(budget)}; the log has {logged} ({delta / GIB:+.2f} GiB)"
+    if not ok:
+        why += "; " + _budget_cause(delta, guessed)
+    return Check("available_kv_bytes", logged.bytes, budget, ok, why)
+
+
+def _budget_cause(delta: int, guessed: list[str]) -> str:
+    """Which estimated budget lines most likely differ from what vLLM measured."""
+    if delta < 0:
+        what = " / ".join(guessed) or "the reserves"
+        return (f"the memory is {-delta / GIB:.2f} GiB below the estimate: {what} larger than "
+                "kvledger's estimate, or other processes on the GPU")
+    what = " / ".join(guessed) or "the reserves"
+    return (f"the memory is {delta / GIB:.2f} GiB above the estimate: {what} smaller than "
+            "kvledger's estimate (vLLM measured them)")
+
+
+def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
+    """kvledger's estimate of the KV budget on the log's GPU, with the log's own figures
+    substituted wherever it printed them; (bytes, the arithmetic, the lines that are
+    estimates) or why not."""
+    if ctx.gpu is None:
+        return ("the log states no GPU memory total (vLLM 0.11+ prints 'Free memory on device "
+                "(free/total GiB)'); pass --gpu NAME")
+    if ctx.facts is None or ctx.request is None:
+        return ctx.why_not()
+    import dataclasses
+
+    from kvledger.derive.config import Config
+    from kvledger.plan.budget import BudgetTooSmall, gpu_budget
+    from kvledger.plan.weights import Weights
+
+    f = ctx.log.figures
+    util = float(ctx.log.settings.get("gpu_memory_utilization") or 0.9)
+    w: Any = f.get("weights_gib")
+    if isinstance(w, Gib):
+        ranks = ctx.request.tensor_parallel_size * ctx.request.pipeline_parallel_size
+        weights = Weights(w.bytes * ranks, w.bytes, "given", "given", "as logged")
+    else:
+        est = weights_estimate(ctx)
+        if isinstance(est, str):
+            return est
+        weights = Weights(est[0], est[0], est[1], est[1], est[2])
+    reserves = _logged_reserves(ctx, w)
+    text = Config(ctx.facts.config, model=ctx.facts.model).text().raw
+    request = dataclasses.replace(ctx.request, kv_cache_memory_bytes=None)
+    try:
+        b = gpu_budget(ctx.gpu, gpu_memory_utilization=util, weights=weights, request=request,
+                       cfg=text, model_dtype=ctx.facts.model_dtype, reserves=reserves)
+    except BudgetTooSmall as exc:
+        return f"kvledger's estimate leaves no KV memory ({exc})"
+    except ValueError as exc:
+        return str(exc)
+    total, usable, *minus = b.lines[:-1]
+    arithmetic = f"int({total.bytes / GIB:.2f} GiB × {util:g}) = {usable.bytes / GIB:.2f}"
+    arithmetic += "".join(f" − {_short(ln.label)} {ln.bytes / GIB:.2f} ({ln.basis})"
+                          for ln in minus)
+    guessed = [_short(ln.label).replace(" per GPU", "") for ln in minus
+               if ln.basis == "estimated"]
+    return b.available_bytes, arithmetic, guessed
+
+
+def _short(label: str) -> str:
+    """'− model weights per GPU (...)' → 'model weights per GPU'."""
+    return label.lstrip("−×= ").split(" (")[0]
+
+
+def _logged_reserves(ctx: Context, weights: Any) -> Any:
+    """The reserves the log printed, else None (kvledger's documented estimate).
+
+    0.11+ prints "Actual usage is C GiB for consumed memory (weights + non-torch), A GiB for
+    peak activation, and G GiB for CUDAGraph memory" after the cache is sized; its A already
+    holds the CUDA-graph estimate that 0.21+ subtracts (0.32 ``gpu_worker``:
+    ``peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied``),
+    so graphs are not subtracted twice. 0.8-0.10 print activation and non-torch directly.
+    """
+    from kvledger.plan.budget import Reserves
+
+    f = ctx.log.figures
+    activation = f.get("activation_gib")
+    non_torch = f.get("non_torch_gib")
+    consumed = f.get("consumed_gib")
+    graphs: int | None = None
+    non_torch_bytes = non_torch.bytes if isinstance(non_torch, Gib) else None
+    if isinstance(consumed, Gib):
+        graphs = 0
+        if isinstance(weights, Gib):
+            non_torch_bytes = max(0, consumed.bytes - weights.bytes)
+    version = version_tuple(ctx.log.engine_version)
+    if version is not None and version < (0, 21):
+        graphs = 0  # captured after the cache was sized
+    return Reserves(
+        activation_peak_bytes=activation.bytes if isinstance(activation, Gib) else None,
+        cuda_graph_bytes=graphs, non_torch_bytes=non_torch_bytes,
+    )
+
+
+
+def unlogged_weights(ctx: Context) -> Check:
+    est = weights_estimate(ctx)
+    if isinstance(est, str):
+        return Check("weights_bytes", None, None, None, f"{NOT_LOGGED}; not derived: {est}")
+    return Check("weights_bytes", None, est[0], None,
+                 f"{NOT_LOGGED}; kvledger's {est[1]} figure: {est[2]} = {gib(est[0])} per GPU")
+
+
+def unlogged_budget(ctx: Context) -> Check:
+    est = estimate_budget(ctx)
+    if isinstance(est, str):
+        return Check("available_kv_bytes", None, None, None,
+                     f"{NOT_LOGGED}; not derived: {est}")
+    return Check("available_kv_bytes", None, est[0], None,
+                 f"{NOT_LOGGED}; kvledger's estimate: {est[1]} = {gib(est[0])}")

@@ -1,0 +1,28 @@
+"""Where the real log excerpts live, and the configs their models need.
+
+Each ``logs/*.log`` starts with a header (lines beginning ``# ``) naming the public page it
+was copied from; the rest is that page's text, verbatim as retrieved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+LOGS = Path(__file__).parent / "logs"
+SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "configs"
+
+GIB = 1 << 30
+
+
+def read(name: str) -> str:
+    return (LOGS / name).read_text(encoding="utf-8")
+
+
+def shared_config(name: str) -> str:
+    """A config from ``../shared/configs`` (skip when the checkout has none beside it)."""
+    path = SHARED_CONFIGS / name
+    if not path.is_file():
+        pytest.skip(f"{name} is not in ../shared/configs")
+    return str(path)

@@ -1,0 +1,79 @@
+"""``kvledger explain`` through the CLI: the machine interface (ARCHITECTURE.md), stdin,
+the text view, and one clear error (exit 2) for a log without KV lines."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from explain.real_logs import LOGS
+from kvledger.cli.main import main
+
+PR20707 = str(LOGS / "vllm-0.10-pr20707-llama31-8b.log")
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    code = main(["explain", *argv, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def test_machine_interface_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(capsys, PR20707, "--model", LLAMA)
+    for key in ("engine", "engine_version", "model", "settings", "checks", "suggestions"):
+        assert key in data
+    assert data["engine"] == "vllm" and data["model"] == LLAMA
+    names = {c["name"] for c in data["checks"]}
+    # The four headline checks are always there; this log printed no weights line.
+    assert {"weights_bytes", "available_kv_bytes", "kv_cache_tokens", "max_concurrency"} <= names
+    weights = next(c for c in data["checks"] if c["name"] == "weights_bytes")
+    assert weights["logged"] is None and weights["match"] is None
+    # 8.03 B parameters × 2 B (bf16) = 14.96 GiB: kvledger's own figure is still shown.
+    assert round(weights["derived"] / 2**30, 2) == 14.96
+    for check in data["checks"]:
+        assert set(check) >= {"name", "logged", "derived", "match", "why"}
+    tokens = next(c for c in data["checks"] if c["name"] == "kv_cache_tokens")
+    assert tokens["logged"] == 922_496 and tokens["match"] is True
+    for s in data["suggestions"]:
+        assert set(s) == {"change", "effect"}
+
+
+def test_weights_check_is_named_weights_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(LOGS / "sglang-0.4.3-llmsinclouds-qwq32b-tp4.log")
+    data = _json(capsys, log)
+    weights = next(c for c in data["checks"] if c["name"] == "weights_bytes")
+    assert weights["logged"] == int(15.54 * 2**30)
+    assert weights["derived"] is None and "pass --model" in weights["why"]
+
+
+def test_stdin_and_the_text_view(capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (LOGS / "vllm-0.10-pr20707-llama31-8b.log").read_text(encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["explain", "-", "--model", LLAMA]) == 0
+    out = capsys.readouterr().out
+    assert "kv_cache_tokens: logged 922,496, derived 922,496 — match" in out
+    assert "--kv-cache-dtype fp8" in out
+
+
+def test_settings_the_excerpt_lacks_can_be_given(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(LOGS / "vllm-0.9.1-issue19996-llama31-8b-eagle.log")
+    data = _json(capsys, log, "--model", LLAMA, "--max-model-len", "8192")
+    assert data["settings"]["max_model_len"] == 8192
+
+
+def test_log_without_kv_lines_exits_2(capsys: pytest.CaptureFixture[str],
+                                      tmp_path: Any) -> None:
+    path = tmp_path / "partial.log"
+    path.write_text("(APIServer pid=1) INFO [utils.py:233] non-default args: {'model': 'x'}\n")
+    assert main(["explain", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no KV cache lines" in err
+    assert main(["explain", str(tmp_path / "missing.log")]) == 2
+    assert "cannot read" in capsys.readouterr().err
