@@ -70,8 +70,13 @@ CASES: list[dict[str, Any]] = [
     {"id": "gemma3-27b", "config": "google--gemma-3-27b-it.json", "bytes": 20 * GIB},
     {"id": "gemma2-2b", "config": "google--gemma-2-2b-it.json", "bytes": 8 * GIB},
     {"id": "command-r", "config": "CohereForAI--c4ai-command-r-v01.json", "bytes": 10 * GIB},
+    # ModelOpt: config.json's quantization_config wins over hf_quant_config.json; its
+    # kv_cache_scheme "FP8" is a string, which SGLang does not read as FP8 KV.
     {"id": "qwen3-32b-modelopt-fp8kv", "config": "Qwen--Qwen3-32B-FP8-Static-PerTensor.json",
      "bytes": 24 * GIB, "load_quant": True},
+    # ModelOpt with hf_quant_config.json only (kv_cache_quant_algo FP8): fp8 KV under auto.
+    {"id": "llama31-70b-modelopt-fp8kv-tp4", "config": "nvidia--Llama-3.1-70B-Instruct-FP8.json",
+     "bytes": 20 * GIB, "tp": 4, "load_quant": True},
     # -- MLA --------------------------------------------------------------------------------
     {"id": "deepseek-v3-30g", "config": "deepseek-ai--DeepSeek-V3.json", "bytes": 30 * GIB},
     {"id": "deepseek-v3-30g-page64", "config": "deepseek-ai--DeepSeek-V3.json",

@@ -91,11 +91,11 @@ def main() -> None:
         from sglang.srt.runtime_context import get_spec
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-        real_class = spec_aux_hidden_state.SpecAuxHiddenStateConfig
+        real_aux_class = spec_aux_hidden_state.SpecAuxHiddenStateConfig
 
         def resolved_aux() -> object:
             # SGLang's resolver builds the class itself: give it the real one back first.
-            spec_aux_hidden_state.SpecAuxHiddenStateConfig = real_class
+            spec_aux_hidden_state.SpecAuxHiddenStateConfig = real_aux_class
             sa = captured["server_args"]
             return spec_aux_hidden_state.resolve_spec_aux_hidden_state_config(
                 server_args=sa,

@@ -161,3 +161,24 @@ def test_dp_attention_splits_heads_and_requests() -> None:
     assert plan.cell_bytes_per_token == 32768
     assert plan.kv_cache_tokens == 327680
     assert plan.max_running_requests == 50  # 100 // attn_dp_size 2
+
+
+def test_vision_models_lower_mem_fraction_static() -> None:
+    # adjust_mem_fraction_for_vlm, run by SGLang itself (scripts/oracles/
+    # sglang_vlm_fraction.py): 0.83 → 0.7675554687499999 for Qwen3.5's tower (layers read as
+    # SGLang's default 24, hidden 1152: ratio 24 × 1152² / (24 × 1024²) = 1.265625, factor
+    # 0.95 × (1 − 0.0265625)); 27 × 1152 → 0.75508115234375; 34 × 1408 → 0.6561593098958333.
+    from kvledger.plan.sglang.memory import vlm_fraction
+
+    assert vlm_fraction(0.83, 24, 1152) == 0.7675554687499999
+    assert vlm_fraction(0.83, 27, 1152) == 0.75508115234375
+    assert vlm_fraction(0.83, 34, 1408) == 0.6561593098958333
+
+
+def test_which_models_sglang_serves_as_multimodal() -> None:
+    # ModelConfig.is_multimodal, as SGLang's own run reported it (sglang_vlm_fraction.py).
+    from kvledger.plan.sglang.model import build
+
+    assert build(derive_model("Qwen/Qwen3.5-397B-A17B")).multimodal
+    assert not build(derive_model("google/gemma-3-27b-it")).multimodal
+    assert not build(derive_model("meta-llama/Llama-4-Scout-17B-16E-Instruct")).multimodal

@@ -26,7 +26,7 @@ from kvledger.plan.sglang.memory import (
     gpu_arch,
     memory_settings,
 )
-from kvledger.plan.sglang.model import build
+from kvledger.plan.sglang.model import MULTIMODAL_PREFILL_GRAPH_ARCHS, build, vision_tower
 from kvledger.plan.sglang.options import SglangOptions
 from kvledger.plan.sglang.pools import max_running_requests
 
@@ -65,12 +65,6 @@ def _budget(
     preset = gpu_preset(gpu)
     gpu_arch(preset.name)  # refuses platforms whose defaults are not reproduced
     model = build(facts)
-    if model.multimodal and options.mem_fraction_static is None and \
-            gpu_memory_utilization is None:
-        raise ValueError(
-            f"{facts.model} is multimodal: SGLang's default mem_fraction_static for it "
-            "(adjust_mem_fraction_for_vlm, the vision tower's size) is not reproduced; pass "
-            "--mem-fraction-static")
     total = preset.total_bytes if total_memory_bytes is None else total_memory_bytes
     fraction = options.mem_fraction_static if options.mem_fraction_static is not None \
         else gpu_memory_utilization
@@ -82,7 +76,10 @@ def _budget(
         cuda_graph_max_bs=options.cuda_graph_max_bs,
         max_running_requests=options.max_running_requests,
         max_total_tokens=options.max_total_tokens, mem_fraction_static=fraction,
-        model_name=facts.model)
+        model_name=facts.model, multimodal=model.multimodal,
+        prefill_graph=not model.multimodal or
+        model.architecture in MULTIMODAL_PREFILL_GRAPH_ARCHS,
+        vision_tower=vision_tower(model.config))
     text = Config(facts.config, model=facts.model).text().raw
     weights = model_weights(
         text, model_dtype=facts.model_dtype,
@@ -105,7 +102,7 @@ def _concurrency_at(plan: SglangPlan, options: SglangOptions, context: int) -> f
     """Requests of ``context`` tokens the same pools hold (see the module docstring)."""
     res = plan.resolved
     reqs = max_running_requests(
-        plan.kv_cache_tokens, context_len=context, requested=options.max_running_requests,
+        plan.kv_cache_tokens, context_len=context, requested=res.max_running_requests,
         attn_dp_size=res.attn_dp,
         state_slots=plan.state.max_mamba_cache_size if plan.state is not None else None,
         slots_per_request=next((int(r["entries_per_req"]) for r in plan.pool_rows

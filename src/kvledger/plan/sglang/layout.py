@@ -112,6 +112,7 @@ class Resolved:
     chunked_prefill_size: int
     overlap: bool
     mamba_strategy: str | None  # "extra_buffer" / "no_buffer" / None (no states)
+    max_running_requests: int | None  # --max-running-requests, or 48 with speculation
     dsa_scaled_fp8: bool
     platform: str
 
@@ -255,7 +256,13 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
             else:
                 strategy = "no_buffer"
                 overlap = False
+    requested = options.max_running_requests
+    if requested is None and request.num_speculative_tokens > 0 and request.speculative_method:
+        # speculative_hook.py _handle_eagle_family: "Max running requests is reset to 48 for
+        # speculative decoding" unless given (after the memory defaults were resolved).
+        requested = 48
     return Resolved(
+        max_running_requests=requested,
         kv_cache_dtype=kv_dtype, kv_dtype_source=kv_source, page_size=page,
         page_size_source=page_source, context_len=context, attn_tp=attn_tp, attn_dp=attn_dp,
         draft_layers=draft, swa_full_tokens_ratio=options.swa_ratio,
@@ -487,7 +494,7 @@ def plan_sglang(
         disable_radix_cache=options.disable_radix_cache,
         extra_buffer=res.mamba_strategy == "extra_buffer", overlap=res.overlap)
     reqs: Requests = max_running_requests(
-        full_tokens, context_len=res.context_len, requested=options.max_running_requests,
+        full_tokens, context_len=res.context_len, requested=res.max_running_requests,
         attn_dp_size=res.attn_dp,
         state_slots=state.max_mamba_cache_size if state is not None else None,
         slots_per_request=slots_per_request)

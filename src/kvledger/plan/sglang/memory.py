@@ -84,6 +84,14 @@ def default_cuda_graph_max_bs(gpu_mem_mib: float, tp: int) -> int:
     return 512
 
 
+def vlm_fraction(fraction: float, vit_layers: int, vit_hidden: int) -> float:
+    """``adjust_mem_fraction_for_vlm``: × 0.95, and × (1 − 0.1 × (complexity − 1)) clamped to
+    [0.8, 1.05], the complexity being layers × hidden² relative to a ViT-L/14 (24 × 1024²)."""
+    ratio = vit_layers * vit_hidden ** 2 / (24 * 1024 ** 2)
+    factor = max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return fraction * (0.95 * factor)
+
+
 def prefill_graph_sizes(max_bs: int) -> list[int]:
     """``generate_prefill_cuda_graph_batch_sizes`` (arg_groups/cuda_graph_hook.py)."""
     sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
@@ -118,6 +126,9 @@ def memory_settings(
     max_total_tokens: int | None,
     mem_fraction_static: float | None,
     model_name: str,
+    multimodal: bool = False,
+    prefill_graph: bool = True,
+    vision_tower: tuple[int, int] | None = None,
 ) -> MemorySettings:
     chunked = chunked_prefill_size or default_chunked_prefill_size(gpu_mem_mib)
     max_bs = cuda_graph_max_bs
@@ -135,7 +146,9 @@ def memory_settings(
         graphs += max_bs * attn_dp_size * 3
         if max_bs > 300:
             graphs += max_bs * attn_dp_size * 1.5
-    if pp == 1:  # the breakable prefill graph is off by default under PP
+    # The breakable prefill graph is off by default under PP and for multimodal models
+    # outside SGLang's allow-list (apply_cuda_graph_compatibility).
+    if pp == 1 and prefill_graph:
         if mla:
             graphs += 1.5 * 1024
         else:
@@ -149,4 +162,6 @@ def memory_settings(
     if gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     fraction = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
+    if multimodal and vision_tower is not None:
+        fraction = vlm_fraction(fraction, *vision_tower)
     return MemorySettings(gpu_mem_mib, chunked, max_bs, fraction, False, reserved)

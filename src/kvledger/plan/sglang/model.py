@@ -80,7 +80,18 @@ DSA_ARCHS = frozenset({
 # configs/hybrid_arch.py: mamba2_config / hybrid_gdn_config, the config classes whose states
 # are Mamba2 (Nemotron-H, Falcon-H1) or Gated DeltaNet (Qwen3-Next, Qwen3.5).
 STATE_KINDS = ("mamba2", "gated_delta_net")
-# configs/model_config.py: _DEEPSEEK_FAMILY_ARCHS in arg_groups/overrides.py — these use
+# configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
+MULTIMODAL_DISABLED_ARCHS = frozenset({
+    "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
+    "Step3VLForConditionalGeneration", "InklingForConditionalGeneration",
+})
+# configs/model_config.py: multimodal_breakable_cuda_graph_supported_model_archs (those of
+# them kvledger has facts for): a multimodal model keeps the prefill CUDA graph only here.
+MULTIMODAL_PREFILL_GRAPH_ARCHS = frozenset({
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "KimiK25ForConditionalGeneration",
+})
+# arg_groups/overrides.py: _DEEPSEEK_FAMILY_ARCHS in arg_groups/overrides.py — these use
 # trtllm_mla (page 64) on Blackwell (model_overrides/deepseek_v2.py).
 DEEPSEEK_FAMILY_ARCHS = frozenset({
     "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
@@ -188,14 +199,55 @@ def model_dtype(config: Mapping[str, Any], architecture: str) -> str:
     return dtype
 
 
+def _fp8_scheme(scheme: Any, *, static_per_tensor: bool) -> bool:
+    if not isinstance(scheme, Mapping):
+        return False
+    fp8 = scheme.get("type") == "float" and scheme.get("num_bits") == 8
+    if not static_per_tensor:
+        return fp8
+    # CompressedTensorsKVCacheMethod.is_supported_scheme: static symmetric per-tensor only.
+    return fp8 and scheme.get("strategy") == "tensor" and bool(scheme.get("symmetric", True)) \
+        and not scheme.get("dynamic", False)
+
+
 def _checkpoint_kv_fp8(facts: ModelFacts) -> bool:
     """``configure_kv_cache_dtype`` with ``auto`` (mem_cache/kv_cache_dtype.py) stores fp8 when
-    the loaded quant config's ``kv_cache_quant_algo`` is "FP8": ModelOpt's (config or
-    ``hf_quant_config.json``), Fp8Config's key, and compressed-tensors with a supported
-    ``kv_cache_scheme`` (``CompressedTensorsConfig.kv_cache_quant_algo``). kvledger's facts
-    carry that checkpoint scheme as the KV dtype with its source."""
-    return facts.kv_dtype_source in ("quantization_config", "hf_quant_config") and \
-        facts.kv_dtype.startswith("fp8")
+    the loaded quant config's ``kv_cache_quant_algo`` is "FP8". Which config SGLang loads
+    (``model_loader/weight_utils.get_quant_config``): config.json's ``quantization_config``
+    when there is one — ModelOpt's flat form reads ``kv_cache_scheme`` only as a dict
+    (``ModelOptQuantConfig``), else its ``kv_cache_quant_algo`` key; Fp8Config the same key;
+    compressed-tensors a static per-tensor fp8 ``kv_cache_scheme`` — and only without one,
+    ``hf_quant_config.json``'s ``quantization.kv_cache_quant_algo``. (So a ModelOpt config.json
+    whose ``kv_cache_scheme`` is the bare string "FP8" serves bf16 KV: SGLang's oracle agrees.)
+    """
+    for view in (_text(facts.config), facts.config):
+        qc = view.get("quantization_config")
+        if not isinstance(qc, Mapping):
+            continue
+        method = str(qc.get("quant_method") or "").lower()
+        if method == "compressed-tensors":
+            return _fp8_scheme(qc.get("kv_cache_scheme"), static_per_tensor=True)
+        if isinstance(qc.get("kv_cache_scheme"), Mapping):
+            return _fp8_scheme(qc.get("kv_cache_scheme"), static_per_tensor=False)
+        return str(qc.get("kv_cache_quant_algo") or "").upper() == "FP8"
+    return facts.kv_dtype_source == "hf_quant_config" and facts.kv_dtype == "fp8_e4m3"
+
+
+def _multimodal(config: Mapping[str, Any], arch: str) -> bool:
+    """``ModelConfig.is_multimodal``: a vision or audio tower, unless the architecture is one
+    SGLang serves text-only by default (``enable_multimodal`` off)."""
+    tower = any(isinstance(config.get(k), Mapping) for k in ("vision_config", "audio_config"))
+    return tower and arch not in MULTIMODAL_DISABLED_ARCHS
+
+
+def vision_tower(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(layers, hidden size) of the vision tower as ``adjust_mem_fraction_for_vlm`` reads
+    them: ``num_hidden_layers`` (24 when the config names it otherwise — SGLang's default, which
+    is what it reads for Qwen3.5's ``depth``), ``hidden_size`` (default 1024)."""
+    vision = config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        return None
+    return int(vision.get("num_hidden_layers") or 24), int(vision.get("hidden_size") or 1024)
 
 
 def _uniform_heads(layers: Sequence[Attention], what: str, model: str) -> Heads:
@@ -335,6 +387,6 @@ def build(facts: ModelFacts) -> SglangModel:
         context_len=context_length(text),
         model_dtype=model_dtype(config, arch),
         checkpoint_kv_fp8=_checkpoint_kv_fp8(facts),
-        multimodal=text is not config,
+        multimodal=_multimodal(config, arch),
         config=config,
     )
