@@ -62,10 +62,26 @@ def test_machine_interface_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["available_bytes"] == 10 * 2**30
 
 
-def test_native_is_the_default_engine(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _plan(capsys, LLAMA, "--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "32768")
+def test_vllm_is_the_default_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 10 item 1: without --engine, the numbers are vLLM's own. The oracle case
+    # (vLLM 0.32.0's planner, ../shared/oracles/vllm-0.32/cases.jsonl) for Mistral-7B at
+    # 8 GiB and 32,768 tokens: 32 layers × 2 × 8 × 128 × 2 B = 131,072 B/token, 2 MiB blocks,
+    # 8 GiB / 2 MiB = 4,096 blocks; vLLM logs 104,775 tokens and 3.1975x (the 4,096-token
+    # sliding window bounds each request's blocks). The native layout said 39 requests here.
+    data = _plan(capsys, "mistralai/Mistral-7B-v0.1", "--kv-cache-memory-bytes",
+                 str(8 * 2**30), "--max-model-len", "32768")
+    assert data["engine"] == "vllm" and data["vllm_refuses_to_start"] is False
+    assert (data["num_blocks"], data["kv_cache_tokens"]) == (4_096, 104_775)
+    assert round(data["max_concurrency"], 4) == 3.1975
+    assert data["engine_label"].startswith("vLLM 0.32.0")
+
+
+def test_native_is_labelled_as_kvledgers_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _plan(capsys, LLAMA, "--engine", "native", "--kv-cache-memory-bytes", TEN_GIB,
+                 "--max-model-len", "32768")
     assert data["engine"] == "native"
-    assert "vllm_refuses_to_start" not in data or data["vllm_refuses_to_start"] is None
+    assert "kvledger's byte-exact layout" in data["engine_label"]
+    assert "vllm_refuses_to_start" not in data
     # One PAGE class "kv", one entry = one 16-token block over all 32 layers = 2,097,152 B;
     # no state pools, so the whole 10 GiB pages: 10,737,418,240 / 2,097,152 = 5,120 entries.
     (kv,) = data["pools"]
@@ -73,6 +89,13 @@ def test_native_is_the_default_engine(capsys: pytest.CaptureFixture[str]) -> Non
     assert kv["entry_bytes"] == 16 * LLAMA_BYTES_PER_TOKEN == 2_097_152
     assert kv["entries"] == 5_120
     assert data["kv_cache_tokens"] == 81_920
+
+
+def test_help_labels_both_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "native: kvledger's byte-exact layout, for engine builders" in text
+    assert "default: vllm" in text or "(the default)" in text
 
 
 def test_concurrency_answers_max_context(capsys: pytest.CaptureFixture[str]) -> None:
@@ -139,7 +162,9 @@ def test_model_directory_picks_up_hf_quant_config(
         d.mkdir()
         shutil.copy(CATALOG / f"{stem}.json", d / "config.json")
     shutil.copy(CATALOG / f"{stem}.hf_quant_config.json", with_quant / "hf_quant_config.json")
-    budget = ["--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "4096"]
+    # The native layout follows the checkpoint's KV scheme (vLLM's --kv-cache-dtype auto
+    # does not; its layout warns instead).
+    budget = ["--engine", "native", "--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "4096"]
     # Qwen3-32B: 64 layers × 2 × 8 KV heads × 128 = 131,072 KV elements per token.
     # bf16 (config dtype): 262,144 B/token → 16-token entry 4,194,304 B.
     # hf_quant_config.json kv_cache_quant_algo FP8: 131,072 B/token → entry 2,097,152 B.
@@ -173,8 +198,8 @@ def test_insufficient_budget_is_one_line_with_hint(capsys: pytest.CaptureFixture
     # Qwen3-Next: 36 Gated DeltaNet layers keep a fixed state per request; 1,000,000 B cannot
     # hold even one request's states (each layer's recurrent state alone is 32 heads × 128 ×
     # 128 × 2 B = 1,048,576 B), so nothing is left to page with.
-    code = main(["plan", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--kv-cache-memory-bytes",
-                 "1000000"])
+    code = main(["plan", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--engine", "native",
+                 "--kv-cache-memory-bytes", "1000000"])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and "Traceback" not in err

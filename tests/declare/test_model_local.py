@@ -193,3 +193,18 @@ def test_from_transformers_config_object() -> None:
                             **COMMON)  # type: ignore[arg-type]
     # WhisperConfig maps num_hidden_layers → encoder_layers; 384 // 6 = 64
     assert (s.layers, s.kv_heads, s.head_dim) == (4, 6, 64)
+
+
+def test_absurd_declaration_is_refused() -> None:
+    # Each count is in range, the product is not: 2 × 2**20 layers × 2**20 heads × 2**20 dims
+    # × 2**10 positions × 2 B = 2**72 B for one row.
+    with pytest.raises(ValueError, match="2\\*\\*60"):
+        ModelLocalKVSpec("huge", layers=1 << 20, kv_heads=1 << 20, head_dim=1 << 20,
+                         dtype="bfloat16", physical_capacity_positions=1 << 10,
+                         capacity_source="", scope=ModelLocalKVScope.MODEL,
+                         rows=RowDriver.MAX_NUM_SEQS)
+    with pytest.raises(ValueError, match="layers must be <="):
+        ModelLocalKVSpec("huge", layers=(1 << 60) + 1, kv_heads=1, head_dim=1,
+                         dtype="bfloat16", physical_capacity_positions=1,
+                         capacity_source="", scope=ModelLocalKVScope.MODEL,
+                         rows=RowDriver.MAX_NUM_SEQS)

@@ -122,7 +122,6 @@ def test_one_byte_left_is_enough_to_plan() -> None:
 
 def test_no_state_class_never_raises() -> None:
     assert plan_pools([page_pool(10)], 0, 4).paged_entries == 0
-    assert plan_pools([page_pool(10)], -50, 4).paged_entries == 0
     assert plan_pools([page_pool(10)], 99, 4).paged_entries == 9
 
 
@@ -172,3 +171,36 @@ def test_plan_is_immutable() -> None:
     plan = plan_pools([page_pool(10)], 100, 1)
     with pytest.raises(TypeError):
         plan.entries["kv"] = 1  # type: ignore[index]
+
+
+# -- issue 10 item 5: negative budgets and absurd sizes are refused, naming the argument ------
+
+
+@pytest.mark.parametrize("bad", [-1, -50])
+def test_negative_budget_is_a_value_error_naming_it(bad: int) -> None:
+    # It used to return an empty plan (paged_entries 0), a plausible answer to a caller's bug.
+    with pytest.raises(ValueError, match="available_bytes must be >= 0"):
+        plan_pools([page_pool(10)], bad, 4)
+    with pytest.raises(ValueError, match="available_bytes"):
+        plan_pools([page_pool(10), state_pool("s", 1, entries_per_req=1)], bad, 4)
+
+
+def test_absurd_budget_is_refused() -> None:
+    # 2**60 B (1 EiB) is the documented bound; one byte more is not a real memory size.
+    assert plan_pools([page_pool(1 << 20)], 1 << 60, 1).paged_entries == 1 << 40
+    with pytest.raises(ValueError, match=r"available_bytes must be <= .*2\*\*60"):
+        plan_pools([page_pool(10)], (1 << 60) + 1, 4)
+    with pytest.raises(ValueError, match="400-digit"):
+        plan_pools([page_pool(10)], 10**399, 4)
+
+
+@pytest.mark.parametrize("field", ["entry_bytes", "entries_per_req", "extra_entries"])
+def test_absurd_spec_sizes_are_refused(field: str) -> None:
+    kw = {"entry_bytes": 10, "entries_per_req": 1, "extra_entries": 0, field: (1 << 60) + 1}
+    with pytest.raises(ValueError, match=field):
+        SubPoolSpec(Pool.STATE, "s", **kw)
+
+
+def test_absurd_max_num_seqs_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        plan_pools([page_pool(10)], 100, (1 << 60) + 1)

@@ -29,7 +29,7 @@ def test_fit_candidates_prefer_fewer_gpus_then_tp() -> None:
 def test_plan_answers_max_context_at_concurrency() -> None:
     # Llama-3.1-8B at 10 GiB: 5,120 blocks; 4 requests → 20,480 tokens each (as above).
     result = plan_model("meta-llama/Meta-Llama-3.1-8B", PlanRequest(
-        kv_cache_memory_bytes=10737418240, max_model_len=32768), concurrency=4)
+        engine="native", kv_cache_memory_bytes=10737418240, max_model_len=32768), concurrency=4)
     assert result.answers["max_context_at_concurrency"] == 20480
 
 

@@ -33,7 +33,7 @@ def test_issue_acceptance_vllm_engine() -> None:
 
 
 def test_machine_interface_keys_native() -> None:
-    data = plan_model(LLAMA, PlanRequest(kv_cache_memory_bytes=10737418240,
+    data = plan_model(LLAMA, PlanRequest(engine="native", kv_cache_memory_bytes=10737418240,
                                          max_model_len=32768)).to_json()
     assert set(data) >= KEYS
     assert "vllm_refuses_to_start" not in data and "ranks" not in data
@@ -47,7 +47,8 @@ def test_machine_interface_keys_native() -> None:
         "kind": "full", "role": "decoder", "bytes_per_token": 4096, "bytes_per_request": 0,
         "dtype": "bfloat16", "class": "kv", "first": 0, "last": 31, "count": 32,
     }]
-    assert data["budget"] == [{"label": "KV cache memory (kv_cache_memory_bytes)",
+    assert data["budget"] == [{"key": "kv_budget",
+                               "label": "KV cache memory (kv_cache_memory_bytes)",
                                "bytes": 10737418240, "basis": "given"}]
 
 
@@ -74,7 +75,8 @@ def test_insufficient_state_budget_carries_numbers_and_hint() -> None:
     # Whisper-tiny native, seed semantics is not needed here: even one request's cross K/V
     # (1,500 × 4 layers × 2 × 6 heads × 64 × 2 B = 9,216,000 B) exceeds a 1 MiB budget.
     with pytest.raises(InsufficientPoolBudget) as info:
-        plan_model("openai/whisper-tiny", PlanRequest(kv_cache_memory_bytes=1 << 20,
+        plan_model("openai/whisper-tiny", PlanRequest(engine="native",
+                                                      kv_cache_memory_bytes=1 << 20,
                                                       max_model_len=448))
     exc = info.value
     assert exc.available_bytes == 1 << 20
@@ -82,7 +84,7 @@ def test_insufficient_state_budget_carries_numbers_and_hint() -> None:
     assert "max_num_seqs" in exc.hint  # type: ignore[attr-defined]
 
 
-def test_model_local_only_for_native() -> None:
+def test_model_local_in_the_native_ledger() -> None:
     from kvledger.declare.model_local import ModelLocalKVScope, ModelLocalKVSpec, RowDriver
 
     spec = ModelLocalKVSpec(name="talker", layers=24, kv_heads=2, head_dim=64, dtype="bfloat16",
@@ -90,15 +92,16 @@ def test_model_local_only_for_native() -> None:
                             scope=ModelLocalKVScope.MODEL, rows=RowDriver.FIXED, rows_fixed=1,
                             rows_reason="calls are serialized")
     # SEEDS reference: 24 × 2 × 64 × 2048 × 2 (K, V) × 2 B = 25,165,824 B, FIXED once.
-    result = plan_model(LLAMA, PlanRequest(kv_cache_memory_bytes=1 << 30, max_model_len=8192),
+    result = plan_model(LLAMA, PlanRequest(engine="native", kv_cache_memory_bytes=1 << 30,
+                                           max_model_len=8192),
                         model_local_specs=[spec])
     pools = {p.name: p for p in result.pools}
     assert pools["local:talker"].reserved_bytes == 25_165_824
+    assert pools["local:talker"].pool == "fixed"
     # pages: (1,073,741,824 − 25,165,824) // 2,097,152 = 500
     assert pools["kv"].entries == 500
-    with pytest.raises(ValueError, match="native"):
-        plan_model(LLAMA, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 30),
-                   model_local_specs=[spec])
+    (row,) = result.to_json()["model_local_kv"]
+    assert (row["status"], row["peak_bytes"], row["stage"]) == ("pooled", 25_165_824, 0)
 
 
 def test_fit_json_shape() -> None:

@@ -64,7 +64,7 @@ def test_tp2_pp2_plan_shows_per_stage_pools() -> None:
     # 16 layers per stage → 32,768 B/token; block 16 → 524,288 B per entry.
     # 4 GiB / 524,288 = 8,192 blocks on each stage; reconciled minimum 8,192.
     result = plan_model("meta-llama/Meta-Llama-3.1-8B", PlanRequest(
-        kv_cache_memory_bytes=4 << 30, max_model_len=8192, tensor_parallel_size=2,
+        engine="native", kv_cache_memory_bytes=4 << 30, max_model_len=8192, tensor_parallel_size=2,
         pipeline_parallel_size=2))
     data = result.to_json()
     assert [r["layers_range"] for r in data["ranks"]] == [[0, 16], [16, 32]]
@@ -83,7 +83,8 @@ def test_uneven_stages_reconcile_to_minimum() -> None:
     # more: [11, 11, 10]. Entry bytes per stage (TP 1): layers × 4,096 × 16.
     # 1 GiB / (11 × 65,536) = 1,489 blocks; 1 GiB / (10 × 65,536) = 1,638 → all use 1,489.
     result = plan_model("meta-llama/Meta-Llama-3.1-8B", PlanRequest(
-        kv_cache_memory_bytes=1 << 30, max_model_len=8192, pipeline_parallel_size=3))
+        engine="native", kv_cache_memory_bytes=1 << 30, max_model_len=8192,
+        pipeline_parallel_size=3))
     ranks = result.to_json()["ranks"]
     assert [r["layers_range"] for r in ranks] == [[0, 11], [11, 22], [22, 32]]
     assert [r["num_blocks"] for r in ranks] == [1489, 1489, 1489]
@@ -92,9 +93,9 @@ def test_uneven_stages_reconcile_to_minimum() -> None:
 
 def test_dp_multiplies_totals_not_per_gpu() -> None:
     one = plan_model("meta-llama/Meta-Llama-3.1-8B", PlanRequest(
-        kv_cache_memory_bytes=1 << 30, max_model_len=8192))
+        engine="native", kv_cache_memory_bytes=1 << 30, max_model_len=8192))
     four = plan_model("meta-llama/Meta-Llama-3.1-8B", PlanRequest(
-        kv_cache_memory_bytes=1 << 30, max_model_len=8192, data_parallel_size=4))
+        engine="native", kv_cache_memory_bytes=1 << 30, max_model_len=8192, data_parallel_size=4))
     assert four.num_blocks == one.num_blocks
     totals = four.to_json()["totals"]
     assert totals["replicas"] == 4 and totals["kv_cache_tokens"] == 4 * one.kv_cache_tokens
@@ -121,7 +122,7 @@ def test_pp_stages_share_state_slots_then_pages() -> None:
     facts = ModelFacts(model="hand", model_type="hand", architectures=(), layers=layers,
                        model_dtype="bfloat16", kv_dtype="bfloat16", kv_dtype_source="config",
                        max_position_embeddings=4096)
-    result = plan_model(facts, PlanRequest(kv_cache_memory_bytes=1 << 30,
+    result = plan_model(facts, PlanRequest(engine="native", kv_cache_memory_bytes=1 << 30,
                                            pipeline_parallel_size=2))
     ranks = result.to_json()["ranks"]
     assert [{p["name"]: p["entries"] for p in r["pools"]} for r in ranks] == [

@@ -33,7 +33,7 @@ _OPTION_FLAGS = {
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
         "max_num_batched_tokens", "enable_prefix_caching", "num_speculative_tokens",
         "speculative_method", "gpu_memory_utilization", "activation_peak_bytes",
-        "cuda_graph_bytes", "non_torch_bytes",
+        "cuda_graph_bytes", "non_torch_bytes", "gpu_total_bytes",
     )
 }
 # A pattern, not a compiled regex: ``re`` compiles (and caches) it on the first error, not on
@@ -96,9 +96,12 @@ def describe(exc: BaseException) -> tuple[str, str]:
             text = f"unsupported: {text}"
         # The library's message already names the model type / key and why; nothing to add.
         return text, ""
+    if _is_instance(exc, "kvledger.source.errors", "SourceError"):
+        # Where MODEL was looked for and the way out (a token, --revision, --offline, a path).
+        return f"error: {text}", one_line(getattr(exc, "hint", ""))
     if _is_instance(exc, "kvledger.derive.errors", "DeriveError"):
         return f"error: {text}", "check the model's config.json, or use a catalog id"
-    if type(exc).__name__ == "InsufficientPoolBudget":
+    if _is_instance(exc, "kvledger.declare.pools", "InsufficientPoolBudget"):
         return f"error: {text}", _flagify(one_line(_budget_hint(exc)))
     if isinstance(exc, TypeError | ValueError):
         # The library's messages name the option and, where there is one, the fix.

@@ -19,7 +19,7 @@ def index_ranges(indices: list[int]) -> str:
     return ",".join(parts)
 
 
-def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
+def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
     """The JSON ``kvledger inspect --json`` prints: model facts, per-layer and run-length groups.
 
     Groups merge *consecutive* layers whose facts are identical except for the index, so an
@@ -50,8 +50,10 @@ def inspect_payload(model: str, kv_cache_dtype: str = "auto") -> dict[str, Any]:
     for kind in kinds:
         kind["count"] = len(kind["indices"])
         kind["layers"] = index_ranges(kind.pop("indices"))
+    describe = getattr(model, "describe", None)  # a ModelSource says where it came from
     return {
         "model": facts.model,
+        **({"source": describe()} if callable(describe) else {}),
         "model_type": facts.model_type,
         "architectures": list(facts.architectures),
         "model_dtype": facts.model_dtype,

@@ -27,23 +27,17 @@ from typing import Any
 from kvledger.cli.args import Parser, block_size, fraction, int_at_least, nonneg_bytes
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.inspect import inspect_payload
+from kvledger.cli.source_args import add_model as _add_model
+from kvledger.cli.source_args import model_source
+from kvledger.plan.layout import DEFAULT_ENGINE, LAYOUTS
 
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
-ENGINES = ("native", "vllm", "sglang")
+ENGINES = tuple(LAYOUTS)  # the layout registry (kvledger.plan.layout) is the one list
 
 
 # -- parser ---------------------------------------------------------------------------------
-
-
-def _add_model(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "model",
-        metavar="MODEL",
-        help="catalog id (see 'kvledger models'), a config.json, or a model directory "
-        "(its hf_quant_config.json is picked up too)",
-    )
 
 
 def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
@@ -52,17 +46,16 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     ``fit`` searches GPU layouts, so it takes neither a direct byte budget nor a GPU total:
     the preset is the question (its ``--gpu`` is required and added by ``fit`` itself).
     """
-    p.add_argument("--engine", choices=ENGINES, default="native",
-                   help="layout: native (kvledger's pools, default), vllm (vLLM 0.32 exact) or "
-                        "sglang (SGLang 0.5.23 exact)")
+    p.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
+                   help="; ".join(f"{name}: {label}" for name, (_, label) in LAYOUTS.items()))
     if not for_fit:
         p.add_argument("--kv-cache-memory-bytes", type=nonneg_bytes, default=None,
                        metavar="N", help="KV budget per GPU in bytes (skips the GPU budget)")
         p.add_argument("--gpu", default=None, metavar="NAME",
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
-                   help="fraction of GPU memory the engine may use (default 0.9; SGLang: "
-                        "its mem_fraction_static formula)")
+                   help="fraction of GPU memory the engine may use (default: the engine's, "
+                   "vLLM 0.9)")
     # Not given = vLLM's own default: 16, unless the attention backend needs another size
     # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
     p.add_argument("--block-size", "--page-size", type=block_size, default=None,
@@ -138,14 +131,36 @@ def _sglang_options(ns: argparse.Namespace) -> Any:
             raise UsageError(f"kvledger: error: {flags} apply to --engine sglang only",
                              hint="add --engine sglang")
         return None
+    if not given:
+        return None
     from kvledger.plan.sglang.options import SglangOptions
 
     return SglangOptions(**given)
 
 
+def _add_model_local_options(p: argparse.ArgumentParser) -> None:
+    """Seed A's declarations (read by ``cli.model_local`` only when one is given)."""
+    group = p.add_argument_group(
+        "model-local KV caches (seed A: caches a model keeps itself, planned inside the "
+        "engine's budget)")
+    group.add_argument("--model-local-kv", default=None, metavar="FILE.json",
+                       help="a JSON list of declarations in the seed's field names "
+                       "(see examples/omni-talker-kv.json)")
+    group.add_argument("--model-local-kv-from", default=None, metavar="MODULE:FUNCTION",
+                       help="build the model (FUNCTION returns it, or (model, run) as for "
+                       "'kvledger audit') and collect its declarations (needs torch)")
+    group.add_argument("--model-local-kv-charged", action="append", default=[],
+                       metavar="NAME", help="a declaration the engine's profiling already "
+                       "paid for: listed, not subtracted (repeatable)")
+    group.add_argument("--model-local-kv-stage", action="append", default=[],
+                       metavar="NAME=STAGE", help="the pipeline stage whose GPUs hold this "
+                       "declaration's module (default 0, the first; repeatable)")
+
+
 def _fill_plan(plan: argparse.ArgumentParser) -> None:
     _add_model(plan)
     _add_engine_options(plan)
+    _add_model_local_options(plan)
     plan.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                       help="also answer: the longest context N concurrent requests can hold")
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
@@ -262,11 +277,20 @@ def _as_dict(payload: Any) -> dict[str, Any]:
 
 
 def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
+    """The one ``PlanRequest``, field for field from the flags (``fit`` has no
+    ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes`` / model-local flags: they stay unset)."""
     from kvledger.plan.request import PlanRequest
 
     fields: dict[str, Any] = dict(
         engine=ns.engine,
         kv_cache_memory_bytes=getattr(ns, "kv_cache_memory_bytes", None),
+        gpu=ns.gpu,
+        gpu_memory_utilization=ns.gpu_memory_utilization,
+        gpu_total_bytes=getattr(ns, "gpu_total_bytes", None),
+        activation_peak_bytes=ns.activation_peak_bytes,
+        cuda_graph_bytes=ns.cuda_graph_bytes,
+        non_torch_bytes=ns.non_torch_bytes,
+        concurrency=ns.concurrency,
         block_size=ns.block_size,
         max_model_len=ns.max_model_len,
         kv_cache_dtype=ns.kv_cache_dtype,
@@ -280,22 +304,15 @@ def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
         speculative_method=ns.speculative_method,
         sglang=_sglang_options(ns),
     )
+    if getattr(ns, "model_local_kv", None) is not None or \
+            getattr(ns, "model_local_kv_from", None) is not None or \
+            getattr(ns, "model_local_kv_charged", None) or \
+            getattr(ns, "model_local_kv_stage", None):
+        from kvledger.cli import model_local
+
+        fields.update(model_local.request_fields(ns))
     fields.update(overrides)
     return PlanRequest(**fields)
-
-
-def _reserves(ns: argparse.Namespace) -> Any:
-    """``Reserves`` when any reserve was given, else None (the library's estimates)."""
-    given = {
-        name: getattr(ns, name)
-        for name in ("activation_peak_bytes", "cuda_graph_bytes", "non_torch_bytes")
-        if getattr(ns, name) is not None
-    }
-    if not given:
-        return None
-    from kvledger.plan.budget import Reserves
-
-    return Reserves(**given)
 
 
 def _cmd_plan(ns: argparse.Namespace) -> int:
@@ -307,15 +324,7 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
     request = _request(ns)
     from kvledger.plan.api import plan_model
 
-    result = plan_model(
-        ns.model,
-        request,
-        gpu=ns.gpu,
-        gpu_memory_utilization=ns.gpu_memory_utilization,
-        reserves=_reserves(ns),
-        total_memory_bytes=ns.gpu_total_bytes,
-        concurrency=ns.concurrency,
-    )
+    result = plan_model(model_source(ns), request)
     data = _as_dict(result.to_json())
     if ns.json:
         _emit_json(data)
@@ -330,15 +339,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
     request = _request(ns)
     from kvledger.plan.fit import fit_model
 
-    result = fit_model(
-        ns.model,
-        request,
-        gpu=ns.gpu,
-        concurrency=ns.concurrency,
-        context=ns.context,
-        gpu_memory_utilization=ns.gpu_memory_utilization,
-        reserves=_reserves(ns),
-    )
+    result = fit_model(model_source(ns), request, context=ns.context)
     data = _as_dict(result.to_json())
     if ns.json:
         _emit_json(data)
@@ -350,7 +351,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> int:
-    data = inspect_payload(ns.model, ns.kv_cache_dtype)
+    data = inspect_payload(model_source(ns), ns.kv_cache_dtype)
     if ns.json:
         _emit_json(data)
     else:
@@ -361,7 +362,7 @@ def _cmd_inspect(ns: argparse.Namespace) -> int:
 
 
 def _cmd_models(ns: argparse.Namespace) -> int:
-    from kvledger.derive.source import catalog_ids
+    from kvledger.source.catalog import catalog_ids
 
     ids = catalog_ids()
     if ns.json:

@@ -232,13 +232,23 @@ def _cell(value: Any) -> str:
     return _num(value)
 
 
+def _source(value: Any) -> str:
+    """``hub @ 0123456789ab (https://huggingface.co/org/name)``, from the JSON ``source``."""
+    if not isinstance(value, Mapping):
+        return _cell(value)
+    revision = value.get("revision")
+    at = f" @ {str(revision)[:12]}" if revision else ""
+    return f"{value.get('kind')}{at} ({value.get('location')})"
+
+
 _HEADLINE = (
-    "model", "engine", "kv_cache_dtype", "block_size", "num_blocks", "kv_cache_tokens",
-    "max_model_len", "max_concurrency", "max_num_seqs", "tensor_parallel_size",
+    "model", "source", "engine", "engine_label", "kv_cache_dtype", "block_size", "num_blocks",
+    "kv_cache_tokens", "max_model_len", "max_concurrency", "max_num_seqs", "tensor_parallel_size",
     "pipeline_parallel_size", "data_parallel_size", "available_bytes", "reserved_bytes",
     "vllm_refuses_to_start",
 )
-_STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals")
+_STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals",
+               "model_local_kv")
 
 _LAYER_COLS = (
     ("layers", "layers"), ("count", "n"), ("role", "role"), ("kind", "kind"),
@@ -249,6 +259,13 @@ _POOL_COLS = (
     ("name", "class"), ("pool", "pool"), ("entries", "entries"), ("entry_bytes", "B/entry"),
     ("entries_per_req", "per req"), ("reserved_bytes", "reserved"), ("source", "source"),
 )
+_LOCAL_COLS = (
+    ("name", "declaration"), ("owner", "owner"), ("rows", "rows"), ("row_count", "n rows"),
+    ("bytes_per_row", "B/row"), ("peak_bytes", "peak B"), ("status", "charged / subtracted"),
+    ("stage", "stage"),
+)
+_BUDGET_COLS = (("key", "key"), ("label", "line"), ("bytes", "bytes"), ("gib", "GiB"),
+                ("basis", "basis"))
 _RANK_COLS = (
     ("stage", "stage"), ("layers", "layers"), ("num_cached_layers", "cached"),
     ("block_size", "block"), ("num_blocks", "blocks"), ("kv_cache_tokens", "tokens"),
@@ -318,7 +335,8 @@ def _budget_rows(lines: Any) -> Any:
 def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None:
     con = console or _console()
     headline = [
-        (key, _gib(data[key]) if key.endswith("_bytes") else _cell(data[key]))
+        (key, _gib(data[key]) if key.endswith("_bytes") else
+         _source(data[key]) if key == "source" else _cell(data[key]))
         for key in _HEADLINE
         if key in data
     ]
@@ -327,8 +345,9 @@ def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None
         _table("layers (consecutive runs)", _layer_rows(data.get("layers")), _LAYER_COLS),
         _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
                gib_cols=("reserved_bytes",)),
-        _table("budget per GPU", _budget_rows(data.get("budget")),
-               (("label", "line"), ("bytes", "bytes"), ("gib", "GiB"), ("basis", "basis"))),
+        _table("budget per GPU", _budget_rows(data.get("budget")), _BUDGET_COLS),
+        _table("model-local KV caches (seed A; per GPU of their stage)",
+               data.get("model_local_kv"), _LOCAL_COLS, only_spec=True),
         _table("pipeline stages (one GPU each)", _rank_rows(data.get("ranks")), _RANK_COLS,
                gib_cols=("reserved_bytes", "available_bytes"), only_spec=True),
     ):

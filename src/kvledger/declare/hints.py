@@ -66,3 +66,53 @@ def budget_fix_hint(
         f"{head}; even gpu_memory_utilization 1.0 is not enough (it would need "
         f"{min_util:.2f}); {fewer}"
     )
+
+
+def model_local_fix_hint(
+    declarations: list[tuple[str, str, int, int]],
+    *,
+    local_bytes: int,
+    budget_bytes: int,
+    needed_bytes: int,
+    max_num_seqs: int,
+    total_bytes: int | None = None,
+    gpu_memory_utilization: float | None = None,
+) -> str:
+    """The seed's three-way fix when model-local caches leave no room for one request.
+
+    ``declarations``: (name, rows driver, row count, bytes per row) of the caches on the stage;
+    ``budget_bytes``: the KV budget before them; ``needed_bytes``: what one request needs.
+    The three levers: **fewer rows** (a MAX_NUM_SEQS cache shrinks with ``max_num_seqs``; a
+    FIXED one needs a smaller ``rows_fixed``), **shorter capacity** (``physical_capacity_
+    positions``), **more memory** (utilization when the budget came from a GPU: the least
+    that fits, or "even 1.0 is not enough").
+    """
+    require_int("local_bytes", local_bytes, minimum=0)
+    require_int("budget_bytes", budget_bytes)
+    require_int("needed_bytes", needed_bytes, minimum=0)
+    require_int("max_num_seqs", max_num_seqs, minimum=1)
+    room = max(0, budget_bytes - needed_bytes)  # what the declarations may take at most
+    fixed = sum(count * per_row for _, rows, count, per_row in declarations if rows == "fixed")
+    per_seq = sum(per_row for _, rows, _, per_row in declarations if rows != "fixed")
+    fewer = []
+    if per_seq:
+        seqs = (room - fixed) // per_seq
+        fewer.append(f"reduce max_num_seqs to at most {seqs}" if seqs >= 1 else
+                     "no max_num_seqs is small enough")
+    fixed_names = [name for name, rows, _, _ in declarations if rows == "fixed"]
+    if fixed_names:
+        fewer.append(f"declare fewer fixed rows for {', '.join(fixed_names)}")
+    shorter = (f"a shorter physical_capacity_positions (the caches may take at most "
+               f"{room:,} B, they take {local_bytes:,} B)")
+    shortfall = local_bytes + needed_bytes - budget_bytes
+    if total_bytes and gpu_memory_utilization:
+        min_util = (total_bytes * gpu_memory_utilization + shortfall) / total_bytes
+        if min_util <= 1.0:
+            target = math.ceil(min_util * 100) / 100
+            more = f"gpu_memory_utilization >= {target:.2f}"
+        else:
+            more = (f"more memory per GPU (even gpu_memory_utilization 1.0 is not enough: it "
+                    f"would need {min_util:.2f}; a larger GPU or more tensor parallelism)")
+    else:
+        more = f"{shortfall:,} B more memory per GPU"
+    return f"fewer rows ({' or '.join(fewer)}), {shorter}, or {more}"

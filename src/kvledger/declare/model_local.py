@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from kvledger.declare.counts import require_int, require_text
+from kvledger.declare.counts import MAX_BYTES, require_int, require_text
 from kvledger.declare.dtypes import KVDType, resolve_dtype
 
 
@@ -88,6 +88,15 @@ class ModelLocalKVSpec:
             )
         if self.allocation_note is not None:
             require_text("allocation_note", self.allocation_note, blank_ok=True)
+        # Each count is within MAX_BYTES (require_int's bound), but their product need not be:
+        # a declaration whose one row or fixed peak exceeds 2**60 bytes is not a real cache.
+        per_row = self.bytes_per_row
+        if per_row > MAX_BYTES or per_row * self.rows_fixed > MAX_BYTES:
+            raise ValueError(
+                f"{self.name}: {self.rows_fixed} row(s) of {self.layers} layers × "
+                f"{self.kv_heads} heads × {self.head_dim} × "
+                f"{self.physical_capacity_positions} positions exceed 2**60 bytes"
+            )
 
     @property
     def kv_dtype(self) -> KVDType:

@@ -22,25 +22,26 @@ Decisions the seed left open (each tested):
   nothing; planning zero STATE rows would produce a plan that fails on the first request,
   long after the planner could have said why. Warm-up, before the budget is known, uses
   ``PoolPlan.empty()`` instead.
+- a negative ``available_bytes`` is ``ValueError`` naming the argument (it used to plan an
+  empty pool, a plausible-looking answer to a caller's arithmetic bug); 0 is allowed (no PAGE
+  entries; any STATE floor raises ``InsufficientPoolBudget``).
+- absurd sizes: any byte amount or count above ``MAX_BYTES = 2**60`` (1 EiB) is ``ValueError``
+  (``kvledger.declare.counts`` says why one bound). A floor of in-range counts whose bytes
+  exceed it needs no rule of its own: it exceeds any valid budget, so it is
+  ``InsufficientPoolBudget`` with its numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from types import MappingProxyType
 
 from kvledger.declare.counts import require_int, require_text
+from kvledger.declare.poolkind import Pool as Pool  # defined apart (start-up time); re-exported
 
 PAGED_CLASS = "kv"
 ENGINE_SOURCE = "engine"
-
-
-class Pool(StrEnum):
-    PAGE = "page"
-    STATE = "state"
-    FIXED = "fixed"
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ def plan_pools(
     ``max(0, remaining // entry_bytes)``. ``already_charged`` (name → bytes) is recorded for
     reports and not subtracted.
     """
-    require_int("available_bytes", available_bytes)
+    require_int("available_bytes", available_bytes, minimum=0)
     require_int("max_num_seqs", max_num_seqs, minimum=1)
     merged = merge_specs(specs)
     pages = [s for s in merged.values() if s.pool is Pool.PAGE]

@@ -22,7 +22,9 @@ from kvledger.derive.guard import check_keys
 from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.derive.registry import family_for
-from kvledger.derive.source import ModelSource, catalog_ids, load_source
+from kvledger.source.catalog import catalog_ids
+from kvledger.source.model_source import ModelSource
+from kvledger.source.resolve import load_source
 
 __all__ = [
     "Config",

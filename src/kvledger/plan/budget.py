@@ -20,6 +20,12 @@ The reserves are options. Their defaults are estimates, and are labelled so:
   1 GiB when tensor/pipeline parallel communicators exist.
 
 A budget that comes out at or below zero raises ``BudgetTooSmall`` with every line.
+
+Each line has a stable machine ``key`` besides its prose ``label`` (labels may be reworded;
+keys may not): ``gpu_total``, ``utilization``, ``weights``, ``activation_peak``,
+``cuda_graphs``, ``non_torch``, ``model_local_kv`` (seed A caches, ``basis: declared``),
+``kv_budget`` (the KV bytes per GPU the layout plans; always present) and, when the KV budget
+is given and model-local caches sit beside it, ``per_gpu_total``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
-from kvledger.plan.request import PlanRequest, finite_fraction
+from kvledger.plan.request import MAX_BYTES, PlanRequest, finite_fraction
 
 if TYPE_CHECKING:  # kept out of the CLI's start-up path when the budget is given
     from kvledger.plan.gpus import GpuPreset
@@ -40,6 +46,18 @@ GIB = 1 << 30
 GIVEN = "given"
 EXACT = "exact"
 ESTIMATED = "estimated"
+DECLARED = "declared"  # a model's own model-local declarations (seed A)
+
+# Stable machine keys of the budget lines (module docstring).
+GPU_TOTAL = "gpu_total"
+UTILIZATION = "utilization"
+WEIGHTS = "weights"
+ACTIVATION_PEAK = "activation_peak"
+CUDA_GRAPHS = "cuda_graphs"
+NON_TORCH = "non_torch"
+MODEL_LOCAL_KV = "model_local_kv"
+KV_BUDGET = "kv_budget"
+PER_GPU_TOTAL = "per_gpu_total"
 
 DEFAULT_CUDA_GRAPH_BYTES = 1 * GIB
 DEFAULT_NON_TORCH_BYTES = GIB // 2
@@ -48,11 +66,12 @@ DEFAULT_NON_TORCH_BYTES_MULTI_GPU = 1 * GIB
 
 @dataclass(frozen=True)
 class BudgetLine:
-    """One line of the budget: what it is, its bytes, and whether given, exact or estimated."""
+    """One line of the budget: its machine key, what it is, its bytes, and its basis."""
 
-    label: str
+    key: str  # stable (module docstring)
+    label: str  # prose for people
     bytes: int
-    basis: str  # GIVEN, EXACT or ESTIMATED
+    basis: str  # GIVEN, EXACT, ESTIMATED or DECLARED
 
     def as_tuple(self) -> tuple[str, int, str]:
         return (self.label, self.bytes, self.basis)
@@ -91,8 +110,13 @@ class Budget:
     def as_lines(self) -> list[tuple[str, int, str]]:
         return [line.as_tuple() for line in self.lines]
 
+    def line(self, key: str) -> BudgetLine | None:
+        """The line with machine key ``key`` (None if this budget has none)."""
+        return next((ln for ln in self.lines if ln.key == key), None)
+
     def to_json(self) -> list[dict[str, Any]]:
-        return [{"label": ln.label, "bytes": ln.bytes, "basis": ln.basis} for ln in self.lines]
+        return [{"key": ln.key, "label": ln.label, "bytes": ln.bytes, "basis": ln.basis}
+                for ln in self.lines]
 
 
 class BudgetTooSmall(ValueError):
@@ -114,7 +138,10 @@ def given_budget(kv_cache_memory_bytes: int) -> Budget:
         raise TypeError(f"kv_cache_memory_bytes must be an int, got {kv_cache_memory_bytes!r}")
     if kv_cache_memory_bytes <= 0:
         raise ValueError(f"kv_cache_memory_bytes must be > 0, got {kv_cache_memory_bytes}")
-    line = BudgetLine("KV cache memory (kv_cache_memory_bytes)", kv_cache_memory_bytes, GIVEN)
+    if kv_cache_memory_bytes > MAX_BYTES:
+        raise ValueError(f"kv_cache_memory_bytes must be <= {MAX_BYTES:,} (2**60)")
+    line = BudgetLine(KV_BUDGET, "KV cache memory (kv_cache_memory_bytes)",
+                      kv_cache_memory_bytes, GIVEN)
     return Budget(kv_cache_memory_bytes, (line,))
 
 
@@ -166,20 +193,21 @@ def gpu_budget(
     graphs = reserves.cuda_graph_bytes
     non_torch = reserves.non_torch_bytes
     lines = [
-        BudgetLine(f"GPU memory ({gpu.name}; {gpu.source})", total, total_basis),
-        BudgetLine(f"× gpu_memory_utilization {util:g}", usable, GIVEN),
-        BudgetLine(f"− model weights per GPU ({weights.detail})", weights.per_rank_bytes,
-                   weights.per_rank_basis),
+        BudgetLine(GPU_TOTAL, f"GPU memory ({gpu.name}; {gpu.source})", total, total_basis),
+        BudgetLine(UTILIZATION, f"× gpu_memory_utilization {util:g}", usable, GIVEN),
+        BudgetLine(WEIGHTS, f"− model weights per GPU ({weights.detail})",
+                   weights.per_rank_bytes, weights.per_rank_basis),
         BudgetLine(
-            "− activation peak",
+            ACTIVATION_PEAK, "− activation peak",
             estimate_activation_peak(cfg, request, model_dtype) if activation is None
             else activation,
             ESTIMATED if activation is None else GIVEN,
         ),
-        BudgetLine("− CUDA graphs", DEFAULT_CUDA_GRAPH_BYTES if graphs is None else graphs,
+        BudgetLine(CUDA_GRAPHS, "− CUDA graphs",
+                   DEFAULT_CUDA_GRAPH_BYTES if graphs is None else graphs,
                    ESTIMATED if graphs is None else GIVEN),
         BudgetLine(
-            "− non-torch memory (CUDA context, NCCL)",
+            NON_TORCH, "− non-torch memory (CUDA context, NCCL)",
             (DEFAULT_NON_TORCH_BYTES_MULTI_GPU if multi else DEFAULT_NON_TORCH_BYTES)
             if non_torch is None else non_torch,
             ESTIMATED if non_torch is None else GIVEN,
@@ -188,7 +216,7 @@ def gpu_budget(
     non_kv = sum(ln.bytes for ln in lines[2:])
     available = usable - non_kv
     basis = ESTIMATED if any(ln.basis == ESTIMATED for ln in lines) else EXACT
-    lines.append(BudgetLine("= KV cache budget per GPU", available, basis))
+    lines.append(BudgetLine(KV_BUDGET, "= KV cache budget per GPU", available, basis))
     frozen = tuple(lines)
     if available <= 0:
         raise BudgetTooSmall(frozen, available)

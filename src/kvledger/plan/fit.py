@@ -23,9 +23,9 @@ def fit_model(
     model: Any,
     request: PlanRequest | None = None,
     *,
-    gpu: str,
-    concurrency: int,
-    context: int,
+    gpu: str | None = None,
+    concurrency: int | None = None,
+    context: int | None = None,
     gpu_memory_utilization: float | None = None,
     reserves: Reserves | None = None,
     tp_sizes: Sequence[int] = (1, 2, 4, 8),
@@ -33,11 +33,14 @@ def fit_model(
 ) -> FitResult:
     """The smallest TP×PP of ``gpu`` that holds ``concurrency`` requests of ``context`` tokens.
 
-    Each candidate is planned with ``max_model_len = context`` and ``max_num_seqs =
-    concurrency`` (STATE floors reserved for exactly the requests asked for), on the GPU
-    budget (``kv_cache_memory_bytes`` in ``request`` is ignored: the GPU is the question).
-    It holds when its max concurrency at ``context`` is at least ``concurrency`` and, for the
-    vLLM engine, vLLM would start.
+    ``gpu``, ``concurrency`` and ``context`` default to the request's ``gpu``,
+    ``concurrency`` and ``max_model_len`` (the same request ``plan_model`` takes); the other
+    keywords are shorthands for request fields too. Each candidate is planned with
+    ``max_model_len = context`` and ``max_num_seqs = concurrency`` (STATE floors and
+    MAX_NUM_SEQS model-local rows for exactly the requests asked for), on the GPU budget
+    (``kv_cache_memory_bytes`` in ``request`` is ignored: the GPU is the question). It holds
+    when its max concurrency at ``context`` is at least ``concurrency`` and the engine would
+    start.
     """
     from kvledger.declare.pools import InsufficientPoolBudget
     from kvledger.plan.answers import fit_candidates
@@ -45,6 +48,13 @@ def fit_model(
     from kvledger.plan.gpus import gpu_preset
 
     request = request or PlanRequest()
+    gpu = gpu if gpu is not None else request.gpu
+    concurrency = concurrency if concurrency is not None else request.concurrency
+    context = context if context is not None else request.max_model_len
+    if gpu is None or concurrency is None or context is None:
+        missing = [n for n, v in (("gpu", gpu), ("concurrency", concurrency),
+                                  ("context", context)) if v is None]
+        raise ValueError(f"fit needs {', '.join(missing)} (arguments or request fields)")
     preset = gpu_preset(gpu)
     facts, source = load_facts(model, request)
     decoder = len(facts.by_role(Role.DECODER))
@@ -54,10 +64,13 @@ def fit_model(
             candidate = dataclasses.replace(
                 request, kv_cache_memory_bytes=None, max_model_len=context,
                 max_num_seqs=concurrency, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                data_parallel_size=1,
+                data_parallel_size=1, gpu=preset.name, concurrency=None,
+                # A declaration pinned to a stage this candidate does not have is on the last.
+                model_local_stages=tuple((n, min(k, pp - 1))
+                                         for n, k in request.model_local_stages),
             )
             plan = plan_model(
-                source if source is not None else facts, candidate, gpu=preset.name,
+                source if source is not None else facts, candidate,
                 gpu_memory_utilization=gpu_memory_utilization, reserves=reserves,
             )
         except BudgetTooSmall as exc:
@@ -68,7 +81,7 @@ def fit_model(
         except (InsufficientPoolBudget, ValueError) as exc:
             attempts.append(FitAttempt(tp, pp, False, None, getattr(exc, "hint", "") or str(exc)))
             continue
-        holds = plan.max_concurrency >= concurrency and not plan.vllm_refuses_to_start
+        holds = plan.max_concurrency >= concurrency and not plan.refuses_to_start
         why = (f"holds {plan.max_concurrency:.2f} requests of {context} tokens" if holds else
                f"only {plan.max_concurrency:.2f} requests of {context} tokens fit")
         attempts.append(FitAttempt(tp, pp, holds, plan.max_concurrency, why))

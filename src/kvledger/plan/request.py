@@ -1,20 +1,49 @@
-"""What a user asks the planner: engine settings under vLLM's names and defaults.
+"""What a user asks the planner: one request type for the CLI and the library.
 
 One frozen value shared by every layout, the CLI and the answers, so that an option means the
-same thing everywhere. Validation happens here, once: wrong types are ``TypeError``, out of
-range values ``ValueError``, each naming the option.
+same thing — with the same default — everywhere: ``kvledger plan`` builds exactly this object
+from its flags (``cli.main._request``), field for field. Validation happens here, once: wrong
+types are ``TypeError``, out of range values ``ValueError``, each naming the option.
+
+Defaults are the engine's: ``engine="vllm"`` (the number a deployment shows; ``"native"`` is
+kvledger's byte-exact layout, for engine builders), ``block_size="auto"`` (the engine picks:
+vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), vLLM's
+``max_num_seqs`` 256 and ``max_num_batched_tokens`` 8192, and ``gpu_memory_utilization=None``
+meaning the engine's own default (vLLM: 0.9).
+
+The budget is either ``kv_cache_memory_bytes`` (the KV pool per GPU, given) or ``gpu`` (a
+preset name) × utilization − weights − reserves; the three reserves are given here in bytes,
+or left ``None`` for kvledger's documented estimates (``kvledger.plan.budget``).
+
+Model-local declarations (seed protocol A) are request fields too:
+
+- ``model_local_kv`` — ``ModelLocalKVSpec`` objects, or ``(owner path, spec)`` pairs as
+  ``collect_model_local_kv_specs`` returns them;
+- ``model_local_already_charged`` — names of declarations the engine's profiling run already
+  paid for (listed in the plan, never subtracted twice);
+- ``model_local_stages`` — ``{name: pipeline stage}`` for declarations whose owning module
+  runs on another stage than the first (the default: stage 0, where the embedding and most
+  omni front-ends live). kvledger does not guess a stage from a module path.
+
+Sizes: every byte amount is at most ``2**60`` (``kvledger.declare.counts.MAX_BYTES``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from kvledger.plan.layout import DEFAULT_ENGINE, engine_names
 
 if TYPE_CHECKING:
     from kvledger.plan.sglang.options import SglangOptions
 
-ENGINES = ("native", "vllm", "sglang")
+# 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
+MAX_BYTES = 1 << 60
+AUTO = "auto"
+
 # vLLM's speculative methods (SpeculativeConfig.method). MTP variants draft with layers shipped
 # in the checkpoint; eagle/eagle3/draft_model/medusa/mlp_speculator need a separate draft model;
 # ngram and suffix keep no KV at all.
@@ -28,24 +57,45 @@ SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS)
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
+# Kept for callers that imported the tuple; the registry in kvledger.plan.layout is the source.
+ENGINES = engine_names()
 
 
-def _count(name: str, value: Any, *, minimum: int) -> None:
+def _count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BYTES) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > maximum:
+        digits = len(str(value))
+        shown = f"{value:,}" if digits <= 30 else f"a {digits}-digit number"
+        bound = f"{maximum:,} (2**60)" if maximum == MAX_BYTES else f"{maximum:,}"
+        raise ValueError(f"{name} must be <= {bound}, got {shown}")
+
+
+def _block_size(value: Any) -> int | None:
+    """``"auto"`` (any case) or None → None (the engine picks); else a count >= 1."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == AUTO):
+        return None
+    if isinstance(value, str):
+        raise ValueError(f"block_size must be a positive integer or 'auto', got {value!r}")
+    _count("block_size", value, minimum=1, maximum=1 << 20)
+    return int(value)
 
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """The planner's options, under vLLM's names and defaults, validated once here."""
+    """The planner's options, under vLLM's names and defaults, validated once here.
 
-    engine: str = "native"
+    ``block_size`` accepts an int, ``"auto"`` or None and is stored as the int or None
+    ("auto"); the annotation says what is stored.
+    """
+
+    engine: str = DEFAULT_ENGINE
     # Budget per GPU, given directly (vLLM's --kv-cache-memory-bytes). None: derive from a GPU.
     kv_cache_memory_bytes: int | None = None
-    # None means "auto": the engine picks (vLLM: 16, or what the attention backend needs).
-    block_size: int | None = 16
+    # None (or "auto"): the engine picks (vLLM: 16, or what the attention backend needs).
+    block_size: int | None = None
     max_model_len: int | None = None  # None: the config's max_position_embeddings
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = 1
@@ -56,17 +106,35 @@ class PlanRequest:
     enable_prefix_caching: bool | None = None  # None: the engine's default for the model
     num_speculative_tokens: int = 0
     speculative_method: str | None = None
-    # SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...);
-    # None: SGLang's defaults. Page size, context length and the rest are the fields above.
+    # -- the GPU budget (used when kv_cache_memory_bytes is None) --------------------------
+    gpu: str | None = None  # a preset name (kvledger.plan.gpus)
+    gpu_memory_utilization: float | None = None  # None: the engine's default (vLLM 0.9)
+    gpu_total_bytes: int | None = None  # the device's total as it reports it (over the preset)
+    activation_peak_bytes: int | None = None  # None: documented estimate
+    cuda_graph_bytes: int | None = None  # None: documented estimate
+    non_torch_bytes: int | None = None  # None: documented estimate
+    # -- questions ----------------------------------------------------------------------------
+    concurrency: int | None = None  # also answer: the longest context N requests can hold
+    # -- model-local declarations (seed protocol A; module docstring) ------------------------
+    model_local_kv: tuple[Any, ...] = ()
+    model_local_already_charged: tuple[str, ...] = ()
+    model_local_stages: tuple[tuple[str, int], ...] = ()
+    # -- SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...);
+    # None: SGLang's defaults. Page size, context length etc. are the shared fields above.
     sglang: SglangOptions | None = None
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
-        if self.kv_cache_memory_bytes is not None:
-            _count("kv_cache_memory_bytes", self.kv_cache_memory_bytes, minimum=0)
-        if self.block_size is not None:
-            _count("block_size", self.block_size, minimum=1)
+        names = engine_names()
+        if self.engine not in names:
+            raise ValueError(f"engine must be one of {', '.join(names)}, got {self.engine!r}")
+        for name in ("kv_cache_memory_bytes", "activation_peak_bytes", "cuda_graph_bytes",
+                     "non_torch_bytes"):
+            value = getattr(self, name)
+            if value is not None:
+                _count(name, value, minimum=0)
+        if self.gpu_total_bytes is not None:
+            _count("gpu_total_bytes", self.gpu_total_bytes, minimum=1)
+        object.__setattr__(self, "block_size", _block_size(self.block_size))
         if self.max_model_len is not None:
             _count("max_model_len", self.max_model_len, minimum=1)
         if self.kv_cache_dtype not in KV_CACHE_DTYPES:
@@ -87,15 +155,84 @@ class PlanRequest:
                 f"speculative_method must be one of {', '.join(SPECULATIVE_METHODS)}, "
                 f"got {self.speculative_method!r}"
             )
+        if self.num_speculative_tokens and not self.speculative_method:
+            raise ValueError(
+                "num_speculative_tokens > 0 needs a speculative_method (mtp, eagle3, ...)"
+            )
+        if self.gpu is not None and (not isinstance(self.gpu, str) or not self.gpu.strip()):
+            raise TypeError(f"gpu must be a preset name, got {self.gpu!r}")
+        if self.gpu_memory_utilization is not None:
+            object.__setattr__(self, "gpu_memory_utilization", finite_fraction(
+                "gpu_memory_utilization", self.gpu_memory_utilization))
+        if self.concurrency is not None:
+            _count("concurrency", self.concurrency, minimum=1)
+        self._check_model_local()
         if self.sglang is not None:
             from kvledger.plan.sglang.options import SglangOptions
 
             if not isinstance(self.sglang, SglangOptions):
                 raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")
-        if self.num_speculative_tokens and not self.speculative_method:
-            raise ValueError(
-                "num_speculative_tokens > 0 needs a speculative_method (mtp, eagle3, ...)"
-            )
+
+    def _check_model_local(self) -> None:
+        """Declarations, charged names and stages: tuples of checked values."""
+        local = tuple(self.model_local_kv)
+        charged = _names("model_local_already_charged", self.model_local_already_charged)
+        stages = _stages(self.model_local_stages)
+        object.__setattr__(self, "model_local_kv", local)
+        object.__setattr__(self, "model_local_already_charged", charged)
+        object.__setattr__(self, "model_local_stages", stages)
+        if not (local or charged or stages):
+            return
+        # Imported only when declarations are given: the protocol is not on the plain path.
+        from kvledger.declare.model_local import ModelLocalKVSpec
+
+        declared: list[str] = []
+        for item in local:
+            spec = item[1] if isinstance(item, tuple) and len(item) == 2 else item
+            if not isinstance(spec, ModelLocalKVSpec) or (
+                isinstance(item, tuple) and not isinstance(item[0], str)
+            ):
+                raise TypeError(
+                    "model_local_kv items must be ModelLocalKVSpec or (owner path, "
+                    f"ModelLocalKVSpec) pairs, got {type(item).__name__}"
+                )
+            declared.append(spec.name)
+        for what, names in (("model_local_already_charged", charged),
+                            ("model_local_stages", tuple(n for n, _ in stages))):
+            unknown = sorted(set(names) - set(declared))
+            if unknown:
+                raise ValueError(f"{what} names no declaration: {', '.join(unknown)}")
+        for name, stage in stages:
+            if stage >= self.pipeline_parallel_size:
+                raise ValueError(
+                    f"model_local_stages: {name!r} on stage {stage}, but there are "
+                    f"{self.pipeline_parallel_size} pipeline stage(s) (0-based)"
+                )
+
+    def stage_of(self, name: str) -> int:
+        """The pipeline stage a declaration's owner runs on (default 0, the first)."""
+        return dict(self.model_local_stages).get(name, 0)
+
+
+def _names(what: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):  # a bare name is one name, not its characters
+        value = (value,)
+    names = tuple(value)
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"{what} must hold declaration names, got {name!r}")
+    return names
+
+
+def _stages(value: Any) -> tuple[tuple[str, int], ...]:
+    pairs: Iterable[Any] = value.items() if isinstance(value, Mapping) else value
+    out: list[tuple[str, int]] = []
+    for pair in pairs:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise TypeError(f"model_local_stages must map names to stages, got {pair!r}")
+        _count(f"model_local_stages[{pair[0]!r}]", pair[1], minimum=0)
+        out.append((pair[0], pair[1]))
+    return tuple(out)
 
 
 def finite_fraction(name: str, value: Any) -> float:

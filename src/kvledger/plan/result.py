@@ -5,16 +5,26 @@ Every top-level number is *per GPU* — the way vLLM logs it and the way
 stage (one GPU of that stage; tensor-parallel ranks of a stage are identical), and the
 top-level ``pools`` / ``reserved_bytes`` are those of the stage that reserves the most (the GPU
 that binds). Data parallelism multiplies replicas; ``totals`` says what all GPUs hold together.
+
+``engine_label`` says what the numbers mean (vLLM's allocator, or kvledger's native layout);
+keys only one engine has (``vllm_refuses_to_start``; SGLang's ``max_running_requests``) come
+from the layout's ``engine_fields``. ``model_local_kv`` lists each model-local declaration
+(name, rows driver and count, bytes per row, peak bytes, where it went, stage) when any was
+given; ``kvledger.plan.model_local`` says what each ``status`` means.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kvledger.declare.poolkind import Pool
 from kvledger.derive.layers import LayerCache
 from kvledger.plan.budget import Budget
+
+if TYPE_CHECKING:
+    from kvledger.plan.model_local import LocalRow
 
 # FitAttempt and FitResult live in ``kvledger.plan.fit_result`` (only ``kvledger fit`` builds
 # them; two dataclasses fewer on ``kvledger plan``'s start-up path) and are still importable
@@ -32,19 +42,27 @@ def __getattr__(name: str) -> Any:
 
 @dataclass(frozen=True)
 class PoolRow:
-    """One pool of a plan as the JSON shows it: its entries, their size, and who asked for it."""
+    """One pool of a plan as the JSON shows it: its entries, their size, and who asked for it.
+
+    ``pool`` is the ``Pool`` kind (PAGE, STATE or FIXED) — what the class scales with, never
+    inferred from its name; a kind's value (``"page"``) is accepted and converted.
+    """
 
     name: str
-    pool: str
+    pool: Pool
     entries: int
     entry_bytes: int
     entries_per_req: int
     reserved_bytes: int
     source: str = "engine"
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.pool, Pool):
+            object.__setattr__(self, "pool", Pool(self.pool))
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "name": self.name, "pool": self.pool, "entries": self.entries,
+            "name": self.name, "pool": str(self.pool), "entries": self.entries,
             "entry_bytes": self.entry_bytes, "entries_per_req": self.entries_per_req,
             "reserved_bytes": self.reserved_bytes, "source": self.source,
         }
@@ -144,10 +162,20 @@ class PlanResult:
     data_parallel_size: int = 1
     max_num_seqs: int = 256
     kv_cache_dtype: str = ""
-    vllm_refuses_to_start: bool | None = None
     answers: dict[str, Any] = field(default_factory=dict)
-    # JSON keys only this engine has (SGLang: max_running_requests, sglang_log_line, ...).
-    engine_fields: dict[str, Any] = field(default_factory=dict)
+    engine_label: str = ""
+    # The engine would refuse to start (one max_model_len request does not fit).
+    refuses_to_start: bool = False
+    # JSON keys only this engine has (vllm_refuses_to_start, max_running_requests, ...).
+    engine_fields: Mapping[str, Any] = field(default_factory=dict)
+    model_local_kv: tuple[LocalRow, ...] = ()
+    source: dict[str, Any] | None = None  # where the config came from (ModelSource.describe)
+
+    @property
+    def vllm_refuses_to_start(self) -> bool | None:
+        """vLLM's own verdict (None for other engines)."""
+        value = self.engine_fields.get("vllm_refuses_to_start")
+        return None if value is None else bool(value)
 
     @property
     def num_gpus(self) -> int:
@@ -156,7 +184,9 @@ class PlanResult:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "model": self.model,
+            **({"source": dict(self.source)} if self.source is not None else {}),
             "engine": self.engine,
+            "engine_label": self.engine_label,
             "block_size": self.block_size,
             "num_blocks": self.num_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,
@@ -174,9 +204,9 @@ class PlanResult:
             "pipeline_parallel_size": self.pipeline_parallel_size,
             "data_parallel_size": self.data_parallel_size,
         }
-        if self.vllm_refuses_to_start is not None:
-            out["vllm_refuses_to_start"] = self.vllm_refuses_to_start
         out.update(self.engine_fields)
+        if self.model_local_kv:
+            out["model_local_kv"] = [row.to_json() for row in self.model_local_kv]
         if self.tensor_parallel_size > 1 or self.pipeline_parallel_size > 1 or \
                 self.data_parallel_size > 1:
             out["ranks"] = [r.to_json() for r in self.ranks]

@@ -1,9 +1,9 @@
-"""Model weight bytes: exact from safetensors headers when a local model directory has them,
+"""Model weight bytes: exact from safetensors headers when the checkpoint's are at hand,
 else estimated from the config's parameter count at the checkpoint's storage size.
 
-Exact path: ``model.safetensors.index.json``'s ``metadata.total_size`` when present, else the
-header of every ``*.safetensors`` file (8-byte little-endian length, then a JSON table of
-tensors with ``dtype`` and ``shape``): Σ element size × numel. Nothing but the headers is read.
+Exact path: the tensor bytes per dtype of every safetensors header, read by
+``kvledger.source`` (locally, or from the Hub by range requests; a malformed header is
+refused, never summed). Only headers are read, never weights.
 
 Estimated path (labelled so everywhere it is shown): a generic decoder — embeddings, attention
 (GQA or MLA projections), dense or mixture-of-experts MLP, LM head — counted per category, each
@@ -22,25 +22,20 @@ total divided evenly (``ceil(total / (tp × pp))``), an estimate even when the t
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kvledger.source.headers import SafetensorsTotals
+
 EXACT = "exact"
 ESTIMATED = "estimated"
-
-# safetensors dtype tags → bits per element (the format's own names).
-_ST_BITS = {
-    "F64": 64, "I64": 64, "U64": 64, "F32": 32, "I32": 32, "U32": 32, "F16": 16, "BF16": 16,
-    "I16": 16, "U16": 16, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "I8": 8, "U8": 8,
-    "BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
-}
 
 # Representative module names per parameter category, matched against a checkpoint's
 # exclude / ignore patterns to decide which categories are quantized.
@@ -71,45 +66,12 @@ class WeightsError(ValueError):
 # -- exact: safetensors ------------------------------------------------------------------------
 
 
-def _header_bytes(path: Path) -> int:
-    with path.open("rb") as fh:
-        raw = fh.read(8)
-        if len(raw) != 8:
-            raise WeightsError(f"{path}: not a safetensors file (shorter than 8 bytes)")
-        (length,) = struct.unpack("<Q", raw)
-        if length > 100 * 1024 * 1024:
-            raise WeightsError(f"{path}: safetensors header of {length} bytes is implausible")
-        header = json.loads(fh.read(length))
-    total = 0
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        bits = _ST_BITS.get(str(entry.get("dtype")))
-        shape = entry.get("shape")
-        if bits is None or not isinstance(shape, list):
-            # Fall back to the byte range the file itself records for this tensor.
-            start, end = entry["data_offsets"]
-            total += int(end) - int(start)
-            continue
-        numel = 1
-        for d in shape:
-            numel *= int(d)
-        total += -(-numel * bits // 8)
-    return total
-
-
 def safetensors_total_bytes(directory: Path) -> tuple[int, str] | None:
     """(bytes, how) from a local model directory, or None when it holds no safetensors."""
-    index = directory / "model.safetensors.index.json"
-    if index.is_file():
-        data = json.loads(index.read_text())
-        size = (data.get("metadata") or {}).get("total_size")
-        if isinstance(size, int) and size > 0:
-            return size, "model.safetensors.index.json metadata.total_size"
-    files = sorted(directory.glob("*.safetensors"))
-    if not files:
-        return None
-    return sum(_header_bytes(f) for f in files), f"safetensors headers of {len(files)} file(s)"
+    from kvledger.source.headers import local_totals
+
+    found = local_totals(str(directory))
+    return None if found is None else (found.total_bytes, found.detail())
 
 
 # -- estimated: parameter count ----------------------------------------------------------------
@@ -286,11 +248,19 @@ def model_weights(
     hf_quant: Mapping[str, Any] | None = None,
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
+    exact: SafetensorsTotals | None = None,
 ) -> Weights:
-    """The weights' total and per-GPU share (see the module docstring for both paths)."""
-    found = safetensors_total_bytes(directory) if directory is not None else None
-    if found is not None:
-        total, how = found
+    """The weights' total and per-GPU share (see the module docstring for both paths).
+
+    ``exact``: the checkpoint's safetensors totals (``ModelSource.safetensors()``); else the
+    safetensors files of a local ``directory``; else the estimate.
+    """
+    if exact is None and directory is not None:
+        from kvledger.source.headers import index_totals, local_totals
+
+        exact = local_totals(str(directory)) or index_totals(str(directory))
+    if exact is not None:
+        total, how = exact.total_bytes, exact.detail()
         basis = EXACT
     else:
         total, how = estimate_total_bytes(cfg, model_dtype, hf_quant)

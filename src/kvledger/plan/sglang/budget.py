@@ -22,6 +22,11 @@ from kvledger.plan.budget import (
     ESTIMATED,
     EXACT,
     GIVEN,
+    GPU_TOTAL,
+    KV_BUDGET,
+    NON_TORCH,
+    UTILIZATION,
+    WEIGHTS,
     Budget,
     BudgetLine,
     BudgetTooSmall,
@@ -31,6 +36,9 @@ from kvledger.plan.sglang.memory import VLM_CACHE_RESERVATION, MemorySettings
 from kvledger.plan.weights import Weights
 
 MIB = 1 << 20
+# The budget line keys SGLang's budget uses besides the shared ones (kvledger.plan.budget):
+# its multimodal reservation.
+MULTIMODAL = "multimodal_reservation"
 
 
 def sglang_gpu_budget(
@@ -54,22 +62,22 @@ def sglang_gpu_budget(
     how = ("--mem-fraction-static" if settings.mem_fraction_given else
            f"SGLang's default: (GPU MiB − {settings.reserved_mib:g} MiB reserved) / GPU MiB")
     lines = [
-        BudgetLine(f"GPU memory ({preset.name}; {preset.source})", total,
+        BudgetLine(GPU_TOTAL, f"GPU memory ({preset.name}; {preset.source})", total,
                    preset.basis if total_bytes is None else GIVEN),
-        BudgetLine("− in use before the model loads (CUDA context, communicators)", in_use,
-                   ESTIMATED if pre_load_in_use_bytes is None else GIVEN),
-        BudgetLine(f"× mem_fraction_static {fraction:g} ({how})", static,
+        BudgetLine(NON_TORCH, "− in use before the model loads (CUDA context, communicators)",
+                   in_use, ESTIMATED if pre_load_in_use_bytes is None else GIVEN),
+        BudgetLine(UTILIZATION, f"× mem_fraction_static {fraction:g} ({how})", static,
                    GIVEN if settings.mem_fraction_given else EXACT),
-        BudgetLine(f"− model weights per GPU ({weights.detail})", weights.per_rank_bytes,
-                   weights.per_rank_basis),
+        BudgetLine(WEIGHTS, f"− model weights per GPU ({weights.detail})",
+                   weights.per_rank_bytes, weights.per_rank_basis),
     ]
     available = static - weights.per_rank_bytes
     if multimodal:
-        lines.append(BudgetLine("− multimodal reservation (SGLANG_VLM_CACHE_SIZE_MB)",
+        lines.append(BudgetLine(MULTIMODAL, "− multimodal reservation (SGLANG_VLM_CACHE_SIZE_MB)",
                                 VLM_CACHE_RESERVATION, EXACT))
         available -= VLM_CACHE_RESERVATION
     basis = ESTIMATED if any(line.basis == ESTIMATED for line in lines) else EXACT
-    lines.append(BudgetLine("= KV cache budget per GPU (SGLang)", available, basis))
+    lines.append(BudgetLine(KV_BUDGET, "= KV cache budget per GPU (SGLang)", available, basis))
     frozen = tuple(lines)
     if available <= 0:
         raise BudgetTooSmall(frozen, available)

@@ -17,6 +17,7 @@ standard attention; ROCm; page-size "auto" off Hopper / Ampere; the architecture
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +130,7 @@ class StagePlan:
     cell_bytes_per_token: float
     kv_bytes: int  # bytes the final token count reserves on this stage
     log_lines: tuple[str, ...]
+    available_bytes: int  # this stage's budget (before its state pool)
 
 
 @dataclass(frozen=True)
@@ -425,12 +427,15 @@ def plan_sglang(
     options: SglangOptions | None = None,
     platform: str = "sm90",
     default_chunked_prefill_size: int = 8192,
+    stage_available_bytes: Sequence[int] | None = None,
 ) -> SglangPlan:
     """SGLang 0.5.23's pool for ``available_bytes`` of KV budget per GPU.
 
     ``platform`` is what SGLang's platform checks would see (``memory.gpu_arch``); with no
     GPU named it is Hopper. ``default_chunked_prefill_size`` is SGLang's GPU-memory default
     (``memory.default_chunked_prefill_size``); it matters only for the SWA request cap.
+    ``stage_available_bytes`` gives each pipeline stage its own budget (a stage whose GPUs
+    also hold model-local caches has less); default: ``available_bytes`` for every stage.
     """
     if isinstance(available_bytes, bool) or not isinstance(available_bytes, int):
         raise TypeError(f"available_bytes must be an int, got {available_bytes!r}")
@@ -441,33 +446,44 @@ def plan_sglang(
     res = resolve(model, request, options, platform, default_chunked_prefill_size)
     pp = request.pipeline_parallel_size
     ranges = pp_indices(model.num_layers, pp)
+    budgets = list(stage_available_bytes) if stage_available_bytes is not None else \
+        [available_bytes] * pp
+    if len(budgets) != pp or any(b <= 0 for b in budgets):
+        raise ValueError(f"stage_available_bytes must hold {pp} budgets > 0, got {budgets}")
     warnings: list[str] = []
     if res.dsa_scaled_fp8 is False and model.dsa is not None:
         warnings.append("DSA fp8 rows in the raw trtllm layout (Blackwell default backends)")
 
     # Step 1: the state pool (charged on every stage at the largest stage's share).
-    budget_gb = available_bytes / GIB
-    state: StatePool | None = None
+    states: list[StatePool | None] = []
+    kv_budgets: list[int] = []
     sbytes: StateBytes | None = None
-    if model.mambaish:
-        temporal = ssm_dtype(model.config, options.mamba_ssm_dtype)
-        sbytes = state_bytes(model.states, res.attn_tp, temporal)
-        ids = tuple(s.index for s in model.states)
-        biggest = max(len(_in(ids, rng)) for rng in ranges)
-        per_request = int(sbytes.per_request * (biggest / max(len(ids), 1)))
-        state = mamba_state_pool(
-            budget_gb, per_request, mamba_full_memory_ratio=res.mamba_full_memory_ratio,
-            max_running_requests=options.max_running_requests,
-            disable_radix_cache=options.disable_radix_cache, attn_dp_size=res.attn_dp)
-        budget_gb = state.rest_gb
-        if budget_gb <= 0:
-            raise ValueError("the recurrent-state pool leaves no memory for the KV cache")
-    kv_budget = int(budget_gb * GIB)
+    for stage_budget in budgets:
+        budget_gb = stage_budget / GIB
+        stage_state: StatePool | None = None
+        if model.mambaish:
+            temporal = ssm_dtype(model.config, options.mamba_ssm_dtype)
+            sbytes = state_bytes(model.states, res.attn_tp, temporal)
+            ids = tuple(s.index for s in model.states)
+            biggest = max(len(_in(ids, rng)) for rng in ranges)
+            per_request = int(sbytes.per_request * (biggest / max(len(ids), 1)))
+            stage_state = mamba_state_pool(
+                budget_gb, per_request, mamba_full_memory_ratio=res.mamba_full_memory_ratio,
+                max_running_requests=options.max_running_requests,
+                disable_radix_cache=options.disable_radix_cache, attn_dp_size=res.attn_dp)
+            budget_gb = stage_state.rest_gb
+            if budget_gb <= 0:
+                raise ValueError("the recurrent-state pool leaves no memory for the KV cache")
+        states.append(stage_state)
+        kv_budgets.append(int(budget_gb * GIB))
+    live = [st for st in states if st is not None]
+    state = min(live, key=lambda st: st.max_mamba_cache_size) if live else None
+    kv_budget = kv_budgets[0]
 
     # Step 2: tokens per stage, the MIN over stages, --max-total-tokens.
     own: list[tuple[int, int | None, float]] = []
-    for rng in ranges:
-        tokens, swa, cell, _ = _stage_tokens(model, res, options, rng, kv_budget)
+    for rng, stage_kv in zip(ranges, kv_budgets, strict=True):
+        tokens, swa, cell, _ = _stage_tokens(model, res, options, rng, stage_kv)
         own.append((tokens, swa, cell))
     if model.hybrid_swa:
         for _, swa, _ in own:
@@ -503,11 +519,11 @@ def plan_sglang(
     for k, (rng, (own_tokens, _, cell), (tokens, swa)) in enumerate(
             zip(ranges, own, finals, strict=True)):
         local_states = len(_in(tuple(s.index for s in model.states), rng))
-        lines, kv_bytes = _log_lines(model, res, rng, tokens, swa, state, sbytes,
+        lines, kv_bytes = _log_lines(model, res, rng, tokens, swa, states[k], sbytes,
                                      local_states)
         stages.append(StagePlan(k, rng, len(_in(model.full_layers, rng)),
                                 len(_in(model.swa_layers, rng)), own_tokens, cell, kv_bytes,
-                                tuple(lines)))
+                                tuple(lines), budgets[k]))
     head = stages[0]
     kv_line = next(line for line in head.log_lines if "KV Cache is allocated" in line)
     concurrency = full_tokens / res.context_len

@@ -11,6 +11,7 @@ counts its blocks from the same per-GPU budget, and all stages use the smallest 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,33 +297,50 @@ def plan_vllm_stage(
     )
 
 
-def plan_vllm(facts: ModelFacts, request: PlanRequest, available_bytes: int) -> VllmPlan:
-    """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker)."""
+def plan_vllm(
+    facts: ModelFacts,
+    request: PlanRequest,
+    available_bytes: int,
+    *,
+    stage_available_bytes: Sequence[int] | None = None,
+) -> VllmPlan:
+    """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker).
+
+    ``stage_available_bytes`` gives each pipeline stage's workers their own budget (vLLM
+    ``get_kv_cache_configs`` takes one ``available_memory`` per worker): a stage whose GPUs
+    also hold a model-local cache has less. Default: ``available_bytes`` on every stage.
+    """
     _check_budget(available_bytes)
     prep = _prepare(facts, request)
     pp = request.pipeline_parallel_size
+    budgets = [available_bytes] * pp if stage_available_bytes is None else \
+        list(stage_available_bytes)
+    if len(budgets) != pp:
+        raise ValueError(f"stage_available_bytes has {len(budgets)} entries for {pp} stages")
+    for b in budgets:
+        _check_budget(b)
     every = list(range(len(prep.layers)))
     if pp == 1:
-        math = block_math(prep.grouping.groups, prep.grouping.specs, available_bytes, prep.ctx)
-        return _plan(facts, prep, prep.grouping.groups, every, available_bytes, math, stage=None)
+        math = block_math(prep.grouping.groups, prep.grouping.specs, budgets[0], prep.ctx)
+        return _plan(facts, prep, prep.grouping.groups, every, budgets[0], math, stage=None)
 
     members = _stage_members(prep, pp)
     ranges = _stage_ranges(prep, pp)
     projected = [_project(prep.grouping.groups, m) for m in members]
     counts = [
-        block_math(g, prep.grouping.specs, available_bytes, prep.ctx).num_blocks
-        for g in projected
+        block_math(g, prep.grouping.specs, budgets[k], prep.ctx).num_blocks
+        for k, g in enumerate(projected)
     ]
     # vLLM: every stage uses the smallest block count among stages.
     fewest = min(counts)
     stage_plans: list[VllmPlan] = []
     for k, (groups, m) in enumerate(zip(projected, members, strict=True)):
         math = block_math(
-            groups, prep.grouping.specs, available_bytes, prep.ctx, num_blocks=fewest
+            groups, prep.grouping.specs, budgets[k], prep.ctx, num_blocks=fewest
         )
         stage_plans.append(
             _plan(
-                facts, prep, groups, sorted(m), available_bytes, math, stage=k,
+                facts, prep, groups, sorted(m), budgets[k], math, stage=k,
                 layer_range=ranges[k],
             )
         )
@@ -343,6 +361,6 @@ def plan_vllm(facts: ModelFacts, request: PlanRequest, available_bytes: int) -> 
         f"pipeline stage {k}: {c} blocks on its own budget" for k, c in enumerate(counts)
     )
     return _plan(
-        facts, prep, prep.grouping.groups, every, available_bytes, math,
+        facts, prep, prep.grouping.groups, every, min(budgets), math,
         stage=None, stages=tuple(stage_plans), extra_warnings=notes,
     )

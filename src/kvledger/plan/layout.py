@@ -1,0 +1,194 @@
+"""One small interface every engine layout implements, and the registry of layouts by name.
+
+``plan_model``, ``fit_model``, ``--concurrency`` (and ``explain`` / ``report``) call a layout
+only through ``Layout``; none of them knows an engine's name. What a layout owns:
+
+- ``derive(source, request)`` — the model's facts as this engine serves them (the default:
+  ``derive_model`` with the requested KV dtype; native serves a float32 checkpoint in bf16).
+- ``check(request)`` — refuse, by name, an option this layout does not reproduce.
+- ``gpu_budget(inp)`` — the KV bytes per GPU from a GPU preset, the engine's own way. The
+  default is vLLM's profiling formula, ``int(total × gpu_memory_utilization) − weights −
+  activation peak − CUDA graphs − non-torch`` (``kvledger.plan.budget.gpu_budget``); SGLang
+  computes ``mem_fraction_static`` instead and overrides this.
+- ``pools_model_local`` — where model-local declarations (seed A) go. False (vLLM, SGLang):
+  the engine does not know them, so the API subtracts their peak bytes from the budget
+  *before* calling ``plan`` (one budget line, ``key: model_local_kv``) and the layout plans
+  the remainder (``LayoutInput.stage_budgets``). True (native): they are classes of the
+  layout's own pools, planned in one ledger (``LayoutInput.model_local``).
+- ``plan(inp) -> LayoutPlan`` — per-stage results (``RankResult``: blocks, tokens,
+  concurrency, ``PoolRow``s carrying their ``Pool`` kind) and the headline numbers, plus
+  ``engine_fields``: the JSON keys only this engine has (``vllm_refuses_to_start``; SGLang's
+  ``max_running_requests`` and ``sglang_log_line``).
+- ``concurrency_at(inp, context)`` — requests of ``context`` tokens that fit on the same
+  budget (``--concurrency`` bisects over it); 0.0 when none does.
+
+The registry ``LAYOUTS`` is data: name → (``module:Class``, label). Classes are imported on
+first use, so ``--engine vllm`` never imports the native layout and the CLI can list engines
+without importing any.
+
+How a new layout plugs in (SGLang, say):
+
+1. Its planner lives in its own folder, ``plan/sglang/``, and need not know this module
+   (e.g. ``plan_sglang(facts, request, available_bytes)``).
+2. ``plan/sglang/engine.py`` defines ``class SglangEngine(Layout)`` implementing ``plan`` and
+   ``concurrency_at`` (and ``gpu_budget`` / ``check`` where SGLang differs from the defaults).
+   ``plan`` reads ``inp.stage_budgets[k]`` (model-local caches already subtracted) for stage
+   ``k`` and returns a ``LayoutPlan``; its engine-only JSON keys go in ``engine_fields``.
+3. One entry in ``LAYOUTS``: ``"sglang": ("kvledger.plan.sglang.engine:SglangEngine",
+   "SGLang 0.5.x's allocator")``. ``PlanRequest``'s validation, the CLI's ``--engine``
+   choices, ``fit`` and ``--concurrency`` pick it up from there; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from kvledger.derive.layers import ModelFacts
+    from kvledger.plan.budget import Budget
+    from kvledger.plan.gpus import GpuPreset
+    from kvledger.plan.request import PlanRequest
+    from kvledger.plan.result import RankResult
+    from kvledger.plan.weights import Weights
+    from kvledger.source.model_source import ModelSource
+
+DEFAULT_ENGINE = "vllm"
+
+# name → ("module:Class", label). The label is what the numbers mean (help, README, JSON).
+LAYOUTS: dict[str, tuple[str, str]] = {
+    "vllm": ("kvledger.plan.vllm.engine:VllmEngine",
+             "vLLM 0.32.0's KV cache allocator, to the block (the default)"),
+    "sglang": ("kvledger.plan.sglang.engine:SglangEngine",
+               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
+    "native": ("kvledger.plan.native_engine:NativeEngine",
+               "kvledger's byte-exact layout, for engine builders: no page padding, no engine "
+               "runs it, so no deployment shows these numbers"),
+}
+
+
+def engine_names() -> tuple[str, ...]:
+    return tuple(LAYOUTS)
+
+
+def engine_label(name: str) -> str:
+    return LAYOUTS[name][1]
+
+
+# The three carriers below are NamedTuples, not dataclasses: they are built on every
+# ``kvledger plan`` start-up, and a frozen dataclass costs about 8× a NamedTuple to create
+# (code generation at import; measured 3–4 ms vs 0.5 ms each on the 2-CPU box).
+
+
+class GpuBudgetInput(NamedTuple):
+    """What a layout needs to compute the KV budget from a GPU preset."""
+
+    facts: ModelFacts
+    request: PlanRequest
+    preset: GpuPreset
+    weights: Weights
+    text_config: Mapping[str, Any]  # the (text) config the activation estimate reads
+
+
+class LayoutInput(NamedTuple):
+    """One planning question, as the API hands it to a layout."""
+
+    facts: ModelFacts
+    request: PlanRequest
+    budget: Budget  # per GPU, as the budget lines show it
+    max_model_len: int  # the request's, else the config's
+    # KV bytes per GPU of each pipeline stage: the budget less the model-local caches declared
+    # on that stage (for layouts that do not pool them). len == pipeline_parallel_size.
+    stage_budgets: tuple[int, ...]
+    # Declarations the layout plans itself (only when ``pools_model_local``), as the request
+    # holds them: specs or (owner path, spec) pairs.
+    model_local: tuple[Any, ...] = ()
+
+
+class LayoutPlan(NamedTuple):
+    """What a layout answers: per-stage rows and the headline numbers (per GPU)."""
+
+    ranks: tuple[RankResult, ...]
+    block_size: int
+    num_blocks: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_model_len: int  # the one the engine settled on
+    kv_cache_dtype: str  # a dtype name
+    layers: tuple[dict[str, Any], ...]
+    warnings: tuple[str, ...] = ()
+    # The engine would not start (one max_model_len request does not fit).
+    refuses_to_start: bool = False
+    # Bytes one max_model_len request needs on each stage, engine overheads included (vLLM:
+    # the request's blocks plus the null block); () when the layout cannot say.
+    one_request_bytes: tuple[int, ...] = ()
+    # JSON keys only this engine has, emitted as they are.
+    engine_fields: Mapping[str, Any] = MappingProxyType({})
+    answers: Mapping[str, Any] = MappingProxyType({})
+    # Sequences the model-local rows were counted at, when the layout pooled them (native:
+    # its STATE slots); None: the request's max_num_seqs.
+    model_local_seqs: int | None = None
+
+
+class Layout(ABC):
+    """An engine's layout. Subclass, implement ``plan`` and ``concurrency_at``, register."""
+
+    name: str = ""
+    pools_model_local: bool = False
+    default_gpu_memory_utilization: float = 0.9  # vLLM's
+
+    def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
+        """The model's facts with the requested KV dtype (``auto``: the model's own)."""
+        from kvledger.derive import derive_model
+
+        dtype = None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
+        return derive_model(source, kv_cache_dtype=dtype)
+
+    def check(self, request: PlanRequest) -> None:  # noqa: B027 - a default, not abstract
+        """Refuse, naming the option, what this layout does not reproduce. Default: nothing."""
+
+    def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
+        """vLLM's profiling budget (``kvledger.plan.budget.gpu_budget``)."""
+        from kvledger.plan.budget import Reserves, gpu_budget
+
+        req = inp.request
+        util = req.gpu_memory_utilization
+        return gpu_budget(
+            inp.preset,
+            gpu_memory_utilization=self.default_gpu_memory_utilization if util is None else util,
+            weights=inp.weights, request=req, cfg=inp.text_config,
+            model_dtype=inp.facts.model_dtype,
+            reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes,
+                              req.non_torch_bytes),
+            total_bytes=req.gpu_total_bytes,
+        )
+
+    @abstractmethod
+    def plan(self, inp: LayoutInput) -> LayoutPlan:
+        """Plan every pipeline stage on ``inp.stage_budgets`` (or ``inp.budget``)."""
+
+    @abstractmethod
+    def concurrency_at(self, inp: LayoutInput, context: int) -> float:
+        """Requests of ``context`` tokens that fit on the same budget (0.0 when none)."""
+
+
+_LOADED: dict[str, Layout] = {}
+
+
+def get_layout(name: str) -> Layout:
+    """The registered layout ``name`` (imported on first use)."""
+    found = _LOADED.get(name)
+    if found is not None:
+        return found
+    if name not in LAYOUTS:
+        raise ValueError(f"engine must be one of {', '.join(LAYOUTS)}, got {name!r}")
+    module, _, cls = LAYOUTS[name][0].partition(":")
+    layout = getattr(importlib.import_module(module), cls)()
+    if not isinstance(layout, Layout):
+        raise TypeError(f"{LAYOUTS[name][0]} is not a kvledger.plan.layout.Layout")
+    layout.name = name
+    _LOADED[name] = layout
+    return layout

@@ -1,0 +1,181 @@
+"""The native layout as the API sees it (``--engine native``): kvledger's byte-exact layout.
+
+No engine runs this layout: it is the seeds' design, planned with no page padding, for people
+who build engines (``kvledger.plan.native`` has the rules). Here: each pipeline stage planned on
+its budget, STATE slots and page counts reconciled across stages, the result as rows.
+
+Model-local declarations are classes of its own pools (``pools_model_local``): a FIXED one a
+FIXED class, a MAX_NUM_SEQS one a STATE class reserved for the stage's STATE slots — one ledger,
+as the seeds intend. Each is planned on the stage of its owning module (``PlanRequest.
+model_local_stages``, default the first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.result import PoolRow, RankResult, layer_summary
+
+if TYPE_CHECKING:
+    from kvledger.declare.pools import InsufficientPoolBudget
+    from kvledger.derive.layers import ModelFacts
+    from kvledger.plan.budget import Budget
+    from kvledger.plan.native import NativePlan
+    from kvledger.source.model_source import ModelSource
+
+
+def _rows(plan: NativePlan) -> tuple[PoolRow, ...]:
+    p = plan.pools
+    order = sorted(p.entries, key=lambda n: (n != p.paged_class, n))
+    return tuple(
+        PoolRow(name, p.pools[name], p.entries[name], p.entry_bytes[name],
+                p.entries_per_req.get(name, 0), p.reserved_bytes[name],
+                p.sources.get(name, "engine"))
+        for name in order
+    )
+
+
+def _attach_hint(exc: InsufficientPoolBudget, budget: Budget, request: PlanRequest) -> None:
+    """Give the error the one fix that works, with numbers (the CLI prints ``exc.hint``)."""
+    from kvledger.declare.hints import budget_fix_hint
+
+    seqs = request.max_num_seqs
+    if budget.total_bytes is not None and budget.gpu_memory_utilization is not None:
+        hint = budget_fix_hint(
+            exc, non_kv_bytes=budget.non_kv_bytes, total_bytes=budget.total_bytes,
+            free_bytes=budget.total_bytes, gpu_memory_utilization=budget.gpu_memory_utilization,
+            max_num_seqs=seqs,
+        )
+    else:
+        per_seq = exc.reserved_bytes / seqs
+        fit = max(0, math.ceil(exc.available_bytes / per_seq) - 1) if per_seq else seqs
+        hint = (
+            f"per-request state for {seqs} sequences needs {exc.reserved_bytes:,} B of the "
+            f"{exc.available_bytes:,} B given; reduce max_num_seqs to at most {fit}, or give "
+            f"kv_cache_memory_bytes > {exc.reserved_bytes:,}"
+        )
+    exc.hint = hint  # type: ignore[attr-defined]
+
+
+def _plan_stages(
+    inp: LayoutInput, request: PlanRequest, max_model_len: int
+) -> tuple[list[RankResult], dict[tuple[int, str], str], list[str], list[NativePlan]]:
+    from kvledger.declare.pools import InsufficientPoolBudget
+    from kvledger.plan.native import cached_layers, plan_native
+    from kvledger.plan.parallel import reconcile_min, split_stages
+
+    facts = inp.facts
+    tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
+    stages = split_stages(facts.layers, tp, pp)
+    charged = set(request.model_local_already_charged)
+
+    def local_on(stage: int) -> tuple[list[object], list[str]]:
+        items = [item for item in inp.model_local
+                 if request.stage_of((item[1] if isinstance(item, tuple) else item).name)
+                 == stage]
+        names = {(i[1] if isinstance(i, tuple) else i).name for i in items}
+        return items, sorted(charged & names)
+
+    def plan_all(req: PlanRequest, fit_slots: bool) -> list[NativePlan]:
+        out = []
+        for stage in stages:
+            local, stage_charged = local_on(stage.index)
+            try:
+                out.append(plan_native(
+                    stage.layers, req, inp.stage_budgets[stage.index],
+                    max_model_len=max_model_len, model_local_specs=local,  # type: ignore[arg-type]
+                    model_local_already_charged=stage_charged, fit_state_slots=fit_slots,
+                ))
+            except InsufficientPoolBudget as exc:
+                _attach_hint(exc, inp.budget, req)
+                raise
+        return out
+
+    plans = plan_all(request, True)
+    # Every stage serves the same sequences: STATE slots reconcile to the fewest, and stages
+    # that sized for more are planned again at that count (their spare floors become pages).
+    slots = [p.max_num_seqs for p in plans if p.has_state]
+    if pp > 1 and slots and len(set(slots)) > 1:
+        fewest_slots = min(slots)
+        again = plan_all(dataclasses.replace(request, max_num_seqs=fewest_slots), False)
+        plans = [dataclasses.replace(p, requested_max_num_seqs=request.max_num_seqs)
+                 for p in again]
+    paged = [p.num_blocks for p in plans if p.has_pages]
+    if paged and pp > 1:
+        fewest = reconcile_min(paged)
+        plans = [p.with_paged_entries(fewest) if p.has_pages else p for p in plans]
+    classes: dict[tuple[int, str], str] = {}
+    ranks: list[RankResult] = []
+    warnings: list[str] = []
+    for stage, plan in zip(stages, plans, strict=True):
+        cached, _ = cached_layers(stage.layers, request)
+        for cls in plan.layout.classes:
+            for key in cls.members:
+                classes.setdefault(key, cls.name)
+        ranks.append(RankResult(
+            stage.index, stage.layer_range, len(cached), plan.block_size, plan.num_blocks,
+            plan.kv_cache_tokens, plan.max_concurrency, plan.available_bytes,
+            plan.pools.total_reserved_bytes, _rows(plan), plan.warnings,
+        ))
+        prefix = f"stage {stage.index}: " if pp > 1 else ""
+        warnings.extend(prefix + w for w in plan.warnings)
+    return ranks, classes, warnings, plans
+
+
+class NativeEngine(Layout):
+    """kvledger's byte-exact layout (``kvledger.plan.native``)."""
+
+    pools_model_local = True
+
+    def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
+        """As the default, except that a float32 checkpoint is served in bfloat16, as vLLM
+        does (ModelConfig dtype "auto"), so its KV is bfloat16 too."""
+        facts = super().derive(source, request)
+        if request.kv_cache_dtype == "auto" and facts.kv_dtype == "float32" and \
+                facts.kv_dtype_source not in ("quantization_config", "hf_quant_config"):
+            from kvledger.derive import derive_model
+
+            facts = derive_model(source, kv_cache_dtype="bfloat16")
+            facts = dataclasses.replace(facts, notes=(
+                *facts.notes, "float32 checkpoint served in bfloat16: KV cache in bfloat16"))
+        return facts
+
+    def plan(self, inp: LayoutInput) -> LayoutPlan:
+        request = inp.request
+        ranks, classes, warnings, plans = _plan_stages(inp, request, inp.max_model_len)
+        paged_ranks = [r for r, p in zip(ranks, plans, strict=True) if p.has_pages]
+        # A stage that caches nothing (an EAGLE3 draft's first stage) bounds nothing.
+        active = [r for r, p in zip(ranks, plans, strict=True) if p.pools.entries] or ranks
+        live = [p for p in plans if p.pools.entries]
+        slots = min(p.max_num_seqs for p in live) if live else request.max_num_seqs
+        tp = request.tensor_parallel_size
+        split = [layer.split(tp) if tp > 1 else layer for layer in inp.facts.layers]
+        notes = [n for n in inp.facts.notes if n.startswith("float32 checkpoint served")]
+        return LayoutPlan(
+            ranks=tuple(ranks),
+            block_size=ranks[0].block_size,
+            num_blocks=min((r.num_blocks for r in paged_ranks), default=0),
+            kv_cache_tokens=min(r.kv_cache_tokens for r in active),
+            max_concurrency=min(r.max_concurrency for r in active),
+            max_model_len=inp.max_model_len,
+            kv_cache_dtype=inp.facts.kv_dtype,
+            layers=tuple(layer_summary(split, classes)),
+            warnings=(*warnings, *notes),
+            answers={"state_slots": slots},
+            model_local_seqs=slots,
+        )
+
+    def concurrency_at(self, inp: LayoutInput, context: int) -> float:
+        from kvledger.declare.pools import InsufficientPoolBudget
+
+        again = dataclasses.replace(inp.request, max_model_len=context)
+        try:
+            _, _, _, replanned = _plan_stages(inp, again, context)
+        except InsufficientPoolBudget:
+            return 0.0
+        live = [p for p in replanned if p.pools.entries] or replanned
+        return min(p.concurrency_at(context) for p in live)

@@ -1,0 +1,87 @@
+"""The vLLM layout as the API sees it (``--engine vllm``, the default).
+
+A thin adapter from ``kvledger.plan.layout.Layout`` to ``plan_vllm``: each pipeline stage on its
+own budget (``LayoutInput.stage_budgets``: a stage whose GPUs also hold a model-local cache
+has less), the stage plans as rows, and vLLM's own JSON key ``vllm_refuses_to_start``. vLLM does
+not know model-local caches, so they never reach this module: the API has already subtracted
+them from the budget (``pools_model_local`` is False).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from kvledger.derive.layers import Role
+from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
+from kvledger.plan.result import PoolRow, RankResult, layer_summary
+
+if TYPE_CHECKING:
+    from kvledger.plan.vllm.layout import VllmPlan
+
+
+def _stage_ranges(inp: LayoutInput) -> list[tuple[int, int]]:
+    decoder = [layer for layer in inp.facts.layers if layer.role == Role.DECODER]
+    pp = inp.request.pipeline_parallel_size
+    if pp == 1:
+        return [(0, len(decoder))]
+    from kvledger.plan.parallel import split_stages
+
+    return [s.layer_range for s in split_stages(decoder, 1, pp)]
+
+
+def _ranks(inp: LayoutInput, plan: VllmPlan) -> tuple[RankResult, ...]:
+    stage_plans = list(plan.stages) or [plan]
+    ranges = _stage_ranges(inp)
+    return tuple(
+        RankResult(
+            k, ranges[k], sum(g.num_layers for g in sp.groups), sp.block_size, sp.num_blocks,
+            sp.kv_cache_tokens, sp.max_concurrency, sp.available_bytes, sp.reserved_bytes,
+            tuple(PoolRow(**row) for row in sp.pools()), tuple(sp.warnings),
+            sp.vllm_refuses_to_start,
+        )
+        for k, sp in enumerate(stage_plans)
+    )
+
+
+def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
+    from kvledger.plan.vllm import plan_vllm  # the vLLM layout is only imported when asked for
+
+    request = inp.request
+    if max_model_len is not None:
+        request = dataclasses.replace(request, max_model_len=max_model_len)
+    budgets = inp.stage_budgets
+    stage_budgets = None if len(set(budgets)) <= 1 else budgets
+    return plan_vllm(inp.facts, request, min(budgets), stage_available_bytes=stage_budgets)
+
+
+class VllmEngine(Layout):
+    """vLLM 0.32.0's KV cache allocator (``kvledger.plan.vllm``)."""
+
+    def plan(self, inp: LayoutInput) -> LayoutPlan:
+        plan = _plan(inp)
+        tp = inp.request.tensor_parallel_size
+        split = [layer.split(tp) if tp > 1 else layer for layer in inp.facts.layers]
+        stage_plans = list(plan.stages) or [plan]
+        return LayoutPlan(
+            ranks=_ranks(inp, plan),
+            block_size=plan.block_size,
+            num_blocks=plan.num_blocks,
+            kv_cache_tokens=plan.kv_cache_tokens,
+            max_concurrency=plan.max_concurrency,
+            max_model_len=plan.max_model_len,
+            kv_cache_dtype=str(getattr(plan.resolved, "kv_storage_dtype", inp.facts.kv_dtype)),
+            layers=tuple(layer_summary(split)),
+            warnings=tuple(plan.warnings),
+            refuses_to_start=plan.vllm_refuses_to_start,
+            # vLLM refuses unless one request's blocks fit beside the null block.
+            one_request_bytes=tuple(sp.needed_bytes + sp.bytes_per_block for sp in stage_plans),
+            engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start},
+        )
+
+    def concurrency_at(self, inp: LayoutInput, context: int) -> float:
+        """vLLM's max concurrency if ``max_model_len`` were ``context`` (same budgets)."""
+        try:
+            return float(_plan(inp, context).max_concurrency)
+        except ValueError:
+            return 0.0

@@ -1,0 +1,112 @@
+"""Find a checkpoint's exact weight bytes for a ``ModelSource``, wherever they can be read.
+
+In order: the safetensors files in the model's directory; kvledger's cache of headers read
+before (for a Hub snapshot, keyed by repository and commit: a commit never changes, so
+neither do its headers); the Hub, by HTTP range requests (online only); the local index's
+``metadata.total_size`` (exact in total, without dtypes). Nothing found → the caller
+estimates, and says why with the reason returned here.
+
+The header cache lives in ``$KVLEDGER_CACHE`` (default ``$XDG_CACHE_HOME/kvledger``, else
+``~/.cache/kvledger``), not in the HF cache, whose layout belongs to huggingface_hub. Without
+it, a second (or offline) run of a Hub id would either read every shard header again or fall
+back to an estimate, and two runs of one command would disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from kvledger.source import hf_cache
+from kvledger.source.headers import SafetensorsTotals, index_totals, local_totals
+
+if TYPE_CHECKING:
+    from kvledger.source.model_source import ModelSource
+
+_FORMAT = 1
+
+
+def cache_root() -> str:
+    explicit = os.environ.get("KVLEDGER_CACHE")
+    if explicit:
+        return os.path.expanduser(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kvledger")
+
+
+def _cache_path(repo_id: str, commit: str) -> str:
+    return os.path.join(cache_root(), "safetensors", hf_cache.repo_folder(repo_id),
+                        f"{commit}.json")
+
+
+def _load_cached(repo_id: str, commit: str) -> SafetensorsTotals | None:
+    try:
+        with open(_cache_path(repo_id, commit), encoding="utf-8") as fh:
+            data = json.loads(fh.read())
+        by_dtype = data["by_dtype"]
+        if data.get("format") != _FORMAT or not isinstance(by_dtype, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                for k, v in by_dtype.items()):
+            return None
+        return SafetensorsTotals(sum(by_dtype.values()), dict(by_dtype), int(data["files"]),
+                                 str(data["how"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # absent or damaged: read the headers again
+
+
+def _store(repo_id: str, commit: str, totals: SafetensorsTotals) -> None:
+    path = _cache_path(repo_id, commit)
+    data = {"format": _FORMAT, "repo_id": repo_id, "commit": commit, "files": totals.files,
+            "how": totals.how, "by_dtype": totals.by_dtype}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(data, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home: the headers are read again next time
+
+
+def find_safetensors(source: ModelSource) -> tuple[SafetensorsTotals | None, str]:
+    """(exact totals or None, why None)."""
+    directory = str(source.directory) if source.directory is not None else None
+    if directory is not None:
+        found = local_totals(directory)
+        if found is not None:
+            return found, ""
+    repo_id, commit = source.repo_id, source.revision
+    if repo_id is not None and commit is not None and hf_cache.is_commit(commit):
+        cached = _load_cached(repo_id, commit)
+        if cached is not None:
+            return cached, ""
+        if not source.offline:
+            from kvledger.source.errors import SafetensorsError, SourceError
+            from kvledger.source.hub import remote_totals
+
+            try:
+                found = remote_totals(repo_id, commit)
+            except SafetensorsError:
+                raise  # a malformed header is an answer, and not an exact one
+            except SourceError as exc:  # the config is at hand; only the weights degrade
+                return index_totals(directory) if directory else None, \
+                    f"the Hub's safetensors headers of {repo_id} could not be read: {exc}"
+            if found is not None:
+                _store(repo_id, commit, found)
+                return found, ""
+            return None, f"{repo_id} has no safetensors checkpoint"
+    if directory is not None:
+        from_index = index_totals(directory)
+        if from_index is not None:
+            return from_index, ""
+    if source.kind == "catalog":
+        return None, "a bundled catalog config has no checkpoint; a Hub id or a model " \
+                     "directory with safetensors makes them exact"
+    if repo_id is not None and source.offline and source.kind in ("hf-cache", "hub"):
+        return None, f"offline, and the safetensors headers of {repo_id} were never read; " \
+                     "one online run caches them"
+    if directory is not None:
+        return None, f"no safetensors in {directory}"
+    return None, "no checkpoint given; a Hub id or a model directory with safetensors makes " \
+                 "them exact"

@@ -1,0 +1,145 @@
+"""Fixtures: a loopback Hub with real configs and safetensors checkpoints written by the
+safetensors library, and an environment pointing huggingface_hub (and kvledger) at it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from oracle_cases import CONFIGS
+
+from .hub_server import FakeHub, Repo, serve
+
+BUDGET = ["--kv-cache-memory-bytes", "10737418240"]
+TOKEN = "hf_loopbacktesttoken"
+
+
+def sha(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+MAIN = sha("qwen3-0.6b main")
+OLD = sha("qwen3-0.6b v0")
+MOE = sha("qwen3-30b-a3b main")
+FP8 = sha("llama-3.1-70b-fp8 main")
+GATED = sha("llama-3.1-405b main")
+BAD = sha("broken header main")
+CUT = sha("truncated upload main")
+
+
+def config_bytes(name: str) -> bytes:
+    path = CONFIGS / f"{name}.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not found (../shared is not beside the repo)")
+    return path.read_bytes()
+
+
+def save(tensors: dict[str, tuple[str, list[int]]]) -> bytes:
+    """A safetensors file written by the safetensors library (zeros of each dtype)."""
+    torch = pytest.importorskip("torch")
+    st = pytest.importorskip("safetensors.torch")
+    dtypes = {"BF16": torch.bfloat16, "F32": torch.float32, "F8_E4M3": torch.float8_e4m3fn,
+              "I32": torch.int32, "F16": torch.float16}
+    data: bytes = st.save({name: torch.zeros(shape, dtype=dtypes[dtype])
+                           for name, (dtype, shape) in tensors.items()})
+    return data
+
+
+# Qwen/Qwen3-0.6B, one model.safetensors. By hand:
+#   embed  BF16 [64, 32] = 2,048 elements × 2 B = 4,096 B
+#   lm_head F32 [16, 8]  =   128 elements × 4 B =   512 B
+#   gate F8_E4M3 [32, 16] =  512 elements × 1 B =   512 B
+#   scale F32 [1]         =    1 element  × 4 B =     4 B
+#   total 4,096 + 512 + 512 + 4 = 5,124 B (BF16 4,096; F32 516; F8_E4M3 512)
+SINGLE = {
+    "model.embed_tokens.weight": ("BF16", [64, 32]),
+    "lm_head.weight": ("F32", [16, 8]),
+    "model.layers.0.mlp.gate_proj.weight": ("F8_E4M3", [32, 16]),
+    "model.layers.0.mlp.gate_proj.weight_scale": ("F32", [1]),
+}
+SINGLE_BYTES = 5_124
+# Qwen/Qwen3-30B-A3B, two shards and an index. By hand:
+#   shard 1: BF16 [128, 64] = 8,192 × 2 = 16,384 B; BF16 [64] = 64 × 2 = 128 B
+#   shard 2: F32 [10, 10] = 100 × 4 = 400 B; I32 [3] = 3 × 4 = 12 B
+#   total 16,384 + 128 + 400 + 12 = 16,924 B
+SHARD_1 = {"model.embed_tokens.weight": ("BF16", [128, 64]), "model.norm.weight": ("BF16", [64])}
+SHARD_2 = {"lm_head.weight": ("F32", [10, 10]), "model.layers.0.mlp.gate.e_bias": ("I32", [3])}
+SHARDED_BYTES = 16_924
+
+
+def _sharded_files() -> dict[str, bytes]:
+    names = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    weight_map = {t: names[0] for t in SHARD_1} | {t: names[1] for t in SHARD_2}
+    index = {"metadata": {"total_size": SHARDED_BYTES}, "weight_map": weight_map}
+    return {"config.json": config_bytes("Qwen--Qwen3-30B-A3B"), names[0]: save(SHARD_1),
+            names[1]: save(SHARD_2),
+            "model.safetensors.index.json": json.dumps(index).encode()}
+
+
+def _bad_header() -> bytes:
+    """A file whose header names dtype "Q7" (the safetensors library refuses it)."""
+    header = json.dumps({"w": {"dtype": "Q7", "shape": [4], "data_offsets": [0, 4]}}).encode()
+    return len(header).to_bytes(8, "little") + header + b"\0" * 4
+
+
+def _truncated() -> bytes:
+    """A well-formed header (BF16 [1024, 1024] = 2 MiB of data) on a file cut after 4 kB."""
+    return save({"w": ("BF16", [1024, 1024])})[:4096]
+
+
+def build_hub() -> FakeHub:
+    qwen_small = config_bytes("Qwen--Qwen3-0.6B")
+    return FakeHub({
+        "Qwen/Qwen3-0.6B": Repo(
+            commits={MAIN: {"config.json": qwen_small, "model.safetensors": save(SINGLE)},
+                     # An older commit of our own making: another real config, no weights.
+                     OLD: {"config.json": config_bytes("Qwen--Qwen3-1.7B")}},
+            refs={"main": MAIN, "v0": OLD}),
+        "Qwen/Qwen3-30B-A3B": Repo(commits={MOE: _sharded_files()}, refs={"main": MOE}),
+        "nvidia/Llama-3.1-70B-Instruct-FP8": Repo(
+            commits={FP8: {
+                "config.json": config_bytes("nvidia--Llama-3.1-70B-Instruct-FP8"),
+                "hf_quant_config.json": config_bytes(
+                    "nvidia--Llama-3.1-70B-Instruct-FP8.hf_quant_config")}},
+            refs={"main": FP8}),
+        "meta-llama/Meta-Llama-3.1-405B": Repo(
+            commits={GATED: {"config.json": config_bytes("meta-llama--Meta-Llama-3.1-405B")}},
+            refs={"main": GATED}, gated=True, tokens=frozenset({TOKEN})),
+        "broken/header": Repo(
+            commits={BAD: {"config.json": qwen_small, "model.safetensors": _bad_header()}},
+            refs={"main": BAD}),
+        "broken/truncated": Repo(
+            commits={CUT: {"config.json": qwen_small, "model.safetensors": _truncated()}},
+            refs={"main": CUT}),
+    })
+
+
+@dataclass
+class Online:
+    hub: FakeHub
+    endpoint: str
+    cache: Path  # HF_HUB_CACHE
+
+
+@pytest.fixture
+def online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Online]:
+    """The loopback Hub, running, with HF_ENDPOINT pointing at it and the network allowed."""
+    hub = build_hub()
+    with serve(hub) as endpoint:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+        monkeypatch.setenv("KVLEDGER_CACHE", str(tmp_path / "kvledger"))
+        # huggingface_hub reads these once, at import; another test may have imported it
+        # while the suite-wide HF_HUB_OFFLINE=1 was set.
+        constants = pytest.importorskip("huggingface_hub.constants")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
+        monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf" / "tokens"))
+        yield Online(hub, endpoint, tmp_path / "hf" / "hub")
