@@ -92,7 +92,8 @@ CASES: list[dict[str, Any]] = [
     {"id": "kimi-k2-tp8", "config": "moonshotai--Kimi-K2-Instruct.json", "bytes": 40 * GIB,
      "tp": 8},
     {"id": "deepseek-v31-nvfp4-kv", "config": "nvidia--DeepSeek-V3.1-NVFP4.json",
-     "bytes": 30 * GIB, "kv_cache_dtype": "nvfp4", "page_size": 64},
+     "bytes": 30 * GIB, "kv_cache_dtype": "nvfp4", "page_size": 64,
+     "attention_backend": "trtllm_mla", "cuda_capability": "10.0"},
     # -- DSA --------------------------------------------------------------------------------
     {"id": "deepseek-v32-sm90", "config": "deepseek-ai--DeepSeek-V3.2.json", "bytes": 30 * GIB,
      "page_size": 64, "cuda_capability": "9.0"},
@@ -140,7 +141,8 @@ CASES: list[dict[str, Any]] = [
     {"id": "nemotron-h-56b-tp4", "config": "nvidia--Nemotron-H-56B-Base-8K.json",
      "bytes": 20 * GIB, "tp": 4},
     {"id": "nemotron3-super-fp8", "config":
-     "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json", "bytes": 30 * GIB, "tp": 2},
+     "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json", "bytes": 30 * GIB, "tp": 2,
+     "load_quant": True},
 ]
 
 
@@ -151,6 +153,8 @@ def _args(case: dict[str, Any], stage: str | None = None,
             case.get("kv_cache_dtype", "auto")]
     if case.get("page_size"):
         args += ["--page-size", str(case["page_size"])]
+    if case.get("attention_backend"):
+        args += ["--attention-backend", case["attention_backend"]]
     if case.get("cuda_capability"):
         args += ["--emulate-cuda-capability", case["cuda_capability"]]
     for key, value in {**case.get("server_args", {}), **(extra or {})}.items():
@@ -159,6 +163,8 @@ def _args(case: dict[str, Any], stage: str | None = None,
         args.append("--resolve-spec-aux")
     if case.get("load_quant"):
         args.append("--load-quant-config")
+    # The window the real model class reports (gpt-oss: sliding_window - 1), not the config's.
+    args.append("--model-class-window")
     if stage:
         args += ["--pp-stage", stage]
     return args
@@ -182,7 +188,7 @@ KEEP = ("sglang_version", "architectures", "attention_arch", "is_hybrid_swa", "c
         "kv_budget_bytes_after_mamba_and_reservations", "max_total_num_tokens",
         "full_max_total_num_tokens", "swa_max_total_num_tokens", "max_running_requests",
         "mamba", "hybrid_swa", "layer_info", "allocated", "kv_cache_quant_algo",
-        "error", "sglang_error")
+        "model_class_window", "error", "sglang_error")
 
 
 def _expected(out: dict[str, Any]) -> dict[str, Any]:
@@ -200,6 +206,7 @@ def make_case(python: str, case: dict[str, Any]) -> dict[str, Any]:
         "kv_cache_dtype": case.get("kv_cache_dtype", "auto"),
         "server_args": case.get("server_args", {}),
         "cuda_capability": case.get("cuda_capability"),
+        "attention_backend": case.get("attention_backend"),
         "spec_aux": bool(case.get("spec_aux")), "load_quant": bool(case.get("load_quant")),
         "command": "python3 scripts/oracles/sglang_cases.py --only " + case["id"],
     }

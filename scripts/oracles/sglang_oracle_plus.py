@@ -23,6 +23,11 @@ What it adds to ``sglang_oracle.py`` (whose ``main`` it calls unchanged):
   ``--kv-cache-dtype auto`` never sees a checkpoint's ``kv_cache_quant_algo``. With this flag
   the model handed to it carries the quant config SGLang's loader builds for the checkpoint
   (``model_loader/weight_utils.get_quant_config``), as a loaded model would.
+* ``--model-class-window``: the weightless model has no methods, so SGLang falls back to the
+  config's sliding window (``resolve_sliding_window_size``); a real model class may report
+  another (gpt-oss: ``sliding_window - 1``). With this flag the model class SGLang would load
+  (``ModelRegistry.resolve_model_cls``) answers ``get_attention_sliding_window_size`` as the
+  loaded model would.
 * ``--pp-stage K/P``: the layer range ``[start, end)`` of pipeline stage K of P, from SGLang's
   own ``get_pp_indices``, is what the weightless model reports (a real model reports it from
   the same function). The all-reduce MIN over stages is left to the caller (one run per
@@ -63,6 +68,7 @@ def main() -> None:
     argv, spec_aux = _take(argv, "--resolve-spec-aux", has_value=False)
     argv, pp_stage = _take(argv, "--pp-stage", has_value=True)
     argv, load_quant = _take(argv, "--load-quant-config", has_value=False)
+    argv, class_window = _take(argv, "--model-class-window", has_value=False)
     extra: dict[str, object] = {}
     for item in server_args:
         key, _, raw = item.partition("=")
@@ -155,6 +161,25 @@ def main() -> None:
             return original_configure(**kwargs)
 
         kvd.configure_kv_cache_dtype = configure_with_quant
+
+    if class_window:
+        import types
+
+        from sglang.srt.model_executor.model_runner_components import load_model_utils
+        from sglang.srt.models.registry import ModelRegistry
+
+        original_window = load_model_utils.resolve_sliding_window_size
+
+        def window_of_model_class(model: object, model_config: object) -> object:
+            hf_config = model_config.hf_config  # type: ignore[attr-defined]
+            cls, _ = ModelRegistry.resolve_model_cls(hf_config.architectures)
+            method = getattr(cls, "get_attention_sliding_window_size", None)
+            if method is None:
+                return original_window(model, model_config)
+            extra_out["model_class_window"] = method(types.SimpleNamespace(config=hf_config))
+            return extra_out["model_class_window"]
+
+        load_model_utils.resolve_sliding_window_size = window_of_model_class
 
     sys.path.insert(0, ORACLE_DIR)
     import io

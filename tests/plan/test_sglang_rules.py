@@ -182,3 +182,15 @@ def test_which_models_sglang_serves_as_multimodal() -> None:
     assert build(derive_model("Qwen/Qwen3.5-397B-A17B")).multimodal
     assert not build(derive_model("google/gemma-3-27b-it")).multimodal
     assert not build(derive_model("meta-llama/Llama-4-Scout-17B-16E-Instruct")).multimodal
+
+
+def test_mla_nvfp4_cell_keeps_its_scales() -> None:
+    # _compute_cell_size, MLA with float4_e2m1fn_x2 (element size 1): the 576-wide row
+    # (512 latent + 64 rope) × 61 layers = 35,136, halved for packed fp4 = 17,568, plus one
+    # scale byte per 16 values: 576 // 16 × 61 = 2,196 → 19,764 B per token. (The CPU oracle
+    # cannot build SGLang's NVFP4 MLA backends, so this case is worked by hand.)
+    facts = derive_model("deepseek-ai/DeepSeek-V3")
+    plan = plan_sglang(facts, PlanRequest(engine="sglang", kv_cache_dtype="nvfp4",
+                                          block_size=64), 30 * GIB)
+    assert plan.cell_bytes_per_token == 19764
+    assert plan.kv_cache_tokens == 30 * GIB // 19764 // 64 * 64

@@ -62,11 +62,11 @@ DEFAULT_ENGINE = "vllm"
 LAYOUTS: dict[str, tuple[str, str]] = {
     "vllm": ("kvledger.plan.vllm.engine:VllmEngine",
              "vLLM 0.32.0's KV cache allocator, to the block (the default)"),
-    "sglang": ("kvledger.plan.sglang.engine:SglangEngine",
-               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
     "native": ("kvledger.plan.native_engine:NativeEngine",
                "kvledger's byte-exact layout, for engine builders: no page padding, no engine "
                "runs it, so no deployment shows these numbers"),
+    "sglang": ("kvledger.plan.sglang.engine:SglangEngine",
+               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
 }
 
 

@@ -320,7 +320,8 @@ def _stage_tokens(
                                   chunked_prefill_size=res.chunked_prefill_size,
                                   overlap=res.overlap)
             out = swa_capped_tokens(kv_budget, cells, cap, page)
-            return out.full_tokens, out.swa_tokens, cells.full_cell_bytes(), None
+            # SGLang's _cell_size stays the ratio cell of HybridSWAPoolConfigurator.__init__.
+            return out.full_tokens, out.swa_tokens, cells.cell(res.swa_full_tokens_ratio), None
         out = swa_tokens(kv_budget, cells, res.swa_full_tokens_ratio, page)
         return out.full_tokens, out.swa_tokens, cells.cell(res.swa_full_tokens_ratio), None
     full = _in(model.full_layers, rng)
