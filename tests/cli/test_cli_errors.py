@@ -46,7 +46,7 @@ def _llama_config() -> dict:
         ("--max-num-seqs", "0", "must be >= 1"),
         ("--max-num-seqs", "-5", "must be >= 1"),
         ("--kv-cache-memory-bytes", "-1", "must be >= 0"),
-        ("--kv-cache-memory-bytes", "nan", "expected an integer"),
+        ("--kv-cache-memory-bytes", "nan", "must be a finite number"),
         ("--block-size", "x", "expected an integer"),
         ("--block-size", "0", "must be >= 1"),
         ("--max-model-len", "-1", "must be >= 1"),

@@ -28,10 +28,17 @@ def _inspect_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
     return json.loads(out)
 
 
+def _catalog_section(out: str) -> list[str]:
+    lines = out.splitlines()
+    assert lines[0].startswith("catalog (")
+    end = lines.index("")
+    return [line.strip() for line in lines[1:end]]
+
+
 def test_models_lists_every_bundled_config(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "models")
     assert code == 0 and err == ""
-    ids = out.splitlines()
+    ids = _catalog_section(out)
     # Every org--name.json (not the *.hf_quant_config.json companions) is listed as org/name.
     expected = sorted(
         p.name[: -len(".json")].replace("--", "/", 1)
@@ -42,13 +49,29 @@ def test_models_lists_every_bundled_config(capsys: pytest.CaptureFixture[str]) -
     assert "meta-llama/Meta-Llama-3.1-8B" in ids
 
 
+def test_models_lists_model_types_by_handler(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "models")
+    assert code == 0
+    section = out[out.index("model types ("):]
+    standard = next(line for line in section.splitlines() if line.strip().startswith("standard"))
+    # Llama-like decoders are rows routed to the standard handler; a wrapper is marked with
+    # the type of the language model it holds.
+    assert " llama," in standard and "qwen3_vl* → qwen3_vl_text" in standard
+    assert "refused (vLLM 0.32 cannot serve them):" in out and "mimo:" in out
+
+
 def test_models_json_and_catalog_alias(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "models", "--json")
     assert code == 0
     listed = json.loads(out)
     code, out, _ = _run(capsys, "catalog")
     assert code == 0
-    assert listed == out.splitlines()
+    assert listed["catalog"] == _catalog_section(out)
+    rows = {row["model_type"]: row for row in listed["model_types"]}
+    assert rows["qwen3_vl"]["wrapper"] and rows["qwen3_vl"]["inner"] == ["qwen3_vl_text"]
+    assert rows["qwen3_vl"]["handler"] == rows["qwen3_vl_text"]["handler"] == "standard:derive"
+    assert rows["mistral"]["like"] == "llama"
+    assert "mimo" not in rows and any(r["what"] == "mimo" for r in listed["refused"])
 
 
 def test_inspect_llama_8b_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,7 @@ GIB = 1 << 30
 
 
 def exc(reserved: int, available: int) -> InsufficientPoolBudget:
-    return InsufficientPoolBudget(reserved, available, {"gdn": 256})
+    return InsufficientPoolBudget(reserved, available, 256, entries_by_class={"gdn": 256})
 
 
 def test_physically_free_is_the_limit() -> None:

@@ -112,7 +112,23 @@ def test_exact_zero_remainder_raises() -> None:
     with pytest.raises(InsufficientPoolBudget) as info:
         plan_pools([page_pool(10), state_pool("s", 25, entries_per_req=1)], 100, 4)
     e = info.value
-    assert (e.reserved_bytes, e.available_bytes, e.entries) == (100, 100, {"s": 4})
+    # The seed's fields: entries is the total floor entry count (an int), 4 seqs × 1.
+    assert (e.reserved_bytes, e.available_bytes, e.entries) == (100, 100, 4)
+    assert isinstance(e.entries, int)
+    assert e.entries_by_class == {"s": 4}
+
+
+def test_insufficient_budget_entries_sum_over_classes() -> None:
+    # Two floor classes: 3 seqs × 2 = 6 entries of 10 B, and 3 seqs × 1 + 1 extra = 4 entries
+    # of 20 B → 60 + 80 = 140 B reserved > 100 B; entries = 6 + 4 = 10.
+    with pytest.raises(InsufficientPoolBudget) as info:
+        plan_pools(
+            [page_pool(10), state_pool("a", 10, entries_per_req=2),
+             state_pool("b", 20, entries_per_req=1, extra_entries=1)],
+            100, 3,
+        )
+    e = info.value
+    assert (e.reserved_bytes, e.entries, e.entries_by_class) == (140, 10, {"a": 6, "b": 4})
 
 
 def test_one_byte_left_is_enough_to_plan() -> None:

@@ -211,9 +211,19 @@ def test_unknown_quantization_subkey_fails_closed() -> None:
         derive_model(config)
 
 
-def test_dsa_without_index_topk_fails() -> None:
+def test_dsa_without_index_topk_takes_the_class_default() -> None:
+    # DeepseekV32Config (transformers 5.19) fills index_topk = 2048 when the file omits it, so
+    # vLLM's is_v32 (hasattr(config, "index_topk")) still holds: the facts stay DSA.
     config = dict(load_source(V32).config)
     del config["index_topk"]
+    assert [x.describe() for x in derive_model(config).layers] == [
+        x.describe() for x in derive_model(V32).layers]
+
+
+def test_dsa_with_index_topk_null_fails() -> None:
+    # Stated null is not omitted: the class keeps None, and a DSA type without it is refused.
+    config = dict(load_source(V32).config)
+    config["index_topk"] = None
     with pytest.raises(ConfigError, match="index_topk"):
         derive_model(config)
 

@@ -42,7 +42,7 @@ def test_every_issue_preset_exists_with_a_source() -> None:
     for name in names:
         preset = gpu_preset(name)
         assert preset.source and preset.basis in ("exact", "estimated")
-    assert set(GPUS) == set(names)
+    assert set(names) <= set(GPUS)
     # nvidia-smi 81,559 MiB = 85,520,809,984 B (the H100 total NVML reports).
     assert gpu_preset("h100-80gb").total_bytes == 85_520_809_984
     assert gpu_preset("H200").total_bytes == 143771 * MIB

@@ -76,5 +76,35 @@ def fraction(text: str) -> float:
     return value
 
 
+def _sized(unit: str, minimum: int) -> Callable[[str], int]:
+    """A size flag in vLLM's forms and more (``kvledger.cli.sizes``): 32k, 8G, 10GiB, 1e9."""
+
+    def parse(text: str) -> int:
+        plain = text.strip()
+        # A plain integer in range needs no grammar: kvledger.cli.sizes (and its regexes)
+        # stays off the start-up path of the common call (bench/startup.py).
+        if plain.isascii() and plain.isdigit() and len(plain) <= 18 and int(plain) >= minimum:
+            return int(plain)
+        from kvledger.cli.sizes import SizeError, size
+
+        try:
+            return size(text, unit=unit, minimum=minimum)
+        except SizeError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = unit
+    return parse
+
+
 def nonneg_bytes(text: str) -> int:
-    return int_at_least(0)(text)
+    """Bytes, >= 0: 17179869184, 16GiB, 1.5GiB, 16G (vLLM's binary G), 16GB (SI), 1e9."""
+    return _sized("bytes", 0)(text)
+
+
+def bytes_at_least(minimum: int) -> Callable[[str], int]:
+    return _sized("bytes", minimum)
+
+
+def tokens_at_least(minimum: int) -> Callable[[str], int]:
+    """A token count in vLLM's forms: 32768, 32k (= 32,000), 32K (= 32,768), 1e5."""
+    return _sized("tokens", minimum)

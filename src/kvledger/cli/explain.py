@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from kvledger.cli.args import int_at_least
+from kvledger.cli.args import int_at_least, tokens_at_least
 
 KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2",
                    "nvfp4")
@@ -31,7 +31,7 @@ def fill_parser(p: argparse.ArgumentParser) -> None:
     given = p.add_argument_group("settings the log does not show (they win over the log)")
     given.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1), default=None,
                        metavar="T")
-    given.add_argument("--max-model-len", type=int_at_least(1), default=None, metavar="L")
+    given.add_argument("--max-model-len", type=tokens_at_least(1), default=None, metavar="L")
     given.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default=None)
     p.add_argument("--json", action="store_true", help="one JSON object for machines")
 

@@ -67,4 +67,5 @@ def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
         "kinds": kinds,
         "layers": layers,
         "notes": list(facts.notes),
+        "warnings": list(facts.warnings),
     }

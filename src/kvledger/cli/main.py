@@ -24,7 +24,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kvledger.cli.args import Parser, block_size, fraction, int_at_least, nonneg_bytes
+from kvledger.cli.args import (
+    Parser,
+    block_size,
+    bytes_at_least,
+    fraction,
+    int_at_least,
+    nonneg_bytes,
+    tokens_at_least,
+)
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.inspect import inspect_payload
 from kvledger.cli.source_args import add_model as _add_model
@@ -62,8 +70,8 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                    metavar="B|auto",
                    help="tokens per KV block (default: 16, or what the attention backend "
                         "needs, e.g. 64 for sparse MLA; same as auto)")
-    p.add_argument("--max-model-len", "--context-length", type=int_at_least(1), default=None,
-                   metavar="L",
+    p.add_argument("--max-model-len", "--context-length", type=tokens_at_least(1),
+                   default=None, metavar="L",
                    help="longest request in tokens (default: the config's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
                    help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
@@ -75,7 +83,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                    metavar="D")
     p.add_argument("--max-num-seqs", type=int_at_least(1), default=256, metavar="S",
                    help="concurrent requests the engine admits (default 256)")
-    p.add_argument("--max-num-batched-tokens", type=int_at_least(1), default=8192,
+    p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1), default=8192,
                    metavar="N", help="tokens per scheduler step (default 8192)")
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
                    default=None, help="default: the engine's choice for the model")
@@ -92,7 +100,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     reserves.add_argument("--non-torch-bytes", type=nonneg_bytes, default=None, metavar="N",
                           help="CUDA context, NCCL buffers, fragmentation")
     if not for_fit:
-        reserves.add_argument("--gpu-total-bytes", type=int_at_least(1), default=None,
+        reserves.add_argument("--gpu-total-bytes", type=bytes_at_least(1), default=None,
                               metavar="N", help="the GPU's memory as the device reports it "
                               "(overrides the preset)")
 
@@ -171,7 +179,7 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
     fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N")
-    fit.add_argument("--context", type=int_at_least(1), required=True, metavar="L",
+    fit.add_argument("--context", type=tokens_at_least(1), required=True, metavar="L",
                      help="tokens per request")
     _add_engine_options(fit, for_fit=True)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
@@ -199,8 +207,15 @@ def _explain(ns: argparse.Namespace) -> int:
 
 
 def _fill_models(models: argparse.ArgumentParser) -> None:
-    models.add_argument("--json", action="store_true", help="a JSON list for machines")
+    models.add_argument("--json", action="store_true",
+                        help="one JSON object for machines (catalog ids and model types)")
     models.set_defaults(handler=_cmd_models)
+
+
+def _fill_report(report: argparse.ArgumentParser) -> None:
+    from kvledger.cli.report import fill_report  # only when 'report' is the command
+
+    fill_report(report)
 
 
 # command → (help line, filler, aliases). 'audit' has no filler: main() hands it its argv.
@@ -209,8 +224,11 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "plan": ("KV blocks, tokens and concurrency for a model", _fill_plan, ()),
     "fit": ("smallest TP×PP on a GPU that holds N requests of L tokens", _fill_fit, ()),
     "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
-    "models": ("list the bundled catalog ids", _fill_models, ("catalog",)),
+    "models": ("list the bundled catalog ids and the supported model types", _fill_models,
+               ("catalog",)),
     "explain": ("re-derive the KV numbers of a vLLM / SGLang start-up log", _fill_explain, ()),
+    "report": ("write a self-contained HTML report with plots (needs kvledger[report])",
+               _fill_report, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
@@ -326,12 +344,17 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
 
     result = plan_model(model_source(ns), request)
     data = _as_dict(result.to_json())
+    serve_line = getattr(ns, "serve_line", None)
     if ns.json:
+        if serve_line is not None:
+            data["serve_line"] = serve_line.to_json()
         _emit_json(data)
     else:
         from kvledger.cli import render
 
         render.render_plan(data)
+        for line in serve_line.summary() if serve_line is not None else ():
+            sys.stderr.write(f"note: {line}\n")
     return 0
 
 
@@ -362,13 +385,13 @@ def _cmd_inspect(ns: argparse.Namespace) -> int:
 
 
 def _cmd_models(ns: argparse.Namespace) -> int:
-    from kvledger.source.catalog import catalog_ids
+    from kvledger.cli.models import models_payload, render_models
 
-    ids = catalog_ids()
+    data = models_payload()
     if ns.json:
-        _emit_json(ids)
+        _emit_json(data)
     else:
-        sys.stdout.write("".join(f"{model_id}\n" for model_id in ids))
+        sys.stdout.write(render_models(data))
     return 0
 
 
@@ -394,6 +417,15 @@ def _cmd_audit(argv: list[str]) -> int:
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "audit":
         return _cmd_audit(argv[1:])
+    if argv and argv[0] == "plan" and "--" in argv[1:]:
+        # `kvledger plan [options] -- vllm serve MODEL …`: the serve line becomes plan argv.
+        from kvledger.cli.serve.cli import plan_args
+
+        args, serve_line = plan_args(argv[1:], lambda: command_parser("plan"))
+        ns = command_parser("plan").parse_args(args)
+        ns.serve_line = serve_line
+        planned: int = ns.handler(ns)
+        return planned
     if argv and (argv[0] in COMMANDS or argv[0] in _ALIASES):
         ns = command_parser(argv[0]).parse_args(argv[1:])
         result: int = ns.handler(ns)

@@ -159,6 +159,8 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
             _times(n, per_req),
         )
     con.print(table)
+    for warning in data.get("warnings") or ():
+        con.print(f"warning: {warning}")
     for note in data.get("notes") or ():
         con.print(f"note: {note}")
 

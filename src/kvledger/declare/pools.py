@@ -148,15 +148,29 @@ class InsufficientPoolBudget(RuntimeError):
 
     Carries the numbers; the caller has the context (GPU, utilization) to suggest a fix — see
     ``kvledger.declare.hints.budget_fix_hint``.
+
+    ``entries`` is the seed's field: one int, the total entries of the floor classes (STATE,
+    and kvledger's FIXED, which the seed would have declared as STATE). The per-class counts
+    are under ``entries_by_class``; a dict in ``entries`` would break code written against the
+    seed (``exc.entries * entry_bytes``).
     """
 
-    def __init__(self, reserved_bytes: int, available_bytes: int, entries: Mapping[str, int]):
+    def __init__(
+        self,
+        reserved_bytes: int,
+        available_bytes: int,
+        entries: int,
+        *,
+        entries_by_class: Mapping[str, int] | None = None,
+    ):
         self.reserved_bytes = reserved_bytes
         self.available_bytes = available_bytes
-        self.entries = dict(entries)
+        self.entries = entries
+        self.entries_by_class: dict[str, int] = dict(entries_by_class or {})
+        by_class = f": {self.entries_by_class}" if self.entries_by_class else ""
         super().__init__(
             f"per-request state needs {reserved_bytes:,} B but only {available_bytes:,} B are "
-            f"available, leaving nothing for paged KV (state entries: {self.entries})"
+            f"available, leaving nothing for paged KV ({entries:,} state entries{by_class})"
         )
 
 
@@ -241,7 +255,9 @@ def plan_pools(
     floor = sum(reserved.values())
     remaining = available_bytes - floor
     if reserved and remaining <= 0:
-        raise InsufficientPoolBudget(floor, available_bytes, entries)
+        raise InsufficientPoolBudget(
+            floor, available_bytes, sum(entries.values()), entries_by_class=entries
+        )
     paged: str | None = None
     if pages:
         page = pages[0]

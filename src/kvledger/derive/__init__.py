@@ -1,9 +1,9 @@
 """Real model configs → engine-neutral per-layer cache facts.
 
 ``derive_model(model)`` is the one entry point: it loads the config (see ``source``), finds
-the family registered for its ``model_type`` (see ``registry``), checks the config for
-cache-affecting keys the family does not understand (see ``guard``), resolves the KV element
-type, and returns ``ModelFacts``.
+its row in the model-type table (``model_types``, via ``registry``), runs the one guard on
+every level — the top-level config, a wrapper's inner text config (see ``guard``) — resolves
+the KV element type, runs the row's handler, and returns ``ModelFacts``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from kvledger.derive.errors import (
     UnknownCacheKey,
     UnsupportedArchitecture,
 )
-from kvledger.derive.guard import check_keys
+from kvledger.derive.guard import check_level
 from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
-from kvledger.derive.registry import family_for
+from kvledger.derive.model_types import Resolved, resolve
+from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
 from kvledger.source.catalog import catalog_ids
 from kvledger.source.model_source import ModelSource
 from kvledger.source.resolve import load_source
@@ -56,13 +57,15 @@ def derive_model(
     """
     source = load_source(model, hf_quant_config=hf_quant_config)
     cfg = Config(source.config, model=source.label)
-    family = family_for(cfg.model_type, cfg.architectures)
-    check_keys(cfg, family.CHECKED_KEYS, family=family.FAMILY)
-    text = cfg.text()
-    if text is not cfg:
-        check_keys(text, family.CHECKED_KEYS, family=family.FAMILY)
+    row = row_for(cfg.model_type, cfg.architectures)
+    cfg = Config(source.config, model=source.label, defaults=row.defaults)
+    check_level(cfg, row)
+    text, text_row = cfg, row
+    if row.is_wrapper:
+        text_row, text = _inner(cfg, row)
+        check_level(text, text_row)
     kv_dtype, kv_source = resolve_kv_dtype(cfg, source.hf_quant_config, kv_cache_dtype)
-    derived = family.derive(cfg, kv_dtype)
+    derived = derive_level(text, text_row, kv_dtype)
     for layer in derived.layers:
         if isinstance(layer, RecurrentState):
             layer.tensors()  # state shapes are computed lazily: validate them once, here
@@ -72,7 +75,8 @@ def derive_model(
         )
     notes = list(source.notes)
     if text is not cfg:
-        notes.append(f"multimodal wrapper: cache facts are from its {cfg.text_key}")
+        notes.append(f"multimodal wrapper: cache facts are from its {row.text_key} "
+                     f"({text_row.name}); the encoders hold no KV cache")
     notes.extend(derived.notes)
     # Decoder positions: max_position_embeddings, or (encoder-decoder) max_target_positions.
     max_pos = text.get("max_position_embeddings", text.get("max_target_positions"))
@@ -93,4 +97,22 @@ def derive_model(
         config=source.config,
         notes=tuple(notes),
         extras=dict(derived.extras),
+        warnings=tuple(derived.warnings),
     )
+
+
+def _inner(cfg: Config, row: Resolved) -> tuple[Resolved, Config]:
+    """A wrapper's language-model row and config. The inner dict's own ``model_type`` must be
+    one the wrapper accepts; without one, the wrapper's config class decides (the first)."""
+    sub = cfg.raw.get(row.text_key)
+    stated = sub.get("model_type") if isinstance(sub, Mapping) else None
+    inner_type = str(stated) if stated else row.inner[0]
+    if inner_type not in row.inner:
+        raise UnsupportedArchitecture(
+            f"unsupported: {cfg.model_type} wrapper holds a {inner_type!r} {row.text_key}; "
+            f"kvledger's {row.name} row accepts {', '.join(row.inner)}",
+            model_type=cfg.model_type,
+            architectures=cfg.architectures,
+        )
+    text_row = refuse_if_refused(resolve(inner_type), inner_type, cfg.architectures)
+    return text_row, cfg.sub(row.text_key, model_type=inner_type, defaults=text_row.defaults)

@@ -17,25 +17,51 @@ TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_con
 
 
 class Config:
-    """A config dict (the language model's, if the model is a multimodal wrapper)."""
+    """A config dict (the language model's, if the model is a multimodal wrapper).
 
-    def __init__(self, raw: Mapping[str, Any], *, model: str, parent: Config | None = None):
+    ``defaults`` are what the model type's config class fills in for a key the file omits
+    (``derive/model_types.py``): vLLM reads the config through that class, so an omitted key
+    has the class's value, not the reader's guess. A key the file states as ``null`` is not
+    defaulted (the class keeps ``None``; the handler's fallback then applies, as the class's
+    ``__post_init__`` does).
+    """
+
+    def __init__(
+        self,
+        raw: Mapping[str, Any],
+        *,
+        model: str,
+        parent: Config | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        model_type: str | None = None,
+    ):
         self.raw: dict[str, Any] = dict(raw)
         self.model = model
         self.parent = parent
+        self.defaults: Mapping[str, Any] = defaults or {}
+        self._model_type = model_type
 
     # -- look-ups -------------------------------------------------------------------------
+    def _value(self, key: str) -> Any:
+        if key in self.raw:
+            return self.raw[key]
+        return self.defaults.get(key)
+
     def __contains__(self, key: str) -> bool:
-        return key in self.raw and self.raw[key] is not None
+        return self._value(key) is not None
+
+    def stated(self, key: str) -> bool:
+        """Whether the file itself states ``key`` (not null, not a class default)."""
+        return self.raw.get(key) is not None
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = self.raw.get(key)
+        value = self._value(key)
         return default if value is None else value
 
     def require(self, key: str) -> Any:
         if key not in self:
             raise ConfigError(f"{self.model}: config has no {key!r}, which this family needs")
-        return self.raw[key]
+        return self._value(key)
 
     def int(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
         """An integer key; every integer a family reads is a count or a size, so it must be
@@ -73,6 +99,21 @@ class Config:
                 return Config(merged, model=self.model, parent=self)
         return self
 
+    def sub(
+        self, key: str, *, model_type: str, defaults: Mapping[str, Any] | None = None
+    ) -> Config:
+        """The config under ``key`` (a wrapper's language model), as ``text()`` builds it, typed
+        ``model_type`` (the wrapper's config class decides it when the dict states none)."""
+        sub = self.raw.get(key)
+        if not isinstance(sub, Mapping):
+            raise ConfigError(f"{self.model}: {self.model_type} config has no {key!r} object")
+        merged = dict(sub)
+        for inherit in ("torch_dtype", "dtype", "quantization_config"):
+            if inherit not in merged and inherit in self.raw:
+                merged[inherit] = self.raw[inherit]
+        return Config(merged, model=self.model, parent=self, defaults=defaults,
+                      model_type=model_type)
+
     @property
     def text_key(self) -> str | None:
         for key in TEXT_CONFIG_KEYS:
@@ -82,6 +123,8 @@ class Config:
 
     @property
     def model_type(self) -> str:
+        if self._model_type is not None:
+            return self._model_type
         stated = self.raw.get("model_type")
         if stated:
             return str(stated)

@@ -26,12 +26,16 @@ class UnsupportedArchitecture(DeriveError):
 
 
 class UnknownCacheKey(UnsupportedArchitecture):
-    """A registered family met a cache-affecting config key it was never checked against."""
+    """A known model type met a cache-affecting config key it was never checked against.
+
+    ``family`` names what was checked: a model-type row and its handler (``"qwen3_moe
+    (standard)"``), or a handler's nested vocabulary.
+    """
 
     def __init__(self, key: str, *, model_type: str, family: str):
         super().__init__(
-            f"unsupported: {model_type} config carries cache-affecting key {key!r}, which the "
-            f"{family} family has not been checked against; refusing to guess its effect",
+            f"unsupported: {model_type} config carries cache-affecting key {key!r}, which "
+            f"kvledger's {family} has not been checked against; refusing to guess its effect",
             model_type=model_type,
         )
         self.key = key

@@ -311,6 +311,8 @@ class ModelFacts:
     notes: tuple[str, ...] = ()
     # Extra facts a layout may need (e.g. vLLM's hybrid alignment inputs); family-defined.
     extras: dict[str, Any] = field(default_factory=dict)
+    # A size the config states two ways that disagree, derived as vLLM's model code does.
+    warnings: tuple[str, ...] = ()
 
     def by_role(self, role: Role) -> tuple[LayerCache, ...]:
         return tuple(layer for layer in self.layers if layer.role == role)

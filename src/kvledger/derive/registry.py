@@ -1,108 +1,105 @@
-"""model_type → the family module that knows it.
+"""From a config's ``model_type`` (and architectures) to its row of the model-type table and
+the handler that row names.
 
-Lazy by design: a family module is imported only when a config of its type is derived, so
-``import kvledger`` and the CLI start-up stay fast. An unregistered ``model_type`` fails
-closed with ``UnsupportedArchitecture``; there is no "dense fallback".
+Lazy by design: a handler module is imported only when a config routed to it is derived, so
+``import kvledger`` and the CLI start-up stay fast. An unknown ``model_type`` fails closed with
+``UnsupportedArchitecture``; there is no "dense fallback".
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import UnsupportedArchitecture
 from kvledger.derive.layers import LayerCache
+from kvledger.derive.model_types import (
+    ARCHITECTURES,
+    DRAFT_WORDS,
+    MODEL_TYPES,
+    Resolved,
+    resolve,
+    supported_types,
+)
 
-# model_type (top-level, as in config.json) → module under kvledger.derive.families
-FAMILIES: dict[str, str] = {
-    # dense and GQA decoders
-    "llama": "dense",
-    "mistral": "dense",
-    "mixtral": "dense",
-    "qwen2": "dense",
-    "qwen2_moe": "dense",
-    "qwen3": "dense",
-    "qwen3_moe": "dense",
-    "phi3": "dense",
-    "phi3small": "dense",
-    "gpt2": "dense",
-    "cohere": "dense",
-    "minimax_m2": "dense",
-    # interleaved windows / chunked local attention
-    "gemma2": "interleaved",
-    "gemma3": "interleaved",
-    "gemma3_text": "interleaved",
-    "gpt_oss": "interleaved",
-    "llama4": "interleaved",
-    "llama4_text": "interleaved",
-    # per-layer heterogeneous blocks
-    "nemotron-nas": "nas",
-    # encoder-decoder and cross-attention
-    "whisper": "encdec",
-    "mllama": "encdec",
-    # multi-head latent attention and sparse indexers
-    "deepseek_v2": "mla",
-    "deepseek_v3": "mla",
-    "kimi_k2": "mla",
-    "deepseek_v32": "mla",
-    "glm_moe_dsa": "mla",
-    "deepseek_v4": "deepseek_v4",
-    # MiniMax lightning / sparse
-    "minimax_m1": "minimax",
-    "minimax_m3": "minimax",
-    # gated delta-net hybrids
-    "qwen3_next": "gdn",
-    "qwen3_5": "gdn",
-    "qwen3_5_moe": "gdn",
-    # Kimi delta attention hybrids
-    "kimi_k3": "kda",
-    "kimi_linear": "kda",
-    "glm5_next": "kda",
-    # Mamba hybrids
-    "nemotron_h": "mamba",
-    "zamba2": "mamba",
-    "mamba": "mamba",
-    "mamba2": "mamba",
-}
+HANDLER_PACKAGE = "kvledger.derive.families"
 
 
 @dataclass
 class Derived:
-    """What a family returns: the per-layer facts, plus notes and layout hints."""
+    """What a handler returns: the per-layer facts, notes, warnings and layout hints.
+
+    ``warnings`` are for a config that states one size two ways that disagree (derived the
+    way vLLM's model code does it): a plan shows them, unlike ``notes``.
+    """
 
     layers: list[LayerCache]
     notes: list[str] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
-class Family(Protocol):
-    FAMILY: str
-    CHECKED_KEYS: frozenset[str]
-
-    def derive(self, cfg: Config, kv_dtype: str) -> Derived: ...
+Handler = Callable[..., Derived]
 
 
-def family_for(model_type: str, architectures: tuple[str, ...] = ()) -> ModuleType:
-    module = FAMILIES.get(model_type)
-    if module is None:
+def row_for(model_type: str, architectures: tuple[str, ...] = ()) -> Resolved:
+    """The table row for a top-level config: an architecture listed in ``ARCHITECTURES`` wins
+    (drafts reuse their target's model_type), then the ``model_type``. Refusals raise."""
+    name: str | None = None
+    for arch in architectures:
+        if arch in ARCHITECTURES:
+            name = ARCHITECTURES[arch]
+            break
+    if name is None:
+        for arch in architectures:
+            if any(word in arch.lower() for word in DRAFT_WORDS):
+                drafts = sorted(a for a, n in ARCHITECTURES.items()
+                                if any(w in a.lower() for w in DRAFT_WORDS))
+                raise UnsupportedArchitecture(
+                    f"unsupported: draft architecture {arch} (model_type {model_type!r}) is not "
+                    f"an EAGLE3 draft kvledger has been checked against; known drafts: "
+                    f"{', '.join(drafts)}",
+                    model_type=model_type,
+                    architectures=architectures,
+                )
+        if model_type in MODEL_TYPES and model_type not in ARCHITECTURES.values():
+            name = model_type
+    if name is None:
         raise UnsupportedArchitecture(
             f"unsupported: model_type {model_type or '(none)'!r} "
-            f"(architectures {list(architectures)}) has no kvledger family; "
-            f"known model types: {', '.join(sorted(FAMILIES))}",
+            f"(architectures {list(architectures)}) has no row in kvledger's model-type table; "
+            f"known model types: {', '.join(supported_types())}",
             model_type=model_type,
             architectures=architectures,
         )
-    try:
-        return importlib.import_module(f"kvledger.derive.families.{module}")
-    except ModuleNotFoundError as exc:  # registered but not written yet
-        if exc.name != f"kvledger.derive.families.{module}":
-            raise
+    return refuse_if_refused(resolve(name), model_type, architectures)
+
+
+def refuse_if_refused(
+    row: Resolved, model_type: str, architectures: tuple[str, ...] = ()
+) -> Resolved:
+    if row.refused:
         raise UnsupportedArchitecture(
-            f"unsupported: model_type {model_type!r} is registered to family {module!r}, "
-            "which is not implemented yet",
-            model_type=model_type,
-            architectures=architectures,
-        ) from None
+            f"unsupported: {row.refused}", model_type=model_type, architectures=architectures
+        )
+    return row
+
+
+def handler_for(row: Resolved) -> Handler:
+    """Import the row's handler module (lazily) and return its function."""
+    module, _, function = row.handler.partition(":")
+    if not module or not function:
+        raise UnsupportedArchitecture(
+            f"unsupported: model type {row.name!r} has no handler in the table",
+            model_type=row.name,
+        )
+    found: Handler = getattr(importlib.import_module(f"{HANDLER_PACKAGE}.{module}"), function)
+    return found
+
+
+def derive_level(cfg: Config, row: Resolved, kv_dtype: str) -> Derived:
+    """Run ``row``'s handler on ``cfg`` with the row's options."""
+    return handler_for(row)(cfg, kv_dtype, **row.options)

@@ -171,7 +171,8 @@ def plan_model(
                                     max(planned.max_model_len, facts.max_position_embeddings or 0)))
     binding = max(planned.ranks, key=lambda r: r.reserved_bytes)
     warnings = [*(source.warnings if source is not None else ()), *notes, *spec_warnings,
-                *local_notes, *planned.warnings]
+                *local_notes, *planned.warnings,
+                *facts.warnings]  # a size the config states two ways (derived as vLLM does)
     tp, pp, dp = (request.tensor_parallel_size, request.pipeline_parallel_size,
                   request.data_parallel_size)
     return PlanResult(

@@ -9,6 +9,18 @@ Caveat, stated once here: vLLM multiplies ``gpu_memory_utilization`` by the tota
 ``torch.cuda.mem_get_info()`` returns, which on NVIDIA parts can be a few hundred MiB below the
 NVML total (driver-reserved memory). The presets are the NVML figures; pass
 ``total_bytes`` to the budget to use a measured ``torch`` total instead.
+
+Names: a preset is found by its own name, by the name ``nvidia-smi`` / ``rocm-smi`` print for
+the device (``smi_names``: "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "AMD Instinct
+MI300X"), or by a common short form (``aliases``: ``H100``, ``a100 80gb``). Case, spaces and
+punctuation are ignored, and a leading vendor word (NVIDIA, AMD, Tesla, GeForce, Instinct) is
+dropped. A short form that fits devices with different memory (``A100``: 40 or 80 GB) is in
+``_AMBIGUOUS`` and refused with the choices — silently picking one would be a wrong budget.
+All of it is data in the tables below; a new device is one row.
+
+Sources: "device report" rows quote the total ``nvidia-smi`` / ``rocminfo`` printed on a real
+device in a public issue or log; where several independent public logs agree and no single
+issue is cited, the row says so. Datasheet rows are ``estimated``.
 """
 
 from __future__ import annotations
@@ -30,6 +42,9 @@ class GpuPreset:
     basis: str  # EXACT (device-reported) or ESTIMATED (datasheet)
     source: str
     vendor: str = "nvidia"
+    # The device names nvidia-smi / rocm-smi print, and the short forms people type.
+    smi_names: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
 
 
 def _mib(n: int) -> int:
@@ -38,72 +53,189 @@ def _mib(n: int) -> int:
 
 _PRESETS: tuple[GpuPreset, ...] = (
     # nvidia-smi "81559MiB": modal-labs/modal-client PR #2797 (NVML totals of Modal's fleet);
-    # google/gvisor issue #10413 (nvidia-smi on "NVIDIA H100 80GB HBM3").
-    GpuPreset("H100-80GB", _mib(81559), EXACT, "nvidia-smi 81559MiB (modal-client#2797)"),
+    # NVIDIA/nccl issue #1264 and google/gvisor issue #10413 (nvidia-smi on
+    # "NVIDIA H100 80GB HBM3").
+    GpuPreset("H100-80GB", _mib(81559), EXACT, "nvidia-smi 81559MiB (modal-client#2797)",
+              smi_names=("NVIDIA H100 80GB HBM3",),
+              aliases=("H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM5-80GB",
+                       "H100-80GB-HBM3")),
+    # "NVIDIA H100 PCIe, 81559 MiB": several independent public run logs (nvidia-smi
+    # --query-gpu=name,memory.total) agree; same 80 GB total as the SXM part.
+    GpuPreset("H100-PCIE", _mib(81559), EXACT,
+              "nvidia-smi 'NVIDIA H100 PCIe, 81559 MiB' (several public run logs)",
+              smi_names=("NVIDIA H100 PCIe",), aliases=("H100-PCIE-80GB",)),
     # nvidia-smi "95830MiB" on "NVIDIA H100 NVL": NVIDIA/gpu-admin-tools issue #4.
-    GpuPreset("H100-94GB", _mib(95830), EXACT, "nvidia-smi 95830MiB (gpu-admin-tools#4)"),
+    GpuPreset("H100-94GB", _mib(95830), EXACT, "nvidia-smi 95830MiB (gpu-admin-tools#4)",
+              smi_names=("NVIDIA H100 NVL",), aliases=("H100-NVL", "H100-94G")),
     # nvidia-smi 143,771 MiB: thundergolfer.com/blog/nvidia-gpu-memory-capacity (Modal).
-    GpuPreset("H200", _mib(143771), EXACT, "nvidia-smi 143771MiB (thundergolfer.com blog)"),
+    GpuPreset("H200", _mib(143771), EXACT, "nvidia-smi 143771MiB (thundergolfer.com blog)",
+              smi_names=("NVIDIA H200",), aliases=("H200-SXM", "H200-141GB")),
+    # "NVIDIA H20, 97,871 MiB": several independent public run logs agree.
+    GpuPreset("H20", _mib(97871), EXACT,
+              "nvidia-smi 'NVIDIA H20, 97871 MiB' (several public run logs)",
+              smi_names=("NVIDIA H20",), aliases=("H20-96GB",)),
+    # "NVIDIA GH200 480GB, 97871 MiB" (the 96 GB HBM3 Grace Hopper) and
+    # "NVIDIA GH200 144G HBM3e, 146831": several independent public logs agree.
+    GpuPreset("GH200-96GB", _mib(97871), EXACT,
+              "nvidia-smi 'NVIDIA GH200 480GB, 97871 MiB' (several public logs)",
+              smi_names=("NVIDIA GH200 480GB",), aliases=("GH200-480GB",)),
+    GpuPreset("GH200-144GB", _mib(146831), EXACT,
+              "nvidia-smi 'NVIDIA GH200 144G HBM3e, 146831' (public log)",
+              smi_names=("NVIDIA GH200 144G HBM3e",), aliases=("GH200-144G",)),
     # nvidia-smi "183359MiB" on "NVIDIA B200": NVIDIA/TensorRT-LLM issue #10278.
-    GpuPreset("B200", _mib(183359), EXACT, "nvidia-smi 183359MiB (TensorRT-LLM#10278)"),
+    GpuPreset("B200", _mib(183359), EXACT, "nvidia-smi 183359MiB (TensorRT-LLM#10278)",
+              smi_names=("NVIDIA B200",)),
     # No device report found: NVIDIA's Blackwell Ultra datasheet, 288 GB HBM3e per GPU.
-    GpuPreset("B300", 288 * 10**9, ESTIMATED, "datasheet 288 GB HBM3e (no device report found)"),
+    GpuPreset("B300", 288 * 10**9, ESTIMATED, "datasheet 288 GB HBM3e (no device report found)",
+              smi_names=("NVIDIA B300 SXM6 AC",)),
     # No device report found: GB200 NVL72, 13.4 TB HBM3e over 72 GPUs = 186 GB per GPU.
-    GpuPreset("GB200", 186 * 10**9, ESTIMATED, "datasheet 186 GB HBM3e (no device report found)"),
-    # nvidia-smi "40960MiB" / "81920MiB": modal-client#2797; NVIDIA/mig-parted issue #31.
-    GpuPreset("A100-40GB", _mib(40960), EXACT, "nvidia-smi 40960MiB (modal-client#2797)"),
-    GpuPreset("A100-80GB", _mib(81920), EXACT, "nvidia-smi 81920MiB (mig-parted#31)"),
-    # nvidia-smi "46068MiB" / "23034MiB": modal-client#2797.
-    GpuPreset("L40S", _mib(46068), EXACT, "nvidia-smi 46068MiB (modal-client#2797)"),
-    GpuPreset("L4", _mib(23034), EXACT, "nvidia-smi 23034MiB (modal-client#2797)"),
+    GpuPreset("GB200", 186 * 10**9, ESTIMATED, "datasheet 186 GB HBM3e (no device report found)",
+              smi_names=("NVIDIA GB200",)),
+    # nvidia-smi "40960MiB" / "81920MiB": modal-client#2797; NVIDIA/mig-parted issue #31. The
+    # PCIe parts report the same totals ("NVIDIA A100-PCIE-40GB, 40960 MiB", "NVIDIA A100 80GB
+    # PCIe, 81920 MiB" in several public run logs).
+    GpuPreset("A100-40GB", _mib(40960), EXACT, "nvidia-smi 40960MiB (modal-client#2797)",
+              smi_names=("NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"),
+              aliases=("A100-40G", "A100-SXM-40GB", "A100-PCIE-40GB")),
+    GpuPreset("A100-80GB", _mib(81920), EXACT, "nvidia-smi 81920MiB (mig-parted#31)",
+              smi_names=("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"),
+              aliases=("A100-80G", "A100-SXM-80GB", "A100-PCIE-80GB")),
+    # nvidia-smi "46068MiB" / "23034MiB" / "23028MiB" / "15360MiB": modal-client#2797 (L40S,
+    # L4, A10, T4). "NVIDIA L40, 46068 MiB": several independent public run logs agree.
+    GpuPreset("L40S", _mib(46068), EXACT, "nvidia-smi 46068MiB (modal-client#2797)",
+              smi_names=("NVIDIA L40S",)),
+    GpuPreset("L40", _mib(46068), EXACT,
+              "nvidia-smi 'NVIDIA L40, 46068 MiB' (several public run logs)",
+              smi_names=("NVIDIA L40",)),
+    GpuPreset("L4", _mib(23034), EXACT, "nvidia-smi 23034MiB (modal-client#2797)",
+              smi_names=("NVIDIA L4",)),
+    GpuPreset("A10", _mib(23028), EXACT, "nvidia-smi 23028MiB (modal-client#2797)",
+              smi_names=("NVIDIA A10",)),
     # nvidia-smi "23028MiB" on "NVIDIA A10G": NVIDIA/DCGM issue #232.
-    GpuPreset("A10G", _mib(23028), EXACT, "nvidia-smi 23028MiB (DCGM#232)"),
+    GpuPreset("A10G", _mib(23028), EXACT, "nvidia-smi 23028MiB (DCGM#232)",
+              smi_names=("NVIDIA A10G",)),
+    GpuPreset("T4", _mib(15360), EXACT, "nvidia-smi 15360MiB (modal-client#2797)",
+              smi_names=("Tesla T4",)),
     # nvidia-smi "24564MiB" on "NVIDIA GeForce RTX 4090": RLinf/RLinf issue #255.
-    GpuPreset("RTX-4090", _mib(24564), EXACT, "nvidia-smi 24564MiB (RLinf#255)"),
+    GpuPreset("RTX-4090", _mib(24564), EXACT, "nvidia-smi 24564MiB (RLinf#255)",
+              smi_names=("NVIDIA GeForce RTX 4090",), aliases=("4090",)),
     # nvidia-smi "32607MiB" on "NVIDIA GeForce RTX 5090": noonghunna/club-3090 issue #617.
-    GpuPreset("RTX-5090", _mib(32607), EXACT, "nvidia-smi 32607MiB (club-3090#617)"),
+    GpuPreset("RTX-5090", _mib(32607), EXACT, "nvidia-smi 32607MiB (club-3090#617)",
+              smi_names=("NVIDIA GeForce RTX 5090",), aliases=("5090",)),
+    # nvidia-smi "24576MiB" on "NVIDIA GeForce RTX 3090": noonghunna/club-3090 issue #1127.
+    GpuPreset("RTX-3090", _mib(24576), EXACT, "nvidia-smi 24576MiB (club-3090#1127)",
+              smi_names=("NVIDIA GeForce RTX 3090",), aliases=("3090",)),
+    # "NVIDIA RTX A6000, 49140 MiB", "NVIDIA RTX 6000 Ada Generation, 49140 MiB",
+    # "NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887 MiB": several public logs.
+    GpuPreset("RTX-A6000", _mib(49140), EXACT,
+              "nvidia-smi 'NVIDIA RTX A6000, 49140 MiB' (several public run logs)",
+              smi_names=("NVIDIA RTX A6000",), aliases=("A6000",)),
+    GpuPreset("RTX-6000-ADA", _mib(49140), EXACT,
+              "nvidia-smi 'NVIDIA RTX 6000 Ada Generation, 49140 MiB' (several public logs)",
+              smi_names=("NVIDIA RTX 6000 Ada Generation",), aliases=("RTX-6000-Ada-48GB",)),
+    GpuPreset("RTX-PRO-6000", _mib(97887), EXACT,
+              "nvidia-smi 'NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887 MiB' "
+              "(public log)",
+              smi_names=("NVIDIA RTX PRO 6000 Blackwell Workstation Edition",),
+              aliases=("RTX-PRO-6000-Blackwell",)),
     # rocminfo GLOBAL pool "201310208(0xbffc000) KB" on gfx942 MI300X: ROCm/rocm-examples #187.
     GpuPreset("MI300X", 201310208 * KIB, EXACT, "rocminfo 201310208 KB (rocm-examples#187)",
-              vendor="amd"),
+              vendor="amd", smi_names=("AMD Instinct MI300X",)),
     # No device report found: AMD datasheets, 256 GB / 288 GB HBM3E (AMD's GB are GiB here:
     # the MI300X "192 GB" reports 191.98 GiB).
     GpuPreset("MI325X", 256 * GIB, ESTIMATED, "datasheet 256 GB HBM3E (no device report found)",
-              vendor="amd"),
+              vendor="amd", smi_names=("AMD Instinct MI325X",)),
     GpuPreset("MI355X", 288 * GIB, ESTIMATED, "datasheet 288 GB HBM3E (no device report found)",
-              vendor="amd"),
+              vendor="amd", smi_names=("AMD Instinct MI355X",)),
+    # One MI250X is two GCDs; each is one device to ROCm, torch and vLLM ("AMD Instinct
+    # MI250X/MI250" in rocminfo: ROCm/rocm_smi_lib issues #160, #165). Datasheet: 128 GB HBM2e
+    # per OAM = 64 GiB per GCD; the MI250 has the same memory, so it shares the preset. No
+    # MI250X total found; the sister gfx90a part MI210 reports a 67,092,480 KB pool
+    # (63.98 GiB), so the true total is likely ~16 MiB below this estimate.
+    GpuPreset("MI250X", 64 * GIB, ESTIMATED,
+              "datasheet 128 GB HBM2e per OAM = 64 GiB per GCD (no device report found)",
+              vendor="amd", smi_names=("AMD Instinct MI250X/MI250", "AMD Instinct MI250X"),
+              aliases=("MI250X-GCD", "MI250")),
 )
 
 GPUS: dict[str, GpuPreset] = {g.name: g for g in _PRESETS}
 
+# Short forms that fit more than one preset with different memory: refused with the choices.
+_AMBIGUOUS: dict[str, tuple[str, ...]] = {
+    "A100": ("A100-40GB", "A100-80GB"),
+    "A100-SXM4": ("A100-40GB", "A100-80GB"),
+    "GH200": ("GH200-96GB", "GH200-144GB"),
+    "A100-PCIE": ("A100-40GB", "A100-80GB"),
+    "RTX-6000": ("RTX-6000-ADA", "RTX-PRO-6000"),
+}
+
+# Leading vendor / brand words that nvidia-smi and rocm-smi print before the model.
+_VENDOR_WORDS = ("NVIDIA", "AMD", "TESLA", "GEFORCE", "INSTINCT")
+
 
 def _key(name: str) -> str:
-    return "".join(ch for ch in name.upper() if ch.isalnum())
+    """Upper case, vendor words dropped, only letters and digits: "NVIDIA GeForce RTX 4090"
+    and "rtx-4090" are both ``RTX4090``."""
+    words = name.upper().replace("-", " ").replace("_", " ").split()
+    while words and words[0] in _VENDOR_WORDS:
+        words = words[1:]
+    return "".join(ch for ch in "".join(words) if ch.isalnum())
 
 
-_BY_KEY: dict[str, GpuPreset] = {_key(g.name): g for g in _PRESETS}
-# Common spellings people type.
-_ALIASES: dict[str, str] = {
-    "H100": "H100-80GB", "H10080G": "H100-80GB", "H100SXM": "H100-80GB",
-    "H100NVL": "H100-94GB", "A100": "A100-80GB", "A10080G": "A100-80GB",
-    "A10040G": "A100-40GB", "RTX4090": "RTX-4090", "RTX5090": "RTX-5090",
-    "4090": "RTX-4090", "5090": "RTX-5090",
-}
+def _index() -> dict[str, str]:
+    index: dict[str, str] = {}
+    for preset in _PRESETS:
+        for spelling in (preset.name, *preset.smi_names, *preset.aliases):
+            key = _key(spelling)
+            owner = index.setdefault(key, preset.name)
+            if owner != preset.name:  # pragma: no cover - a table error, caught by the tests
+                raise AssertionError(f"{spelling!r} names both {owner} and {preset.name}")
+    return index
+
+
+_BY_KEY: dict[str, str] = _index()
+_AMBIGUOUS_BY_KEY: dict[str, tuple[str, ...]] = {_key(k): v for k, v in _AMBIGUOUS.items()}
 
 
 def gpu_names() -> list[str]:
     return [g.name for g in _PRESETS]
 
 
+def _choices(names: tuple[str, ...]) -> str:
+    return " or ".join(f"{n} ({GPUS[n].total_bytes // MIB:,} MiB)" for n in names)
+
+
 def gpu_preset(name: str | GpuPreset) -> GpuPreset:
-    """Look a preset up by name (case and punctuation ignored). Unknown → ``ValueError``."""
+    """Look a preset up by name, nvidia-smi / rocm-smi name or short form.
+
+    Unknown → ``ValueError`` with the closest names ("did you mean"); ambiguous (``A100``)
+    → ``ValueError`` with the choices.
+    """
     if isinstance(name, GpuPreset):
         return name
     if not isinstance(name, str):
         raise TypeError(f"gpu must be a preset name, got {type(name).__name__}")
     key = _key(name)
     found = _BY_KEY.get(key)
-    if found is None and key in _ALIASES:
-        found = GPUS[_ALIASES[key]]
-    if found is None:
-        raise ValueError(f"unknown gpu {name!r}; known: {', '.join(gpu_names())}")
-    return found
+    if found is not None:
+        return GPUS[found]
+    if key in _AMBIGUOUS_BY_KEY:
+        choices = _AMBIGUOUS_BY_KEY[key]
+        raise ValueError(f"gpu {name!r} is ambiguous: {_choices(choices)}; name one")
+    raise ValueError(_unknown(name, key))
+
+
+def _unknown(name: str, key: str) -> str:
+    import difflib  # only on this error path
+
+    keys = list(_BY_KEY) + list(_AMBIGUOUS_BY_KEY)
+    close = difflib.get_close_matches(key, keys, n=6, cutoff=0.6)
+    suggestions: list[str] = []
+    for k in close:
+        for preset_name in (_BY_KEY[k],) if k in _BY_KEY else _AMBIGUOUS_BY_KEY[k]:
+            if preset_name not in suggestions:
+                suggestions.append(preset_name)
+    if suggestions:
+        return (f"unknown gpu {name!r}; did you mean {', '.join(suggestions[:4])}? "
+                "(or give the device's total memory: gpu_total_bytes / --gpu-total-bytes)")
+    return f"unknown gpu {name!r}; known: {', '.join(gpu_names())}"

@@ -242,8 +242,9 @@ class ModelLocalBudgetError(InsufficientPoolBudget):
         from kvledger.declare.hints import model_local_fix_hint
 
         on_stage = [r for r in rows if r.status == SUBTRACTED and r.stage == stage]
-        super().__init__(local_bytes, budget.available_bytes,
-                         {f"local:{r.name}": r.row_count for r in on_stage})
+        by_class = {f"local:{r.name}": r.row_count for r in on_stage}
+        super().__init__(local_bytes, budget.available_bytes, sum(by_class.values()),
+                         entries_by_class=by_class)
         self.stage = stage
         self.needed_bytes = needed_bytes
         where = f" on stage {stage}" if request.pipeline_parallel_size > 1 else ""

@@ -54,32 +54,11 @@ from kvledger.derive.errors import (
     DeriveError,
     UnsupportedArchitecture,
 )
-from kvledger.derive.guard import check_quantization_config
 from kvledger.derive.layers import Indexer, Kind, LayerCache, RecurrentState, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import RoleTensor, StateRole
 
 FAMILY = "deepseek_v4"
-
-CHECKED_KEYS = frozenset(
-    {
-        # Attention geometry: one KV head of head_dim (nope + rope) is cached.
-        "head_dim", "qk_rope_head_dim", "num_key_value_heads", "num_attention_heads",
-        "num_hidden_layers", "max_position_embeddings", "q_lora_rank", "o_lora_rank",
-        # Window on every layer; per-layer compression; rope base of compressed layers.
-        "sliding_window", "compress_ratios", "compress_rope_theta",
-        # Lightning indexer: cached key width; query heads and top-k are compute only.
-        "index_head_dim", "index_n_heads", "index_topk",
-        # MTP layers (sliding window only in vLLM).
-        "num_nextn_predict_layers",
-        # MoE: shared experts, hash-routed layers, expert weight dtype (no cache).
-        "n_shared_experts", "num_hash_layers", "expert_dtype",
-        # Hyper-connections (residual streams, activations only).
-        "hc_sinkhorn_iters",
-        # Weight quantization (checked key by key below).
-        "quantization_config",
-    }
-)
 
 FP8_DS_MLA = "fp8_ds_mla"
 PLAIN = "plain"
@@ -283,9 +262,7 @@ def _ratios(cfg: Config, num_layers: int, mtp: int) -> list[int]:
     return out[:num_layers]
 
 
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    text = cfg.text()
-    check_quantization_config(text, family=FAMILY)
+def derive(text: Config, kv_dtype: str) -> Derived:
     kv_name = resolve_dtype(kv_dtype).name
     layout = layout_for(kv_name)
     num_layers = text.int("num_hidden_layers", minimum=1)

@@ -13,25 +13,9 @@ from collections.abc import Mapping
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError
-from kvledger.derive.families.dense import BASE_KEYS, attention, head_dim, heads_and_dim
-from kvledger.derive.guard import check_keys, check_keys_for_type
+from kvledger.derive.families.standard import attention, head_dim, heads_and_dim
 from kvledger.derive.layers import CrossAttention, LayerCache
 from kvledger.derive.registry import Derived
-
-FAMILY = "encdec"
-
-_WHISPER_KEYS = frozenset(
-    {
-        "d_model", "decoder_attention_heads", "decoder_layers", "decoder_ffn_dim",
-        "encoder_attention_heads", "encoder_layers", "encoder_ffn_dim", "num_hidden_layers",
-        "max_source_positions", "max_target_positions", "forced_decoder_ids",
-    }
-)
-_MLLAMA_KEYS = BASE_KEYS | {"cross_attention_layers", "image_token_index"}
-
-KEYS_BY_TYPE: dict[str, frozenset[str]] = {"whisper": _WHISPER_KEYS, "mllama": _MLLAMA_KEYS}
-
-CHECKED_KEYS: frozenset[str] = frozenset().union(*KEYS_BY_TYPE.values())
 
 
 def _cross(
@@ -43,7 +27,7 @@ def _cross(
     )
 
 
-def _whisper(cfg: Config, kv_dtype: str) -> Derived:
+def whisper(cfg: Config, kv_dtype: str) -> Derived:
     """Whisper (vLLM whisper.py): each of ``decoder_layers`` layers has causal self-attention
     (FullAttentionSpec) and cross-attention (CrossAttentionSpec), both with
     ``decoder_attention_heads`` KV heads of ``d_model // decoder_attention_heads``. The encoder
@@ -89,16 +73,16 @@ def _vision_tokens_per_image(cfg: Config) -> tuple[int, str]:
     return tiles * per_tile, how
 
 
-def _mllama(cfg: Config, kv_dtype: str) -> Derived:
+def mllama(text: Config, kv_dtype: str) -> Derived:
     """mllama (vLLM mllama.py): text layers listed in ``cross_attention_layers`` are
     cross-attention layers over the vision tokens (``num_key_value_heads`` × ``hidden_size //
     num_attention_heads``) and have no self-attention cache; all other layers are Llama
     self-attention layers. ``num_hidden_layers`` counts both kinds.
     """
-    text = cfg.text()
-    if text is cfg:
-        raise ConfigError(f"{cfg.model}: mllama config has no text_config")
-    check_keys(text, _MLLAMA_KEYS, family=f"{FAMILY}/mllama")
+    cfg = text.parent
+    if cfg is None:
+        raise ConfigError(f"{text.model}: mllama text config outside its wrapper (no "
+                          "vision_config to size the cross-attention)")
     n = text.int("num_hidden_layers")
     cross_idx = text.require("cross_attention_layers")
     if not isinstance(cross_idx, list) or any(
@@ -122,10 +106,3 @@ def _mllama(cfg: Config, kv_dtype: str) -> Derived:
         "the vision encoder caches nothing",
     ]
     return Derived(layers, notes, {"encoder_positions": encoder_len})
-
-
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    check_keys_for_type(cfg, KEYS_BY_TYPE, family=FAMILY, model_type=cfg.model_type)
-    if cfg.model_type == "whisper":
-        return _whisper(cfg, kv_dtype)
-    return _mllama(cfg, kv_dtype)

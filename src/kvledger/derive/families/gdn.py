@@ -32,26 +32,6 @@ from kvledger.derive.states import GatedDeltaNetState
 
 FAMILY = "gdn"
 
-CHECKED_KEYS = frozenset(
-    {
-        "full_attention_interval", "layer_types", "head_dim", "num_attention_heads",
-        "num_key_value_heads", "num_hidden_layers", "max_position_embeddings",
-        "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
-        "linear_num_key_heads", "linear_num_value_heads",
-        # Qwen3.5: recurrent-state dtype; MTP depth; MTP embedding sharing (no cache).
-        "mamba_ssm_dtype", "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings",
-        "num_nextn_predict_layers",
-        # Output gate on attention: multiplies the output, caches nothing.
-        "attn_output_gate",
-        # Must be false (checked in derive): Qwen3-Next has no sliding window.
-        "use_sliding_window",
-        # MoE width, no cache.
-        "shared_expert_intermediate_size",
-        # KV scheme, resolved by kvdtype.
-        "quantization_config",
-    }
-)
-
 LINEAR = "linear_attention"
 FULL = "full_attention"
 
@@ -94,23 +74,17 @@ def _mtp_layers(text: Config) -> int:
     return counts[0] if counts else 0
 
 
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    text = cfg.text()
-    if text.get("use_sliding_window", False):
-        raise UnsupportedArchitecture(
-            f"{text.model}: use_sliding_window=true is not checked for the {FAMILY} family"
-        )
+def derive(text: Config, kv_dtype: str) -> Derived:
+    """The model type's row decides which keys reach here: ``mamba_ssm_dtype`` and
+    ``mtp_num_hidden_layers`` are Qwen3.5 keys (vLLM honours the dtype only for the Qwen3.5
+    architectures), so a qwen3_next config carrying them is refused by the guard;
+    ``use_sliding_window`` is an off key of every row (Qwen3-Next has no window)."""
     n = text.int("num_hidden_layers")
     kinds = layer_types(text, n)
-    mdtype = model_dtype(cfg)
+    mdtype = model_dtype(text)
     notes: list[str] = []
 
     ssm = text.get("mamba_ssm_dtype")
-    if ssm is not None and cfg.model_type == "qwen3_next":
-        # vLLM honours this key only for the Qwen3.5 architectures; refuse to guess.
-        raise UnsupportedArchitecture(
-            f"{text.model}: 'mamba_ssm_dtype' on a qwen3_next config is not checked"
-        )
     state = GatedDeltaNetState(
         index=0,
         num_k_heads=text.int("linear_num_key_heads"),

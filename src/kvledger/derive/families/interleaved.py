@@ -8,49 +8,15 @@ present they must agree; a disagreement fails closed rather than picking one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
-from kvledger.derive.families.dense import BASE_KEYS, attention, heads_and_dim
-from kvledger.derive.guard import check_keys, check_keys_for_type
+from kvledger.derive.families.standard import attention, heads_and_dim
 from kvledger.derive.layers import ChunkedAttention, LayerCache
 from kvledger.derive.registry import Derived
-
-FAMILY = "interleaved"
 
 SLIDING = "sliding_attention"
 FULL = "full_attention"
 CHUNKED = "chunked_attention"
-
-# Keys a multimodal wrapper carries next to its text_config (token ids, vision settings).
-_WRAPPER_KEYS = frozenset(
-    {"boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image"}
-)
-_GEMMA2_KEYS = BASE_KEYS | {
-    "sliding_window", "layer_types", "cache_implementation", "query_pre_attn_scalar",
-}
-_GEMMA3_KEYS = _GEMMA2_KEYS | {"sliding_window_pattern", "_sliding_window_pattern"} | _WRAPPER_KEYS
-_GPT_OSS_KEYS = BASE_KEYS | {"sliding_window", "layer_types"}
-_LLAMA4_KEYS = BASE_KEYS | _WRAPPER_KEYS | {
-    "attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "layer_types",
-    "interleave_moe_layer_step", "_attn_implementation_autoset", "attn_temperature_tuning",
-    "attn_scale", "floor_scale",
-    # transformers flag for llm-compressor's MoE weight layout; no cache effect
-    "for_llm_compressor",
-}
-
-KEYS_BY_TYPE: dict[str, frozenset[str]] = {
-    "gemma2": _GEMMA2_KEYS,
-    "gemma3": _GEMMA3_KEYS,
-    "gemma3_text": _GEMMA3_KEYS,
-    "gpt_oss": _GPT_OSS_KEYS,
-    "llama4": _LLAMA4_KEYS,
-    "llama4_text": _LLAMA4_KEYS,
-}
-
-CHECKED_KEYS: frozenset[str] = frozenset().union(*KEYS_BY_TYPE.values())
-
 
 def _stated_types(text: Config, n: int, allowed: tuple[str, ...]) -> list[str] | None:
     types = text.get("layer_types")
@@ -94,7 +60,7 @@ def _windowed(text: Config, kv_dtype: str, types: list[str], *, sinks: bool) -> 
     ]
 
 
-def _gemma2(text: Config, kv_dtype: str) -> Derived:
+def gemma2(text: Config, kv_dtype: str) -> Derived:
     """Gemma-2 (vLLM gemma2.py: a layer slides iff layer_types[i] == "sliding_attention").
 
     Without layer_types, transformers' Gemma2Config builds it as sliding for even indices
@@ -107,7 +73,7 @@ def _gemma2(text: Config, kv_dtype: str) -> Derived:
     return Derived(_windowed(text, kv_dtype, types, sinks=False), [note])
 
 
-def _gemma3(text: Config, kv_dtype: str) -> Derived:
+def gemma3(text: Config, kv_dtype: str) -> Derived:
     """Gemma-3 (vLLM gemma3.py: window on layers whose layer_types entry is sliding).
 
     Without layer_types, transformers' Gemma3TextConfig uses ``sliding_window_pattern`` P
@@ -137,7 +103,7 @@ def _gemma3(text: Config, kv_dtype: str) -> Derived:
     return Derived(_windowed(text, kv_dtype, types, sinks=False), [note])
 
 
-def _gpt_oss(text: Config, kv_dtype: str) -> Derived:
+def gpt_oss(text: Config, kv_dtype: str) -> Derived:
     """gpt-oss: even-indexed layers use ``sliding_window``, odd ones full attention (OpenAI's
     reference ``AttentionBlock``: ``sliding_window if layer_idx % 2 == 0 else 0``; vLLM
     gpt_oss.py alike). The published ``layer_types`` states the same; if a config's list
@@ -151,7 +117,7 @@ def _gpt_oss(text: Config, kv_dtype: str) -> Derived:
     return Derived(_windowed(text, kv_dtype, types, sinks=True), notes)
 
 
-def _llama4(text: Config, kv_dtype: str) -> Derived:
+def llama4(text: Config, kv_dtype: str) -> Derived:
     """Llama-4 text model (vLLM llama4.py: ``nope = no_rope_layers[i] == 0``; RoPE layers use
     ChunkedLocalAttention with ``attention_chunk_size`` when it is set, NoPE layers use global
     attention).
@@ -201,31 +167,3 @@ def _llama4(text: Config, kv_dtype: str) -> Derived:
         else ["attention_chunk_size is null: every layer attends globally"]
     )
     return Derived(layers, notes)
-
-
-_HANDLERS: dict[str, Callable[[Config, str], Derived]] = {
-    "gemma2": _gemma2,
-    "gemma3": _gemma3,
-    "gemma3_text": _gemma3,
-    "gpt_oss": _gpt_oss,
-    "llama4": _llama4,
-    "llama4_text": _llama4,
-}
-
-
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    text = cfg.text()
-    check_keys_for_type(cfg, KEYS_BY_TYPE, family=FAMILY, model_type=cfg.model_type)
-    handler = _HANDLERS[cfg.model_type]
-    if text is not cfg:
-        inner = text.model_type
-        expected = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(cfg.model_type)
-        if inner and inner != expected:
-            raise UnsupportedArchitecture(
-                f"unsupported: {cfg.model_type} wrapper holds a {inner!r} text_config; expected "
-                f"{expected!r}",
-                model_type=cfg.model_type,
-                architectures=cfg.architectures,
-            )
-        check_keys(text, KEYS_BY_TYPE[cfg.model_type], family=f"{FAMILY}/{cfg.model_type}")
-    return handler(text, kv_dtype)

@@ -42,32 +42,6 @@ from kvledger.derive.states import KDAState
 
 FAMILY = "kda"
 
-CHECKED_KEYS = frozenset(
-    {
-        "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
-        "max_position_embeddings", "linear_attn_config", "layer_types",
-        # MLA geometry (the cache is kv_lora_rank + qk_rope_head_dim per token).
-        "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "qk_head_dim",
-        "v_head_dim", "mla_use_nope", "mla_use_output_gate",
-        # MTP depth (Kimi: must be 0; GLM-5.3: sparse-attention layers).
-        "num_nextn_predict_layers",
-        # GLM-5.3 sparse indexer (pooled keys + tail ring); see module docstring.
-        "index_head_dim", "index_n_heads", "index_topk", "index_kpool", "index_kpool_compress",
-        "index_kpool_always_select_tail", "index_share_for_mtp_iteration",
-        "indexer_rope_interleave", "indexer_types",
-        # No cache: MLP/MoE layout, router dtype, hyper-connections, activations.
-        "mlp_layer_types", "moe_router_dtype", "n_shared_experts", "num_shared_experts",
-        "use_grouped_topk", "hc_sinkhorn_iters", "activation_situ_linear_beta",
-        # Kimi-K3 attention residuals mix earlier layers' outputs inside one forward pass
-        # (depth-wise); they keep nothing across tokens, and vLLM allocates nothing for them.
-        "attn_res_block_size",
-        # Top-level wrapper key (loss masking), no cache.
-        "ignore_index",
-        # KV scheme, resolved by kvdtype.
-        "quantization_config",
-    }
-)
-
 # linear_attn_config sub-keys checked against (anything else fails closed).
 LINEAR_ATTN_KEYS = frozenset(
     {"num_heads", "head_dim", "short_conv_kernel_size", "kda_layers", "full_attn_layers",
@@ -259,16 +233,11 @@ def _state_note(state: KDAState) -> str:
             "(architecture); kv_cache_dtype does not apply to it")
 
 
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    text = cfg.text()
-    mdtype = model_dtype(cfg)
-    text_type = text.model_type
-    if text_type == "kimi_linear" or (text is cfg and cfg.model_type == "kimi_linear"):
-        return _derive_kimi(text, kv_dtype, mdtype)
-    if text_type in ("glm5_next_text", "glm5_next"):
-        return _derive_glm(text, kv_dtype, mdtype)
-    raise UnsupportedArchitecture(
-        f"{cfg.model}: {cfg.model_type} with language model type {text_type!r} is not "
-        f"checked by the {FAMILY} family",
-        model_type=cfg.model_type, architectures=cfg.architectures,
-    )
+def kimi(text: Config, kv_dtype: str) -> Derived:
+    """Kimi-Linear / Kimi-K3's language model (row ``kimi_linear``)."""
+    return _derive_kimi(text, kv_dtype, model_dtype(text))
+
+
+def glm(text: Config, kv_dtype: str) -> Derived:
+    """GLM-5.3-Flash's language model (row ``glm5_next_text``)."""
+    return _derive_glm(text, kv_dtype, model_dtype(text))

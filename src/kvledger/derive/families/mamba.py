@@ -32,33 +32,6 @@ from kvledger.derive.states import Mamba1State, Mamba2State
 
 FAMILY = "mamba"
 
-CHECKED_KEYS = frozenset(
-    {
-        "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
-        "attention_head_dim", "max_position_embeddings", "hidden_size",
-        # Nemotron-H pattern and Mamba2 geometry.
-        "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "n_groups",
-        "ssm_state_size", "conv_kernel", "expand", "mamba_ssm_cache_dtype",
-        "num_nextn_predict_layers", "mtp_hybrid_override_pattern",
-        # No cache: SSD chunking for prefill, kernel choice, biases, activation, MoE widths.
-        "chunk_size", "use_mamba_kernels", "mamba_proj_bias", "use_conv_bias",
-        "mamba_hidden_act", "moe_shared_expert_intermediate_size", "moe_shared_expert_overlap",
-        "n_shared_experts", "num_logits_to_keep",
-        # Mamba1 / Mamba2 (HF) geometry.
-        "state_size", "intermediate_size", "num_heads", "time_step_rank",
-        # Zamba2, HF schema.
-        "layers_block_type", "hybrid_layer_ids", "mamba_d_state", "mamba_d_conv",
-        "mamba_expand", "mamba_ngroups", "mamba_headdim", "n_mamba_heads", "num_mem_blocks",
-        "use_shared_attention_adapter", "adapter_rank", "use_mem_rope",
-        # Zamba2, Zyphra native schema.
-        "num_layers", "layer_mapping", "conv_dimension", "expansion_factor", "kv_channels",
-        "num_mem_heads", "use_shared_block_lora", "lora_rank", "add_bias_linear",
-        "use_mem_mlp",
-        # KV scheme, resolved by kvdtype.
-        "quantization_config",
-    }
-)
-
 NEMOTRON_SYMBOLS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
@@ -77,6 +50,15 @@ def _dense_attention(cfg: Config, kv_dtype: str) -> FullAttention:
                          v_dim=head_dim, dtype=kv_dtype)
 
 
+# layers_block_type names (transformers 5.19 NemotronHConfig, after its legacy remap
+# "mamba" -> "linear_attention", "attention" -> "full_attention") -> pattern symbols.
+BLOCK_TYPE_SYMBOLS = {
+    "linear_attention": "M", "mamba": "M", "full_attention": "*", "attention": "*",
+    "mlp": "-", "moe": "E",
+}
+_DEFAULT_MTP_BLOCKS = ("full_attention", "moe")  # NemotronHConfig's mtp_layers_block_type
+
+
 def _pattern(cfg: Config, key: str) -> str:
     value = cfg.require(key)
     if not isinstance(value, str):
@@ -87,17 +69,71 @@ def _pattern(cfg: Config, key: str) -> str:
     return value
 
 
+def _blocks(cfg: Config, key: str) -> str:
+    """A ``layers_block_type``-style list as a pattern string."""
+    value = cfg.require(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{cfg.model}: {key} must be a list of layer type names")
+    unknown = sorted({v for v in value if v not in BLOCK_TYPE_SYMBOLS})
+    if unknown:
+        raise UnsupportedArchitecture(f"{cfg.model}: {key} has unknown layer types {unknown}")
+    return "".join(BLOCK_TYPE_SYMBOLS[v] for v in value)
+
+
+def nemotron_pattern(cfg: Config, warnings: list[str]) -> str:
+    """The per-layer pattern as transformers 5.19's NemotronHConfig builds it (and vLLM's
+    nemotron_h.py reads it back as ``hybrid_override_pattern``): ``layers_block_type`` when
+    stated, else the legacy ``hybrid_override_pattern``. The layer count is the pattern's
+    length; a ``num_hidden_layers`` that disagrees is ignored by the config class ("Using
+    layers_block_type length"), so it is a warning here, not an error."""
+    if "layers_block_type" in cfg:
+        pattern = _blocks(cfg, "layers_block_type")
+        if "hybrid_override_pattern" in cfg and _pattern(cfg, "hybrid_override_pattern") != pattern:
+            warnings.append(
+                f"{cfg.model_type}: hybrid_override_pattern disagrees with layers_block_type; "
+                "transformers' NemotronHConfig keeps layers_block_type (vLLM reads it), so "
+                "kvledger does too"
+            )
+    else:
+        pattern = _pattern(cfg, "hybrid_override_pattern")
+    stated = cfg.get("num_hidden_layers")
+    if stated is not None and stated != len(pattern):
+        warnings.append(
+            f"{cfg.model_type}: num_hidden_layers {stated} disagrees with the {len(pattern)} "
+            "layers the pattern lists; NemotronHConfig derives the layer count from the "
+            f"pattern (vLLM builds {len(pattern)} layers), so kvledger does too"
+        )
+    return pattern
+
+
+def _mtp_pattern(cfg: Config) -> str:
+    """NemotronHConfig: an explicit ``mtp_layers_block_type`` wins; else the legacy
+    ``mtp_hybrid_override_pattern``; else the class default [full_attention, moe]."""
+    if "mtp_layers_block_type" in cfg:
+        blocks = cfg.get("mtp_layers_block_type")
+        remapped = tuple(BLOCK_TYPE_SYMBOLS.get(b, b) for b in blocks) if isinstance(
+            blocks, list) else None
+        default = tuple(BLOCK_TYPE_SYMBOLS[b] for b in _DEFAULT_MTP_BLOCKS)
+        if remapped != default or "mtp_hybrid_override_pattern" not in cfg:
+            return _blocks(cfg, "mtp_layers_block_type")
+    if "mtp_hybrid_override_pattern" in cfg:
+        return _pattern(cfg, "mtp_hybrid_override_pattern")
+    return "".join(BLOCK_TYPE_SYMBOLS[b] for b in _DEFAULT_MTP_BLOCKS)
+
+
 def _derive_nemotron_h(cfg: Config, kv_dtype: str) -> Derived:
-    n = cfg.int("num_hidden_layers")
-    pattern = _pattern(cfg, "hybrid_override_pattern")
-    if len(pattern) != n:
-        raise ConfigError(f"{cfg.model}: hybrid_override_pattern has {len(pattern)} symbols "
-                          f"for {n} layers")
+    warnings: list[str] = []
+    pattern = nemotron_pattern(cfg, warnings)
+    n = len(pattern)
     heads, head_dim = cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim")
     inner = heads * head_dim  # vLLM nemotron_h: intermediate = mamba_num_heads * mamba_head_dim
     if "expand" in cfg and cfg.int("expand") * cfg.int("hidden_size") != inner:
-        raise ConfigError(f"{cfg.model}: expand x hidden_size != mamba_num_heads x "
-                          "mamba_head_dim; refusing to pick one")
+        warnings.append(
+            f"{cfg.model_type}: expand x hidden_size = "
+            f"{cfg.int('expand') * cfg.int('hidden_size')} disagrees with mamba_num_heads x "
+            f"mamba_head_dim = {inner}; vLLM's nemotron_h.py sizes the Mamba2 state from "
+            f"mamba_num_heads x mamba_head_dim, so kvledger uses {inner}"
+        )
     stated = cfg.get("mamba_ssm_cache_dtype")
     mdtype = model_dtype(cfg)
     state = Mamba2State(
@@ -114,15 +150,14 @@ def _derive_nemotron_h(cfg: Config, kv_dtype: str) -> Derived:
     by_symbol: dict[str, LayerCache] = {"M": state, "*": attn, "-": none, "E": none}
     layers = [_at(by_symbol[c], i) for i, c in enumerate(pattern)]
     mtp = cfg.int("num_nextn_predict_layers", 0)
-    if mtp:
-        mtp_pattern = _pattern(cfg, "mtp_hybrid_override_pattern")
-        for k, c in enumerate(mtp_pattern * mtp):
-            layers.append(_at(by_symbol[c], n + k, Role.MTP))
+    mtp_pattern = _mtp_pattern(cfg) if mtp else ""
+    for k, c in enumerate(mtp_pattern * mtp):
+        layers.append(_at(by_symbol[c], n + k, Role.MTP))
     notes = [f"Mamba2 state: conv {state.conv_dtype}, SSM {state.temporal_dtype} "
              f"({state.temporal_dtype_source}); kv_cache_dtype does not apply to it"]
     if mtp:
-        notes.append(f"MTP: {mtp} x pattern {cfg.get('mtp_hybrid_override_pattern')!r}")
-    return Derived(layers=layers, notes=notes)
+        notes.append(f"MTP: {mtp} x pattern {mtp_pattern!r}")
+    return Derived(layers=layers, notes=notes, warnings=warnings)
 
 
 def _zamba2_layout(cfg: Config) -> tuple[list[bool], dict[str, Any]]:
@@ -189,20 +224,43 @@ def _derive_zamba2(cfg: Config, kv_dtype: str) -> Derived:
 
 
 def _derive_mamba1(cfg: Config) -> Derived:
+    """Mamba1 (vLLM mamba.py reads ``config.intermediate_size``). transformers 5.19's
+    MambaConfig ``__post_init__`` sets ``intermediate_size = int(expand * hidden_size)``
+    whatever the file states, so that is what vLLM sizes the state with; a stated value that
+    disagrees is a warning."""
+    warnings: list[str] = []
+    inner = cfg.int("expand") * cfg.int("hidden_size")
+    if cfg.stated("intermediate_size") and cfg.int("intermediate_size") != inner:
+        warnings.append(
+            f"mamba: intermediate_size {cfg.int('intermediate_size')} disagrees with expand x "
+            f"hidden_size = {inner}; transformers' MambaConfig replaces it by {inner} (what vLLM "
+            "reads), so kvledger uses it"
+        )
     state = Mamba1State(
-        index=0, intermediate_size=cfg.int("intermediate_size"),
-        state_size=cfg.int("state_size"), conv_kernel=cfg.int("conv_kernel"),
-        conv_dtype=model_dtype(cfg),
+        index=0, intermediate_size=inner, state_size=cfg.int("state_size"),
+        conv_kernel=cfg.int("conv_kernel"), conv_dtype=model_dtype(cfg),
     )
     n = cfg.int("num_hidden_layers")
-    return Derived(layers=[_at(state, i) for i in range(n)])
+    return Derived(layers=[_at(state, i) for i in range(n)], warnings=warnings)
 
 
 def _derive_mamba2(cfg: Config) -> Derived:
-    inner = cfg.int("expand") * cfg.int("hidden_size")  # vLLM mamba2.py
+    """Mamba2 (vLLM mamba2.py ``get_mamba_state_shape_from_config``: intermediate
+    ``expand * hidden_size``, ``num_heads`` x ``head_dim``). transformers 5.19's Mamba2Config
+    refuses a config where the two disagree (``validate_architecture``: "Inconsistent
+    configuration"), so vLLM cannot load one and neither does kvledger."""
+    inner = cfg.int("expand") * cfg.int("hidden_size")
+    heads, head_dim = cfg.int("num_heads"), cfg.int("head_dim")
+    if heads * head_dim != inner:
+        raise UnsupportedArchitecture(
+            f"unsupported: mamba2 hidden_size x expand ({inner}) != num_heads x head_dim "
+            f"({heads * head_dim}); transformers' Mamba2Config rejects this config "
+            "('Inconsistent configuration'), so vLLM 0.32 cannot load it",
+            model_type="mamba2",
+        )
     state = Mamba2State(
         index=0, intermediate_size=inner, n_groups=cfg.int("n_groups"),
-        num_heads=cfg.int("num_heads"), head_dim=cfg.int("head_dim"),
+        num_heads=heads, head_dim=head_dim,
         state_size=cfg.int("state_size"), conv_kernel=cfg.int("conv_kernel"),
         conv_dtype=model_dtype(cfg),
     )
@@ -210,21 +268,17 @@ def _derive_mamba2(cfg: Config) -> Derived:
     return Derived(layers=[_at(state, i) for i in range(n)])
 
 
-def is_zyphra_native(raw: dict[str, Any]) -> bool:
-    """Zyphra's pre-transformers Zamba2 config carries no model_type."""
-    return not raw.get("model_type") and "layer_mapping" in raw and "num_mem_blocks" in raw
+def nemotron_h(cfg: Config, kv_dtype: str) -> Derived:
+    return _derive_nemotron_h(cfg, kv_dtype)
 
 
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    kind = cfg.model_type
-    if kind == "nemotron_h":
-        return _derive_nemotron_h(cfg, kv_dtype)
-    if kind == "zamba2" or is_zyphra_native(cfg.raw):
-        return _derive_zamba2(cfg, kv_dtype)
-    if kind == "mamba":
-        return _derive_mamba1(cfg)
-    if kind == "mamba2":
-        return _derive_mamba2(cfg)
-    raise UnsupportedArchitecture(f"{cfg.model}: model_type {kind!r} is not checked by the "
-                                  f"{FAMILY} family", model_type=kind,
-                                  architectures=cfg.architectures)
+def zamba2(cfg: Config, kv_dtype: str) -> Derived:
+    return _derive_zamba2(cfg, kv_dtype)
+
+
+def mamba1(cfg: Config, kv_dtype: str) -> Derived:
+    return _derive_mamba1(cfg)
+
+
+def mamba2(cfg: Config, kv_dtype: str) -> Derived:
+    return _derive_mamba2(cfg)

@@ -44,24 +44,6 @@ from kvledger.derive.states import RoleTensor, StateRole, divide_exact
 
 FAMILY = "minimax"
 
-CHECKED_KEYS = frozenset(
-    {
-        # Shared geometry.
-        "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
-        "max_position_embeddings",
-        # M1: per-layer lightning/softmax choice; DeepNorm scales of each kind (no cache).
-        "attn_type_list", "layernorm_full_attention_alpha", "layernorm_full_attention_beta",
-        "layernorm_linear_attention_alpha", "layernorm_linear_attention_beta",
-        "layernorm_mlp_alpha", "layernorm_mlp_beta",
-        # Shared-expert MLP width and mode (no cache).
-        "shared_intermediate_size", "shared_moe_mode", "n_shared_experts",
-        # M3: sparse attention (checked key by key below); output gate (no cache).
-        "sparse_attention_config", "attention_output_gate",
-        # M3: MTP depth (refused, see module docstring).
-        "num_mtp_modules", "num_nextn_predict_layers",
-    }
-)
-
 # sparse_attention_config keys: the two per-layer lists change the cache, the width is
 # cached; the rest steer block selection only (SGLang MiniMaxSparseAttnBackend).
 _SPARSE_KEYS = frozenset(
@@ -263,14 +245,11 @@ def _derive_m3(cfg: Config, kv_dtype: str) -> Derived:
     return Derived(layers=layers, notes=notes, extras=extras)
 
 
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    text = cfg.text()
-    if text.model_type == "minimax_m1":
-        return _derive_m1(text, kv_dtype)
-    if text.model_type == "minimax_m3":
-        return _derive_m3(text, kv_dtype)
-    raise UnsupportedArchitecture(
-        f"{text.model}: model_type {text.model_type!r} is not one the {FAMILY} family knows",
-        model_type=text.model_type,
-        architectures=text.architectures,
-    )
+def m1(text: Config, kv_dtype: str) -> Derived:
+    """MiniMax-M1 (row ``minimax_m1``)."""
+    return _derive_m1(text, kv_dtype)
+
+
+def m3(text: Config, kv_dtype: str) -> Derived:
+    """MiniMax-M3's language model (rows ``minimax_m3`` and ``minimax_m3_text``)."""
+    return _derive_m3(text, kv_dtype)

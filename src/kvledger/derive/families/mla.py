@@ -38,36 +38,11 @@ from typing import Any, ClassVar, Self
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
-from kvledger.derive.guard import check_quantization_config
 from kvledger.derive.layers import MLA, Indexer, LayerCache, Role, ceil_div
 from kvledger.derive.registry import Derived
 
 FAMILY = "mla"
 
-CHECKED_KEYS = frozenset(
-    {
-        # MLA geometry: latent + rope are cached; the rest shape projections only.
-        "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank",
-        "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "head_dim",
-        "qk_head_dim", "max_position_embeddings",
-        # MTP / next-n layers.
-        "num_nextn_predict_layers",
-        # DSA lightning indexer: cached key width; query heads and top-k are compute only.
-        "index_topk", "index_head_dim", "index_n_heads",
-        # IndexCache: which layers own an indexer (cross-checked in derive).
-        "index_topk_freq", "index_topk_pattern", "index_skip_topk_offset", "indexer_types",
-        # Runtime reuse of the MTP indexer's top-k across draft steps; no cache of its own.
-        "index_share_for_mtp_iteration",
-        # Rope style of the indexer key; same width either way.
-        "indexer_rope_interleave",
-        # MoE layout and router precision: no cache.
-        "n_shared_experts", "mlp_layer_types", "moe_router_dtype",
-        # Weight quantization; a KV scheme inside it is resolved by kvdtype and checked below.
-        "quantization_config",
-    }
-)
-
-# quantization_config keys that describe weights only (DeepSeek fp8 block quant).
 # The DSA indexer key cache: fp8 values, one fp32 scale per 128 (vLLM Indexer).
 INDEXER_DTYPE = "fp8_e4m3"
 INDEXER_QUANT_BLOCK = 128
@@ -158,9 +133,31 @@ def indexer_owners(cfg: Config, num_layers: int) -> list[bool]:
     return owners
 
 
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    text = cfg.text()
-    check_quantization_config(text, family=FAMILY)
+# layer_types entries that mean "DSA on this layer": GLM-5.x NVFP4 states
+# "deepseek_sparse_attention", which transformers 5.19 remaps to "indexed_attention"
+# (configuration_utils._LEGACY_LAYER_TYPE_REMAP); GlmMoeDsaConfig / DeepseekV32Config fill
+# every layer with "indexed_attention" when the file states none.
+DSA_LAYER_TYPES = frozenset({"deepseek_sparse_attention", "indexed_attention"})
+
+
+def _check_layer_types(text: Config, num_layers: int) -> None:
+    """vLLM's deepseek_v2.py never reads ``layer_types``: every layer is (DSA) MLA. A list
+    that says so is accepted; any other entry is a layer kind vLLM would not build."""
+    types = text.get("layer_types")
+    if types is None:
+        return
+    if not isinstance(types, list) or len(types) != num_layers:
+        raise ConfigError(f"{text.model}: layer_types must list {num_layers} layers")
+    other = sorted({str(t) for t in types} - DSA_LAYER_TYPES)
+    if other:
+        raise UnsupportedArchitecture(
+            f"unsupported: {text.model_type} layer_types has {other}; vLLM's deepseek_v2.py "
+            f"builds DSA MLA on every layer (understood: {', '.join(sorted(DSA_LAYER_TYPES))})",
+            model_type=text.model_type,
+        )
+
+
+def derive(text: Config, kv_dtype: str) -> Derived:
     kv_name = resolve_dtype(kv_dtype).name
     if kv_name not in _MLA_KV_DTYPES:
         raise UnsupportedArchitecture(
@@ -169,6 +166,7 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
             model_type=text.model_type,
         )
     num_layers = text.int("num_hidden_layers", minimum=1)
+    _check_layer_types(text, num_layers)
     latent = text.int("kv_lora_rank", 0)
     rope = text.int("qk_rope_head_dim", 0)
     if latent <= 0 or rope <= 0:

@@ -14,14 +14,9 @@ from typing import Any
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
-from kvledger.derive.families.dense import BASE_KEYS, attention, head_dim
-from kvledger.derive.guard import check_keys
+from kvledger.derive.families.standard import attention, head_dim
 from kvledger.derive.layers import LayerCache, NoCache
 from kvledger.derive.registry import Derived
-
-FAMILY = "nas"
-
-CHECKED_KEYS: frozenset[str] = BASE_KEYS | {"block_configs"}
 
 # attention entries of a block config: the ones read, and the ones that must be off because
 # they would change what is cached (sink tokens, windows, sparsity) and are not modeled.
@@ -62,9 +57,7 @@ def _attention_entry(cfg: Config, i: int, block: Any) -> Mapping[str, Any]:
     return attn
 
 
-def derive(cfg: Config, kv_dtype: str) -> Derived:
-    text = cfg.text()
-    check_keys(text, CHECKED_KEYS, family=FAMILY)
+def derive(text: Config, kv_dtype: str) -> Derived:
     blocks = text.require("block_configs")
     n = text.int("num_hidden_layers")
     if not isinstance(blocks, list) or len(blocks) != n:

@@ -121,6 +121,11 @@ class _Prepared:
 # class for them, so "what vLLM allocates" has no answer and the layout refuses.
 NOT_IN_VLLM = {
     "minimax_m3": "vLLM 0.32 has no MiniMax-M3 model (kvledger's facts come from SGLang's)",
+    # vLLM 0.32 serves it (models/minimax_m3), and the facts match its layer specs
+    # (tests/oracles/vllm-0.32-more.jsonl), but its MINIMAX_M3_SPARSE backend aligns blocks
+    # to 128, a rule this layout does not have yet: it would print 64-token blocks.
+    "minimax_m3_vl": "kvledger's vLLM layout does not yet apply vLLM 0.32's MiniMax-M3 "
+                     "sparse-attention block alignment (128 tokens)",
 }
 
 

@@ -1,0 +1,60 @@
+"""Serve-line settings that only mean something against the model: ``--dtype``, ``--quantization``.
+
+kvledger plans a checkpoint as its config describes it. A ``--dtype`` of the same width as the
+checkpoint's (bfloat16 ↔ float16) changes no byte; another width would change weights and KV
+both, and is refused. A ``--quantization`` naming the checkpoint's own method is what the
+engine verifies anyway (vLLM ``ModelConfig._verify_quantization`` refuses a mismatch); any
+other is online quantization, refused by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.cli.serve.errors import ServeLineError
+from kvledger.cli.serve.translation import Translation
+
+_WIDTH = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def check_model(out: Translation) -> None:
+    """Check ``out.requires`` against the model's config (read only when something is asked)."""
+    if not out.requires:
+        return
+    from kvledger.derive import derive_model
+
+    facts = derive_model(out.model)
+    _dtype(out, facts.model_dtype)
+    _quantization(out, facts.config, facts.kv_dtype_source)
+
+
+def _dtype(out: Translation, model_dtype: str) -> None:
+    asked = out.requires.get("dtype")
+    if asked is None:
+        return
+    if asked == model_dtype:
+        out.notes.append(f"--dtype {asked}: the checkpoint's own dtype")
+    elif _WIDTH.get(asked) is not None and _WIDTH.get(asked) == _WIDTH.get(model_dtype):
+        out.notes.append(f"--dtype {asked} on a {model_dtype} checkpoint: the same bytes per "
+                         "element, so the same plan")
+    else:
+        raise ServeLineError(f"{out.launcher}: --dtype {asked} on a {model_dtype} checkpoint "
+                             "changes the weights' and the KV cache's bytes, which kvledger "
+                             "does not model; plan without it")
+
+
+def _quantization(out: Translation, config: dict[str, Any], kv_source: str) -> None:
+    asked = out.requires.get("quantization")
+    if asked is None:
+        return
+    section = config.get("quantization_config")
+    method = str(section.get("quant_method", "")) if isinstance(section, dict) else ""
+    if not method and kv_source == "hf_quant_config":
+        method = "modelopt"  # hf_quant_config.json is NVIDIA ModelOpt's file
+    own = asked.lower().replace("-", "_")
+    if method and (own == method.lower().replace("-", "_") or own.startswith(method.lower())):
+        out.notes.append(f"--quantization {asked}: the checkpoint's own method")
+        return
+    has = f"a {method} checkpoint" if method else "an unquantized checkpoint"
+    raise ServeLineError(f"{out.launcher}: --quantization {asked} on {has} quantizes online, "
+                         "which kvledger does not model; plan without it")

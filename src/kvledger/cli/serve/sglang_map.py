@@ -1,0 +1,124 @@
+"""A scanned SGLang launch line → kvledger ``plan --engine sglang`` options (SGLang's names).
+
+kvledger's SGLang options are SGLang's own (``--mem-fraction-static``, ``--page-size`` …, see
+``ARCHITECTURE.md``); the shared ones use kvledger's spelling (``--max-model-len`` for
+``--context-length``, ``--block-size`` for ``--page-size``), which the SGLang layout reads as
+the same request fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.cli.serve import sglang_flags
+from kvledger.cli.serve.errors import ServeLineError
+from kvledger.cli.serve.rules import MAPPED
+from kvledger.cli.serve.scan import Scanned
+from kvledger.cli.serve.table import FlagTable
+from kvledger.cli.serve.translation import Context, Translation, classify
+
+_COPY = {
+    "tp_size": "--tensor-parallel-size",
+    "pp_size": "--pipeline-parallel-size",
+    "dp_size": "--data-parallel-size",
+    "context_length": "--max-model-len",
+    "page_size": "--block-size",
+    "mem_fraction_static": "--mem-fraction-static",
+    "max_running_requests": "--max-running-requests",
+    "max_total_tokens": "--max-total-tokens",
+    "chunked_prefill_size": "--chunked-prefill-size",
+    "cuda_graph_max_bs_decode": "--cuda-graph-max-bs",
+    "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
+    "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
+    "mamba_ssm_dtype": "--mamba-ssm-dtype",
+    "revision": "--revision",
+}
+_SWITCHES = {
+    "disable_radix_cache": "--disable-radix-cache",
+    "disable_overlap_schedule": "--disable-overlap-schedule",
+    "enable_dp_attention": "--enable-dp-attention",
+}
+# SGLang --kv-cache-dtype names → kvledger's.
+_KV_DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp8_e4m3": "fp8_e4m3",
+              "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
+
+
+def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, str],
+              ctx: Context) -> Translation:
+    out = Translation(engine="sglang", engine_label=table.label, launcher=launcher)
+    if scanned.positionals:
+        raise ServeLineError(f"{launcher}: unrecognized arguments: "
+                             f"{' '.join(scanned.positionals)}")
+    values = {item.flag.dest: item.value for item in scanned.given}
+    if "config" in values:
+        out.refused.append("--config FILE: kvledger does not read the YAML file; paste its "
+                           "flags into the line")
+    model = values.get("model_path")
+    if not model:
+        raise ServeLineError(f"{launcher}: the line names no model (--model-path)")
+    out.model = str(model)
+    for dest, flag in _COPY.items():
+        if values.get(dest) is not None:
+            out.options[flag] = str(values[dest])
+    for dest, flag in _SWITCHES.items():
+        if values.get(dest):
+            out.options[flag] = None
+    _kv_dtype(values, out, ctx)
+    _dp_attention(values, out)
+    _speculative(values, out)
+    for key in ("dtype", "quantization"):
+        value = values.get(key)
+        if value is not None and value != "auto":
+            out.requires[key] = {"half": "float16", "float": "float32"}.get(value, str(value))
+    out.env_ignored.extend(env)
+    kv_budget = ctx.kv_budget_given
+    mapped = {dest for dest, rule in sglang_flags.RULES.items() if rule.cls == MAPPED}
+    if values.get("ep_size") is not None and values.get("ep_size") == (
+            values.get("tp_size") or 1) and (values.get("dp_size") or 1) == 1:
+        # EP over the TP group: E / TP whole experts per GPU, the same bytes as TP slices.
+        mapped.add("ep_size")
+        out.notes.append("--ep-size equal to --tp-size: experts are split over the "
+                         "tensor-parallel GPUs, the same bytes per GPU")
+    classify(scanned, sglang_flags.RULES, out, kv_budget_given=kv_budget, skip=mapped,
+             fraction_given=values.get("mem_fraction_static") is not None)
+    out.raise_refusals()
+    return out
+
+
+def _kv_dtype(values: dict[str, Any], out: Translation, ctx: Context) -> None:
+    dtype = values.get("kv_cache_dtype")
+    if dtype is None or dtype == "auto":
+        return
+    mapped = _KV_DTYPES.get(str(dtype))
+    if mapped is None or (ctx.kv_cache_dtypes and mapped not in ctx.kv_cache_dtypes):
+        out.refused.append(f"--kv-cache-dtype {dtype} is not a KV dtype kvledger plans")
+        return
+    out.options["--kv-cache-dtype"] = mapped
+
+
+def _dp_attention(values: dict[str, Any], out: Translation) -> None:
+    """``--attn-dp-size N`` is SGLang's newer spelling of DP attention over N groups; kvledger
+    plans DP attention over ``--dp-size`` groups (H4's ``enable_dp_attention``)."""
+    attn_dp = values.get("attn_dp_size")
+    if attn_dp is None or attn_dp == 1:
+        return
+    if attn_dp != (values.get("dp_size") or 1):
+        out.refused.append(f"--attn-dp-size {attn_dp} differs from --dp-size; kvledger plans DP "
+                           "attention over the --dp-size groups only")
+        return
+    out.options["--enable-dp-attention"] = None
+
+
+def _speculative(values: dict[str, Any], out: Translation) -> None:
+    algorithm = values.get("speculative_algorithm")
+    if not algorithm:
+        return
+    method = sglang_flags.speculative_method(str(algorithm),
+                                             values.get("speculative_draft_model_path"))
+    tokens = values.get("speculative_num_steps") or values.get("speculative_num_draft_tokens")
+    if tokens is None:
+        tokens = 1
+        out.notes.append("SGLang picks the speculative step count itself; kvledger plans the "
+                         "draft's KV, which does not depend on it")
+    out.options["--speculative-method"] = method
+    out.options["--num-speculative-tokens"] = str(tokens)

@@ -1,0 +1,97 @@
+"""An engine's server flags as its own argparse parser defines them (syntax only).
+
+The JSON files beside this module are dumped from the engines' parsers by
+``scripts/serve_flag_tables.py`` (run with the engine's interpreter), so the option spellings,
+value counts, types, choices and defaults are the engine's, not retyped. Which of these flags
+can change memory is decided elsewhere (``vllm_flags.py``, ``sglang_flags.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+TABLES = {"vllm": "vllm-0.32.0.json", "sglang": "sglang-0.5.23.json"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One argparse action of the engine's parser."""
+
+    dest: str
+    options: tuple[str, ...]  # empty for a positional
+    kind: str  # store, store_true, store_false, store_const, boolean_optional, append, ...
+    nargs: int | str | None  # None (one value), 0, "?", "+", "*"
+    type: str | None  # int, float, str, human_int, human_int_or_auto, json, json_object, ...
+    optional: bool  # vLLM's optional_type: "" and "None" mean None
+    choices: tuple[Any, ...] | None
+    default: Any
+    const: Any
+
+    @property
+    def takes_value(self) -> bool:
+        return self.nargs != 0
+
+    @property
+    def name(self) -> str:
+        """The flag as people know it: its longest ``--`` spelling (or the dest)."""
+        longs = [o for o in self.options if o.startswith("--") and not o.startswith("--no-")]
+        return max(longs, key=len) if longs else (self.options[0] if self.options else self.dest)
+
+
+@dataclass(frozen=True)
+class FlagTable:
+    engine: str
+    version: str
+    flags: tuple[Flag, ...]
+    env: frozenset[str]  # the engine's own environment variables (vLLM: envs.py)
+    allow_abbrev: bool
+    by_option: dict[str, Flag] = field(repr=False)
+    by_dest: dict[str, Flag] = field(repr=False)
+
+    @property
+    def label(self) -> str:
+        """``vllm 0.32``, ``sglang 0.5.23`` — the version as messages name it."""
+        return f"{self.engine} {self.version.removesuffix('.0')}"
+
+    def positional(self) -> Flag | None:
+        return next((f for f in self.flags if not f.options), None)
+
+
+def _flag(row: dict[str, Any]) -> Flag:
+    choices = row.get("choices")
+    return Flag(
+        dest=str(row["dest"]),
+        options=tuple(row.get("options") or ()),
+        kind=str(row.get("kind", "store")),
+        nargs=row.get("nargs"),
+        type=row.get("type"),
+        optional=bool(row.get("optional", False)),
+        choices=None if choices is None else tuple(choices),
+        default=row.get("default"),
+        const=row.get("const"),
+    )
+
+
+@cache
+def load(engine: str) -> FlagTable:
+    """The table of ``engine`` ("vllm" or "sglang"), read once."""
+    data = json.loads((_HERE / TABLES[engine]).read_text(encoding="utf-8"))
+    flags = tuple(_flag(row) for row in data["flags"])
+    by_option: dict[str, Flag] = {}
+    by_dest: dict[str, Flag] = {}
+    for flag in flags:
+        for option in flag.options:
+            by_option[option] = flag
+        # A dest can have two actions (SGLang's --monokernel-backend sets enable_amd_monokernel
+        # too); the first one is the field's own flag.
+        by_dest.setdefault(flag.dest, flag)
+    return FlagTable(
+        engine=str(data["engine"]), version=str(data["version"]), flags=flags,
+        env=frozenset(data.get("env") or ()), allow_abbrev=bool(data.get("allow_abbrev", True)),
+        by_option=by_option, by_dest=by_dest,
+    )

@@ -1,0 +1,196 @@
+"""Every ``vllm serve`` flag of vLLM 0.32, classified by how it can affect the KV plan.
+
+The flag list itself is vLLM's (``vllm-0.32.0.json``, dumped from ``make_arg_parser``); this
+file says, per argparse dest, which class (``rules.py``) it is in and why. The tests check
+that the two cover each other exactly, so a regenerated table with a new flag fails until the
+flag is classified here. Reasons cite the vLLM source read for them; where the source was not
+conclusive the flag is put in the stricter class and the reason says "not modelled".
+"""
+
+from __future__ import annotations
+
+from kvledger.cli.serve.rules import ESTIMATE, INERT, KV, MAPPED, WEIGHTS, Rule, merge, table
+
+_FRONTEND = """
+headless api_server_count grpc lora_modules chat_template chat_template_content_format
+trust_request_chat_template trust_request_mm_kwargs default_chat_template_kwargs response_role
+return_tokens_as_token_ids enable_auto_tool_choice exclude_tools_when_tool_choice_none
+tool_call_parser tool_parser_plugin tool_strict_level tool_server max_log_len
+enable_prompt_tokens_details enable_per_request_metrics enable_server_load_tracking
+enable_force_include_usage sse_keep_alive_interval enable_tokenizer_info_endpoint
+enable_log_outputs enable_log_deltas cohere_is_reasoning_model cohere_format
+anthropic_disabled_thinking_effort log_error_stack tokens_only enable_scale_out fingerprint_mode
+fingerprint_value host port grpc_port data_parallel_supervisor_port
+dp_supervisor_probe_interval_s dp_supervisor_probe_timeout_s
+dp_supervisor_probe_failure_threshold uds uvicorn_log_level disable_uvicorn_access_log
+disable_access_log_for_endpoints allow_credentials allowed_origins allowed_methods
+allowed_headers api_key ssl_keyfile ssl_certfile ssl_ca_certs enable_ssl_refresh ssl_cert_reqs
+ssl_ciphers root_path middleware enable_request_id_headers disable_fastapi_docs
+h11_max_incomplete_event_size h11_max_header_count enable_offline_docs
+"""
+
+_MODEL_INERT = """
+tokenizer tokenizer_mode trust_remote_code seed allowed_local_media_path allowed_media_domains
+code_revision tokenizer_revision allow_deprecated_quantization logprobs_mode use_fp64_gumbel
+enable_trace_replay disable_cascade_attn skip_tokenizer_init served_model_name hf_token
+pooler_config generation_config override_generation_config enable_sleep_mode
+sleep_mode_offload_cudagraph sleep_preserve_parameter_names enable_cumem_allocator
+enable_nccl_comm_suspend logits_processors io_processor_plugin renderer_num_workers
+return_sampling_mask max_logprobs
+"""
+
+_LOAD_INERT = """
+download_dir safetensors_load_strategy safetensors_prefetch_num_threads
+safetensors_prefetch_block_size model_loader_extra_config ignore_patterns use_tqdm_on_load
+pt_load_map_location
+"""
+
+_PARALLEL_INERT = """
+distributed_executor_backend master_addr master_port nnodes node_rank
+distributed_timeout_seconds cpu_distributed_timeout_seconds numa_bind numa_bind_nodes
+numa_bind_cpus device_ids dcp_comm_backend dcp_q_replicate data_parallel_rank
+data_parallel_start_rank data_parallel_size_local data_parallel_address data_parallel_rpc_port
+data_parallel_backend data_parallel_hybrid_lb data_parallel_external_lb
+data_parallel_multi_port_external_lb enable_batch_sharded_sampling enable_ep_weight_filter
+enable_shm_tensor_arena elastic_ep_max_dp_size dbo_decode_token_threshold dp_sync_interval
+dbo_prefill_token_threshold disable_nccl_for_dp_synchronization expert_placement_strategy
+max_parallel_loading_workers ray_workers_use_nsight worker_extension_cls
+enable_fault_tolerance fault_tolerance_config
+"""
+
+_OTHER_INERT = """
+reasoning_parser reasoning_parser_plugin mamba_backend mamba_ssu_algorithm
+enable_mamba_cache_stochastic_rounding mamba_cache_philox_rounds prefix_caching_hash_algo
+prefix_cache_retention_interval kv_sharing_fast_prefill kv_offloading_backend offload_backend
+mm_processor_cache_gb mm_processor_cache_type mm_hasher_algorithm
+mm_shm_cache_max_object_size_mb mm_encoder_fp8_scale_path mm_encoder_fp8_scale_save_path
+mm_encoder_fp8_scale_save_margin interleave_mm_strings video_pruning_method mm_tensor_ipc
+mm_device_do_normalize logging_config log_level log_config_file show_hidden_metrics_for_version
+otlp_traces_endpoint collect_detailed_traces per_request_spec_decode_metrics kv_cache_metrics
+kv_cache_metrics_sample custom_histogram_buckets cudagraph_metrics
+enable_layerwise_nvtx_tracing enable_mfu_metrics enable_logging_iteration_details
+jit_monitor_mode jit_monitor_verbose max_num_scheduled_tokens max_num_active_seqs
+max_num_queued_reqs max_num_queued_tokens long_prefill_token_threshold
+long_prefill_token_threshold_adaptive scheduling_policy disable_chunked_mm_input scheduler_cls
+scheduler_reserve_full_isl watermark prefill_schedule_interval stream_interval ir_op_priority
+watermark_config kv_events_config reasoning_config structured_outputs_config profiler_config
+weight_transfer_config disable_log_stats aggregate_engine_logging fail_on_environ_validation
+shutdown_timeout gdn_prefill_backend kda_prefill_backend kda_decode_backend enable_log_requests
+"""
+
+# LoRA's sizes only matter with --enable-lora, which has its own rule.
+_LORA_SIZES = """
+max_loras max_lora_rank lora_dtype enable_tower_connector_lora max_cpu_loras fully_sharded_loras
+lora_target_modules default_mm_loras specialize_active_lora enable_mixed_moe_lora_format
+enable_moe_shared_loras max_lora_cls_labels
+"""
+
+RULES: dict[str, Rule] = merge(
+    table(MAPPED, """
+        model_tag model tensor_parallel_size pipeline_parallel_size data_parallel_size
+        max_model_len gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype block_size
+        max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
+        spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
+        enable_chunked_prefill revision
+    """),
+    table(INERT, _FRONTEND, "API server option"),
+    table(INERT, _MODEL_INERT + _LOAD_INERT + _PARALLEL_INERT + _OTHER_INERT,
+            "no effect on memory at start-up"),
+    table(INERT, _LORA_SIZES, "used only with --enable-lora"),
+    table(INERT, "config", "handled before parsing"),
+    # -- reserves kvledger estimates ---------------------------------------------------------
+    table(ESTIMATE, """
+        cudagraph_capture_sizes max_cudagraph_capture_size compilation_config
+        optimization_level enable_flashinfer_autotune kernel_config moe_backend linear_backend
+        sparse_indexer_topk_backend
+    """, "changes the CUDA graphs / kernel workspaces kvledger estimates"),
+    table(ESTIMATE, """
+        all2all_backend enable_dbo ubatch_size disable_custom_all_reduce enable_hc_sp
+        enable_elastic_ep enable_flash_late_interaction
+    """, "changes communication buffers kvledger estimates (non-torch memory)"),
+    table(ESTIMATE, """
+        enable_mm_embeds mm_processor_kwargs skip_mm_profiling video_pruning_rate
+        mm_encoder_attn_backend mm_encoder_attn_dtype mm_processor_device enable_prompt_embeds
+        enable_return_routed_experts aux_output_config ec_transfer_config ec_manager_config
+    """, "changes the profiled activation peak kvledger estimates"),
+    table(ESTIMATE, "media_io_kwargs",
+            "changes multimodal profiling (a GPU video decoder is refused separately)"),
+    # -- weights -----------------------------------------------------------------------------
+    table(WEIGHTS, """
+        cpu_offload_gb cpu_offload_params offload_group_size offload_num_in_group
+        offload_prefetch_step offload_params
+    """, "moves weights off the GPU"),
+    table(WEIGHTS, "enable_lora", "reserves LoRA weight slots (max_loras × max_lora_rank)"),
+    table(WEIGHTS, "enable_expert_parallel enable_eplb eplb_config engram_config",
+            "changes which expert / embedding weights each GPU holds"),
+    table(WEIGHTS, "language_model_only limit_mm_per_prompt mm_encoder_tp_mode",
+            "changes the multimodal encoder weights each GPU holds"),
+    table(WEIGHTS, "load_format", "loads or quantizes the weights differently",
+            same=("auto", "pt", "safetensors", "npcache", "dummy", "fastsafetensors",
+                  "runai_streamer", "runai_streamer_sharded", "tensorizer", "sharded_state")),
+    # -- KV layout / budget ------------------------------------------------------------------
+    table(KV, "hf_config_path hf_overrides config_format model_class_overrides",
+            "plans another config than the model's own"),
+    table(KV, "model_impl runner convert worker_cls diffusion_config mm_encoder_only",
+            "runs another model implementation or runner"),
+    table(KV, "quantization_config", "quantizes online with a config kvledger does not read"),
+    table(KV, "attention_backend attention_config",
+            "selects an attention backend (block size and KV layout follow the backend)"),
+    table(KV, """
+        num_gpu_blocks_override kv_cache_dtype_skip_layers disable_sliding_window
+        disable_hybrid_kv_cache_manager swa_bounded_replay prefix_match_unit async_scheduling
+    """, "changes the KV blocks vLLM allocates"),
+    table(KV, """
+        mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size mamba_cache_mode
+        enable_mamba_shared_prefix_checkpoint replayssm_buffer_len use_replayssm
+    """, "changes the recurrent-state cache"),
+    table(KV, """
+        decode_context_parallel_size prefill_context_parallel_size dcp_kv_cache_interleave_size
+        cp_kv_cache_interleave_size
+    """, "shards the KV cache over context-parallel ranks"),
+    table(KV, "kv_offloading_size kv_transfer_config",
+            "adds a KV offload / transfer connector"),
+    table(KV, "mm_ipc_gpu_memory_gb",
+            "is subtracted from the KV budget (multimodal/gpu_ipc_memory.py)"),
+    table(KV, "additional_config", "passes platform options kvledger does not read"),
+)
+
+# Environment variables read by vLLM 0.32 (envs.py) that change memory, by class.
+ENV_RULES: dict[str, Rule] = {
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN": Rule(
+        MAPPED, "lets --max-model-len exceed the config's length (model.py)"),
+    "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": Rule(
+        MAPPED, "0: the CUDA-graph estimate is not taken from the KV budget (gpu_worker.py)"),
+    "VLLM_VIDEO_LOADER_BACKEND": Rule(
+        KV, "pynvvideocodec reserves GPU memory from the KV budget (gpu_ipc_memory.py)",
+        same=("opencv",)),
+    "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": Rule(
+        KV, "changes how chunked-local attention is grouped", same=("1",)),
+    "VLLM_KV_CACHE_LAYOUT": Rule(KV, "changes the KV tensor layout kvledger plans"),
+    "VLLM_USE_SIMPLE_KV_OFFLOAD": Rule(KV, "adds a KV offload", same=("0",)),
+    "VLLM_CPU_KVCACHE_SPACE": Rule(KV, "sizes the CPU backend's KV cache, not a GPU's"),
+    "VLLM_DEEPEP_BUFFER_SIZE_MB": Rule(ESTIMATE, "sizes DeepEP buffers (non-torch memory)"),
+    "PYTORCH_CUDA_ALLOC_CONF": Rule(ESTIMATE, "changes allocator fragmentation"),
+    "HF_HUB_OFFLINE": Rule(MAPPED, "the model's config is read without the Hub (--offline)"),
+    "PYTORCH_HIP_ALLOC_CONF": Rule(ESTIMATE, "changes allocator fragmentation"),
+}
+
+
+def batch_defaults(total_bytes: int | None, device_name: str | None,
+                   world_size: int) -> tuple[int, int] | None:
+    """(max_num_seqs, max_num_batched_tokens) ``vllm serve`` picks when the line sets neither.
+
+    vLLM 0.32 ``EngineArgs.get_batch_defaults`` for ``UsageContext.OPENAI_API_SERVER``
+    (``engine/arg_utils.py``): ≥ 160 GiB → 1024 / 16384; ≥ 70 GiB and not an A100 → 1024 /
+    8192; else 256 / 2048. ``world_size`` only matters on the CPU backend (not planned here).
+    None when the GPU is unknown.
+    """
+    del world_size
+    if total_bytes is None:
+        return None
+    gib = 1 << 30
+    if total_bytes >= 160 * gib:
+        return 1024, 16384
+    if total_bytes >= 70 * gib and "a100" not in (device_name or "").lower():
+        return 1024, 8192
+    return 256, 2048

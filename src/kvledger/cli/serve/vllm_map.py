@@ -1,0 +1,253 @@
+"""A scanned ``vllm serve`` line → kvledger ``plan --engine vllm`` options.
+
+Each mapping cites the vLLM 0.32 code whose behaviour it reproduces. The flags not mapped here
+are classified in ``vllm_flags.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.cli.serve import vllm_flags
+from kvledger.cli.serve.errors import ServeLineError
+from kvledger.cli.serve.rules import ESTIMATE, INERT, KV, MAPPED
+from kvledger.cli.serve.scan import Scanned
+from kvledger.cli.serve.table import FlagTable
+from kvledger.cli.serve.translation import Context, Translation, classify
+
+# SpeculativeConfig fields (vllm/config/speculative.py) that cannot change the target's KV.
+_SPEC_INERT = frozenset({
+    "model", "prompt_lookup_max", "prompt_lookup_min", "disable_padded_drafter_batch",
+    "disable_eagle_block_drop", "use_local_argmax_reduction", "use_heterogeneous_vocab",
+    "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+    "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob", "rejection_sample_method",
+    "synthetic_acceptance_rates", "synthetic_acceptance_length", "enable_adaptive_verification",
+    "draft_sample_method", "dspark_draft_topk", "code_revision", "moe_backend", "enforce_eager",
+    "draft_load_config", "revision",
+})
+# Fields that size the draft's own KV or its parallelism: not modelled.
+_SPEC_REFUSED = frozenset({
+    "kv_cache_dtype", "max_model_len", "quantization", "draft_tensor_parallel_size",
+    "tensor_parallel_size", "attention_backend", "num_speculative_tokens_per_batch_size",
+    "parallel_drafting", "index_share_for_mtp_iteration",
+})
+_AUTO_FIT = (
+    "--max-model-len -1/auto: vLLM fits the length to the KV memory at start-up "
+    "(kv_cache_utils._auto_fit_max_model_len), which kvledger does not model; give a length"
+)
+
+
+def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, str],
+              ctx: Context) -> Translation:
+    out = Translation(engine="vllm", engine_label=table.label, launcher=launcher)
+    values = {item.flag.dest: item.value for item in scanned.given}  # last one wins
+    kv_budget_given = ctx.kv_budget_given or bool(values.get("kv_cache_memory_bytes"))
+    _model(scanned, values, out, launcher)
+    if "config" in values:
+        out.refused.append("--config FILE: kvledger does not read the YAML file; paste its "
+                           "flags into the line")
+    _simple(values, out, ctx)
+    _speculative(values, out)
+    _dtype_and_quantization(values, out)
+    _batch_defaults(values, out, ctx, table)
+    _environment(env, table, out)
+    mapped = {dest for dest, rule in vllm_flags.RULES.items() if rule.cls == MAPPED}
+    if values.get("enable_expert_parallel") and (values.get("data_parallel_size") or 1) == 1:
+        # One DP rank: the EP group is the TP group (ParallelConfig), so each GPU holds
+        # E / TP whole experts instead of 1 / TP of every expert — the same bytes.
+        mapped.add("enable_expert_parallel")
+        out.notes.append("--enable-expert-parallel with one data-parallel rank: experts are "
+                         "split over the tensor-parallel GPUs, the same bytes per GPU")
+    classify(scanned, vllm_flags.RULES, out, kv_budget_given=kv_budget_given, skip=mapped)
+    media = values.get("media_io_kwargs")
+    if media and "pynvvideocodec" in str(media).lower():
+        out.refused.append("--media-io-kwargs with the pynvvideocodec video backend reserves "
+                           "GPU memory from the KV budget (gpu_ipc_memory.py), which kvledger "
+                           "does not model")
+    out.raise_refusals()
+    return out
+
+
+def _model(scanned: Scanned, values: dict[str, Any], out: Translation, launcher: str) -> None:
+    """``vllm serve MODEL`` (``--model`` is moved there by vLLM's parser)."""
+    if len(scanned.positionals) > 1:
+        extra = " ".join(scanned.positionals[1:])
+        raise ServeLineError(f"{launcher}: unrecognized arguments: {extra}")
+    model = scanned.positionals[0] if scanned.positionals else None
+    if launcher.endswith("api_server"):
+        # entrypoints/launchers/api_server.main parses without the `serve` step that moves
+        # --model to the positional slot, and serves args.model; a positional is ignored.
+        if model is not None:
+            raise ServeLineError(f"{launcher}: give the model as --model (this entry point "
+                                 "ignores a positional model)")
+        model = values.get("model")
+    if not model:
+        raise ServeLineError(f"{launcher}: the line names no model (vLLM would serve its "
+                             "default, Qwen/Qwen3-0.6B); name it")
+    out.model = model
+
+
+def _simple(values: dict[str, Any], out: Translation, ctx: Context) -> None:
+    copy = {
+        "tensor_parallel_size": "--tensor-parallel-size",
+        "pipeline_parallel_size": "--pipeline-parallel-size",
+        "data_parallel_size": "--data-parallel-size",
+        "gpu_memory_utilization": "--gpu-memory-utilization",
+        "block_size": "--block-size",
+        "max_num_seqs": "--max-num-seqs",
+        "max_num_batched_tokens": "--max-num-batched-tokens",
+    }
+    for dest, flag in copy.items():
+        if values.get(dest) is not None:
+            out.options[flag] = str(values[dest])
+    if values.get("revision") is not None:  # the config is read at that revision (source/)
+        out.options["--revision"] = str(values["revision"])
+    length = values.get("max_model_len")
+    if length == -1:
+        out.refused.append(_AUTO_FIT)
+    elif length is not None:
+        out.options["--max-model-len"] = str(length)
+    budget = values.get("kv_cache_memory_bytes")
+    if budget:
+        out.options["--kv-cache-memory-bytes"] = str(budget)
+    elif budget == 0:
+        out.notes.append("--kv-cache-memory-bytes 0 means 'not set' to vLLM (gpu_worker.py: "
+                         "`if kv_cache_memory_bytes := …`): the GPU budget applies")
+    dtype = values.get("kv_cache_dtype")
+    if dtype is not None and dtype != "auto":
+        if ctx.kv_cache_dtypes and dtype not in ctx.kv_cache_dtypes:
+            out.refused.append(f"--kv-cache-dtype {dtype} is not a KV dtype kvledger plans "
+                               f"({', '.join(ctx.kv_cache_dtypes)})")
+        else:
+            out.options["--kv-cache-dtype"] = str(dtype)
+    caching = values.get("enable_prefix_caching")
+    if caching is not None:
+        out.options["--enable-prefix-caching" if caching else "--no-enable-prefix-caching"] = None
+    if values.get("enforce_eager"):
+        # gpu_worker.determine_available_memory: no CUDA graphs → no graph estimate is taken
+        # from the KV budget.
+        out.options["--cuda-graph-bytes"] = "0"
+        out.notes.append("--enforce-eager: no CUDA graphs, so no graph memory is reserved")
+    if values.get("enable_chunked_prefill") is False and values.get(
+            "max_num_batched_tokens") is None:
+        out.refused.append(
+            "--no-enable-chunked-prefill without --max-num-batched-tokens: vLLM then raises "
+            "max_num_batched_tokens to max_model_len (arg_utils._set_default_max_num_seqs_and_"
+            "batched_tokens_args); give --max-num-batched-tokens explicitly"
+        )
+
+
+def _speculative(values: dict[str, Any], out: Translation) -> None:
+    """``--speculative-config`` / ``--spec-*`` as ``EngineArgs.create_speculative_config``
+    merges them (a key in both is vLLM's "mutually exclusive" error)."""
+    config = values.get("speculative_config")
+    if config is not None and not isinstance(config, dict):
+        raise ServeLineError(f"{out.launcher}: --speculative-config must be a JSON object")
+    spec: dict[str, Any] = {str(k).replace("-", "_"): v for k, v in (config or {}).items()}
+    for flag, key, dest in (("--spec-method", "method", "spec_method"),
+                            ("--spec-model", "model", "spec_model"),
+                            ("--spec-tokens", "num_speculative_tokens", "spec_tokens")):
+        if values.get(dest) is None:
+            continue
+        if key in spec:
+            raise ServeLineError(f"{out.launcher}: {flag} and --speculative-config['{key}'] "
+                                 "are mutually exclusive")
+        spec[key] = values[dest]
+    if not spec:
+        return
+    unknown = sorted(set(spec) - _SPEC_INERT - _SPEC_REFUSED - {"method",
+                                                                "num_speculative_tokens"})
+    if unknown:
+        raise ServeLineError(f"{out.launcher}: --speculative-config: {', '.join(unknown)} "
+                             "is not a vllm 0.32 SpeculativeConfig field")
+    for key in sorted(set(spec) & _SPEC_REFUSED):
+        out.refused.append(f"--speculative-config {key} sizes the draft's own KV or "
+                           "parallelism, which kvledger does not model")
+    method, tokens = spec.get("method"), spec.get("num_speculative_tokens")
+    if not method:
+        out.refused.append("--speculative-config without a method: vLLM guesses it from the "
+                           "draft model's name; give method (mtp, eagle3, …)")
+        return
+    if tokens is None:
+        out.refused.append("--speculative-config without num_speculative_tokens: vLLM takes "
+                           "it from the draft's config; give it explicitly")
+        return
+    out.options["--speculative-method"] = str(method)
+    out.options["--num-speculative-tokens"] = str(tokens)
+
+
+def _dtype_and_quantization(values: dict[str, Any], out: Translation) -> None:
+    """Checked against the model once its config is read (``checks.py``)."""
+    dtype = values.get("dtype")
+    if dtype is not None and dtype != "auto":
+        # ModelConfig dtype names: "half" = float16, "float" = float32.
+        out.requires["dtype"] = {"half": "float16", "float": "float32"}.get(dtype, str(dtype))
+    quantization = values.get("quantization")
+    if quantization is not None:
+        out.requires["quantization"] = str(quantization)
+
+
+def _batch_defaults(values: dict[str, Any], out: Translation, ctx: Context,
+                    table: FlagTable) -> None:
+    """vLLM's own defaults where kvledger's differ, applied unless the user sets them."""
+    utilization = table.by_dest["gpu_memory_utilization"].default
+    if values.get("gpu_memory_utilization") is None and utilization is not None:
+        out.defaults["--gpu-memory-utilization"] = str(utilization)  # CacheConfig: 0.92
+    tp, pp = values.get("tensor_parallel_size") or 1, values.get("pipeline_parallel_size") or 1
+    picked = vllm_flags.batch_defaults(ctx.gpu_total_bytes, ctx.gpu_name, tp * pp)
+    mode = values.get("performance_mode")
+    if mode not in (None, "balanced"):
+        out.ignore(ESTIMATE, "--performance-mode")  # CUDA-graph sizes follow the mode
+    doubled = mode == "throughput"
+    unset = [d for d in ("max_num_seqs", "max_num_batched_tokens") if values.get(d) is None]
+    if not unset:
+        return
+    if picked is None:
+        out.notes.append(
+            "vLLM picks " + " and ".join("--" + d.replace("_", "-") for d in unset) +
+            " from the GPU (256/2048 below 70 GiB or on an A100, 1024/8192 from 70 GiB, "
+            "1024/16384 from 160 GiB; ×2 with --performance-mode throughput); kvledger's "
+            "defaults are used — give --gpu or set them in the line")
+        return
+    factor = 2 if doubled else 1
+    seqs, tokens = picked
+    if values.get("max_num_seqs") is None:
+        out.defaults["--max-num-seqs"] = str(seqs * factor)
+    if values.get("max_num_batched_tokens") is None:
+        out.defaults["--max-num-batched-tokens"] = str(tokens * factor)
+
+
+def _environment(env: dict[str, str], table: FlagTable, out: Translation) -> None:
+    for name, value in env.items():
+        rule = vllm_flags.ENV_RULES.get(name)
+        if rule is None:
+            if name.startswith("VLLM_") and name not in table.env:
+                out.notes.append(f"{name} is not a {table.label} environment variable")
+            out.env_ignored.append(name)
+            continue
+        if value in rule.same:
+            out.env_ignored.append(name)
+            continue
+        out.env[name] = value
+        if rule.cls == KV:
+            out.refused.append(f"{name}={value} {rule.why}, which kvledger does not model")
+        elif rule.cls == ESTIMATE:
+            out.ignore(ESTIMATE, name)
+        elif rule.cls == INERT:  # pragma: no cover - no inert rows today
+            out.env_ignored.append(name)
+        elif name == "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS":
+            try:
+                applied = bool(int(value))  # envs.py: bool(int(os.getenv(..., "1")))
+            except ValueError:
+                raise ServeLineError(f"{name}={value!r}: vLLM reads it with int() and would "
+                                     "fail to start") from None
+            if not applied:
+                out.options.setdefault("--cuda-graph-bytes", "0")
+                out.notes.append(f"{name}=0: the CUDA-graph estimate is not taken from the "
+                                 "KV budget")
+        elif name == "HF_HUB_OFFLINE":
+            if value.strip().lower() in ("1", "true", "yes", "on"):
+                out.options["--offline"] = None
+        elif name == "VLLM_ALLOW_LONG_MAX_MODEL_LEN":
+            out.notes.append(f"{name}={value}: vLLM accepts a --max-model-len above the "
+                             "config's; kvledger plans the given length either way")

@@ -1,0 +1,566 @@
+"""THE model-type table: ``model_type`` → how kvledger derives that config's caches.
+
+One row per model type (as config.json spells it). A row names its handler
+(``"module:function"`` under ``kvledger.derive.families``), the cache-affecting keys the
+handler reads, the keys whose names look cache-affecting but are not (each with *why*), the
+keys that must be false or absent, the defaults the config class fills in for keys a
+config.json omits, handler options, and — for multimodal wrappers — where the language model's
+config sits and which inner types it may be. ``like=`` inherits another row.
+
+Why data and not code: adding a Llama-like decoder must be one line here and one test with a
+real config (docs/adding-a-model-type.md), and ``tests/derive/test_model_types.py`` can walk
+every row: like= chains end, handlers import, options bind, every checked key is read by its
+handler, every harmless key says why.
+
+Defaults: vLLM loads config.json through the transformers (or vLLM) config class of its
+``model_type``, so a key the file omits takes the class's default — e.g. Qwen3Config's
+``head_dim`` is 128 whatever ``hidden_size`` says. Values were read from transformers 5.19 (the
+one vLLM 0.32 runs with) by ``scripts/transformers_defaults.py``; a default that follows
+another key (``num_key_value_heads`` = ``num_attention_heads``) is left to the handler's own
+fallback, which is the same rule.
+
+This module is plain data: importing it builds dict literals and imports no
+handler (``bench/startup.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+# A row is a plain dict of the fields below (cheap to build at import; ``resolve`` turns the
+# one a config needs into a ``Resolved``). Fields, all optional:
+#   handler   "module:function" under kvledger.derive.families
+#   keys      cache-affecting keys the handler reads
+#   harmless  {key: why} — keys whose names look cache-affecting but that cache nothing
+#   off       keys that must be false/absent (else the config is refused naming them)
+#   like      inherit that row's fields; this row's own override (key sets and maps merge)
+#   defaults  what the model type's config class fills in for a key config.json omits
+#   config_class, vllm   where the defaults / the handler's facts were read
+#   options   keyword arguments of the handler
+#   text_key, inner      wrapper: the key holding the language model's config; the inner
+#                        model types it may hold (first: the default when it states none)
+#   refused   vLLM 0.32 cannot serve this; derive refuses with this reason
+#   strict_quantization  the quantization_config level fails closed on unknown keys
+#                        (guard.check_quantization_config) for these rows only, until the
+#                        per-quant_method vocabulary lands; then every level runs it
+Row = dict[str, Any]
+FIELDS = frozenset(
+    {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
+     "text_key", "inner", "vllm", "refused", "strict_quantization"}
+)
+
+
+def _ro(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d or {}))
+
+
+def T(**row: Any) -> Row:
+    """A table row (see the field list above)."""
+    return row
+
+
+# -- keys every level may carry ------------------------------------------------------------
+# Read by derive itself (derive/__init__.py, kvdtype.py, config.py) for every model type.
+CORE_KEYS = frozenset(
+    {"max_position_embeddings", "max_target_positions", "torch_dtype", "dtype",
+     "quantization_config"}
+)
+
+_DROPOUT = "training-time dropout; inference keeps nothing for it"
+_EPS = "normalisation epsilon: arithmetic, nothing stored"
+_SCORE = "scales, caps or upcasts attention scores; the cached K and V are unchanged"
+_WEIGHTS = "a bias or norm inside the projections: weights, not cache"
+_RUNTIME = "a transformers runtime/output switch; vLLM does not read it"
+_ENCDEC = "transformers encoder-decoder plumbing; vLLM builds from the model file, not this flag"
+_HEAD = "an option of a head vLLM never builds (sequence / audio classification)"
+_MOE = "mixture-of-experts routing or layout: which experts run, not what is cached"
+_MLP = "an MLP / expert width: weights, not cache"
+_TOKEN = "a special token id or count in the prompt: no cache of its own"
+
+# Keys whose names match the guard's cache-affecting pattern but that never change what is
+# cached, for every model type.
+HARMLESS: Mapping[str, str] = _ro(
+    {
+        **dict.fromkeys(
+            ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob", "layerdrop",
+             "decoder_layerdrop", "encoder_layerdrop"), _DROPOUT),
+        **dict.fromkeys(("layer_norm_eps", "layer_norm_epsilon", "layernorm_epsilon"), _EPS),
+        **dict.fromkeys(
+            ("attention_softmax_in_fp32", "attn_logit_softcapping", "scale_attn_weights",
+             "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+             "attention_multiplier"), _SCORE),
+        **dict.fromkeys(
+            ("attention_bias", "head_bias", "qkv_bias", "qk_layernorm", "use_qk_layernorm"),
+            _WEIGHTS),
+        **dict.fromkeys(
+            ("use_cache", "output_attentions", "output_hidden_states", "pruned_heads",
+             "chunk_size_feed_forward"), _RUNTIME),
+        **dict.fromkeys(
+            ("is_encoder_decoder", "add_cross_attention", "decoder_start_token_id",
+             "cross_attention_hidden_size", "tie_encoder_decoder",
+             "encoder_no_repeat_ngram_size", "is_decoder"), _ENCDEC),
+        "use_weighted_layer_sum": _HEAD,
+        **dict.fromkeys(
+            ("moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob",
+             "moe_topk", "topk_group", "topk_method", "n_shared_experts",
+             "shared_intermediate_size", "shared_expert_intermediate_size", "mlp_layer_types",
+             "moe_router_dtype"), _MOE),
+    }
+)
+
+# The keys transformers standardised for decoder attention (read by families/standard.py).
+STANDARD_KEYS = frozenset(
+    {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+     "hidden_size"}
+)
+_WINDOW_KEYS = STANDARD_KEYS | {"sliding_window", "layer_types"}
+_QWEN_WINDOW_OFF = {
+    "max_window_layers": "which layers slide when use_sliding_window is true; that switch must "
+    "be off here, and then Qwen2Config drops the window altogether",
+}
+_WRAPPER_TOKENS = {
+    "boi_token_index": _TOKEN, "eoi_token_index": _TOKEN, "image_token_index": _TOKEN,
+    "video_token_index": _TOKEN,
+}
+
+_MLA_KEYS = frozenset(
+    {"num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank",
+     "num_nextn_predict_layers", "index_topk", "index_head_dim", "index_topk_freq",
+     "index_topk_pattern", "index_skip_topk_offset", "indexer_types"}
+)
+_MLA_HARMLESS = {
+    **dict.fromkeys(
+        ("qk_nope_head_dim", "v_head_dim", "num_attention_heads", "num_key_value_heads",
+         "head_dim", "qk_head_dim"),
+        "shapes MLA's up-projections; the cache holds kv_lora_rank + qk_rope_head_dim per "
+        "token (vLLM MLAAttentionSpec, one head)"),
+    "index_n_heads": "DSA indexer query heads: compute only; its key cache is one head",
+    "index_share_for_mtp_iteration": "reuses the MTP indexer's top-k across draft steps; no "
+                                     "cache of its own",
+    "indexer_rope_interleave": "rope layout of the indexer key; same width either way",
+}
+
+_GDN_KEYS = frozenset(
+    {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+     "hidden_size", "full_attention_interval", "layer_types", "linear_conv_kernel_dim",
+     "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
+     "linear_num_value_heads", "num_nextn_predict_layers"}
+)
+_GDN_HARMLESS = {"attn_output_gate": "a gate on the attention output; caches nothing"}
+
+_KDA_KEYS = frozenset(
+    {"num_hidden_layers", "linear_attn_config", "layer_types", "kv_lora_rank",
+     "qk_rope_head_dim", "num_nextn_predict_layers"}
+)
+_KDA_HARMLESS = {
+    **_MLA_HARMLESS,
+    "q_lora_rank": "query projection rank: weights",
+    "mla_use_nope": "NoPE MLA: the rope part is qk_rope_head_dim (0), read as such",
+    "num_shared_experts": _MOE, "use_grouped_topk": _MOE,
+    "hc_sinkhorn_iters": "hyper-connection mixing of residual streams: activations only",
+    "activation_situ_linear_beta": "an activation parameter",
+    "attn_res_block_size": "Kimi-K3 attention residuals mix earlier layers' outputs inside "
+                           "one forward pass; nothing is kept across tokens (vLLM allocates "
+                           "nothing)",
+}
+
+_MAMBA2_HARMLESS = {
+    "chunk_size": "SSD chunk length for prefill: compute, not state",
+    "use_mamba_kernels": "kernel choice", "mamba_proj_bias": _WEIGHTS,
+    "use_conv_bias": _WEIGHTS, "mamba_hidden_act": "an activation",
+    "moe_shared_expert_intermediate_size": _MLP, "moe_shared_expert_overlap": _MOE,
+}
+
+
+MODEL_TYPES: Mapping[str, Row] = _ro(
+    {
+        # -- standard decoders (families/standard.py) ----------------------------------------
+        "llama": T(handler="standard:derive", keys=_WINDOW_KEYS, config_class="LlamaConfig",
+                   options={"layer_windows": True}, vllm="llama.py"),
+        "mistral": T(like="llama", config_class="MistralConfig",
+                     defaults={"num_key_value_heads": 8, "sliding_window": 4096,
+                               "max_position_embeddings": 131072},
+                     vllm="mistral.py (llama.py attention)"),
+        "mixtral": T(like="llama", config_class="MixtralConfig",
+                     defaults={"num_key_value_heads": 8, "max_position_embeddings": 131072},
+                     options={"layer_windows": False}, vllm="mixtral.py"),
+        "qwen2": T(handler="standard:derive", keys=_WINDOW_KEYS, harmless=_QWEN_WINDOW_OFF,
+                   off={"use_sliding_window"}, config_class="Qwen2Config",
+                   defaults={"num_key_value_heads": 32, "max_position_embeddings": 32768},
+                   options={"layer_windows": False, "window_switch": "use_sliding_window",
+                            "stated_head_dim": False},
+                   vllm="qwen2.py (head_dim = hidden_size // num_attention_heads)"),
+        "qwen2_moe": T(like="qwen2", config_class="Qwen2MoeConfig",
+                       defaults={"num_key_value_heads": 16}, vllm="qwen2_moe.py"),
+        "qwen3": T(like="qwen2", config_class="Qwen3Config",
+                   defaults={"num_key_value_heads": 32, "head_dim": 128},
+                   options={"stated_head_dim": True}, vllm="qwen3.py"),
+        "qwen3_moe": T(like="qwen2", config_class="Qwen3MoeConfig",
+                       defaults={"num_key_value_heads": 4}, options={"stated_head_dim": True},
+                       vllm="qwen3_moe.py"),
+        "qwen3_vl": T(text_key="text_config", inner=("qwen3_vl_text",),
+                      config_class="Qwen3VLConfig", vllm="qwen3_vl.py"),
+        "qwen3_vl_text": T(handler="standard:derive", keys=STANDARD_KEYS,
+                           config_class="Qwen3VLTextConfig",
+                           defaults={"num_key_value_heads": 32, "head_dim": 128,
+                                     "max_position_embeddings": 128000},
+                           vllm="qwen3_vl.py (Qwen3LLMModel: qwen3.py decoder layers)"),
+        "qwen3_vl_moe": T(text_key="text_config", inner=("qwen3_vl_moe_text",),
+                          config_class="Qwen3VLMoeConfig", vllm="qwen3_vl_moe.py"),
+        "qwen3_vl_moe_text": T(handler="standard:derive", keys=STANDARD_KEYS,
+                               config_class="Qwen3VLMoeTextConfig",
+                               defaults={"num_key_value_heads": 16,
+                                         "max_position_embeddings": 128000},
+                               vllm="qwen3_vl_moe.py (qwen3_moe.py decoder layers)"),
+        "phi3": T(handler="standard:derive", keys=STANDARD_KEYS | {"sliding_window"},
+                  harmless={"original_max_position_embeddings":
+                            "LongRoPE's pre-training length: picks the RoPE scaling, not the "
+                            "cache"},
+                  config_class="Phi3Config", defaults={"max_position_embeddings": 4096},
+                  vllm="phi3.py (llama.py)"),
+        "cohere": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="CohereConfig",
+                    defaults={"max_position_embeddings": 8192},
+                    vllm="commandr.py (v1: no window)"),
+        # -- dense decoders with their own arithmetic (families/dense.py) --------------------
+        "minimax_m2": T(handler="dense:minimax_m2",
+                        keys=STANDARD_KEYS | {"attn_type_list", "use_mtp", "num_mtp_modules",
+                                              "mtp_transformer_layers"},
+                        config_class="MiniMaxM2Config",
+                        defaults={"num_key_value_heads": 8, "head_dim": 128,
+                                  "max_position_embeddings": 196608},
+                        vllm="minimax_m2.py"),
+        "phi3small": T(handler="dense:phi3small",
+                       keys=STANDARD_KEYS | {"blocksparse_block_size",
+                                             "blocksparse_num_local_blocks",
+                                             "blocksparse_vert_stride",
+                                             "dense_attention_every_n_layers"},
+                       harmless={
+                           "blocksparse_homo_head_pattern": "which heads share a sparsity "
+                           "pattern: what is read, every position is still cached",
+                           "blocksparse_triton_kernel_block_size": "kernel tiling",
+                           "mup_attn_multiplier": _SCORE,
+                           "attention_dropout_prob": _DROPOUT},
+                       vllm="phi3_small.py"),
+        "gpt2": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
+                  harmless={"n_ctx": "GPT-2's context length: positions, not per-token size",
+                            "n_inner": _MLP},
+                  off={"add_cross_attention"}, config_class="GPT2Config", vllm="gpt2.py"),
+        "llama_eagle3": T(handler="dense:eagle3",
+                          keys=STANDARD_KEYS | {"eagle_config"},
+                          harmless={"draft_vocab_size": "the draft's output vocabulary (its "
+                                                        "lm_head): weights"},
+                          off={"sliding_window", "layer_types"},
+                          vllm="llama_eagle3.py"),
+        # -- interleaved local / global attention (families/interleaved.py) ------------------
+        "gemma2": T(handler="interleaved:gemma2", keys=_WINDOW_KEYS,
+                    harmless={"query_pre_attn_scalar": _SCORE,
+                              "cache_implementation": "transformers' cache class choice; vLLM "
+                                                      "does not read it"},
+                    config_class="Gemma2Config",
+                    defaults={"num_key_value_heads": 4, "head_dim": 256,
+                              "sliding_window": 4096, "max_position_embeddings": 8192},
+                    vllm="gemma2.py"),
+        "gemma3": T(text_key="text_config", inner=("gemma3_text",), harmless=_WRAPPER_TOKENS,
+                    config_class="Gemma3Config", vllm="gemma3_mm.py"),
+        "gemma3_text": T(like="gemma2", handler="interleaved:gemma3",
+                         keys={"sliding_window_pattern", "_sliding_window_pattern"},
+                         config_class="Gemma3TextConfig",
+                         defaults={"max_position_embeddings": 131072}, vllm="gemma3.py"),
+        "gpt_oss": T(handler="interleaved:gpt_oss", keys=_WINDOW_KEYS,
+                     config_class="GptOssConfig",
+                     defaults={"num_key_value_heads": 8, "head_dim": 64, "sliding_window": 128,
+                               "max_position_embeddings": 131072},
+                     vllm="gpt_oss.py"),
+        "llama4": T(text_key="text_config", inner=("llama4_text",), harmless=_WRAPPER_TOKENS,
+                    config_class="Llama4Config", vllm="mllama4.py"),
+        "llama4_text": T(handler="interleaved:llama4",
+                         keys=STANDARD_KEYS | {"attention_chunk_size", "no_rope_layers",
+                                               "no_rope_layer_interval", "layer_types"},
+                         harmless={"interleave_moe_layer_step": _MOE,
+                                   "_attn_implementation_autoset": _RUNTIME,
+                                   "attn_temperature_tuning": _SCORE,
+                                   "attn_scale": _SCORE,
+                                   "for_llm_compressor": "llm-compressor's MoE weight layout"},
+                         config_class="Llama4TextConfig",
+                         defaults={"num_key_value_heads": 8, "head_dim": 128,
+                                   "max_position_embeddings": 131072},
+                         vllm="llama4.py"),
+        # -- per-layer heterogeneous blocks --------------------------------------------------
+        "nemotron-nas": T(handler="nas:derive", keys=STANDARD_KEYS | {"block_configs"},
+                          vllm="nemotron_nas.py"),
+        # -- encoder-decoder and cross-attention (families/encdec.py) ------------------------
+        "whisper": T(handler="encdec:whisper",
+                     keys={"d_model", "decoder_attention_heads", "decoder_layers",
+                           "max_source_positions", "encoder_layers", "head_dim"},
+                     harmless={"decoder_ffn_dim": _MLP, "encoder_ffn_dim": _MLP,
+                               "encoder_attention_heads": "the encoder runs once per request "
+                               "and caches nothing",
+                               "num_hidden_layers": "WhisperConfig's alias of encoder_layers",
+                               "forced_decoder_ids": "generation prompt tokens"},
+                     config_class="WhisperConfig",
+                     defaults={"max_source_positions": 1500, "max_target_positions": 448},
+                     vllm="whisper.py"),
+        "mllama": T(text_key="text_config", inner=("mllama_text_model",),
+                    harmless={"image_token_index": _TOKEN}, config_class="MllamaConfig",
+                    vllm="mllama.py"),
+        "mllama_text_model": T(handler="encdec:mllama",
+                               keys=STANDARD_KEYS | {"cross_attention_layers"},
+                               config_class="MllamaTextConfig",
+                               defaults={"num_key_value_heads": 8,
+                                         "max_position_embeddings": 131072},
+                               vllm="mllama.py"),
+        # -- multi-head latent attention and DSA (families/mla.py) ---------------------------
+        "deepseek_v2": T(handler="mla:derive", keys=_MLA_KEYS, harmless=_MLA_HARMLESS,
+                         strict_quantization=True, config_class="DeepseekV2Config",
+                         defaults={"kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                                   "q_lora_rank": 1536, "max_position_embeddings": 2048},
+                         vllm="deepseek_v2.py"),
+        "deepseek_v3": T(like="deepseek_v2", config_class="DeepseekV3Config",
+                         defaults={"num_nextn_predict_layers": 1,
+                                   "max_position_embeddings": 4096},
+                         vllm="deepseek_v2.py, deepseek_mtp.py"),
+        "kimi_k2": T(like="deepseek_v3", config_class="DeepseekV3Config (vLLM maps kimi_k2)"),
+        "deepseek_v32": T(like="deepseek_v2", config_class="DeepseekV32Config",
+                          defaults={"index_topk": 2048, "index_head_dim": 128,
+                                    "max_position_embeddings": 163840},
+                          vllm="deepseek_v2.py (is_v32), models/deepseek_v32"),
+        "glm_moe_dsa": T(like="deepseek_v32", keys={"layer_types"},
+                         config_class="GlmMoeDsaConfig",
+                         defaults={"q_lora_rank": 2048, "max_position_embeddings": 202752}),
+        "deepseek_v4": T(handler="deepseek_v4:derive",
+                         keys={"head_dim", "qk_rope_head_dim", "num_key_value_heads",
+                               "num_hidden_layers", "sliding_window", "compress_ratios",
+                               "index_head_dim", "num_nextn_predict_layers"},
+                         harmless={
+                             "num_attention_heads": "query heads: the cache is one KV head",
+                             "q_lora_rank": "query projection rank: weights",
+                             "o_lora_rank": "output projection rank: weights",
+                             "compress_rope_theta": "rope base of compressed layers",
+                             "index_n_heads": "indexer query heads: compute only",
+                             "index_topk": "indexer top-k: compute only",
+                             "num_hash_layers": _MOE, "expert_dtype": "expert weight dtype",
+                             "hc_sinkhorn_iters": "hyper-connections: activations only"},
+                         strict_quantization=True, config_class="DeepseekV4Config",
+                         vllm="models/deepseek_v4"),
+        # -- MiniMax lightning / sparse (families/minimax.py) --------------------------------
+        "minimax_m1": T(handler="minimax:m1",
+                        keys={"num_hidden_layers", "num_attention_heads",
+                              "num_key_value_heads", "head_dim", "hidden_size",
+                              "attn_type_list"},
+                        harmless={
+                            **dict.fromkeys(
+                                ("layernorm_full_attention_alpha",
+                                 "layernorm_full_attention_beta",
+                                 "layernorm_linear_attention_alpha",
+                                 "layernorm_linear_attention_beta", "layernorm_mlp_alpha",
+                                 "layernorm_mlp_beta"), "DeepNorm residual scales"),
+                            "shared_moe_mode": _MOE},
+                        vllm="minimax_text_01.py"),
+        "minimax_m3": T(handler="minimax:m3",
+                        keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
+                              "hidden_size", "num_attention_heads", "sparse_attention_config",
+                              "num_mtp_modules", "num_nextn_predict_layers"},
+                        harmless={"attention_output_gate": "a gate on the attention output"},
+                        vllm="none for minimax_m3 (SGLang minimax_m3.py); see minimax_m3_text"),
+        "minimax_m3_vl": T(text_key="text_config", inner=("minimax_m3_text",),
+                           harmless={**_WRAPPER_TOKENS,
+                                     "img_token_compression_config": "merges vision tokens "
+                                     "before the language model; no cache",
+                                     "num_reward_heads": "reward heads on the output (0 here)",
+                                     "vision_feature_layer": "which vision-encoder layer "
+                                     "feeds the projector; the encoder caches nothing"},
+                           config_class="vLLM MiniMaxM3Config", vllm="models/minimax_m3"),
+        "minimax_m3_text": T(like="minimax_m3", config_class="vLLM MiniMaxM3TextConfig",
+                             defaults={"num_key_value_heads": 4, "head_dim": 128,
+                                       "max_position_embeddings": 524288},
+                             vllm="models/minimax_m3 (FullAttentionSpec + MLAAttentionSpec "
+                                  "index_cache)"),
+        # -- gated delta-net hybrids (families/gdn.py) ---------------------------------------
+        "qwen3_next": T(handler="gdn:derive", keys=_GDN_KEYS, harmless=_GDN_HARMLESS,
+                        off={"use_sliding_window"}, config_class="Qwen3NextConfig",
+                        vllm="qwen3_next.py"),
+        "qwen3_5": T(text_key="text_config", inner=("qwen3_5_text",),
+                     config_class="Qwen3_5Config", vllm="qwen3_5.py"),
+        "qwen3_5_text": T(like="qwen3_next", keys={"mamba_ssm_dtype", "mtp_num_hidden_layers"},
+                          harmless={"mtp_use_dedicated_embeddings": "MTP embedding sharing: "
+                                                                    "weights"},
+                          config_class="Qwen3_5TextConfig", vllm="qwen3_5.py, qwen3_5_mtp.py"),
+        "qwen3_5_moe": T(text_key="text_config", inner=("qwen3_5_moe_text",),
+                         config_class="Qwen3_5MoeConfig", vllm="qwen3_5.py"),
+        "qwen3_5_moe_text": T(like="qwen3_5_text", config_class="Qwen3_5MoeTextConfig"),
+        # -- Kimi delta attention hybrids (families/kda.py) ----------------------------------
+        "kimi_linear": T(handler="kda:kimi", keys=_KDA_KEYS, harmless=_KDA_HARMLESS,
+                         config_class="KimiLinearConfig", vllm="kimi_linear.py"),
+        "kimi_k3": T(text_key="text_config", inner=("kimi_linear",),
+                     harmless={"ignore_index": "label id masked out of the training loss"},
+                     config_class="vLLM KimiK3Config", vllm="models/kimi_k3"),
+        "glm5_next": T(text_key="text_config", inner=("glm5_next_text",),
+                       config_class="Glm5NextConfig", vllm="models/glm5next"),
+        "glm5_next_text": T(handler="kda:glm", keys=_KDA_KEYS | {"index_head_dim",
+                                                                  "index_kpool",
+                                                                  "index_kpool_compress",
+                                                                  "index_kpool_always_select_tail",
+                                                                  "indexer_types"},
+                            harmless={**_KDA_HARMLESS,
+                                      "index_topk": "indexer top-k: compute only"},
+                            config_class="Glm5NextTextConfig", vllm="models/glm5next"),
+        # -- Mamba hybrids and pure Mamba (families/mamba.py) --------------------------------
+        "nemotron_h": T(handler="mamba:nemotron_h",
+                        keys={"num_hidden_layers", "num_attention_heads",
+                              "num_key_value_heads", "head_dim", "attention_head_dim",
+                              "hidden_size", "hybrid_override_pattern", "layers_block_type",
+                              "mamba_num_heads", "mamba_head_dim", "n_groups",
+                              "ssm_state_size", "conv_kernel", "expand",
+                              "mamba_ssm_cache_dtype", "num_nextn_predict_layers",
+                              "mtp_hybrid_override_pattern", "mtp_layers_block_type"},
+                        harmless=_MAMBA2_HARMLESS, config_class="NemotronHConfig",
+                        defaults={"num_key_value_heads": 8, "head_dim": 128,
+                                  "mamba_num_heads": 128, "mamba_head_dim": 64,
+                                  "n_groups": 8, "ssm_state_size": 128, "conv_kernel": 4,
+                                  "expand": 2, "max_position_embeddings": 4096},
+                        vllm="nemotron_h.py, nemotron_h_mtp.py"),
+        "zamba2": T(handler="mamba:zamba2",
+                    keys={"hidden_size", "num_attention_heads", "num_key_value_heads",
+                          "attention_head_dim", "num_hidden_layers", "layers_block_type",
+                          "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_ngroups",
+                          "mamba_headdim", "n_mamba_heads",
+                          # Zyphra's native schema
+                          "num_layers", "layer_mapping", "conv_dimension", "expansion_factor",
+                          "kv_channels", "num_mem_heads", "state_size"},
+                    harmless={
+                        **_MAMBA2_HARMLESS,
+                        "hybrid_layer_ids": "the indices of layers_block_type's 'hybrid' "
+                                            "entries, read from that list",
+                        "use_shared_attention_adapter": "LoRA adapters on the shared block: "
+                                                        "weights",
+                        "use_shared_block_lora": _WEIGHTS, "lora_rank": _WEIGHTS,
+                        "add_bias_linear": _WEIGHTS},
+                    config_class="Zamba2Config / Zyphra MambaConfig", vllm="zamba2.py"),
+        "mamba": T(handler="mamba:mamba1",
+                   keys={"num_hidden_layers", "hidden_size", "expand", "intermediate_size",
+                         "state_size", "conv_kernel"},
+                   harmless=_MAMBA2_HARMLESS,
+                   config_class="MambaConfig",
+                   defaults={"hidden_size": 768, "expand": 2, "state_size": 16,
+                             "conv_kernel": 4},
+                   vllm="mamba.py"),
+        "mamba2": T(handler="mamba:mamba2",
+                    keys={"num_hidden_layers", "hidden_size", "expand", "num_heads",
+                          "head_dim", "n_groups", "state_size", "conv_kernel"},
+                    harmless=_MAMBA2_HARMLESS,
+                    config_class="Mamba2Config",
+                    defaults={"num_heads": 128, "head_dim": 64, "hidden_size": 4096,
+                              "expand": 2, "n_groups": 8, "state_size": 128,
+                              "conv_kernel": 4},
+                    vllm="mamba2.py"),
+        # -- configs vLLM 0.32 itself cannot serve -------------------------------------------
+        "mimo": T(refused="model_type 'mimo' is not a transformers 5.19 config class, so vLLM "
+                          "0.32 stops at config loading ('The checkpoint you are trying to "
+                          "load has model type `mimo` but Transformers does not recognize this "
+                          "architecture'); the checkpoint loads only with its own remote code"),
+        "deepseek_ref": T(refused="model_type 'deepseek_ref' is unknown to transformers 5.19 "
+                                  "and to vLLM 0.32's config registry ('The checkpoint you are "
+                                  "trying to load has model type `deepseek_ref` but "
+                                  "Transformers does not recognize this architecture'); vLLM "
+                                  "serves DeepSeek-V4 as model_type 'deepseek_v4'"),
+        "step3p7_flash": T(refused="architecture Step3p7FlashForCausalLM is not in vLLM "
+                                   "0.32's model registry ('Model architectures "
+                                   "['Step3p7FlashForCausalLM'] are not supported for now'); "
+                                   "vLLM 0.32 serves Step-3.7 only as "
+                                   "Step3p7ForConditionalGeneration"),
+    }
+)
+
+# Architectures that pick a row whatever the model_type says (drafts that reuse a target's
+# schema, and architectures vLLM lacks).
+ARCHITECTURES: Mapping[str, str] = _ro(
+    {
+        "LlamaForCausalLMEagle3": "llama_eagle3",
+        "Eagle3LlamaForCausalLM": "llama_eagle3",
+        "Step3p7FlashForCausalLM": "step3p7_flash",
+    }
+)
+
+# An architecture naming one of these and not listed above is a draft model kvledger has not
+# been checked against (EAGLE-1, Medusa, ...): its layers would otherwise pass as a target's.
+DRAFT_WORDS = ("eagle",)
+
+
+class Resolved:
+    """A row with its ``like=`` chain applied: what derive, the guard and ``kvledger models``
+    use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
+
+    __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
+                 "name", "off", "options", "refused", "strict_quantization", "text_key", "vllm")
+
+    def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
+        self.name = name
+        self.chain = chain
+        self.handler: str = merged["handler"]
+        self.keys: frozenset[str] = merged["keys"]
+        self.harmless: Mapping[str, str] = _ro(merged["harmless"])
+        self.off: frozenset[str] = merged["off"]
+        self.defaults: Mapping[str, Any] = _ro(merged["defaults"])
+        self.config_class: str = merged["config_class"]
+        self.options: Mapping[str, Any] = _ro(merged["options"])
+        self.text_key: str = merged["text_key"]
+        self.inner: tuple[str, ...] = tuple(merged["inner"])
+        self.vllm: str = merged["vllm"]
+        self.refused: str = merged["refused"]
+        self.strict_quantization: bool = merged["strict_quantization"]
+
+    @property
+    def is_wrapper(self) -> bool:
+        return bool(self.text_key)
+
+    @property
+    def family(self) -> str:
+        """The handler module (for messages), or "wrapper"."""
+        return self.handler.split(":", 1)[0] if self.handler else "wrapper"
+
+
+_RESOLVED: dict[str, Resolved] = {}
+
+
+def resolve(name: str) -> Resolved:
+    """The row for ``name`` with its ``like=`` chain merged (``KeyError`` if not a row;
+    ``ValueError`` on a cycle or an unknown field). Key sets and mappings merge; other fields
+    are overridden by the row nearer ``name``."""
+    done = _RESOLVED.get(name)
+    if done is not None:
+        return done
+    chain: list[str] = []
+    cur = name
+    while cur:
+        if cur in chain:
+            raise ValueError(f"model_types: like= cycle {' -> '.join([*chain, cur])}")
+        chain.append(cur)
+        cur = MODEL_TYPES[cur].get("like", "")
+    merged: dict[str, Any] = {
+        "handler": "", "keys": frozenset(), "harmless": {}, "off": frozenset(),
+        "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
+        "vllm": "", "refused": "", "strict_quantization": False,
+    }
+    for row_name in reversed(chain):  # base first
+        row = MODEL_TYPES[row_name]
+        unknown = set(row) - FIELDS
+        if unknown:
+            raise ValueError(f"model_types: row {row_name!r} has unknown fields {sorted(unknown)}")
+        merged["keys"] = merged["keys"] | frozenset(row.get("keys", ()))
+        merged["off"] = merged["off"] | frozenset(row.get("off", ()))
+        for field in ("harmless", "defaults", "options"):
+            merged[field] = {**merged[field], **row.get(field, {})}
+        for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner"):
+            if row.get(field):
+                merged[field] = row[field]
+        merged["strict_quantization"] |= bool(row.get("strict_quantization"))
+    out = Resolved(name, tuple(chain), merged)
+    _RESOLVED[name] = out
+    return out
+
+
+def supported_types() -> list[str]:
+    """Model types kvledger derives (rows that are not refusals), sorted."""
+    return sorted(n for n, row in MODEL_TYPES.items() if not resolve(n).refused)

@@ -1,0 +1,303 @@
+"""The report's plots, drawn by matplotlib and kept as inline SVG text.
+
+Why matplotlib rendering SVG: a well-kept library draws the axes, ticks, legends and scales
+(no hand-written chart code to get wrong), and SVG inlines into one HTML file that needs no
+network and stays sharp at any zoom. Text is drawn as glyph paths (``svg.fonttype = path``) so
+the page looks the same on a machine without matplotlib's fonts; the words of every chart are
+also in the table beside it and in the SVG's ``aria-label``.
+
+matplotlib is an optional extra (``kvledger[report]``) and is imported only inside these
+functions: nothing else in kvledger pays for it. ``require_matplotlib`` is the one place that
+says how to install it.
+
+Each SVG is made embeddable: the XML prolog, DOCTYPE and RDF metadata go, and every ``id`` is
+prefixed per figure so several figures on one page never share an id (matplotlib names glyph
+definitions and clip paths the same way in every file).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from kvledger.report.series import FITS, SHORT, Curve, GridCell, KindBytes, MemoryBar
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+GIB = 1 << 30
+INSTALL_HINT = "pip install 'kvledger[report]'"
+
+# Tableau-10 colours: distinguishable for the common colour-vision deficiencies, and the
+# memory segments keep one colour each across every report.
+SEGMENT_COLOURS = {"weights": "#4e79a7", "reserves": "#f28e2b", "KV cache": "#59a14f",
+                   "free": "#bab0ac"}
+_RC: dict[Any, Any] = {
+    "svg.fonttype": "path",
+    "svg.hashsalt": "kvledger",  # stable ids: the same inputs give the same file
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+class MatplotlibMissing(ImportError):
+    """The report's plotting extra is not installed."""
+
+
+def require_matplotlib() -> None:
+    """Import matplotlib or raise ``MatplotlibMissing`` saying how to install it."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MatplotlibMissing(
+            f"matplotlib is not installed (the report's plots need it): {INSTALL_HINT}"
+        ) from None
+
+
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
+_ID = re.compile(r'\bid="([^"]+)"')
+_REF = re.compile(r'(url\(#|href="#)([^")]+)')
+
+
+def embeddable_svg(svg: str, prefix: str, label: str) -> str:
+    """matplotlib's SVG file → an inline ``<svg>`` element with unique ids and a label."""
+    from html import escape
+
+    svg = _METADATA.sub("", _PROLOG.sub("", svg, count=1), count=1)
+    svg = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    svg = _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", svg)
+    return svg.replace(
+        "<svg ", f'<svg role="img" aria-label="{escape(label)}" class="chart" ', 1).strip()
+
+
+def to_svg(fig: Figure, prefix: str, label: str) -> str:
+    import matplotlib
+
+    out = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "kvledger"}):
+        fig.savefig(out, format="svg", metadata={"Date": None})
+    return embeddable_svg(out.getvalue(), prefix, label)
+
+
+def tokens_label(value: float, _pos: Any = None) -> str:
+    """Context lengths as people say them: 4096 → 4k, 131072 → 128k, 1048576 → 1M."""
+    v = int(value)
+    if v >= 1 << 20 and v % (1 << 20) == 0:
+        return f"{v >> 20}M"
+    if v >= 1024 and v % 1024 == 0:
+        return f"{v >> 10}k"
+    return f"{v:,}"
+
+
+# -- the charts --------------------------------------------------------------------------------
+
+
+def memory_chart(bars: Sequence[MemoryBar], title: str) -> str:
+    """GPU memory per rank as stacked horizontal bars: weights, reserves, KV, free (GiB)."""
+    import matplotlib
+
+    with matplotlib.rc_context(_RC):
+        fig = _figure(7.5, 1.6 + 0.45 * len(bars))
+        ax = fig.add_subplot()
+        names = [bar.label for bar in bars]
+        left = [0.0] * len(bars)
+        segments = (("weights", "weights"), ("reserves", "reserves"), ("kv", "KV cache"),
+                    ("free", "free"))
+        for attr, name in segments:
+            widths = [getattr(bar, attr) / GIB for bar in bars]
+            if not any(widths):
+                continue
+            ax.barh(names, widths, left=left, color=SEGMENT_COLOURS[name], label=name,
+                    edgecolor="white", linewidth=0.6)
+            left = [a + b for a, b in zip(left, widths, strict=True)]
+        ax.invert_yaxis()
+        given = all(bar.given for bar in bars)
+        ax.set_xlabel("GiB of the given KV budget" if given else "GiB per GPU")
+        ax.set_title(title, loc="left")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32 if len(bars) < 3 else -0.18),
+                  ncols=4, frameon=False)
+        return to_svg(fig, "memory", title)
+
+
+def layouts_chart(curves: Sequence[Curve], max_model_len: int, title: str) -> str:
+    """Max concurrency against context length, one line per layout, log-log."""
+    import matplotlib
+    from matplotlib.ticker import FuncFormatter
+
+    with matplotlib.rc_context(_RC):
+        fig = _figure(7.5, 4.2)
+        ax = fig.add_subplot()
+        markers = ("o", "s", "^", "D", "v")
+        for i, curve in enumerate(curves):
+            xs = [c for c, v in curve.points if v is not None and v > 0]
+            ys = [v for _, v in curve.points if v is not None and v > 0]
+            if xs:  # colour and marker by position, so a layout keeps them across reports
+                ax.plot(xs, ys, marker=markers[i % len(markers)], markersize=4,
+                        color=f"C{i % 10}", label=curve.label)
+        _context_axes(ax, curves, max_model_len, FuncFormatter(tokens_label))
+        ax.set_xlabel(X_CONTEXT)
+        ax.set_ylabel(Y_CONCURRENCY)
+        ax.set_title(title, loc="left")
+        ax.legend(frameon=False)
+        return to_svg(fig, "layouts", title)
+
+
+def _context_axes(ax: Any, curves: Sequence[Curve], max_model_len: int, fmt: Any) -> None:
+    """Shared by every concurrency curve: log2 context, log concurrency, two guide lines."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    contexts = sorted({c for curve in curves for c, _ in curve.points})
+    if contexts:
+        ax.set_xticks(contexts)
+    ax.xaxis.set_major_formatter(fmt)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.axhline(1, color="#555555", linestyle=":", linewidth=1)
+    ax.axvline(max_model_len, color="#999999", linestyle="--", linewidth=1)
+    ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
+
+
+X_CONTEXT = "context length per request (tokens; dashed: max_model_len)"
+Y_CONCURRENCY = "max concurrent requests (dotted: one)"
+
+
+def grid_heatmap(cells: Sequence[GridCell], gpus: Sequence[str], tp_sizes: Sequence[int],
+                 title: str, pipeline_parallel_size: int = 1) -> str:
+    """GPU presets × TP sizes at max_model_len: the colour is the concurrency (log), a grey
+    cell does not hold one request, and each cell says its number or why not."""
+    import matplotlib
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    by_key = {(c.gpu, c.tp): c for c in cells}
+    values = np.full((len(gpus), len(tp_sizes)), np.nan)
+    for i, gpu in enumerate(gpus):
+        for j, tp in enumerate(tp_sizes):
+            cell = by_key.get((gpu, tp))
+            if cell is not None and cell.status == FITS and cell.concurrency:
+                values[i, j] = cell.concurrency
+    with matplotlib.rc_context(_RC):
+        fig = _figure(6.5, 1.4 + 0.3 * len(gpus))
+        ax = fig.add_subplot()
+        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#e8e8e8")
+        finite = values[np.isfinite(values)]
+        norm = LogNorm(vmin=max(1.0, float(finite.min())), vmax=max(2.0, float(finite.max()))) \
+            if finite.size else None
+        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
+        for i, gpu in enumerate(gpus):
+            for j, tp in enumerate(tp_sizes):
+                cell = by_key.get((gpu, tp))
+                text, dark = _cell_text(cell), False
+                if cell is not None and cell.status == FITS and norm is not None:
+                    dark = float(norm(cell.concurrency or 1.0)) < 0.6
+                ax.text(j, i, text, ha="center", va="center", fontsize=7.5,
+                        color="white" if dark else "#222222")
+        ax.set_xticks(range(len(tp_sizes)), [f"TP {tp}" for tp in tp_sizes])
+        ax.set_yticks(range(len(gpus)), list(gpus))
+        ax.tick_params(length=0)
+        ax.spines[:].set_visible(False)
+        pp = pipeline_parallel_size
+        ax.set_xlabel("tensor-parallel size (GPUs per replica)" if pp == 1 else
+                      f"tensor-parallel size (× PP {pp} = GPUs per replica)")
+        ax.set_title(title, loc="left")
+        if norm is not None:
+            bar = fig.colorbar(image, ax=ax, shrink=0.6)
+            bar.set_label("max concurrent requests (log scale)")
+        return to_svg(fig, "grid", title)
+
+
+def _cell_text(cell: GridCell | None) -> str:
+    if cell is None:
+        return ""
+    if cell.status == FITS and cell.concurrency is not None:
+        return f"{cell.concurrency:,.1f}" if cell.concurrency < 1000 else f"{cell.concurrency:,.0f}"
+    if cell.status == SHORT:
+        return f"< 1 ({cell.concurrency:.2f})" if cell.concurrency is not None else "< 1"
+    if cell.status == "weights":
+        return "no room"
+    return "n/a"
+
+
+def grid_curves(cells: Sequence[GridCell], tp_sizes: Sequence[int], max_model_len: int,
+                title: str) -> str:
+    """The concurrency curve of every GPU preset, one panel per TP size (log-log)."""
+    import matplotlib
+    from matplotlib.ticker import FuncFormatter
+
+    gpus = list(dict.fromkeys(c.gpu for c in cells))
+    colours = matplotlib.colormaps["tab20"]
+    with matplotlib.rc_context(_RC):
+        cols = 2 if len(tp_sizes) > 1 else 1
+        rows = math.ceil(len(tp_sizes) / cols)
+        fig = _figure(9.0, 0.6 + 3.0 * rows)
+        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+        for ax, tp in zip(axes, tp_sizes, strict=False):
+            panel = [c for c in cells if c.tp == tp]
+            for cell in panel:
+                xs = [x for x, v in cell.curve.points if v is not None and v > 0]
+                ys = [v for _, v in cell.curve.points if v is not None and v > 0]
+                if xs:
+                    ax.plot(xs, ys, marker=".", linewidth=1.1,
+                            color=colours(gpus.index(cell.gpu) % 20), label=cell.gpu)
+            held = sum(1 for c in panel if c.status == FITS)
+            _context_axes(ax, [c.curve for c in panel], max_model_len,
+                          FuncFormatter(tokens_label))
+            ax.set_title(f"TP {tp}: {held} of {len(panel)} presets hold "
+                         f"≥ 1 request of {tokens_label(max_model_len)}", loc="left")
+        for ax in axes[len(tp_sizes):]:
+            ax.set_visible(False)
+        handles: dict[str, Any] = {}
+        for ax in axes:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(label, handle)
+        order = [gpu for gpu in gpus if gpu in handles]  # the presets' order, not drawing order
+        fig.legend(handles=[handles[g] for g in order], labels=order,
+                   loc="outside right center", frameon=False, title="GPU preset")
+        fig.supxlabel(X_CONTEXT, fontsize=9)
+        fig.supylabel(Y_CONCURRENCY, fontsize=9)
+        fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+        return to_svg(fig, "gridcurves", title)
+
+
+def kinds_chart(kinds: Sequence[KindBytes], title: str) -> str:
+    """Bytes per token (and, where a kind has them, bytes per request) per layer kind."""
+    import matplotlib
+    from matplotlib.ticker import FuncFormatter
+
+    per_request = any(k.bytes_per_request for k in kinds)
+    with matplotlib.rc_context(_RC):
+        fig = _figure(7.5, 1.4 + 0.45 * len(kinds) * (2 if per_request else 1))
+        axes = fig.subplots(2 if per_request else 1, 1, squeeze=False).ravel()
+        names = [k.label for k in kinds]
+        ax = axes[0]
+        bars = ax.barh(names, [k.bytes_per_token for k in kinds], color="#59a14f")
+        ax.bar_label(bars, [f"{k.layers} layers · {k.bytes_per_token:,} B" for k in kinds],
+                     padding=3, fontsize=8)
+        ax.invert_yaxis()
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
+        ax.set_xlabel("bytes per token per GPU (all layers of the kind)")
+        ax.margins(x=0.35)
+        ax.set_title(title, loc="left")
+        if per_request:
+            ax = axes[1]
+            mib = [k.bytes_per_request / (1 << 20) for k in kinds]
+            bars = ax.barh(names, mib, color="#76b7b2")
+            ax.bar_label(bars, [f"{k.bytes_per_request:,} B" for k in kinds], padding=3,
+                         fontsize=8)
+            ax.invert_yaxis()
+            ax.set_xlabel("MiB per request per GPU (state, cross-attention: not per token)")
+            ax.margins(x=0.35)
+        return to_svg(fig, "kinds", title)

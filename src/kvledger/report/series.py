@@ -1,0 +1,374 @@
+"""The numbers behind ``kvledger report``: one plan, then the curves around it.
+
+Everything here is computed through the library (``plan_model``) so a report can never show a
+number ``kvledger plan`` would not: the headline plan is exactly ``plan_model(model, request,
+gpu=...)``; every curve point is ``plan_model`` again with one option changed. The model is
+read and derived once per layout; the hundreds of re-plans behind the curves reuse those facts
+(a re-derive per point would dominate the report's run time).
+
+Why a curve point is planned on the *given* budget of the headline plan instead of the GPU
+again: the budget per GPU (total × utilization − weights − reserves) does not depend on
+``max_model_len`` — the activation estimate depends on ``max_num_batched_tokens`` and
+``max_num_seqs`` only — so re-running it per point would only repeat the same subtraction.
+The GPU × TP grid does need a budget per cell; it is computed by the planner's own budget step
+(``plan.api._budget``: weights, then the layout's ``gpu_budget``) on the already-derived facts,
+and a test holds each cell equal to a plain ``plan_model(..., gpu=...)`` call so the two
+cannot drift apart.
+
+No matplotlib here: this module is pure data, tested without the plotting extra.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvledger.derive.layers import ModelFacts
+    from kvledger.plan.budget import Budget, BudgetLine
+    from kvledger.plan.request import PlanRequest
+    from kvledger.plan.result import PlanResult
+    from kvledger.source.model_source import ModelSource
+
+# Tensor-parallel sizes of the GPU grid: the sizes one node usually offers (fit uses the same).
+GRID_TP_SIZES = (1, 2, 4, 8)
+# Layouts in the order a reader meets them: the engines people deploy, then kvledger's own.
+_LAYOUT_ORDER = ("vllm", "sglang", "native")
+# At most this many context lengths per curve: doubling steps, or quadrupling past it.
+_MAX_POINTS = 12
+
+FITS = "fits"  # at least one request of max_model_len tokens fits
+SHORT = "short"  # the budget is positive, but less than one request fits
+NO_WEIGHTS = "weights"  # weights and reserves leave no KV memory at all
+INVALID = "invalid"  # the layout refuses this TP size (or model) outright
+
+
+@dataclass(frozen=True)
+class MemoryBar:
+    """One GPU of one pipeline stage, split the way the budget splits it (bytes)."""
+
+    label: str
+    weights: int
+    reserves: int
+    kv: int
+    free: int
+    given: bool  # True: the budget was given directly; the bar is that budget, not a GPU
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.reserves + self.kv + self.free
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Max concurrency against context length for one layout (or one GPU × TP cell).
+
+    ``points`` pairs a context length with the concurrency the planner gave, or ``None`` when
+    it planned nothing at that length (``note`` says why).
+    """
+
+    label: str
+    points: tuple[tuple[int, float | None], ...]
+    note: str = ""
+
+    def at(self, context: int) -> float | None:
+        return dict(self.points).get(context)
+
+
+@dataclass(frozen=True)
+class GridCell:
+    """One GPU preset at one TP size: does ``max_model_len`` fit, and the curve around it."""
+
+    gpu: str
+    tp: int
+    status: str  # FITS, SHORT, NO_WEIGHTS or INVALID
+    concurrency: float | None  # at the headline max_model_len
+    kv_budget_bytes: int | None
+    curve: Curve
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class KindBytes:
+    """Bytes one GPU keeps per token (and per request) for every layer of one kind."""
+
+    label: str
+    layers: int
+    bytes_per_token: int  # summed over the layers of this kind
+    bytes_per_request: int
+
+
+@dataclass(frozen=True)
+class ReportData:
+    model: str
+    engine: str
+    gpu: str | None
+    plan: PlanResult
+    plan_json: dict[str, Any]
+    contexts: tuple[int, ...]
+    memory: tuple[MemoryBar, ...]
+    layouts: tuple[Curve, ...]
+    grid: tuple[GridCell, ...]
+    tp_sizes: tuple[int, ...]
+    kinds: tuple[KindBytes, ...]
+    notes: tuple[str, ...] = field(default=())
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+
+def layout_names() -> tuple[str, ...]:
+    """The registered layouts (``kvledger.plan.layout.LAYOUTS``), known ones in reading
+    order, any other after them.
+
+    Read from the registry rather than written here, so a layout registered with the planner
+    (SGLang) appears in the report without a change to it.
+    """
+    from kvledger.plan.layout import engine_names
+
+    names = engine_names()
+    known = [name for name in _LAYOUT_ORDER if name in names]
+    return (*known, *(name for name in names if name not in known))
+
+
+def context_points(max_model_len: int, longest: int) -> tuple[int, ...]:
+    """Context lengths for the curves: powers of two up to ``longest``, plus the plan's own
+    ``max_model_len`` and ``longest`` themselves (so the plan's point is on every curve)."""
+    start = 1024 if longest > 8192 else 128
+    step = 2
+    while True:
+        points = {max_model_len, longest}
+        value = start
+        while value < longest:
+            points.add(value)
+            value *= step
+        if len(points) <= _MAX_POINTS or step >= 16:
+            break
+        step *= 2
+    return tuple(sorted(p for p in points if 0 < p <= longest))
+
+
+# -- memory per rank ---------------------------------------------------------------------------
+
+
+def _line_role(line: BudgetLine, index: int) -> str:
+    """``total``, ``usable``, ``weights``, ``reserve`` or ``kv_budget`` for one budget line.
+
+    Uses the line's machine ``key`` (``kvledger.plan.budget``); a budget line without one
+    falls back on the order and signs of ``gpu_budget``'s lines (total, × utilization,
+    − weights, − reserves…, = budget). Every other subtracted key (activation peak, CUDA
+    graphs, non-torch, and any a later engine adds) is a reserve.
+    """
+    key = getattr(line, "key", None)
+    if isinstance(key, str) and key:
+        return {"gpu_total": "total", "per_gpu_total": "total", "utilization": "usable",
+                "weights": "weights", "kv_budget": "kv_budget"}.get(key, "reserve")
+    if index == 0:
+        return "total"
+    label = line.label.lstrip()
+    if label.startswith("×"):
+        return "usable"
+    if label.startswith("="):
+        return "kv_budget"
+    if "weights" in label:
+        return "weights"
+    return "reserve"
+
+
+def memory_bars(plan: PlanResult) -> tuple[MemoryBar, ...]:
+    """One bar per pipeline stage: weights, reserves, the KV it allocates, and what is left."""
+    budget: Budget = plan.budget
+    tp = plan.tensor_parallel_size
+    bars = []
+    for rank in plan.ranks:
+        name = f"stage {rank.stage}" if len(plan.ranks) > 1 else "GPU"
+        if tp > 1:
+            name += f" (each of {tp} TP ranks)"
+        kv = rank.reserved_bytes
+        if budget.total_bytes is None:
+            bars.append(MemoryBar(name, 0, 0, kv, max(0, budget.available_bytes - kv), True))
+            continue
+        roles = [_line_role(line, i) for i, line in enumerate(budget.lines)]
+        weights = sum(ln.bytes for ln, r in zip(budget.lines, roles, strict=True)
+                      if r == "weights")
+        reserves = sum(ln.bytes for ln, r in zip(budget.lines, roles, strict=True)
+                       if r == "reserve")
+        free = budget.total_bytes - weights - reserves - kv
+        bars.append(MemoryBar(name, weights, reserves, kv, free, False))
+    return tuple(bars)
+
+
+# -- bytes per layer kind ----------------------------------------------------------------------
+
+
+def kind_bytes(layers: Sequence[dict[str, Any]]) -> tuple[KindBytes, ...]:
+    """The plan's per-layer rows (per GPU, after the TP split) summed per kind of layer.
+
+    A kind is its name plus what changes its size (window, chunk, state kind), so Gemma's
+    sliding and full layers, or a hybrid's attention and recurrent layers, are separate bars.
+    """
+    out: dict[str, list[int]] = {}
+    for row in layers:
+        label = str(row.get("kind", "?"))
+        if row.get("state_kind") is not None:
+            label += f" ({row['state_kind']})"
+        for key, word in (("window", "window "), ("chunk", "chunk ")):
+            if row.get(key) is not None:
+                value = row[key]
+                label += f", {word}{value:,}" if isinstance(value, int) else f", {value}"
+        if row.get("role") not in (None, "decoder"):
+            label = f"{row['role']} {label}"
+        count = int(row.get("count", 1))
+        acc = out.setdefault(label, [0, 0, 0])
+        acc[0] += count
+        acc[1] += int(row.get("bytes_per_token", 0)) * count
+        acc[2] += int(row.get("bytes_per_request", 0)) * count
+    return tuple(KindBytes(label, n, tok, req) for label, (n, tok, req) in out.items())
+
+
+# -- curves ------------------------------------------------------------------------------------
+
+
+def _plan_errors() -> tuple[type[BaseException], ...]:
+    """What a layout raises when it cannot plan an option set: a ValueError naming it, or the
+    pool planner's ``InsufficientPoolBudget`` (per-request state alone exceeds the budget)."""
+    from kvledger.declare.pools import InsufficientPoolBudget
+
+    return (ValueError, InsufficientPoolBudget)
+
+
+def _curve(label: str, facts: ModelFacts, base: PlanRequest,
+           contexts: Sequence[int]) -> Curve:
+    from kvledger.plan.api import plan_model
+
+    points: list[tuple[int, float | None]] = []
+    failed: dict[str, list[int]] = {}  # message → the context lengths it was raised at
+    for context in contexts:
+        try:
+            result = plan_model(facts, dataclasses.replace(base, max_model_len=context))
+        except _plan_errors() as exc:
+            points.append((context, None))
+            failed.setdefault(str(exc), []).append(context)
+            continue
+        points.append((context, result.max_concurrency))
+    notes = [message if len(at) == len(contexts) else
+             f"at {', '.join(f'{c:,}' for c in at)} tokens: {message}"
+             for message, at in failed.items()]
+    return Curve(label, tuple(points), "; ".join(notes))
+
+
+def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: int,
+                  contexts: Sequence[int]) -> tuple[Curve, ...]:
+    """Each layout's max concurrency at each context length, on the headline KV budget."""
+    from kvledger.plan.api import load_facts
+
+    curves = []
+    for name in layout_names():
+        base = dataclasses.replace(request, engine=name, kv_cache_memory_bytes=available_bytes,
+                                   gpu=None, gpu_total_bytes=None, concurrency=None)
+        try:
+            facts, _ = load_facts(source, base)
+        except _plan_errors() as exc:
+            curves.append(Curve(name, tuple((c, None) for c in contexts), str(exc)))
+            continue
+        curves.append(_curve(name, facts, base, contexts))
+    return tuple(curves)
+
+
+def gpu_grid(
+    facts: ModelFacts,
+    source: ModelSource,
+    request: PlanRequest,
+    contexts: Sequence[int],
+    max_model_len: int,
+    *,
+    gpus: Sequence[str],
+    tp_sizes: Sequence[int] = GRID_TP_SIZES,
+    chosen_gpu: str | None = None,
+) -> tuple[GridCell, ...]:
+    """The headline layout on every GPU preset × TP size: fits at max_model_len or not, and
+    its concurrency curve. The request's measured ``gpu_total_bytes`` applies to
+    ``chosen_gpu`` only, as it does in the headline plan."""
+    from kvledger.plan.api import _budget
+    from kvledger.plan.budget import BudgetTooSmall
+    from kvledger.plan.layout import get_layout
+
+    layout = get_layout(request.engine)
+    cells = []
+    for gpu in gpus:
+        for tp in tp_sizes:
+            req = dataclasses.replace(
+                request, tensor_parallel_size=tp, kv_cache_memory_bytes=None, gpu=gpu,
+                gpu_total_bytes=request.gpu_total_bytes if gpu == chosen_gpu else None,
+                concurrency=None)
+            label = f"{gpu} TP{tp}"
+            empty = Curve(label, tuple((c, None) for c in contexts))
+            try:
+                budget, _ = _budget(layout, facts, source, req)
+            except BudgetTooSmall as exc:
+                cells.append(GridCell(gpu, tp, NO_WEIGHTS, None, None, empty,
+                                      f"weights and reserves leave "
+                                      f"{exc.available_bytes / (1 << 30):.2f} GiB for KV"))
+                continue
+            except _plan_errors() as exc:
+                cells.append(GridCell(gpu, tp, INVALID, None, None, empty, str(exc)))
+                continue
+            base = dataclasses.replace(req, kv_cache_memory_bytes=budget.available_bytes,
+                                       gpu=None, gpu_total_bytes=None)
+            curve = _curve(label, facts, base, contexts)
+            if all(value is None for _, value in curve.points):
+                cells.append(GridCell(gpu, tp, INVALID, None, budget.available_bytes, curve,
+                                      curve.note))
+                continue
+            at = curve.at(max_model_len)
+            status = FITS if at is not None and at >= 1 else SHORT
+            reason = "" if status == FITS else (
+                f"less than one request of {max_model_len:,} tokens fits"
+                if at is not None else curve.note)
+            cells.append(GridCell(gpu, tp, status, at, budget.available_bytes, curve, reason))
+    return tuple(cells)
+
+
+# -- the whole report --------------------------------------------------------------------------
+
+
+def build_report_data(
+    model: Any,
+    request: PlanRequest,
+    *,
+    gpus: Sequence[str] | None = None,
+    tp_sizes: Sequence[int] = GRID_TP_SIZES,
+) -> ReportData:
+    """Plan ``model`` as ``kvledger plan`` does (everything is in ``request``, the CLI's one
+    request type), then compute every curve the report draws. ``gpus`` limits the grid to
+    some presets (default: all of ``kvledger.plan.gpus``)."""
+    from kvledger.plan.api import load_facts, plan_model
+    from kvledger.plan.gpus import gpu_names, gpu_preset
+    from kvledger.source.resolve import load_source
+
+    if request.model_local_kv:
+        # Their bytes come out of the budget differently per layout (pooled or subtracted);
+        # a curve that ignored that would be wrong, so say so instead.
+        raise ValueError("the report does not plan model-local declarations yet; "
+                         "use kvledger plan for them")
+    source = load_source(model)
+    plan = plan_model(source, request)
+    facts, _ = load_facts(source, request)
+    longest = max(plan.max_model_len, facts.max_position_embeddings or 0)
+    contexts = context_points(plan.max_model_len, longest)
+    chosen = gpu_preset(request.gpu).name if request.gpu is not None else None
+    presets = tuple(gpu_preset(g).name for g in gpus) if gpus is not None else tuple(gpu_names())
+    grid = gpu_grid(facts, source, request, contexts, plan.max_model_len, gpus=presets,
+                    tp_sizes=tp_sizes, chosen_gpu=chosen)
+    notes = []
+    if request.kv_cache_memory_bytes is not None:
+        notes.append("the KV budget was given directly: the memory bars show that budget, "
+                     "not a GPU; the GPU grid plans each preset's own budget")
+    return ReportData(
+        model=plan.model, engine=plan.engine, gpu=chosen, plan=plan, plan_json=plan.to_json(),
+        contexts=contexts, memory=memory_bars(plan),
+        layouts=layout_curves(source, request, plan.available_bytes, contexts), grid=grid,
+        tp_sizes=tuple(tp_sizes), kinds=kind_bytes(plan.to_json()["layers"]), notes=tuple(notes),
+    )

@@ -1,0 +1,74 @@
+"""`kvledger inspect` over every real config in ../shared/configs: each derives, or is refused
+with the exact reason vLLM 0.32 itself cannot serve it (listed here, with vLLM's own words).
+
+The vLLM errors quoted below are what the oracle (../shared/oracles/tool/vllm_oracle.py) printed
+for these files — tests/oracles/README.md has the commands.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvledger.cli.main import main
+from oracle_cases import CONFIGS
+
+# config → what the one-line refusal must say (vLLM's own error, quoted in the reason).
+VLLM_CANNOT_SERVE = {
+    # transformers 5.19 has no config class for model_type "mimo" and the file has no auto_map.
+    "XiaomiMiMo--MiMo-7B-Base.json":
+        "model type `mimo` but Transformers does not recognize this architecture",
+    # sgl-project's V4 re-upload states model_type "deepseek_ref", unknown to transformers 5.19
+    # and to vLLM's config registry.
+    "sgl-project--DeepSeek-V4-Flash-FP8.json":
+        "model type `deepseek_ref` but Transformers does not recognize this architecture",
+    "sgl-project--DeepSeek-V4-Pro-FP8.json":
+        "model type `deepseek_ref` but Transformers does not recognize this architecture",
+    # vLLM 0.32's registry has Step3p7ForConditionalGeneration, not this architecture.
+    "stepfun-ai--Step-3.7-Flash.json":
+        "Model architectures ['Step3p7FlashForCausalLM'] are not supported for now",
+    "stepfun-ai--Step-3.7-Flash-FP8.json":
+        "Model architectures ['Step3p7FlashForCausalLM'] are not supported for now",
+}
+
+# Refused today only by the quantization_config level of the guard (its vocabulary is the
+# DeepSeek fp8 one); the per-quant_method vocabulary (derive/quant.py) lets them through.
+# When it lands these move to "derives" — this list must then shrink, not grow.
+QUANT_VOCABULARY_PENDING = {
+    "nvidia--DeepSeek-V4-Flash-NVFP4.json": "quantization_config.config_groups",
+    "nvidia--DeepSeek-V4-Pro-NVFP4.json": "quantization_config.config_groups",
+    "nvidia--GLM-5.2-NVFP4.json": "quantization_config.config_groups",
+    "zai-org--GLM-5.2-FP8.json": "quantization_config.modules_to_not_convert",
+}
+
+FILES = sorted(
+    p for p in CONFIGS.glob("*.json") if not p.name.endswith(".hf_quant_config.json")
+) if CONFIGS.is_dir() else []
+pytestmark = pytest.mark.skipif(not FILES, reason="../shared/configs is not beside the repo")
+
+
+def test_the_shared_configs_are_all_here() -> None:
+    # 111 files: 88 configs + 23 hf_quant_config companions. A new file must be classified.
+    assert len(FILES) == 88
+    for name in [*VLLM_CANNOT_SERVE, *QUANT_VOCABULARY_PENDING]:
+        assert (CONFIGS / name).is_file(), name
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name.removesuffix(".json") for p in FILES])
+def test_inspect_derives_or_refuses_with_vllms_reason(
+    path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = getattr(path, "name", "")
+    code = main(["inspect", str(path), "--json"])
+    out, err = capsys.readouterr()
+    refusal = VLLM_CANNOT_SERVE.get(name) or QUANT_VOCABULARY_PENDING.get(name)
+    if refusal is None:
+        assert code == 0, err
+        data = json.loads(out)
+        assert data["num_layers"] > 0 and data["bytes_per_token"] + data["bytes_per_request"] > 0
+        return
+    assert code == 2 and out == ""
+    line = err.strip()
+    assert line.startswith("unsupported:") and "\n" not in line, line
+    assert refusal in line, line

@@ -1,0 +1,81 @@
+"""Ask vLLM 0.32 (the oracle in ../shared/oracles/tool/) for the cases in
+``vllm-0.32-more.jsonl``: configs from ../shared/configs that have no case in
+../shared/oracles/vllm-0.32/ because the CPU build lacks their NVFP4 weight kernels.
+
+Research tool, never imported by the package or the tests. Each run uses a copy of the
+config without its weight quantization — the inline ``quantization_config`` removed and the
+``hf_quant_config.json`` companion not passed — and records ``inputs.weights_quant_stripped:
+true``, as the shared coverage cases do. The KV scheme these checkpoints state (the
+companion's ``kv_cache_quant_algo``) is passed as ``--kv-cache-dtype`` instead. Output
+lines follow ``coverage-cases.jsonl``'s fields. Run (one run at a time, 20-60 s each)::
+
+    ORACLE=/work/oracle/vllm-venv/bin/python
+    $ORACLE tests/oracles/make_vllm_cases.py > tests/oracles/vllm-0.32-more.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
+TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
+CONFIGS = SHARED / "configs"
+
+# (config, kv_cache_dtype the checkpoint states: hf_quant_config kv_cache_quant_algo)
+RUNS = [
+    ("nvidia--MiniMax-M3-NVFP4.json", "auto"),  # kv_cache_quant_algo: null
+    ("nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json", "fp8"),  # FP8
+    ("nvidia--GLM-5.2-NVFP4.json", "fp8"),  # FP8
+]
+
+
+def case(name: str, kv_dtype: str) -> dict[str, object]:
+    raw = json.loads((CONFIGS / name).read_text())
+    raw.pop("quantization_config", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(json.dumps(raw))
+        cmd = [sys.executable, str(TOOL), str(path), "--kv-cache-memory-bytes", "16GiB",
+               "--max-model-len", "32768", "--block-size", "auto", "--kv-cache-dtype", kv_dtype]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    got = json.loads(out)
+    if not got.get("ok"):
+        raise SystemExit(f"{name}: {got.get('error')}")
+    inputs = got["inputs"]
+    specs = [{"num_layers": u["num_layers"], "first_layer": u["first_layer"], **u["spec"]}
+             for u in got["unique_layer_specs"]]
+    return {
+        "config": name,
+        "hf_quant_config": False,
+        "inputs": {
+            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"], "block_size": "auto",
+            "max_model_len": inputs["max_model_len_requested"],
+            "kv_cache_dtype": inputs["kv_cache_dtype"], "tensor_parallel_size": inputs["tp"],
+            "max_num_seqs": inputs["max_num_seqs"],
+            "max_num_batched_tokens": inputs["max_num_batched_tokens"],
+            "num_speculative_tokens": inputs["num_speculative_tokens"],
+            "speculative_method": inputs["speculative_method"],
+            "enable_prefix_caching": got["resolved"]["enable_prefix_caching"],
+            "weights_quant_stripped": True,
+        },
+        "vllm_resolved": got["resolved"],
+        "expected": {
+            "num_blocks": got["num_blocks"], "kv_cache_tokens": got["gpu_kv_cache_size_tokens"],
+            "max_concurrency": got["max_concurrency"],
+            "block_size": got["block_size"]["final_cache_config_block_size"],
+            "bytes_per_block": got["bytes_per_block"],
+            "vllm_refuses_to_start": got["vllm_refuses_to_start"],
+            "vllm_log_line": got["vllm_log_line"],
+        },
+        "kv_cache_groups": got["kv_cache_groups"],
+        "layer_specs": specs,
+    }
+
+
+if __name__ == "__main__":
+    for name, kv in RUNS:
+        print(json.dumps(case(name, kv)), flush=True)
