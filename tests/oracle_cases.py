@@ -2,6 +2,13 @@
 
 CI clones the repo with ``shared/`` beside it (``../shared``); tests that need the oracle skip
 when it is absent rather than fail on a machine that lacks it.
+
+Two files, one format (``../shared/oracles/README.md``): ``cases.jsonl`` (the first cases) and
+``coverage-cases.jsonl`` (newer checkpoints; a case may carry ``hf_quant_config: true`` — the
+companion ``<stem>.hf_quant_config.json`` sat beside config.json — and
+``inputs.weights_quant_stripped: true`` — the oracle ran a copy without quantization_config,
+whose numbers kvledger must give for the verbatim file). Cases this repo adds, with the
+command that made each, live in ``tests/oracles/``.
 """
 
 from __future__ import annotations
@@ -11,12 +18,65 @@ from pathlib import Path
 from typing import Any
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-ORACLE_FILE = SHARED / "oracles" / "vllm-0.32" / "cases.jsonl"
+ORACLE_DIR = SHARED / "oracles" / "vllm-0.32"
+ORACLE_FILE = ORACLE_DIR / "cases.jsonl"
+COVERAGE_FILE = ORACLE_DIR / "coverage-cases.jsonl"
 CONFIGS = SHARED / "configs"
+# Cases this repository ran the oracle for (configs in ../shared/configs or tests/oracles/).
+LOCAL_DIR = Path(__file__).resolve().parent / "oracles"
+LOCAL_FILE = LOCAL_DIR / "vllm-0.32-cases.jsonl"
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def load_cases() -> list[dict[str, Any]]:
-    """Every oracle case in file order ([] when the oracle is not beside the repo)."""
-    if not ORACLE_FILE.is_file():
-        return []
-    return [json.loads(line) for line in ORACLE_FILE.read_text().splitlines() if line.strip()]
+    """Every case of ``cases.jsonl`` in file order ([] when the oracle is not beside the repo)."""
+    return _read(ORACLE_FILE)
+
+
+def load_coverage_cases() -> list[dict[str, Any]]:
+    """Every case of ``coverage-cases.jsonl`` in file order."""
+    return _read(COVERAGE_FILE)
+
+
+def load_local_cases() -> list[dict[str, Any]]:
+    """The cases committed in this repository: ``tests/oracles/vllm-0.32-cases.jsonl`` and
+    every model-type group's ``tests/oracles/vllm-0.32-coverage-<group>.jsonl``."""
+    cases = _read(LOCAL_FILE)
+    for path in sorted(LOCAL_DIR.glob("vllm-0.32-coverage-*.jsonl")):
+        cases.extend(_read(path))
+    return cases
+
+
+def config_path(case: dict[str, Any]) -> Path:
+    """The config a case ran: this repo's ``tests/oracles/configs/`` first, then the shared."""
+    local = LOCAL_DIR / "configs" / case["config"]
+    return local if local.is_file() else CONFIGS / case["config"]
+
+
+def hf_quant_config(case: dict[str, Any]) -> dict[str, Any] | None:
+    """The companion hf_quant_config.json the oracle saw beside config.json, if any."""
+    if not case.get("hf_quant_config"):
+        return None
+    path = config_path(case)
+    companion = path.with_name(path.name.removesuffix(".json") + ".hf_quant_config.json")
+    loaded: dict[str, Any] = json.loads(companion.read_text())
+    return loaded
+
+
+def case_model(case: dict[str, Any]) -> str | dict[str, Any]:
+    """What to hand ``derive_model`` so it sees exactly what the oracle's vLLM saw.
+
+    A config path brings its ``<stem>.hf_quant_config.json`` companion along (as a model
+    directory does); a case that ran without the companion (``hf_quant_config`` false) gets
+    the config as a dict, which has none.
+    """
+    path = config_path(case)
+    if case.get("hf_quant_config"):
+        return str(path)
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded

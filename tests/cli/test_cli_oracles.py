@@ -72,14 +72,16 @@ def _argv(case: dict[str, Any], model: str) -> list[str]:
 
 
 def _model_arg(case: dict[str, Any], tmp_path: Path) -> str:
+    # A model directory holding what the oracle's vLLM saw: config.json, and its
+    # hf_quant_config.json only when the case had it (a bare path would bring the companion
+    # that sits beside it in ../shared/configs).
     config = CONFIGS / case["config"]
-    if not case.get("hf_quant_config"):
-        return str(config)
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     (model_dir / "config.json").write_bytes(config.read_bytes())
-    quant = CONFIGS / case["config"].replace(".json", ".hf_quant_config.json")
-    (model_dir / "hf_quant_config.json").write_bytes(quant.read_bytes())
+    if case.get("hf_quant_config"):
+        quant = CONFIGS / case["config"].replace(".json", ".hf_quant_config.json")
+        (model_dir / "hf_quant_config.json").write_bytes(quant.read_bytes())
     return str(model_dir)
 
 

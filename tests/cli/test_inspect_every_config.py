@@ -32,16 +32,6 @@ VLLM_CANNOT_SERVE = {
         "Model architectures ['Step3p7FlashForCausalLM'] are not supported for now",
 }
 
-# Refused today only by the quantization_config level of the guard (its vocabulary is the
-# DeepSeek fp8 one); the per-quant_method vocabulary (derive/quant.py) lets them through.
-# When it lands these move to "derives" — this list must then shrink, not grow.
-QUANT_VOCABULARY_PENDING = {
-    "nvidia--DeepSeek-V4-Flash-NVFP4.json": "quantization_config.config_groups",
-    "nvidia--DeepSeek-V4-Pro-NVFP4.json": "quantization_config.config_groups",
-    "nvidia--GLM-5.2-NVFP4.json": "quantization_config.config_groups",
-    "zai-org--GLM-5.2-FP8.json": "quantization_config.modules_to_not_convert",
-}
-
 FILES = sorted(
     p for p in CONFIGS.glob("*.json") if not p.name.endswith(".hf_quant_config.json")
 ) if CONFIGS.is_dir() else []
@@ -51,7 +41,7 @@ pytestmark = pytest.mark.skipif(not FILES, reason="../shared/configs is not besi
 def test_the_shared_configs_are_all_here() -> None:
     # 111 files: 88 configs + 23 hf_quant_config companions. A new file must be classified.
     assert len(FILES) == 88
-    for name in [*VLLM_CANNOT_SERVE, *QUANT_VOCABULARY_PENDING]:
+    for name in VLLM_CANNOT_SERVE:
         assert (CONFIGS / name).is_file(), name
 
 
@@ -62,7 +52,7 @@ def test_inspect_derives_or_refuses_with_vllms_reason(
     name = getattr(path, "name", "")
     code = main(["inspect", str(path), "--json"])
     out, err = capsys.readouterr()
-    refusal = VLLM_CANNOT_SERVE.get(name) or QUANT_VOCABULARY_PENDING.get(name)
+    refusal = VLLM_CANNOT_SERVE.get(name)
     if refusal is None:
         assert code == 0, err
         data = json.loads(out)

@@ -31,12 +31,13 @@ def state_per_request(facts: ModelFacts) -> int:
 
 # (model, full-attn KV B/token at bf16, at fp8, GDN state B/request)
 EXPECTED = [
-    # Qwen3-Next: 48 layers, full_attention_interval 4 -> 12 full, 36 GDN, no MTP key.
-    # KV: 2 (K,V) x 12 layers x 2 kv heads x 256 head_dim x 2 B = 24,576; fp8 x 1 B = 12,288.
+    # Qwen3-Next: 48 layers, full_attention_interval 4 -> 12 full, 36 GDN; no MTP key, so
+    # vLLM's Qwen3NextMTP default of 1 MTP layer (full attention).
+    # KV: 2 (K,V) x (12 + 1) layers x 2 kv heads x 256 head_dim x 2 B = 26,624; fp8 13,312.
     # GDN conv: (2 x 16 key heads x 128 + 32 value heads x 128) = 8192 ch x (4-1) x 2 B
     #   = 49,152; recurrent 32 x 128 x 128 x 2 B (bf16: no ssm dtype key) = 1,048,576;
     #   per layer 1,097,728 x 36 = 39,518,208.
-    (NEXT, 24_576, 12_288, 39_518_208),
+    (NEXT, 26_624, 13_312, 39_518_208),
     # Qwen3.5-397B: 60 layers (15 full, 45 GDN) + mtp_num_hidden_layers 1 (full attention).
     # KV: 2 x (15 + 1) x 2 x 256 x 2 B = 32,768; fp8 16,384.
     # GDN conv: (2 x 16 x 128 + 64 x 128) = 12,288 ch x 3 x 2 B = 73,728;
@@ -64,7 +65,7 @@ def test_bytes_at_config_dtype_and_fp8(model: str, kv_bf16: int, kv_fp8: int,
     assert state_per_request(fp8) == state  # states keep their own dtypes
 
 
-@pytest.mark.parametrize(("model", "layers", "mtp"), [(NEXT, 48, 0), (Q35, 60, 1), (Q36, 40, 1)])
+@pytest.mark.parametrize(("model", "layers", "mtp"), [(NEXT, 48, 1), (Q35, 60, 1), (Q36, 40, 1)])
 def test_layer_pattern(model: str, layers: int, mtp: int) -> None:
     facts = derive_model(model)
     decoder = facts.by_role(Role.DECODER)
@@ -124,3 +125,36 @@ def test_sliding_window_refused() -> None:
     raw["use_sliding_window"] = True
     with pytest.raises(UnsupportedArchitecture, match="use_sliding_window"):
         derive_model(raw)
+
+
+# -- MTP layer counts: the key vLLM's MTP model reads, default 1 -------------------------------
+# vLLM models/qwen3_next_mtp.py: num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)
+# vLLM models/qwen3_5_mtp.py:    num_mtp_layers = getattr(config, "mtp_num_hidden_layers", 1)
+
+
+def _mtp_indices(raw: dict[str, Any]) -> list[int]:
+    return [x.index for x in derive_model(raw).by_role(Role.MTP)]
+
+
+def test_qwen3_next_mtp_layers_follow_num_nextn_predict_layers() -> None:
+    raw = _config(NEXT)
+    assert "num_nextn_predict_layers" not in raw  # the published file states none
+    assert _mtp_indices(raw) == [48]  # vLLM's default: 1, after the 48 decoder layers
+    raw["num_nextn_predict_layers"] = 2
+    assert _mtp_indices(raw) == [48, 49]
+    raw["num_nextn_predict_layers"] = 0
+    assert _mtp_indices(raw) == []
+
+
+def test_qwen3_5_mtp_layers_follow_mtp_num_hidden_layers() -> None:
+    raw = _config(Q36)
+    del raw["text_config"]["mtp_num_hidden_layers"]
+    assert _mtp_indices(raw) == [40]  # vLLM's default: 1
+    raw["text_config"]["mtp_num_hidden_layers"] = 2
+    assert _mtp_indices(raw) == [40, 41]
+    # Qwen3_5MTP never reads num_nextn_predict_layers: a different value there is planned as
+    # vLLM builds it (mtp_num_hidden_layers) and warned about.
+    raw["text_config"]["num_nextn_predict_layers"] = 3
+    facts = derive_model(raw)
+    assert [x.index for x in facts.by_role(Role.MTP)] == [40, 41]
+    assert len(facts.warnings) == 1 and "num_nextn_predict_layers=3" in facts.warnings[0]

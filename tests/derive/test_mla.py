@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from kvledger.derive import Kind, Role, UnknownCacheKey, derive_model
-from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
+from kvledger.derive.errors import ConfigError
 from kvledger.derive.source import load_source
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm import VllmLayoutError, plan_vllm
 from oracle_cases import ORACLE_FILE
 
 ORACLE = ORACLE_FILE
@@ -228,9 +230,18 @@ def test_dsa_with_index_topk_null_fails() -> None:
         derive_model(config)
 
 
-def test_mla_nvfp4_fails_closed() -> None:
-    with pytest.raises(UnsupportedArchitecture, match="nvfp4"):
-        derive_model(V3, kv_cache_dtype="nvfp4")
+def test_mla_nvfp4_is_a_fact_and_vllm_refuses_it() -> None:
+    # derive states the latent at the element type it is given: 512 + 64 = 576 values at
+    # 4 bits = 288 B, plus one 1-byte fp8 scale per 16 values = 36 B → 324 B per layer/token.
+    facts = derive_model(V3, kv_cache_dtype="nvfp4")
+    decoder = facts.by_role(Role.DECODER)
+    assert {x.bytes_per_token() for x in decoder} == {324}
+    # Which engine stores it is the layout's call, with the engine's own words
+    # (vLLM VllmConfig.validate_nvfp4_kv_cache_with_mla).
+    with pytest.raises(VllmLayoutError,
+                       match=r"vLLM 0\.32 refuses to start: nvfp4 KV cache is not supported"):
+        plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 34,
+                                     kv_cache_dtype="nvfp4"), 1 << 34)
 
 
 # ---- vLLM oracle ------------------------------------------------------------------------------

@@ -11,6 +11,10 @@ lines follow ``coverage-cases.jsonl``'s fields. Run (one run at a time, 20-60 s 
 
     ORACLE=/work/oracle/vllm-venv/bin/python
     $ORACLE tests/oracles/make_vllm_cases.py > tests/oracles/vllm-0.32-more.jsonl
+
+or only some runs, by their index in ``RUNS`` (how lines 4-5 were added)::
+
+    $ORACLE tests/oracles/make_vllm_cases.py 3 4 >> tests/oracles/vllm-0.32-more.jsonl
 """
 
 from __future__ import annotations
@@ -25,22 +29,27 @@ SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
 CONFIGS = SHARED / "configs"
 
-# (config, kv_cache_dtype the checkpoint states: hf_quant_config kv_cache_quant_algo)
+# (config, kv_cache_dtype the checkpoint states: hf_quant_config kv_cache_quant_algo,
+#  --block-size)
 RUNS = [
-    ("nvidia--MiniMax-M3-NVFP4.json", "auto"),  # kv_cache_quant_algo: null
-    ("nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json", "fp8"),  # FP8
-    ("nvidia--GLM-5.2-NVFP4.json", "fp8"),  # FP8
+    ("nvidia--MiniMax-M3-NVFP4.json", "auto", "auto"),  # kv_cache_quant_algo: null
+    ("nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json", "fp8", "auto"),  # FP8
+    ("nvidia--GLM-5.2-NVFP4.json", "fp8", "auto"),  # FP8
+    # MiniMax-M3's 128-token sparse kernels: a user block of 256 is split into two kernel
+    # blocks; an fp8 cache keeps block 128 (the sparse backends take fp8).
+    ("nvidia--MiniMax-M3-NVFP4.json", "auto", "256"),
+    ("nvidia--MiniMax-M3-NVFP4.json", "fp8", "auto"),
 ]
 
 
-def case(name: str, kv_dtype: str) -> dict[str, object]:
+def case(name: str, kv_dtype: str, block_size: str = "auto") -> dict[str, object]:
     raw = json.loads((CONFIGS / name).read_text())
     raw.pop("quantization_config", None)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
         path.write_text(json.dumps(raw))
         cmd = [sys.executable, str(TOOL), str(path), "--kv-cache-memory-bytes", "16GiB",
-               "--max-model-len", "32768", "--block-size", "auto", "--kv-cache-dtype", kv_dtype]
+               "--max-model-len", "32768", "--block-size", block_size, "--kv-cache-dtype", kv_dtype]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     got = json.loads(out)
     if not got.get("ok"):
@@ -52,7 +61,8 @@ def case(name: str, kv_dtype: str) -> dict[str, object]:
         "config": name,
         "hf_quant_config": False,
         "inputs": {
-            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"], "block_size": "auto",
+            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"],
+            "block_size": block_size if block_size == "auto" else int(block_size),
             "max_model_len": inputs["max_model_len_requested"],
             "kv_cache_dtype": inputs["kv_cache_dtype"], "tensor_parallel_size": inputs["tp"],
             "max_num_seqs": inputs["max_num_seqs"],
@@ -77,5 +87,6 @@ def case(name: str, kv_dtype: str) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    for name, kv in RUNS:
-        print(json.dumps(case(name, kv)), flush=True)
+    chosen = [int(a) for a in sys.argv[1:]] or range(len(RUNS))
+    for index in chosen:
+        print(json.dumps(case(*RUNS[index])), flush=True)

@@ -1,13 +1,19 @@
 """Every vLLM 0.32 oracle case, planned through the library, must match vLLM exactly.
 
-The expected numbers are vLLM's own (``../shared/oracles/vllm-0.32/cases.jsonl``, computed
-by vLLM 0.32.0's planner); nothing here is computed by the code under test. A case whose
-model family is not implemented fails (it is a real gap), it is not skipped.
+The expected numbers are vLLM's own (``../shared/oracles/vllm-0.32/cases.jsonl`` and
+``coverage-cases.jsonl``, plus the cases this repo ran in ``tests/oracles/``), computed by
+vLLM 0.32.0's planner; nothing here is computed by the code under test. A case whose model
+family is not implemented fails (it is a real gap), it is not skipped.
+
+Cases whose ``hf_quant_config`` is true are planned with the companion
+``<stem>.hf_quant_config.json`` as vLLM saw it. Cases with ``inputs.weights_quant_stripped``
+are planned from the *verbatim* config (with its quantization_config): the oracle dropped
+that block only because its CPU build has no kernel for those weights, and the block
+carries no KV scheme, so vLLM's numbers hold for the file as published.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -15,24 +21,29 @@ import pytest
 from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
-from oracle_cases import CONFIGS, load_cases
+from oracle_cases import (
+    case_model,
+    hf_quant_config,
+    load_cases,
+    load_coverage_cases,
+    load_local_cases,
+)
 
-
-def _cases() -> list[dict[str, Any]]:
-    return load_cases()
-
-
-CASES = _cases()
-pytestmark = pytest.mark.skipif(not CASES, reason="../shared/oracles is not beside the repo")
-
-
-def _case_id(case: dict[str, Any]) -> str:
-    i = CASES.index(case)
-    inp = case["inputs"]
-    return (
-        f"{i:03d}-{case['config'].removesuffix('.json')}-tp{inp['tensor_parallel_size']}"
-        f"-{inp['kv_cache_dtype']}-{inp['max_model_len']}"
-    )
+SOURCES = {
+    "cases": load_cases(),
+    "coverage": load_coverage_cases(),
+    "local": load_local_cases(),
+}
+CASES = [
+    pytest.param(case, id=f"{name}-{i:03d}-{case['config'].removesuffix('.json')}"
+                          f"-tp{case['inputs']['tensor_parallel_size']}"
+                          f"-{case['inputs']['kv_cache_dtype']}"
+                          f"-{case['inputs']['max_model_len']}-bs{case['inputs']['block_size']}")
+    for name, cases in SOURCES.items()
+    for i, case in enumerate(cases)
+]
+pytestmark = pytest.mark.skipif(not SOURCES["cases"],
+                                reason="../shared/oracles is not beside the repo")
 
 
 def _request(inputs: dict[str, Any]) -> PlanRequest:
@@ -52,18 +63,20 @@ def _request(inputs: dict[str, Any]) -> PlanRequest:
     )
 
 
+_PLANS: dict[int, Any] = {}
+
+
 def _plan(case: dict[str, Any]) -> Any:
-    config = CONFIGS / case["config"]
-    quant = None
-    if case["hf_quant_config"]:
-        quant_path = CONFIGS / case["config"].replace(".json", ".hf_quant_config.json")
-        quant = json.loads(quant_path.read_text())
-    facts = derive_model(str(config), hf_quant_config=quant)
-    request = _request(case["inputs"])
-    return plan_vllm(facts, request, case["inputs"]["kv_cache_memory_bytes"])
+    # One plan per case for the four tests below (planning DeepSeek-scale models is not free).
+    key = id(case)
+    if key not in _PLANS:
+        facts = derive_model(case_model(case), hf_quant_config=hf_quant_config(case))
+        _PLANS[key] = plan_vllm(facts, _request(case["inputs"]),
+                                case["inputs"]["kv_cache_memory_bytes"])
+    return _PLANS[key]
 
 
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("case", CASES)
 def test_matches_vllm(case: dict[str, Any]) -> None:
     plan = _plan(case)
     want = case["expected"]
@@ -84,26 +97,13 @@ def test_matches_vllm(case: dict[str, Any]) -> None:
     assert got == expected
 
 
-# GLM-5.3-Flash: vLLM reports 19,712 B more per block than kvledger — exactly its 11 pooled
-# indexer pages rounded up from 143,616 B to a multiple of the 2,048 B ring page. No vLLM
-# source for that rounding was found, so it is not modelled (fitting it would be a guess).
-# Block counts, tokens and concurrency still match; strict xfail turns red once it is found.
-_PAGE_ROUNDING_UNKNOWN = pytest.mark.xfail(
-    strict=True, reason="GLM-5.3-Flash pooled-indexer page rounding: no source found"
-)
-BYTES_CASES = [
-    pytest.param(c, marks=_PAGE_ROUNDING_UNKNOWN) if "GLM-5.3-Flash" in c["config"] else c
-    for c in CASES
-]
-
-
-@pytest.mark.parametrize("case", BYTES_CASES, ids=[_case_id(c) for c in CASES])
+@pytest.mark.parametrize("case", CASES)
 def test_bytes_per_block_matches_vllm(case: dict[str, Any]) -> None:
     """Bytes one block spans across all layers (stronger than the block count alone)."""
     assert _plan(case).bytes_per_block == case["expected"]["bytes_per_block"]
 
 
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("case", CASES)
 def test_groups_match_vllm(case: dict[str, Any]) -> None:
     plan = _plan(case)
     got = [
@@ -119,9 +119,10 @@ def test_groups_match_vllm(case: dict[str, Any]) -> None:
     assert got == expected
 
 
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("case", CASES)
 def test_resolved_settings_match_vllm(case: dict[str, Any]) -> None:
-    """The settings vLLM resolved, computed from the config and options (never read)."""
+    """The settings vLLM resolved (the KV cache dtype among them), computed from the config
+    and options, never read from the case."""
     plan = _plan(case)
     want = case["vllm_resolved"]
     mine = plan.resolved.as_vllm_resolved()

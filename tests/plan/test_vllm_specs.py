@@ -6,6 +6,7 @@ regression names the rule that broke.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -244,7 +245,9 @@ def test_sparse_mla_with_indexer_is_one_group_of_mixed_pages() -> None:
 
 def test_mla_fp8_is_one_byte_per_latent_value() -> None:
     layers = [MLA(index=i, latent_dim=512, rope_dim=64) for i in range(4)]
-    plan = plan_vllm(_facts(layers), _req(max_model_len=4096, kv_cache_dtype="fp8"), GIB)
+    # block 16 given: with "auto" an fp8 MLA cache gets FLASHMLA's 64 (test_vllm_rules.py)
+    plan = plan_vllm(_facts(layers), _req(max_model_len=4096, kv_cache_dtype="fp8",
+                                          block_size=16), GIB)
     assert plan.groups[0].page_size_bytes == 16 * 576  # 9,216
     assert plan.tp_kv_heads_per_rank == 1
 
@@ -298,8 +301,10 @@ def test_pipeline_stages_reconcile_to_the_fewest_blocks() -> None:
     alone = plan_vllm_stage(_facts(layers), _req(max_model_len=8192, pipeline_parallel_size=2),
                             GIB, 1)
     assert alone.num_blocks == 1_024
-    # pipeline parallelism keeps pp = 2 batches in flight (no async overlap with PP)
-    assert plan.resolved.max_in_flight_tokens == 2 * 8192
+    # vLLM VllmConfig.max_concurrent_batches: Model Runner V2 (the GPU default,
+    # use_v2_model_runner) keeps async scheduling on with PP and pp + 1 = 3 batches in flight
+    assert plan.resolved.async_scheduling
+    assert plan.resolved.max_in_flight_tokens == 3 * 8192
 
 
 def test_mtp_layers_count_only_when_speculating_with_mtp() -> None:
@@ -323,7 +328,13 @@ def test_float32_checkpoints_run_in_bfloat16() -> None:
 def test_state_dtypes_follow_vllm_policy() -> None:
     layers: list[LayerCache] = [_GDN(index=i) for i in range(3)]
     layers.append(FullAttention(index=3, k_heads=2, k_dim=256, v_heads=2, v_dim=256))
-    plan = plan_vllm(_facts(layers, mamba_ssm_dtype="float32"), _req(max_model_len=4096), GIB)
+    # Qwen3_5ForConditionalGenerationConfig.verify_and_update_config reads mamba_ssm_dtype
+    # for the Qwen3.5 architectures only (MODELS_CONFIG_MAP); another keeps "auto".
+    other = plan_vllm(_facts(layers, mamba_ssm_dtype="float32"), _req(max_model_len=4096), GIB)
+    assert other.resolved.mamba_ssm_cache_dtype == "auto"
+    qwen35 = dataclasses.replace(_facts(layers, mamba_ssm_dtype="float32"),
+                                 architectures=("Qwen3_5MoeForCausalLM",))
+    plan = plan_vllm(qwen35, _req(max_model_len=4096), GIB)
     assert plan.resolved.mamba_ssm_cache_dtype == "float32"
     mamba = next(spec for spec, _ in plan.layer_specs if spec["spec"] == "MambaSpec")
     assert mamba["dtypes"] == ("bfloat16", "float32")
@@ -345,7 +356,9 @@ def test_chunked_attention_layers_become_chunked_local_specs() -> None:
 
 
 def test_speculation_widens_gdn_conv_state() -> None:
-    """vLLM's GDN conv state holds conv_kernel - 1 + num_spec rows (state-shape calculator)."""
+    """vLLM's GDN conv state holds conv_kernel - 1 + num_spec rows (state-shape calculator),
+    whatever the speculative method (ngram here: MTP needs the MTP layer kvledger does not
+    derive for Qwen3-Next yet, and the layout refuses rather than plan without it)."""
     from kvledger.derive import derive_model
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.vllm import plan_vllm
@@ -355,7 +368,7 @@ def test_speculation_widens_gdn_conv_state() -> None:
     plans = {
         k: plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=budget,
                                         max_model_len=32768, num_speculative_tokens=k,
-                                        speculative_method="mtp" if k else None), budget)
+                                        speculative_method="ngram" if k else None), budget)
         for k in (0, 2)
     }
     shapes = {k: next(s for s, _n in p.layer_specs if s["spec"] == "MambaSpec")["shapes"]
@@ -366,6 +379,15 @@ def test_speculation_widens_gdn_conv_state() -> None:
     assert shapes[2][0] == (5, 8192)
 
 
+def test_mtp_without_mtp_layers_is_refused() -> None:
+    # vLLM's MTP drafter adds KV layers of its own; facts without any must not be planned
+    # as if it did not (Qwen3-Next once derived none: 12 layers where vLLM had 13).
+    facts = _facts(_llama8b())
+    with pytest.raises(VllmLayoutError, match="derived none"):
+        plan_vllm(facts, _req(kv_cache_memory_bytes=GIB, num_speculative_tokens=1,
+                              speculative_method="mtp"), GIB)
+
+
 def test_model_vllm_lacks_is_refused_not_guessed() -> None:
     from kvledger.derive import derive_model
     from kvledger.plan.request import PlanRequest
@@ -373,6 +395,6 @@ def test_model_vllm_lacks_is_refused_not_guessed() -> None:
     from kvledger.plan.vllm.resolve import VllmLayoutError
 
     facts = derive_model("MiniMaxAI/MiniMax-M3")
-    with pytest.raises(VllmLayoutError, match="no MiniMax-M3"):
+    with pytest.raises(VllmLayoutError, match=r"no model for model_type .minimax_m3."):
         plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 34,
                                      block_size=None), 1 << 34)

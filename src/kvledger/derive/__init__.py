@@ -19,9 +19,9 @@ from kvledger.derive.errors import (
     UnsupportedArchitecture,
 )
 from kvledger.derive.guard import check_level
-from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.derive.model_types import Resolved, resolve
+from kvledger.derive.quant import model_dtype, resolve_kv_dtype
 from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
 from kvledger.source.catalog import catalog_ids
 from kvledger.source.model_source import ModelSource
@@ -63,7 +63,7 @@ def derive_model(
     text, text_row = cfg, row
     if row.is_wrapper:
         text_row, text = _inner(cfg, row)
-        check_level(text, text_row)
+        check_level(text, text_row, path=f"{row.text_key}.")
     kv_dtype, kv_source = resolve_kv_dtype(cfg, source.hf_quant_config, kv_cache_dtype)
     derived = derive_level(text, text_row, kv_dtype)
     for layer in derived.layers:
@@ -96,6 +96,7 @@ def derive_model(
         max_position_embeddings=max_pos,
         config=source.config,
         notes=tuple(notes),
+        hf_quant_config=source.hf_quant_config,
         extras=dict(derived.extras),
         warnings=tuple(derived.warnings),
     )

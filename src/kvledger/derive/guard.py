@@ -16,8 +16,9 @@ import re
 from collections.abc import Iterable
 
 from kvledger.derive.config import Config
-from kvledger.derive.errors import ConfigError, UnknownCacheKey, UnsupportedArchitecture
+from kvledger.derive.errors import UnknownCacheKey, UnsupportedArchitecture
 from kvledger.derive.model_types import CORE_KEYS, HARMLESS, Resolved
+from kvledger.derive.quant import check_blocks, level_blocks
 
 # Compiled on first use (re.search caches it): compiling this alternation at import cost ~4 ms
 # of CLI start-up.
@@ -53,12 +54,16 @@ def known_keys(row: Resolved) -> frozenset[str]:
     )
 
 
-def check_level(cfg: Config, row: Resolved) -> None:
-    """The one guard, run the same way on every level: the top-level config, a wrapper's
-    inner text config, and (for ``strict_quantization`` rows) its ``quantization_config``.
+def check_level(cfg: Config, row: Resolved, *, path: str = "") -> None:
+    """The one guard, run the same way on every level: the top-level config and a wrapper's
+    inner text config, each with the quantization block(s) it carries.
 
     Off keys first (a feature the handler does not model, switched on, is refused naming the
-    key and its value), then unknown cache-affecting keys.
+    key and its value), then unknown cache-affecting keys, then every key of the level's
+    ``quantization_config`` against its ``quant_method``'s vocabulary (weight-only keys pass,
+    KV keys are resolved later, anything else fails closed naming the key). ``path`` prefixes
+    the names in messages (``text_config.``); a block the level inherited from its wrapper was
+    checked on the wrapper's level and is not checked again.
     """
     label = f"{row.name} ({row.family})"
     for key in sorted(row.off):
@@ -71,29 +76,8 @@ def check_level(cfg: Config, row: Resolved) -> None:
                 architectures=cfg.architectures,
             )
     check_keys(cfg, known_keys(row), family=label)
-    if row.strict_quantization:
-        check_quantization_config(cfg, family=label)
+    # The level's own quantization block(s), against their quant_method's vocabulary.
+    parent = cfg.parent.raw if cfg.parent is not None else {}
+    own = {k: v for k, v in cfg.raw.items() if parent.get(k) is not v}
+    check_blocks(level_blocks(own, cfg, path), cfg, family=label)
 
-
-# DeepSeek-style fp8 block quantization of the weights: none of these keys touches the cache.
-WEIGHT_QUANT_KEYS = frozenset(
-    {"activation_scheme", "fmt", "quant_method", "weight_block_size", "scale_fmt"}
-)
-
-
-def check_quantization_config(
-    cfg: Config, *, family: str, weight_keys: frozenset[str] = WEIGHT_QUANT_KEYS
-) -> None:
-    """Weight-only quantization keys are fine; any other key inside ``quantization_config`` is
-    unknown and fails closed (``kv_cache_scheme`` is resolved or refused by ``kvdtype``)."""
-    qc = cfg.get("quantization_config")
-    if qc is None:
-        return
-    if not isinstance(qc, dict):
-        raise ConfigError(f"{cfg.model}: quantization_config is not an object")
-    for key in sorted(qc):
-        if key in weight_keys or key == "kv_cache_scheme" or qc[key] is None:
-            continue
-        raise UnknownCacheKey(
-            f"quantization_config.{key}", model_type=cfg.model_type or "?", family=family
-        )

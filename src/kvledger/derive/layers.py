@@ -309,6 +309,9 @@ class ModelFacts:
     max_position_embeddings: int | None
     config: dict[str, Any] = field(repr=False, default_factory=dict)
     notes: tuple[str, ...] = ()
+    # The checkpoint's hf_quant_config.json (ModelOpt), when one sat beside config.json: an
+    # engine may read its KV scheme (vLLM does for ModelOpt checkpoints).
+    hf_quant_config: dict[str, Any] | None = field(repr=False, default=None)
     # Extra facts a layout may need (e.g. vLLM's hybrid alignment inputs); family-defined.
     extras: dict[str, Any] = field(default_factory=dict)
     # A size the config states two ways that disagree, derived as vLLM's model code does.

@@ -42,13 +42,10 @@ from typing import Any
 #   text_key, inner      wrapper: the key holding the language model's config; the inner
 #                        model types it may hold (first: the default when it states none)
 #   refused   vLLM 0.32 cannot serve this; derive refuses with this reason
-#   strict_quantization  the quantization_config level fails closed on unknown keys
-#                        (guard.check_quantization_config) for these rows only, until the
-#                        per-quant_method vocabulary lands; then every level runs it
 Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
-     "text_key", "inner", "vllm", "refused", "strict_quantization"}
+     "text_key", "inner", "vllm", "refused"}
 )
 
 
@@ -62,10 +59,11 @@ def T(**row: Any) -> Row:
 
 
 # -- keys every level may carry ------------------------------------------------------------
-# Read by derive itself (derive/__init__.py, kvdtype.py, config.py) for every model type.
+# Read by derive itself (derive/__init__.py, quant.py, config.py) for every model type; the
+# quantization blocks are checked key by key by their own vocabulary (guard.check_level).
 CORE_KEYS = frozenset(
     {"max_position_embeddings", "max_target_positions", "torch_dtype", "dtype",
-     "quantization_config"}
+     "quantization_config", "compression_config"}
 )
 
 _DROPOUT = "training-time dropout; inference keeps nothing for it"
@@ -313,7 +311,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                vllm="mllama.py"),
         # -- multi-head latent attention and DSA (families/mla.py) ---------------------------
         "deepseek_v2": T(handler="mla:derive", keys=_MLA_KEYS, harmless=_MLA_HARMLESS,
-                         strict_quantization=True, config_class="DeepseekV2Config",
+                         config_class="DeepseekV2Config",
                          defaults={"kv_lora_rank": 512, "qk_rope_head_dim": 64,
                                    "q_lora_rank": 1536, "max_position_embeddings": 2048},
                          vllm="deepseek_v2.py"),
@@ -342,7 +340,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                              "index_topk": "indexer top-k: compute only",
                              "num_hash_layers": _MOE, "expert_dtype": "expert weight dtype",
                              "hc_sinkhorn_iters": "hyper-connections: activations only"},
-                         strict_quantization=True, config_class="DeepseekV4Config",
+                         config_class="DeepseekV4Config",
                          vllm="models/deepseek_v4"),
         # -- MiniMax lightning / sparse (families/minimax.py) --------------------------------
         "minimax_m1": T(handler="minimax:m1",
@@ -380,10 +378,11 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # -- gated delta-net hybrids (families/gdn.py) ---------------------------------------
         "qwen3_next": T(handler="gdn:derive", keys=_GDN_KEYS, harmless=_GDN_HARMLESS,
                         off={"use_sliding_window"}, config_class="Qwen3NextConfig",
-                        vllm="qwen3_next.py"),
+                        vllm="qwen3_next.py, qwen3_next_mtp.py"),
         "qwen3_5": T(text_key="text_config", inner=("qwen3_5_text",),
                      config_class="Qwen3_5Config", vllm="qwen3_5.py"),
         "qwen3_5_text": T(like="qwen3_next", keys={"mamba_ssm_dtype", "mtp_num_hidden_layers"},
+                          options={"mtp_key": "mtp_num_hidden_layers"},
                           harmless={"mtp_use_dedicated_embeddings": "MTP embedding sharing: "
                                                                     "weights"},
                           config_class="Qwen3_5TextConfig", vllm="qwen3_5.py, qwen3_5_mtp.py"),
@@ -493,7 +492,7 @@ class Resolved:
     use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
 
     __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
-                 "name", "off", "options", "refused", "strict_quantization", "text_key", "vllm")
+                 "name", "off", "options", "refused", "text_key", "vllm")
 
     def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
         self.name = name
@@ -509,7 +508,6 @@ class Resolved:
         self.inner: tuple[str, ...] = tuple(merged["inner"])
         self.vllm: str = merged["vllm"]
         self.refused: str = merged["refused"]
-        self.strict_quantization: bool = merged["strict_quantization"]
 
     @property
     def is_wrapper(self) -> bool:
@@ -541,7 +539,7 @@ def resolve(name: str) -> Resolved:
     merged: dict[str, Any] = {
         "handler": "", "keys": frozenset(), "harmless": {}, "off": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
-        "vllm": "", "refused": "", "strict_quantization": False,
+        "vllm": "", "refused": "",
     }
     for row_name in reversed(chain):  # base first
         row = MODEL_TYPES[row_name]
@@ -555,7 +553,6 @@ def resolve(name: str) -> Resolved:
         for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner"):
             if row.get(field):
                 merged[field] = row[field]
-        merged["strict_quantization"] |= bool(row.get("strict_quantization"))
     out = Resolved(name, tuple(chain), merged)
     _RESOLVED[name] = out
     return out

@@ -2,9 +2,12 @@
 
 A MODEL string is looked for in this order, and the first that has it wins:
 
-1. **a path**: a ``config.json`` file, a model directory (its ``hf_quant_config.json`` and
+1. **a path**: a config file, a model directory (its ``hf_quant_config.json`` and
    safetensors headers are read too), or a local HF cache folder ``.../hub/models--org--name``
-   (the snapshot of ``revision``, default ``main``);
+   (the snapshot of ``revision``, default ``main``). A config file brings its companion as a
+   directory does: ``<stem>.hf_quant_config.json`` beside it (the catalog's naming,
+   ``org--name.json`` + ``org--name.hf_quant_config.json``), or, for a file named
+   ``config.json``, the folder's ``hf_quant_config.json``;
 2. **the local HF cache** (``HF_HUB_CACHE`` / ``HF_HOME``): the snapshot ``refs/<revision>``
    points to — no network, and no ``huggingface_hub`` import;
 3. **the bundled catalog** (case-insensitive), unless a ``revision`` is given;
@@ -101,13 +104,47 @@ def is_repo_id(text: str) -> bool:
         not text.endswith(".git")
 
 
-def _from_directory(directory: Path, label: str) -> ModelSource:
+def companion_of(config_path: Path) -> Path | None:
+    """The ``hf_quant_config.json`` that belongs to a config file, if there is one.
+
+    Why both names: a model directory holds ``config.json`` + ``hf_quant_config.json`` (what
+    vLLM reads); a folder of several models' configs (the catalog, ``../shared/configs``)
+    names them ``org--name.json`` + ``org--name.hf_quant_config.json``. A config planned
+    without its companion silently loses a ModelOpt KV scheme (fp8 instead of bf16: half the
+    tokens). The folder-wide ``hf_quant_config.json`` is taken only for a ``config.json``:
+    beside ``org--name.json`` it would belong to whichever model the folder is for.
+    """
+    if config_path.name.endswith(".hf_quant_config.json"):
+        return None
+    stem = config_path.with_name(config_path.name.removesuffix(".json") + "." + QUANT_FILE)
+    if stem.is_file():
+        return stem
+    if config_path.name == "config.json" and (config_path.parent / QUANT_FILE).is_file():
+        return config_path.parent / QUANT_FILE
+    return None
+
+
+def _from_file(path: Path, label: str, quant: dict[str, Any] | None) -> ModelSource:
+    """A config file; ``quant`` (given by the caller) wins over a companion on disk."""
+    notes: tuple[str, ...] = ()
+    if quant is None:
+        companion = companion_of(path)
+        if companion is not None:
+            quant = read_json(companion)
+            notes = (f"{companion.name} found beside {path.name}",)
+    return ModelSource(label, read_json(path), quant, notes=notes, kind="path",
+                       location=str(path.resolve()))
+
+
+def _from_directory(directory: Path, label: str,
+                    given: dict[str, Any] | None = None) -> ModelSource:
     config_path = directory / "config.json"
     if not config_path.is_file():
         raise _config_error(f"{directory}: no config.json in this directory")
     quant_path = directory / QUANT_FILE
-    quant = read_json(quant_path) if quant_path.is_file() else None
-    notes = ("hf_quant_config.json found beside config.json",) if quant else ()
+    quant = given if given is not None else (
+        read_json(quant_path) if quant_path.is_file() else None)
+    notes = ("hf_quant_config.json found beside config.json",) if quant and given is None else ()
     snap = hf_cache.snapshot_of_path(str(directory))
     return ModelSource(
         label, read_json(config_path), quant, directory, notes, kind="path",
@@ -194,14 +231,13 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
                 raise _error(f"--revision {revision} does not apply to the directory {text}",
                              hint="--revision picks a snapshot of a Hub id or of a cache "
                                   "folder (.../hub/models--org--name)")
-            return _from_directory(path, text)
+            return _from_directory(path, text, quant)
         if path.is_file():
             if revision is not None:
                 raise _error(f"--revision {revision} does not apply to the file {text}",
                              hint="--revision picks a snapshot of a Hub id or of a cache "
                                   "folder (.../hub/models--org--name)")
-            return ModelSource(text, read_json(path), quant, kind="path",
-                               location=str(path.resolve()))
+            return _from_file(path, text, quant)
     if _looks_like_path(text):
         raise _not_found(text)
     snap = hf_cache.find(text, revision)

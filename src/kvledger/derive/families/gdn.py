@@ -11,8 +11,9 @@ and the rest are linear (GDN). When both are given they must agree.
 * Full-attention layers: GQA with ``num_key_value_heads`` x ``head_dim`` for K and V. The
   output gate (``attn_output_gate``) gates the output only; it caches nothing.
 * MTP layers (``mtp_num_hidden_layers`` for Qwen3.5, ``num_nextn_predict_layers`` for
-  Qwen3-Next): full-attention decoder layers of the same geometry (vLLM ``Qwen3_5MTP`` /
-  ``Qwen3NextMTP`` build ``Qwen3NextDecoderLayer(layer_type="full_attention")``).
+  Qwen3-Next, 1 when the config omits it, as vLLM's MTP models default): full-attention
+  decoder layers of the same geometry (vLLM ``Qwen3_5MTP`` / ``Qwen3NextMTP`` build
+  ``Qwen3NextDecoderLayer(layer_type="full_attention")``).
 
 State dtypes: conv in the model dtype; the recurrent state in ``mamba_ssm_dtype`` when the
 Qwen3.5 text config states it (vLLM ``Qwen3_5ForConditionalGenerationConfig`` copies it into
@@ -65,20 +66,40 @@ def layer_types(text: Config, num_layers: int) -> list[str]:
     return list(listed)
 
 
-def _mtp_layers(text: Config) -> int:
-    counts = [text.int(k) for k in ("mtp_num_hidden_layers", "num_nextn_predict_layers")
-              if k in text]
-    if len(set(counts)) > 1:
-        raise ConfigError(f"{text.model}: mtp_num_hidden_layers and num_nextn_predict_layers "
-                          "disagree")
-    return counts[0] if counts else 0
+# The key vLLM's MTP model reads for its layer count, per model type (the row's ``mtp_key``):
+# ``Qwen3NextMultiTokenPredictor.__init__`` (models/qwen3_next_mtp.py):
+#     self.num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)
+# ``Qwen3_5MultiTokenPredictor.__init__`` (models/qwen3_5_mtp.py), on hf_text_config:
+#     self.num_mtp_layers = getattr(config, "mtp_num_hidden_layers", 1)
+# Neither transformers config class (Qwen3NextConfig, Qwen3_5TextConfig in 5.19) defines the
+# attribute, so a config.json without it gets vLLM's default: 1 MTP layer. (Qwen3-Next's
+# published configs state neither key, and its checkpoints ship the mtp.* weights.)
+NEXTN = "num_nextn_predict_layers"
+MTP_HIDDEN = "mtp_num_hidden_layers"
+VLLM_MTP_DEFAULT = 1
 
 
-def derive(text: Config, kv_dtype: str) -> Derived:
+def _mtp_layers(text: Config, key: str, warnings: list[str]) -> int:
+    count = text.int(key) if key in text else VLLM_MTP_DEFAULT
+    other = MTP_HIDDEN if key == NEXTN else NEXTN
+    if other in text and text.int(other) != count:
+        warnings.append(
+            f"{text.model}: {other}={text.int(other)} disagrees with {key}={count}; vLLM's "
+            f"MTP model reads {key} for this model type, and so does this plan"
+        )
+    return count
+
+
+def derive(text: Config, kv_dtype: str, *, mtp_key: str = NEXTN) -> Derived:
     """The model type's row decides which keys reach here: ``mamba_ssm_dtype`` and
     ``mtp_num_hidden_layers`` are Qwen3.5 keys (vLLM honours the dtype only for the Qwen3.5
     architectures), so a qwen3_next config carrying them is refused by the guard;
-    ``use_sliding_window`` is an off key of every row (Qwen3-Next has no window)."""
+    ``use_sliding_window`` is an off key of every row (Qwen3-Next has no window).
+
+    ``mtp_key``: the key vLLM's MTP model for this type reads (see ``NEXTN``). The MTP layers
+    are facts of the checkpoint; a layout counts them only when speculating with MTP."""
+    if mtp_key not in (NEXTN, MTP_HIDDEN):
+        raise ValueError(f"gdn: mtp_key must be {NEXTN!r} or {MTP_HIDDEN!r}, got {mtp_key!r}")
     n = text.int("num_hidden_layers")
     kinds = layer_types(text, n)
     mdtype = model_dtype(text)
@@ -108,7 +129,8 @@ def derive(text: Config, kv_dtype: str) -> Derived:
     for i, kind in enumerate(kinds):
         template: LayerCache = state if kind == LINEAR else attn
         layers.append(_at(template, i, Role.DECODER))
-    mtp = _mtp_layers(text)
+    warnings: list[str] = []
+    mtp = _mtp_layers(text, mtp_key, warnings)
     for k in range(mtp):
         layers.append(_at(attn, n + k, Role.MTP))
     notes.append(
@@ -116,8 +138,10 @@ def derive(text: Config, kv_dtype: str) -> Derived:
         f"({state.temporal_dtype_source}); kv_cache_dtype does not apply to it"
     )
     if mtp:
-        notes.append(f"{mtp} MTP layer(s): full attention, same geometry as the decoder's")
-    return Derived(layers=layers, notes=notes)
+        stated = "" if mtp_key in text else f" ({mtp_key} not stated: vLLM's default)"
+        notes.append(f"{mtp} MTP layer(s){stated}: full attention, same geometry as the "
+                     "decoder's; planned only with --speculative-method mtp")
+    return Derived(layers=layers, notes=notes, warnings=warnings)
 
 
 def _at(template: LayerCache, index: int, role: Role) -> LayerCache:

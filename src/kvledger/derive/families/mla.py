@@ -48,8 +48,10 @@ INDEXER_DTYPE = "fp8_e4m3"
 INDEXER_QUANT_BLOCK = 128
 INDEXER_SCALE_BYTES = 4
 
-# KV element types vLLM's MLA backends store (others fail closed rather than guess).
-_MLA_KV_DTYPES = frozenset({"float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"})
+# Which KV element types an engine's MLA backends can store is the engine's rule, not a fact
+# of the model: derive states the latent at whatever element type it is given, and each
+# layout refuses what its engine refuses (vLLM: nvfp4 and fp8_e5m2 on MLA, with vLLM's own
+# reason, plan/vllm/resolve.py). Refusing here hid that reason behind this family's.
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,12 +161,6 @@ def _check_layer_types(text: Config, num_layers: int) -> None:
 
 def derive(text: Config, kv_dtype: str) -> Derived:
     kv_name = resolve_dtype(kv_dtype).name
-    if kv_name not in _MLA_KV_DTYPES:
-        raise UnsupportedArchitecture(
-            f"{text.model}: MLA with a {kv_name} KV cache is not a layout vLLM defines for "
-            f"{text.model_type}; known: {', '.join(sorted(_MLA_KV_DTYPES))}",
-            model_type=text.model_type,
-        )
     num_layers = text.int("num_hidden_layers", minimum=1)
     _check_layer_types(text, num_layers)
     latent = text.int("kv_lora_rank", 0)

@@ -2,7 +2,7 @@
 
 - bytes per block (``_get_kv_cache_bytes_per_block``): the widest group's pages summed —
   all groups draw block ids from one pool, and one id addresses a page in every layer of
-  a group;
+  a group — rounded to the layers' block-stride alignment;
 - ``num_blocks = available // bytes_per_block`` (``get_kv_cache_config_from_groups``);
 - blocks per request at ``max_model_len``: the sum over groups of
   cdiv(max_memory_usage_bytes, page_size_bytes) (``get_max_concurrency_for_kv_cache_config``);
@@ -14,9 +14,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from kvledger.plan.vllm.grouping import Group
+from kvledger.derive.layers import ceil_div
+from kvledger.plan.vllm.grouping import Group, block_outermost
 from kvledger.plan.vllm.specs import KVCacheSpec, SpecContext
 
 
@@ -34,7 +36,28 @@ class BlockMath:
 
 
 def bytes_per_block(groups: tuple[Group, ...], specs: dict[int, KVCacheSpec]) -> int:
-    return max((g.layer_pages(specs) for g in groups), default=0)
+    """vLLM ``_get_kv_cache_bytes_per_block``: the widest group's pages.
+
+    Layer-outermost layouts stride each layer by its own page rounded up to its block-stride
+    alignment. Block-outermost layouts pack all of a block's pages together and round that
+    block up to the lcm of every layer's alignment (GLM-5.3-Flash: 1,024 B MLA rows and its
+    indexer's 64-row pages, 8,448 B, give a 33,792 B multiple).
+    """
+    if not groups:
+        return 0
+    members = [i for g in groups for i in g.layers]
+    if block_outermost({i: specs[i] for i in members}):
+        widest = max(g.layer_pages(specs) for g in groups)
+        lcm = math.lcm(*(specs[i].block_stride_alignment_bytes() for i in members))
+        return ceil_div(widest, lcm) * lcm
+    return max(
+        sum(
+            ceil_div(specs[i].page_size_bytes, a) * a
+            for i in g.layers
+            for a in (specs[i].block_stride_alignment_bytes(),)
+        )
+        for g in groups
+    )
 
 
 def blocks_per_request(groups: tuple[Group, ...], ctx: SpecContext) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, cast
 
+from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import (
     MLA,
     Attention,
@@ -23,6 +24,7 @@ from kvledger.derive.layers import (
     SlidingAttention,
 )
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
+from kvledger.plan.vllm.hybrid import MINIMAX_M3_KERNEL_BLOCK
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
@@ -34,6 +36,7 @@ from kvledger.plan.vllm.specs import (
     KVCacheSpec,
     MambaSpec,
     MLAAttentionSpec,
+    MultipleOf,
     SlidingWindowSpec,
 )
 
@@ -73,7 +76,9 @@ def _state_dtypes(layer: RecurrentState, res: Resolved) -> tuple[str, ...]:
     temporal = conv if res.mamba_ssm_cache_dtype == "auto" else res.mamba_ssm_cache_dtype
     kind = layer.state_kind.lower()
     if "kda" in kind:
-        temporal = "float32"
+        # ``kda_state_dtype``: the recurrent state is float32 unless mamba_ssm_cache_dtype
+        # says otherwise.
+        temporal = "float32" if res.mamba_ssm_cache_dtype == "auto" else res.mamba_ssm_cache_dtype
     if "lightning" in kind or "linear" in kind:
         temporal = conv
     return tuple(conv if _is_conv(t) else temporal for t in layer.tensors())
@@ -104,6 +109,7 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         return SlidingWindowSpec(
             block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
             head_size_v=layer.v_dim, dtype=dtype, quant=quant, sliding_window=layer.window,
+            extra_retained_tokens=res.extra_retained_tokens,
         )
     if isinstance(layer, ChunkedAttention):
         return ChunkedLocalAttentionSpec(
@@ -112,9 +118,14 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         )
     if isinstance(layer, FullAttention) or type(layer) is Attention:
         assert isinstance(layer, Attention)
+        # MiniMax-M3's sparse layers: ``customize_attention_spec`` (v1/worker/utils.py) gives
+        # a backend whose kernel sizes are all fixed ints (MINIMAX_M3_SPARSE: [128]) a
+        # ``MultipleOf(max size)`` block-stride alignment.
+        sparse = layer.index in res.minimax_sparse_layers
         return FullAttentionSpec(
             block_size=bs, num_kv_heads=_attention_heads(layer), head_size=layer.k_dim,
             head_size_v=layer.v_dim, dtype=dtype, quant=quant,
+            block_stride_alignment=MultipleOf(MINIMAX_M3_KERNEL_BLOCK) if sparse else None,
         )
     if isinstance(layer, MLA):
         # vLLM ``MLAAttention.get_kv_cache_spec``: one head of kv_lora_rank + rope dims;
@@ -125,11 +136,22 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
                 "(vLLM's packed fp4 MLA layout is DeepSeek-V4's only); use fp8 or auto"
             )
         cache_str = res.cache_dtype
+        head_size = layer.latent_dim + layer.rope_dim
+        alignment: int | MultipleOf | None = None
         if res.use_sparse and quant == QUANT_FP8_PER_TENSOR:
+            # FLASHMLA_SPARSE (the SM90 sparse backend that takes fp8) canonicalises fp8 to
+            # its packed layout (``_canonicalize_sparse_mla_kv_cache_dtype``) and, quantized
+            # off SM100, asks for whole 64-token kernel blocks (``customize_spec``).
             cache_str = "fp8_ds_mla"
+            alignment = MultipleOf(64)
+        elif res.use_sparse:
+            # The SM90 sparse backends read the cache as flat rows: blocks must be whole rows
+            # apart (``align_blocks_to_rows``: one row of head_size elements).
+            alignment = resolve_dtype(dtype).nbytes(head_size)
         return MLAAttentionSpec(
-            block_size=bs, num_kv_heads=1, head_size=layer.latent_dim + layer.rope_dim,
+            block_size=bs, num_kv_heads=1, head_size=head_size,
             dtype=dtype, quant=quant, cache_dtype_str=cache_str,
+            block_stride_alignment=alignment,
         )
     # Imported here, past the branches dense, windowed and MLA layers take: loading the KDA
     # family (and its recurrent-state classes) costs CLI start-up for models that have none.
@@ -138,9 +160,13 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
     if isinstance(layer, PooledIndexer):
         # GLM-5.3 pooled indexer: one fp8 row (+ scales) per ``pool`` tokens
         # (MLAAttentionSpec.tokens_per_state).
+        # ``Glm5NextIndexerBackend`` (v1/attention/backends/mla/indexer.py) takes kernel
+        # blocks of pool x (32, 64) tokens (``get_paged_mqa_page_sizes`` off SM120), all fixed
+        # sizes, so ``customize_attention_spec`` asks for MultipleOf(pool x 64).
         return MLAAttentionSpec(
             block_size=bs, num_kv_heads=1, head_size=layer.bytes_per_entry(), dtype="uint8",
             tokens_per_state=layer.pool, is_indexer=True,
+            block_stride_alignment=MultipleOf(layer.pool * 64),
         )
     if isinstance(layer, IndexerTail):
         # vLLM ``CircularBufferSpec``: the raw rows of the pool still filling, a ring of
@@ -149,12 +175,23 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
             block_size=layer.capacity, num_kv_heads=layer.rows, head_size=layer.head_dim,
             head_size_v=0, dtype=layer.dtype,
         )
+    if isinstance(layer, Indexer) and layer.index in res.minimax_sparse_layers:
+        # vLLM ``MiniMaxM3IndexerCache.get_kv_cache_spec`` (models/minimax_m3/common/
+        # indexer.py): key-only, one head of sparse_index_dim, in indexer_kv_dtype ("bf16"
+        # unless --attention-config sets it: ``MiniMaxM3SparseAttention`` resolves it with
+        # default "bf16", whatever the model dtype); MINIMAX_M3_SPARSE_INDEXER's fixed [128]
+        # kernel blocks give it a MultipleOf(128) stride alignment.
+        return MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=layer.head_dim, dtype="bfloat16",
+            is_indexer=True, block_stride_alignment=MultipleOf(MINIMAX_M3_KERNEL_BLOCK),
+        )
     if isinstance(layer, Indexer):
         # vLLM ``Indexer`` (DeepSeek-V3.2 DSA) registers an MLAAttentionSpec of uint8 rows:
         # the fp8 key plus its fp32 scales, whatever --kv-cache-dtype says.
+        # ``DeepseekV32IndexerBackend`` takes 64-token kernel blocks only → MultipleOf(64).
         return MLAAttentionSpec(
             block_size=bs, num_kv_heads=1, head_size=layer.bytes_per_token(), dtype="uint8",
-            is_indexer=True,
+            is_indexer=True, block_stride_alignment=MultipleOf(64),
         )
     if isinstance(layer, RecurrentState):
         spec_blocks = request.num_speculative_tokens if request.speculative_method else 0
@@ -165,9 +202,14 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
             layer = cast(RecurrentState, widened)
         tensors = layer.tensors()
         mamba_type = _mamba_type(layer)
-        # The Mamba2 mixer reserves one prefill-checkpoint block in align mode
-        # (MambaSpec.num_prefill_checkpoint_blocks; the oracle's Nemotron-H cases charge 3
-        # blocks per request, GDN/KDA 2).
+        # Prefill-checkpoint blocks (MambaSpec.num_prefill_checkpoint_blocks, charged in align
+        # mode only): ``MambaMixer2.get_kv_cache_spec`` always sets 1; GDN sets none; KDA
+        # (Kimi-K3 ``KimiDeltaAttention``, GLM-5.3 ``Glm5NextLinearAttention``) sets 1 only
+        # with the FlashKDA prefill backend (``kda_prefill_checkpoint_alignment``), which
+        # ``_resolve_kda_prefill_backend`` picks on CUDA SM90/10x/12x for bf16, head_dim 128
+        # and a bounded gate. The vLLM CPU oracle is not CUDA, takes Triton and charges 2
+        # blocks per KDA request; a real H100/H200 would charge 3. kvledger follows the
+        # oracle here (the cases check it) and says so in the plan's warnings.
         checkpoint = 1 if ("mamba2" in mamba_type and res.mamba_cache_mode == "align") else 0
         return MambaSpec(
             block_size=bs,

@@ -70,7 +70,8 @@ class VllmEngine(Layout):
             kv_cache_tokens=plan.kv_cache_tokens,
             max_concurrency=plan.max_concurrency,
             max_model_len=plan.max_model_len,
-            kv_cache_dtype=str(getattr(plan.resolved, "kv_storage_dtype", inp.facts.kv_dtype)),
+            # A dtype name (fp8_e4m3, not its uint8 storage), as vLLM resolved it.
+            kv_cache_dtype=plan.resolved.kv_cache_dtype or inp.facts.kv_dtype,
             layers=tuple(layer_summary(split)),
             warnings=tuple(plan.warnings),
             refuses_to_start=plan.vllm_refuses_to_start,

@@ -8,7 +8,9 @@ Reproduces ``get_kv_cache_groups`` (vllm/v1/core/kv_cache_utils.py, vLLM 0.32):
 3. otherwise unify page sizes (``unify_kv_cache_spec_page_size``: grow the block size of
    smaller attention pages, pad Mamba pages) and split each spec's layers into groups of
    equal size (``_get_kv_cache_groups_uniform_page_size``). A group short of layers is
-   implicitly padded: the shared block still spans ``group_size`` pages.
+   implicitly padded: the shared block still spans ``group_size`` pages;
+4. in a block-outermost layout with mixed page sizes, before step 3, pack uniform-type
+   buckets side by side in each block (``_get_packed_kv_cache_groups``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kvledger.plan.vllm.specs import (
     KVCacheSpec,
     MambaSpec,
     MLAAttentionSpec,
+    SlidingWindowSpec,
     UniformTypeSpecs,
 )
 
@@ -83,17 +86,31 @@ def unify_page_sizes(specs: dict[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
     return out
 
 
+def block_outermost(specs: dict[int, KVCacheSpec]) -> bool:
+    """Whether vLLM resolves a block-outermost KV cache layout (BLHNC) for these layers.
+
+    vLLM ``resolve_kv_cache_layout`` takes the first layout every backend that declares one
+    supports (``get_supported_kv_cache_layouts``); the SM90 backends kvledger models declare
+    none (any layout; default preference LBNHC, layer-outermost) except ``KpoolTailBackend``
+    (GLM-5.3-Flash's indexer ring, ``CircularBufferSpec``), which takes BLHNC only.
+    """
+    return any(isinstance(s, CircularBufferSpec) for s in specs.values())
+
+
 def get_kv_cache_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
+    """vLLM ``get_kv_cache_groups``."""
     if not specs:
         return Grouping((), {})
-    if any(isinstance(s, CircularBufferSpec) for s in specs.values()):
-        return _pooled_indexer_groups(specs)
     values = list(specs.values())
     if all(v == values[0] for v in values[1:]):
         return Grouping((Group(tuple(specs), values[0]),), dict(specs))
     uniform = _uniform_type(specs)
     if uniform is not None:
         return Grouping((Group(tuple(specs), uniform),), dict(specs))
+    if block_outermost(specs) and len({s.page_size_bytes for s in values}) > 1:
+        return packed_groups(specs)
+    if any(isinstance(s, CircularBufferSpec) for s in values):
+        raise VllmLayoutError("circular-buffer caches need vLLM's block-outermost layout")
 
     unified = unify_page_sizes(specs)
     # Same spec → same bucket, buckets ordered by first appearance (dict order).
@@ -120,38 +137,98 @@ def get_kv_cache_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
     return Grouping(tuple(groups), unified, tuple(warnings))
 
 
-def _pooled_indexer_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
-    """GLM-5.3-Flash: KDA states + MLA with a pooled indexer and its raw-row ring.
+def approximate_gcd(values: list[int], lower_bound: int) -> int:
+    """vLLM ``_approximate_gcd``: the chunk d >= lower_bound (up to max(values)) that wastes
+    the least rounding each value up to a multiple of d; ties go to the larger d."""
+    best_d, best_pad = lower_bound, -1
+    for d in range(max(1, lower_bound), max(values) + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad < 0 or pad < best_pad or (pad == best_pad and d > best_d):
+            best_d, best_pad = d, pad
+    return best_d
 
-    vLLM ``_get_kv_cache_groups_glm5_next``: every MLA and indexer layer in one
-    ``UniformTypeKVCacheSpecs`` group; the rings (``CircularBufferSpec``) in their own
-    group, one block per request; the Mamba states (already padded to the MLA page) split
-    into cdiv(#mamba, #MLA) groups, layer k going to group k mod n, so each group fits the
-    MLA slots of a block. One block holds every MLA and indexer page.
+
+def _is_uniform(specs: list[KVCacheSpec]) -> bool:
+    # vLLM ``UniformTypeKVCacheSpecs.is_uniform_type``: one block size, one type key.
+    key = specs[0].uniform_type_key()
+    return key is not None and all(
+        s.uniform_type_key() == key and s.block_size == specs[0].block_size for s in specs
+    )
+
+
+def packed_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
+    """vLLM ``_get_packed_kv_cache_groups`` (block-outermost layout, mixed page sizes).
+
+    Layers are bucketed greedily into uniform-type buckets (in registration order). A bucket
+    whose page sizes each have the same layer count is a repeating pattern ("balanced"); the
+    balanced buckets are split into groups of the same number of pattern repeats, chosen by
+    ``approximate_gcd`` above a floor set by the largest mixed-page bucket. State buckets
+    (Mamba, rings) are then split so one group of them fits in the bytes a block already
+    holds for the others (``anchor_bytes``). Groups are listed bucket by bucket.
     """
-    mamba = [i for i, s in specs.items() if isinstance(s, MambaSpec)]
-    rings = [i for i, s in specs.items() if isinstance(s, CircularBufferSpec)]
-    attn = [i for i in specs if i not in mamba and i not in rings]
-    mla = [i for i in attn if isinstance(specs[i], MLAAttentionSpec)]
-    if not mamba or len(mla) != len(attn):
-        raise VllmLayoutError(
-            "circular-buffer caches are modelled only in vLLM's GLM-5.3-Flash layout "
-            "(Mamba-style states + MLA with a pooled indexer)"
-        )
-    full_mla = [i for i in mla if getattr(specs[i], "tokens_per_state", 1) == 1]
-    if not full_mla:
-        raise VllmLayoutError("GLM-5.3-Flash layout needs MLA layers besides the indexer")
-    uniform = _uniform_type({i: specs[i] for i in attn})
-    if uniform is None:
-        raise VllmLayoutError("MLA and pooled-indexer layers do not share one block size")
-    n = ceil_div(len(mamba), len(full_mla))
+    buckets: list[list[int]] = []
+    for i, spec in specs.items():
+        for bucket in buckets:
+            if _is_uniform([specs[j] for j in bucket] + [spec]):
+                bucket.append(i)
+                break
+        else:
+            buckets.append([i])
+
+    def by_page(bucket: list[int]) -> dict[int, list[int]]:
+        pages: dict[int, list[int]] = {}
+        for i in bucket:
+            pages.setdefault(specs[i].page_size_bytes, []).append(i)
+        return pages
+
+    def max_per_page(bucket: list[int]) -> int:
+        return max(len(v) for v in by_page(bucket).values())
+
+    def balanced(bucket: list[int]) -> bool:
+        return len({len(v) for v in by_page(bucket).values()}) == 1
+
+    floor = max(
+        (max_per_page(b) for b in buckets if balanced(b) and len(by_page(b)) > 1), default=0
+    )
+    repeats = (
+        approximate_gcd([max_per_page(b) for b in buckets if balanced(b)], floor)
+        if floor else None
+    )
+
+    def num_groups_for(bucket: list[int]) -> int:
+        if balanced(bucket) and repeats is not None:
+            return ceil_div(max_per_page(bucket), repeats)
+        return 1
+
+    def is_state(bucket: list[int]) -> bool:
+        first = specs[bucket[0]]
+        if isinstance(first, MambaSpec | CircularBufferSpec):
+            return True
+        return repeats is None and isinstance(first, SlidingWindowSpec)
+
+    def widest_group_bytes(bucket: list[int], n: int) -> int:
+        return sum(ceil_div(len(v), n) * page for page, v in by_page(bucket).items())
+
+    anchor = max(
+        (widest_group_bytes(b, len(b) if is_state(b) else num_groups_for(b)) for b in buckets),
+        default=0,
+    )
     groups: list[Group] = []
-    for k in range(n):
-        members = tuple(i for j, i in enumerate(mamba) if j % n == k)
-        groups.append(Group(members, specs[members[0]]))
-    groups.append(Group(tuple(attn), uniform))
-    if len({specs[i] for i in rings}) != 1:
-        raise VllmLayoutError("indexer rings of different shapes are not modelled")
-    groups.append(Group(tuple(rings), specs[rings[0]]))
-    # Order as vLLM 0.32 reports them: state groups, the MLA group, the ring group.
+    for bucket in buckets:
+        n = num_groups_for(bucket)
+        if anchor and is_state(bucket):
+            # Cap a state group at the states a block already fits.
+            per_block = max(anchor // specs[bucket[0]].page_size_bytes, 1)
+            n = max(n, ceil_div(len(bucket), per_block))
+        if n == 1:
+            split = [tuple(bucket)]
+        else:
+            # One repeat = one layer of each page size; group k takes repeats k, k+n, ...
+            pattern = list(zip(*by_page(bucket).values(), strict=False))
+            split = [tuple(i for rep in pattern[k::n] for i in rep) for k in range(n)]
+        for members in split:
+            groups.append(Group(members, UniformTypeSpecs(
+                block_size=specs[members[0]].block_size,
+                specs=tuple(specs[i] for i in members),
+            )))
     return Grouping(tuple(groups), dict(specs))

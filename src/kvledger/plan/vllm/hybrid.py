@@ -9,11 +9,14 @@ and pads the state page up to that attention page
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.vllm.specs import (
+    QUANT_NONE,
     AttentionSpec,
     CircularBufferSpec,
     KVCacheSpec,
@@ -21,13 +24,81 @@ from kvledger.plan.vllm.specs import (
     MLAAttentionSpec,
 )
 
-# Smallest kernel block size of the backend vLLM picks on an SM90 GPU:
-# FlashAttention takes MultipleOf(16); FlashMLA (dense and sparse) takes 64.
+# Smallest kernel block size of the backend vLLM picks on an SM90 GPU
+# (``get_supported_kernel_block_sizes``, v1/attention/backends/): FLASH_ATTN and
+# FLASH_ATTN_MLA take MultipleOf(16); the sparse MLA backends MultipleOf(64), FLASHMLA [64].
 FLASH_ATTENTION_ALIGNMENT = 16
 FLASH_MLA_ALIGNMENT = 64
 # vLLM ``Platform._align_hybrid_block_size``: MLA hybrids align to at least 128 tokens.
 MLA_HYBRID_MIN_ALIGNMENT = 128
+# vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``.
 DEFAULT_BLOCK_SIZE = 16
+# MiniMax-M3's sparse attention: ``MiniMaxM3SparseBackend.get_supported_kernel_block_sizes``
+# (models/minimax_m3/common/sparse_attention.py; the NVIDIA MSA / Triton / CUTLASS backends
+# inherit it) and ``MiniMaxM3IndexerBackend.get_supported_kernel_block_sizes``
+# (common/indexer.py) both return exactly [128] ("one sparse block per KV page").
+MINIMAX_M3_KERNEL_BLOCK = 128
+
+# A backend's declared kernel block sizes: an int is that size exactly, ``MultipleOf(n)``
+# (written ("multiple", n) here) any multiple of n.
+KernelSizes = tuple[int | tuple[str, int], ...]
+_FLASH_ATTN: KernelSizes = (("multiple", FLASH_ATTENTION_ALIGNMENT),)
+_MINIMAX_M3_SPARSE: KernelSizes = (MINIMAX_M3_KERNEL_BLOCK,)
+
+
+def _base(size: int | tuple[str, int]) -> int:
+    return size[1] if isinstance(size, tuple) else size
+
+
+def _supports(sizes: KernelSizes, block: int) -> bool:
+    """vLLM ``AttentionBackend.supports_block_size``: the manager block need only be a
+    multiple of one kernel size (a larger block is split into kernel blocks)."""
+    return not sizes or any(block % _base(s) == 0 for s in sizes)
+
+
+def preferred_block_size(backends: list[KernelSizes]) -> int:
+    """vLLM ``Platform._preferred_block_size_for_backends`` (platforms/interface.py): one
+    backend → its ``get_preferred_block_size(16)`` (16 if it takes 16, else its smallest
+    size); several → 16 if all take it, else the smallest lcm of one size per backend that
+    every backend takes."""
+    if len(backends) == 1:
+        only = backends[0]
+        if _supports(only, DEFAULT_BLOCK_SIZE):
+            return DEFAULT_BLOCK_SIZE
+        return min(_base(s) for s in only)
+    if all(_supports(b, DEFAULT_BLOCK_SIZE) for b in backends):
+        return DEFAULT_BLOCK_SIZE
+    per_backend = [[_base(s) for s in b] or [1] for b in backends]
+    for candidate in sorted({math.lcm(*combo) for combo in itertools.product(*per_backend)}):
+        if all(_supports(b, candidate) for b in backends):
+            return candidate
+    raise VllmLayoutError("vLLM 0.32 refuses to start: the attention backends share no "
+                          "supported KV cache block size")
+
+
+def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
+    """MiniMax-M3 (``MiniMaxM3SparseForConditionalGeneration``): its dense layers run
+    FLASH_ATTN (MultipleOf(16)), its sparse layers MINIMAX_M3_SPARSE and its indexer caches
+    MINIMAX_M3_SPARSE_INDEXER (both exactly 128).
+
+    ``--block-size auto``: ``update_block_size_for_backend`` phase 1 gives lcm(16, 128) = 128.
+    A block size the user sets skips phase 1; the worker then splits each block into kernel
+    blocks (``prepare_kernel_block_sizes`` → ``select_common_block_size``), which needs a
+    multiple of 128, else it raises "No common block size" and vLLM stops at start-up. (The
+    oracle stubs the worker's KV initialisation, so only source shows that refusal.)
+    """
+    requested = res.requested_block_size
+    if requested is None:
+        backends = ([_FLASH_ATTN] if has_dense else []) + [_MINIMAX_M3_SPARSE] * 2
+        return preferred_block_size(backends)
+    if requested % MINIMAX_M3_KERNEL_BLOCK:
+        raise VllmLayoutError(
+            f"vLLM 0.32 refuses to start: No common block size for {requested} "
+            f"(MINIMAX_M3_SPARSE: [{MINIMAX_M3_KERNEL_BLOCK}]); MiniMax-M3's sparse-attention "
+            f"kernels take {MINIMAX_M3_KERNEL_BLOCK}-token blocks: use --block-size auto or a "
+            f"multiple of {MINIMAX_M3_KERNEL_BLOCK}"
+        )
+    return requested
 
 
 @dataclass(frozen=True)
@@ -53,6 +124,35 @@ def _main_attention(specs: list[KVCacheSpec]) -> AttentionSpec | None:
     return plain[0] if plain else (attn[0] if attn else None)
 
 
+def _auto_block_size(res: Resolved, notes: list[str]) -> int:
+    """``--block-size auto`` on an SM90 GPU, non-hybrid models.
+
+    vLLM ``Platform.update_block_size_for_backend`` phase 1: the backends' preferred size
+    (``_preferred_block_size_for_backends`` / ``AttentionBackend.get_preferred_block_size``):
+    16 when every backend takes it, else the smallest kernel size they share. The backend is
+    chosen with no block size (``get_attn_backend``: block_size None unless user-specified)
+    from the SM90 priority list (platforms/cuda.py ``_get_backend_priorities``):
+
+    - standard attention: FLASH_ATTN, MultipleOf(16) → 16;
+    - sparse MLA (DSA): FLASH_ATTN_MLA_SPARSE / FLASHMLA_SPARSE, MultipleOf(64), and the
+      indexer's 64 → 64;
+    - dense MLA: FLASH_ATTN_MLA (MultipleOf(16); auto/float16/bfloat16 caches only) → 16;
+      with an fp8 cache it is skipped for FLASHMLA, whose kernel takes exactly 64 → 64.
+      The oracle cannot show this one: its CPU wheel has no FlashMLA kernel, so vLLM falls
+      back to TRITON_MLA (MultipleOf(16)) there and reports 16.
+    """
+    if res.use_sparse:
+        return FLASH_MLA_ALIGNMENT
+    if res.use_mla and res.kv_quant != QUANT_NONE:
+        notes.append(
+            "block size 64: with an fp8 cache and --block-size auto, vLLM 0.32 on SM90 picks "
+            "FLASHMLA for MLA (64-token kernel blocks); the vLLM CPU oracle lacks that kernel "
+            "and reports 16, so this rule is read from source only"
+        )
+        return FLASH_MLA_ALIGNMENT
+    return DEFAULT_BLOCK_SIZE
+
+
 def resolve_block_sizes(specs: list[KVCacheSpec], res: Resolved) -> BlockSizes:
     requested = res.requested_block_size
     notes: list[str] = []
@@ -66,22 +166,27 @@ def resolve_block_sizes(specs: list[KVCacheSpec], res: Resolved) -> BlockSizes:
             )
     mambas = [s for s in specs if isinstance(s, MambaSpec)]
     main = _main_attention(specs)
+    if res.minimax_sparse_layers and not mambas:
+        # The attention layers that are not sparse run FLASH_ATTN.
+        attention = sum(1 for s in specs if isinstance(s, AttentionSpec)
+                        and not isinstance(s, MLAAttentionSpec))
+        dense = attention > len(res.minimax_sparse_layers)
+        return BlockSizes(_minimax_m3_block_size(res, dense), None, None, tuple(notes))
+    if res.minimax_sparse_layers:  # pragma: no cover - no MiniMax-M3 has recurrent layers
+        raise VllmLayoutError("MiniMax-M3 sparse attention beside recurrent layers is not "
+                              "modelled by the vLLM layout")
     if not mambas or main is None:
-        if requested is not None:
-            block = requested
-        elif res.use_sparse:
-            block = FLASH_MLA_ALIGNMENT
-        else:
-            block = DEFAULT_BLOCK_SIZE
-            if res.use_mla:
-                notes.append("block_size auto with dense MLA assumed 16 (no oracle case checks it)")
+        block = requested if requested is not None else _auto_block_size(res, notes)
         mamba_block = None
         if mambas:  # attention-free recurrent model
             mamba_block = block if res.mamba_cache_mode == "align" else res.max_model_len
         return BlockSizes(block, mamba_block, None, tuple(notes))
 
-    # vLLM ``_align_hybrid_block_size``: kernel alignment = max(backend's smallest kernel
-    # block, the configured block size); MLA raises it to >= 128.
+    # vLLM ``_align_hybrid_block_size``: kernel_block_alignment_size = max(the first
+    # backend's smallest kernel block, the configured block size); MLA raises it to >= 128.
+    # Its second rounding, to the lcm of every backend's smallest kernel block
+    # (backend_block_alignment), never moves these numbers: for the SM90 backends modelled
+    # here that lcm (16, 64 or 128) divides the alignment already.
     alignment = max(backend_min, requested or backend_min)
     if res.use_mla:
         alignment = max(alignment, MLA_HYBRID_MIN_ALIGNMENT)

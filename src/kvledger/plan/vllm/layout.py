@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.derive.layers import Kind, LayerCache, ModelFacts, Role
-from kvledger.plan.request import PlanRequest
+from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.vllm.grouping import Group, Grouping, get_kv_cache_groups
@@ -120,12 +120,11 @@ class _Prepared:
 # Model types whose facts come from another engine's implementation: vLLM 0.32 has no model
 # class for them, so "what vLLM allocates" has no answer and the layout refuses.
 NOT_IN_VLLM = {
-    "minimax_m3": "vLLM 0.32 has no MiniMax-M3 model (kvledger's facts come from SGLang's)",
-    # vLLM 0.32 serves it (models/minimax_m3), and the facts match its layer specs
-    # (tests/oracles/vllm-0.32-more.jsonl), but its MINIMAX_M3_SPARSE backend aligns blocks
-    # to 128, a rule this layout does not have yet: it would print 64-token blocks.
-    "minimax_m3_vl": "kvledger's vLLM layout does not yet apply vLLM 0.32's MiniMax-M3 "
-                     "sparse-attention block alignment (128 tokens)",
+    # vLLM 0.32 registers MiniMaxM3SparseForCausalLM / ...ForConditionalGeneration and the
+    # config types minimax_m3_vl / minimax_m3_text / minimax_m3_mtp; MiniMaxAI's text-only
+    # file says model_type minimax_m3 and MiniMaxM3ForCausalLM, neither of which it knows.
+    "minimax_m3": "vLLM 0.32 has no model for model_type 'minimax_m3' (MiniMaxM3ForCausalLM); "
+                  "it serves MiniMax-M3 as minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)",
 }
 
 
@@ -135,6 +134,17 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
             f"{facts.model}: {NOT_IN_VLLM[facts.model_type]}; use --engine native"
         )
     res = resolve(facts, request)
+    if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
+            and not any(layer.role is Role.MTP for layer in facts.layers)):
+        # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
+        # num_nextn_predict_layers, default 1; derive states them as Role.MTP layers) and
+        # gives each its own KV cache: facts without any (a model type whose MTP module
+        # kvledger does not know) would hold more tokens than vLLM does.
+        raise VllmLayoutError(
+            f"{facts.model}: --speculative-method {request.speculative_method} adds the "
+            "model's MTP layers to vLLM's KV cache, and kvledger derived none for this "
+            "config; refusing to plan without them"
+        )
     tp = request.tensor_parallel_size
     taking = [layer.split(tp) for layer in facts.layers if layer_takes_part(layer, request)]
     # vLLM registers a layer's indexer caches before its attention cache; the order only
@@ -162,14 +172,43 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         mamba_cache_mode=res.mamba_cache_mode,
     )
     warnings = list(sizes.notes) + list(grouping.warnings)
-    checkpoint_kv = facts.kv_dtype_source in ("quantization_config", "hf_quant_config")
-    if checkpoint_kv and request.kv_cache_dtype == "auto":
+    warnings.extend(checkpoint_kv_notes(facts, request, res))
+    if any(getattr(layer, "with_value", False) for layer in layers
+           if layer.index in res.minimax_sparse_layers):
         warnings.append(
-            f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}); "
-            f"vLLM 0.32 with --kv-cache-dtype auto stores {res.kv_storage_dtype} "
-            "(pass --kv-cache-dtype fp8 to use it)"
+            "the config keeps an index value on some MiniMax-M3 sparse layers "
+            "(sparse_disable_index_value 0); vLLM 0.32's MiniMaxM3IndexerCache caches the "
+            "index key only, and so does this plan"
+        )
+    if res.mamba_cache_mode == "align" and any(
+        isinstance(layer, RecurrentState) and "kda" in layer.state_kind.lower()
+        for layer in layers
+    ):
+        warnings.append(
+            "KDA layers in align mode are charged 2 state blocks per request, as vLLM's CPU "
+            "oracle does; on a CUDA GPU vLLM 0.32 picks the FlashKDA prefill backend for bf16 "
+            "head_dim-128 bounded-gate models and charges a third (prefill checkpoint) block"
         )
     return _Prepared(res, layers, sizes, grouping, ctx, tuple(warnings))
+
+
+def checkpoint_kv_notes(facts: ModelFacts, request: PlanRequest, res: Resolved) -> list[str]:
+    """Say when vLLM's KV dtype differs from what the checkpoint declares, or adopts it."""
+    declared = facts.kv_dtype_source in ("quantization_config", "hf_quant_config")
+    if request.kv_cache_dtype != "auto":
+        return []
+    if res.cache_dtype_source == "checkpoint":
+        return [f"KV cache in {res.kv_cache_dtype}: {res.cache_dtype_reason}"]
+    if declared and facts.kv_dtype != res.kv_cache_dtype:
+        return [
+            f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}), "
+            f"but vLLM 0.32 does not adopt it under --kv-cache-dtype auto (it reads only a "
+            f"ModelOpt quant_method in config.json, or an hf_quant_config.json with a ModelOpt "
+            f"producer when config.json has no quantization_config, or a compressed-tensors "
+            f"kv_cache_scheme): it stores {res.kv_cache_dtype}; pass --kv-cache-dtype fp8 to "
+            "use the checkpoint's scales"
+        ]
+    return []
 
 
 def _group_info(group: Group, ctx: SpecContext) -> GroupInfo:

@@ -12,17 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.derive.layers import Kind, ModelFacts
-from kvledger.plan.request import PlanRequest
+from kvledger.declare.dtypes import resolve_dtype
+from kvledger.derive.layers import Kind, ModelFacts, Role
+from kvledger.plan.request import MTP_METHODS, PlanRequest
+from kvledger.plan.vllm.cache_dtype import resolve_cache_dtype
+from kvledger.plan.vllm.errors import VllmLayoutError
 from kvledger.plan.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NONE,
     QUANT_NVFP4,
 )
 
-
-class VllmLayoutError(ValueError):
-    """The vLLM layout cannot plan this model or these options (names the reason)."""
+__all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,9 @@ class Resolved:
     """The settings vLLM resolves from the options and the model before it sizes the cache."""
 
     model_dtype: str
-    cache_dtype: str  # the option as vLLM keeps it ("auto", "fp8", ...)
+    # cache_config.cache_dtype as vLLM resolves it: the option, or under "auto" a checkpoint's
+    # KV scheme vLLM adopts ("fp8_e4m3" for ModelOpt FP8, "fp8" for compressed-tensors).
+    cache_dtype: str
     kv_storage_dtype: str  # element type of attention pages ("uint8" for fp8)
     kv_quant: str
     async_scheduling: bool
@@ -47,6 +50,17 @@ class Resolved:
     mamba_cache_dtype: str
     mamba_ssm_cache_dtype: str
     requested_block_size: int | None  # None: "auto"
+    # The KV element type by name ("bfloat16", "fp8_e4m3", "nvfp4"; never a storage type),
+    # and one line saying where vLLM got it.
+    kv_cache_dtype: str = ""
+    cache_dtype_source: str = ""
+    cache_dtype_reason: str = ""
+    # SlidingWindowSpec.extra_retained_tokens (multi-module MTP keeps re-prefill runway).
+    extra_retained_tokens: int = 0
+    # Layer indices of MiniMax-M3's block-sparse attention (MiniMaxM3SparseAttention: its
+    # MINIMAX_M3_SPARSE backend and the MINIMAX_M3_SPARSE_INDEXER side cache), which take
+    # whole 128-token kernel blocks only (see ``hybrid.MINIMAX_M3_KERNEL_BLOCK``).
+    minimax_sparse_layers: frozenset[int] = frozenset()
 
     def as_vllm_resolved(self) -> dict[str, Any]:
         """The subset the oracle lists under ``vllm_resolved`` (same names)."""
@@ -63,16 +77,51 @@ class Resolved:
         }
 
 
+# vLLM ``_FLOAT16_NOT_SUPPORTED_MODELS`` (config/model.py): "Numerical instability".
+_NO_FLOAT16 = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
+
+
 def _model_dtype(facts: ModelFacts) -> str:
-    # vLLM ``ModelConfig`` ``dtype="auto"``: the config's dtype, except that float32
-    # checkpoints (and configs stating none, which load as float32) run in bfloat16.
-    return "bfloat16" if facts.model_dtype == "float32" else facts.model_dtype
+    # vLLM ``_resolve_auto_dtype`` (config/model.py), ``--dtype auto`` on an SM80+ GPU
+    # (supported dtypes bfloat16, float16, float32): a float32 config (or one stating none,
+    # which loads as float32) is downcast to the preferred bfloat16; a dtype the model type
+    # may not use (float16 for gemma2/3, glm4) falls back to bfloat16 too.
+    if facts.model_dtype == "float32":
+        return "bfloat16"
+    if facts.model_dtype == "float16" and facts.model_type in _NO_FLOAT16:
+        return "bfloat16"
+    return facts.model_dtype
+
+
+# vLLM ``VllmConfig.__post_init__``: async scheduling defaults on unless a speculative method
+# outside EagleModelTypes / NgramGPUTypes / draft_model / dspark / dflash is configured.
+_NO_ASYNC_SPEC_METHODS = frozenset({"ngram", "medusa", "mlp_speculator", "suffix",
+                                    "custom_class"})
+# vLLM ``VllmConfig._get_v2_model_runner_unsupported_features``: these fall back to the V1
+# model runner (otherwise Model Runner V2 is the default wherever Triton is, i.e. on GPUs).
+_V1_RUNNER_SPEC_METHODS = frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"})
+
+
+def concurrent_batches(request: PlanRequest) -> tuple[bool, int]:
+    """(async scheduling, ``VllmConfig.max_concurrent_batches``) as vLLM 0.32 resolves them.
+
+    ``max_concurrent_batches``: with async scheduling, Model Runner V2 keeps pp + 1 batches
+    in flight, V1 keeps 2 (it never combines async scheduling with PP); without, pp.
+    """
+    pp = request.pipeline_parallel_size
+    method = request.speculative_method if request.num_speculative_tokens else None
+    v2_runner = method not in _V1_RUNNER_SPEC_METHODS
+    async_scheduling = method not in _NO_ASYNC_SPEC_METHODS and (pp <= 1 or v2_runner)
+    if not async_scheduling:
+        return False, pp
+    return True, pp + 1 if v2_runner else 2
 
 
 def _kv_storage(cache_dtype: str, model_dtype: str) -> tuple[str, str]:
-    # vLLM ``get_kv_cache_torch_dtype`` / ``get_kv_quant_mode``: "auto" is the model dtype
-    # (vLLM 0.32 does not adopt a checkpoint's KV scheme for "auto"); fp8 variants store
-    # uint8 with per-tensor scales; nvfp4 packs fp4 values with fp8 block scales.
+    # vLLM ``get_kv_cache_torch_dtype`` / ``get_kv_quant_mode``: "auto" (already resolved
+    # against the checkpoint by ``cache_dtype.resolve_cache_dtype``) is the model dtype; fp8
+    # variants store uint8 with per-tensor scales; nvfp4 packs fp4 values with fp8 block
+    # scales.
     if cache_dtype == "auto":
         return model_dtype, QUANT_NONE
     if cache_dtype.startswith("fp8"):
@@ -80,6 +129,16 @@ def _kv_storage(cache_dtype: str, model_dtype: str) -> tuple[str, str]:
     if cache_dtype == "nvfp4":
         return "nvfp4", QUANT_NVFP4
     return cache_dtype, QUANT_NONE
+
+
+def kv_dtype_name(cache_dtype: str, model_dtype: str) -> str:
+    """The element type a cache_dtype string stores, by name (fp8 caches hold fp8_e4m3 or
+    fp8_e5m2 values in uint8 storage: vLLM ``STR_DTYPE_TO_TORCH_DTYPE``)."""
+    if cache_dtype == "auto":
+        return model_dtype
+    if cache_dtype in ("fp8", "fp8_e4m3", "fp8_ds_mla"):
+        return "fp8_e4m3"
+    return resolve_dtype(cache_dtype).name
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -90,22 +149,34 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+# vLLM ``MODELS_CONFIG_MAP`` (model_executor/models/config.py): the architectures whose
+# ``verify_and_update_config`` sets mamba_ssm_cache_dtype when the option is "auto".
+_QWEN35_ARCHS = frozenset({
+    "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen4ExpForCausalLM",
+    "Qwen4ExpForConditionalGeneration",
+})
+_NEMOTRON_H_ARCHS = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
+
+
 def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
     """vLLM's per-architecture ``mamba_ssm_cache_dtype`` when the option is "auto".
 
     - Qwen3.5 (``Qwen3_5ForConditionalGenerationConfig.verify_and_update_config``): the
-      text config's ``mamba_ssm_dtype``.
-    - NemotronH (``NemotronHForCausalLMConfig.verify_and_update_config``): the config's
+      text config's ``mamba_ssm_dtype``, when stated.
+    - NemotronH (``NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype``): the config's
       ``mamba_ssm_cache_dtype``, float32 when it states none.
     - everything else stays "auto" (the conv state dtype).
     """
     text = _text_config(facts.config)
-    if any(a.startswith("NemotronH") for a in facts.architectures):
+    archs = set(facts.architectures)
+    if archs & _NEMOTRON_H_ARCHS:
         value = text.get("mamba_ssm_cache_dtype", facts.config.get("mamba_ssm_cache_dtype"))
         return str(value) if isinstance(value, str) else "float32"
-    value = text.get("mamba_ssm_dtype")
-    if isinstance(value, str):
-        return value
+    if archs & _QWEN35_ARCHS:
+        value = text.get("mamba_ssm_dtype")
+        if isinstance(value, str):
+            return value
     return "auto"
 
 
@@ -117,7 +188,32 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     has_attention = bool(kinds - {Kind.STATE, Kind.NONE})
     has_cross = Kind.CROSS in kinds
     model_dtype = _model_dtype(facts)
-    storage, quant = _kv_storage(request.kv_cache_dtype, model_dtype)
+    cache = resolve_cache_dtype(facts, request.kv_cache_dtype)
+    use_mla = Kind.MLA in kinds
+    minimax_sparse = _minimax_sparse_layers(facts)
+    if minimax_sparse and cache.cache_dtype.startswith("nvfp4"):
+        # MiniMaxM3SparseMSANvfp4Backend.customize_spec repacks each head's K and V into
+        # slots of packed data + block scales under an LBHNC layout: not modelled here.
+        raise VllmLayoutError(
+            "kvledger's vLLM layout does not model vLLM 0.32's MiniMax-M3 nvfp4 KV layout "
+            "(MiniMaxM3SparseMSANvfp4Backend per-head slots); use --kv-cache-dtype fp8 or auto"
+        )
+    if cache.cache_dtype.startswith("nvfp4") and use_mla:
+        # vLLM ``VllmConfig.validate_nvfp4_kv_cache_with_mla`` (config/vllm.py).
+        raise VllmLayoutError(
+            "vLLM 0.32 refuses to start: nvfp4 KV cache is not supported with MLA "
+            "(Multi-head Latent Attention) backends; use a different --kv-cache-dtype "
+            f"(e.g. 'fp8' or 'auto') for MLA models ({cache.reason})"
+        )
+    if cache.cache_dtype == "fp8_e5m2" and use_mla:
+        # platforms/cuda.py get_attn_backend_cls: no SM90 MLA backend lists fp8_e5m2 in its
+        # supported_kv_cache_dtypes (FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA; sparse:
+        # FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE_SM90).
+        raise VllmLayoutError(
+            "vLLM 0.32 refuses to start: No valid attention backend found for cuda with "
+            "kv_cache_dtype fp8_e5m2 and MLA (no SM90 MLA backend stores fp8_e5m2; use fp8)"
+        )
+    storage, quant = _kv_storage(cache.cache_dtype, model_dtype)
 
     max_model_len = request.max_model_len or facts.max_position_embeddings
     if max_model_len is None:
@@ -125,26 +221,31 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
             f"{facts.model}: the config states no max_position_embeddings; pass --max-model-len"
         )
 
-    # vLLM ``VllmConfig.max_concurrent_batches``: async scheduling (on by default for
-    # the GPU model runner) overlaps 2 batches; pipeline parallelism needs pp batches in
-    # flight (the V1 runner does not combine async scheduling with PP).
-    pp = request.pipeline_parallel_size
-    async_scheduling = True
-    concurrent = 2 if pp <= 1 else pp
+    async_scheduling, concurrent = concurrent_batches(request)
     # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
     in_flight = concurrent * request.max_num_batched_tokens
 
-    # vLLM: prefix caching is on by default, except for encoder-decoder models.
+    # vLLM ``ModelConfig.is_prefix_caching_supported`` (generative models): on by default,
+    # except for encoder-decoder and attention-free models.
     prefix = request.enable_prefix_caching
     if prefix is None:
-        prefix = not has_cross
+        prefix = not has_cross and has_attention
     # vLLM ``MambaModelConfig.verify_and_update_config``: with prefix caching a hybrid
     # model uses mamba_cache_mode "align"; without, "none".
     mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
 
+    # vLLM ``get_kv_cache_configs``: extra_retained_tokens = num_prefill_lookahead_tokens - 1;
+    # the lookahead is num_speculative_tokens for multi-module MTP
+    # (``SpeculativeConfig.use_multi_module_mtp``: min(MTP modules, speculative tokens) > 1),
+    # 1 for other EAGLE-family drafters, 0 without one.
+    mtp_modules = len({layer.index for layer in facts.layers if layer.role is Role.MTP})
+    multi_mtp = (request.speculative_method in MTP_METHODS
+                 and min(mtp_modules, request.num_speculative_tokens) > 1)
+    extra_retained = request.num_speculative_tokens - 1 if multi_mtp else 0
+
     return Resolved(
         model_dtype=model_dtype,
-        cache_dtype=request.kv_cache_dtype,
+        cache_dtype=cache.cache_dtype,
         kv_storage_dtype=storage,
         kv_quant=quant,
         async_scheduling=async_scheduling,
@@ -157,10 +258,27 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         max_num_encoder_input_tokens=request.max_num_batched_tokens,
         enable_prefix_caching=prefix,
         is_hybrid=has_state and has_attention,
-        use_mla=Kind.MLA in kinds,
-        use_sparse=Kind.INDEXER in kinds,
+        use_mla=use_mla,
+        use_sparse=Kind.INDEXER in kinds and not minimax_sparse,
         mamba_cache_mode=mamba_cache_mode,
         mamba_cache_dtype="auto",
         mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
         requested_block_size=request.block_size,
+        kv_cache_dtype=kv_dtype_name(cache.cache_dtype, model_dtype),
+        cache_dtype_source=cache.source,
+        cache_dtype_reason=cache.reason,
+        extra_retained_tokens=extra_retained,
+        minimax_sparse_layers=minimax_sparse,
     )
+
+
+def _minimax_sparse_layers(facts: ModelFacts) -> frozenset[int]:
+    """Indices of the layers that carry a MiniMax-M3 lightning-indexer cache: vLLM builds
+    those as ``MiniMaxM3SparseAttention`` (models/minimax_m3/nvidia/model.py
+    ``MiniMaxM3DecoderLayer``: ``layer_id in _sparse_attention_layer_ids(config)``)."""
+    if not any(layer.kind is Kind.INDEXER for layer in facts.layers):
+        return frozenset()
+    # Imported only for models with an indexer: the family is not on the start-up path.
+    from kvledger.derive.families.minimax import IndexCache
+
+    return frozenset(layer.index for layer in facts.layers if isinstance(layer, IndexCache))

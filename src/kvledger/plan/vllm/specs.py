@@ -13,6 +13,7 @@ the way vLLM's do. Frozen dataclasses give exactly that equality.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -30,6 +31,27 @@ PER_TOKEN_HEAD = (QUANT_FP8_PER_TOKEN_HEAD, QUANT_INT8_PER_TOKEN_HEAD)
 # vLLM ``MLAAttentionSpec.real_page_size_bytes``: the FlashMLA-sparse fp8 layout stores
 # 656 bytes per token (512 fp8 latent + 4 fp32 scales + 64 bf16 rope).
 FP8_DS_MLA_BYTES_PER_TOKEN = 656
+
+
+class MultipleOf:
+    """vLLM ``MultipleOf`` (v1/attention/backend.py): whole kernel blocks of ``base`` tokens.
+
+    Compares and hashes by value (specs holding it are compared and bucketed by equality).
+    """
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MultipleOf) and other.base == self.base
+
+    def __hash__(self) -> int:
+        return hash(("MultipleOf", self.base))
+
+    def __repr__(self) -> str:
+        return f"MultipleOf({self.base})"
 
 
 @dataclass(frozen=True)
@@ -51,6 +73,21 @@ class KVCacheSpec:
 
     kind: ClassVar[str] = "KVCacheSpec"
     block_size: int
+    # vLLM ``KVCacheSpec.block_stride_alignment``: bytes (or whole kernel blocks) the stride
+    # between physical blocks must be a multiple of; set by the attention backend
+    # (``customize_attention_spec`` in v1/worker/utils.py). It only moves the block size in
+    # block-outermost layouts (``_get_kv_cache_bytes_per_block``).
+    block_stride_alignment: int | MultipleOf | None = None
+
+    def block_stride_alignment_bytes(self) -> int:
+        """vLLM ``KVCacheSpec.get_block_stride_alignment``."""
+        alignment = self.block_stride_alignment
+        if not isinstance(alignment, MultipleOf):
+            return alignment or 1
+        kernel = math.gcd(alignment.base, self.block_size)
+        if kernel == self.block_size:
+            return 1
+        return self.with_block_size(kernel).page_size_bytes
 
     @property
     def page_size_bytes(self) -> int:
@@ -88,7 +125,9 @@ class KVCacheSpec:
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"spec": self.kind}
         for f in dataclasses.fields(self):
-            out[f.name] = getattr(self, f.name)
+            value = getattr(self, f.name)
+            # As vLLM prints it (the oracle's layer_specs): "MultipleOf(64)".
+            out[f.name] = f"MultipleOf({value.base})" if isinstance(value, MultipleOf) else value
         out["page_size_bytes"] = self.page_size_bytes
         out["real_page_size_bytes"] = self.real_page_size_bytes
         return out
@@ -131,15 +170,6 @@ class AttentionSpec(KVCacheSpec):
                 raise ValueError(f"padded page {self.page_size_padded} < real page {page}")
             return self.page_size_padded
         return page
-
-    def with_block_size(self, block_size: int) -> Self:
-        # vLLM ``AttentionSpec.copy_with_new_block_size`` scales a padded page too.
-        if self.page_size_padded is not None:
-            ratio = block_size // self.block_size
-            return dataclasses.replace(
-                self, block_size=block_size, page_size_padded=self.page_size_padded * ratio
-            )
-        return dataclasses.replace(self, block_size=block_size)
 
     def with_page_size_padded(self, padded: int) -> Self:
         return dataclasses.replace(self, page_size_padded=padded)
@@ -188,12 +218,16 @@ class SlidingWindowSpec(AttentionSpec):
 
     kind: ClassVar[str] = "SlidingWindowSpec"
     sliding_window: int
+    # Tokens below the window kept for multi-module MTP re-prefill (``get_kv_cache_configs``
+    # sets num_prefill_lookahead_tokens - 1 on every SlidingWindowSpec).
+    extra_retained_tokens: int = 0
 
     def max_memory_usage_bytes(self, ctx: SpecContext) -> int:
-        # vLLM ``SlidingWindowSpec.max_admission_blocks_per_request``:
-        # tokens = min(window - 1 + max_in_flight_tokens, max_model_len);
+        # vLLM ``SlidingWindowSpec.max_admission_blocks_per_request``: tokens =
+        # min(window - 1 + extra_retained_tokens + max_in_flight_tokens, max_model_len);
         # cdiv(tokens, block) + 1 (the window need not start on a block boundary).
-        tokens = min(self.sliding_window - 1 + ctx.max_in_flight_tokens, ctx.max_model_len)
+        tokens = min(self.sliding_window - 1 + self.extra_retained_tokens
+                     + ctx.max_in_flight_tokens, ctx.max_model_len)
         return (ceil_div(tokens, self.block_size) + 1) * self.page_size_bytes
 
     def uniform_type_key(self) -> tuple[Any, ...] | None:
@@ -277,7 +311,10 @@ class MambaSpec(KVCacheSpec):
         return self.page_size_bytes * (1 + self.num_speculative_blocks)
 
     def uniform_type_key(self) -> tuple[Any, ...] | None:
-        return ("mamba", self.num_speculative_blocks)
+        # vLLM ``MambaSpec.is_uniform_with_collection``: same speculative and checkpoint
+        # blocks, same page size.
+        return ("mamba", self.num_speculative_blocks, self.num_prefill_checkpoint_blocks,
+                self.page_size_bytes)
 
     def with_page_size_padded(self, padded: int) -> Self:
         return dataclasses.replace(self, page_size_padded=padded)
@@ -291,6 +328,10 @@ class CircularBufferSpec(AttentionSpec):
 
     def max_memory_usage_bytes(self, ctx: SpecContext) -> int:
         return self.page_size_bytes
+
+    def uniform_type_key(self) -> tuple[Any, ...] | None:
+        # vLLM ``CircularBufferSpec.is_uniform_with_collection``: every ring alike.
+        return ("ring",)
 
 
 @dataclass(frozen=True)
