@@ -65,6 +65,8 @@ LAYOUTS: dict[str, tuple[str, str]] = {
     "native": ("kvledger.plan.native_engine:NativeEngine",
                "kvledger's byte-exact layout, for engine builders: no page padding, no engine "
                "runs it, so no deployment shows these numbers"),
+    "sglang": ("kvledger.plan.sglang.engine:SglangEngine",
+               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
 }
 
 

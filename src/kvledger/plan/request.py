@@ -33,9 +33,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.layout import DEFAULT_ENGINE, engine_names
+
+if TYPE_CHECKING:
+    from kvledger.plan.sglang.options import SglangOptions
 
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
 MAX_BYTES = 1 << 60
@@ -116,6 +119,9 @@ class PlanRequest:
     model_local_kv: tuple[Any, ...] = ()
     model_local_already_charged: tuple[str, ...] = ()
     model_local_stages: tuple[tuple[str, int], ...] = ()
+    # -- SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...);
+    # None: SGLang's defaults. Page size, context length etc. are the shared fields above.
+    sglang: SglangOptions | None = None
 
     def __post_init__(self) -> None:
         names = engine_names()
@@ -161,6 +167,11 @@ class PlanRequest:
         if self.concurrency is not None:
             _count("concurrency", self.concurrency, minimum=1)
         self._check_model_local()
+        if self.sglang is not None:
+            from kvledger.plan.sglang.options import SglangOptions
+
+            if not isinstance(self.sglang, SglangOptions):
+                raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")
 
     def _check_model_local(self) -> None:
         """Declarations, charged names and stages: tuples of checked values."""
