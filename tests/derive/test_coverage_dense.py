@@ -80,6 +80,8 @@ DERIVED = [
     ("tiiuae--falcon-40b", "falcon", 122_880, {(8, 64, None): 60}),
     # Gemma-7B: 28 × 2 × 16 × 256 × 2 (bf16) = 458,752.
     ("google--gemma-7b", "gemma", 458_752, {(16, 256, None): 28}),
+    # Gemma-2B (multi-query): 18 × 2 × 1 × 256 × 2 = 18,432.
+    ("google--gemma-2b.mlc", "gemma", 18_432, {(1, 256, None): 18}),
     # GPT-J-6B: n_layer 28, n_head 16, n_embd 4096 → 256; no dtype: float32 (4 B):
     # 28 × 2 × 16 × 256 × 4 = 917,504 (vLLM serves float32 as bfloat16; the plan does that).
     ("EleutherAI--gpt-j-6b.MODIFIED", "gptj", 917_504, {(16, 256, None): 28}),
@@ -354,6 +356,8 @@ REFUSED = [
      "v0.23.0, and is not supported anymore'"),
     ("mosaicml--mpt-7b", "'Model architecture MptForCausalLM was supported in vLLM until "
      "v0.28.0, and is not supported anymore'"),
+    ("internlm--internlm-7b.mlc", "'Model architecture InternLMForCausalLM was supported in "
+     "vLLM until v0.23.0, and is not supported anymore'"),
 ]
 
 

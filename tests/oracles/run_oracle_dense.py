@@ -71,6 +71,10 @@ RUNS: list[tuple[str, list[str], str]] = [
      "StarCoder2 with max_model_len equal to its 4096 window: still a sliding window"),
     ("google--gemma-7b.json", ["--max-model-len", "8192", "--tp", "2"],
      "Gemma v1 at TP 2 (16 KV heads x 256)"),
+    ("google--gemma-2b.mlc.json", ["--max-model-len", "8192"],
+     "Gemma-2B: multi-query (1 KV head x 256)"),
+    ("google--gemma-2b.mlc.json", ["--max-model-len", "8192", "--tp", "2"],
+     "Gemma-2B at TP 2: the one KV head replicated"),
     ("CohereForAI--c4ai-command-r-v01.json", [],
      "no --max-model-len: model_max_length (131072) overrides max_position_embeddings (8192)"),
 ]
