@@ -20,6 +20,7 @@ from kvledger.derive.errors import (
 )
 from kvledger.derive.guard import check_level
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.max_len import max_len
 from kvledger.derive.model_types import Resolved, resolve
 from kvledger.derive.quant import model_dtype, resolve_kv_dtype
 from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
@@ -78,13 +79,8 @@ def derive_model(
         notes.append(f"multimodal wrapper: cache facts are from its {row.text_key} "
                      f"({text_row.name}); the encoders hold no KV cache")
     notes.extend(derived.notes)
-    # Decoder positions: max_position_embeddings, or (encoder-decoder) max_target_positions.
-    max_pos = text.get("max_position_embeddings", text.get("max_target_positions"))
-    if max_pos is not None and (
-        isinstance(max_pos, bool) or not isinstance(max_pos, int) or max_pos < 1
-    ):
-        raise ConfigError(f"{source.label}: max_position_embeddings must be a positive "
-                          f"integer, got {max_pos!r}")
+    # Decoder positions, as vLLM reads them (max_len.py: the smallest length key stated).
+    max_pos = max_len(text)
     return ModelFacts(
         model=source.label,
         model_type=cfg.model_type,
