@@ -172,6 +172,31 @@ _MAMBA2_HARMLESS = {
 }
 
 
+# -- moe-hybrid group (coverage wave): harmless keys its rows share ------------------------
+def _remote_code(model_type: str, what: str) -> str:
+    """A refusal for a checkpoint vLLM 0.32 loads only with its own Python (vLLM's words)."""
+    return (f"model_type '{model_type}' ({what}) is a config class of neither transformers "
+            "5.19 nor vLLM 0.32, so vLLM stops at config loading: 'The repository ... contains "
+            "custom code which must be executed to correctly load the model' when the config "
+            "carries an auto_map, 'The checkpoint you are trying to load has model type "
+            f"`{model_type}` but Transformers does not recognize this architecture' when it "
+            "does not; it loads only with --trust-remote-code (the checkpoint's own Python), "
+            "which kvledger does not plan")
+
+
+_HARMLESS_MOE_HYBRID: Mapping[str, str] = _ro(
+    {
+        "mamba_conv_bias": _WEIGHTS, "conv_bias": _WEIGHTS,
+        "mamba_chunk_size": "SSD chunk length for prefill: compute, not state",
+        "mamba_dt_rank": "rank of the Mamba time-step projection: weights",
+        "expert_layer_offset": _MOE, "expert_layer_period": _MOE,
+        "add_swa_attention_sink_bias": "a learned per-head sink logit: a weight, no cache",
+        "add_full_attention_sink_bias": "a learned per-head sink logit: a weight, no cache",
+        "lm_head_bias": "a bias on the output head: weights",
+    }
+)
+
+
 MODEL_TYPES: Mapping[str, Row] = _ro(
     {
         # -- standard decoders (families/standard.py) ----------------------------------------
@@ -454,6 +479,135 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                               "expand": 2, "n_groups": 8, "state_size": 128,
                               "conv_kernel": 4},
                     vllm="mamba2.py"),
+        # -- moe-hybrid (coverage wave, vLLM registry) ---------------------------------------
+        # MoE decoders whose cache is the standard one (experts hold no KV); MTP layers from
+        # num_nextn_predict_layers (families/mtp_decoder.py).
+        "ernie4_5_moe": T(handler="mtp_decoder:derive",
+                          keys=STANDARD_KEYS | {"num_nextn_predict_layers"},
+                          harmless=dict.fromkeys(
+                              ("moe_layer_start_index", "moe_layer_end_index",
+                               "moe_layer_interval", "moe_num_shared_experts"), _MOE),
+                          config_class="Ernie4_5_MoeConfig",
+                          defaults={"num_key_value_heads": 4, "max_position_embeddings": 131072},
+                          vllm="ernie45_moe.py (head_dim or hidden_size // heads), ernie_mtp.py"),
+        "glm4_moe": T(handler="mtp_decoder:derive",
+                      keys=STANDARD_KEYS | {"num_nextn_predict_layers"},
+                      config_class="Glm4MoeConfig",
+                      defaults={"num_key_value_heads": 8, "max_position_embeddings": 131072,
+                                "num_nextn_predict_layers": 1},
+                      options={"require": ("head_dim",)},
+                      vllm="glm4_moe.py (reads config.head_dim), glm4_moe_mtp.py"),
+        "phimoe": T(handler="standard:derive", keys=STANDARD_KEYS | {"sliding_window"},
+                    harmless={"original_max_position_embeddings":
+                              "LongRoPE's pre-training length: picks the RoPE scaling, not "
+                              "the cache",
+                              "lm_head_bias": _HARMLESS_MOE_HYBRID["lm_head_bias"]},
+                    config_class="PhimoeConfig",
+                    defaults={"num_key_value_heads": 8, "max_position_embeddings": 131072},
+                    options={"layer_windows": False},
+                    vllm="phimoe.py (no per-layer window: the model-level sliding_window "
+                         "reaches every layer, even one wider than max_model_len)"),
+        "dbrx": T(handler="dbrx:derive", keys={"n_layers", "n_heads", "d_model", "attn_config",
+                                               "max_seq_len"},
+                  config_class="DbrxConfig",
+                  defaults={"n_layers": 24, "n_heads": 16, "d_model": 2048, "max_seq_len": 2048},
+                  vllm="dbrx.py"),
+        # Sliding + full attention with per-type geometry (families/mimo_v2.py, gemma4.py).
+        "mimo_v2_flash": T(handler="mimo_v2:derive",
+                           keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
+                                 "v_head_dim", "hybrid_layer_pattern", "layer_types",
+                                 "sliding_window_size", "swa_num_key_value_heads",
+                                 "swa_head_dim", "swa_v_head_dim"},
+                           harmless={
+                               "num_attention_heads": "query heads: not cached",
+                               "swa_num_attention_heads": "query heads: not cached",
+                               "sliding_window": "mimo_v2.py clears cache_config.sliding_window "
+                                                 "and gives sliding layers "
+                                                 "sliding_window_size",
+                               "attention_chunk_size": "mimo_v2.py builds no chunked attention "
+                                                       "and vLLM reads the key nowhere else",
+                               "attention_value_scale": _SCORE,
+                               "swa_rope_theta": "rope base of the sliding layers",
+                               "add_swa_attention_sink_bias":
+                                   _HARMLESS_MOE_HYBRID["add_swa_attention_sink_bias"],
+                               "add_full_attention_sink_bias":
+                                   _HARMLESS_MOE_HYBRID["add_full_attention_sink_bias"]},
+                           config_class="MiMoV2FlashConfig",
+                           defaults={"num_key_value_heads": 4, "head_dim": 192,
+                                     "v_head_dim": 128, "max_position_embeddings": 131072},
+                           vllm="mimo_v2.py"),
+        "gemma4": T(text_key="text_config", inner=("gemma4_text",),
+                    harmless={**_WRAPPER_TOKENS, "eoa_token_index": _TOKEN},
+                    config_class="Gemma4Config", vllm="gemma4_mm.py"),
+        "gemma4_text": T(handler="gemma4:derive",
+                         keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                               "head_dim", "global_head_dim", "num_global_key_value_heads",
+                               "attention_k_eq_v", "sliding_window", "layer_types",
+                               "use_bidirectional_attention", "num_kv_shared_layers"},
+                         harmless=dict.fromkeys(
+                             ("hidden_size_per_layer_input", "vocab_size_per_layer_input"),
+                             "per-layer input embeddings: weights, not cache"),
+                         config_class="Gemma4TextConfig",
+                         defaults={"num_key_value_heads": 4, "head_dim": 256,
+                                   "global_head_dim": 512, "sliding_window": 512,
+                                   "max_position_embeddings": 131072},
+                         vllm="gemma4.py (per_layer_config, kv_sharing_target_layer_name)"),
+        # Attention beside recurrent layers (families/ssm_hybrids.py).
+        "granitemoehybrid": T(handler="ssm_hybrids:granitemoehybrid",
+                              keys={"num_hidden_layers", "num_attention_heads",
+                                    "num_key_value_heads", "hidden_size", "layer_types",
+                                    "mamba_expand", "mamba_n_heads", "mamba_d_head",
+                                    "mamba_n_groups", "mamba_d_state", "mamba_d_conv"},
+                              harmless={**_MAMBA2_HARMLESS,
+                                        "mamba_conv_bias": _WEIGHTS,
+                                        "mamba_chunk_size":
+                                            _HARMLESS_MOE_HYBRID["mamba_chunk_size"]},
+                              config_class="GraniteMoeHybridConfig",
+                              defaults={"mamba_n_heads": 128, "mamba_n_groups": 1,
+                                        "mamba_d_state": 256, "mamba_d_head": "auto",
+                                        "mamba_d_conv": 4, "mamba_expand": 2,
+                                        "max_position_embeddings": 2048},
+                              vllm="granitemoehybrid.py"),
+        "jamba": T(handler="ssm_hybrids:jamba",
+                   keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                         "hidden_size", "attn_layer_period", "attn_layer_offset",
+                         "mamba_expand", "mamba_d_state", "mamba_d_conv"},
+                   harmless={**_MAMBA2_HARMLESS,
+                             **{k: _HARMLESS_MOE_HYBRID[k] for k in (
+                                 "mamba_conv_bias", "mamba_dt_rank", "expert_layer_offset",
+                                 "expert_layer_period")}},
+                   config_class="JambaConfig",
+                   defaults={"num_key_value_heads": 8, "max_position_embeddings": 262144,
+                             "attn_layer_period": 8, "attn_layer_offset": 4,
+                             "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2},
+                   vllm="jamba.py"),
+        "lfm2": T(handler="ssm_hybrids:lfm2",
+                  keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                        "hidden_size", "layer_types", "full_attn_idxs", "conv_dim",
+                        "conv_L_cache"},
+                  harmless={"conv_bias": _WEIGHTS,
+                            "conv_dim_out": "the conv block's output width: weights",
+                            "conv_use_xavier_init": "a weight initialisation switch",
+                            "num_heads": "a legacy alias; vLLM's lfm2.py reads "
+                                         "num_attention_heads"},
+                  config_class="Lfm2Config",
+                  defaults={"num_key_value_heads": 8, "max_position_embeddings": 128000,
+                            "conv_L_cache": 3},
+                  vllm="lfm2.py (short_conv_state_shape)"),
+        "lfm2_vl": T(text_key="text_config", inner=("lfm2",),
+                     harmless={"encoder_patch_size": "the vision encoder's patch size: no "
+                                                     "cache",
+                               "projector_use_layernorm": "a norm in the vision projector: "
+                                                          "weights"},
+                     config_class="Lfm2VlConfig", vllm="lfm2_vl.py"),
+        # Checkpoints of this group vLLM 0.32 cannot load without their remote code.
+        "hunyuan": T(refused=_remote_code("hunyuan", "Tencent Hunyuan-A13B's own schema; vLLM "
+                                          "serves HunYuanMoEV1ForCausalLM without remote "
+                                          "code only as model_type 'hunyuan_v1_moe'")),
+        "deepseek": T(refused=_remote_code("deepseek", "DeepSeek-MoE v1")),
+        "bailing_moe": T(refused=_remote_code("bailing_moe", "Ling v1")),
+        "bailing_moe_v2": T(refused=_remote_code("bailing_moe_v2", "Ling 2.0")),
+        "minicpm": T(refused=_remote_code("minicpm", "MiniCPM, MiniCPM-MoE")),
         # -- configs vLLM 0.32 itself cannot serve -------------------------------------------
         "mimo": T(refused="model_type 'mimo' is not a transformers 5.19 config class, so vLLM "
                           "0.32 stops at config loading ('The checkpoint you are trying to "
