@@ -313,6 +313,13 @@ def test_lfm2_vl_short_conv_hybrid() -> None:
     assert len(states) == 10 and {s.bytes_per_request() for s in states} == {8_192}
 
 
+def test_lfm2_conv_without_history_is_refused() -> None:
+    text = copy.deepcopy(_raw("LiquidAI--LFM2.5-VL-1.6B")["text_config"])
+    text["conv_L_cache"] = 1  # (1 - 1) × conv_dim: a zero-byte state
+    with pytest.raises(ConfigError, match="conv_L_cache"):
+        derive_model(text)
+
+
 def test_lfm2_full_attn_idxs_when_no_layer_types() -> None:
     # Lfm2Config: without layer_types, full_attn_idxs picks the attention layers.
     text = copy.deepcopy(_raw("LiquidAI--LFM2.5-VL-1.6B")["text_config"])

@@ -172,7 +172,7 @@ _MAMBA2_HARMLESS = {
 }
 
 
-# -- moe-hybrid group (coverage wave): harmless keys its rows share ------------------------
+# -- moe-hybrid group (coverage wave): its refusal wording and the harmless keys its rows share
 def _remote_code(model_type: str, what: str) -> str:
     """A refusal for a checkpoint vLLM 0.32 loads only with its own Python (vLLM's words)."""
     return (f"model_type '{model_type}' ({what}) is a config class of neither transformers "
@@ -559,9 +559,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                     "mamba_expand", "mamba_n_heads", "mamba_d_head",
                                     "mamba_n_groups", "mamba_d_state", "mamba_d_conv"},
                               harmless={**_MAMBA2_HARMLESS,
-                                        "mamba_conv_bias": _WEIGHTS,
-                                        "mamba_chunk_size":
-                                            _HARMLESS_MOE_HYBRID["mamba_chunk_size"]},
+                                        **{k: _HARMLESS_MOE_HYBRID[k] for k in (
+                                            "mamba_conv_bias", "mamba_chunk_size")}},
                               config_class="GraniteMoeHybridConfig",
                               defaults={"mamba_n_heads": 128, "mamba_n_groups": 1,
                                         "mamba_d_state": 256, "mamba_d_head": "auto",
@@ -585,7 +584,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                   keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                         "hidden_size", "layer_types", "full_attn_idxs", "conv_dim",
                         "conv_L_cache"},
-                  harmless={"conv_bias": _WEIGHTS,
+                  harmless={"conv_bias": _HARMLESS_MOE_HYBRID["conv_bias"],
                             "conv_dim_out": "the conv block's output width: weights",
                             "conv_use_xavier_init": "a weight initialisation switch",
                             "num_heads": "a legacy alias; vLLM's lfm2.py reads "

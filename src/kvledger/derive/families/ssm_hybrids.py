@@ -17,7 +17,8 @@ with no window; the recurrent layers keep a fixed per-request state in the model
   ``mamba_expand × hidden_size``, ``mamba_d_state``, ``mamba_d_conv``.
 * lfm2 (vLLM ``lfm2.py``): ``layer_types`` entries ``full_attention`` or ``conv`` (default:
   ``full_attn_idxs``, else every layer attention, ``Lfm2Config.__post_init__``); a conv layer
-  keeps ``(conv_L_cache - 1) × conv_dim`` (``short_conv_state_shape``).
+  keeps ``(conv_L_cache - 1) × conv_dim`` (``short_conv_state_shape``); ``conv_L_cache`` 1
+  would leave a zero-byte state (a zero-size page in vLLM's pool) and is refused.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def lfm2(cfg: Config, kv_dtype: str) -> Derived:
     default = ["full_attention" if i in attn_at else "conv" for i in range(n)]
     types = _types(cfg, n, default, ("full_attention", "conv"))
     state = ShortConvState(index=0, intermediate_size=cfg.int("conv_dim", minimum=1),
-                           conv_kernel=cfg.int("conv_L_cache", minimum=1),
+                           conv_kernel=cfg.int("conv_L_cache", minimum=2),
                            conv_dtype=model_dtype(cfg))
     layers = _assemble({"conv": state, "full_attention": _attention(cfg, kv_dtype)}, types)
     return Derived(layers, _notes("short-conv", types, state))
