@@ -10,7 +10,6 @@ refused with vLLM's own reason.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from pathlib import Path
@@ -124,9 +123,6 @@ TYPES = [
     # (the 18 GDN layers hold per-request state instead).
     ("openbmb--MiniCPM-V-4_6", "minicpmv4_6", "text_config", "qwen3_5_text", "bfloat16",
      262_144, 12_288),
-    # Muse-Glimmer-30B: 52 × 2 × 2 KV × 128 × 2 B = 53,248 (39 sliding 2048, 13 global).
-    ("meta-models--Muse-Glimmer-30B", "muse_glimmer", "text_config", "muse_glimmer_text",
-     "bfloat16", 131_072, 53_248),
 ]
 
 
@@ -160,8 +156,6 @@ ATTENTION = {
     "LGAI-EXAONE--EXAONE-4.5-33B": {(8, 128, 4096): 48, (8, 128, None): 16},
     # full_attention_interval 4: 6 of 24 layers, head_dim 256, 2 KV heads.
     "openbmb--MiniCPM-V-4_6": {(2, 256, None): 6},
-    # no_rope_layers by default: NoPE where (51 - i) % 4 == 0 (3, 7, …, 51): 13 global.
-    "meta-models--Muse-Glimmer-30B": {(2, 128, 2048): 39, (2, 128, None): 13},
 }
 
 
@@ -304,22 +298,6 @@ def test_exaone4_5_mtp_is_not_planned_silently() -> None:
                           num_speculative_tokens=1, speculative_method="mtp")
     with pytest.raises(VllmLayoutError, match="MTP layers"):
         plan_vllm(facts, request, 16 << 30)
-
-
-def test_muse_glimmer_windows_follow_no_rope_layers() -> None:
-    raw = _raw("meta-models--Muse-Glimmer-30B")
-    text = raw["text_config"]
-    # Stated no_rope_layers agreeing with layer_types: same facts.
-    text["no_rope_layers"] = [0 if t == "full_attention" else 1 for t in text["layer_types"]]
-    assert _attention(derive_model(raw)) == Counter(ATTENTION["meta-models--Muse-Glimmer-30B"])
-    # vLLM reads only no_rope_layers: a layer_types that disagrees is refused, not picked.
-    bad = copy.deepcopy(raw)
-    bad["text_config"]["layer_types"][0] = "full_attention"
-    with pytest.raises(UnsupportedArchitecture, match="disagrees with no_rope_layers"):
-        derive_model(bad)
-    # sliding_window null: vLLM passes no window to any layer.
-    text["sliding_window"] = None
-    assert _attention(derive_model(raw)) == Counter({(2, 128, None): 52})
 
 
 # -- refusals: vLLM 0.32 cannot build these from a config.json ----------------------------------

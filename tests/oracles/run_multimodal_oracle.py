@@ -67,10 +67,6 @@ RUNS: list[tuple[str, list[str], bool, str]] = [
      "minicpmv4_6: qwen3_5_text GDN hybrid; SSM state not float32 (no Qwen3.5 config hook)"),
     ("openbmb--MiniCPM-V-4_6.json", [*L32K, "--kv-cache-dtype", "fp8"], True,
      "minicpmv4_6 with an fp8 KV cache: the attention page halves, the block grows"),
-    ("meta-models--Muse-Glimmer-30B.json", L32K, False,
-     "muse_glimmer: RoPE layers slide (2048), NoPE every 4th layer global"),
-    ("meta-models--Muse-Glimmer-30B.json", [*L32K, "--tp", "2"], False,
-     "muse_glimmer at TP 2: 2 KV heads, one per rank"),
 ]
 
 

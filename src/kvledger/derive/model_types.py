@@ -492,6 +492,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                       config_class="Mistral3Config (text_config: AutoConfig, mistral by "
                                    "default)",
                       vllm="mistral3.py (language model from text_config)"),
+        # ministral3 is also a row of the dense group (coverage wave): keep one when merging.
         "ministral3": T(like="llama", config_class="Ministral3Config",
                         defaults={"num_key_value_heads": 8, "head_dim": 128,
                                   "hidden_size": 4096, "num_hidden_layers": 34,
@@ -589,25 +590,6 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                    "layer; " + _ENCODER},
                          config_class="MiniCPMV4_6Config",
                          vllm="minicpmv4_6.py (Qwen3_5ForCausalLM: GDN hybrid)"),
-        "muse_glimmer": T(text_key="text_config", inner=("muse_glimmer_text",),
-                          harmless={**_HARMLESS_MULTIMODAL},
-                          config_class="vLLM MuseGlimmerConfig",
-                          vllm="muse_glimmer.py (MuseGlimmerForCausalLM)"),
-        "muse_glimmer_text": T(handler="wrapped_text:muse_glimmer",
-                               keys=_WINDOW_KEYS | {"no_rope_layers"},
-                               harmless={
-                                   "layer_rope_theta": "per-layer RoPE base (0 on NoPE "
-                                   "layers): rotary arithmetic; windows follow no_rope_layers",
-                                   "use_attn_output_gate": "a gate on the attention output",
-                                   "query_pre_attn_scalar": _SCORE,
-                                   "use_bidirectional_attention": "never read by vLLM 0.32's "
-                                   "muse_glimmer.py: every text layer is causal"},
-                               config_class="vLLM MuseGlimmerTextConfig",
-                               defaults={"num_key_value_heads": 2, "head_dim": 128,
-                                         "hidden_size": 6656, "num_hidden_layers": 52,
-                                         "num_attention_heads": 32, "sliding_window": 2048,
-                                         "max_position_embeddings": 16384},
-                               vllm="muse_glimmer.py (RoPE layers slide, NoPE layers global)"),
         # refusals of this group: vLLM 0.32 cannot build these from a config.json
         "voxtral": T(refused="vLLM 0.32 builds VoxtralForConditionalGeneration from "
                              "Mistral-format params (params.json, --config-format mistral, "

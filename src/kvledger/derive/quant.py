@@ -109,8 +109,8 @@ _COMPRESSED_TENSORS = _vocab(
 )
 
 # Block / per-tensor fp8 weights (DeepSeek, Qwen FP8, MiniMax, GLM FP8): vLLM ``Fp8Config``.
-# ``dequantize`` is transformers' ``FineGrainedFP8Config`` switch to dequantize the weights on
-# load (Devstral-Small-2); vLLM's ``Fp8Config.from_config`` never reads it.
+# ``dequantize`` (Mistral's Devstral-2 files) is transformers' FineGrainedFP8Config switch to
+# dequantize weights at load; vLLM's Fp8Config.from_config does not read it.
 _FP8 = _vocab(
     "fp8",
     weights="activation_scheme fmt weight_block_size scale_fmt store_dtype dequantize",

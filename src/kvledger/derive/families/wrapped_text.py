@@ -9,19 +9,13 @@ KV cache).
   sliding_window_pattern == 0`` (an integer; 4 by default); with ``sliding_window`` None it
   sets the pattern to 0 and then divides by it, so such a file does not load.
   A stated ``layer_types`` with ``sliding_window`` None: vLLM passes no window, so every layer
-  attends globally (the same holds for Muse Glimmer).
-* Muse Glimmer (``muse_glimmer_text``, vLLM's own ``MuseGlimmerTextConfig``): vLLM
-  muse_glimmer.py ``MuseGlimmerAttention``: RoPE layers (``no_rope_layers[i] == 1``) slide with
-  ``sliding_window``, NoPE layers attend globally. ``no_rope_layers`` defaults to a NoPE layer
-  every 4 counted back from the last (``_default_no_rope_layers``); the config class derives
-  ``layer_types`` from it, and vLLM reads only ``no_rope_layers``, so a stated ``layer_types``
-  that disagrees fails closed rather than picking one.
+  attends globally.
 """
 
 from __future__ import annotations
 
 from kvledger.derive.config import Config
-from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
+from kvledger.derive.errors import ConfigError
 from kvledger.derive.families.standard import (
     FULL,
     SLIDING,
@@ -85,30 +79,3 @@ def exaone4(text: Config, kv_dtype: str) -> Derived:
                 )
             types = [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(n)]
     return _derived(text, kv_dtype, types, window, "sliding")
-
-
-def _default_no_rope(n: int) -> list[int]:
-    # vLLM transformers_utils/configs/muse_glimmer.py _default_no_rope_layers: NoPE (0) every
-    # 4 layers counted backward from the last layer.
-    return [0 if (n - 1 - i) % 4 == 0 else 1 for i in range(n)]
-
-
-def muse_glimmer(text: Config, kv_dtype: str) -> Derived:
-    """Muse Glimmer text model: RoPE layers slide, NoPE layers are global."""
-    n = text.int("num_hidden_layers")
-    flags = text.get("no_rope_layers")
-    if flags is None:
-        flags = _default_no_rope(n)
-    if not isinstance(flags, list) or len(flags) < n or any(
-        isinstance(f, bool) or f not in (0, 1) for f in flags[:n]
-    ):
-        raise ConfigError(f"{text.model}: no_rope_layers must list 0/1 for {n} layers")
-    types = [SLIDING if f == 1 else FULL for f in flags[:n]]
-    stated = stated_layer_types(text, n, (FULL, SLIDING))
-    if stated is not None and stated != types:
-        raise UnsupportedArchitecture(
-            f"unsupported: {text.model_type} layer_types disagrees with no_rope_layers (vLLM "
-            "reads only no_rope_layers); refusing to pick one",
-            model_type=text.model_type,
-        )
-    return _derived(text, kv_dtype, types, _window(text), "RoPE")
