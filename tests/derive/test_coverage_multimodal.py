@@ -328,6 +328,20 @@ def test_refused_with_vllms_reason(stem: str) -> None:
         assert REMOTE in message and "--trust-remote-code" in message
 
 
+@pytest.mark.parametrize(("model_type", "arch", "version"), [
+    ("aya_vision", "AyaVisionForConditionalGeneration", "0.24.0"),
+    ("phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0"),
+])
+def test_wrappers_vllm_dropped_are_refused_in_its_words(
+    model_type: str, arch: str, version: str
+) -> None:
+    # vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS.
+    with pytest.raises(UnsupportedArchitecture) as err:
+        derive_model({"model_type": model_type, "architectures": [arch]})
+    assert (f"Model architecture {arch} was supported in vLLM until v{version}, and is not "
+            "supported anymore") in str(err.value)
+
+
 # -- kvledger inspect over every config of this group (sibling of test_inspect_every_config) --
 FILES = sorted(p for p in CONFIGS.glob("*.json") if p.stem in {t[0] for t in TYPES}
                or p.stem in REFUSED)
