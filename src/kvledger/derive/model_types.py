@@ -218,7 +218,7 @@ def _remote_only(model_type: str, what: str) -> str:
             "correctly load the model')")
 
 
-def _removed(model_type: str, arch: str, version: str) -> str:
+def _vllm_dropped(model_type: str, arch: str, version: str) -> str:
     """vLLM's own refusal of an architecture it has dropped (registry.py
     ``_PREVIOUSLY_SUPPORTED_MODELS``)."""
     return (f"model_type '{model_type}': vLLM 0.32 refuses it ('Model architecture {arch} was "
@@ -602,9 +602,9 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "phi3_v": T(refused=_remote_only("phi3_v", "Phi3VForCausalLM")),
         "phi4mm": T(refused=_remote_only("phi4mm", "Phi4MMForCausalLM")),
         "minicpmv": T(refused=_remote_only("minicpmv", "MiniCPMV")),
-        "aya_vision": T(refused=_removed("aya_vision", "AyaVisionForConditionalGeneration",
+        "aya_vision": T(refused=_vllm_dropped("aya_vision", "AyaVisionForConditionalGeneration",
                                          "0.24.0")),
-        "phi4_multimodal": T(refused=_removed("phi4_multimodal", "Phi4MultimodalForCausalLM",
+        "phi4_multimodal": T(refused=_vllm_dropped("phi4_multimodal", "Phi4MultimodalForCausalLM",
                                               "0.12.0")),
         # -- Mamba hybrids and pure Mamba (families/mamba.py) --------------------------------
         "nemotron_h": T(handler="mamba:nemotron_h",
