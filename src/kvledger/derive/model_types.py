@@ -602,10 +602,10 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "phi3_v": T(refused=_remote_only("phi3_v", "Phi3VForCausalLM")),
         "phi4mm": T(refused=_remote_only("phi4mm", "Phi4MMForCausalLM")),
         "minicpmv": T(refused=_remote_only("minicpmv", "MiniCPMV")),
-        "aya_vision": T(refused=_vllm_dropped("aya_vision", "AyaVisionForConditionalGeneration",
-                                         "0.24.0")),
-        "phi4_multimodal": T(refused=_vllm_dropped("phi4_multimodal", "Phi4MultimodalForCausalLM",
-                                              "0.12.0")),
+        "aya_vision": T(refused=_vllm_dropped(
+            "aya_vision", "AyaVisionForConditionalGeneration", "0.24.0")),
+        "phi4_multimodal": T(refused=_vllm_dropped(
+            "phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0")),
         # -- Mamba hybrids and pure Mamba (families/mamba.py) --------------------------------
         "nemotron_h": T(handler="mamba:nemotron_h",
                         keys={"num_hidden_layers", "num_attention_heads",
