@@ -464,14 +464,28 @@ def resolve_kv_dtype(
         return resolve_dtype(explicit).name, "option"
     if declared is not None:
         return declared.dtype, declared.source
-    stated = cfg.text().dtype()
+    stated = stated_dtype(cfg)
     if stated is None:
         # transformers loads a config without a dtype in float32: a fact, not a guess.
         return "float32", "default (config states no dtype; transformers loads float32)"
     return resolve_dtype(stated).name, "config"
 
 
+def stated_dtype(cfg: Config) -> str | None:
+    """The dtype vLLM reads from the config: the top level's own, else the text config's
+    (vllm/transformers_utils/model_arch_config_convertor.py ``get_torch_dtype``: ``hf_config.
+    dtype``, then ``get_text_config().dtype`` for multimodal models whose root states none).
+    llava-v1.6-mistral states float16 at the top and bfloat16 in text_config: vLLM runs fp16.
+    Then, as vLLM, the vision config's and the encoder config's."""
+    stated = cfg.dtype() or cfg.text().dtype()
+    for key in ("vision_config", "encoder_config"):
+        sub = cfg.raw.get(key)
+        if stated is None and isinstance(sub, Mapping):
+            stated = Config(sub, model=cfg.model).dtype()
+    return stated
+
+
 def model_dtype(cfg: Config) -> str:
     """The weights' / activations' dtype the config states (float32 when it states none)."""
-    stated = cfg.text().dtype()
+    stated = stated_dtype(cfg)
     return resolve_dtype(stated).name if stated else "float32"
