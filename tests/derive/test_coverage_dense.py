@@ -20,7 +20,7 @@ from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import Attention, Kind, ModelFacts
-from kvledger.derive.max_len import MAX_LEN_KEYS, stated_max_len
+from kvledger.derive.max_len import MAX_LEN_KEYS, max_len
 from kvledger.derive.model_types import CORE_KEYS, resolve
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
@@ -322,19 +322,19 @@ def test_every_length_key_is_a_core_key() -> None:
     ({"max_position_embeddings": 8192, "model_max_length": 131072}, 131072),  # override
     ({}, None),
 ])
-def test_stated_max_len(raw: dict[str, Any], expected: int | None) -> None:
-    assert stated_max_len(Config(raw, model="t")) == expected
+def test_max_len(raw: dict[str, Any], expected: int | None) -> None:
+    assert max_len(Config(raw, model="t")) == expected
 
 
-def test_stated_max_len_takes_class_defaults() -> None:
+def test_max_len_takes_class_defaults() -> None:
     # GPTJConfig's n_positions default (2048), carried by the gptj row.
     row = resolve("gptj")
-    assert stated_max_len(Config({}, model="t", defaults=row.defaults)) == 2048
+    assert max_len(Config({}, model="t", defaults=row.defaults)) == 2048
 
 
 def test_bad_length_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="seq_length must be a positive integer"):
-        stated_max_len(Config({"seq_length": "long"}, model="t"))
+        max_len(Config({"seq_length": "long"}, model="t"))
 
 
 # -- refusals ------------------------------------------------------------------------------
