@@ -18,6 +18,7 @@ from kvledger.plan.sglang import SglangOptions
 HERE = Path(__file__).resolve().parent
 CASES_FILE = HERE / "oracles" / "sglang-0.5.23" / "cases.jsonl"
 SHARED_CONFIGS = HERE.parent / ".." / "shared" / "configs"
+REPO_CONFIGS = HERE / "oracles" / "configs"  # the coverage groups' real configs
 CATALOG = HERE.parent / "src" / "kvledger" / "derive" / "catalog"
 
 # SGLang server-argument names → SglangOptions fields (the same names).
@@ -36,12 +37,15 @@ def model_of(case: dict[str, Any]) -> tuple[str, dict[str, Any] | None] | None:
     """(what to pass to derive_model, its hf_quant_config) or None when the config is absent.
 
     The catalog copy is used when bundled (a catalog id also brings its hf_quant_config);
-    otherwise the shared file and its ``.hf_quant_config.json`` sibling.
+    otherwise the repo's coverage copy (``tests/oracles/configs``) or the shared file, with
+    its ``.hf_quant_config.json`` sibling.
     """
     name = case["config"]
     if (CATALOG / name).is_file():
         return name.removesuffix(".json").replace("--", "/", 1), None
-    path = SHARED_CONFIGS / name
+    path = REPO_CONFIGS / name
+    if not path.is_file():
+        path = SHARED_CONFIGS / name
     if not path.is_file():
         return None
     quant_path = path.with_name(name.removesuffix(".json") + ".hf_quant_config.json")

@@ -28,13 +28,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / ".." / "shared" / "configs"
+# The coverage groups' real configs (tests/oracles/configs/SOURCES-*.md say where each is from).
+REPO_CONFIGS = ROOT / "tests" / "oracles" / "configs"
 OUT = ROOT / "tests" / "oracles" / "sglang-0.5.23" / "cases.jsonl"
 PLUS = Path(__file__).resolve().parent / "sglang_oracle_plus.py"
 GIB = 1 << 30
 
 # id, config file, KV pool bytes per GPU, then options:
 # tp, page_size, kv_cache_dtype, server_args (SGLang names), pp, cuda_capability,
-# spec_aux (resolve the EAGLE/MTP draft layers), load_quant (checkpoint KV quant).
+# spec_aux (resolve the EAGLE/MTP draft layers), load_quant (checkpoint KV quant),
+# remote_plain (a remote-code config read as a plain PretrainedConfig: --remote-config-as-plain).
 CASES: list[dict[str, Any]] = [
     # -- dense GQA ------------------------------------------------------------------------
     {"id": "llama31-8b-10g", "config": "meta-llama--Meta-Llama-3.1-8B.json", "bytes": 10 * GIB},
@@ -146,9 +149,100 @@ CASES: list[dict[str, Any]] = [
 ]
 
 
+# One real config per model type kvledger derives (``kvledger models --json``), added after
+# the layout was first checked: id suffix, config (tests/oracles/configs or ../shared/configs),
+# --context-length (min(32768, the config's max positions)), and case options. Each runs at a
+# 16 GiB pool and page 1 (what SGLang picks on Hopper for these backends); a model SGLang
+# cannot load records SGLang's own ``model_class_error``.
+COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
+    ("bloom", "bigscience--bloom-1layer-TEST.json", 4096, {}),
+    ("chatglm", "THUDM--chatglm3-6b.json", 8192, {}),
+    ("dbrx", "databricks--dbrx.OME-ABRIDGED.MODIFIED.json", 32768, {}),
+    ("deepseek-v4", "deepseek-ai--DeepSeek-V4-Flash.json", 32768, {"load_quant": True}),
+    ("ernie4-5-moe", "baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.NOQUANT.MODIFIED.json", 32768, {}),
+    # Exaone4's model override asserts fa3 / triton / trtllm_mha (fa3 is Hopper's default).
+    ("exaone4", "LGAI-EXAONE--EXAONE-4.0-32B.json", 32768, {"attention_backend": "fa3"}),
+    ("exaone4-5", "LGAI-EXAONE--EXAONE-4.5-33B.json", 32768, {}),
+    ("falcon", "tiiuae--falcon-40b.json", 2048, {}),
+    ("gemma", "google--gemma-7b.json", 8192, {}),
+    ("gemma4", "google--gemma-4-E2B-it.json", 32768, {}),
+    ("glm4-moe", "zai-org--GLM-4.5.json", 32768, {}),
+    ("glm4v", "zai-org--GLM-4.1V-9B-Thinking.json", 32768, {}),
+    ("glm5-next", "zai-org--GLM-5.3-Flash.json", 32768, {}),
+    ("gpt2", "openai-community--gpt2-large.json", 1024, {}),
+    ("gpt-bigcode", "WizardLMTeam--WizardCoder-15B-V1.0.json", 8192, {}),
+    ("gpt-neox", "togethercomputer--RedPajama-INCITE-3B-v1.json", 2048, {}),
+    ("gptj", "EleutherAI--gpt-j-6b.MODIFIED.json", 2048, {}),
+    ("granite", "ibm-granite--granite-3.3-8b-instruct.json", 32768, {}),
+    ("granitemoehybrid", "ibm-granite--granite-4-8b-dense-hybrid.json", 32768, {}),
+    ("granitemoehybrid-mamba", "ibm-granite--granite-4-8b-dense-hybrid.MAMBA.MODIFIED.json",
+     32768, {}),
+    ("jamba", "ai21labs--Jamba-4layer-TEST.json", 32768, {}),
+    ("kimi-k25", "moonshotai--Kimi-K2.5.json", 32768, {"load_quant": True}),
+    ("kimi-k3", "moonshotai--Kimi-K3.json", 32768, {"load_quant": True}),
+    ("laguna", "poolside--Laguna-XS.2-FP8.json", 32768, {"load_quant": True}),
+    ("lfm2-vl", "LiquidAI--LFM2.5-VL-1.6B.json", 32768, {}),
+    ("llava", "llava-hf--llava-1.5-7b-hf.json", 4096, {}),
+    ("llava-next", "llava-hf--llava-v1.6-mistral-7b-hf.TEST.json", 32768, {}),
+    ("mimo-v2-flash", "XiaomiMiMo--MiMo-V2-Flash.json", 32768, {"load_quant": True}),
+    ("minicpm3", "openbmb--MiniCPM3-4B.json", 32768, {}),
+    ("minicpmv4-6", "openbmb--MiniCPM-V-4_6.json", 32768, {"load_quant": True}),
+    ("minimax-m1", "MiniMaxAI--MiniMax-M1.json", 32768, {}),
+    ("minimax-m2", "MiniMaxAI--MiniMax-M2.5.json", 32768, {"load_quant": True}),
+    ("minimax-m3", "MiniMaxAI--MiniMax-M3.json", 32768, {}),
+    ("minimax-m3-vl", "nvidia--MiniMax-M3-NVFP4.json", 32768, {"load_quant": True}),
+    ("ministral3", "mistralai--Devstral-2-123B-Instruct.json", 32768, {"load_quant": True}),
+    ("mistral3", "mistralai--Devstral-Small-2-24B-Instruct.json", 32768, {"load_quant": True}),
+    ("mllama", "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json", 32768, {}),
+    ("muse-glimmer", "meta-models--Muse-Glimmer-30B.json", 32768, {}),
+    ("nemotron-nas", "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json", 32768, {"remote_plain": True}),
+    ("olmo2", "allenai--OLMo-2-1124-7B.mlc.json", 4096, {}),
+    ("olmo3", "allenai--Olmo-3.1-32B-Instruct.json", 32768, {}),
+    ("opt", "facebook--opt-125m.json", 2048, {}),
+    ("phi", "microsoft--phi-1.json", 2048, {}),
+    ("phi3", "microsoft--Phi-3-mini-4k-instruct.MODIFIED.json", 4096, {}),
+    # Remote-code config classes (auto_map): read as plain PretrainedConfig (no network here).
+    ("phi3small", "microsoft--Phi-3-small-8k-instruct.MODIFIED.json", 8192,
+     {"remote_plain": True}),
+    ("phimoe", "microsoft--Phi-3.5-MoE-instruct.json", 32768, {}),
+    ("qwen2", "Qwen--Qwen2.5-7B.json", 32768, {}),
+    ("qwen2-5-omni", "Qwen--Qwen2.5-Omni-7B.json", 32768, {"load_quant": True}),
+    ("qwen2-5-vl", "allenai--olmOCR-2-7B-1025.json", 32768, {}),
+    ("qwen2-audio", "Qwen--Qwen2-Audio-7B-Instruct.json", 8192, {}),
+    ("qwen2-vl", "Qwen--Qwen2-VL-2B-Instruct.json", 32768, {"load_quant": True}),
+    ("qwen3-5", "nvidia--Qwen3.6-27B-NVFP4.json", 32768, {"load_quant": True}),
+    ("qwen3-5-moe-text", "Qwen--Qwen3.6-35B-A3B.TEXT.MODIFIED.json", 32768, {}),
+    ("qwen3-asr", "Qwen--Qwen3-ASR-0.6B.json", 32768, {}),
+    ("qwen3-vl", "Qwen--Qwen3-VL-8B-Instruct.json", 32768, {}),
+    ("qwen3-vl-moe", "Qwen--Qwen3-VL-30B-A3B-Instruct.json", 32768, {}),
+    ("smolvlm", "HuggingFaceTB--SmolVLM2-500M-Video-Instruct.CONVERTED.json", 8192, {}),
+    ("stablelm", "stabilityai--stablelm-3b-4e1t.json", 4096, {}),
+    ("starcoder2", "bigcode--starcoder2.mlc.json", 16384, {}),
+    ("whisper", "openai--whisper-tiny.json", 448, {}),
+    ("zamba2", "Zyphra--Zamba2-2.7B-native.json", 2048, {}),
+    # Variants: the KV dtype option on a Transformers-backend model, TP on multi-query /
+    # grouped heads of the new types, fp8 on MiniCPM3's latent (MLA) pool.
+    ("gpt-neox-fp8", "togethercomputer--RedPajama-INCITE-3B-v1.json", 2048,
+     {"kv_cache_dtype": "fp8_e4m3"}),
+    ("chatglm-tp2", "THUDM--chatglm3-6b.json", 8192, {"tp": 2}),
+    ("gpt-bigcode-tp2", "WizardLMTeam--WizardCoder-15B-V1.0.json", 8192, {"tp": 2}),
+    ("minicpm3-fp8", "openbmb--MiniCPM3-4B.json", 32768, {"kv_cache_dtype": "fp8_e4m3"}),
+    ("phimoe-tp4", "microsoft--Phi-3.5-MoE-instruct.json", 32768, {"tp": 4}),
+]
+CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
+           "server_args": {"context_length": context}, **extra}
+          for name, config, context, extra in COVERAGE]
+
+
+def config_path(name: str) -> Path:
+    """A case's config: the repo's coverage configs first, else ``../shared/configs``."""
+    local = REPO_CONFIGS / name
+    return local if local.is_file() else CONFIGS / name
+
+
 def _args(case: dict[str, Any], stage: str | None = None,
           extra: dict[str, Any] | None = None) -> list[str]:
-    args = [str(CONFIGS / case["config"]), "--kv-pool-bytes", str(case["bytes"]),
+    args = [str(config_path(case["config"])), "--kv-pool-bytes", str(case["bytes"]),
             "--tp", str(case.get("tp", 1)), "--kv-cache-dtype",
             case.get("kv_cache_dtype", "auto")]
     if case.get("page_size"):
@@ -163,8 +257,12 @@ def _args(case: dict[str, Any], stage: str | None = None,
         args.append("--resolve-spec-aux")
     if case.get("load_quant"):
         args.append("--load-quant-config")
+    if case.get("remote_plain"):
+        args.append("--remote-config-as-plain")
     # The window the real model class reports (gpt-oss: sliding_window - 1), not the config's.
     args.append("--model-class-window")
+    # Which class SGLang's loader builds (native, Transformers backend) or why it refuses.
+    args.append("--resolve-model-class")
     if stage:
         args += ["--pp-stage", stage]
     return args
@@ -188,7 +286,8 @@ KEEP = ("sglang_version", "architectures", "attention_arch", "is_hybrid_swa", "c
         "kv_budget_bytes_after_mamba_and_reservations", "max_total_num_tokens",
         "full_max_total_num_tokens", "swa_max_total_num_tokens", "max_running_requests",
         "mamba", "hybrid_swa", "layer_info", "allocated", "kv_cache_quant_algo",
-        "model_class_window", "error", "sglang_error")
+        "model_class_window", "model_class", "model_class_error", "remote_config_stand_in",
+        "error", "sglang_error")
 
 
 def _expected(out: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +307,7 @@ def make_case(python: str, case: dict[str, Any]) -> dict[str, Any]:
         "cuda_capability": case.get("cuda_capability"),
         "attention_backend": case.get("attention_backend"),
         "spec_aux": bool(case.get("spec_aux")), "load_quant": bool(case.get("load_quant")),
+        "remote_plain": bool(case.get("remote_plain")),
         "command": "python3 scripts/oracles/sglang_cases.py --only " + case["id"],
     }
     if pp == 1:

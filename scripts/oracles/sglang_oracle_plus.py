@@ -28,6 +28,17 @@ What it adds to ``sglang_oracle.py`` (whose ``main`` it calls unchanged):
   another (gpt-oss: ``sliding_window - 1``). With this flag the model class SGLang would load
   (``ModelRegistry.resolve_model_cls``) answers ``get_attention_sliding_window_size`` as the
   loaded model would.
+* ``--resolve-model-class``: the weightless oracle never asks which model class SGLang would
+  load, so it sizes configs SGLang cannot serve. With this flag the resolved server arguments
+  go through SGLang's own ``get_model_architecture`` (``model_loader/utils.py``): the native
+  class from ``ModelRegistry``, or the Transformers-backend class (``resolve_transformers_arch``)
+  for an architecture SGLang has no class for, or SGLang's error (``model_class_error``).
+* ``--remote-config-as-plain``: a config whose class is remote code (``auto_map``, e.g.
+  Phi-3-small) cannot load here: the code is not on disk and the oracle runs offline. With
+  this flag, when transformers refuses it for that reason, the config loads as a plain
+  ``PretrainedConfig`` holding config.json's keys (``remote_config_stand_in`` in the output),
+  and SGLang's own code runs on that. A remote class's *defaults* for keys config.json omits
+  are then absent, so use it only for configs that state every key SGLang reads.
 * ``--pp-stage K/P``: the layer range ``[start, end)`` of pipeline stage K of P, from SGLang's
   own ``get_pp_indices``, is what the weightless model reports (a real model reports it from
   the same function). The all-reduce MIN over stages is left to the caller (one run per
@@ -62,6 +73,19 @@ def _take(argv: list[str], flag: str, *, has_value: bool) -> tuple[list[str], li
     return rest, values
 
 
+def _model_class(server_args: object) -> dict[str, object]:
+    """The class SGLang's loader would build for the model, or the error it raises."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a remote-code auto_map must not download
+    try:
+        from sglang.srt.configs.model_config import ModelConfig
+        from sglang.srt.model_loader.utils import get_model_architecture
+
+        cls, arch = get_model_architecture(ModelConfig.from_server_args(server_args))
+        return {"model_class": arch, "model_class_module": cls.__module__}
+    except Exception as exc:  # SGLang refuses the model: that is the answer
+        return {"model_class_error": f"{type(exc).__name__}: {exc}"[:600]}
+
+
 def main() -> None:
     argv = sys.argv[1:]
     argv, server_args = _take(argv, "--server-arg", has_value=True)
@@ -69,6 +93,8 @@ def main() -> None:
     argv, pp_stage = _take(argv, "--pp-stage", has_value=True)
     argv, load_quant = _take(argv, "--load-quant-config", has_value=False)
     argv, class_window = _take(argv, "--model-class-window", has_value=False)
+    argv, model_class = _take(argv, "--resolve-model-class", has_value=False)
+    argv, plain_remote = _take(argv, "--remote-config-as-plain", has_value=False)
     extra: dict[str, object] = {}
     for item in server_args:
         key, _, raw = item.partition("=")
@@ -140,6 +166,27 @@ def main() -> None:
         kvcm.KVCacheConfigurator.__init__ = init_with_pp  # type: ignore[method-assign]
 
     extra_out: dict[str, object] = {"oracle_plus_server_args": extra}
+    if plain_remote:
+        from sglang.srt.utils.hf_transformers import config as hf_config_module
+        from transformers import PretrainedConfig
+
+        auto_config = hf_config_module.AutoConfig
+
+        class _PlainForRemoteCode:
+            @staticmethod
+            def from_pretrained(model: str, *args: object, **kwargs: object) -> object:
+                try:
+                    return auto_config.from_pretrained(model, *args, **kwargs)
+                except ValueError as exc:
+                    if "custom code" not in str(exc):
+                        raise
+                extra_out["remote_config_stand_in"] = "PretrainedConfig"
+                return PretrainedConfig.from_pretrained(model)
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(auto_config, name)
+
+        hf_config_module.AutoConfig = _PlainForRemoteCode  # type: ignore[misc,assignment]
     if load_quant:
         import types
 
@@ -197,6 +244,8 @@ def main() -> None:
     out = json.loads(buffer.getvalue())
     out.update(extra_out)
     sa = captured.get("server_args")
+    if sa is not None and model_class:
+        out.update(_model_class(sa))
     if sa is not None:
         from sglang.srt.arg_groups.overrides import resolving_view
 

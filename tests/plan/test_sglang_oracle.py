@@ -19,8 +19,36 @@ from sglang_cases import load, model_of, request_of
 CASES = load()
 pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
 
-# Case id → a phrase of the refusal. Each is a rule kvledger does not reproduce yet.
-REFUSED: dict[str, str] = {}
+# Case id → a phrase of the refusal. Each is a rule kvledger does not reproduce yet (SGLang
+# sized the pool, or the oracle could not run SGLang's code on it: glm5-next needs a GPU,
+# nemotron-nas a remote config class).
+_HYBRID_SWA = "hybrid sliding-window pool whose layout kvledger does not reproduce"
+REFUSED: dict[str, str] = {
+    "cov-deepseek-v4": _HYBRID_SWA,
+    "cov-gemma4": _HYBRID_SWA,
+    "cov-laguna": _HYBRID_SWA,
+    "cov-mimo-v2-flash": _HYBRID_SWA,
+    "cov-muse-glimmer": _HYBRID_SWA,
+    "cov-glm5-next": "recurrent state kind kda is not reproduced",
+    "cov-kimi-k3": "recurrent state kind kda is not reproduced",
+    "cov-lfm2-vl": "recurrent state kind short_conv is not reproduced",
+    "cov-minimax-m3-vl": "indexer caches outside SGLang's DSA architectures",
+    "cov-mllama": "cross-attention caches are not reproduced",
+    "cov-whisper": "cross-attention caches are not reproduced",
+    "cov-nemotron-nas": "caches nothing in the model",
+}
+# Cases where the CPU oracle stopped with an error kvledger does not reproduce either way (not
+# scored; listed so none goes unnoticed).
+UNSCORED = {
+    # SGLang rejects NVFP4 prefill on trtllm_mla without an FP8 workspace (a backend check the
+    # CPU oracle reaches); kvledger's MLA nvfp4 cell is worked by hand in test_sglang_rules.
+    "deepseek-v31-nvfp4-kv",
+}
+# Cases whose model SGLang's loader refuses (get_model_architecture raised, or the config
+# itself cannot load): kvledger must refuse them too, whatever the pool would have been.
+NOT_LOADED = [c for c in CASES if c["expected"].get("model_class_error")
+              and c["id"] not in REFUSED and c["expected"].get("model_class") is None
+              and not c.get("remote_plain")]
 
 
 def _ids(case: dict[str, Any]) -> str:
@@ -39,7 +67,7 @@ def _plan(case: dict[str, Any]) -> Any:
 
 
 ANSWERED = [c for c in CASES if c["id"] not in REFUSED and "error" not in c["expected"]
-            and c["expected"].get("max_total_num_tokens") is not None]
+            and c not in NOT_LOADED and c["expected"].get("max_total_num_tokens") is not None]
 
 
 @pytest.mark.parametrize("case", ANSWERED, ids=_ids)
@@ -84,3 +112,17 @@ def test_each_pipeline_stage_matches_sglang(case: dict[str, Any]) -> None:
 def test_unreproduced_cases_are_refused_by_name(case: dict[str, Any]) -> None:
     with pytest.raises(SglangLayoutError, match=REFUSED[case["id"]]):
         _plan(case)
+
+
+@pytest.mark.parametrize("case", NOT_LOADED, ids=_ids)
+def test_models_sglang_cannot_load_are_refused_with_its_reason(case: dict[str, Any]) -> None:
+    with pytest.raises(SglangLayoutError, match=r"SGLang 0\.5\.23 cannot load this model"):
+        _plan(case)
+
+
+def test_every_case_is_scored_or_refused() -> None:
+    """No oracle case may fall through the filters above unchecked."""
+    scored = {c["id"] for c in ANSWERED} | set(REFUSED) | {c["id"] for c in NOT_LOADED} | \
+        UNSCORED
+    assert {c["id"] for c in CASES} == scored
+    assert set(REFUSED) <= {c["id"] for c in CASES}

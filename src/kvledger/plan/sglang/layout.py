@@ -61,12 +61,24 @@ from kvledger.plan.sglang.states import StateBytes, ssm_dtype, state_bytes
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
 
-# arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS ∩ _MAMBA_RADIX_CACHE_ARCHS (the hybrid
-# models kvledger has facts for): the "auto" radix strategy resolves to extra_buffer here.
+# arg_groups/overrides.py: _MAMBA_RADIX_CACHE_ARCHS (those kvledger has facts for): the
+# hybrid models whose radix cache _mamba_radix_cache_resolution resolves a strategy for
+# (GraniteMoeHybrid only with a "mamba" layer, which every hybrid of it has). Another hybrid
+# takes a path not reproduced here, and is refused.
+MAMBA_RADIX_CACHE_ARCHS = frozenset({
+    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
+    "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+})
+# arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS (supports_mamba_cache_extra_buffer,
+# with the default triton linear-attention backend): "auto" resolves to extra_buffer here
+# when the overlap scheduler is on or pages are > 1; the other radix archs take no_buffer.
 MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
     "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
-    "NemotronHForCausalLM", "FalconH1ForCausalLM",
+    "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
+    "GraniteMoeHybridForCausalLM",
 })
 # SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
 KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
@@ -247,13 +259,14 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
     strategy: str | None = None
     overlap = not options.disable_overlap_schedule
     if model.mambaish:
-        if model.architecture not in MAMBA_EXTRA_BUFFER_ARCHS:
-            raise SglangLayoutError(f"{model.architecture}: SGLang's Mamba radix strategy for "
-                                    "this architecture is not reproduced")
+        if model.architecture not in MAMBA_RADIX_CACHE_ARCHS:
+            raise SglangLayoutError(f"{model.model} ({model.architecture}): SGLang's Mamba "
+                                    "radix strategy for this architecture is not reproduced")
         if not options.disable_radix_cache:
             # overrides.py _mamba_radix_cache_resolution ("auto"): extra_buffer when the
-            # overlap scheduler is on or pages are > 1, else no_buffer (overlap off).
-            if overlap or page > 1:
+            # overlap scheduler is on or pages are > 1 and the architecture supports it,
+            # else no_buffer (overlap off).
+            if (overlap or page > 1) and model.architecture in MAMBA_EXTRA_BUFFER_ARCHS:
                 strategy = "extra_buffer"
             else:
                 strategy = "no_buffer"
@@ -452,6 +465,9 @@ def plan_sglang(
     if len(budgets) != pp or any(b <= 0 for b in budgets):
         raise ValueError(f"stage_available_bytes must hold {pp} budgets > 0, got {budgets}")
     warnings: list[str] = []
+    if model.backend == "transformers":
+        warnings.append(f"SGLang 0.5.23 has no model class for {model.architecture}: it serves "
+                        "it through its Transformers backend (models/transformers.py)")
     if res.dsa_scaled_fp8 is False and model.dsa is not None:
         warnings.append("DSA fp8 rows in the raw trtllm layout (Blackwell default backends)")
 

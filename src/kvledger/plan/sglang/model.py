@@ -42,6 +42,8 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
+from kvledger.plan.sglang import served
+from kvledger.plan.sglang.context import context_length, text_config
 
 
 class SglangLayoutError(ValueError):
@@ -73,6 +75,12 @@ MLA_ARCHS = frozenset({
     "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "KimiK25ForConditionalGeneration",
     "MistralLarge3ForCausalLM", "LongcatFlashForCausalLM", "GigaChat35ForCausalLM",
 })
+# configs/model_config.py: _derive_model_shapes, "MiniCPM3ForCausalLM" branch: AttentionArch.MLA
+# with the config's kv_lora_rank and qk_rope_head_dim, so SGLang's pool keeps the latent row
+# (kv_lora_rank + qk_rope_head_dim per layer) where kvledger's facts — vLLM's minicpm3.py,
+# which caches full K/V — hold whole heads. (Oracle case cov-minicpm3: 288 × 62 × 2 = 35,712
+# B/token, not the 952,320 of full K/V.)
+MLA_FROM_CONFIG_ARCHS = frozenset({"MiniCPM3ForCausalLM"})
 # configs/model_config.py: is_deepseek_dsa (with index_topk in the config).
 DSA_ARCHS = frozenset({
     "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM",
@@ -146,39 +154,14 @@ class SglangModel:
     checkpoint_kv_fp8: bool  # the checkpoint's quant config says FP8 KV (kv_cache_quant_algo)
     multimodal: bool
     config: Mapping[str, Any]
+    backend: str = "native"  # the class SGLang's loader builds: "native" or "transformers"
 
     @property
     def mambaish(self) -> bool:
         return bool(self.states)
 
 
-def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    for key in ("text_config", "llm_config", "language_config"):
-        sub = config.get(key)
-        if isinstance(sub, Mapping):
-            return sub
-    return config
-
-
-# utils/hf_transformers/common.py: CONTEXT_LENGTH_KEYS, in this order.
-_CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
-                 "max_position_embeddings")
-
-
-def context_length(text: Mapping[str, Any]) -> int:
-    """SGLang's ``get_context_length``: the first of its keys, times a rope ``factor`` unless
-    the scaling names ``original_max_position_embeddings`` or is ``llama3``; else 2048."""
-    rope = text.get("rope_scaling")
-    factor: float = 1
-    if isinstance(rope, Mapping) and rope:
-        factor = rope.get("factor", 1) or 1
-        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
-            factor = 1
-    for key in _CONTEXT_KEYS:
-        value = text.get(key)
-        if value is not None:
-            return int(factor * value)
-    return 2048
+_text = text_config  # SGLang's get_hf_text_config (context.py)
 
 
 def model_dtype(config: Mapping[str, Any], architecture: str) -> str:
@@ -188,8 +171,14 @@ def model_dtype(config: Mapping[str, Any], architecture: str) -> str:
     if architecture == "GptOssForCausalLM":
         return "bfloat16"
     text = _text(config)
-    stated = text.get("dtype") or text.get("torch_dtype") or config.get("dtype") or \
-        config.get("torch_dtype")
+    views: list[Mapping[str, Any]] = [text, config]
+    thinker = config.get("thinker_config")
+    if isinstance(thinker, Mapping):
+        # get_hf_text_config overwrites the thinker's text_config dtype with the thinker's
+        # own (itself the top level's when unset).
+        views = [thinker, config]
+    stated = next((v.get("dtype") or v.get("torch_dtype") for v in views
+                   if v.get("dtype") or v.get("torch_dtype")), None)
     names = {"float32": "float32", "float": "float32", "float16": "float16",
              "half": "float16", "bfloat16": "bfloat16"}
     dtype = names.get(str(stated).lower(), "float32") if stated else "float32"
@@ -272,11 +261,27 @@ def _refuse(facts: ModelFacts, why: str) -> SglangLayoutError:
     return SglangLayoutError(f"{facts.model} ({arch}): {why}")
 
 
+def _mla_from_config(facts: ModelFacts, text: Mapping[str, Any],
+                     attention: Sequence[Attention]) -> list[Any]:
+    """The decoder attention layers of an ``MLA_FROM_CONFIG_ARCHS`` model, which SGLang stores
+    as latent rows (its ModelConfig reads the two dims straight from the config)."""
+    for key in ("kv_lora_rank", "qk_rope_head_dim"):
+        value = text.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise _refuse(facts, f"SGLang sizes this architecture's KV as MLA from the config's "
+                                 f"{key}, which is {value!r}")
+    return list(attention)
+
+
 def build(facts: ModelFacts) -> SglangModel:
     """SGLang's view of ``facts`` (whole model, before parallelism), or a named refusal."""
     arch = facts.architectures[0] if facts.architectures else ""
     config = facts.config
     text = _text(config)
+    try:
+        loader = served.backend(facts.architectures)
+    except served.NotServed as exc:
+        raise _refuse(facts, f"SGLang 0.5.23 cannot load this model: {exc}") from None
     if arch in HYBRID_SWA_NOT_REPRODUCED:
         raise _refuse(facts, "SGLang 0.5.23 gives this architecture a hybrid sliding-window "
                              "pool whose layout kvledger does not reproduce yet")
@@ -297,6 +302,9 @@ def build(facts: ModelFacts) -> SglangModel:
                              f"SGLang (reproduced: {', '.join(STATE_KINDS)})")
     attention = [layer for layer in decoder if isinstance(layer, Attention)]
     mla = [layer for layer in decoder if isinstance(layer, MLA)]
+    latent_from_config = arch in MLA_FROM_CONFIG_ARCHS
+    if latent_from_config:
+        attention, mla = [], _mla_from_config(facts, text, attention)
     indexers = [layer for layer in decoder if isinstance(layer, Indexer)]
     others = [layer for layer in decoder if not isinstance(layer, Attention | MLA | Indexer)
               and not isinstance(layer, RecurrentState) and layer.kind is not Kind.NONE]
@@ -316,7 +324,7 @@ def build(facts: ModelFacts) -> SglangModel:
                              "(is_hybrid_swa), which is not reproduced for it")
     if mla and attention:
         raise _refuse(facts, "MLA and standard attention layers in one model")
-    if mla and arch not in MLA_ARCHS:
+    if mla and arch not in MLA_ARCHS and not latent_from_config:
         raise _refuse(facts, "MLA layers, but SGLang 0.5.23 does not treat this "
                              "architecture as MLA (AttentionArch.MLA) in a way reproduced here")
     if indexers and arch not in DSA_ARCHS:
@@ -354,7 +362,8 @@ def build(facts: ModelFacts) -> SglangModel:
             window -= 1
     mla_dims: MlaDims | None = None
     if mla:
-        dims = {(m.latent_dim, m.rope_dim) for m in mla}
+        dims = {(int(text["kv_lora_rank"]), int(text["qk_rope_head_dim"]))} \
+            if latent_from_config else {(m.latent_dim, m.rope_dim) for m in mla}
         if len(dims) > 1:
             raise _refuse(facts, f"MLA layers with different dims {sorted(dims)}")
         latent, rope = dims.pop()
@@ -389,4 +398,5 @@ def build(facts: ModelFacts) -> SglangModel:
         checkpoint_kv_fp8=_checkpoint_kv_fp8(facts),
         multimodal=_multimodal(config, arch),
         config=config,
+        backend=loader,
     )

@@ -1,0 +1,76 @@
+"""Whether SGLang 0.5.23 can load a model at all, before any pool is sized.
+
+kvledger derives a model type because *vLLM* serves it; SGLang may not. SGLang's loader
+(``model_loader/utils.py``: ``get_model_architecture``) serves a config natively when one of
+its ``architectures`` is a registered class (``registry.py``); otherwise
+``resolve_transformers_arch`` hands it to SGLang's Transformers backend
+(``models/transformers.py``) if transformers has a class of that name and the class accepts a
+custom attention backend — else it raises. A pool sized for a model SGLang will not load is a
+plausible number for a deployment that cannot exist, so the layout refuses it with SGLang's
+reason.
+
+The Transformers-backend decision depends on transformers' own classes, so it is not
+re-derived here: each architecture below was put to SGLang's ``get_model_architecture`` by the
+oracle (``sglang_oracle_plus.py --resolve-model-class``; the case id is given), and an
+architecture that is neither registered nor listed is refused as not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
+
+# Config classes SGLang registers that rename the architecture before the loader sees it:
+# configs/olmo3.py (Olmo3Config: "uses Olmo3ForCausalLM in transformers but
+# Olmo2ForCausalLM" in SGLang). Oracle case cov-olmo3.
+RENAMED: Mapping[str, str] = {"Olmo3ForCausalLM": "Olmo2ForCausalLM"}
+
+# No SGLang class; served by the Transformers backend (TransformersForCausalLM or
+# TransformersMultiModalForCausalLM), whose KV pool the configurator sizes from ModelConfig
+# like any other. Architecture → the oracle case that resolved it and matched the plan.
+TRANSFORMERS_BACKEND: Mapping[str, str] = {
+    "GPTNeoXForCausalLM": "cov-gpt-neox",
+    "Exaone4_5_ForConditionalGeneration": "cov-exaone4-5",
+    "LlavaNextForConditionalGeneration": "cov-llava-next",
+    "Qwen2_5OmniForConditionalGeneration": "cov-qwen2-5-omni",
+    "SmolVLMForConditionalGeneration": "cov-smolvlm",
+}
+
+_INCOMPATIBLE = ("has no SGlang implementation and the Transformers implementation is not "
+                 "compatible with SGLang (model_loader/utils.py: resolve_transformers_arch)")
+# SGLang refuses to load these; the reason is SGLang's own (oracle case in brackets).
+NOT_SERVED: Mapping[str, str] = {
+    "BloomForCausalLM": f"BloomForCausalLM {_INCOMPATIBLE} [cov-bloom]",
+    "FalconForCausalLM": f"FalconForCausalLM {_INCOMPATIBLE} [cov-falcon]",
+    "JambaForCausalLM": f"JambaForCausalLM {_INCOMPATIBLE} [cov-jamba]",
+    "MiniMaxM1ForCausalLM": (
+        "SGLang 0.5.23 has no MiniMaxM1ForCausalLM class, and the config's own class is remote "
+        "code (auto_map), which only --trust-remote-code with the checkpoint's files could hand "
+        "to the Transformers backend; not reproduced [cov-minimax-m1]"),
+    "MiniMaxM3ForCausalLM": (
+        "SGLang 0.5.23 has no MiniMaxM3ForCausalLM class (only MiniMaxM3Sparse*), and "
+        "transformers 5.19 does not recognise model_type 'minimax_m3', so SGLang cannot load "
+        "the config [cov-minimax-m3]"),
+}
+
+
+class NotServed(ValueError):
+    """SGLang 0.5.23 would not load this model (``str`` is SGLang's reason)."""
+
+
+def backend(architectures: tuple[str, ...]) -> str:
+    """"native" or "transformers" (the class SGLang's loader builds), or ``NotServed``."""
+    if not architectures:
+        raise NotServed("the config names no architectures; SGLang's loader picks the model "
+                        "class from them (ModelRegistry.resolve_model_cls)")
+    arch = RENAMED.get(architectures[0], architectures[0])
+    if arch in NATIVE_ARCHITECTURES or any(a in NATIVE_ARCHITECTURES for a in architectures):
+        return "native"
+    if arch in TRANSFORMERS_BACKEND:
+        return "transformers"
+    if arch in NOT_SERVED:
+        raise NotServed(NOT_SERVED[arch])
+    raise NotServed(
+        f"SGLang 0.5.23 has no model class {arch}; whether its Transformers backend serves it "
+        "(resolve_transformers_arch) has not been checked against SGLang: not reproduced yet")

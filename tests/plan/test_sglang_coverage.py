@@ -1,0 +1,129 @@
+"""SGLang rules the coverage cases brought in, worked by hand from SGLang 0.5.23's source
+(cited in the modules under test) or checked against the oracle's own records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvledger.derive import derive_model
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.sglang import SglangLayoutError, plan_sglang
+from kvledger.plan.sglang.context import context_length, text_config
+from kvledger.plan.sglang.model import model_dtype
+from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
+from kvledger.plan.sglang.served import NOT_SERVED, RENAMED, TRANSFORMERS_BACKEND, backend
+from sglang_cases import load
+
+GIB = 1 << 30
+CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
+CASES = {c["id"]: c for c in load()}
+
+
+def _config(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CONFIGS / name).read_text())
+    return data
+
+
+# -- which class SGLang's loader builds (served.py) ------------------------------------------
+
+
+@pytest.mark.parametrize("arch", sorted(TRANSFORMERS_BACKEND))
+def test_transformers_backend_entries_are_what_the_oracle_resolved(arch: str) -> None:
+    case = CASES[TRANSFORMERS_BACKEND[arch]]
+    assert str(case["expected"]["model_class"]).startswith("Transformers")
+    assert case["expected"]["architectures"] == [arch]
+    assert arch not in NATIVE_ARCHITECTURES
+
+
+@pytest.mark.parametrize("arch", sorted(NOT_SERVED))
+def test_not_served_entries_are_refused_by_sglang_in_the_oracle(arch: str) -> None:
+    case_id = NOT_SERVED[arch].rsplit("[", 1)[1].rstrip("]")
+    expected = CASES[case_id]["expected"]
+    assert expected.get("model_class") is None
+    assert expected.get("model_class_error") or expected.get("error")
+    assert arch not in NATIVE_ARCHITECTURES
+
+
+def test_renamed_architecture_loads_as_the_class_sglang_names() -> None:
+    # configs/olmo3.py rewrites Olmo3ForCausalLM to Olmo2ForCausalLM; the oracle saw it.
+    assert CASES["cov-olmo3"]["expected"]["model_class"] == RENAMED["Olmo3ForCausalLM"]
+    assert backend(("Olmo3ForCausalLM",)) == "native"
+
+
+def test_the_registry_holds_sglang_classes_and_not_vllm_only_ones() -> None:
+    # srt/models/llama.py registers LlamaForCausalLM; SGLang has no falcon.py / bloom.py.
+    assert "LlamaForCausalLM" in NATIVE_ARCHITECTURES
+    assert "FalconForCausalLM" not in NATIVE_ARCHITECTURES
+    assert "BloomForCausalLM" not in NATIVE_ARCHITECTURES
+
+
+def test_an_unchecked_architecture_is_refused_not_guessed() -> None:
+    facts = derive_model(str(CONFIGS / "tiiuae--falcon-40b.json"))
+    with pytest.raises(SglangLayoutError, match="cannot load this model: FalconForCausalLM"):
+        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1), GIB)
+    with pytest.raises(ValueError, match="not reproduced yet"):
+        backend(("SomeNewForCausalLM",))
+
+
+def test_transformers_backend_plans_carry_a_warning() -> None:
+    facts = derive_model(str(CONFIGS / "togethercomputer--RedPajama-INCITE-3B-v1.json"))
+    plan = plan_sglang(facts, PlanRequest(engine="sglang", block_size=1), GIB)
+    assert any("Transformers backend" in w for w in plan.warnings)
+
+
+# -- the context length SGLang derives (context.py) ------------------------------------------
+
+
+def test_context_length_reads_n_positions_through_the_gpt2_alias() -> None:
+    # GPT2Config.attribute_map: max_position_embeddings → n_positions (1024 here), not the
+    # 2048 SGLang falls back to when no key is found.
+    cfg = _config("WizardLMTeam--WizardCoder-15B-V1.0.json")
+    assert cfg["n_positions"] == 8192 and "max_position_embeddings" not in cfg
+    assert context_length(cfg) == 8192
+    assert context_length({"model_type": "gpt2", "n_positions": 1024}) == 1024
+    assert context_length({"model_type": "llama", "n_positions": 1024}) == 2048
+
+
+def test_context_length_falls_back_to_the_config_class_default() -> None:
+    # Qwen3Config's max_position_embeddings default is 32768 (transformers 5.19).
+    assert context_length({"model_type": "qwen3"}) == 32768
+    assert context_length({}) == 2048
+
+
+def test_thinker_text_config_is_the_language_model() -> None:
+    # get_hf_text_config: thinker_config first, then its text_config (Qwen2.5-Omni).
+    cfg = _config("Qwen--Qwen2.5-Omni-7B.json")
+    text = text_config(cfg)
+    assert text is cfg["thinker_config"]["text_config"]
+    assert context_length(text) == text["max_position_embeddings"] == 32768
+    # The thinker's dtype overwrites its text config's (None here): bfloat16.
+    assert model_dtype(cfg, "Qwen2_5OmniForConditionalGeneration") == "bfloat16"
+
+
+# -- MiniCPM3: SGLang's pool is MLA (model.py MLA_FROM_CONFIG_ARCHS) --------------------------
+
+
+def test_minicpm3_is_sized_as_latent_rows() -> None:
+    # _derive_model_shapes, MiniCPM3ForCausalLM: kv_lora_rank 256 + qk_rope_head_dim 32 per
+    # layer, 62 layers, bf16: 288 × 62 × 2 = 35,712 B/token (full K/V would be 40 heads ×
+    # 2 × 96 × 62 × 2 = 952,320). 1 GiB / 35,712 = 30,066 tokens.
+    facts = derive_model(str(CONFIGS / "openbmb--MiniCPM3-4B.json"))
+    plan = plan_sglang(facts, PlanRequest(engine="sglang", block_size=1), GIB)
+    assert plan.cell_bytes_per_token == 35712
+    assert plan.kv_cache_tokens == GIB // 35712 == 30066
+    assert "KV size:" in plan.sglang_log_line
+
+
+def test_minicpm3_without_a_latent_rank_is_refused() -> None:
+    raw = _config("openbmb--MiniCPM3-4B.json")
+    del raw["kv_lora_rank"]
+    try:
+        facts = derive_model(raw)
+    except ValueError:
+        pytest.skip("derive already refuses a MiniCPM3 config without kv_lora_rank")
+    with pytest.raises(SglangLayoutError, match="kv_lora_rank"):
+        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1), GIB)
