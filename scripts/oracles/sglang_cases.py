@@ -228,6 +228,25 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("gpt-bigcode-tp2", "WizardLMTeam--WizardCoder-15B-V1.0.json", 8192, {"tp": 2}),
     ("minicpm3-fp8", "openbmb--MiniCPM3-4B.json", 32768, {"kv_cache_dtype": "fp8_e4m3"}),
     ("phimoe-tp4", "microsoft--Phi-3.5-MoE-instruct.json", 32768, {"tp": 4}),
+    # Hybrid sliding-window pools of the new types: Gemma-4 without KV sharing and with K = V
+    # full layers (26B), its fp8-KV checkpoint (31B NVFP4), TP and 64-token pages.
+    ("gemma4-26b", "google--gemma-4-26B-A4B.json", 32768, {}),
+    ("gemma4-31b-nvfp4", "nvidia--Gemma-4-31B-IT-NVFP4.json", 32768, {"load_quant": True}),
+    ("gemma4-e2b-tp2-page64", "google--gemma-4-E2B-it.json", 32768,
+     {"tp": 2, "page_size": 64}),
+    ("laguna-s", "poolside--Laguna-S-2.1-FP8.json", 32768, {"load_quant": True}),
+    ("mimo-v2-flash-tp4", "XiaomiMiMo--MiMo-V2-Flash.json", 32768,
+     {"tp": 4, "load_quant": True}),
+    # LFM2's conv-only state pool: radix cache off with a request cap, TP with 16-token
+    # pages, and a budget small enough that the state pool caps the requests.
+    ("lfm2-vl-noradix", "LiquidAI--LFM2.5-VL-1.6B.json", 32768,
+     {"server_args": {"context_length": 32768, "disable_radix_cache": True,
+                      "max_running_requests": 64}}),
+    ("lfm2-vl-tp2-page16", "LiquidAI--LFM2.5-VL-1.6B.json", 32768,
+     {"tp": 2, "page_size": 16}),
+    ("lfm2-vl-256m", "LiquidAI--LFM2.5-VL-1.6B.json", 32768, {"bytes": 256 << 20}),
+    ("muse-glimmer-ratio05", "meta-models--Muse-Glimmer-30B.json", 32768,
+     {"server_args": {"context_length": 32768, "swa_full_tokens_ratio": 0.5}}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}

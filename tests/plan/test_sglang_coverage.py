@@ -127,3 +127,58 @@ def test_minicpm3_without_a_latent_rank_is_refused() -> None:
         pytest.skip("derive already refuses a MiniCPM3 config without kv_lora_rank")
     with pytest.raises(SglangLayoutError, match="kv_lora_rank"):
         plan_sglang(facts, PlanRequest(engine="sglang", block_size=1), GIB)
+
+
+# -- hybrid sliding-window pools of the new types (hybrid_swa.py) ----------------------------
+
+
+def test_gemma4_shared_kv_layers_keep_their_pool_slots() -> None:
+    # Gemma-4 E2B: 35 layers, every fifth full (7 full, 28 sliding), the last 20 read an
+    # earlier layer's KV yet keep their slots. Full: 1 KV head × (512 + 512) × 2 B = 2,048 per
+    # layer × 7 = 14,336; sliding: 1 × (256 + 256) × 2 = 1,024 × 28 = 28,672. Cell at ratio
+    # 0.8: 14,336 + 0.8 × 28,672 = 37,273.6 B; 16 GiB / 37,273.6 = 460,912 full tokens,
+    # int(460,912 × 0.8) = 368,729 sliding; window 512 − 1 (gemma4_causal.py).
+    facts = derive_model(str(CONFIGS / "google--gemma-4-E2B-it.json"))
+    assert sum(not layer.owns_memory for layer in facts.layers) == 20
+    plan = plan_sglang(facts, PlanRequest(engine="sglang", block_size=1,
+                                          max_model_len=32768), 16 * GIB)
+    assert plan.cell_bytes_per_token == pytest.approx(14336 + 0.8 * 28672)
+    assert (plan.kv_cache_tokens, plan.swa_tokens) == (460912, 368729)
+    assert plan.stages[0].full_layers == 7 and plan.stages[0].swa_layers == 28
+
+
+def test_a_layer_split_sglang_makes_differently_is_refused() -> None:
+    # get_hybrid_layer_ids reads layer_types; a config whose layer_types disagree with the
+    # layers kvledger derives (here: no layer_types at all) cannot be sized as SGLang would.
+    from kvledger.plan.sglang import hybrid_swa
+
+    assert hybrid_swa.sglang_swa_layers("LagunaForCausalLM", {}, 4) == ()
+    assert hybrid_swa.sglang_swa_layers("MiMoV2FlashForCausalLM",
+                                        {"hybrid_layer_pattern": [0, 1, 1, 0]}, 4) == (1, 2)
+    assert hybrid_swa.sglang_swa_layers("Llama4ForConditionalGeneration", {}, 8) == \
+        (0, 1, 2, 4, 5, 6)
+    assert not hybrid_swa.is_hybrid_swa("LagunaForCausalLM", {"sliding_window": None})
+    assert hybrid_swa.reported_window("MuseGlimmerForCausalLM", 2048) == 2047
+    assert hybrid_swa.reported_window("LagunaForCausalLM", 512) == 512
+
+
+# -- LFM2's short-convolution state pool (states.py) -----------------------------------------
+
+
+def test_lfm2_state_pool_is_conv_only() -> None:
+    # LFM2.5-VL-1.6B: 10 conv layers, hidden 2048, conv_L_cache 3 → conv state 2048 × 2 × 2 B
+    # (bf16) = 8,192 per layer, 81,920 per request; no temporal state. Slots at the default
+    # mamba_full_memory_ratio 0.9: int((16 × 0.9 / 1.9 GiB − 81,920) // 81,920) = 99,337;
+    # 16 − 99,338 × 81,920 / 2^30 = 8.42111206 GiB left; 6 attention layers × 8 heads ×
+    # (64 + 64) × 2 B = 12,288 B/token → 735,848 tokens.
+    facts = derive_model(str(CONFIGS / "LiquidAI--LFM2.5-VL-1.6B.json"))
+    plan = plan_sglang(facts, PlanRequest(engine="sglang", block_size=1,
+                                          max_model_len=32768), 16 * GIB)
+    assert plan.state_bytes is not None and plan.state is not None
+    assert plan.state_bytes.conv_bytes_per_slot == 81920
+    assert plan.state_bytes.temporal_bytes_per_slot == 0
+    assert plan.state.max_mamba_cache_size == 99337
+    assert plan.cell_bytes_per_token == 12288
+    assert plan.kv_cache_tokens == 735848
+    # No Mamba radix strategy for Lfm2Vl: 3 state slots per request, overlap left on.
+    assert plan.resolved.mamba_strategy is None and plan.resolved.overlap

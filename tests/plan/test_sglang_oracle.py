@@ -25,13 +25,8 @@ pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
 _HYBRID_SWA = "hybrid sliding-window pool whose layout kvledger does not reproduce"
 REFUSED: dict[str, str] = {
     "cov-deepseek-v4": _HYBRID_SWA,
-    "cov-gemma4": _HYBRID_SWA,
-    "cov-laguna": _HYBRID_SWA,
-    "cov-mimo-v2-flash": _HYBRID_SWA,
-    "cov-muse-glimmer": _HYBRID_SWA,
     "cov-glm5-next": "recurrent state kind kda is not reproduced",
     "cov-kimi-k3": "recurrent state kind kda is not reproduced",
-    "cov-lfm2-vl": "recurrent state kind short_conv is not reproduced",
     "cov-minimax-m3-vl": "indexer caches outside SGLang's DSA architectures",
     "cov-mllama": "cross-attention caches are not reproduced",
     "cov-whisper": "cross-attention caches are not reproduced",

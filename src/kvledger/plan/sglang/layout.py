@@ -80,6 +80,11 @@ MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
     "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
     "GraniteMoeHybridForCausalLM",
 })
+# Hybrids whose states SGLang pools (configs/hybrid_arch.py: mamba2_config) but that are in
+# neither list above: _mamba_radix_cache_resolution declares nothing for them, so the radix
+# cache runs without a Mamba strategy (no extra buffer, the overlap scheduler untouched) and
+# _calculate_mamba_ratio keeps its base of 3 slots per request. Oracle case cov-lfm2-vl.
+MAMBA_PLAIN_RADIX_ARCHS = frozenset({"Lfm2VlForConditionalGeneration"})
 # SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
 KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
              "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
@@ -259,10 +264,11 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
     strategy: str | None = None
     overlap = not options.disable_overlap_schedule
     if model.mambaish:
-        if model.architecture not in MAMBA_RADIX_CACHE_ARCHS:
+        if model.architecture not in MAMBA_RADIX_CACHE_ARCHS | MAMBA_PLAIN_RADIX_ARCHS:
             raise SglangLayoutError(f"{model.model} ({model.architecture}): SGLang's Mamba "
                                     "radix strategy for this architecture is not reproduced")
-        if not options.disable_radix_cache:
+        if not options.disable_radix_cache and \
+                model.architecture not in MAMBA_PLAIN_RADIX_ARCHS:
             # overrides.py _mamba_radix_cache_resolution ("auto"): extra_buffer when the
             # overlap scheduler is on or pages are > 1 and the architecture supports it,
             # else no_buffer (overlap off).

@@ -42,7 +42,7 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
-from kvledger.plan.sglang import served
+from kvledger.plan.sglang import hybrid_swa, served
 from kvledger.plan.sglang.context import context_length, text_config
 
 
@@ -50,20 +50,14 @@ class SglangLayoutError(ValueError):
     """SGLang's layout for this model or option is not reproduced: refused, not guessed."""
 
 
-# configs/model_config.py: is_hybrid_swa_model (the architectures kvledger has facts for).
-# Gemma-4 / MiMo-V2 / Step3p5 are listed there too but compress or split their SWA layers in
-# ways not reproduced here, so they are refused by name below rather than sized plainly.
-HYBRID_SWA_ARCHS = frozenset({
-    "GptOssForCausalLM",  # SWA_SINK_ARCHS
-    "Llama4ForConditionalGeneration",
-})
+# configs/model_config.py: is_hybrid_swa_model lists these too, but they compress or split
+# their SWA layers in ways not reproduced here (hybrid_swa.py holds the ones that are), so
+# they are refused by name rather than sized plainly.
 HYBRID_SWA_NOT_REPRODUCED = frozenset({
-    "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "MiMoV2ForCausalLM",
-    "MiMoV2FlashForCausalLM", "Step3p5ForCausalLM", "Step3p7ForConditionalGeneration",
-    "DeepseekV4ForCausalLM", "BeamForCausalLM", "LagunaForCausalLM", "MellumForCausalLM",
+    "MiMoV2ForCausalLM", "Step3p5ForCausalLM", "Step3p7ForConditionalGeneration",
+    "DeepseekV4ForCausalLM", "BeamForCausalLM", "MellumForCausalLM",
     "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "IQuestQ1ForCausalLM",
-    "InklingForConditionalGeneration", "MuseGlimmerForCausalLM",
-    "MuseGlimmerForConditionalGeneration", "EmbeddingGemma2Model",
+    "InklingForConditionalGeneration", "EmbeddingGemma2Model",
     "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
     "UnlimitedOCRForCausalLM",
 })
@@ -86,8 +80,9 @@ DSA_ARCHS = frozenset({
     "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM",
 })
 # configs/hybrid_arch.py: mamba2_config / hybrid_gdn_config, the config classes whose states
-# are Mamba2 (Nemotron-H, Falcon-H1) or Gated DeltaNet (Qwen3-Next, Qwen3.5).
-STATE_KINDS = ("mamba2", "gated_delta_net")
+# are Mamba2 (Nemotron-H, Falcon-H1, Granite-4), Gated DeltaNet (Qwen3-Next, Qwen3.5) or
+# LFM2's short convolution (Lfm2Config / Lfm2VlConfig, sized as a conv-only Mamba2 state).
+STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv")
 # configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
 MULTIMODAL_DISABLED_ARCHS = frozenset({
     "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
@@ -313,13 +308,13 @@ def build(facts: ModelFacts) -> SglangModel:
                              f"({type(others[0]).__name__}), which SGLang's pools do not hold "
                              "in a way kvledger reproduces")
     shared = [layer for layer in attention + mla if not layer.owns_memory]
-    if shared:
+    if shared and arch not in hybrid_swa.SLOTTED_SHARED_KV_ARCHS:
         raise _refuse(facts, f"layer {shared[0].index} reads another layer's KV; SGLang's "
                              "sharing of KV between layers is not reproduced")
     indices = sorted({layer.index for layer in decoder})
     num_layers = len(indices)
-    hybrid = arch in HYBRID_SWA_ARCHS or bool(text.get("is_hybrid_swa"))
-    if text.get("is_hybrid_swa") and arch not in HYBRID_SWA_ARCHS:
+    hybrid = hybrid_swa.is_hybrid_swa(arch, text)
+    if text.get("is_hybrid_swa") and not hybrid:
         raise _refuse(facts, "the config opts into SGLang's hybrid SWA pool "
                              "(is_hybrid_swa), which is not reproduced for it")
     if mla and attention:
@@ -356,10 +351,13 @@ def build(facts: ModelFacts) -> SglangModel:
                    for a in swa if isinstance(a, SlidingAttention | ChunkedAttention)}
         if len(windows) > 1:
             raise _refuse(facts, f"sliding layers with different windows {sorted(windows)}")
-        window = windows.pop()
-        # models/gpt_oss.py: get_attention_sliding_window_size returns sliding_window - 1.
-        if arch == "GptOssForCausalLM":
-            window -= 1
+        window = hybrid_swa.reported_window(arch, windows.pop())
+        theirs = hybrid_swa.sglang_swa_layers(arch, text, num_layers)
+        ours = tuple(sorted(a.index for a in swa))
+        if theirs != ours:
+            raise _refuse(facts, f"SGLang's get_hybrid_layer_ids puts layers {list(theirs)} in "
+                                 f"its SWA pool, kvledger's facts slide layers {list(ours)}; "
+                                 "not reproduced")
     mla_dims: MlaDims | None = None
     if mla:
         dims = {(int(text["kv_lora_rank"]), int(text["qk_rope_head_dim"]))} \

@@ -7,7 +7,10 @@
 * conv ``((I + 2·G'·N) / tp, K − 1)`` with ``G' = G + extra_groups_for_head_shards(G, tp)``
   (no widening for speculative tokens), temporal ``(H / tp, head_dim, N)``;
 * Gated DeltaNet (``Qwen3NextConfig.mamba2_cache_params``) is the same shape with
-  ``I = Hv·dv``, ``G = Hk``, ``H = Hv``, ``head_dim = dv``, ``N = dk``.
+  ``I = Hv·dv``, ``G = Hk``, ``H = Hv``, ``head_dim = dv``, ``N = dk``;
+* LFM2's short convolution (``configs/lfm2.py``: ``Lfm2Config.mamba2_cache_params``) is the
+  same shape with ``I = hidden_size``, ``G = 1``, ``H = tp``, ``N = 0``: a conv state of
+  ``(hidden / tp, K − 1)`` and an empty temporal state.
 
 Dtypes (``mamba2_state_dtype``): the conv state is bfloat16 (``SGLANG_MAMBA_CONV_DTYPE``
 default), whatever the model dtype; the temporal state is ``--mamba-ssm-dtype``, else the
@@ -22,7 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.derive.layers import RecurrentState
-from kvledger.derive.states import GatedDeltaNetState, Mamba2State, extra_groups_for_head_shards
+from kvledger.derive.states import (
+    GatedDeltaNetState,
+    Mamba2State,
+    ShortConvState,
+    extra_groups_for_head_shards,
+)
 from kvledger.plan.sglang.model import SglangLayoutError
 
 _ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -44,6 +52,10 @@ class StateShape:
 
 
 def state_shape(layer: RecurrentState, tp: int) -> StateShape:
+    if isinstance(layer, ShortConvState):
+        # N = 0: the conv row is I / tp wide and the temporal state holds nothing.
+        conv = _exact(layer.intermediate_size, tp, "short conv dim") * (layer.conv_kernel - 1)
+        return StateShape(conv, 0)
     if isinstance(layer, Mamba2State):
         inner, groups, heads = layer.intermediate_size, layer.n_groups, layer.num_heads
         head_dim, state, kernel = layer.head_dim, layer.state_size, layer.conv_kernel
