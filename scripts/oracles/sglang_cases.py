@@ -234,6 +234,9 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("gemma4-31b-nvfp4", "nvidia--Gemma-4-31B-IT-NVFP4.json", 32768, {"load_quant": True}),
     ("gemma4-e2b-tp2-page64", "google--gemma-4-E2B-it.json", 32768,
      {"tp": 2, "page_size": 64}),
+    # A window (511) longer than the context (256): SGLang still splits the pools by
+    # architecture.
+    ("gemma4-e2b-ctx256", "google--gemma-4-E2B-it.json", 256, {}),
     ("laguna-s", "poolside--Laguna-S-2.1-FP8.json", 32768, {"load_quant": True}),
     ("mimo-v2-flash-tp4", "XiaomiMiMo--MiMo-V2-Flash.json", 32768,
      {"tp": 4, "load_quant": True}),

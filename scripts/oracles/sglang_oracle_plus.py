@@ -38,7 +38,8 @@ What it adds to ``sglang_oracle.py`` (whose ``main`` it calls unchanged):
   this flag, when transformers refuses it for that reason, the config loads as a plain
   ``PretrainedConfig`` holding config.json's keys (``remote_config_stand_in`` in the output),
   and SGLang's own code runs on that. A remote class's *defaults* for keys config.json omits
-  are then absent, so use it only for configs that state every key SGLang reads.
+  are then absent, so use it only for configs that state every key SGLang reads. Lists of
+  records (DeciLM's ``block_configs``) get attribute access, as the remote class gives them.
 * ``--pp-stage K/P``: the layer range ``[start, end)`` of pipeline stage K of P, from SGLang's
   own ``get_pp_indices``, is what the weightless model reports (a real model reports it from
   the same function). The all-reduce MIN over stages is left to the caller (one run per
@@ -71,6 +72,15 @@ def _take(argv: list[str], flag: str, *, has_value: bool) -> tuple[list[str], li
         rest.append(argv[i])
         i += 1
     return rest, values
+
+
+def _records(value: object) -> object:
+    """A dict (recursively) as an object with attributes; anything else unchanged."""
+    import types
+
+    if isinstance(value, dict):
+        return types.SimpleNamespace(**{k: _records(v) for k, v in value.items()})
+    return value
 
 
 def _model_class(server_args: object) -> dict[str, object]:
@@ -181,7 +191,13 @@ def main() -> None:
                     if "custom code" not in str(exc):
                         raise
                 extra_out["remote_config_stand_in"] = "PretrainedConfig"
-                return PretrainedConfig.from_pretrained(model)
+                plain = PretrainedConfig.from_pretrained(model)
+                # Nested records (DeciLM's block_configs) are objects in the remote class:
+                # give their dicts attribute access, as that class's dataclasses would.
+                for key, value in list(vars(plain).items()):
+                    if isinstance(value, list) and value and isinstance(value[0], dict):
+                        setattr(plain, key, [_records(v) for v in value])
+                return plain
 
             def __getattr__(self, name: str) -> object:
                 return getattr(auto_config, name)

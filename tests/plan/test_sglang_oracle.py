@@ -20,8 +20,7 @@ CASES = load()
 pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
 
 # Case id → a phrase of the refusal. Each is a rule kvledger does not reproduce yet (SGLang
-# sized the pool, or the oracle could not run SGLang's code on it: glm5-next needs a GPU,
-# nemotron-nas a remote config class).
+# sized the pool, or the oracle could not run SGLang's code on it: glm5-next needs a GPU).
 _HYBRID_SWA = "hybrid sliding-window pool whose layout kvledger does not reproduce"
 REFUSED: dict[str, str] = {
     "cov-deepseek-v4": _HYBRID_SWA,
@@ -30,7 +29,6 @@ REFUSED: dict[str, str] = {
     "cov-minimax-m3-vl": "indexer caches outside SGLang's DSA architectures",
     "cov-mllama": "cross-attention caches are not reproduced",
     "cov-whisper": "cross-attention caches are not reproduced",
-    "cov-nemotron-nas": "caches nothing in the model",
 }
 # Cases where the CPU oracle stopped with an error kvledger does not reproduce either way (not
 # scored; listed so none goes unnoticed).

@@ -75,6 +75,12 @@ MLA_ARCHS = frozenset({
 # which caches full K/V — hold whole heads. (Oracle case cov-minicpm3: 288 × 62 × 2 = 35,712
 # B/token, not the 952,320 of full K/V.)
 MLA_FROM_CONFIG_ARCHS = frozenset({"MiniCPM3ForCausalLM"})
+# Layers with no attention (DeciLM's no_op blocks) that SGLang still gives a pool slot:
+# ModelConfig.get_total_num_kv_heads' "nemotron-nas" branch takes the one KV head count of
+# the attention blocks (raising "Variable GQA (VGQA) is not yet supported" otherwise), and
+# resolve_layer_indices (layer_setup.py) counts all num_hidden_layers. Oracle case
+# cov-nemotron-nas: 80 layers × 8 heads × 256 × 2 B = 327,680 B/token, 31 of them no-op.
+NO_OP_SLOTTED_ARCHS = frozenset({"DeciLMForCausalLM"})
 # configs/model_config.py: is_deepseek_dsa (with index_topk in the config).
 DSA_ARCHS = frozenset({
     "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM",
@@ -339,7 +345,8 @@ def build(facts: ModelFacts) -> SglangModel:
         swa, full = [], list(attention)
     empty = [i for i in indices if not any(
         layer.index == i and layer.kind is not Kind.NONE for layer in decoder)]
-    if empty and not states:
+    slotted_empty = bool(empty) and arch in NO_OP_SLOTTED_ARCHS and bool(full) and not swa
+    if empty and not states and not slotted_empty:
         raise _refuse(facts, f"layer {empty[0]} caches nothing in the model, but SGLang's "
                              "pool gives every layer a slot of the model's one geometry; not "
                              "reproduced")
@@ -380,7 +387,8 @@ def build(facts: ModelFacts) -> SglangModel:
         architecture=arch,
         attention_arch="MLA" if mla else ("MHA" if attention else "SSM"),
         num_layers=num_layers,
-        full_layers=tuple(sorted({layer.index for layer in (full or mla)})),
+        full_layers=tuple(indices) if slotted_empty else
+        tuple(sorted({layer.index for layer in (full or mla)})),
         swa_layers=tuple(sorted({a.index for a in swa})),
         hybrid_swa=bool(swa),
         sliding_window=window,
