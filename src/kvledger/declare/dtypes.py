@@ -10,11 +10,12 @@ exists to prevent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from kvledger.records import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class KVDType:
     """One element type: ``bits`` per value, plus optional block scales.
 

@@ -12,14 +12,13 @@ tensor-parallel rank holds; each kind states its own rule (vLLM's, cited where i
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import KVDType, resolve_dtype
 from kvledger.derive.errors import ConfigError
+from kvledger.records import field, fields, record, replace
 
 
 class Kind(StrEnum):
@@ -61,7 +60,7 @@ def split_heads(heads: int, tp: int) -> int:
     return max(1, heads // tp)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LayerCache:
     """Base fact: one layer's cache. Subclasses add geometry and own the arithmetic."""
 
@@ -78,7 +77,7 @@ class LayerCache:
     def __post_init__(self) -> None:
         """Reject impossible geometry (a negative or zero head count from a broken config)
         here, once, instead of letting it become a plausible-looking zero-byte plan."""
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, int) and not isinstance(value, bool) and value < 0:
                 raise ConfigError(
@@ -113,12 +112,12 @@ class LayerCache:
         return self
 
     def with_dtype(self, dtype: str) -> Self:
-        return dataclasses.replace(self, dtype=resolve_dtype(dtype).name)
+        return replace(self, dtype=resolve_dtype(dtype).name)
 
     def describe(self) -> dict[str, Any]:
         """A flat, JSON-ready description (for ``kvledger inspect --json``)."""
         out: dict[str, Any] = {"index": self.index, "kind": str(self.kind), "role": str(self.role)}
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             if f.name in ("index", "role", "note"):
                 continue
             value = getattr(self, f.name)
@@ -132,14 +131,14 @@ class LayerCache:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class NoCache(LayerCache):
     """A layer that caches nothing (no-op attention block, MLP-only block)."""
 
     kind: ClassVar[Kind] = Kind.NONE
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Attention(LayerCache):
     """Standard K/V attention. K and V may differ in heads and head dim."""
 
@@ -157,19 +156,19 @@ class Attention(LayerCache):
         )
 
     def split(self, tp: int) -> Self:
-        return dataclasses.replace(
+        return replace(
             self, k_heads=split_heads(self.k_heads, tp), v_heads=split_heads(self.v_heads, tp)
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class FullAttention(Attention):
     """Attends to every past position (the model's ordinary K/V attention)."""
 
     kind: ClassVar[Kind] = Kind.FULL
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SlidingAttention(Attention):
     """Attends to the last ``window`` positions (window as the config states it)."""
 
@@ -178,7 +177,7 @@ class SlidingAttention(Attention):
     window: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ChunkedAttention(Attention):
     """Attends within fixed chunks of ``chunk`` positions (Llama-4 local layers)."""
 
@@ -187,7 +186,7 @@ class ChunkedAttention(Attention):
     chunk: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CrossAttention(Attention):
     """Cross-attention K/V over ``encoder_len`` encoder positions, written once per request."""
 
@@ -203,7 +202,7 @@ class CrossAttention(Attention):
         return super().bytes_per_token()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MLA(LayerCache):
     """Multi-head latent attention: one latent of ``latent_dim`` plus ``rope_dim`` per token.
 
@@ -219,7 +218,7 @@ class MLA(LayerCache):
         return self.kv_dtype.nbytes(self.latent_dim + self.rope_dim)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Indexer(LayerCache):
     """Sparse-attention indexer keys: one ``head_dim`` key per token, quantized with one scale
     of ``scale_bytes`` per ``quant_block`` values (DeepSeek-V3.2 DSA: fp8 + fp32 scale / 128).
@@ -239,7 +238,7 @@ class Indexer(LayerCache):
         return self.kv_dtype.nbytes(self.head_dim) + scales
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StateTensor:
     """One fixed-size per-request tensor of a recurrent layer."""
 
@@ -263,7 +262,7 @@ class StateTensor:
         return resolve_dtype(self.dtype).nbytes(self.numel)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class RecurrentState(LayerCache):
     """A recurrent (linear-attention / SSM) layer: fixed-size state per request.
 
@@ -284,7 +283,7 @@ class RecurrentState(LayerCache):
         return sum(t.nbytes for t in self.tensors())
 
     def split(self, tp: int) -> Self:
-        return dataclasses.replace(self, tp=tp)
+        return replace(self, tp=tp)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -295,7 +294,7 @@ class RecurrentState(LayerCache):
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelFacts:
     """Everything derive knows about a model's caches."""
 

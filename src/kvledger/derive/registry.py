@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.derive.config import Config
@@ -24,11 +23,12 @@ from kvledger.derive.model_types import (
     resolve,
     supported_types,
 )
+from kvledger.records import field, record
 
 HANDLER_PACKAGE = "kvledger.derive.families"
 
 
-@dataclass
+@record()
 class Derived:
     """What a handler returns: the per-layer facts, notes, warnings and layout hints.
 

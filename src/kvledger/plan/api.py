@@ -15,9 +15,9 @@ subclass ``ModelLocalBudgetError`` when model-local caches leave no room for one
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from kvledger import records
 from kvledger.derive.layers import ModelFacts
 from kvledger.plan.budget import Budget, Reserves, given_budget
 from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, engine_label, get_layout
@@ -89,14 +89,15 @@ def _with_overrides(request: PlanRequest | None, overrides: dict[str, Any]) -> P
     given = {k: v for k, v in overrides.items() if v is not None and v != ()}
     if "reserves" in given:
         reserves: Reserves = given.pop("reserves")
-        given.update({k: v for k, v in dataclasses.asdict(reserves).items() if v is not None})
+        given.update({f.name: getattr(reserves, f.name) for f in records.fields(reserves)
+                      if getattr(reserves, f.name) is not None})
     if "total_memory_bytes" in given:
         given["gpu_total_bytes"] = given.pop("total_memory_bytes")
     for name, field in (("model_local_specs", "model_local_kv"),
                         ("model_local_already_charged", "model_local_already_charged")):
         if name in given:
             given[field] = tuple(given.pop(name))
-    return dataclasses.replace(request, **given) if given else request
+    return records.replace(request, **given) if given else request
 
 
 # -- the entry point ---------------------------------------------------------------------------

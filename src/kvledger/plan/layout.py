@@ -45,7 +45,9 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+from kvledger.records import record
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
@@ -76,12 +78,12 @@ def engine_label(name: str) -> str:
     return LAYOUTS[name][1]
 
 
-# The three carriers below are NamedTuples, not dataclasses: they are built on every
-# ``kvledger plan`` start-up, and a frozen dataclass costs about 8× a NamedTuple to create
-# (code generation at import; measured 3–4 ms vs 0.5 ms each on the 2-CPU box).
+# The three carriers below are records (``kvledger.records``): they are built on every
+# ``kvledger plan`` start-up, where neither dataclasses nor NamedTuple (typing) are imported.
 
 
-class GpuBudgetInput(NamedTuple):
+@record(frozen=True)
+class GpuBudgetInput:
     """What a layout needs to compute the KV budget from a GPU preset."""
 
     facts: ModelFacts
@@ -91,7 +93,8 @@ class GpuBudgetInput(NamedTuple):
     text_config: Mapping[str, Any]  # the (text) config the activation estimate reads
 
 
-class LayoutInput(NamedTuple):
+@record(frozen=True)
+class LayoutInput:
     """One planning question, as the API hands it to a layout."""
 
     facts: ModelFacts
@@ -106,7 +109,8 @@ class LayoutInput(NamedTuple):
     model_local: tuple[Any, ...] = ()
 
 
-class LayoutPlan(NamedTuple):
+@record(frozen=True)
+class LayoutPlan:
     """What a layout answers: per-stage rows and the headline numbers (per GPU)."""
 
     ranks: tuple[RankResult, ...]

@@ -16,6 +16,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
+from kvledger import records
 from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult, layer_summary
@@ -101,7 +102,7 @@ def _plan_stages(
     slots = [p.max_num_seqs for p in plans if p.has_state]
     if pp > 1 and slots and len(set(slots)) > 1:
         fewest_slots = min(slots)
-        again = plan_all(dataclasses.replace(request, max_num_seqs=fewest_slots), False)
+        again = plan_all(records.replace(request, max_num_seqs=fewest_slots), False)
         plans = [dataclasses.replace(p, requested_max_num_seqs=request.max_num_seqs)
                  for p in again]
     paged = [p.num_blocks for p in plans if p.has_pages]
@@ -140,7 +141,7 @@ class NativeEngine(Layout):
             from kvledger.derive import derive_model
 
             facts = derive_model(source, kv_cache_dtype="bfloat16")
-            facts = dataclasses.replace(facts, notes=(
+            facts = records.replace(facts, notes=(
                 *facts.notes, "float32 checkpoint served in bfloat16: KV cache in bfloat16"))
         return facts
 
@@ -172,7 +173,7 @@ class NativeEngine(Layout):
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:
         from kvledger.declare.pools import InsufficientPoolBudget
 
-        again = dataclasses.replace(inp.request, max_model_len=context)
+        again = records.replace(inp.request, max_model_len=context)
         try:
             _, _, _, replanned = _plan_stages(inp, again, context)
         except InsufficientPoolBudget:

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.plan.layout import DEFAULT_ENGINE, engine_names
+from kvledger.records import record
 
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
 MAX_BYTES = 1 << 60
@@ -80,7 +80,7 @@ def _block_size(value: Any) -> int | None:
     return int(value)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlanRequest:
     """The planner's options, under vLLM's names and defaults, validated once here.
 

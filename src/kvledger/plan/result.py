@@ -16,12 +16,12 @@ given; ``kvledger.plan.model_local`` says what each ``status`` means.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.poolkind import Pool
 from kvledger.derive.layers import LayerCache
 from kvledger.plan.budget import Budget
+from kvledger.records import field, record
 
 if TYPE_CHECKING:
     from kvledger.plan.model_local import LocalRow
@@ -40,7 +40,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PoolRow:
     """One pool of a plan as the JSON shows it: its entries, their size, and who asked for it.
 
@@ -68,7 +68,7 @@ class PoolRow:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RankResult:
     """One pipeline stage, as one of its GPUs sees it (after reconciliation)."""
 
@@ -139,7 +139,7 @@ def layer_summary(
     return rows
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlanResult:
     """What ``plan_model`` returns; ``to_json()`` is the machine interface of ``kvledger plan``."""
 

@@ -20,10 +20,11 @@ No matplotlib here: this module is pure data, tested without the plotting extra.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from kvledger import records
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
@@ -247,7 +248,7 @@ def _curve(label: str, facts: ModelFacts, base: PlanRequest,
     failed: dict[str, list[int]] = {}  # message → the context lengths it was raised at
     for context in contexts:
         try:
-            result = plan_model(facts, dataclasses.replace(base, max_model_len=context))
+            result = plan_model(facts, records.replace(base, max_model_len=context))
         except _plan_errors() as exc:
             points.append((context, None))
             failed.setdefault(str(exc), []).append(context)
@@ -266,7 +267,7 @@ def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: in
 
     curves = []
     for name in layout_names():
-        base = dataclasses.replace(request, engine=name, kv_cache_memory_bytes=available_bytes,
+        base = records.replace(request, engine=name, kv_cache_memory_bytes=available_bytes,
                                    gpu=None, gpu_total_bytes=None, concurrency=None)
         try:
             facts, _ = load_facts(source, base)
@@ -299,7 +300,7 @@ def gpu_grid(
     cells = []
     for gpu in gpus:
         for tp in tp_sizes:
-            req = dataclasses.replace(
+            req = records.replace(
                 request, tensor_parallel_size=tp, kv_cache_memory_bytes=None, gpu=gpu,
                 gpu_total_bytes=request.gpu_total_bytes if gpu == chosen_gpu else None,
                 concurrency=None)
@@ -315,7 +316,7 @@ def gpu_grid(
             except _plan_errors() as exc:
                 cells.append(GridCell(gpu, tp, INVALID, None, None, empty, str(exc)))
                 continue
-            base = dataclasses.replace(req, kv_cache_memory_bytes=budget.available_bytes,
+            base = records.replace(req, kv_cache_memory_bytes=budget.available_bytes,
                                        gpu=None, gpu_total_bytes=None)
             curve = _curve(label, facts, base, contexts)
             if all(value is None for _, value in curve.points):

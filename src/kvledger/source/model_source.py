@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from kvledger.records import field, record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 KINDS = ("path", "hf-cache", "hub", "catalog", "object")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelSource:
     """A loaded config plus the companion files that change cache sizing.
 

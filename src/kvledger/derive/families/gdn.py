@@ -22,14 +22,13 @@ Qwen3.5 text config states it (vLLM ``Qwen3_5ForConditionalGenerationConfig`` co
 
 from __future__ import annotations
 
-import dataclasses
-
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.kvdtype import model_dtype
 from kvledger.derive.layers import FullAttention, LayerCache, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import GatedDeltaNetState
+from kvledger.records import replace
 
 FAMILY = "gdn"
 
@@ -145,4 +144,4 @@ def derive(text: Config, kv_dtype: str, *, mtp_key: str = NEXTN) -> Derived:
 
 
 def _at(template: LayerCache, index: int, role: Role) -> LayerCache:
-    return dataclasses.replace(template, index=index, role=role)
+    return replace(template, index=index, role=role)

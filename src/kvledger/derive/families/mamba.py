@@ -20,7 +20,6 @@ Zyphra's own ``MambaConfig``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kvledger.derive.config import Config
@@ -29,6 +28,7 @@ from kvledger.derive.kvdtype import model_dtype
 from kvledger.derive.layers import FullAttention, LayerCache, NoCache, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import Mamba1State, Mamba2State
+from kvledger.records import replace
 
 FAMILY = "mamba"
 
@@ -36,7 +36,7 @@ NEMOTRON_SYMBOLS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 def _at(template: LayerCache, index: int, role: Role = Role.DECODER) -> LayerCache:
-    return dataclasses.replace(template, index=index, role=role)
+    return replace(template, index=index, role=role)
 
 
 def _dense_attention(cfg: Config, kv_dtype: str) -> FullAttention:

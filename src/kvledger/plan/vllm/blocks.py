@@ -15,14 +15,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.grouping import Group, block_outermost
 from kvledger.plan.vllm.specs import KVCacheSpec, SpecContext
+from kvledger.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlockMath:
     """The block count and the numbers vLLM logs from it, for one budget."""
 

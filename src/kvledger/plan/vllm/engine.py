@@ -9,9 +9,9 @@ them from the budget (``pools_model_local`` is False).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
+from kvledger import records
 from kvledger.derive.layers import Role
 from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.result import PoolRow, RankResult, layer_summary
@@ -49,7 +49,7 @@ def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
 
     request = inp.request
     if max_model_len is not None:
-        request = dataclasses.replace(request, max_model_len=max_model_len)
+        request = records.replace(request, max_model_len=max_model_len)
     budgets = inp.stage_budgets
     stage_budgets = None if len(set(budgets)) <= 1 else budgets
     return plan_vllm(inp.facts, request, min(budgets), stage_available_bytes=stage_budgets)

@@ -15,8 +15,6 @@ Reproduces ``get_kv_cache_groups`` (vllm/v1/core/kv_cache_utils.py, vLLM 0.32):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.resolve import VllmLayoutError
 from kvledger.plan.vllm.specs import (
@@ -28,9 +26,10 @@ from kvledger.plan.vllm.specs import (
     SlidingWindowSpec,
     UniformTypeSpecs,
 )
+from kvledger.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Group:
     """One KV cache group: its layers and the spec they share."""
 
@@ -42,7 +41,7 @@ class Group:
         return sum(specs[i].page_size_bytes for i in self.layers)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Grouping:
     """vLLM's KV cache groups, the per-layer specs after unification, and any warnings."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
@@ -23,6 +22,7 @@ from kvledger.plan.vllm.specs import (
     MambaSpec,
     MLAAttentionSpec,
 )
+from kvledger.records import record
 
 # Smallest kernel block size of the backend vLLM picks on an SM90 GPU
 # (``get_supported_kernel_block_sizes``, v1/attention/backends/): FLASH_ATTN and
@@ -101,7 +101,7 @@ def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
     return requested
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlockSizes:
     """The block sizes vLLM settles on (attention, and Mamba when the model has it)."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
@@ -31,6 +30,7 @@ from kvledger.plan.vllm.specs import (
     UniformTypeSpecs,
     spec_name,
 )
+from kvledger.records import field, record
 
 __all__ = ["GroupInfo", "VllmLayoutError", "VllmPlan", "plan_vllm", "plan_vllm_stage", "pp_stages"]
 
@@ -48,7 +48,7 @@ def pp_stages(num_layers: int, pp: int) -> list[tuple[int, int]]:
         raise VllmLayoutError(str(exc)) from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GroupInfo:
     """One KV cache group as reported: its spec, layer count and per-request pages."""
 
@@ -60,7 +60,7 @@ class GroupInfo:
     blocks_per_request: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VllmPlan:
     """What ``plan_vllm`` returns: vLLM's block count, logged numbers and groups."""
 
@@ -105,7 +105,7 @@ class VllmPlan:
         ]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Prepared:
     """Everything ``_prepare`` derives once, before blocks are counted per stage."""
 

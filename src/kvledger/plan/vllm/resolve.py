@@ -9,7 +9,6 @@ read from an oracle, so a test can compare them with what vLLM logged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.declare.dtypes import resolve_dtype
@@ -22,11 +21,12 @@ from kvledger.plan.vllm.specs import (
     QUANT_NONE,
     QUANT_NVFP4,
 )
+from kvledger.records import record
 
 __all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Resolved:
     """The settings vLLM resolves from the options and the model before it sizes the cache."""
 

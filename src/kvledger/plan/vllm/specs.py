@@ -12,13 +12,12 @@ the way vLLM's do. Frozen dataclasses give exactly that equality.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import ceil_div
+from kvledger.records import fields, record, replace
 
 # KV quantization modes (vLLM ``KVQuantMode``).
 QUANT_NONE = "none"
@@ -54,7 +53,7 @@ class MultipleOf:
         return f"MultipleOf({self.base})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SpecContext:
     """The engine settings a spec's per-request worst case depends on."""
 
@@ -67,7 +66,7 @@ class SpecContext:
     mamba_cache_mode: str  # "none" | "align" | "all"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class KVCacheSpec:
     """vLLM ``KVCacheSpec``: one layer's cache format."""
 
@@ -117,14 +116,14 @@ class KVCacheSpec:
         return None
 
     def with_block_size(self, block_size: int) -> Self:
-        return dataclasses.replace(self, block_size=block_size)
+        return replace(self, block_size=block_size)
 
     def with_page_size_padded(self, padded: int) -> Self:
         raise NotImplementedError(f"{self.kind} pages cannot be padded")
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"spec": self.kind}
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             value = getattr(self, f.name)
             # As vLLM prints it (the oracle's layer_specs): "MultipleOf(64)".
             out[f.name] = f"MultipleOf({value.base})" if isinstance(value, MultipleOf) else value
@@ -133,7 +132,7 @@ class KVCacheSpec:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class AttentionSpec(KVCacheSpec):
     """vLLM ``AttentionSpec``: K and V rows of ``head_size`` / ``head_size_v`` per head."""
 
@@ -172,10 +171,10 @@ class AttentionSpec(KVCacheSpec):
         return page
 
     def with_page_size_padded(self, padded: int) -> Self:
-        return dataclasses.replace(self, page_size_padded=padded)
+        return replace(self, page_size_padded=padded)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class FullAttentionSpec(AttentionSpec):
     """vLLM ``FullAttentionSpec``: every position of a request up to ``max_model_len``."""
 
@@ -189,7 +188,7 @@ class FullAttentionSpec(AttentionSpec):
         return ("full",)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MLAAttentionSpec(FullAttentionSpec):
     """vLLM ``MLAAttentionSpec``: one latent row per token, no separate V.
 
@@ -212,7 +211,7 @@ class MLAAttentionSpec(FullAttentionSpec):
         return rows * self.num_kv_heads * self._row_bytes(self.head_size)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SlidingWindowSpec(AttentionSpec):
     """vLLM ``SlidingWindowSpec``: the last ``sliding_window`` positions (plus in-flight ones)."""
 
@@ -234,7 +233,7 @@ class SlidingWindowSpec(AttentionSpec):
         return ("sliding", self.sliding_window)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ChunkedLocalAttentionSpec(AttentionSpec):
     """vLLM ``ChunkedLocalAttentionSpec``: the current chunk (plus in-flight positions)."""
 
@@ -251,7 +250,7 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
         return ("chunked", self.attention_chunk_size)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CrossAttentionSpec(AttentionSpec):
     """vLLM ``CrossAttentionSpec``: K/V over the encoder's input tokens."""
 
@@ -265,7 +264,7 @@ class CrossAttentionSpec(AttentionSpec):
         return ("cross",)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MambaSpec(KVCacheSpec):
     """vLLM ``MambaSpec``: one page holds a whole recurrent state (all its tensors)."""
 
@@ -317,10 +316,10 @@ class MambaSpec(KVCacheSpec):
                 self.page_size_bytes)
 
     def with_page_size_padded(self, padded: int) -> Self:
-        return dataclasses.replace(self, page_size_padded=padded)
+        return replace(self, page_size_padded=padded)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CircularBufferSpec(AttentionSpec):
     """vLLM ``CircularBufferSpec``: a fixed ring of ``block_size`` positions per request."""
 
@@ -334,7 +333,7 @@ class CircularBufferSpec(AttentionSpec):
         return ("ring",)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UniformTypeSpecs:
     """vLLM ``UniformTypeKVCacheSpecs``: one group whose layers need the same number of
     pages per request but have different page sizes (MLA + sparse indexer).
