@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import Any, NoReturn
 
 from kvledger.cli.errors import UsageError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):

@@ -22,7 +22,6 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from kvledger.cli.args import (
     Parser,
@@ -38,6 +37,10 @@ from kvledger.cli.inspect import inspect_payload
 from kvledger.cli.source_args import add_model as _add_model
 from kvledger.cli.source_args import model_source
 from kvledger.plan.layout import DEFAULT_ENGINE, LAYOUTS
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",

@@ -10,9 +10,11 @@ exists to prevent.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record(frozen=True)

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import KVDType, resolve_dtype
 from kvledger.derive.errors import ConfigError
 from kvledger.records import field, fields, record, replace
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Self
 
 
 class Kind(StrEnum):

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # A row is a plain dict of the fields below (cheap to build at import; ``resolve`` turns the
 # one a config needs into a ``Resolved``). Fields, all optional:
@@ -42,7 +45,8 @@ from typing import Any
 #   text_key, inner      wrapper: the key holding the language model's config; the inner
 #                        model types it may hold (first: the default when it states none)
 #   refused   vLLM 0.32 cannot serve this; derive refuses with this reason
-Row = dict[str, Any]
+if TYPE_CHECKING:  # an alias for annotations only
+    Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
      "text_key", "inner", "vllm", "refused"}

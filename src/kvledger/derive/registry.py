@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import UnsupportedArchitecture
@@ -24,6 +23,10 @@ from kvledger.derive.model_types import (
     supported_types,
 )
 from kvledger.records import field, record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 HANDLER_PACKAGE = "kvledger.derive.families"
 

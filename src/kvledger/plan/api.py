@@ -15,8 +15,6 @@ subclass ``ModelLocalBudgetError`` when model-local caches leave no room for one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from kvledger import records
 from kvledger.derive.layers import ModelFacts
 from kvledger.plan.budget import Budget, Reserves, given_budget
@@ -27,7 +25,10 @@ from kvledger.plan.speculative import check_speculation
 from kvledger.source.model_source import ModelSource
 from kvledger.source.resolve import load_source
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.plan.model_local import LocalRow
 
 # -- inputs ------------------------------------------------------------------------------------

@@ -31,13 +31,15 @@ is given and model-local caches sit beside it, ``per_gpu_total``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.plan.request import MAX_BYTES, PlanRequest, finite_fraction
 from kvledger.records import record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:  # kept out of the CLI's start-up path when the budget is given
+    from typing import Any
+
     from kvledger.plan.gpus import GpuPreset
     from kvledger.plan.weights import Weights
 

@@ -45,11 +45,13 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
 
 from kvledger.records import record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.gpus import GpuPreset

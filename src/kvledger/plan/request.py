@@ -32,10 +32,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from kvledger.plan.layout import DEFAULT_ENGINE, engine_names
 from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
 MAX_BYTES = 1 << 60

@@ -16,14 +16,16 @@ given; ``kvledger.plan.model_local`` says what each ``status`` means.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.poolkind import Pool
 from kvledger.derive.layers import LayerCache
 from kvledger.plan.budget import Budget
 from kvledger.records import field, record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.plan.model_local import LocalRow
 
 # FitAttempt and FitResult live in ``kvledger.plan.fit_result`` (only ``kvledger fit`` builds

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from kvledger.records import field, record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from kvledger.source.headers import SafetensorsTotals
 

@@ -28,10 +28,13 @@ dtype, whatever KV scheme they state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kvledger.derive.layers import Kind, ModelFacts
 from kvledger.plan.vllm.errors import VllmLayoutError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # vLLM ``MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP`` (utils/torch_utils.py).
 _MODELOPT_TO_VLLM = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}

@@ -6,8 +6,6 @@ One function per fact kind, each stating which vLLM layer class produces the spe
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from kvledger import records
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import (
@@ -198,8 +196,7 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         if spec_blocks and hasattr(layer, "spec_tokens"):
             # vLLM's state-shape calculator widens the conv window by num_spec
             # (MambaStateShapeCalculator: conv rows = conv_kernel - 1 + num_spec).
-            widened = records.replace(cast(Any, layer), spec_tokens=spec_blocks)
-            layer = cast(RecurrentState, widened)
+            layer = records.replace(layer, spec_tokens=spec_blocks)
         tensors = layer.tensors()
         mamba_type = _mamba_type(layer)
         # Prefill-checkpoint blocks (MambaSpec.num_prefill_checkpoint_blocks, charged in align

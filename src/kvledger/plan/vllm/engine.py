@@ -9,13 +9,12 @@ them from the budget (``pools_model_local`` is False).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kvledger import records
 from kvledger.derive.layers import Role
 from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.result import PoolRow, RankResult, layer_summary
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from kvledger.plan.vllm.layout import VllmPlan
 

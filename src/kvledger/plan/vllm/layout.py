@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.plan.request import MTP_METHODS, PlanRequest
@@ -31,6 +30,10 @@ from kvledger.plan.vllm.specs import (
     spec_name,
 )
 from kvledger.records import field, record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["GroupInfo", "VllmLayoutError", "VllmPlan", "plan_vllm", "plan_vllm_stage", "pp_stages"]
 

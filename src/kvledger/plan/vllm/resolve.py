@@ -9,8 +9,6 @@ read from an oracle, so a test can compare them with what vLLM logged.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
 from kvledger.plan.request import MTP_METHODS, PlanRequest
@@ -22,6 +20,10 @@ from kvledger.plan.vllm.specs import (
     QUANT_NVFP4,
 )
 from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
 

@@ -13,11 +13,14 @@ the way vLLM's do. Frozen dataclasses give exactly that equality.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import ceil_div
 from kvledger.records import fields, record, replace
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Self
 
 # KV quantization modes (vLLM ``KVQuantMode``).
 QUANT_NONE = "none"
