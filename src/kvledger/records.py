@@ -117,8 +117,8 @@ class _Plan:
         self.defaults = {name: f.default for name, f in fields.items()}
         self.factories = tuple((name, f.default_factory) for name, f in fields.items()
                                if f.default_factory is not MISSING)
-        self.required = tuple(name for name, f in fields.items()
-                              if f.default is MISSING and f.default_factory is MISSING)
+        self.required = frozenset(name for name, f in fields.items()
+                                  if f.default is MISSING and f.default_factory is MISSING)
         self.positional = tuple(name for name, f in fields.items() if not f.kw_only)
         self.shown = tuple(name for name, f in fields.items() if f.repr)
         compared = [name for name, f in fields.items() if f.compare]
@@ -148,12 +148,13 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     if len(values) != plan.count:
         unknown = ", ".join(repr(name) for name in kwargs if name not in plan.names)
         raise TypeError(f"{cls.__name__}() got unexpected keyword argument(s) {unknown}")
+    if not kwargs.keys() >= plan.required:
+        missing = ", ".join(repr(name) for name in plan.defaults
+                            if name in plan.required and name not in kwargs)
+        raise TypeError(f"{cls.__name__}() missing required argument(s) {missing}")
     for name, factory in plan.factories:
         if name not in kwargs:
             values[name] = factory()
-    for name in plan.required:
-        if values[name] is MISSING:
-            raise TypeError(f"{cls.__name__}() missing required argument {name!r}")
     self.__dict__.update(values)
     post_init = getattr(self, "__post_init__", None)
     if post_init is not None:

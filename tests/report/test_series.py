@@ -11,6 +11,7 @@ import pytest
 
 import kvledger.derive
 from kvledger import records
+from kvledger.derive import facts_cache
 from kvledger.plan.api import plan_model
 from kvledger.plan.layout import LAYOUTS
 from kvledger.plan.request import PlanRequest
@@ -149,11 +150,13 @@ def test_facts_are_derived_once_per_layout_not_per_point(monkeypatch: pytest.Mon
 
     # Every layout derives through kvledger.derive.derive_model (Layout.derive).
     monkeypatch.setattr(kvledger.derive, "derive_model", counting)
+    facts_cache.clear()
     data = build_report_data(LLAMA, _vllm(max_model_len=32768, gpu="H100-80GB"))
     planned = len(data.grid) * len(data.contexts) + len(data.layouts) * len(data.contexts)
     assert planned > 500  # hundreds of re-plans …
-    # … and the derivations: the headline plan, its facts for the grid, one per layout.
-    assert len(calls) == 2 + len(layout_names())
+    # … and at most these derivations: the headline plan, its facts for the grid, one per
+    # layout (fewer when the facts cache serves a layout the model's facts again).
+    assert 1 <= len(calls) <= 2 + len(layout_names())
 
 
 def test_layouts_follow_the_planners_registry(monkeypatch: pytest.MonkeyPatch) -> None:

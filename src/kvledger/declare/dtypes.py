@@ -101,6 +101,9 @@ def resolve_dtype(dtype: Any) -> KVDType:
     """
     if isinstance(dtype, KVDType):
         return dtype
+    found = _CANONICAL.get(dtype) if isinstance(dtype, str) else None
+    if found is not None:  # the common case, first: planning asks this for every page size
+        return found
     if type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype":
         dtype = str(dtype).removeprefix("torch.")
     if not isinstance(dtype, str):

@@ -12,8 +12,9 @@ tensor-parallel rank holds; each kind states its own rule (vLLM's, cited where i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from enum import StrEnum
+from operator import itemgetter
 
 from kvledger.declare.dtypes import KVDType, resolve_dtype
 from kvledger.derive.errors import ConfigError
@@ -21,7 +22,9 @@ from kvledger.records import field, fields, record, replace
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, Self
+    from typing import Any, ClassVar, Self, TypeVar
+
+    T = TypeVar("T")
 
 
 class Kind(StrEnum):
@@ -117,6 +120,23 @@ class LayerCache:
     def with_dtype(self, dtype: str) -> Self:
         return replace(self, dtype=resolve_dtype(dtype).name)
 
+    def at(self, index: int, role: Role | None = None) -> Self:
+        """These facts for the layer at ``index`` (and ``role``): a family derives one layer
+        of each kind and places it at every index of that kind.
+
+        A copy, not a new construction: ``__post_init__`` checked these facts once, and an
+        index or a role changes none of what it checks. Why not ``replace``: it validates
+        every field again, for every layer of a 100-layer model, on each derivation.
+        """
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ConfigError(f"layer index must be an integer >= 0, got {index!r}")
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.__dict__["index"] = index
+        if role is not None:
+            copy.__dict__["role"] = Role(role)
+        return copy
+
     def describe(self) -> dict[str, Any]:
         """A flat, JSON-ready description (for ``kvledger inspect --json``)."""
         out: dict[str, Any] = {"index": self.index, "kind": str(self.kind), "role": str(self.role)}
@@ -159,9 +179,10 @@ class Attention(LayerCache):
         )
 
     def split(self, tp: int) -> Self:
-        return replace(
-            self, k_heads=split_heads(self.k_heads, tp), v_heads=split_heads(self.v_heads, tp)
-        )
+        k_heads, v_heads = split_heads(self.k_heads, tp), split_heads(self.v_heads, tp)
+        if (k_heads, v_heads) == (self.k_heads, self.v_heads):
+            return self  # frozen: the same facts need no copy
+        return replace(self, k_heads=k_heads, v_heads=v_heads)
 
 
 @record(frozen=True, kw_only=True)
@@ -286,7 +307,7 @@ class RecurrentState(LayerCache):
         return sum(t.nbytes for t in self.tensors())
 
     def split(self, tp: int) -> Self:
-        return replace(self, tp=tp)
+        return self if tp == self.tp else replace(self, tp=tp)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -295,6 +316,37 @@ class RecurrentState(LayerCache):
             {"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in self.tensors()
         ]
         return out
+
+
+@record(frozen=True)
+class LayerGroup:
+    """Layers whose facts are equal but for their index: planned once, counted ``len(indices)``
+    times (most models have one to four such groups, however many layers they have)."""
+
+    layer: LayerCache  # the first of them (its index is indices[0])
+    indices: tuple[int, ...]  # every member's ``index``, in the order of ``ModelFacts.layers``
+    ordinals: tuple[int, ...]  # every member's position in ``ModelFacts.layers``
+
+
+# Per record class: the values of every field but ``index``, read from the instance dict.
+_FACTS_BUT_INDEX: dict[type, Any] = {}
+
+
+def group_layers(layers: Sequence[LayerCache]) -> tuple[LayerGroup, ...]:
+    """``layers`` as groups of equal facts (all fields but ``index``), in order of first
+    appearance. Two layers of different classes are never in one group."""
+    members: dict[tuple[Any, ...], list[int]] = {}
+    for ordinal, layer in enumerate(layers):
+        cls = type(layer)
+        getter = _FACTS_BUT_INDEX.get(cls)
+        if getter is None:
+            getter = itemgetter(*[f.name for f in fields(cls) if f.name != "index"])
+            _FACTS_BUT_INDEX[cls] = getter
+        members.setdefault((cls, getter(layer.__dict__)), []).append(ordinal)
+    return tuple(
+        LayerGroup(layers[ords[0]], tuple(layers[o].index for o in ords), tuple(ords))
+        for ords in members.values()
+    )
 
 
 @record(frozen=True)
@@ -318,6 +370,28 @@ class ModelFacts:
     extras: dict[str, Any] = field(default_factory=dict)
     # A size the config states two ways that disagree, derived as vLLM's model code does.
     warnings: tuple[str, ...] = ()
+
+    @property
+    def groups(self) -> tuple[LayerGroup, ...]:
+        """``layers`` as groups of identical layers (``group_layers``), computed once per
+        facts object: a layout plans each group once, whatever the number of layers."""
+        return self.cached("groups", lambda: group_layers(self.layers))
+
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per facts object and ``key``: a view of these facts that a
+        layout would otherwise rebuild for every request (the facts are frozen, so it never
+        goes stale). Derive a model once and plan it many times to use it.
+
+        The memo sits beside the fields — equality, hashing and ``replace`` see fields only —
+        and is written past the frozen ``__setattr__``, as ``functools.cached_property`` does.
+        """
+        memo: dict[Hashable, Any] | None = self.__dict__.get("_memo")
+        if memo is None:
+            memo = self.__dict__["_memo"] = {}
+        if key not in memo:
+            memo[key] = compute()
+        found: T = memo[key]
+        return found
 
     def by_role(self, role: Role) -> tuple[LayerCache, ...]:
         return tuple(layer for layer in self.layers if layer.role == role)

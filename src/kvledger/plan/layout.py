@@ -145,11 +145,13 @@ class Layout(ABC):
     default_gpu_memory_utilization: float = 0.9  # vLLM's
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
-        """The model's facts with the requested KV dtype (``auto``: the model's own)."""
+        """The model's facts with the requested KV dtype (``auto``: the model's own), derived
+        once per model and option and reused by later requests (``derive.facts_cache``)."""
         from kvledger.derive import derive_model
+        from kvledger.derive.facts_cache import facts_for
 
         dtype = None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
-        return derive_model(source, kv_cache_dtype=dtype)
+        return facts_for(source, dtype, lambda s: derive_model(s, kv_cache_dtype=dtype))
 
     def check(self, request: PlanRequest) -> None:  # noqa: B027 - a default, not abstract
         """Refuse, naming the option, what this layout does not reproduce. Default: nothing."""

@@ -28,7 +28,6 @@ from kvledger.derive.kvdtype import model_dtype
 from kvledger.derive.layers import FullAttention, LayerCache, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import GatedDeltaNetState
-from kvledger.records import replace
 
 FAMILY = "gdn"
 
@@ -144,4 +143,4 @@ def derive(text: Config, kv_dtype: str, *, mtp_key: str = NEXTN) -> Derived:
 
 
 def _at(template: LayerCache, index: int, role: Role) -> LayerCache:
-    return replace(template, index=index, role=role)
+    return template.at(index, role)

@@ -37,7 +37,7 @@ from kvledger.derive.kvdtype import model_dtype
 from kvledger.derive.layers import MLA, Indexer, Kind, LayerCache, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import KDAState
-from kvledger.records import record, replace
+from kvledger.records import record
 
 FAMILY = "kda"
 
@@ -134,7 +134,7 @@ def _mla(text: Config, kv_dtype: str) -> MLA:
 
 
 def _at(template: LayerCache, index: int, role: Role = Role.DECODER) -> LayerCache:
-    return replace(template, index=index, role=role)
+    return template.at(index, role)
 
 
 def _kimi_kda_flags(text: Config, lac: Mapping[str, Any], n: int) -> list[bool]:

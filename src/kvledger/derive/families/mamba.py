@@ -28,7 +28,6 @@ from kvledger.derive.kvdtype import model_dtype
 from kvledger.derive.layers import FullAttention, LayerCache, NoCache, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import Mamba1State, Mamba2State
-from kvledger.records import replace
 
 FAMILY = "mamba"
 
@@ -36,7 +35,7 @@ NEMOTRON_SYMBOLS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 def _at(template: LayerCache, index: int, role: Role = Role.DECODER) -> LayerCache:
-    return replace(template, index=index, role=role)
+    return template.at(index, role)
 
 
 def _dense_attention(cfg: Config, kv_dtype: str) -> FullAttention:

@@ -172,7 +172,7 @@ def validate_compressed_tensors_kv_scheme(scheme: Mapping[str, Any]) -> None:
 
 def resolve_cache_dtype(facts: ModelFacts, option: str) -> CacheDtype:
     """``cache_config.cache_dtype`` after engine-config resolution and model construction."""
-    kinds = frozenset(layer.kind for layer in facts.layers if layer.owns_memory)
+    kinds = frozenset(g.layer.kind for g in facts.groups if g.layer.owns_memory)
     return cache_dtype_for(facts.config, facts.hf_quant_config, kinds, option)
 
 

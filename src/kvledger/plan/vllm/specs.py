@@ -13,6 +13,7 @@ the way vLLM's do. Frozen dataclasses give exactly that equality.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import ceil_div
@@ -93,6 +94,15 @@ class KVCacheSpec:
 
     @property
     def page_size_bytes(self) -> int:
+        """Bytes of one page: computed once per spec object (a frozen value), because block
+        sizes, grouping and block counts each ask for it. Kinds define ``page_bytes``."""
+        found: int | None = self.__dict__.get("_page_size_bytes")
+        if found is None:
+            # A memo beside the fields (equality, hashing and ``replace`` see fields only).
+            found = self.__dict__["_page_size_bytes"] = self.page_bytes()
+        return found
+
+    def page_bytes(self) -> int:
         raise NotImplementedError
 
     @property
@@ -160,8 +170,7 @@ class AttentionSpec(KVCacheSpec):
             self._row_bytes(self.head_size) + self._row_bytes(self.head_size_v)
         )
 
-    @property
-    def page_size_bytes(self) -> int:
+    def page_bytes(self) -> int:
         # vLLM ``AttentionSpec.page_size_bytes``: per-token-head quantization carves its
         # fp32 K and V scales out of the same allocation: + 2 * block * heads * 4.
         page = self.real_page_size_bytes
@@ -292,8 +301,7 @@ class MambaSpec(KVCacheSpec):
             total += resolve_dtype(dtype).nbytes(numel)
         return total
 
-    @property
-    def page_size_bytes(self) -> int:
+    def page_bytes(self) -> int:
         real = self.real_page_size_bytes
         if self.page_size_padded is not None:
             if self.page_size_padded < real:
@@ -348,13 +356,28 @@ class UniformTypeSpecs:
     @property
     def page_size_bytes(self) -> int:
         # vLLM: the group's page is the sum of its layers' pages.
-        return sum(s.page_size_bytes for s in self.specs)
+        return sum(s.page_size_bytes * n for s, n in counted(self.specs))
 
     def blocks_per_request(self, ctx: SpecContext) -> int:
         # vLLM ``UniformTypeKVCacheSpecs.max_memory_usage_pages``: every layer needs the
         # same number of its own pages; the group needs that many blocks.
-        counts = {s.blocks_per_request(ctx) for s in self.specs}
+        counts = {s.blocks_per_request(ctx) for s, _ in counted(self.specs)}
         return max(counts)
+
+
+def counted(specs: Iterable[KVCacheSpec]) -> list[tuple[KVCacheSpec, int]]:
+    """The distinct spec objects of ``specs`` with how often each occurs, in order.
+
+    Layers with equal facts share one spec object (the layout builds one per layer group), so
+    a page size is computed once per object, not once per layer."""
+    found: dict[int, list[Any]] = {}
+    for spec in specs:
+        entry = found.get(id(spec))
+        if entry is None:
+            found[id(spec)] = [spec, 1]
+        else:
+            entry[1] += 1
+    return [(spec, n) for spec, n in found.values()]
 
 
 def spec_name(spec: KVCacheSpec | UniformTypeSpecs) -> str:
