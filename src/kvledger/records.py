@@ -106,10 +106,10 @@ def field(*, default: Any = MISSING, default_factory: Any = MISSING, compare: bo
 class _Plan:
     """What the shared methods need of one record class, computed once when it is decorated."""
 
-    __slots__ = ("count", "defaults", "factories", "key", "names", "positional", "required",
-                 "shown")
+    __slots__ = ("count", "defaults", "factories", "key", "names", "positional", "post_init",
+                 "required", "shown")
 
-    def __init__(self, fields: dict[str, Field]) -> None:
+    def __init__(self, fields: dict[str, Field], post_init: bool) -> None:
         self.names = frozenset(fields)
         self.count = len(fields)
         # Every field in order, MISSING for those without a plain default, so that one dict
@@ -121,6 +121,9 @@ class _Plan:
                                   if f.default is MISSING and f.default_factory is MISSING)
         self.positional = tuple(name for name, f in fields.items() if not f.kw_only)
         self.shown = tuple(name for name, f in fields.items() if f.repr)
+        # As dataclasses: whether ``__init__`` calls ``__post_init__`` is decided when the
+        # class is decorated (the call itself finds a subclass's override).
+        self.post_init = post_init
         compared = [name for name, f in fields.items() if f.compare]
         # The compared values as one tuple, read from the instance dict in C.
         if len(compared) > 1:
@@ -156,9 +159,8 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
         if name not in kwargs:
             values[name] = factory()
     self.__dict__.update(values)
-    post_init = getattr(self, "__post_init__", None)
-    if post_init is not None:
-        post_init()
+    if plan.post_init:
+        self.__post_init__()
 
 
 def _eq(self: Any, other: Any) -> Any:
@@ -220,7 +222,7 @@ def _process(cls: type[T], frozen: bool, kw_only: bool, eq: bool) -> type[T]:
         fields[name] = spec  # a redefined base field keeps its place (dict order)
     own = cls.__dict__
     setattr(cls, "__record_fields__", fields)  # noqa: B010 - mypy: not a declared attribute
-    setattr(cls, "__record_plan__", _Plan(fields))  # noqa: B010
+    setattr(cls, "__record_plan__", _Plan(fields, hasattr(cls, "__post_init__")))  # noqa: B010
     if "__init__" not in own:
         setattr(cls, "__init__", _init)  # noqa: B010
     if "__repr__" not in own:

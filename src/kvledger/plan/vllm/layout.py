@@ -10,7 +10,7 @@ counts its blocks from the same per-GPU budget, and all stages use the smallest 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
 from kvledger.plan.request import MTP_METHODS, PlanRequest
@@ -78,7 +78,10 @@ class VllmPlan:
     available_bytes: int
     vllm_refuses_to_start: bool
     groups: tuple[GroupInfo, ...]
-    layer_specs: tuple[tuple[dict[str, Any], int], ...]
+    # The planned layers' distinct specs (this stage's layers: ``spec_members``, None for
+    # all), kept as specs: ``layer_specs`` describes them only when asked.
+    spec_buckets: tuple[Bucket, ...]
+    spec_members: frozenset[int] | None
     resolved: Resolved
     mamba_block_size: int | None
     mamba_page_size_padded: int | None
@@ -92,6 +95,12 @@ class VllmPlan:
     @property
     def reserved_bytes(self) -> int:
         return self.num_blocks * self.bytes_per_block
+
+    @property
+    def layer_specs(self) -> tuple[tuple[dict[str, Any], int], ...]:
+        """Each distinct spec of the planned layers with its layer count, in order of first
+        layer: what vLLM reports as its unique layer specs (the oracle's ``layer_specs``)."""
+        return _layer_specs(self.spec_buckets, self.spec_members)
 
     def pools(self) -> list[dict[str, Any]]:
         """The plan as pool rows: vLLM keeps one block pool shared by every group."""
@@ -299,7 +308,7 @@ def _group_info(group: Group, ctx: SpecContext) -> GroupInfo:
 
 
 def _layer_specs(
-    buckets: tuple[Bucket, ...], members: set[int] | None
+    buckets: tuple[Bucket, ...], members: Set[int] | None
 ) -> tuple[tuple[dict[str, Any], int], ...]:
     """Each distinct spec of ``members`` (None: every planned layer) with its layer count, in
     order of first layer: what vLLM reports as its unique layer specs."""
@@ -383,7 +392,8 @@ def _plan(
         available_bytes=available_bytes,
         vllm_refuses_to_start=math.refuses_to_start,
         groups=tuple(_group_info(g, prep.ctx) for g in groups),
-        layer_specs=_layer_specs(prep.grouping.buckets, members),
+        spec_buckets=prep.grouping.buckets,
+        spec_members=None if members is None else frozenset(members),
         resolved=prep.res,
         mamba_block_size=prep.sizes.mamba_block_size,
         mamba_page_size_padded=prep.sizes.mamba_page_size_padded,
