@@ -223,18 +223,19 @@ def _process(cls: type[T], frozen: bool, kw_only: bool, eq: bool) -> type[T]:
     own = cls.__dict__
     setattr(cls, "__record_fields__", fields)  # noqa: B010 - mypy: not a declared attribute
     setattr(cls, "__record_plan__", _Plan(fields, hasattr(cls, "__post_init__")))  # noqa: B010
-    if "__init__" not in own:
-        setattr(cls, "__init__", _init)  # noqa: B010
-    if "__repr__" not in own:
-        setattr(cls, "__repr__", _repr)  # noqa: B010
+    methods: dict[str, Any] = {"__init__": _init, "__repr__": _repr}
     if eq and "__eq__" not in own:
-        setattr(cls, "__eq__", _eq)  # noqa: B010
+        methods["__eq__"] = _eq
         if "__hash__" not in own:
             # As dataclasses: a frozen value hashes by its fields; a mutable one is unhashable.
-            setattr(cls, "__hash__", _hash if frozen else None)  # noqa: B010
+            methods["__hash__"] = _hash if frozen else None
     if frozen:
-        setattr(cls, "__setattr__", _frozen_setattr)  # noqa: B010
-        setattr(cls, "__delattr__", _frozen_delattr)  # noqa: B010
+        methods.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr)
+    for name, method in methods.items():
+        # A record subclass inherits them from its record base: setting an attribute on a
+        # class is not free (it resets the type's caches), and this runs at start-up.
+        if name not in own and getattr(cls, name) is not method:
+            setattr(cls, name, method)
     return cls
 
 

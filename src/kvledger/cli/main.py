@@ -240,7 +240,10 @@ def _finite(value: Any) -> Any:
 
 
 def _emit_json(data: Any) -> None:
-    text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
+    try:
+        text = json.dumps(data, indent=2, default=str, allow_nan=False)
+    except ValueError:  # an inf/NaN somewhere: only then walk the whole object to null it
+        text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
     sys.stdout.write(text + "\n")
 
 
