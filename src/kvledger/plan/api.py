@@ -21,7 +21,6 @@ from kvledger.plan.budget import Budget, Reserves, given_budget
 from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, engine_label, get_layout
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult
-from kvledger.plan.speculative import check_speculation
 from kvledger.source.model_source import ModelSource
 from kvledger.source.resolve import load_source
 
@@ -138,7 +137,11 @@ def plan_model(
     layout = get_layout(request.engine)
     layout.check(request)
     facts, source = load_facts(model, request)
-    spec_warnings = check_speculation(facts, request)
+    spec_warnings: list[str] = []
+    if request.num_speculative_tokens:  # the check's module is imported only when it applies
+        from kvledger.plan.speculative import check_speculation
+
+        spec_warnings = check_speculation(facts, request)
     budget, notes = _budget(layout, facts, source, request)
     local: tuple[LocalRow, ...] = ()
     stage_budgets = (budget.available_bytes,) * request.pipeline_parallel_size
