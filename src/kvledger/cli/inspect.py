@@ -7,7 +7,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-
 def index_ranges(indices: list[int]) -> str:
     """``[0, 1, 2, 4, 6, 7]`` → ``"0-2,4,6-7"``."""
     parts: list[str] = []
