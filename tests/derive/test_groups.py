@@ -51,3 +51,21 @@ def test_at_places_the_same_facts_at_another_index() -> None:
     assert layer.at(3) == full(3)
     with pytest.raises(ConfigError, match="index"):
         layer.at(-1)
+
+
+def test_a_layer_with_an_unhashable_fact_is_a_group_alone() -> None:
+    from collections.abc import Sequence
+
+    from kvledger.derive.layers import RecurrentState, StateTensor
+    from kvledger.records import record
+
+    @record(frozen=True, kw_only=True)
+    class ListState(RecurrentState):
+        sizes: list[int]  # a list field: facts that cannot be a dict key
+
+        def tensors(self) -> Sequence[StateTensor]:
+            return (StateTensor("s", tuple(self.sizes), "float32"),)
+
+    layers = [ListState(index=i, sizes=[4]) for i in range(3)]
+    groups = group_layers(layers)
+    assert [g.indices for g in groups] == [(0,), (1,), (2,)]

@@ -347,7 +347,10 @@ def group_layers(layers: Sequence[LayerCache]) -> tuple[LayerGroup, ...]:
         if getter is None:
             getter = itemgetter(*[f.name for f in fields(cls) if f.name != "index"])
             _FACTS_BUT_INDEX[cls] = getter
-        members.setdefault((cls, getter(layer.__dict__)), []).append(ordinal)
+        try:
+            members.setdefault((cls, getter(layer.__dict__)), []).append(ordinal)
+        except TypeError:  # a field value that cannot be hashed: the layer is a group alone
+            members[(cls, ordinal)] = [ordinal]
     return tuple(
         LayerGroup(layers[ords[0]], tuple(layers[o].index for o in ords), tuple(ords))
         for ords in members.values()
