@@ -114,17 +114,31 @@ class _Plan:
         self.count = len(fields)
         # Every field in order, MISSING for those without a plain default, so that one dict
         # merge with the call's keywords gives each field its value in field order.
-        self.defaults = {name: f.default for name, f in fields.items()}
-        self.factories = tuple((name, f.default_factory) for name, f in fields.items()
-                               if f.default_factory is not MISSING)
-        self.required = frozenset(name for name, f in fields.items()
-                                  if f.default is MISSING and f.default_factory is MISSING)
-        self.positional = tuple(name for name, f in fields.items() if not f.kw_only)
-        self.shown = tuple(name for name, f in fields.items() if f.repr)
+        self.defaults: dict[str, Any] = {}
+        factories: list[tuple[str, Any]] = []
+        required: list[str] = []
+        positional: list[str] = []
+        shown: list[str] = []
+        compared: list[str] = []
+        for name, f in fields.items():  # one pass: this runs for every class at start-up
+            self.defaults[name] = f.default
+            if f.default_factory is not MISSING:
+                factories.append((name, f.default_factory))
+            elif f.default is MISSING:
+                required.append(name)
+            if not f.kw_only:
+                positional.append(name)
+            if f.repr:
+                shown.append(name)
+            if f.compare:
+                compared.append(name)
+        self.factories = tuple(factories)
+        self.required = frozenset(required)
+        self.positional = tuple(positional)
+        self.shown = tuple(shown)
         # As dataclasses: whether ``__init__`` calls ``__post_init__`` is decided when the
         # class is decorated (the call itself finds a subclass's override).
         self.post_init = post_init
-        compared = [name for name, f in fields.items() if f.compare]
         # The compared values as one tuple, read from the instance dict in C.
         if len(compared) > 1:
             self.key: Callable[[dict[str, Any]], Any] = itemgetter(*compared)
