@@ -53,11 +53,18 @@ if TYPE_CHECKING:
 #   text_harmless        wrapper: {key: why} its text config may carry beyond what the inner
 #                        row lists (the wrapper's own training flags in a llama text_config)
 #   refused   vLLM 0.32 cannot serve this; derive refuses with this reason
+#   not_in_vllm  vLLM 0.32 has no model for this type, but kvledger's facts stand (another
+#             engine, or an older vLLM, serves it): the vLLM layout refuses with this reason,
+#             ``--engine native`` still plans it (a row's own field: like= does not inherit it)
+#   vllm_no_cache_config  vLLM's model file builds its Attention without cache_config, so
+#             --kv-cache-dtype never reaches the layers (why, citing the file): the vLLM
+#             layout keeps them at the model dtype (fp8 only for a compressed-tensors scheme)
 if TYPE_CHECKING:  # an alias for annotations only
     Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
-     "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "refused"}
+     "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "refused",
+     "not_in_vllm", "vllm_no_cache_config"}
 )
 
 
@@ -70,12 +77,22 @@ def T(**row: Any) -> Row:
     return row
 
 
+def _removed(model_type: str, architecture: str, last: str) -> str:
+    """``not_in_vllm`` for a type vLLM 0.32 lists in ``_PREVIOUSLY_SUPPORTED_MODELS``
+    (model_executor/models/registry.py), in the words ``_raise_for_unsupported`` uses."""
+    return (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
+            f"{architecture} was supported in vLLM until v{last}, and is not supported "
+            "anymore')")
+
+
 # -- keys every level may carry ------------------------------------------------------------
-# Read by derive itself (derive/__init__.py, quant.py, config.py) for every model type; the
-# quantization blocks are checked key by key by their own vocabulary (guard.check_level).
+# Read by derive itself (derive/__init__.py, max_len.py, quant.py, config.py) for every model
+# type; the quantization blocks are checked key by key by their own vocabulary
+# (guard.check_level). The length keys are max_len.MAX_LEN_KEYS (vLLM's own list).
 CORE_KEYS = frozenset(
     {"max_position_embeddings", "max_target_positions", "torch_dtype", "dtype",
-     "quantization_config", "compression_config"}
+     "quantization_config", "compression_config", "n_positions", "max_seq_len", "seq_length",
+     "model_max_length", "max_sequence_length", "max_seq_length", "seq_len"}
 )
 
 _DROPOUT = "training-time dropout; inference keeps nothing for it"
@@ -181,6 +198,62 @@ _MAMBA2_HARMLESS = {
     "use_mamba_kernels": "kernel choice", "mamba_proj_bias": _WEIGHTS,
     "use_conv_bias": _WEIGHTS, "mamba_hidden_act": "an activation",
     "moe_shared_expert_intermediate_size": _MLP, "moe_shared_expert_overlap": _MOE,
+}
+
+# Keys of the coverage wave's dense decoders whose names look cache-affecting; each reason was
+# checked against the vLLM 0.32 model file named in the row (grep: none of these reaches an
+# Attention's heads, head size or window).
+_RESIDUAL = "where the residual connection or a norm sits: activations, not cache"
+_HARMLESS_DENSE = {
+    "add_bias_linear": _WEIGHTS, "add_qkv_bias": _WEIGHTS, "use_qkv_bias": _WEIGHTS,
+    "skip_bias_add_qkv": "Megatron's bias-fusion flag; vLLM's bloom.py does not read it",
+    "apply_query_key_layer_scaling": _SCORE, "scale_attention_softmax_in_fp32": _SCORE,
+    "apply_residual_connection_post_layernorm": _RESIDUAL, "post_layer_norm": _RESIDUAL,
+    "do_layer_norm_before": _RESIDUAL,
+    "parallel_attn": "attention and MLP side by side in one block: wiring, not cache",
+    "attn_implementation": _RUNTIME,
+    "pre_allocate_kv_cache": "transformers' own generate() buffer option; vLLM's paged cache "
+                             "does not read it",
+    "n_inner": _MLP,
+    "num_attention_heads_per_layer": "query heads per layer; every layer keeps "
+                                     "num_key_value_heads KV heads (vLLM laguna.py)",
+    "use_bidirectional_attention": "not read by vLLM's laguna.py / muse_glimmer.py: they build "
+                                   "causal decoder attention either way",
+    "layer_rope_theta": "per-layer RoPE bases; vLLM's muse_glimmer.py does not read it (it "
+                        "takes RoPE/NoPE from no_rope_layers)",
+}
+
+
+def _gone(architecture: str, last: str, *, also: str = "") -> str:
+    """``refused`` for an architecture vLLM 0.32 dropped, in ``_raise_for_unsupported``'s
+    words (model_executor/models/registry.py)."""
+    return (f"vLLM 0.32 no longer serves {architecture} ('Model architecture {architecture} "
+            f"was supported in vLLM until v{last}, and is not supported anymore')"
+            + (f"; {also}" if also else ""))
+
+
+def _remote(model_type: str, architecture: str, *, also: str = "") -> str:
+    """``refused`` for a type vLLM 0.32 has a model for but no config class: it loads only
+    with --trust-remote-code (transformers' error without it, quoted)."""
+    return (f"model_type '{model_type}' has no transformers 5.19 or vLLM 0.32 config class, so "
+            f"vLLM 0.32 serves {architecture} only with --trust-remote-code, running the "
+            "checkpoint's own configuration code ('The repository ... contains custom code "
+            "which must be executed to correctly load the model'); kvledger does not run "
+            "remote code" + (f"; {also}" if also else ""))
+
+
+def _dense(*keys: str) -> dict[str, str]:
+    """The ``_HARMLESS_DENSE`` entries one row needs."""
+    return {k: _HARMLESS_DENSE[k] for k in keys}
+
+
+_MINICPM3_HARMLESS = {
+    **dict.fromkeys(("kv_lora_rank", "q_lora_rank"),
+                    "low-rank projections: vLLM's minicpm3.py up-projects and caches full "
+                    "per-head K/V"),
+    "num_key_value_heads": "not read: vLLM's minicpm3.py gives every query head its own K/V",
+    "head_dim": "MiniCPM3Config sets it to qk_rope_head_dim for RoPE; the cache width is "
+                "qk_nope_head_dim + qk_rope_head_dim",
 }
 
 
@@ -307,6 +380,162 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "cohere": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="CohereConfig",
                     defaults={"max_position_embeddings": 8192},
                     vllm="commandr.py (v1: no window)"),
+        # -- dense (coverage wave, vLLM registry) ---------------------------------------------
+        # Llama-like decoders routed to the standard handler.
+        "gemma": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="GemmaConfig",
+                   defaults={"num_key_value_heads": 16, "head_dim": 256,
+                             "max_position_embeddings": 8192},
+                   vllm="gemma.py"),
+        "granite": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="GraniteConfig",
+                     defaults={"max_position_embeddings": 2048},
+                     vllm="granite.py (layer_types/SWA variants not checked: refused by key)"),
+        "stablelm": T(handler="standard:derive", keys=STANDARD_KEYS,
+                      config_class="StableLmConfig",
+                      harmless=_dense("use_qkv_bias"),
+                      defaults={"num_key_value_heads": 32, "max_position_embeddings": 4096},
+                      options={"stated_head_dim": False},
+                      vllm="stablelm.py (head_dim = hidden_size // num_attention_heads)"),
+        "opt": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="OPTConfig",
+                 harmless=_dense("do_layer_norm_before"),
+                 defaults={"max_position_embeddings": 2048}, options={"stated_head_dim": False},
+                 vllm="opt.py (multi-head, hidden_size // num_attention_heads)"),
+        # ministral3 (Devstral-2-123B, text only) uses the multimodal group's row below.
+        "laguna": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                    harmless=_dense("num_attention_heads_per_layer",
+                                    "use_bidirectional_attention"),
+                    config_class="LagunaConfig",
+                    defaults={"num_key_value_heads": 8, "head_dim": 128, "sliding_window": 512,
+                              "max_position_embeddings": 131072},
+                    vllm="laguna.py"),
+        "exaone4": T(handler="layer_patterns:derive",
+                     keys=_WINDOW_KEYS | {"sliding_window_pattern"},
+                     config_class="Exaone4Config",
+                     defaults={"num_key_value_heads": 32, "sliding_window": 4096,
+                               "max_position_embeddings": 2048},
+                     options={"every": 4},
+                     vllm="exaone4.py"),
+        # Served by vLLM 0.32's Transformers backend (registry _TRANSFORMERS_SUPPORTED_MODELS;
+        # transformers/base.py _create_attention_instances: KV heads and head size from
+        # ModelArchConfigConvertorBase, a per-layer window where layer_types says sliding, the
+        # engine-level window otherwise — the standard handler's rules).
+        "gpt_neox": T(handler="standard:derive", keys=STANDARD_KEYS,
+                      config_class="GPTNeoXConfig", defaults={"max_position_embeddings": 2048},
+                      vllm="Transformers backend (GPTNeoXForCausalLM)"),
+        "phi": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="PhiConfig",
+                 defaults={"max_position_embeddings": 2048},
+                 vllm="Transformers backend (PhiForCausalLM)"),
+        "olmo2": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="Olmo2Config",
+                   defaults={"max_position_embeddings": 2048},
+                   vllm="Transformers backend (Olmo2ForCausalLM)"),
+        "olmo3": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                   config_class="Olmo3Config",
+                   defaults={"sliding_window": 4096, "max_position_embeddings": 2048},
+                   options={"every": 4, "pattern_key": None},
+                   vllm="Transformers backend (Olmo3ForCausalLM)"),
+        "starcoder2": T(handler="standard:derive", keys=_WINDOW_KEYS,
+                        config_class="Starcoder2Config",
+                        harmless=_dense("scale_attention_softmax_in_fp32"),
+                        defaults={"num_key_value_heads": 2, "max_position_embeddings": 4096},
+                        vllm="Transformers backend (Starcoder2ForCausalLM)"),
+        # Pre-standard schemas (families/legacy_schemas.py) and special arithmetic.
+        "falcon": T(handler="legacy_schemas:falcon",
+                    keys={"num_hidden_layers", "num_attention_heads", "hidden_size", "n_embed",
+                          "num_kv_heads", "new_decoder_architecture", "multi_query", "n_head",
+                          "n_layer"},
+                    harmless=_dense("apply_residual_connection_post_layernorm",
+                                    "parallel_attn"),
+                    config_class="FalconConfig",
+                    defaults={"max_position_embeddings": 2048}, vllm="falcon.py",
+                    vllm_no_cache_config="vLLM's falcon.py builds its rotary and ALiBi "
+                                         "Attention without cache_config, and "
+                                         "Attention.__init__ then stores 'auto' (the model "
+                                         "dtype) whatever --kv-cache-dtype says"),
+        "chatglm": T(handler="legacy_schemas:chatglm",
+                     keys={"num_layers", "num_attention_heads", "hidden_size",
+                           "multi_query_attention", "multi_query_group_num", "kv_channels"},
+                     harmless=_dense("add_bias_linear", "add_qkv_bias",
+                                     "apply_query_key_layer_scaling",
+                                     "apply_residual_connection_post_layernorm",
+                                     "post_layer_norm", "attn_implementation"),
+                     config_class="vLLM ChatGLMConfig",
+                     defaults={"multi_query_group_num": 1, "seq_length": 2048},
+                     vllm="chatglm.py"),
+        "gpt_bigcode": T(handler="legacy_schemas:gpt_bigcode",
+                         keys={"n_layer", "n_head", "n_embd", "num_hidden_layers",
+                               "num_attention_heads", "hidden_size", "multi_query",
+                               "num_key_value_heads"},
+                         harmless=_dense("n_inner", "pre_allocate_kv_cache",
+                                         "scale_attention_softmax_in_fp32"),
+                         config_class="GPTBigCodeConfig", defaults={"n_positions": 1024},
+                         vllm="Transformers backend (GPTBigCodeForCausalLM)"),
+        "gptj": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
+                  harmless=_dense("n_inner"),
+                  config_class="GPTJConfig", defaults={"n_positions": 2048},
+                  vllm="gpt_j.py (multi-head, n_embd // n_head)"),
+        "bloom": T(handler="legacy_schemas:bloom",
+                   keys={"n_layer", "n_head", "num_hidden_layers", "num_attention_heads",
+                         "hidden_size", "n_embed"},
+                   harmless=_dense("apply_residual_connection_post_layernorm",
+                                   "skip_bias_add_qkv"),
+                   config_class="BloomConfig", vllm="bloom.py"),
+        "minicpm3": T(handler="minicpm3:derive",
+                      keys={"num_hidden_layers", "num_attention_heads", "hidden_size",
+                            "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
+                      harmless=_MINICPM3_HARMLESS,
+                      config_class="MiniCPM3Config",
+                      defaults={"qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+                                "max_position_embeddings": 32768},
+                      vllm="minicpm3.py (full K/V, not MLA)"),
+        "muse_glimmer": T(text_key="text_config", inner=("muse_glimmer_text",),
+                          config_class="vLLM MuseGlimmerConfig", vllm="muse_glimmer.py"),
+        "muse_glimmer_text": T(handler="layer_patterns:muse_glimmer",
+                               keys=_WINDOW_KEYS | {"no_rope_layers"},
+                               harmless=_dense("layer_rope_theta",
+                                               "use_bidirectional_attention"),
+                               config_class="vLLM MuseGlimmerTextConfig",
+                               defaults={"num_key_value_heads": 2, "head_dim": 128,
+                                         "sliding_window": 2048,
+                                         "max_position_embeddings": 16384},
+                               vllm="muse_glimmer.py"),
+        # Refused: vLLM 0.32 lists the architecture in _PREVIOUSLY_SUPPORTED_MODELS
+        # (model_executor/models/registry.py), or the model_type has no transformers 5.19 /
+        # vLLM config class, so vLLM loads it only by running the checkpoint's own code.
+        "baichuan": T(refused=_gone("BaichuanForCausalLM", "0.23.0",
+                                    also="BaiChuanForCausalLM (Baichuan-7B) likewise")),
+        "qwen": T(refused=_gone("QWenLMHeadModel", "0.23.0",
+                                also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2")),
+        "xverse": T(refused=_gone("XverseForCausalLM", "0.23.0")),
+        "internlm": T(refused=_gone("InternLMForCausalLM", "0.23.0",
+                                    also="InternLM v1; InternLM3 is served as internlm3")),
+        "mpt": T(refused=_gone("MptForCausalLM", "0.28.0", also="MPTForCausalLM likewise")),
+        "RefinedWeb": T(refused=_gone("RWForCausalLM", "0.28.0",
+                                      also="the pre-transformers Falcon-40B schema; the "
+                                           "model_type 'falcon' form of the same checkpoint "
+                                           "is served")),
+        "RefinedWebModel": T(refused=_gone("RWForCausalLM", "0.28.0",
+                                           also="the pre-transformers Falcon-7B schema; the "
+                                                "model_type 'falcon' form of the same "
+                                                "checkpoint is served")),
+        "stablelm_epoch": T(refused=_gone("StableLMEpochForCausalLM", "0.28.0",
+                                          also="vLLM serves StableLM as model_type "
+                                               "'stablelm'")),
+        "aquila": T(refused=_gone("AquilaForCausalLM", "0.24.0",
+                                  also="AquilaModel likewise")),
+        "persimmon": T(refused=_gone("PersimmonForCausalLM", "0.25.0")),
+        "jais": T(refused=_gone("JAISLMHeadModel", "0.22.0")),
+        "telechat": T(refused=_remote("telechat", "TeleChat2ForCausalLM",
+                                      also="the TelechatForCausalLM spelling (TeleChat2-115B) "
+                                           "is not in its registry at all ('Model "
+                                           "architectures ['TelechatForCausalLM'] are not "
+                                           "supported for now')")),
+        "exaone": T(refused=_remote("exaone", "ExaoneForCausalLM",
+                                    also="EXAONE-4 is served as exaone4")),
+        "internlm2": T(refused=_remote("internlm2", "InternLM2ForCausalLM")),
+        "internlm3": T(refused=_remote("internlm3", "InternLM3ForCausalLM",
+                                       also="vLLM routes it to llama.py once the remote "
+                                            "config has loaded")),
+        # minicpm (MiniCPM, MiniCPM4, MiniCPM-MoE) is refused by the moe-hybrid group's row.
+        "orion": T(refused=_remote("orion", "OrionForCausalLM")),
         # -- dense decoders with their own arithmetic (families/dense.py) --------------------
         "minimax_m2": T(handler="dense:minimax_m2",
                         keys=STANDARD_KEYS | {"attn_type_list", "use_mtp", "num_mtp_modules",
@@ -326,7 +555,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                            "blocksparse_triton_kernel_block_size": "kernel tiling",
                            "mup_attn_multiplier": _SCORE,
                            "attention_dropout_prob": _DROPOUT},
-                       vllm="phi3_small.py"),
+                       vllm="phi3_small.py (vLLM <= 0.9.2)",
+                       not_in_vllm=_removed("phi3small", "Phi3SmallForCausalLM", "0.9.2")),
         "gpt2": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
                   harmless={"n_ctx": "GPT-2's context length: positions, not per-token size",
                             "n_inner": _MLP},
@@ -388,13 +618,17 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      vllm="whisper.py"),
         "mllama": T(text_key="text_config", inner=("mllama_text_model",),
                     harmless={"image_token_index": _TOKEN}, config_class="MllamaConfig",
-                    vllm="mllama.py"),
+                    vllm="mllama.py (vLLM <= 0.10.2)",
+                    not_in_vllm=_removed("mllama", "MllamaForConditionalGeneration", "0.10.2")),
         "mllama_text_model": T(handler="encdec:mllama",
                                keys=STANDARD_KEYS | {"cross_attention_layers"},
                                config_class="MllamaTextConfig",
                                defaults={"num_key_value_heads": 8,
                                          "max_position_embeddings": 131072},
-                               vllm="mllama.py"),
+                               vllm="mllama.py (vLLM <= 0.10.2)",
+                               not_in_vllm=_removed("mllama_text_model",
+                                                    "MllamaForConditionalGeneration",
+                                                    "0.10.2")),
         # -- multi-head latent attention and DSA (families/mla.py) ---------------------------
         "deepseek_v2": T(handler="mla:derive", keys=_MLA_KEYS, harmless=_MLA_HARMLESS,
                          config_class="DeepseekV2Config",
@@ -441,13 +675,22 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                  "layernorm_linear_attention_beta", "layernorm_mlp_alpha",
                                  "layernorm_mlp_beta"), "DeepNorm residual scales"),
                             "shared_moe_mode": _MOE},
-                        vllm="minimax_text_01.py"),
+                        vllm="minimax_text_01.py (vLLM <= 0.23.0)",
+                        not_in_vllm=_removed("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0")),
         "minimax_m3": T(handler="minimax:m3",
                         keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
                               "hidden_size", "num_attention_heads", "sparse_attention_config",
                               "num_mtp_modules", "num_nextn_predict_layers"},
                         harmless={"attention_output_gate": "a gate on the attention output"},
-                        vllm="none for minimax_m3 (SGLang minimax_m3.py); see minimax_m3_text"),
+                        vllm="none for minimax_m3 (SGLang minimax_m3.py); see minimax_m3_text",
+                        # vLLM 0.32 registers MiniMaxM3SparseForCausalLM /
+                        # ...ForConditionalGeneration and the config types minimax_m3_vl /
+                        # minimax_m3_text / minimax_m3_mtp; MiniMaxAI's text-only file says
+                        # model_type minimax_m3 and MiniMaxM3ForCausalLM, neither of which
+                        # it knows.
+                        not_in_vllm="vLLM 0.32 has no model for model_type 'minimax_m3' "
+                                    "(MiniMaxM3ForCausalLM); it serves MiniMax-M3 as "
+                                    "minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)"),
         "minimax_m3_vl": T(text_key="text_config", inner=("minimax_m3_text",),
                            harmless={**_WRAPPER_TOKENS,
                                      "img_token_compression_config": "merges vision tokens "
@@ -520,7 +763,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                       config_class="Mistral3Config (text_config: AutoConfig, mistral by "
                                    "default)",
                       vllm="mistral3.py (language model from text_config)"),
-        # ministral3 is also a row of the dense group (coverage wave): keep one when merging.
+        # ministral3 is also what the dense group's Devstral-2-123B (text only) derives by.
         "ministral3": T(like="llama", config_class="Ministral3Config",
                         defaults={"num_key_value_heads": 8, "head_dim": 128,
                                   "hidden_size": 4096, "num_hidden_layers": 34,
@@ -849,8 +1092,8 @@ class Resolved:
     use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
 
     __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
-                 "name", "off", "options", "refused", "text_defaults", "text_harmless",
-                 "text_inline", "text_key", "vllm")
+                 "name", "not_in_vllm", "off", "options", "refused", "text_defaults",
+                 "text_harmless", "text_inline", "text_key", "vllm", "vllm_no_cache_config")
 
     def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
         self.name = name
@@ -870,6 +1113,8 @@ class Resolved:
         self.text_harmless: Mapping[str, str] = _ro(merged["text_harmless"])
         self.vllm: str = merged["vllm"]
         self.refused: str = merged["refused"]
+        self.not_in_vllm: str = merged["not_in_vllm"]
+        self.vllm_no_cache_config: str = merged["vllm_no_cache_config"]
 
     @property
     def is_wrapper(self) -> bool:
@@ -902,7 +1147,7 @@ def resolve(name: str) -> Resolved:
         "handler": "", "keys": frozenset(), "harmless": {}, "off": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
         "text_defaults": {}, "text_inline": False, "text_harmless": {}, "vllm": "",
-        "refused": "",
+        "refused": "", "not_in_vllm": "", "vllm_no_cache_config": "",
     }
     for row_name in reversed(chain):  # base first
         row = MODEL_TYPES[row_name]
@@ -914,9 +1159,12 @@ def resolve(name: str) -> Resolved:
         for field in ("harmless", "defaults", "options", "text_defaults", "text_harmless"):
             merged[field] = {**merged[field], **row.get(field, {})}
         for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner",
-                      "text_inline"):
+                      "text_inline", "vllm_no_cache_config"):
             if row.get(field):
                 merged[field] = row[field]
+    # Whether vLLM has a model is a fact about this model type alone: like= does not pass it
+    # on (minimax_m3_text, which vLLM serves, is like= minimax_m3, which it does not).
+    merged["not_in_vllm"] = MODEL_TYPES[name].get("not_in_vllm", "")
     out = Resolved(name, tuple(chain), merged)
     _RESOLVED[name] = out
     return out
