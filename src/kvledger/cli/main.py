@@ -33,7 +33,6 @@ from kvledger.cli.args import (
     tokens_at_least,
 )
 from kvledger.cli.errors import UsageError, report
-from kvledger.cli.inspect import inspect_payload
 from kvledger.cli.source_args import add_model as _add_model
 from kvledger.cli.source_args import model_source
 from kvledger.plan.layout import DEFAULT_ENGINE, LAYOUTS
@@ -383,6 +382,14 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
 
         render.render_fit(data)
     return 0
+
+
+def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
+    """``kvledger.cli.inspect.inspect_payload``, imported when ``inspect`` runs, not at every
+    start-up (bench/startup.py)."""
+    from kvledger.cli.inspect import inspect_payload as payload
+
+    return payload(model, kv_cache_dtype)
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> int:

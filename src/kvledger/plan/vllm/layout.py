@@ -20,7 +20,6 @@ from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
 from kvledger.plan.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
-from kvledger.plan.vllm.no_cache_config import layer_kv_dtype
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.vllm.specs import (
     AttentionSpec,
@@ -148,7 +147,13 @@ def not_in_vllm(model_type: str) -> str:
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     if absent := not_in_vllm(facts.model_type):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
-    res, kv_notes = layer_kv_dtype(facts, resolve(facts, request))
+    res = resolve(facts, request)
+    kv_notes: list[str] = []
+    if facts.model_type in MODEL_TYPES and resolve_row(facts.model_type).vllm_no_cache_config:
+        # Imported only for the model files it concerns (start-up: bench/startup.py).
+        from kvledger.plan.vllm.no_cache_config import layer_kv_dtype
+
+        res, kv_notes = layer_kv_dtype(facts, res)
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(g.layer.role is Role.MTP for g in facts.groups)):
         # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
