@@ -177,11 +177,14 @@ def readme_section(results: dict[str, Any], header: list[str],
     n_cases = sum(sizes.values())
     n_uniform = sum(q["truth"] is not None and q["truth"]["bytes_per_token"] is not None
                     for q in results["questions"])
+    n_models = len({q["model"] for q in results["questions"] if q["truth"] is not None})
     refused = report.refusal_questions(results)
     lines = [
         "## How accurate is it?", "",
         f"We asked kvledger (`--engine vllm`) and the calculators people use today the same "
-        f"questions vLLM 0.32 answered for {n_cases} real configurations (KV bytes per token, "
+        f"questions vLLM 0.32 answered in {n_cases} cases over {n_models} configurations (real "
+        "ones, a few with one quantization key added or a text config lifted out of its "
+        "wrapper; KV bytes per token, "
         "tokens that fit a KV budget, max concurrency at `max_model_len`; budgets, context "
         "lengths, TP, FP8 / NVFP4 KV, MTP), and compared with what vLLM's own planner "
         "computed; and kvledger `--engine sglang` with what SGLang 0.5.23's own pool sizing "
