@@ -183,8 +183,8 @@ def readme_section(results: dict[str, Any], header: list[str],
         "## How accurate is it?", "",
         f"We asked kvledger (`--engine vllm`) and the calculators people use today the same "
         f"questions vLLM 0.32 answered in {n_cases} cases over {n_models} configurations (real "
-        "ones, a few with one quantization key added or a text config lifted out of its "
-        "wrapper; KV bytes per token, "
+        "configs, a few edited or rebuilt from another source as their SOURCES files record; "
+        "KV bytes per token, "
         "tokens that fit a KV budget, max concurrency at `max_model_len`; budgets, context "
         "lengths, TP, FP8 / NVFP4 KV, MTP), and compared with what vLLM's own planner "
         "computed; and kvledger `--engine sglang` with what SGLang 0.5.23's own pool sizing "
