@@ -10,6 +10,11 @@ with compute capability 10.0).
 Metrics: ``kv_cache_tokens`` (SGLang's ``max_total_num_tokens``, the "#tokens" it logs),
 ``max_running_requests``, and bytes per token (SGLang's ``_cell_size``; single-stage cases).
 The peers (hf-mem, kvfit, vllm-wizard) have no SGLang mode: n/a.
+
+A case where SGLang itself refused (its ``expected`` holds the ``error``) is scored as
+``score.judge_refusal`` scores vLLM's refusals: kvledger matches when it refuses with SGLang's
+reason. Such a case may depend on an option kvledger takes no input for (an explicit
+``attention_backend``); the report names it.
 """
 
 from __future__ import annotations
@@ -30,10 +35,18 @@ OPTION_KEYS = ("max_running_requests", "max_total_tokens", "swa_full_tokens_rati
 
 
 def load() -> list[dict[str, Any]]:
+    """Every case: answered (``max_total_num_tokens``) or refused by SGLang (``error``)."""
     if not CASES.is_file():
         return []
-    return [json.loads(line) for line in CASES.read_text().splitlines() if line.strip()
-            and json.loads(line)["expected"].get("max_total_num_tokens") is not None]
+    cases = [json.loads(line) for line in CASES.read_text().splitlines() if line.strip()]
+    return [c for c in cases if c["expected"].get("max_total_num_tokens") is not None
+            or c["expected"].get("error")]
+
+
+def not_asked(case: dict[str, Any]) -> str:
+    """Options SGLang was run with that kvledger's request has no field for."""
+    return f"attention_backend={case['attention_backend']}" if case.get("attention_backend") \
+        else ""
 
 
 def _config(name: str) -> tuple[Path, Path | None] | None:
@@ -108,18 +121,30 @@ def score() -> dict[str, Any]:
     """Per-case outcomes for kvledger; the peers answer nothing about SGLang."""
     import tempfile
 
+    from score import judge_refusal, reason_of
+
     if str(ROOT / "src") not in sys.path:
         sys.path.append(str(ROOT / "src"))
-    cases = load()
-    rows = []
+    rows, refusals = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for case in cases:
+        for case in load():
             answer = ask(case, Path(tmp))
+            if tmp in answer.get("reason", ""):
+                answer["reason"] = answer["reason"].replace(tmp, "<model dir>")
+            if case["expected"].get("error"):
+                reason = reason_of(case["expected"]["error"])
+                refusals.append({"id": case["id"], "config": case["config"],
+                                 "sglang_error": case["expected"]["error"], "reason": reason,
+                                 "not_asked": not_asked(case), "answer": answer,
+                                 "outcome": judge_refusal(answer, reason)})
+                continue
             rows.append({"id": case["id"], "config": case["config"],
                          "outcome": outcome(answer, truth(case)), "answer": answer,
                          "truth": truth(case)})
-    return {"n": len(cases), "rows": rows,
-            "counts": dict(Counter(r["outcome"] for r in rows))}
+    return {"n": len(rows), "rows": rows,
+            "counts": dict(Counter(r["outcome"] for r in rows)),
+            "refusals": refusals,
+            "refusal_counts": dict(Counter(r["outcome"] for r in refusals))}
 
 
 def column(result: dict[str, Any], tool: str) -> str:
@@ -131,6 +156,34 @@ def column(result: dict[str, Any], tool: str) -> str:
         return "n/a (no SGLang mode)"
     within = result["counts"].get("within", 0)
     return f"{within}/{n} ({100 * within / n:.0f} %)"
+
+
+def refusal_column(result: dict[str, Any], tool: str) -> str:
+    """The README's cell for the cases SGLang refused to start on."""
+    n = len(result["refusals"])
+    if not n:
+        return "—"
+    if tool != "kvledger":
+        return "n/a"
+    same = result["refusal_counts"].get("same refusal", 0)
+    return f"{same}/{n} same refusal"
+
+
+def refusal_lines(result: dict[str, Any]) -> list[str]:
+    """The cases SGLang refused: its reason, and what kvledger said."""
+    if not result["refusals"]:
+        return []
+    out = ["SGLang refused to start on these; kvledger matches when it refuses with SGLang's "
+           "reason.", "",
+           "| case | config | SGLang's reason | SGLang options kvledger takes no input for | "
+           "kvledger | outcome |", "|---|---|---|---|---|---|"]
+    for row in result["refusals"]:
+        answer = row["answer"]
+        said = (answer.get("reason", "") if answer["status"] != "ok" else
+                "answered: " + ", ".join(f"{k} {v:,}" for k, v in answer["values"].items()))
+        out.append(f"| {row['id']} | {row['config'].removesuffix('.json')} | {row['reason']} | "
+                   f"{row['not_asked'] or '—'} | {said} | {row['outcome']} |")
+    return out
 
 
 def lines(result: dict[str, Any]) -> list[str]:
