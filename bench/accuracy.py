@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -81,44 +82,74 @@ def meta() -> dict[str, Any]:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": commit,
         "python": platform.python_version(),
-        "oracle": "vLLM 0.32.0 (../shared/oracles/vllm-0.32/cases.jsonl)",
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "oracle": "vLLM 0.32.0 (" + ", ".join(f"{label}: {where}"
+                                            for label, where in cases.SETS.values()) + ")",
         "command": COMMAND,
     }
 
 
-def write(results: dict[str, Any]) -> dict[str, list[str]]:
-    judged = report.judgements(results)
+def _header(results: dict[str, Any]) -> list[str]:
     m = results["meta"]
     n_cases = sum(q["truth"] is not None for q in results["questions"])
     n_models = len({q["model"] for q in results["questions"] if q["truth"] is not None})
     versions = ", ".join(f"{t} {results['versions'].get(t) or '—'}" for t in results["tools"])
-    header = [
-        f"Run {m['date']} on kvledger commit {m['commit']}, Python {m['python']}.",
-        f"Versions: {versions}. Truth: {m['oracle']}, {n_cases} cases over {n_models} models.",
+    sglang = results.get("sglang")
+    truth = (f"Truth: vLLM 0.32.0's own planner, {n_cases} cases over {n_models} models "
+             f"(../shared/oracles/vllm-0.32/, tests/oracles/vllm-0.32-*.jsonl)")
+    if sglang:
+        truth += (f"; SGLang 0.5.23's own pool sizing, {sglang['n']} cases "
+                  f"({sglang_accuracy.CASES.relative_to(ROOT)})")
+    return [
+        f"Run {m['date']} on kvledger commit {m['commit']}, {m['machine']}, "
+        f"Python {m['python']}.",
+        f"Versions: {versions}. {truth}.",
         f"Reproduce from a clean checkout: `{m['command']}`.",
     ]
+
+
+def write(results: dict[str, Any]) -> dict[str, list[str]]:
+    judged = report.judgements(results)
+    header = _header(results)
     sections = {
+        "by_set": report.by_set(results, judged),
         "summary": report.summary(results, judged),
         "per_metric": report.per_metric(results, judged),
         "per_model": report.per_model(results, judged),
     }
-    doc = ["# Accuracy: KV cache sizing against vLLM 0.32's own planner", "", *header, "",
-           "A case is *within* when every number the tool gave for it is within 0.1 % of "
-           "vLLM's; *wrong* when any is not; *refused* when the tool raised or declined "
+    repeats = results.get("repeats", [])
+    doc = ["# Accuracy: KV cache sizing against vLLM 0.32's and SGLang 0.5.23's own numbers", "",
+           *header, "",
+           "A case is *within* when every number the tool gave for it is within 0.1 % of the "
+           "engine's; *wrong* when any is not; *refused* when the tool raised or declined "
            "(failing closed); *n/a* when the tool has no such question (no budget input, no "
            "TP option). Concurrency from tools that answer whole sequences is judged against "
-           "vLLM's rounded down. Method: bench/README.md.", "",
-           "## Per tool (all oracle cases)", "", *sections["summary"], "",
-           "## Per tool and metric", "", *sections["per_metric"], "",
-           f"kvledger's \"vLLM would refuse to start\" verdict agrees with vLLM in "
-           f"{report.start_verdicts(results)} answered cases.", "",
+           "vLLM's rounded down. Where vLLM refused to start, a tool matches when it refuses "
+           "with vLLM's reason (never counted as within). Method: bench/README.md.", "",
+           "Sets of cases: *original* = the first cases (../shared/oracles/vllm-0.32/"
+           "cases.jsonl), which kvledger's vLLM layout was written against; *newer* = newer "
+           "checkpoints (coverage-cases.jsonl), added later, kvledger then fixed until it "
+           "matched them; *repo* = cases this repository ran through the same oracle "
+           "(tests/oracles/vllm-0.32-*.jsonl) while adding model types; *refusal* = runs of "
+           "those files where vLLM refused to start. All of them are also kvledger's tests: "
+           "none is held out."
+           + (f" {len(repeats)} repo runs reach the same question as an earlier one (a run "
+              "without --max-model-len beside one giving vLLM's default) and are asked once: "
+              + ", ".join(repeats) + "." if repeats else ""), "",
+           "## Summary", "", *sections["by_set"], "",
+           "## Per tool, all vLLM cases", "", *sections["summary"], "",
+           "## Per set of cases and tool", "", *report.per_set(results, judged), "",
+           "## Per tool and metric (all vLLM cases)", "", *sections["per_metric"], "",
+           f"kvledger's \"vLLM would refuse to start\" verdict (the max-length check after "
+           f"planning) agrees with vLLM in {report.start_verdicts(results)} answered cases.", "",
+           "## Where vLLM refused to start", "", *report.refusals(results), "",
+           *sglang_section(results),
            "## Per model: worst relative error over its cases and metrics", "",
            *sections["per_model"], "",
            "## Catalog models vLLM could not build (no truth: who answers, who refuses)", "",
            *report.catalog_only(results), "",
            "## Refusals, with the tool's own message", "", *report.refusal_reasons(results),
-           *sglang_section(results),
-           "## Every case", "", *report.per_case(results, judged), ""]
+           "## Every vLLM case", "", *report.per_case(results, judged), ""]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "accuracy.md").write_text("\n".join(doc))
     slim = dict(results)
@@ -134,33 +165,48 @@ def sglang_section(results: dict[str, Any]) -> list[str]:
     if not sglang:
         return []
     return ["## Against SGLang 0.5.23 (kvledger --engine sglang)", "",
-            "Truth: tests/oracles/sglang-0.5.23/cases.jsonl (SGLang's own pool sizing, "
+            f"Truth: {sglang_accuracy.CASES.relative_to(ROOT)} (SGLang's own pool sizing, "
             "scripts/oracles/sglang_cases.py). A case is within when max_total_num_tokens, "
             "max_running_requests and bytes per token are all within 0.1 %. The peers have no "
-            "SGLang mode.", "", *sglang["lines"], ""]
+            "SGLang mode.", "", *sglang["refusal_lines"], "", *sglang["lines"], ""]
 
 
 def readme_section(results: dict[str, Any], header: list[str],
                    sections: dict[str, list[str]]) -> str:
-    n_cases = sum(q["truth"] is not None for q in results["questions"])
+    sizes = report.set_sizes(results)
+    n_cases = sum(sizes.values())
     n_uniform = sum(q["truth"] is not None and q["truth"]["bytes_per_token"] is not None
                     for q in results["questions"])
+    n_models = len({q["model"] for q in results["questions"] if q["truth"] is not None})
+    refused = report.refusal_questions(results)
     lines = [
         "## How accurate is it?", "",
         f"We asked kvledger (`--engine vllm`) and the calculators people use today the same "
-        f"questions vLLM 0.32 answered for {n_cases} real configurations (KV bytes per token, "
+        f"questions vLLM 0.32 answered in {n_cases} cases over {n_models} configurations (real "
+        "configs, a few edited or rebuilt from another source as their SOURCES files record; "
+        "KV bytes per token, "
         "tokens that fit a KV budget, max concurrency at `max_model_len`; budgets, context "
-        "lengths, TP, FP8 KV), and compared with what vLLM's own planner computed. Each peer is "
-        "called through its library on the same config dict, offline. A case is *within* when "
-        "every number the tool gave is within 0.1 % of vLLM's; *refused* (failing closed) is "
-        "counted apart from *wrong*; *n/a* means the tool has no such input.", "",
+        "lengths, TP, FP8 / NVFP4 KV, MTP), and compared with what vLLM's own planner "
+        "computed; and kvledger `--engine sglang` with what SGLang 0.5.23's own pool sizing "
+        "computed. Each peer is called through its library on the same config dict, offline. "
+        "A case is *within* when every number the tool gave is within 0.1 % of the engine's.",
+        "", *sections["by_set"], "",
+        f"All {n_cases} vLLM cases: *refused* (failing closed) is counted apart from *wrong*; "
+        "*n/a* means the tool has no such input.", "",
         *sections["summary"], "",
-        *sections["per_metric"], "",
         "Read with care:",
-        "- kvledger's vLLM layout was written against these oracle cases (they are also in its "
-        "tests), so this shows it reproduces vLLM 0.32 on them, not how it does on a model "
+        "- None of these cases is held out: every one is also in kvledger's tests. Its vLLM "
+        f"layout was written against the {sizes.get('original', 0)} original cases; the "
+        f"{sizes.get('newer', 0)} newer checkpoints came later, and kvledger was then fixed "
+        f"until it matched them; the {sizes.get('repo', 0)} cases made with the code were run "
+        "through the same oracle by the engineers adding each model type, while they wrote "
+        "it. So this shows "
+        "kvledger reproduces vLLM 0.32 on every case we have, not how it does on a model "
         "nobody checked. For configs vLLM could not build, accuracy.md lists who answers and "
         "who refuses, without a score.",
+        *([f"- *vLLM refuses to start*: {len(refused)} runs where vLLM 0.32 stopped with an "
+           "error (" + "; ".join(_what(q) for q in refused) + "). A tool matches when it "
+           "refuses with vLLM's reason; these are not in *within*."] if refused else []),
         "- Bytes per token is scored only where vLLM made one KV cache group (uniform layers, "
         f"{n_uniform} cases); hf-mem answers nothing else (no budget input, no TP option), "
         "hence its n/a.",
@@ -168,33 +214,50 @@ def readme_section(results: dict[str, Any], header: list[str],
         "rounded down counts as within. vllm-wizard is asked with its defaults, including a "
         "15 % KV fragmentation margin.",
         *sglang_note(results), "",
-        "<details><summary>Per model: worst relative error</summary>", "",
-        *sections["per_model"], "", "</details>", "",
-        *header, "Full tables, every case and every refusal message: "
+        *header, "Per set, per metric, per model and per case, with every refusal message: "
         "[bench/results/accuracy.md](bench/results/accuracy.md).", "",
     ]
     return "\n".join(lines)
+
+
+def _what(q: dict[str, Any]) -> str:
+    """A refused run in a few words: its oracle line's ``why`` up to the colon, else vLLM's
+    reason."""
+    return (q.get("why") or q["vllm_reason"]).split(":")[0]
 
 
 def sglang_note(results: dict[str, Any]) -> list[str]:
     sglang = results.get("sglang")
     if not sglang:
         return []
-    return [f"- The SGLang column asks kvledger `--engine sglang` the {sglang['n']} questions "
-            "SGLang 0.5.23's own pool sizing answered (tests/oracles/sglang-0.5.23/cases.jsonl:"
-            " dense GQA, MLA, DSA, hybrid sliding-window, Gated DeltaNet and Mamba2 hybrids, "
-            "fp8 KV, TP, PP, page sizes, SGLang's options); within = #tokens, "
+    note = (f"- The SGLang columns ask kvledger `--engine sglang` the {sglang['n']} questions "
+            f"SGLang 0.5.23's own pool sizing answered ({sglang_accuracy.CASES.relative_to(ROOT)}"
+            ": dense GQA, MLA, DSA, hybrid sliding-window, Gated DeltaNet, Mamba2 and "
+            "short-conv hybrids, fp8 KV, TP, PP, page sizes, SGLang's options, one real config "
+            "per model type kvledger derives); within = #tokens, "
             "max_running_requests and bytes per token all within 0.1 %. The peers have no "
-            "SGLang mode (n/a). Those cases are also kvledger's tests."]
+            "SGLang mode (n/a). Those cases are also kvledger's tests.")
+    for row in sglang.get("refusals", []):
+        option, _, value = row["not_asked"].partition("=")
+        given = f" with `--{option.replace('_', '-')} {value}`" if option else ""
+        kvl = {"same refusal": "refuses with SGLang's reason",
+               "refused, other reason": "refuses, for another reason",
+               "answered": "answers it", "n/a": "could not be asked"}[row["outcome"]]
+        lack = " (it takes no such option)" if row["not_asked"] else ""
+        note += (f" SGLang refused `{row['id']}`{given} (\"{row['reason']}\"); kvledger "
+                 f"{kvl}{lack}.")
+    return [note]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--oracle", type=Path, default=cases.ORACLE)
+    parser.add_argument("--oracle-dir", type=Path, default=cases.ORACLE_DIR,
+                        help="the shared vLLM 0.32 oracle folder (cases.jsonl, "
+                             "coverage-cases.jsonl)")
     parser.add_argument("--tools", nargs="*", default=["kvledger", *PEERS],
                         help="subset of: kvledger hf-mem kvfit vllm-wizard")
     ns = parser.parse_args(argv)
-    questions = cases.all_questions(ns.oracle)
+    questions, repeats = cases.all_questions(ns.oracle_dir)
     tools = [t for t in ["kvledger", *PEERS] if t in ns.tools]
     got: dict[str, Any] = {}
     if "kvledger" in tools:
@@ -205,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"meta": meta(), "tools": tools,
                "versions": {t: got[t]["version"] for t in tools},
                "metrics": {t: got[t]["metrics"] for t in tools},
-               "questions": questions,
+               "questions": questions, "repeats": repeats,
                "answers": {t: got[t]["answers"] for t in tools}}
     if "kvledger" in tools:
         _kvledger_importable()
@@ -214,11 +277,15 @@ def main(argv: list[str] | None = None) -> int:
             results["sglang"] = {
                 "n": scored["n"], "counts": scored["counts"],
                 "columns": {t: sglang_accuracy.column(scored, t) for t in tools},
+                "refusals": scored["refusals"],
+                "refusal_columns": {t: sglang_accuracy.refusal_column(scored, t)
+                                    for t in tools},
+                "refusal_lines": sglang_accuracy.refusal_lines(scored),
                 "lines": sglang_accuracy.lines(scored)}
     sections = write(results)
-    print("\n".join(sections["summary"]))
+    print("\n".join(sections["by_set"]))
     print()
-    print("\n".join(sections["per_metric"]))
+    print("\n".join(sections["summary"]))
     print(f"\nwrote {RESULTS.relative_to(ROOT)}/accuracy.md, accuracy.json, README-section.md")
     return 0
 

@@ -1,14 +1,30 @@
 """The benchmark's questions and their true answers.
 
-Two sources:
-- every case of the vLLM oracle (../shared/oracles/vllm-0.32/cases.jsonl, computed by vLLM
-  0.32.0's own planner; see the README there): the question is the case's ``inputs`` on the
-  case's config (and ``hf_quant_config.json`` where the case had one); the truth is its
-  ``expected``;
-- every catalog model vLLM could not build (no oracle case): asked one default question
-  (8 GiB budget, TP 1, block size "auto" as vLLM defaults, ``max_model_len`` = min(its max
-  positions, 32768)); there is no truth,
-  so these only show who answers and who refuses.
+Every question carries a ``set``, so the report can keep apart what was known when the code was
+written from what came later:
+
+- ``original``: every case of ``../shared/oracles/vllm-0.32/cases.jsonl`` (the first 117,
+  computed by vLLM 0.32.0's own planner; see the README there);
+- ``newer``: every case of ``../shared/oracles/vllm-0.32/coverage-cases.jsonl`` (newer
+  checkpoints: FP8 / NVFP4 with ``hf_quant_config.json`` companions, Qwen3-VL, Nemotron-3, ...);
+- ``repo``: every answered case in this repository's ``tests/oracles/vllm-0.32-*.jsonl``, run
+  through the same oracle by the engineers who added those model types, while writing the code;
+- ``refusal``: every line of those files where vLLM refused to start (it carries vLLM's
+  ``error`` instead of ``expected``). The truth is the refusal: a tool matches when it refuses
+  too and its message gives vLLM's reason;
+- ``catalog``: every bundled catalog model no case covers (vLLM could not build it). Asked one
+  default question (8 GiB budget, TP 1, block size "auto" as vLLM defaults, ``max_model_len`` =
+  min(its max positions, 32768)); there is no truth, so these only show who answers and who
+  refuses.
+
+The question of an oracle case is the case's ``inputs`` on the case's config (and its
+``hf_quant_config.json`` where the case had one), found where the tests find it: this repo's
+``tests/oracles/configs/`` first, then the bundled catalog, then ``../shared/configs/`` (the
+catalog copies are byte-identical to the shared ones). Cases run with
+``inputs.weights_quant_stripped`` are asked with the verbatim config, as the tests plan them (the
+dropped block carries no KV scheme). Two runs that reach the same question (the same config,
+companion and resolved inputs: a run without ``--max-model-len`` beside one giving vLLM's own
+default) are asked once.
 
 True answers, per case:
 - ``bytes_per_token``: ``bytes_per_block / block_size``, vLLM's KV bytes per token per worker,
@@ -22,15 +38,31 @@ True answers, per case:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from score import reason_of
+
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "src" / "kvledger" / "derive" / "catalog"
-ORACLE = ROOT.parent / "shared" / "oracles" / "vllm-0.32" / "cases.jsonl"
+SHARED = ROOT.parent / "shared"
+ORACLE_DIR = SHARED / "oracles" / "vllm-0.32"
+ORACLE = ORACLE_DIR / "cases.jsonl"
+COVERAGE = ORACLE_DIR / "coverage-cases.jsonl"
+REPO_ORACLES = ROOT / "tests" / "oracles"
+REPO_GLOB = "vllm-0.32-*.jsonl"
 
 DEFAULT_BUDGET = 8 * 2**30
 DEFAULT_LEN_CAP = 32768
+
+# The sets, in report order: key -> (short label, where the truth came from).
+SETS = {
+    "original": ("original cases", "../shared/oracles/vllm-0.32/cases.jsonl"),
+    "newer": ("newer checkpoints", "../shared/oracles/vllm-0.32/coverage-cases.jsonl"),
+    "repo": ("cases made with the code", "tests/oracles/vllm-0.32-*.jsonl"),
+}
+REFUSALS_FROM = "tests/oracles/vllm-0.32-*.jsonl (lines with vLLM's error)"
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -39,52 +71,118 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _config_file(name: str) -> Path:
-    """The bundled copy (what kvledger ships), else ../shared/configs (the same bytes)."""
-    bundled = CATALOG / name
-    return bundled if bundled.is_file() else ROOT.parent / "shared" / "configs" / name
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def config_file(name: str) -> Path:
+    """Where the tests find a case's config (see the module docstring)."""
+    for folder in (REPO_ORACLES / "configs", CATALOG):
+        if (folder / name).is_file():
+            return folder / name
+    return SHARED / "configs" / name
 
 
 def model_id(config_file: str) -> str:
     return config_file.removesuffix(".json").replace("--", "/", 1)
 
 
-def oracle_cases(path: Path = ORACLE) -> list[dict[str, Any]]:
-    """One question per oracle line, with its truth."""
+def _companion(name: str) -> dict[str, Any]:
+    path = config_file(name)
+    return _read(path.with_name(path.name.removesuffix(".json") + ".hf_quant_config.json"))
+
+
+def _question(qid: str, kind: str, case: dict[str, Any], inputs: dict[str, Any],
+              truth: dict[str, Any] | None) -> dict[str, Any]:
+    name = case["config"]
+    return {
+        "id": qid,
+        "set": kind,
+        "source": case.get("_source", ""),
+        "model": model_id(name),
+        "config_file": name,
+        "config": _read(config_file(name)),
+        "hf_quant_config": _companion(name) if case.get("hf_quant_config") else None,
+        "inputs": inputs,
+        "max_model_len": inputs["max_model_len"],
+        "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"],
+        "kv_cache_dtype": inputs["kv_cache_dtype"],
+        "tensor_parallel_size": inputs["tensor_parallel_size"],
+        "block_size": inputs["block_size"],
+        "truth": truth,
+    }
+
+
+def _truth(case: dict[str, Any]) -> dict[str, Any]:
+    expected = case["expected"]
+    single_group = len(case.get("kv_cache_groups", [])) == 1
+    return {
+        "bytes_per_token": (expected["bytes_per_block"] / expected["block_size"]
+                            if single_group else None),
+        "kv_cache_tokens": expected["kv_cache_tokens"],
+        "max_concurrency": expected["max_concurrency"],
+        "vllm_refuses_to_start": expected["vllm_refuses_to_start"],
+    }
+
+
+def oracle_cases(path: Path = ORACLE, kind: str = "original",
+                 prefix: str = "case") -> list[dict[str, Any]]:
+    """One question per answered line of an oracle file, with its truth."""
     if not path.is_file():
         raise SystemExit(f"no oracle at {path} (the benchmark needs ../shared beside the repo)")
     out = []
-    for n, line in enumerate(path.read_text().splitlines()):
-        if not line.strip():
+    for n, case in enumerate(_lines(path)):
+        if "expected" not in case:
             continue
-        case = json.loads(line)
-        name = case["config"]
-        quant = None
-        if case.get("hf_quant_config"):
-            quant = _read(_config_file(name.removesuffix(".json") + ".hf_quant_config.json"))
-        inputs = case["inputs"]
-        expected = case["expected"]
-        single_group = len(case.get("kv_cache_groups", [])) == 1
-        out.append({
-            "id": f"case{n:03d}",
-            "model": model_id(name),
-            "config": _read(_config_file(name)),
-            "hf_quant_config": quant,
-            "inputs": inputs,
-            "max_model_len": inputs["max_model_len"],
-            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"],
-            "kv_cache_dtype": inputs["kv_cache_dtype"],
-            "tensor_parallel_size": inputs["tensor_parallel_size"],
-            "block_size": inputs["block_size"],
-            "truth": {
-                "bytes_per_token": (expected["bytes_per_block"] / expected["block_size"]
-                                    if single_group else None),
-                "kv_cache_tokens": expected["kv_cache_tokens"],
-                "max_concurrency": expected["max_concurrency"],
-                "vllm_refuses_to_start": expected["vllm_refuses_to_start"],
-            },
-        })
+        case["_source"] = path.name
+        out.append(_question(f"{prefix}{n:03d}", kind, case, case["inputs"], _truth(case)))
     return out
+
+
+def _size(text: str) -> int:
+    """The oracle's ``--kv-cache-memory-bytes`` value, read as vllm_oracle.py's
+    ``parse_bytes`` reads it: an int, ``16GiB`` (powers of 1024) or ``8G`` (powers of 1000)."""
+    match = re.fullmatch(r"([0-9.e+]+)\s*([KMGTkmgt]?)(i?)[Bb]?", text)
+    if match is None:
+        raise ValueError(f"cannot read the size {text!r}")
+    number, unit, binary = match.groups()
+    base = 1024 if binary else 1000
+    unit = unit.upper()
+    return int(float(number) * base ** " KMGT".index(unit or " "))
+
+
+def refusal_inputs(case: dict[str, Any]) -> dict[str, Any]:
+    """The engine options of a refused run, read from its oracle command (vLLM's names)."""
+    words = case["command"].split()
+    opts = {word: nxt for word, nxt in zip(words, [*words[1:], ""], strict=True)
+            if word.startswith("--") and not nxt.startswith("--")}
+    return {
+        "kv_cache_memory_bytes": _size(opts.get("--kv-cache-memory-bytes", "16GiB")),
+        "block_size": opts.get("--block-size", 16),
+        "max_model_len": int(opts.get("--max-model-len", DEFAULT_LEN_CAP)),
+        "kv_cache_dtype": opts.get("--kv-cache-dtype", "auto"),
+        "tensor_parallel_size": int(opts.get("--tp", 1)),
+    }
+
+
+def repo_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(answered cases, refused runs) from this repository's ``tests/oracles/``."""
+    answered: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    for path in sorted(REPO_ORACLES.glob(REPO_GLOB)):
+        tag = path.stem.removeprefix("vllm-0.32-")
+        for n, case in enumerate(_lines(path)):
+            case["_source"] = path.name
+            qid = f"repo-{tag}-{n:03d}"
+            if "expected" in case:
+                answered.append(_question(qid, "repo", case, case["inputs"], _truth(case)))
+            elif "error" in case:
+                q = _question(qid, "refusal", case, refusal_inputs(case), None)
+                q["vllm_error"] = case["error"]
+                q["vllm_reason"] = reason_of(case["error"])
+                q["why"] = case.get("why", "")
+                refused.append(q)
+    return answered, refused
 
 
 def _max_positions(config: dict[str, Any]) -> int | None:
@@ -109,7 +207,10 @@ def catalog_only(covered: set[str]) -> list[dict[str, Any]]:
                   "max_model_len": length, "kv_cache_dtype": "auto", "tensor_parallel_size": 1}
         out.append({
             "id": f"catalog:{model_id(path.name)}",
+            "set": "catalog",
+            "source": "",
             "model": model_id(path.name),
+            "config_file": path.name,
             "config": config,
             "hf_quant_config": _read(quant_path) if quant_path.is_file() else None,
             "inputs": inputs,
@@ -123,6 +224,24 @@ def catalog_only(covered: set[str]) -> list[dict[str, Any]]:
     return out
 
 
-def all_questions(oracle: Path = ORACLE) -> list[dict[str, Any]]:
-    cases = oracle_cases(oracle)
-    return cases + catalog_only({c["model"] for c in cases})
+def _key(q: dict[str, Any]) -> str:
+    return json.dumps([q["config_file"], q["hf_quant_config"] is not None, q["inputs"]],
+                      sort_keys=True)
+
+
+def all_questions(oracle_dir: Path = ORACLE_DIR) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every question, and the ids of the ones dropped as repeats of an earlier question."""
+    answered, refused = repo_cases()
+    found = [*oracle_cases(oracle_dir / ORACLE.name, "original", "case"),
+             *oracle_cases(oracle_dir / COVERAGE.name, "newer", "coverage"),
+             *answered, *refused]
+    seen: set[str] = set()
+    kept, repeats = [], []
+    for q in found:
+        if _key(q) in seen:
+            repeats.append(q["id"])
+            continue
+        seen.add(_key(q))
+        kept.append(q)
+    covered = {q["model"] for q in kept}
+    return kept + catalog_only(covered), repeats

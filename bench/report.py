@@ -10,7 +10,8 @@ import math
 from collections import Counter, defaultdict
 from typing import Any
 
-from score import METRICS, OUTCOMES, case_outcome, judge, worst
+from cases import SETS
+from score import METRICS, OUTCOMES, REFUSAL_OUTCOMES, case_outcome, judge, judge_refusal, worst
 
 LABEL = {"bytes_per_token": "KV bytes/token", "kv_cache_tokens": "tokens at budget",
          "max_concurrency": "max concurrency"}
@@ -57,22 +58,118 @@ def judgements(results: dict[str, Any]) -> dict[str, dict[str, list[dict[str, An
     return out
 
 
-def summary(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
-    oracle_ids = [q["id"] for q in results["questions"] if q["truth"] is not None]
-    n = len(oracle_ids)
+def scored_ids(results: dict[str, Any], kind: str | None = None) -> list[str]:
+    """Questions with a numeric truth, of one set or of all."""
+    return [q["id"] for q in results["questions"]
+            if q["truth"] is not None and kind in (None, q["set"])]
+
+
+def set_sizes(results: dict[str, Any]) -> dict[str, int]:
+    return {kind: len(scored_ids(results, kind)) for kind in SETS
+            if scored_ids(results, kind)}
+
+
+def refusal_questions(results: dict[str, Any]) -> list[dict[str, Any]]:
+    return [q for q in results["questions"] if q["set"] == "refusal"]
+
+
+def _within(judged_tool: dict[str, Any], ids: list[str]) -> str:
+    kinds = Counter(case_outcome(judged_tool[qid]) for qid in ids)
+    return _share(kinds["within"], len(ids))
+
+
+def by_set(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
+    """The headline: cases within 0.1 % per set of cases, the engine refusals each tool
+    matched, and the SGLang cases."""
+    sizes = set_sizes(results)
+    refusals = refusal_questions(results)
     sglang = results.get("sglang")
-    extra = " SGLang 0.5.23 cases within 0.1 % |" if sglang else ""
+    heads = [f"vLLM: {n} {SETS[kind][0]}" if i == 0 else f"{n} {SETS[kind][0]}"
+             for i, (kind, n) in enumerate(sizes.items())]
+    heads.append(f"all {sum(sizes.values())} vLLM cases")
+    if refusals:
+        heads.append(f"vLLM refuses to start ({len(refusals)}): same refusal")
+    if sglang:
+        heads.append(f"SGLang 0.5.23: {sglang['n']} cases")
+        if sglang.get("refusals"):
+            heads.append(f"SGLang refuses ({len(sglang['refusals'])})")
+    lines = ["| tool | version | " + " | ".join(heads) + " |",
+             "|---|---|" + "---|" * len(heads)]
+    for tool in results["tools"]:
+        cells = [_within(judged[tool], scored_ids(results, kind)) for kind in sizes]
+        cells.append(_within(judged[tool], scored_ids(results)))
+        if refusals:
+            same = sum(refusal_outcome(results, tool, q) == "same refusal" for q in refusals)
+            cells.append(_share(same, len(refusals)))
+        if sglang:
+            cells.append(sglang["columns"][tool])
+            if sglang.get("refusals"):
+                cells.append(sglang["refusal_columns"][tool])
+        lines.append(f"| {tool} | {results['versions'].get(tool) or '—'} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
+def summary(results: dict[str, Any], judged: dict[str, Any],
+            kind: str | None = None) -> list[str]:
+    """Within / wrong / refused / n/a per tool, over one set of cases or all of them."""
+    ids = scored_ids(results, kind)
+    n = len(ids)
     lines = [
-        "| tool | version | cases within 0.1 % | wrong | refused | no answer (n/a) |" + extra,
-        "|---|---|---|---|---|---|" + ("---|" if sglang else ""),
+        "| tool | version | cases within 0.1 % | wrong | refused | no answer (n/a) |",
+        "|---|---|---|---|---|---|",
     ]
     for tool in results["tools"]:
-        kinds = Counter(case_outcome(judged[tool][qid]) for qid in oracle_ids)
+        kinds = Counter(case_outcome(judged[tool][qid]) for qid in ids)
         lines.append(
             f"| {tool} | {results['versions'].get(tool) or '—'} | "
             + " | ".join(_share(kinds[k], n) for k in OUTCOMES) + " |"
-            + (f" {sglang['columns'][tool]} |" if sglang else "")
         )
+    return lines
+
+
+def per_set(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
+    """Every tool's outcomes in every set, one row each."""
+    lines = ["| set | tool | cases within 0.1 % | wrong | refused | n/a | worst error |",
+             "|---|---|---|---|---|---|---|"]
+    for kind, n in set_sizes(results).items():
+        ids = scored_ids(results, kind)
+        for tool in results["tools"]:
+            kinds = Counter(case_outcome(judged[tool][qid]) for qid in ids)
+            top = worst([j for qid in ids for j in judged[tool][qid]])
+            lines.append(f"| {n} {SETS[kind][0]} | {tool} | "
+                         + " | ".join(_share(kinds[k], n) for k in OUTCOMES)
+                         + f" | {fmt_error(top['error'])} |")
+    return lines
+
+
+def refusal_outcome(results: dict[str, Any], tool: str, q: dict[str, Any]) -> str:
+    return judge_refusal(results["answers"][tool][q["id"]], q["vllm_reason"])
+
+
+def refusals(results: dict[str, Any]) -> list[str]:
+    """Where vLLM refused to start: its reason, and each tool's outcome."""
+    questions = refusal_questions(results)
+    if not questions:
+        return ["(no case where vLLM refused to start)"]
+    tools = results["tools"]
+    lines = ["| case | config | options | vLLM's reason | " + " | ".join(tools) + " |",
+             "|---|---|---|---|" + "---|" * len(tools)]
+    for q in questions:
+        opts = f"{q['kv_cache_dtype']} KV, block {q['block_size']}, L {q['max_model_len']}"
+        lines.append(f"| {q['id']} | {q['config_file'].removesuffix('.json')} | {opts} | "
+                     f"{q['vllm_reason']} | "
+                     + " | ".join(refusal_outcome(results, t, q) for t in tools) + " |")
+    lines += ["", "Counts: " + "; ".join(
+        f"{t}: " + ", ".join(f"{sum(refusal_outcome(results, t, q) == o for q in questions)} "
+                             f"{o}" for o in REFUSAL_OUTCOMES) for t in tools) + "."]
+    lines += ["", "What each tool said:", ""]
+    for q in questions:
+        for tool in tools:
+            ans = results["answers"][tool][q["id"]]
+            said = ans.get("reason") or " · ".join(
+                f"{fmt_value(v)} {UNIT[m]}" for m, v in ans.get("values", {}).items()) or "—"
+            lines.append(f"- {q['id']} {tool}: {said}")
     return lines
 
 
@@ -107,16 +204,19 @@ def _cell(judged_cases: list[list[dict[str, Any]]]) -> str:
 
 def per_model(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
     by_model: dict[str, list[str]] = defaultdict(list)
+    sets: dict[str, set[str]] = defaultdict(set)
     for q in results["questions"]:
         if q["truth"] is not None:
             by_model[q["model"]].append(q["id"])
+            sets[q["model"]].add(q["set"])
     tools = results["tools"]
-    lines = ["| model | cases | " + " | ".join(tools) + " |",
-             "|---|---|" + "---|" * len(tools)]
+    lines = ["| model | set | cases | " + " | ".join(tools) + " |",
+             "|---|---|---|" + "---|" * len(tools)]
     for model in sorted(by_model, key=str.lower):
         ids = by_model[model]
         cells = [_cell([judged[t][qid] for qid in ids]) for t in tools]
-        lines.append(f"| {model} | {len(ids)} | " + " | ".join(cells) + " |")
+        where = ", ".join(kind for kind in SETS if kind in sets[model])
+        lines.append(f"| {model} | {where} | {len(ids)} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -159,7 +259,7 @@ def catalog_only(results: dict[str, Any]) -> list[str]:
              "| model (no oracle case) | " + " | ".join(tools) + " |",
              "|---|" + "---|" * len(tools)]
     for q in results["questions"]:
-        if q["truth"] is not None:
+        if q["set"] != "catalog":
             continue
         cells = []
         for tool in tools:
@@ -180,6 +280,8 @@ def refusal_reasons(results: dict[str, Any]) -> list[str]:
     for tool in results["tools"]:
         reasons: Counter[str] = Counter()
         for q in results["questions"]:
+            if q["set"] == "refusal":  # there a refusal is the right answer: see its section
+                continue
             ans = results["answers"][tool][q["id"]]
             if ans["status"] in ("refused", "unavailable"):
                 reasons[f"{q['model']}: {ans['reason']}"] += 1

@@ -10,16 +10,25 @@ otherwise their error is taken against the unrounded figure.
 
 A whole-case refusal counts only against the metrics the tool has inputs for: hf-mem refusing a
 config is a refusal of its bytes per token, not of a budget question it never takes.
+
+Where the engine itself refused to start, there is no number to be near: the truth is the
+refusal. A tool **matches** when it refuses too and its message contains the engine's reason
+(``reason_of``: the first sentence of the engine's error); a refusal for another reason is
+counted apart (failing closed, but not saying why the engine would stop), and a tool that gives
+numbers has *answered* a question the engine would not start on. These cases are never part of
+"within".
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 TOLERANCE = 0.001
 METRICS = ("bytes_per_token", "kv_cache_tokens", "max_concurrency")
 OUTCOMES = ("within", "wrong", "refused", "n/a")
+REFUSAL_OUTCOMES = ("same refusal", "refused, other reason", "answered", "n/a")
 
 
 def relative_error(value: float, truth: float) -> float:
@@ -73,3 +82,26 @@ def worst(judged: list[dict[str, Any]]) -> dict[str, Any]:
         return {"error": None, "refused": refusals, "answered": 0}
     top = max(answered, key=lambda j: abs(j["error"]))
     return {"error": top["error"], "refused": refusals, "answered": len(answered)}
+
+
+def reason_of(error: str) -> str:
+    """The first sentence of an engine's error, without the exception type, pydantic's frame or
+    vLLM's attention selector dumping its whole config: what a matching refusal must say."""
+    text = error.split("Value error, ", 1)[-1]
+    text = re.sub(r"^[A-Za-z]+Error: ", "", text)
+    text = re.split(r"\. | \[type=|\n", text, maxsplit=1)[0]
+    return text.split(" with AttentionSelectorConfig", 1)[0].strip().removesuffix(".")
+
+
+def judge_refusal(answer: dict[str, Any], reason: str) -> str:
+    """One outcome of ``REFUSAL_OUTCOMES`` for a question the engine refused to start on."""
+    if answer["status"] == "refused":
+        return "same refusal" if reason in answer.get("reason", "") else "refused, other reason"
+    if answer["status"] != "ok":
+        return "n/a"
+    if answer.get("values"):
+        return "answered"
+    if answer.get("refused"):
+        why = " ".join(answer["refused"].values())
+        return "same refusal" if reason in why else "refused, other reason"
+    return "n/a"

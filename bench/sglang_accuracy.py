@@ -10,6 +10,12 @@ with compute capability 10.0).
 Metrics: ``kv_cache_tokens`` (SGLang's ``max_total_num_tokens``, the "#tokens" it logs),
 ``max_running_requests``, and bytes per token (SGLang's ``_cell_size``; single-stage cases).
 The peers (hf-mem, kvfit, vllm-wizard) have no SGLang mode: n/a.
+
+A case where SGLang itself refused (its ``expected`` holds the ``error``, or a
+``model_class_error`` without a ``model_class``: its loader would not build the model) is
+scored as ``score.judge_refusal`` scores vLLM's refusals: kvledger matches when it refuses with
+SGLang's reason. Such a case may depend on an option kvledger takes no input for (an explicit
+``attention_backend``); the report names it.
 """
 
 from __future__ import annotations
@@ -29,15 +35,36 @@ OPTION_KEYS = ("max_running_requests", "max_total_tokens", "swa_full_tokens_rati
                "chunked_prefill_size")
 
 
+# Errors of the CPU oracle's environment, not answers of SGLang's (cov-glm5-next: its KDA
+# kernels need a GPU): such a case is not scored.
+ORACLE_LIMITS = ("Found no NVIDIA driver",)
+
+
+def sglang_refusal(case: dict[str, Any]) -> str | None:
+    """SGLang's error for a case it refused: the oracle's ``error``, or — where SGLang's
+    configurator sized a pool but its loader would not build the model — the loader's
+    ``model_class_error`` (``get_model_architecture``)."""
+    want = case["expected"]
+    if want.get("error") and not any(limit in want["error"] for limit in ORACLE_LIMITS):
+        return str(want["error"])
+    if want.get("model_class_error") and want.get("model_class") is None:
+        return str(want["model_class_error"])
+    return None
+
+
 def load() -> list[dict[str, Any]]:
+    """Every case: answered (``max_total_num_tokens``) or refused by SGLang."""
     if not CASES.is_file():
         return []
     cases = [json.loads(line) for line in CASES.read_text().splitlines() if line.strip()]
-    # A case SGLang's loader refuses (model_class_error without a class) is no question
-    # SGLang answered, whatever its configurator sized before loading.
     return [c for c in cases if c["expected"].get("max_total_num_tokens") is not None
-            and not (c["expected"].get("model_class_error")
-                     and c["expected"].get("model_class") is None)]
+            or sglang_refusal(c)]
+
+
+def not_asked(case: dict[str, Any]) -> str:
+    """Options SGLang was run with that kvledger's request has no field for."""
+    return f"attention_backend={case['attention_backend']}" if case.get("attention_backend") \
+        else ""
 
 
 def _config(name: str) -> tuple[Path, Path | None] | None:
@@ -112,18 +139,31 @@ def score() -> dict[str, Any]:
     """Per-case outcomes for kvledger; the peers answer nothing about SGLang."""
     import tempfile
 
+    from score import judge_refusal, reason_of
+
     if str(ROOT / "src") not in sys.path:
         sys.path.append(str(ROOT / "src"))
-    cases = load()
-    rows = []
+    rows, refusals = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for case in cases:
+        for case in load():
             answer = ask(case, Path(tmp))
+            if tmp in answer.get("reason", ""):
+                answer["reason"] = answer["reason"].replace(tmp, "<model dir>")
+            error = sglang_refusal(case)
+            if error:
+                reason = reason_of(error)
+                refusals.append({"id": case["id"], "config": case["config"],
+                                 "sglang_error": error, "reason": reason,
+                                 "not_asked": not_asked(case), "answer": answer,
+                                 "outcome": judge_refusal(answer, reason)})
+                continue
             rows.append({"id": case["id"], "config": case["config"],
                          "outcome": outcome(answer, truth(case)), "answer": answer,
                          "truth": truth(case)})
-    return {"n": len(cases), "rows": rows,
-            "counts": dict(Counter(r["outcome"] for r in rows))}
+    return {"n": len(rows), "rows": rows,
+            "counts": dict(Counter(r["outcome"] for r in rows)),
+            "refusals": refusals,
+            "refusal_counts": dict(Counter(r["outcome"] for r in refusals))}
 
 
 def column(result: dict[str, Any], tool: str) -> str:
@@ -135,6 +175,34 @@ def column(result: dict[str, Any], tool: str) -> str:
         return "n/a (no SGLang mode)"
     within = result["counts"].get("within", 0)
     return f"{within}/{n} ({100 * within / n:.0f} %)"
+
+
+def refusal_column(result: dict[str, Any], tool: str) -> str:
+    """The README's cell for the cases SGLang refused to start on."""
+    n = len(result["refusals"])
+    if not n:
+        return "—"
+    if tool != "kvledger":
+        return "n/a"
+    same = result["refusal_counts"].get("same refusal", 0)
+    return f"{same}/{n} same refusal"
+
+
+def refusal_lines(result: dict[str, Any]) -> list[str]:
+    """The cases SGLang refused: its reason, and what kvledger said."""
+    if not result["refusals"]:
+        return []
+    out = ["SGLang refused to start on these; kvledger matches when it refuses with SGLang's "
+           "reason.", "",
+           "| case | config | SGLang's reason | SGLang options kvledger takes no input for | "
+           "kvledger | outcome |", "|---|---|---|---|---|---|"]
+    for row in result["refusals"]:
+        answer = row["answer"]
+        said = (answer.get("reason", "") if answer["status"] != "ok" else
+                "answered: " + ", ".join(f"{k} {v:,}" for k, v in answer["values"].items()))
+        out.append(f"| {row['id']} | {row['config'].removesuffix('.json')} | {row['reason']} | "
+                   f"{row['not_asked'] or '—'} | {said} | {row['outcome']} |")
+    return out
 
 
 def lines(result: dict[str, Any]) -> list[str]:

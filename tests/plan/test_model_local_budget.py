@@ -8,11 +8,11 @@ the declarations make, which is exact.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
 
+from kvledger import records
 from kvledger.declare.model_local import ModelLocalKVScope, ModelLocalKVSpec, RowDriver
 from kvledger.declare.pools import InsufficientPoolBudget
 from kvledger.plan.api import plan_model
@@ -43,7 +43,7 @@ H100 = PlanRequest(gpu="H100-80GB", max_model_len=32768)
 def test_acceptance_fixed_talker_on_h100_vllm() -> None:
     assert TALKER_ROW == 25_165_824 and LLAMA_BLOCK == 2_097_152
     plain = plan_model(LLAMA, H100)
-    with_talker = plan_model(LLAMA, dataclasses.replace(H100, model_local_kv=(talker(),)))
+    with_talker = plan_model(LLAMA, records.replace(H100, model_local_kv=(talker(),)))
     assert with_talker.engine == "vllm"
     assert plain.available_bytes - with_talker.available_bytes == 25_165_824
     assert plain.num_blocks == plain.available_bytes // 2_097_152
@@ -62,9 +62,9 @@ def test_acceptance_fixed_talker_on_h100_vllm() -> None:
 
 
 def test_acceptance_max_num_seqs_rows_at_eight_sequences() -> None:
-    request = dataclasses.replace(H100, max_num_seqs=8)
+    request = records.replace(H100, max_num_seqs=8)
     plain = plan_model(LLAMA, request)
-    per_seq = plan_model(LLAMA, dataclasses.replace(
+    per_seq = plan_model(LLAMA, records.replace(
         request, model_local_kv=(talker(RowDriver.MAX_NUM_SEQS),)))
     # 8 rows × 25,165,824 B = 201,326,592 B.
     assert plain.available_bytes - per_seq.available_bytes == 8 * 25_165_824 == 201_326_592
@@ -73,14 +73,14 @@ def test_acceptance_max_num_seqs_rows_at_eight_sequences() -> None:
 
 
 def test_fixed_rows_do_not_scale_with_max_num_seqs() -> None:
-    a = plan_model(LLAMA, dataclasses.replace(H100, max_num_seqs=8, model_local_kv=(talker(),)))
-    b = plan_model(LLAMA, dataclasses.replace(H100, max_num_seqs=8))
+    a = plan_model(LLAMA, records.replace(H100, max_num_seqs=8, model_local_kv=(talker(),)))
+    b = plan_model(LLAMA, records.replace(H100, max_num_seqs=8))
     assert b.available_bytes - a.available_bytes == 25_165_824
 
 
 def test_already_charged_is_listed_not_subtracted() -> None:
     plain = plan_model(LLAMA, H100)
-    charged = plan_model(LLAMA, dataclasses.replace(
+    charged = plan_model(LLAMA, records.replace(
         H100, model_local_kv=(talker(),), model_local_already_charged=("talker",)))
     assert charged.available_bytes == plain.available_bytes
     assert charged.num_blocks == plain.num_blocks
@@ -119,7 +119,7 @@ def test_pipeline_stage_of_the_owner() -> None:
     # PP 2: 16 layers per stage; a stage block is 16 tokens × 16 layers × 4,096 B = 1,048,576 B.
     base = PlanRequest(gpu="H100-80GB", max_model_len=32768, pipeline_parallel_size=2)
     plain = plan_model(LLAMA, base)
-    on_one = plan_model(LLAMA, dataclasses.replace(
+    on_one = plan_model(LLAMA, records.replace(
         base, model_local_kv=(talker(),), model_local_stages={"talker": 1}))  # type: ignore[arg-type]
     avail = plain.ranks[0].available_bytes
     assert [r.available_bytes for r in on_one.ranks] == [avail, avail - 25_165_824]
@@ -129,7 +129,7 @@ def test_pipeline_stage_of_the_owner() -> None:
     line = on_one.budget.line("model_local_kv")
     assert line is not None and "stage 1" in line.label
     # Default: the first stage.
-    first = plan_model(LLAMA, dataclasses.replace(base, model_local_kv=(talker(),)))
+    first = plan_model(LLAMA, records.replace(base, model_local_kv=(talker(),)))
     assert [r.available_bytes for r in first.ranks] == [avail - 25_165_824, avail]
 
 
@@ -207,6 +207,6 @@ def test_native_layout_pools_declarations_in_one_ledger() -> None:
 
 
 def test_collected_pairs_keep_their_owner_path() -> None:
-    result = plan_model(LLAMA, dataclasses.replace(
+    result = plan_model(LLAMA, records.replace(
         H100, model_local_kv=(("model.talker", talker()),)))
     assert result.model_local_kv[0].owner == "model.talker"

@@ -7,7 +7,6 @@ Expected numbers are worked by hand in the comments from the facts' own geometry
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pytest
 
@@ -23,6 +22,7 @@ from kvledger.derive.layers import (
 )
 from kvledger.plan.native import native_layout, plan_native
 from kvledger.plan.request import PlanRequest
+from kvledger.records import record
 from oracle_cases import load_cases
 
 GIB = 1 << 30
@@ -38,7 +38,7 @@ def sliding(i: int, window: int) -> SlidingAttention:
     return SlidingAttention(index=i, k_heads=8, k_dim=128, v_heads=8, v_dim=128, window=window)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class FakeState(RecurrentState):
     """A recurrent layer with one fp32 state tensor of ``numel`` elements."""
 

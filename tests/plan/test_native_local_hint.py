@@ -8,12 +8,12 @@ Numbers are worked by hand from Llama-3.1-8B's config: 32 layers × 2 (K, V) × 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from kvledger import records
 from kvledger.cli.main import main
 from kvledger.declare.model_local import ModelLocalKVScope, ModelLocalKVSpec, RowDriver
 from kvledger.declare.pools import InsufficientPoolBudget
@@ -64,7 +64,7 @@ def test_fixed_declaration_on_a_gpu_names_the_utilization_that_fits() -> None:
     need = (85_520_809_984 * 0.92 + shortfall) / 85_520_809_984
     assert 0.93 < need <= 0.94  # so the hint must say 0.94
     with pytest.raises(InsufficientPoolBudget) as info:
-        plan_model(LLAMA, dataclasses.replace(base, model_local_kv=(talker(5_000_000),)))
+        plan_model(LLAMA, records.replace(base, model_local_kv=(talker(5_000_000),)))
     hint = info.value.hint  # type: ignore[attr-defined]
     assert "max_num_seqs" not in hint
     assert "declare fewer fixed rows for talker" in hint

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pytest
 
@@ -11,6 +10,7 @@ from kvledger.derive.layers import FullAttention, ModelFacts, RecurrentState, Ro
 from kvledger.plan.api import plan_model
 from kvledger.plan.parallel import pp_partition, reconcile_min, split_stages
 from kvledger.plan.request import PlanRequest
+from kvledger.records import record
 
 MIB = 1 << 20
 
@@ -101,7 +101,7 @@ def test_dp_multiplies_totals_not_per_gpu() -> None:
     assert totals["replicas"] == 4 and totals["kv_cache_tokens"] == 4 * one.kv_cache_tokens
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class FakeState(RecurrentState):
     state_kind = "fake"
     numel: int = 1

@@ -8,7 +8,6 @@ has no pipeline-parallel option).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
@@ -25,6 +24,7 @@ from kvledger.derive.layers import (
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
 from kvledger.plan.vllm.resolve import concurrent_batches, kv_dtype_name
+from kvledger.records import record
 
 GIB = 1 << 30
 
@@ -77,7 +77,7 @@ def test_sliding_window_reserve_follows_in_flight_tokens() -> None:
     assert ngram.blocks_per_request == 769
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class _Mamba2(RecurrentState):
     state_kind: ClassVar[str] = "mamba2"
 

@@ -6,13 +6,12 @@ regression names the rule that broke.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
 
+from kvledger import records
 from kvledger.derive.layers import (
     MLA,
     ChunkedAttention,
@@ -36,6 +35,7 @@ from kvledger.plan.vllm.specs import (
     SlidingWindowSpec,
     SpecContext,
 )
+from kvledger.records import record
 
 GIB = 1 << 30
 
@@ -56,7 +56,7 @@ def _llama8b() -> list[LayerCache]:
     return [FullAttention(index=i, k_heads=8, k_dim=128, v_heads=8, v_dim=128) for i in range(32)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class _GDN(RecurrentState):
     """Qwen3-Next-like gated delta net: conv (3, 8192) + recurrent (32, 128, 128) at TP=1."""
 
@@ -69,7 +69,7 @@ class _GDN(RecurrentState):
         ]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class _Mamba2(RecurrentState):
     state_kind: ClassVar[str] = "mamba2"
 
@@ -332,7 +332,7 @@ def test_state_dtypes_follow_vllm_policy() -> None:
     # for the Qwen3.5 architectures only (MODELS_CONFIG_MAP); another keeps "auto".
     other = plan_vllm(_facts(layers, mamba_ssm_dtype="float32"), _req(max_model_len=4096), GIB)
     assert other.resolved.mamba_ssm_cache_dtype == "auto"
-    qwen35 = dataclasses.replace(_facts(layers, mamba_ssm_dtype="float32"),
+    qwen35 = records.replace(_facts(layers, mamba_ssm_dtype="float32"),
                                  architectures=("Qwen3_5MoeForCausalLM",))
     plan = plan_vllm(qwen35, _req(max_model_len=4096), GIB)
     assert plan.resolved.mamba_ssm_cache_dtype == "float32"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kvledger import records
 from kvledger.cli.main import main
 from kvledger.declare.model_local import ModelLocalKVScope, ModelLocalKVSpec, RowDriver
 from kvledger.plan.api import plan_model
@@ -34,7 +35,7 @@ REQUEST = PlanRequest(gpu="H100-80GB", max_model_len=32768, model_local_kv=(TALK
 
 def test_headline_is_the_plan_with_the_declarations() -> None:
     data = build_report_data(LLAMA, REQUEST, gpus=["H100-80GB"], tp_sizes=(1,))
-    plain = plan_model(LLAMA, dataclasses.replace(REQUEST, model_local_kv=()))
+    plain = plan_model(LLAMA, records.replace(REQUEST, model_local_kv=()))
     assert data.plan_json == plan_model(LLAMA, REQUEST).to_json()
     assert plain.available_bytes - data.plan.available_bytes == TALKER_BYTES
     assert any("model-local KV caches (talker): 402,653,184 B" in n for n in data.notes)
@@ -42,16 +43,16 @@ def test_headline_is_the_plan_with_the_declarations() -> None:
 
 @pytest.mark.parametrize("engine", ["vllm", "native"])
 def test_curves_and_grid_equal_plan_model_with_the_declarations(engine: str) -> None:
-    request = dataclasses.replace(REQUEST, engine=engine)
+    request = records.replace(REQUEST, engine=engine)
     data = build_report_data(LLAMA, request, gpus=["H100-80GB", "H200"], tp_sizes=(1, 2))
     for name in ("vllm", "native"):
         curve = next(c for c in data.layouts if c.label == name)
         for context in (8192, 32768):
-            expected = plan_model(LLAMA, dataclasses.replace(
+            expected = plan_model(LLAMA, records.replace(
                 request, engine=name, max_model_len=context)).max_concurrency
             assert curve.at(context) == expected, (name, context)
     for cell in data.grid:
-        expected = plan_model(LLAMA, dataclasses.replace(
+        expected = plan_model(LLAMA, records.replace(
             request, gpu=cell.gpu, tensor_parallel_size=cell.tp)).max_concurrency
         assert cell.concurrency == expected, (cell.gpu, cell.tp)
 
@@ -60,7 +61,7 @@ def test_declarations_that_leave_no_memory_are_a_grid_cell_reason() -> None:
     # 3,000 rows × 25,165,824 B = 75,497,472,000 B: more than an H100's whole KV budget
     # (~60 GB), less than an H200's (143,771 MiB × 0.92 − ~16 GB of weights ≈ 122 GB).
     big = dataclasses.replace(TALKER, rows_fixed=3000)
-    request = dataclasses.replace(REQUEST, gpu="H200", model_local_kv=(big,))
+    request = records.replace(REQUEST, gpu="H200", model_local_kv=(big,))
     data = build_report_data(LLAMA, request, gpus=["H100-80GB"], tp_sizes=(1,))
     (cell,) = data.grid
     assert cell.concurrency is None

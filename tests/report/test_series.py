@@ -7,11 +7,11 @@ for the GPU grid, whose budgets are the planner's own estimates — checked agai
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 import kvledger.derive
+from kvledger import records
+from kvledger.derive import facts_cache
 from kvledger.plan.api import plan_model
 from kvledger.plan.layout import LAYOUTS
 from kvledger.plan.request import PlanRequest
@@ -34,7 +34,7 @@ LLAMA_TOKENS_AT_10_GIB = 10 * GIB // (16 * 131_072) * 16
 
 
 def _vllm(**changes: object) -> PlanRequest:
-    return dataclasses.replace(PlanRequest(engine="vllm", block_size=None), **changes)
+    return records.replace(PlanRequest(engine="vllm", block_size=None), **changes)
 
 
 def test_context_points_are_powers_of_two_plus_the_plan_and_the_longest() -> None:
@@ -118,12 +118,12 @@ def test_grid_cells_are_what_plan_model_says_on_that_gpu(gpu: str, tp: int) -> N
     request = _vllm(max_model_len=32768, gpu="H100-80GB")
     data = build_report_data(LLAMA, request, gpus=[gpu], tp_sizes=(tp,))
     (cell,) = data.grid
-    direct = plan_model(LLAMA, dataclasses.replace(request, tensor_parallel_size=tp), gpu=gpu)
+    direct = plan_model(LLAMA, records.replace(request, tensor_parallel_size=tp), gpu=gpu)
     assert cell.concurrency == direct.max_concurrency
     assert cell.kv_budget_bytes == direct.available_bytes
     assert cell.status == (SHORT if direct.refuses_to_start else FITS)
     # The rest of the curve is the same budget at other lengths.
-    again = plan_model(LLAMA, dataclasses.replace(request, tensor_parallel_size=tp,
+    again = plan_model(LLAMA, records.replace(request, tensor_parallel_size=tp,
                                                   max_model_len=8192), gpu=gpu)
     assert cell.curve.at(8192) == again.max_concurrency
 
@@ -150,11 +150,13 @@ def test_facts_are_derived_once_per_layout_not_per_point(monkeypatch: pytest.Mon
 
     # Every layout derives through kvledger.derive.derive_model (Layout.derive).
     monkeypatch.setattr(kvledger.derive, "derive_model", counting)
+    facts_cache.clear()
     data = build_report_data(LLAMA, _vllm(max_model_len=32768, gpu="H100-80GB"))
     planned = len(data.grid) * len(data.contexts) + len(data.layouts) * len(data.contexts)
     assert planned > 500  # hundreds of re-plans …
-    # … and the derivations: the headline plan, its facts for the grid, one per layout.
-    assert len(calls) == 2 + len(layout_names())
+    # … and at most these derivations: the headline plan, its facts for the grid, one per
+    # layout (fewer when the facts cache serves a layout the model's facts again).
+    assert 1 <= len(calls) <= 2 + len(layout_names())
 
 
 def test_layouts_follow_the_planners_registry(monkeypatch: pytest.MonkeyPatch) -> None:

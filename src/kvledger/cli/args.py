@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import Any, NoReturn
 
 from kvledger.cli.errors import UsageError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
@@ -34,11 +37,15 @@ class Parser(argparse.ArgumentParser):
         finally:
             self._checking_argument = False
 
+    _checker: argparse.HelpFormatter | None = None
+
     def _get_formatter(self) -> argparse.HelpFormatter:
         if self._checking_argument:
-            formatter_class: Any = self.formatter_class  # typeshed's protocol omits width
-            formatter: argparse.HelpFormatter = formatter_class(prog=self.prog, width=80)
-            return formatter
+            # One for every check of this parser: the check only formats a metavar.
+            if self._checker is None:
+                formatter_class: Any = self.formatter_class  # typeshed's protocol omits width
+                self._checker = formatter_class(prog=self.prog, width=80)
+            return self._checker
         return super()._get_formatter()
 
 

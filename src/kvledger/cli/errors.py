@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TextIO
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

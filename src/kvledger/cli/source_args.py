@@ -9,7 +9,10 @@ reads it (``HF_TOKEN`` or the saved login, ``HF_ENDPOINT``, ``HF_HOME`` / ``HF_H
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_model(p: argparse.ArgumentParser) -> None:

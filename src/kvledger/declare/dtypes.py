@@ -10,11 +10,14 @@ exists to prevent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KVDType:
     """One element type: ``bits`` per value, plus optional block scales.
 
@@ -98,6 +101,9 @@ def resolve_dtype(dtype: Any) -> KVDType:
     """
     if isinstance(dtype, KVDType):
         return dtype
+    found = _CANONICAL.get(dtype) if isinstance(dtype, str) else None
+    if found is not None:  # the common case, first: planning asks this for every page size
+        return found
     if type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype":
         dtype = str(dtype).removeprefix("torch.")
     if not isinstance(dtype, str):

@@ -9,7 +9,6 @@ the KV element type, runs the row's handler, and returns ``ModelFacts``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import (
@@ -27,6 +26,10 @@ from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
 from kvledger.source.catalog import catalog_ids
 from kvledger.source.model_source import ModelSource
 from kvledger.source.resolve import load_source
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Config",

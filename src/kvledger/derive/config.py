@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from kvledger.derive.errors import ConfigError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Keys under which multimodal wrappers keep their language model's config.
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")

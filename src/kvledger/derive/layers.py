@@ -12,14 +12,19 @@ tensor-parallel rank holds; each kind states its own rule (vLLM's, cited where i
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
 from enum import StrEnum
-from typing import Any, ClassVar, Self
+from operator import itemgetter
 
 from kvledger.declare.dtypes import KVDType, resolve_dtype
 from kvledger.derive.errors import ConfigError
+from kvledger.records import field, fields, record, replace
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Self, TypeVar
+
+    T = TypeVar("T")
 
 
 class Kind(StrEnum):
@@ -61,7 +66,7 @@ def split_heads(heads: int, tp: int) -> int:
     return max(1, heads // tp)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LayerCache:
     """Base fact: one layer's cache. Subclasses add geometry and own the arithmetic."""
 
@@ -78,7 +83,7 @@ class LayerCache:
     def __post_init__(self) -> None:
         """Reject impossible geometry (a negative or zero head count from a broken config)
         here, once, instead of letting it become a plausible-looking zero-byte plan."""
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, int) and not isinstance(value, bool) and value < 0:
                 raise ConfigError(
@@ -113,12 +118,29 @@ class LayerCache:
         return self
 
     def with_dtype(self, dtype: str) -> Self:
-        return dataclasses.replace(self, dtype=resolve_dtype(dtype).name)
+        return replace(self, dtype=resolve_dtype(dtype).name)
+
+    def at(self, index: int, role: Role | None = None) -> Self:
+        """These facts for the layer at ``index`` (and ``role``): a family derives one layer
+        of each kind and places it at every index of that kind.
+
+        A copy, not a new construction: ``__post_init__`` checked these facts once, and an
+        index or a role changes none of what it checks. Why not ``replace``: it validates
+        every field again, for every layer of a 100-layer model, on each derivation.
+        """
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ConfigError(f"layer index must be an integer >= 0, got {index!r}")
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.__dict__["index"] = index
+        if role is not None:
+            copy.__dict__["role"] = Role(role)
+        return copy
 
     def describe(self) -> dict[str, Any]:
         """A flat, JSON-ready description (for ``kvledger inspect --json``)."""
         out: dict[str, Any] = {"index": self.index, "kind": str(self.kind), "role": str(self.role)}
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             if f.name in ("index", "role", "note"):
                 continue
             value = getattr(self, f.name)
@@ -132,14 +154,14 @@ class LayerCache:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class NoCache(LayerCache):
     """A layer that caches nothing (no-op attention block, MLP-only block)."""
 
     kind: ClassVar[Kind] = Kind.NONE
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Attention(LayerCache):
     """Standard K/V attention. K and V may differ in heads and head dim."""
 
@@ -157,19 +179,20 @@ class Attention(LayerCache):
         )
 
     def split(self, tp: int) -> Self:
-        return dataclasses.replace(
-            self, k_heads=split_heads(self.k_heads, tp), v_heads=split_heads(self.v_heads, tp)
-        )
+        k_heads, v_heads = split_heads(self.k_heads, tp), split_heads(self.v_heads, tp)
+        if (k_heads, v_heads) == (self.k_heads, self.v_heads):
+            return self  # frozen: the same facts need no copy
+        return replace(self, k_heads=k_heads, v_heads=v_heads)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class FullAttention(Attention):
     """Attends to every past position (the model's ordinary K/V attention)."""
 
     kind: ClassVar[Kind] = Kind.FULL
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SlidingAttention(Attention):
     """Attends to the last ``window`` positions (window as the config states it)."""
 
@@ -178,7 +201,7 @@ class SlidingAttention(Attention):
     window: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ChunkedAttention(Attention):
     """Attends within fixed chunks of ``chunk`` positions (Llama-4 local layers)."""
 
@@ -187,7 +210,7 @@ class ChunkedAttention(Attention):
     chunk: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CrossAttention(Attention):
     """Cross-attention K/V over ``encoder_len`` encoder positions, written once per request."""
 
@@ -203,7 +226,7 @@ class CrossAttention(Attention):
         return super().bytes_per_token()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MLA(LayerCache):
     """Multi-head latent attention: one latent of ``latent_dim`` plus ``rope_dim`` per token.
 
@@ -219,7 +242,7 @@ class MLA(LayerCache):
         return self.kv_dtype.nbytes(self.latent_dim + self.rope_dim)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Indexer(LayerCache):
     """Sparse-attention indexer keys: one ``head_dim`` key per token, quantized with one scale
     of ``scale_bytes`` per ``quant_block`` values (DeepSeek-V3.2 DSA: fp8 + fp32 scale / 128).
@@ -239,7 +262,7 @@ class Indexer(LayerCache):
         return self.kv_dtype.nbytes(self.head_dim) + scales
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StateTensor:
     """One fixed-size per-request tensor of a recurrent layer."""
 
@@ -268,7 +291,7 @@ class StateTensor:
         return resolve_dtype(self.dtype).nbytes(self.numel)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class RecurrentState(LayerCache):
     """A recurrent (linear-attention / SSM) layer: fixed-size state per request.
 
@@ -289,7 +312,7 @@ class RecurrentState(LayerCache):
         return sum(t.nbytes for t in self.tensors())
 
     def split(self, tp: int) -> Self:
-        return dataclasses.replace(self, tp=tp)
+        return self if tp == self.tp else replace(self, tp=tp)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -300,7 +323,41 @@ class RecurrentState(LayerCache):
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
+class LayerGroup:
+    """Layers whose facts are equal but for their index: planned once, counted ``len(indices)``
+    times (most models have one to four such groups, however many layers they have)."""
+
+    layer: LayerCache  # the first of them (its index is indices[0])
+    indices: tuple[int, ...]  # every member's ``index``, in the order of ``ModelFacts.layers``
+    ordinals: tuple[int, ...]  # every member's position in ``ModelFacts.layers``
+
+
+# Per record class: the values of every field but ``index``, read from the instance dict.
+_FACTS_BUT_INDEX: dict[type, Any] = {}
+
+
+def group_layers(layers: Sequence[LayerCache]) -> tuple[LayerGroup, ...]:
+    """``layers`` as groups of equal facts (all fields but ``index``), in order of first
+    appearance. Two layers of different classes are never in one group."""
+    members: dict[tuple[Any, ...], list[int]] = {}
+    for ordinal, layer in enumerate(layers):
+        cls = type(layer)
+        getter = _FACTS_BUT_INDEX.get(cls)
+        if getter is None:
+            getter = itemgetter(*[f.name for f in fields(cls) if f.name != "index"])
+            _FACTS_BUT_INDEX[cls] = getter
+        try:
+            members.setdefault((cls, getter(layer.__dict__)), []).append(ordinal)
+        except TypeError:  # a field value that cannot be hashed: the layer is a group alone
+            members[(cls, ordinal)] = [ordinal]
+    return tuple(
+        LayerGroup(layers[ords[0]], tuple(layers[o].index for o in ords), tuple(ords))
+        for ords in members.values()
+    )
+
+
+@record(frozen=True)
 class ModelFacts:
     """Everything derive knows about a model's caches."""
 
@@ -321,6 +378,28 @@ class ModelFacts:
     extras: dict[str, Any] = field(default_factory=dict)
     # A size the config states two ways that disagree, derived as vLLM's model code does.
     warnings: tuple[str, ...] = ()
+
+    @property
+    def groups(self) -> tuple[LayerGroup, ...]:
+        """``layers`` as groups of identical layers (``group_layers``), computed once per
+        facts object: a layout plans each group once, whatever the number of layers."""
+        return self.cached("groups", lambda: group_layers(self.layers))
+
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per facts object and ``key``: a view of these facts that a
+        layout would otherwise rebuild for every request (the facts are frozen, so it never
+        goes stale). Derive a model once and plan it many times to use it.
+
+        The memo sits beside the fields — equality, hashing and ``replace`` see fields only —
+        and is written past the frozen ``__setattr__``, as ``functools.cached_property`` does.
+        """
+        memo: dict[Hashable, Any] | None = self.__dict__.get("_memo")
+        if memo is None:
+            memo = self.__dict__["_memo"] = {}
+        if key not in memo:
+            memo[key] = compute()
+        found: T = memo[key]
+        return found
 
     def by_role(self, role: Role) -> tuple[LayerCache, ...]:
         return tuple(layer for layer in self.layers if layer.role == role)

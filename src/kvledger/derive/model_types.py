@@ -27,7 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # A row is a plain dict of the fields below (cheap to build at import; ``resolve`` turns the
 # one a config needs into a ``Resolved``). Fields, all optional:
@@ -56,7 +59,8 @@ from typing import Any
 #   vllm_no_cache_config  vLLM's model file builds its Attention without cache_config, so
 #             --kv-cache-dtype never reaches the layers (why, citing the file): the vLLM
 #             layout keeps them at the model dtype (fp8 only for a compressed-tensors scheme)
-Row = dict[str, Any]
+if TYPE_CHECKING:  # an alias for annotations only
+    Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
      "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "refused",

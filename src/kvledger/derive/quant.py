@@ -23,11 +23,14 @@ engine's rule and lives with its layout (``kvledger.plan.vllm.cache_dtype`` for 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnknownCacheKey, UnsupportedArchitecture
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # The keys a config (or its text config) may hold the block under. ``compression_config`` is
 # the older compressed-tensors name (vLLM ``get_quant_config`` reads it when the first is absent).

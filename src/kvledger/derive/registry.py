@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import UnsupportedArchitecture
@@ -24,11 +22,16 @@ from kvledger.derive.model_types import (
     resolve,
     supported_types,
 )
+from kvledger.records import field, record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 HANDLER_PACKAGE = "kvledger.derive.families"
 
 
-@dataclass
+@record()
 class Derived:
     """What a handler returns: the per-layer facts, notes, warnings and layout hints.
 

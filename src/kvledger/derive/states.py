@@ -28,14 +28,13 @@ never saves.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import RecurrentState, StateTensor
+from kvledger.records import record, replace
 
 
 class StateRole(StrEnum):
@@ -45,7 +44,7 @@ class StateRole(StrEnum):
     TEMPORAL = "temporal"  # SSM / recurrent matrix, fixed size
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RoleTensor(StateTensor):
     """A state tensor with its role and where its dtype came from."""
 
@@ -73,7 +72,7 @@ def _dtype_name(dtype: str) -> str:
     return resolve_dtype(dtype).name
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ConvState(RecurrentState):
     """Shared dtype handling for every kind with a conv window (all of them here).
 
@@ -117,10 +116,10 @@ class ConvState(RecurrentState):
         changes: dict[str, Any] = {}
         if conv is not None:
             changes.update(conv_dtype=_dtype_name(conv), conv_dtype_source=source)
-        return dataclasses.replace(self, **changes) if changes else self
+        return replace(self, **changes) if changes else self
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ConvTemporalState(ConvState):
     """A conv window plus a temporal state whose dtype may follow the conv dtype."""
 
@@ -146,13 +145,13 @@ class ConvTemporalState(ConvState):
                           source: str = "engine option") -> Self:
         out = super().with_state_dtypes(conv=conv, source=source)
         if temporal is not None and not self.temporal_dtype_fixed:
-            out = dataclasses.replace(out, temporal_dtype=_dtype_name(temporal),
+            out = replace(out, temporal_dtype=_dtype_name(temporal),
                                       temporal_dtype_source=source,
                                       temporal_follows_conv=False)
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Mamba1State(ConvTemporalState):
     """Mamba (S6). vLLM ``mamba1_state_shape``: conv ``(k-1, I/tp)``, ssm ``(I/tp, N)``.
 
@@ -176,7 +175,7 @@ def extra_groups_for_head_shards(n_groups: int, tp: int) -> int:
     return 0 if n_groups % tp == 0 else tp - n_groups
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Mamba2State(ConvTemporalState):
     """Mamba2 (SSD). vLLM ``mamba2_state_shape``:
     conv ``(k-1+spec, (I + 2·G'·N)/tp)`` with ``G' = G + extra_groups_for_head_shards``,
@@ -203,7 +202,7 @@ class Mamba2State(ConvTemporalState):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class GatedDeltaNetState(ConvTemporalState):
     """Gated DeltaNet (Qwen3-Next, Qwen3.5). vLLM ``gated_delta_net_state_shape``:
     conv over q, k, v channels ``(k-1+spec, (2·Hk·dk + Hv·dv)/tp)``,
@@ -228,7 +227,7 @@ class GatedDeltaNetState(ConvTemporalState):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class KDAState(ConvTemporalState):
     """Kimi Delta Attention (Kimi-Linear / Kimi-K3, GLM-5.3-Flash). vLLM ``kda_state_shape``:
     one conv state over q, k, v ``(k-1+spec, (H·d + 2·Hk·dk)/tp)``, recurrent
@@ -260,7 +259,7 @@ class KDAState(ConvTemporalState):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ShortConvState(ConvState):
     """Short convolution only (LFM2-style). vLLM ``short_conv_state_shape``:
     ``(k-1, I/tp)``; no speculative widening."""

@@ -7,7 +7,10 @@ every start — must not pull in every layout, family and budget module.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "PlanRequest": "kvledger.plan.request",

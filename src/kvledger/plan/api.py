@@ -15,19 +15,19 @@ subclass ``ModelLocalBudgetError`` when model-local caches leave no room for one
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any
-
+from kvledger import records
 from kvledger.derive.layers import ModelFacts
 from kvledger.plan.budget import Budget, Reserves, given_budget
 from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, engine_label, get_layout
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult
-from kvledger.plan.speculative import check_speculation
 from kvledger.source.model_source import ModelSource
 from kvledger.source.resolve import load_source
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.plan.model_local import LocalRow
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -89,14 +89,15 @@ def _with_overrides(request: PlanRequest | None, overrides: dict[str, Any]) -> P
     given = {k: v for k, v in overrides.items() if v is not None and v != ()}
     if "reserves" in given:
         reserves: Reserves = given.pop("reserves")
-        given.update({k: v for k, v in dataclasses.asdict(reserves).items() if v is not None})
+        given.update({f.name: getattr(reserves, f.name) for f in records.fields(reserves)
+                      if getattr(reserves, f.name) is not None})
     if "total_memory_bytes" in given:
         given["gpu_total_bytes"] = given.pop("total_memory_bytes")
     for name, field in (("model_local_specs", "model_local_kv"),
                         ("model_local_already_charged", "model_local_already_charged")):
         if name in given:
             given[field] = tuple(given.pop(name))
-    return dataclasses.replace(request, **given) if given else request
+    return records.replace(request, **given) if given else request
 
 
 # -- the entry point ---------------------------------------------------------------------------
@@ -136,7 +137,11 @@ def plan_model(
     layout = get_layout(request.engine)
     layout.check(request)
     facts, source = load_facts(model, request)
-    spec_warnings = check_speculation(facts, request)
+    spec_warnings: list[str] = []
+    if request.num_speculative_tokens:  # the check's module is imported only when it applies
+        from kvledger.plan.speculative import check_speculation
+
+        spec_warnings = check_speculation(facts, request)
     budget, notes = _budget(layout, facts, source, request)
     local: tuple[LocalRow, ...] = ()
     stage_budgets = (budget.available_bytes,) * request.pipeline_parallel_size

@@ -41,13 +41,15 @@ is given and model-local caches sit beside it, ``per_gpu_total``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.plan.request import MAX_BYTES, PlanRequest, finite_fraction
+from kvledger.records import record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:  # kept out of the CLI's start-up path when the budget is given
+    from typing import Any
+
     from kvledger.plan.gpus import GpuPreset
     from kvledger.plan.weights import Weights
 
@@ -74,7 +76,7 @@ DEFAULT_NON_TORCH_BYTES = GIB // 2
 DEFAULT_NON_TORCH_BYTES_MULTI_GPU = 1 * GIB
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BudgetLine:
     """One line of the budget: its machine key, what it is, its bytes, and its basis."""
 
@@ -87,7 +89,7 @@ class BudgetLine:
         return (self.label, self.bytes, self.basis)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reserves:
     """Non-KV memory besides the weights. ``None`` = use the documented estimate."""
 
@@ -106,7 +108,7 @@ class Reserves:
                 raise ValueError(f"{name} must be >= 0, got {value}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Budget:
     """The KV bytes one GPU can give, and how that number was reached."""
 

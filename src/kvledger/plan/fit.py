@@ -6,10 +6,10 @@ order of GPU count and says why each one did or did not hold.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kvledger import records
 from kvledger.derive.layers import Role
 from kvledger.plan.answers import PP_SIZES, TP_SIZES
 from kvledger.plan.api import load_facts, plan_model
@@ -62,7 +62,7 @@ def fit_model(
     attempts: list[FitAttempt] = []
     for tp, pp in fit_candidates(decoder, tp_sizes, pp_sizes):
         try:
-            candidate = dataclasses.replace(
+            candidate = records.replace(
                 request, kv_cache_memory_bytes=None, max_model_len=context,
                 max_num_seqs=concurrency, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                 data_parallel_size=1, gpu=preset.name, concurrency=None,

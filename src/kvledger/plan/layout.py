@@ -45,9 +45,13 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.gpus import GpuPreset
@@ -78,12 +82,12 @@ def engine_label(name: str) -> str:
     return LAYOUTS[name][1]
 
 
-# The three carriers below are NamedTuples, not dataclasses: they are built on every
-# ``kvledger plan`` start-up, and a frozen dataclass costs about 8× a NamedTuple to create
-# (code generation at import; measured 3–4 ms vs 0.5 ms each on the 2-CPU box).
+# The three carriers below are records (``kvledger.records``): they are built on every
+# ``kvledger plan`` start-up, where neither dataclasses nor NamedTuple (typing) are imported.
 
 
-class GpuBudgetInput(NamedTuple):
+@record(frozen=True)
+class GpuBudgetInput:
     """What a layout needs to compute the KV budget from a GPU preset."""
 
     facts: ModelFacts
@@ -93,7 +97,8 @@ class GpuBudgetInput(NamedTuple):
     text_config: Mapping[str, Any]  # the (text) config the activation estimate reads
 
 
-class LayoutInput(NamedTuple):
+@record(frozen=True)
+class LayoutInput:
     """One planning question, as the API hands it to a layout."""
 
     facts: ModelFacts
@@ -108,7 +113,8 @@ class LayoutInput(NamedTuple):
     model_local: tuple[Any, ...] = ()
 
 
-class LayoutPlan(NamedTuple):
+@record(frozen=True)
+class LayoutPlan:
     """What a layout answers: per-stage rows and the headline numbers (per GPU)."""
 
     ranks: tuple[RankResult, ...]
@@ -144,11 +150,13 @@ class Layout(ABC):
     default_utilization_label: str = "vLLM 0.32's default"
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
-        """The model's facts with the requested KV dtype (``auto``: the model's own)."""
+        """The model's facts with the requested KV dtype (``auto``: the model's own), derived
+        once per model and option and reused by later requests (``derive.facts_cache``)."""
         from kvledger.derive import derive_model
+        from kvledger.derive.facts_cache import facts_for
 
         dtype = None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
-        return derive_model(source, kv_cache_dtype=dtype)
+        return facts_for(source, dtype, lambda s: derive_model(s, kv_cache_dtype=dtype))
 
     def check(self, request: PlanRequest) -> None:  # noqa: B027 - a default, not abstract
         """Refuse, naming the option, what this layout does not reproduce. Default: nothing."""

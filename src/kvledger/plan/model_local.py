@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kvledger import records
 from kvledger.declare.pools import InsufficientPoolBudget
 from kvledger.plan.budget import (
     DECLARED,
@@ -155,7 +156,7 @@ def apply_to_budget(
     lines.append(BudgetLine(MODEL_LOCAL_KV, label, taken[binding], DECLARED))
     lines.append(BudgetLine(KV_BUDGET, final.label if final else "= KV cache budget per GPU",
                             stage_budgets[binding], final.basis if final else DECLARED))
-    changed = dataclasses.replace(
+    changed = records.replace(
         budget, available_bytes=stage_budgets[binding], lines=tuple(lines),
         non_kv_bytes=budget.non_kv_bytes + taken[binding],
     )
@@ -185,7 +186,7 @@ def _beside_pool(
             f"({beside[binding]:,} B) need {total:,} B per GPU, more than the {gpu_name}'s "
             f"{gpu_total:,} B (and the weights are not counted yet)"
         )
-    return dataclasses.replace(budget, lines=lines), (budget.available_bytes,) * pp, warnings
+    return records.replace(budget, lines=lines), (budget.available_bytes,) * pp, warnings
 
 
 def _gpu_total(request: PlanRequest) -> tuple[int | None, str]:

@@ -70,7 +70,7 @@ from kvledger.declare.pools import (
     plan_pools,
     state_pool,
 )
-from kvledger.derive.layers import Kind, LayerCache, RecurrentState, Role, ceil_div
+from kvledger.derive.layers import Kind, LayerCache, RecurrentState, Role, ceil_div, group_layers
 from kvledger.plan.request import MTP_METHODS, PlanRequest
 
 DEFAULT_BLOCK_SIZE = 16
@@ -185,35 +185,48 @@ def native_layout(
     rings: dict[str, tuple[int, int, list[int]]] = {}  # name → (capacity, bytes/pos, layers)
     cross: dict[int, tuple[int, list[int]]] = {}  # encoder_len → (bytes/pos, layers)
     states: dict[str, tuple[int, list[int]]] = {}  # name → (bytes/request, layers)
-    for layer in cached:
+    # Bytes are computed once per group of identical layers (a recurrent state's tensors are
+    # rebuilt on each ask), then counted for each of its layers in model order.
+    groups = group_layers(cached)
+    group_of = [0] * len(cached)
+    for number, group in enumerate(groups):
+        for ordinal in group.ordinals:
+            group_of[ordinal] = number
+    per_token = [g.layer.bytes_per_token() for g in groups]
+    per_request = [g.layer.bytes_per_request() for g in groups]
+    for ordinal, layer in enumerate(cached):
         kind = layer.kind
         key = (layer.index, str(kind))
+        bpt, bpr_layer = per_token[group_of[ordinal]], per_request[group_of[ordinal]]
         if kind in RING_KINDS:
             prefix, window = _window(layer)
             name = f"{prefix}:{window}"
             if name in paged_windows:
-                paged_bpt += layer.bytes_per_token()
+                paged_bpt += bpt
                 paged_idx.append(layer.index)
                 members.setdefault(PAGED_CLASS, []).append(key)
             else:
                 members.setdefault(name, []).append(key)
                 capacity = min(window, max_model_len) + spec
                 cap, bpp, idx = rings.get(name, (capacity, 0, []))
-                rings[name] = (cap, bpp + layer.bytes_per_token(), [*idx, layer.index])
+                idx.append(layer.index)
+                rings[name] = (cap, bpp + bpt, idx)
         elif kind in PAGED_KINDS:
-            paged_bpt += layer.bytes_per_token()
+            paged_bpt += bpt
             paged_idx.append(layer.index)
             members.setdefault(PAGED_CLASS, []).append(key)
         elif kind is Kind.CROSS:
             enc = int(getattr(layer, "encoder_len"))  # noqa: B009
             bpp, idx = cross.get(enc, (0, []))
-            cross[enc] = (bpp + layer.bytes_per_token(), [*idx, layer.index])
+            idx.append(layer.index)
+            cross[enc] = (bpp + bpt, idx)
             members.setdefault(f"cross:{enc}", []).append(key)
             continue
         elif isinstance(layer, RecurrentState) or kind is Kind.STATE:
             name = f"state:{getattr(layer, 'state_kind', 'state')}"
             bpr, idx = states.get(name, (0, []))
-            states[name] = (bpr + layer.bytes_per_request(), [*idx, layer.index])
+            idx.append(layer.index)
+            states[name] = (bpr + bpr_layer, idx)
             members.setdefault(name, []).append(key)
             continue
         else:
@@ -222,7 +235,7 @@ def native_layout(
                 f"({type(layer).__name__}) that no native class is defined for"
             )
         # Paged / ring layers may also keep fixed per-request state (a compressor ring).
-        extra = layer.bytes_per_request()
+        extra = bpr_layer
         if extra:
             name = f"aux:{kind!s}"
             bpr, idx = states.get(name, (0, []))

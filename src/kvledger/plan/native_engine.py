@@ -17,10 +17,11 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kvledger import records
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.result import PoolRow, RankResult, layer_summary
+from kvledger.plan.result import PoolRow, RankResult, group_summary
 
 if TYPE_CHECKING:
     from kvledger.declare.pools import InsufficientPoolBudget
@@ -150,7 +151,7 @@ def _plan_stages(
     slots = [p.max_num_seqs for p in plans if p.has_state]
     if pp > 1 and slots and len(set(slots)) > 1:
         fewest_slots = min(slots)
-        again = plan_all(dataclasses.replace(request, max_num_seqs=fewest_slots), False)
+        again = plan_all(records.replace(request, max_num_seqs=fewest_slots), False)
         plans = [dataclasses.replace(p, requested_max_num_seqs=request.max_num_seqs)
                  for p in again]
     paged = [p.num_blocks for p in plans if p.has_pages]
@@ -187,10 +188,14 @@ class NativeEngine(Layout):
         if request.kv_cache_dtype == "auto" and facts.kv_dtype == "float32" and \
                 facts.kv_dtype_source not in ("quantization_config", "hf_quant_config"):
             from kvledger.derive import derive_model
+            from kvledger.derive.facts_cache import facts_for
 
-            facts = derive_model(source, kv_cache_dtype="bfloat16")
-            facts = dataclasses.replace(facts, notes=(
-                *facts.notes, "float32 checkpoint served in bfloat16: KV cache in bfloat16"))
+            def served_in_bf16(source: ModelSource) -> ModelFacts:
+                facts = derive_model(source, kv_cache_dtype="bfloat16")
+                return records.replace(facts, notes=(
+                    *facts.notes, "float32 checkpoint served in bfloat16: KV cache in bfloat16"))
+
+            facts = facts_for(source, "bfloat16", served_in_bf16, variant="native bf16")
         return facts
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
@@ -201,8 +206,6 @@ class NativeEngine(Layout):
         active = [r for r, p in zip(ranks, plans, strict=True) if p.pools.entries] or ranks
         live = [p for p in plans if p.pools.entries]
         slots = min(p.max_num_seqs for p in live) if live else request.max_num_seqs
-        tp = request.tensor_parallel_size
-        split = [layer.split(tp) if tp > 1 else layer for layer in inp.facts.layers]
         notes = [n for n in inp.facts.notes if n.startswith("float32 checkpoint served")]
         return LayoutPlan(
             ranks=tuple(ranks),
@@ -212,7 +215,7 @@ class NativeEngine(Layout):
             max_concurrency=min(r.max_concurrency for r in active),
             max_model_len=inp.max_model_len,
             kv_cache_dtype=inp.facts.kv_dtype,
-            layers=tuple(layer_summary(split, classes)),
+            layers=tuple(group_summary(inp.facts.groups, request.tensor_parallel_size, classes)),
             warnings=(*warnings, *notes),
             answers={"state_slots": slots},
             model_local_seqs=slots,
@@ -221,7 +224,7 @@ class NativeEngine(Layout):
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:
         from kvledger.declare.pools import InsufficientPoolBudget
 
-        again = dataclasses.replace(inp.request, max_model_len=context)
+        again = records.replace(inp.request, max_model_len=context)
         try:
             _, _, _, replanned = _plan_stages(inp, again, context)
         except InsufficientPoolBudget:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvledger.derive.layers import LayerCache, Role
+from kvledger.derive.layers import LayerCache, Role, group_layers
 
 
 def pp_partition(num_layers: int, pp: int) -> list[tuple[int, int]]:
@@ -60,22 +60,25 @@ def split_stages(layers: Sequence[LayerCache], tp: int, pp: int) -> list[Stage]:
     """Assign layers to ``pp`` stages and split each for one of ``tp`` ranks."""
     # A decoder layer may carry several caches (Whisper: self- and cross-attention under one
     # index); stages split decoder *layers*, so positions are over distinct indices.
-    order: list[int] = []
-    for layer in layers:
-        if layer.role == Role.DECODER and layer.index not in order:
-            order.append(layer.index)
+    order = list(dict.fromkeys(layer.index for layer in layers if layer.role == Role.DECODER))
     ranges = pp_partition(len(order), pp) if order else [(0, 0)] * pp
+    stage_of = {index: s for s, (a, b) in enumerate(ranges) for index in order[a:b]}
+    # One split per group of identical layers, placed at each member's index.
+    split: dict[int, LayerCache] = {}
+    if tp > 1:
+        for group in group_layers(layers):
+            one = group.layer.split(tp)
+            split.update((o, one.at(i)) for o, i in zip(group.ordinals, group.indices,
+                                                          strict=True))
     buckets: list[list[LayerCache]] = [[] for _ in range(pp)]
-    position = {index: i for i, index in enumerate(order)}
-    for layer in layers:
+    for ordinal, layer in enumerate(layers):
         if layer.role == Role.DECODER:
-            i = position[layer.index]
-            stage = next(s for s, (a, b) in enumerate(ranges) if a <= i < b)
+            stage = stage_of[layer.index]
         elif layer.role == Role.ENCODER:
             stage = 0
         else:  # MTP, DRAFT
             stage = pp - 1
-        buckets[stage].append(layer.split(tp) if tp > 1 else layer)
+        buckets[stage].append(split[ordinal] if tp > 1 else layer)
     return [Stage(i, ranges[i], tuple(b)) for i, b in enumerate(buckets)]
 
 

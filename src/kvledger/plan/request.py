@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.layout import DEFAULT_ENGINE, engine_names
+from kvledger.records import record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.plan.sglang.options import SglangOptions
 
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
@@ -83,7 +85,7 @@ def _block_size(value: Any) -> int | None:
     return int(value)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlanRequest:
     """The planner's options, under vLLM's names and defaults, validated once here.
 

@@ -16,14 +16,16 @@ given; ``kvledger.plan.model_local`` says what each ``status`` means.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.poolkind import Pool
-from kvledger.derive.layers import LayerCache
+from kvledger.derive.layers import LayerCache, LayerGroup, ModelFacts, group_layers
 from kvledger.plan.budget import Budget
+from kvledger.records import field, record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.plan.model_local import LocalRow
 
 # FitAttempt and FitResult live in ``kvledger.plan.fit_result`` (only ``kvledger fit`` builds
@@ -40,7 +42,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PoolRow:
     """One pool of a plan as the JSON shows it: its entries, their size, and who asked for it.
 
@@ -68,7 +70,7 @@ class PoolRow:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RankResult:
     """One pipeline stage, as one of its GPUs sees it (after reconciliation)."""
 
@@ -104,42 +106,71 @@ class RankResult:
         return out
 
 
-def layer_summary(
-    layers: Sequence[LayerCache], classes: dict[tuple[int, str], str] | None = None
+def _summary_row(layer: LayerCache) -> dict[str, Any]:
+    owns = layer.owns_memory
+    row: dict[str, Any] = {
+        "kind": str(layer.kind),
+        "role": str(layer.role),
+        "bytes_per_token": layer.bytes_per_token() if owns else 0,
+        "bytes_per_request": layer.bytes_per_request() if owns else 0,
+        "dtype": layer.dtype,
+    }
+    for attr in ("window", "chunk", "encoder_len", "state_kind"):
+        value = getattr(layer, attr, None)
+        if value is not None:
+            row[attr] = value
+    if not owns:
+        row["shares_with"] = layer.shares_with
+    return row
+
+
+def group_summary(
+    groups: Sequence[LayerGroup], tp: int = 1,
+    classes: dict[tuple[int, str], str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run-length groups of consecutive layers with the same facts (per-layer kind summary).
+    """Run-length groups of consecutive layers with the same facts (per-layer kind summary),
+    from layer groups (``ModelFacts.groups``): each group's row (its facts on one of ``tp``
+    ranks) is computed once, then the layers are walked in model order.
 
     Consecutive, not global: an interleaved 5 sliding : 1 full pattern stays visible.
     """
+    size = sum(len(g.ordinals) for g in groups)
+    at: list[tuple[int, int]] = [(0, 0)] * size  # ordinal → (group number, layer index)
+    for number, group in enumerate(groups):
+        for ordinal, index in zip(group.ordinals, group.indices, strict=True):
+            at[ordinal] = (number, index)
+    base = [_summary_row(g.layer.split(tp) if tp > 1 else g.layer) for g in groups]
+    kinds = [str(g.layer.kind) for g in groups]
     rows: list[dict[str, Any]] = []
-    for layer in layers:
-        owns = layer.owns_memory
-        row: dict[str, Any] = {
-            "kind": str(layer.kind),
-            "role": str(layer.role),
-            "bytes_per_token": layer.bytes_per_token() if owns else 0,
-            "bytes_per_request": layer.bytes_per_request() if owns else 0,
-            "dtype": layer.dtype,
-        }
-        for attr in ("window", "chunk", "encoder_len", "state_kind"):
-            value = getattr(layer, attr, None)
-            if value is not None:
-                row[attr] = value
-        if not owns:
-            row["shares_with"] = layer.shares_with
+    last_row: dict[str, Any] | None = None  # the facts of the last run (without its range)
+    for number, index in at:
+        row = base[number]
         if classes is not None:
-            row["class"] = classes.get((layer.index, str(layer.kind)))
-        last = rows[-1] if rows else None
-        if last is not None and {k: v for k, v in last.items()
-                                 if k not in ("first", "last", "count")} == row:
-            last["last"] = layer.index
-            last["count"] += 1
-            continue
-        rows.append({**row, "first": layer.index, "last": layer.index, "count": 1})
+            row = {**row, "class": classes.get((index, kinds[number]))}
+        if last_row is not None and (row is last_row or row == last_row):
+            rows[-1]["last"] = index
+            rows[-1]["count"] += 1
+        else:
+            rows.append({**row, "first": index, "last": index, "count": 1})
+            last_row = row
     return rows
 
 
-@dataclass(frozen=True)
+def facts_summary(facts: ModelFacts, tp: int = 1) -> list[dict[str, Any]]:
+    """``group_summary`` of a model's layers on one of ``tp`` ranks: computed once per facts
+    object and ``tp``, handed out as copies (a caller may change its rows)."""
+    rows = facts.cached(("layer summary", tp), lambda: group_summary(facts.groups, tp))
+    return [dict(row) for row in rows]
+
+
+def layer_summary(
+    layers: Sequence[LayerCache], classes: dict[tuple[int, str], str] | None = None
+) -> list[dict[str, Any]]:
+    """``group_summary`` of a list of (already split) layers."""
+    return group_summary(group_layers(layers), 1, classes)
+
+
+@record(frozen=True)
 class PlanResult:
     """What ``plan_model`` returns; ``to_json()`` is the machine interface of ``kvledger plan``."""
 

@@ -14,11 +14,11 @@ budget itself is checked separately (``available_kv_bytes``), against kvledger's
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kvledger import records
 from kvledger.report.logparse import GIB, Gib, ParsedLog, parse_log
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class Context:
         if key not in self._plans:
             from kvledger.plan.api import plan_model
 
-            request = dataclasses.replace(self.request, kv_cache_memory_bytes=budget, **changes)
+            request = records.replace(self.request, kv_cache_memory_bytes=budget, **changes)
             try:
                 self._plans[key] = plan_model(self.facts, request)
             except ValueError as exc:  # the layout refuses these settings (it says why)

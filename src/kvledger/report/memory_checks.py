@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kvledger import records
 from kvledger.report.explain import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
 
@@ -114,7 +115,6 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
                 "(free/total GiB)'); pass --gpu NAME")
     if ctx.facts is None or ctx.request is None:
         return ctx.why_not()
-    import dataclasses
 
     from kvledger.derive.config import Config
     from kvledger.plan.budget import BudgetTooSmall, gpu_budget
@@ -133,7 +133,7 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
         weights = Weights(est[0], est[0], est[1], est[1], est[2])
     reserves = _logged_reserves(ctx, w)
     text = Config(ctx.facts.config, model=ctx.facts.model).text().raw
-    request = dataclasses.replace(ctx.request, kv_cache_memory_bytes=None)
+    request = records.replace(ctx.request, kv_cache_memory_bytes=None)
     try:
         b = gpu_budget(ctx.gpu, gpu_memory_utilization=util, weights=weights, request=request,
                        cfg=text, model_dtype=ctx.facts.model_dtype, reserves=reserves)

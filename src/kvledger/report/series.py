@@ -28,10 +28,11 @@ No matplotlib here: this module is pure data, tested without the plotting extra.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from kvledger import records
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
@@ -264,8 +265,8 @@ def _on_given_budget(request: PlanRequest, pools: bool, before: int, taken: int
     """``request`` on a given KV budget, its declarations where ``plan_model`` would put them
     on the GPU budget ``before`` (module docstring)."""
     if not request.model_local_kv or pools:
-        return dataclasses.replace(request, kv_cache_memory_bytes=before)
-    return dataclasses.replace(request, kv_cache_memory_bytes=before - taken, model_local_kv=(),
+        return records.replace(request, kv_cache_memory_bytes=before)
+    return records.replace(request, kv_cache_memory_bytes=before - taken, model_local_kv=(),
                                model_local_already_charged=(), model_local_stages=())
 
 
@@ -277,7 +278,7 @@ def _curve(label: str, facts: ModelFacts, base: PlanRequest,
     failed: dict[str, list[int]] = {}  # message → the context lengths it was raised at
     for context in contexts:
         try:
-            result = plan_model(facts, dataclasses.replace(base, max_model_len=context))
+            result = plan_model(facts, records.replace(base, max_model_len=context))
         except _plan_errors() as exc:
             points.append((context, None))
             failed.setdefault(str(exc), []).append(context)
@@ -300,7 +301,7 @@ def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: in
     curves = []
     for name in layout_names():
         base = _on_given_budget(
-            dataclasses.replace(request, engine=name, gpu=None, gpu_total_bytes=None,
+            records.replace(request, engine=name, gpu=None, gpu_total_bytes=None,
                                 concurrency=None),
             get_layout(name).pools_model_local, available_bytes, taken)
         try:
@@ -332,11 +333,11 @@ def gpu_grid(
 
     layout = get_layout(request.engine)
     taken = 0 if layout.pools_model_local else _local_taken(
-        dataclasses.replace(request, kv_cache_memory_bytes=None))
+        records.replace(request, kv_cache_memory_bytes=None))
     cells = []
     for gpu in gpus:
         for tp in tp_sizes:
-            req = dataclasses.replace(
+            req = records.replace(
                 request, tensor_parallel_size=tp, kv_cache_memory_bytes=None, gpu=gpu,
                 gpu_total_bytes=request.gpu_total_bytes if gpu == chosen_gpu else None,
                 concurrency=None)
@@ -358,7 +359,7 @@ def gpu_grid(
                     f"weights, reserves and the model-local caches ({taken:,} B) leave "
                     f"{kv_bytes / (1 << 30):.2f} GiB for KV")))
                 continue
-            base = dataclasses.replace(
+            base = records.replace(
                 _on_given_budget(req, layout.pools_model_local, budget.available_bytes, taken),
                 gpu=None, gpu_total_bytes=None)
             curve = _curve(label, facts, base, contexts)

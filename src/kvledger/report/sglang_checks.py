@@ -11,10 +11,10 @@ layout's rule; until that layout exists the token and budget checks say so and s
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from typing import Any
 
+from kvledger import records
 from kvledger.report.explain import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
 from kvledger.report.memory_checks import unlogged_weights, weights_check
@@ -98,7 +98,7 @@ def _tokens_check(
             mem_fraction_static=s.get("mem_fraction_static"),
             max_running_requests=s.get("max_running_requests"),
             disable_radix_cache=bool(s.get("disable_radix_cache", False)))
-        request = dataclasses.replace(ctx.request, engine="sglang",
+        request = records.replace(ctx.request, engine="sglang",
                                       block_size=s.get("block_size"))
         plans = [layout.plan_sglang(ctx.facts, request, b, options=options)
                  for b in budget[:3]]

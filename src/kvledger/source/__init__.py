@@ -10,7 +10,10 @@ it needs, and ``huggingface_hub`` is imported only when the Hub is actually aske
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "ModelSource": "kvledger.source.model_source",

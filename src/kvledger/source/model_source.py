@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from kvledger.records import field, record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from kvledger.source.headers import SafetensorsTotals
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 KINDS = ("path", "hf-cache", "hub", "catalog", "object")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelSource:
     """A loaded config plus the companion files that change cache sizing.
 

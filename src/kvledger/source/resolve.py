@@ -32,14 +32,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from kvledger.source import hf_cache
 from kvledger.source.catalog import catalog_files
 from kvledger.source.model_source import ModelSource
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 QUANT_FILE = "hf_quant_config.json"
 # huggingface_hub's validate_repo_id: [org/]name of word characters, "-" and ".", at most 96

@@ -41,9 +41,7 @@ A ratio-128 layer at fp8 adds 584 B per 128 tokens: not a whole number of bytes 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -57,6 +55,7 @@ from kvledger.derive.errors import (
 from kvledger.derive.layers import Indexer, Kind, LayerCache, RecurrentState, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import RoleTensor, StateRole
+from kvledger.records import fields, record
 
 FAMILY = "deepseek_v4"
 
@@ -107,7 +106,7 @@ def exact_per_token(entry: int, ratio: int, what: str) -> int:
     return entry // ratio
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class V4WindowKV(LayerCache):
     """The sliding-window cache every V4 layer keeps: the last ``window`` tokens' KV rows."""
 
@@ -127,7 +126,7 @@ class V4WindowKV(LayerCache):
         return {**super().describe(), "layout": self.layout, "kv_heads": 1}
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class V4CompressedKV(LayerCache):
     """Compressed KV: one row per ``ratio`` tokens (only complete groups are compressed)."""
 
@@ -157,7 +156,7 @@ class V4CompressedKV(LayerCache):
         return _describe_per_entry(self)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class V4CompressedIndexer(Indexer):
     """Lightning-indexer keys over compressed entries: 132 B (fp8 + fp32 scale) per entry,
     one entry per ``ratio`` tokens. Element type fixed by the architecture."""
@@ -188,7 +187,7 @@ def _describe_per_entry(layer: V4CompressedKV | V4CompressedIndexer) -> dict[str
     """``LayerCache.describe`` for per-entry kinds: the per-token figure is ``None`` where it
     is not a whole number of bytes, and the per-entry figures are always given."""
     out: dict[str, Any] = {"index": layer.index, "kind": str(layer.kind), "role": str(layer.role)}
-    for f in dataclasses.fields(layer):
+    for f in fields(layer):
         if f.name in ("index", "role", "note"):
             continue
         value = getattr(layer, f.name)
@@ -205,7 +204,7 @@ def _describe_per_entry(layer: V4CompressedKV | V4CompressedIndexer) -> dict[str
     return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CompressorState(RecurrentState):
     """A V4 compressor's running state per request: ``kv_state`` and ``score_state``, each
     ``(coff * ratio, coff * head_dim)`` float32, ``coff = 2`` for the overlapping ratio-4

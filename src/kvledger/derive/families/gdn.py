@@ -22,8 +22,6 @@ Qwen3.5 text config states it (vLLM ``Qwen3_5ForConditionalGenerationConfig`` co
 
 from __future__ import annotations
 
-import dataclasses
-
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.kvdtype import model_dtype
@@ -145,4 +143,4 @@ def derive(text: Config, kv_dtype: str, *, mtp_key: str = NEXTN) -> Derived:
 
 
 def _at(template: LayerCache, index: int, role: Role) -> LayerCache:
-    return dataclasses.replace(template, index=index, role=role)
+    return template.at(index, role)

@@ -18,8 +18,7 @@ Facts, read from vLLM 0.32 ``gemma4.py`` and transformers 5.19 ``Gemma4TextConfi
 
 from __future__ import annotations
 
-import dataclasses
-
+from kvledger import records
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.families.standard import attention
@@ -104,7 +103,7 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
         else:
             layer = attention(i, global_kv, global_dim, kv_dtype)
         if i in targets:
-            layer = dataclasses.replace(layer, shares_with=targets[i])
+            layer = records.replace(layer, shares_with=targets[i])
         layers.append(layer)
     local = types.count(SLIDING)
     notes.append(f"{local} sliding (window {window}, {kv_heads} x {head_dim}) and {n - local} "

@@ -28,9 +28,7 @@ three things.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kvledger.derive.config import Config
@@ -39,6 +37,7 @@ from kvledger.derive.kvdtype import model_dtype
 from kvledger.derive.layers import MLA, Indexer, Kind, LayerCache, Role
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import KDAState
+from kvledger.records import record
 
 FAMILY = "kda"
 
@@ -56,7 +55,7 @@ INDEXER_SCALE_BYTES = 4
 TAIL_ROWS = 2
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class PooledIndexer(Indexer):
     """Indexer keys pooled over ``pool`` positions: one quantized entry per ``pool`` tokens
     (GLM-5.3 ``index_kpool``; vLLM ``tokens_per_state``)."""
@@ -76,7 +75,7 @@ class PooledIndexer(Indexer):
         return entry // self.pool
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class IndexerTail(LayerCache):
     """Per-request ring of the raw indexer rows of the pool still being filled:
     ``capacity`` positions x ``rows`` x ``head_dim``. Replicated on every TP rank."""
@@ -135,7 +134,7 @@ def _mla(text: Config, kv_dtype: str) -> MLA:
 
 
 def _at(template: LayerCache, index: int, role: Role = Role.DECODER) -> LayerCache:
-    return dataclasses.replace(template, index=index, role=role)
+    return template.at(index, role)
 
 
 def _kimi_kda_flags(text: Config, lac: Mapping[str, Any], n: int) -> list[bool]:

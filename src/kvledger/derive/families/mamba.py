@@ -20,7 +20,6 @@ Zyphra's own ``MambaConfig``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kvledger.derive.config import Config
@@ -36,7 +35,7 @@ NEMOTRON_SYMBOLS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 def _at(template: LayerCache, index: int, role: Role = Role.DECODER) -> LayerCache:
-    return dataclasses.replace(template, index=index, role=role)
+    return template.at(index, role)
 
 
 def _dense_attention(cfg: Config, kv_dtype: str) -> FullAttention:

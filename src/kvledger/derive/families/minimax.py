@@ -29,9 +29,7 @@ MiniMax-M3 (``minimax_m3``; no vLLM model file and no vLLM oracle — facts from
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import resolve_dtype
@@ -41,6 +39,7 @@ from kvledger.derive.kvdtype import model_dtype
 from kvledger.derive.layers import FullAttention, Indexer, LayerCache, RecurrentState
 from kvledger.derive.registry import Derived
 from kvledger.derive.states import RoleTensor, StateRole, divide_exact
+from kvledger.records import record, replace
 
 FAMILY = "minimax"
 
@@ -57,7 +56,7 @@ _SPARSE_KEYS = frozenset(
 LIGHTNING, SOFTMAX = 0, 1
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LightningState(RecurrentState):
     """MiniMax lightning attention: one ``(heads/tp, head_dim, head_dim)`` matrix per request
     (vLLM ``linear_attention_state_shape``), in ``state_dtype``.
@@ -100,12 +99,12 @@ class LightningState(RecurrentState):
     ) -> Self:
         if conv is None:
             return self
-        return dataclasses.replace(
+        return replace(
             self, state_dtype=resolve_dtype(conv).name, state_dtype_source=source
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class IndexCache(Indexer):
     """MiniMax-M3 lightning-indexer cache: one replicated head of ``head_dim`` per token for
     the key, plus one for the value when ``with_value``; in the model dtype, which the KV

@@ -32,7 +32,6 @@ Facts, as vLLM models them (vllm/model_executor/models/deepseek_v2.py, deepseek_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from kvledger.declare.dtypes import resolve_dtype
@@ -40,6 +39,7 @@ from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.layers import MLA, Indexer, LayerCache, Role, ceil_div
 from kvledger.derive.registry import Derived
+from kvledger.records import record
 
 FAMILY = "mla"
 
@@ -54,7 +54,7 @@ INDEXER_SCALE_BYTES = 4
 # reason, plan/vllm/resolve.py). Refusing here hid that reason behind this family's.
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SparseMLA(MLA):
     """MLA read by DSA sparse kernels. At 16/32-bit it is plain MLA; at fp8 vLLM stores
     FlashMLA's ``fp8_ds_mla`` layout: the latent in fp8 with one fp32 scale per
@@ -83,7 +83,7 @@ class SparseMLA(MLA):
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class DSAIndexer(Indexer):
     """The DSA indexer key cache. Its element type is fixed by the architecture (fp8 + fp32
     scales, stored as uint8), so a KV dtype never changes it: ``with_dtype`` keeps the layer.

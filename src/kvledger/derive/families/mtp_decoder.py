@@ -19,7 +19,6 @@ stays the plain Llama rule.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -51,8 +50,8 @@ def derive(
     if not mtp:
         return base
     first = base.layers[0]
-    if not isinstance(first, FullAttention) or any(layer != dataclasses.replace(
-            first, index=layer.index) for layer in base.layers):
+    if not isinstance(first, FullAttention) or any(layer != first.at(layer.index)
+                                                   for layer in base.layers):
         raise UnsupportedArchitecture(
             f"unsupported: {cfg.model_type} with {mtp_key}={mtp} and layers that differ "
             "(windows or geometry): which layer vLLM's MTP drafter copies is not checked",
@@ -60,7 +59,7 @@ def derive(
         )
     n = len(base.layers)
     layers: list[LayerCache] = [*base.layers]
-    layers.extend(dataclasses.replace(first, index=n + k, role=Role.MTP) for k in range(mtp))
+    layers.extend(first.at(n + k, Role.MTP) for k in range(mtp))
     notes = [*base.notes,
              f"{mtp} MTP layer(s) (role mtp, {mtp_key}) hold cache only when speculative "
              "decoding uses them"]

@@ -23,8 +23,6 @@ with no window; the recurrent layers keep a fixed per-request state in the model
 
 from __future__ import annotations
 
-import dataclasses
-
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.families.standard import attention, divided_head_dim
@@ -65,7 +63,7 @@ def _types(cfg: Config, n: int, default: list[str], allowed: tuple[str, ...],
 
 
 def _assemble(template: dict[str, LayerCache], types: list[str]) -> list[LayerCache]:
-    return [dataclasses.replace(template[t], index=i) for i, t in enumerate(types)]
+    return [template[t].at(i) for i, t in enumerate(types)]
 
 
 def _notes(kind: str, types: list[str], state: LayerCache) -> list[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
-from kvledger.plan.result import PoolRow, RankResult, layer_summary
+from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 if TYPE_CHECKING:
     from kvledger.plan.budget import Budget
@@ -137,8 +137,6 @@ class SglangEngine(Layout):
                        plan.kv_cache_tokens // plan.page_size, plan.kv_cache_tokens,
                        plan.max_concurrency, s.available_bytes, s.kv_bytes + state, rows)
             for s in plan.stages)
-        tp = request.tensor_parallel_size
-        split = [layer.split(tp) if tp > 1 else layer for layer in inp.facts.layers]
         warnings = list(plan.warnings)
         if request.gpu is None and request.block_size is None:
             warnings.append("page size auto: SGLang's choice on Hopper (H100/H200); pass "
@@ -156,7 +154,7 @@ class SglangEngine(Layout):
             max_concurrency=plan.max_concurrency,
             max_model_len=plan.context_len,
             kv_cache_dtype=plan.kv_cache_dtype,
-            layers=tuple(layer_summary(split)),
+            layers=tuple(facts_summary(inp.facts, request.tensor_parallel_size)),
             warnings=tuple(warnings),
             one_request_bytes=(one,) * len(ranks),
             engine_fields=_engine_fields(plan, inp.budget),

@@ -343,8 +343,8 @@ def build(facts: ModelFacts) -> SglangModel:
         full = [a for a in attention if not isinstance(a, SlidingAttention | ChunkedAttention)]
     else:
         swa, full = [], list(attention)
-    empty = [i for i in indices if not any(
-        layer.index == i and layer.kind is not Kind.NONE for layer in decoder)]
+    caching = {layer.index for layer in decoder if layer.kind is not Kind.NONE}
+    empty = [i for i in indices if i not in caching]
     slotted_empty = bool(empty) and arch in NO_OP_SLOTTED_ARCHS and bool(full) and not swa
     if empty and not states and not slotted_empty:
         raise _refuse(facts, f"layer {empty[0]} caches nothing in the model, but SGLang's "

@@ -49,9 +49,10 @@ NOT_SERVED: Mapping[str, str] = {
         "code (auto_map), which only --trust-remote-code with the checkpoint's files could hand "
         "to the Transformers backend; not reproduced [cov-minimax-m1]"),
     "MiniMaxM3ForCausalLM": (
-        "SGLang 0.5.23 has no MiniMaxM3ForCausalLM class (only MiniMaxM3Sparse*), and "
-        "transformers 5.19 does not recognise model_type 'minimax_m3', so SGLang cannot load "
-        "the config [cov-minimax-m3]"),
+        "SGLang 0.5.23 has no MiniMaxM3ForCausalLM class (only MiniMaxM3Sparse*), and its "
+        "config does not load: The checkpoint you are trying to load has model type "
+        "`minimax_m3` but Transformers does not recognize this architecture (transformers "
+        "5.19) [cov-minimax-m3]"),
 }
 
 

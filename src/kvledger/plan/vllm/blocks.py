@@ -15,14 +15,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.grouping import Group, block_outermost
-from kvledger.plan.vllm.specs import KVCacheSpec, SpecContext
+from kvledger.plan.vllm.specs import SpecContext
+from kvledger.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlockMath:
     """The block count and the numbers vLLM logs from it, for one budget."""
 
@@ -35,7 +35,7 @@ class BlockMath:
     refuses_to_start: bool
 
 
-def bytes_per_block(groups: tuple[Group, ...], specs: dict[int, KVCacheSpec]) -> int:
+def bytes_per_block(groups: tuple[Group, ...]) -> int:
     """vLLM ``_get_kv_cache_bytes_per_block``: the widest group's pages.
 
     Layer-outermost layouts stride each layer by its own page rounded up to its block-stride
@@ -45,16 +45,16 @@ def bytes_per_block(groups: tuple[Group, ...], specs: dict[int, KVCacheSpec]) ->
     """
     if not groups:
         return 0
-    members = [i for g in groups for i in g.layers]
-    if block_outermost({i: specs[i] for i in members}):
-        widest = max(g.layer_pages(specs) for g in groups)
-        lcm = math.lcm(*(specs[i].block_stride_alignment_bytes() for i in members))
+    members = [spec for g in groups for spec, _ in g.layer_specs()]
+    if block_outermost(members):
+        widest = max(g.layer_pages() for g in groups)
+        lcm = math.lcm(*(spec.block_stride_alignment_bytes() for spec in members))
         return ceil_div(widest, lcm) * lcm
     return max(
         sum(
-            ceil_div(specs[i].page_size_bytes, a) * a
-            for i in g.layers
-            for a in (specs[i].block_stride_alignment_bytes(),)
+            n * ceil_div(spec.page_size_bytes, a) * a
+            for spec, n in g.layer_specs()
+            for a in (spec.block_stride_alignment_bytes(),)
         )
         for g in groups
     )
@@ -66,14 +66,13 @@ def blocks_per_request(groups: tuple[Group, ...], ctx: SpecContext) -> int:
 
 def block_math(
     groups: tuple[Group, ...],
-    specs: dict[int, KVCacheSpec],
     available_bytes: int,
     ctx: SpecContext,
     *,
     num_blocks: int | None = None,
 ) -> BlockMath:
     """``num_blocks`` overrides the budget's count (pipeline stages reconcile to the min)."""
-    bpb = bytes_per_block(groups, specs)
+    bpb = bytes_per_block(groups)
     if bpb <= 0:
         # vLLM: attention-free models get num_blocks = 1 (the null block).
         return BlockMath(0, 1, 0, 0.0, 0, 0, False)

@@ -28,10 +28,13 @@ dtype, whatever KV scheme they state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kvledger.derive.layers import Kind, ModelFacts
 from kvledger.plan.vllm.errors import VllmLayoutError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # vLLM ``MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP`` (utils/torch_utils.py).
 _MODELOPT_TO_VLLM = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
@@ -169,7 +172,7 @@ def validate_compressed_tensors_kv_scheme(scheme: Mapping[str, Any]) -> None:
 
 def resolve_cache_dtype(facts: ModelFacts, option: str) -> CacheDtype:
     """``cache_config.cache_dtype`` after engine-config resolution and model construction."""
-    kinds = frozenset(layer.kind for layer in facts.layers if layer.owns_memory)
+    kinds = frozenset(g.layer.kind for g in facts.groups if g.layer.owns_memory)
     return cache_dtype_for(facts.config, facts.hf_quant_config, kinds, option)
 
 

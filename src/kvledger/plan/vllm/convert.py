@@ -6,9 +6,9 @@ One function per fact kind, each stating which vLLM layer class produces the spe
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, cast
+from collections.abc import Sequence
 
+from kvledger import records
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import (
     MLA,
@@ -22,6 +22,7 @@ from kvledger.derive.layers import (
     RecurrentState,
     Role,
     SlidingAttention,
+    StateTensor,
 )
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.hybrid import MINIMAX_M3_KERNEL_BLOCK
@@ -66,7 +67,9 @@ def _attention_heads(layer: Attention) -> int:
     return layer.k_heads
 
 
-def _state_dtypes(layer: RecurrentState, res: Resolved) -> tuple[str, ...]:
+def _state_dtypes(
+    layer: RecurrentState, res: Resolved, tensors: Sequence[StateTensor]
+) -> tuple[str, ...]:
     """vLLM ``MambaStateDtypeCalculator``: conv states use mamba_cache_dtype ("auto": the
     model dtype); temporal/SSM states use mamba_ssm_cache_dtype ("auto": the conv dtype);
     KDA keeps its recurrent state in float32 (``kda_state_dtype``); lightning / linear
@@ -81,7 +84,7 @@ def _state_dtypes(layer: RecurrentState, res: Resolved) -> tuple[str, ...]:
         temporal = "float32" if res.mamba_ssm_cache_dtype == "auto" else res.mamba_ssm_cache_dtype
     if "lightning" in kind or "linear" in kind:
         temporal = conv
-    return tuple(conv if _is_conv(t) else temporal for t in layer.tensors())
+    return tuple(conv if _is_conv(t) else temporal for t in tensors)
 
 
 def _is_conv(tensor: object) -> bool:
@@ -198,8 +201,7 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         if spec_blocks and hasattr(layer, "spec_tokens"):
             # vLLM's state-shape calculator widens the conv window by num_spec
             # (MambaStateShapeCalculator: conv rows = conv_kernel - 1 + num_spec).
-            widened = dataclasses.replace(cast(Any, layer), spec_tokens=spec_blocks)
-            layer = cast(RecurrentState, widened)
+            layer = records.replace(layer, spec_tokens=spec_blocks)
         tensors = layer.tensors()
         mamba_type = _mamba_type(layer)
         # Prefill-checkpoint blocks (MambaSpec.num_prefill_checkpoint_blocks, charged in align
@@ -214,7 +216,7 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         return MambaSpec(
             block_size=bs,
             shapes=tuple(tuple(t.shape) for t in tensors),
-            dtypes=_state_dtypes(layer, res),
+            dtypes=_state_dtypes(layer, res, tensors),
             mamba_type=mamba_type,
             mamba_cache_mode=res.mamba_cache_mode,
             num_speculative_blocks=spec_blocks,

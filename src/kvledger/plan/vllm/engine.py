@@ -9,25 +9,25 @@ them from the budget (``pools_model_local`` is False).
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING
-
+from kvledger import records
 from kvledger.derive.layers import Role
 from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
-from kvledger.plan.result import PoolRow, RankResult, layer_summary
+from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from kvledger.plan.vllm.layout import VllmPlan
 
 
 def _stage_ranges(inp: LayoutInput) -> list[tuple[int, int]]:
-    decoder = [layer for layer in inp.facts.layers if layer.role == Role.DECODER]
     pp = inp.request.pipeline_parallel_size
     if pp == 1:
-        return [(0, len(decoder))]
+        decoder = sum(len(g.indices) for g in inp.facts.groups if g.layer.role == Role.DECODER)
+        return [(0, decoder)]
     from kvledger.plan.parallel import split_stages
 
-    return [s.layer_range for s in split_stages(decoder, 1, pp)]
+    layers = [layer for layer in inp.facts.layers if layer.role == Role.DECODER]
+    return [s.layer_range for s in split_stages(layers, 1, pp)]
 
 
 def _ranks(inp: LayoutInput, plan: VllmPlan) -> tuple[RankResult, ...]:
@@ -49,7 +49,7 @@ def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
 
     request = inp.request
     if max_model_len is not None:
-        request = dataclasses.replace(request, max_model_len=max_model_len)
+        request = records.replace(request, max_model_len=max_model_len)
     budgets = inp.stage_budgets
     stage_budgets = None if len(set(budgets)) <= 1 else budgets
     return plan_vllm(inp.facts, request, min(budgets), stage_available_bytes=stage_budgets)
@@ -60,8 +60,6 @@ class VllmEngine(Layout):
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         plan = _plan(inp)
-        tp = inp.request.tensor_parallel_size
-        split = [layer.split(tp) if tp > 1 else layer for layer in inp.facts.layers]
         stage_plans = list(plan.stages) or [plan]
         return LayoutPlan(
             ranks=_ranks(inp, plan),
@@ -72,7 +70,7 @@ class VllmEngine(Layout):
             max_model_len=plan.max_model_len,
             # A dtype name (fp8_e4m3, not its uint8 storage), as vLLM resolved it.
             kv_cache_dtype=plan.resolved.kv_cache_dtype or inp.facts.kv_dtype,
-            layers=tuple(layer_summary(split)),
+            layers=tuple(facts_summary(inp.facts, inp.request.tensor_parallel_size)),
             warnings=tuple(plan.warnings),
             refuses_to_start=plan.vllm_refuses_to_start,
             # vLLM refuses unless one request's blocks fit beside the null block.

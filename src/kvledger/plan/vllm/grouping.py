@@ -15,7 +15,7 @@ Reproduces ``get_kv_cache_groups`` (vllm/v1/core/kv_cache_utils.py, vLLM 0.32):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.resolve import VllmLayoutError
@@ -27,66 +27,111 @@ from kvledger.plan.vllm.specs import (
     MLAAttentionSpec,
     SlidingWindowSpec,
     UniformTypeSpecs,
+    counted,
 )
+from kvledger.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Group:
     """One KV cache group: its layers and the spec they share."""
 
     layers: tuple[int, ...]  # ordinals into the planned layer list
     spec: KVCacheSpec | UniformTypeSpecs
 
-    def layer_pages(self, specs: dict[int, KVCacheSpec]) -> int:
+    def layer_specs(self) -> list[tuple[KVCacheSpec, int]]:
+        """The distinct spec objects of this group's layers, each with its layer count.
+
+        Layers with equal facts share one spec object, so this is a handful of entries
+        however many layers the group has (``counted``)."""
+        if not self.layers:
+            return []
+        if isinstance(self.spec, UniformTypeSpecs):
+            return counted(self.spec.specs)
+        return [(self.spec, len(self.layers))]
+
+    def layer_pages(self) -> int:
         """Bytes of one block of this group: the sum of its layers' pages."""
-        return sum(specs[i].page_size_bytes for i in self.layers)
+        return sum(spec.page_size_bytes * n for spec, n in self.layer_specs())
 
 
-@dataclass(frozen=True)
+Bucket = tuple[KVCacheSpec, tuple[int, ...]]  # a spec and its layers' ordinals, in order
+
+
+@record(frozen=True)
 class Grouping:
-    """vLLM's KV cache groups, the per-layer specs after unification, and any warnings."""
+    """vLLM's KV cache groups, the layers of each distinct spec after page-size unification
+    (in order of first layer: what vLLM reports as its unique layer specs), and warnings."""
 
     groups: tuple[Group, ...]
-    specs: dict[int, KVCacheSpec]  # per layer, after page-size unification
+    buckets: tuple[Bucket, ...]
     warnings: tuple[str, ...] = ()
 
 
-def _uniform_type(specs: dict[int, KVCacheSpec]) -> UniformTypeSpecs | None:
-    # vLLM ``UniformTypeKVCacheSpecs.from_specs``: same type key and same block size.
-    values = list(specs.values())
-    key = values[0].uniform_type_key()
-    if key is None or any(v.uniform_type_key() != key for v in values[1:]):
-        return None
-    if len({v.block_size for v in values}) != 1:
-        return None
-    return UniformTypeSpecs(block_size=values[0].block_size, specs=tuple(values))
-
-
-def unify_page_sizes(specs: dict[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
-    """vLLM ``unify_kv_cache_spec_page_size``."""
-    pages = {s.page_size_bytes for s in specs.values()}
-    if len(pages) <= 1:
-        return specs
-    largest = max(pages)
-    out: dict[int, KVCacheSpec] = {}
+def buckets_of(specs: dict[int, KVCacheSpec]) -> list[Bucket]:
+    """Per-layer specs (ordinal → spec) as buckets of equal specs, in order of first layer
+    (vLLM buckets layers by spec equality)."""
+    found: list[tuple[KVCacheSpec, list[int]]] = []
+    by_object: dict[int, list[int]] = {}  # equal layers usually share one spec object
     for i, spec in specs.items():
-        page = spec.page_size_bytes
-        if page == largest:
-            out[i] = spec
-        elif isinstance(spec, MambaSpec):
-            out[i] = spec.with_page_size_padded(largest)
-        elif largest % page == 0:
-            out[i] = spec.with_block_size(spec.block_size * (largest // page))
-        elif isinstance(spec, AttentionSpec) and not isinstance(spec, MLAAttentionSpec):
-            out[i] = spec.with_page_size_padded(largest)
+        members = by_object.get(id(spec))
+        if members is None:
+            members = next((m for s, m in found if s == spec), None)
+            if members is None:
+                members = []
+                found.append((spec, members))
+            by_object[id(spec)] = members
+        members.append(i)
+    return [(spec, tuple(members)) for spec, members in found]
+
+
+def _per_layer(buckets: list[Bucket]) -> dict[int, KVCacheSpec]:
+    """Back from buckets to one spec per layer, in layer order (the rare paths need it)."""
+    return dict(sorted((i, spec) for spec, layers in buckets for i in layers))
+
+
+def _uniform_type(buckets: list[Bucket]) -> bool:
+    # vLLM ``UniformTypeKVCacheSpecs.from_specs``: same type key and same block size.
+    key = buckets[0][0].uniform_type_key()
+    if key is None or any(s.uniform_type_key() != key for s, _ in buckets[1:]):
+        return False
+    return len({s.block_size for s, _ in buckets}) == 1
+
+
+def unify_page_size(spec: KVCacheSpec, largest: int) -> KVCacheSpec:
+    """One spec of vLLM ``unify_kv_cache_spec_page_size``: its page grown to ``largest``."""
+    page = spec.page_size_bytes
+    if page == largest:
+        return spec
+    if isinstance(spec, MambaSpec):
+        return spec.with_page_size_padded(largest)
+    if largest % page == 0:
+        return spec.with_block_size(spec.block_size * (largest // page))
+    if isinstance(spec, AttentionSpec) and not isinstance(spec, MLAAttentionSpec):
+        return spec.with_page_size_padded(largest)
+    raise VllmLayoutError(f"vLLM cannot unify page size {page} with {largest} ({spec.kind})")
+
+
+def unify_page_sizes(buckets: list[Bucket]) -> list[Bucket]:
+    """vLLM ``unify_kv_cache_spec_page_size``, bucket by bucket. Two buckets whose unified
+    specs are equal become one (layers in order), and buckets stay in order of first layer."""
+    pages = {s.page_size_bytes for s, _ in buckets}
+    if len(pages) <= 1:
+        return buckets
+    largest = max(pages)
+    merged: list[Bucket] = []
+    for spec, layers in buckets:
+        unified = unify_page_size(spec, largest)
+        same = next((k for k, (s, _) in enumerate(merged) if s == unified), None)
+        if same is None:
+            merged.append((unified, layers))
         else:
-            raise VllmLayoutError(
-                f"vLLM cannot unify page size {page} with {largest} (layer {i}, {spec.kind})"
-            )
-    return out
+            merged[same] = (unified, tuple(sorted(merged[same][1] + layers)))
+    merged.sort(key=lambda bucket: bucket[1][0])
+    return merged
 
 
-def block_outermost(specs: dict[int, KVCacheSpec]) -> bool:
+def block_outermost(specs: Iterable[KVCacheSpec]) -> bool:
     """Whether vLLM resolves a block-outermost KV cache layout (BLHNC) for these layers.
 
     vLLM ``resolve_kv_cache_layout`` takes the first layout every backend that declares one
@@ -94,37 +139,38 @@ def block_outermost(specs: dict[int, KVCacheSpec]) -> bool:
     none (any layout; default preference LBNHC, layer-outermost) except ``KpoolTailBackend``
     (GLM-5.3-Flash's indexer ring, ``CircularBufferSpec``), which takes BLHNC only.
     """
-    return any(isinstance(s, CircularBufferSpec) for s in specs.values())
+    return any(isinstance(s, CircularBufferSpec) for s in specs)
 
 
-def get_kv_cache_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
-    """vLLM ``get_kv_cache_groups``."""
-    if not specs:
-        return Grouping((), {})
-    values = list(specs.values())
-    if all(v == values[0] for v in values[1:]):
-        return Grouping((Group(tuple(specs), values[0]),), dict(specs))
-    uniform = _uniform_type(specs)
-    if uniform is not None:
-        return Grouping((Group(tuple(specs), uniform),), dict(specs))
-    if block_outermost(specs) and len({s.page_size_bytes for s in values}) > 1:
-        return packed_groups(specs)
-    if any(isinstance(s, CircularBufferSpec) for s in values):
+def get_kv_cache_groups(buckets: list[Bucket]) -> Grouping:
+    """vLLM ``get_kv_cache_groups``, over the planned layers' buckets of equal specs (in order
+    of first layer, ``buckets_of``): its cost follows the number of distinct specs, not of
+    layers, except on the uniform-type and packed paths."""
+    if not buckets:
+        return Grouping((), ())
+    if len(buckets) == 1:
+        spec, layers = buckets[0]
+        return Grouping((Group(layers, spec),), tuple(buckets))
+    if _uniform_type(buckets):
+        per_layer = _per_layer(buckets)
+        uniform = UniformTypeSpecs(block_size=buckets[0][0].block_size,
+                                   specs=tuple(per_layer.values()))
+        return Grouping((Group(tuple(per_layer), uniform),), tuple(buckets))
+    outermost = block_outermost(s for s, _ in buckets)
+    if outermost and len({s.page_size_bytes for s, _ in buckets}) > 1:
+        return Grouping(packed_groups(_per_layer(buckets)), tuple(buckets))
+    if outermost:
         raise VllmLayoutError("circular-buffer caches need vLLM's block-outermost layout")
 
-    unified = unify_page_sizes(specs)
-    # Same spec → same bucket, buckets ordered by first appearance (dict order).
-    buckets: dict[KVCacheSpec, list[int]] = {}
-    for i, spec in unified.items():
-        buckets.setdefault(spec, []).append(i)
-    sizes = [len(v) for v in buckets.values()]
+    buckets = unify_page_sizes(buckets)
+    sizes = [len(layers) for _, layers in buckets]
     smallest, largest = min(sizes), max(sizes)
     # vLLM: the "1" of an n:1 pattern is the group size, unless the counts are close
     # (max < 1.5 * min), where padding the smaller types to the larger count wastes less.
     group_size = largest if largest < smallest * 1.5 else smallest
     groups: list[Group] = []
     warnings: list[str] = []
-    for spec, layers in buckets.items():
+    for spec, layers in buckets:
         padding = group_size - len(layers) % group_size
         if padding != group_size:
             warnings.append(
@@ -133,8 +179,8 @@ def get_kv_cache_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
             )
         n = ceil_div(len(layers), group_size)
         # layers[i::n]: keeps pipeline stages balanced (vLLM comment on PP).
-        groups.extend(Group(tuple(layers[k::n]), spec) for k in range(n))
-    return Grouping(tuple(groups), unified, tuple(warnings))
+        groups.extend(Group(layers[k::n], spec) for k in range(n))
+    return Grouping(tuple(groups), tuple(buckets), tuple(warnings))
 
 
 def approximate_gcd(values: list[int], lower_bound: int) -> int:
@@ -156,7 +202,7 @@ def _is_uniform(specs: list[KVCacheSpec]) -> bool:
     )
 
 
-def packed_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
+def packed_groups(specs: dict[int, KVCacheSpec]) -> tuple[Group, ...]:
     """vLLM ``_get_packed_kv_cache_groups`` (block-outermost layout, mixed page sizes).
 
     Layers are bucketed greedily into uniform-type buckets (in registration order). A bucket
@@ -231,4 +277,4 @@ def packed_groups(specs: dict[int, KVCacheSpec]) -> Grouping:
                 block_size=specs[members[0]].block_size,
                 specs=tuple(specs[i] for i in members),
             )))
-    return Grouping(tuple(groups), dict(specs))
+    return tuple(groups)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
@@ -23,6 +23,7 @@ from kvledger.plan.vllm.specs import (
     MambaSpec,
     MLAAttentionSpec,
 )
+from kvledger.records import record
 
 # Smallest kernel block size of the backend vLLM picks on an SM90 GPU
 # (``get_supported_kernel_block_sizes``, v1/attention/backends/): FLASH_ATTN and
@@ -101,7 +102,7 @@ def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
     return requested
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlockSizes:
     """The block sizes vLLM settles on (attention, and Mamba when the model has it)."""
 
@@ -111,7 +112,7 @@ class BlockSizes:
     notes: tuple[str, ...] = ()
 
 
-def _main_attention(specs: list[KVCacheSpec]) -> AttentionSpec | None:
+def _main_attention(specs: Sequence[KVCacheSpec]) -> AttentionSpec | None:
     """The attention spec vLLM measures one token of (the model's own head size)."""
     attn = [
         s for s in specs
@@ -153,7 +154,10 @@ def _auto_block_size(res: Resolved, notes: list[str]) -> int:
     return DEFAULT_BLOCK_SIZE
 
 
-def resolve_block_sizes(specs: list[KVCacheSpec], res: Resolved) -> BlockSizes:
+def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolved) -> BlockSizes:
+    """The block sizes for the planned layers: ``counted`` holds each distinct spec with the
+    number of layers that have it, in the order of their first layer."""
+    specs = [spec for spec, _ in counted]
     requested = res.requested_block_size
     notes: list[str] = []
     backend_min = FLASH_MLA_ALIGNMENT if res.use_mla else FLASH_ATTENTION_ALIGNMENT
@@ -168,7 +172,7 @@ def resolve_block_sizes(specs: list[KVCacheSpec], res: Resolved) -> BlockSizes:
     main = _main_attention(specs)
     if res.minimax_sparse_layers and not mambas:
         # The attention layers that are not sparse run FLASH_ATTN.
-        attention = sum(1 for s in specs if isinstance(s, AttentionSpec)
+        attention = sum(n for s, n in counted if isinstance(s, AttentionSpec)
                         and not isinstance(s, MLAAttentionSpec))
         dense = attention > len(res.minimax_sparse_layers)
         return BlockSizes(_minimax_m3_block_size(res, dense), None, None, tuple(notes))

@@ -10,20 +10,16 @@ counts its blocks from the same per-GPU budget, and all stages use the smallest 
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence, Set
 
-from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
 from kvledger.derive.model_types import MODEL_TYPES
 from kvledger.derive.model_types import resolve as resolve_row
 from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
-from kvledger.plan.vllm.grouping import Group, Grouping, get_kv_cache_groups
+from kvledger.plan.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
 from kvledger.plan.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
-from kvledger.plan.vllm.no_cache_config import layer_kv_dtype
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.vllm.specs import (
     AttentionSpec,
@@ -34,6 +30,11 @@ from kvledger.plan.vllm.specs import (
     UniformTypeSpecs,
     spec_name,
 )
+from kvledger.records import field, record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["GroupInfo", "VllmLayoutError", "VllmPlan", "plan_vllm", "plan_vllm_stage", "pp_stages"]
 
@@ -51,7 +52,7 @@ def pp_stages(num_layers: int, pp: int) -> list[tuple[int, int]]:
         raise VllmLayoutError(str(exc)) from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GroupInfo:
     """One KV cache group as reported: its spec, layer count and per-request pages."""
 
@@ -63,7 +64,7 @@ class GroupInfo:
     blocks_per_request: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VllmPlan:
     """What ``plan_vllm`` returns: vLLM's block count, logged numbers and groups."""
 
@@ -79,7 +80,10 @@ class VllmPlan:
     available_bytes: int
     vllm_refuses_to_start: bool
     groups: tuple[GroupInfo, ...]
-    layer_specs: tuple[tuple[dict[str, Any], int], ...]
+    # The planned layers' distinct specs (this stage's layers: ``spec_members``, None for
+    # all), kept as specs: ``layer_specs`` describes them only when asked.
+    spec_buckets: tuple[Bucket, ...]
+    spec_members: frozenset[int] | None
     resolved: Resolved
     mamba_block_size: int | None
     mamba_page_size_padded: int | None
@@ -93,6 +97,12 @@ class VllmPlan:
     @property
     def reserved_bytes(self) -> int:
         return self.num_blocks * self.bytes_per_block
+
+    @property
+    def layer_specs(self) -> tuple[tuple[dict[str, Any], int], ...]:
+        """Each distinct spec of the planned layers with its layer count, in order of first
+        layer: what vLLM reports as its unique layer specs (the oracle's ``layer_specs``)."""
+        return _layer_specs(self.spec_buckets, self.spec_members)
 
     def pools(self) -> list[dict[str, Any]]:
         """The plan as pool rows: vLLM keeps one block pool shared by every group."""
@@ -108,12 +118,16 @@ class VllmPlan:
         ]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Prepared:
-    """Everything ``_prepare`` derives once, before blocks are counted per stage."""
+    """Everything ``_prepare`` derives once, before blocks are counted per stage.
+
+    The planned layers are in vLLM's registration order (``ordinal``: a position in it);
+    ``indices`` and ``roles`` give each one's model layer index and role."""
 
     res: Resolved
-    layers: tuple[LayerCache, ...]
+    indices: tuple[int, ...]
+    roles: tuple[Role, ...]
     sizes: BlockSizes
     grouping: Grouping
     ctx: SpecContext
@@ -133,9 +147,15 @@ def not_in_vllm(model_type: str) -> str:
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     if absent := not_in_vllm(facts.model_type):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
-    res, kv_notes = layer_kv_dtype(facts, resolve(facts, request))
+    res = resolve(facts, request)
+    kv_notes: list[str] = []
+    if facts.model_type in MODEL_TYPES and resolve_row(facts.model_type).vllm_no_cache_config:
+        # Imported only for the model files it concerns (start-up: bench/startup.py).
+        from kvledger.plan.vllm.no_cache_config import layer_kv_dtype
+
+        res, kv_notes = layer_kv_dtype(facts, res)
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
-            and not any(layer.role is Role.MTP for layer in facts.layers)):
+            and not any(g.layer.role is Role.MTP for g in facts.groups)):
         # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
         # num_nextn_predict_layers, default 1; derive states them as Role.MTP layers) and
         # gives each its own KV cache: facts without any (a model type whose MTP module
@@ -145,26 +165,37 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
             "model's MTP layers to vLLM's KV cache, and kvledger derived none for this "
             "config; refusing to plan without them"
         )
-    tp = request.tensor_parallel_size
-    taking = [layer.split(tp) for layer in facts.layers if layer_takes_part(layer, request)]
-    # vLLM registers a layer's indexer caches before its attention cache; the order only
-    # decides which layer represents a mixed group in what vLLM reports.
-    ranked = sorted(
-        enumerate(taking),
-        key=lambda p: (p[1].index, 0 if p[1].kind is Kind.INDEXER else 1, p[0]),
-    )
-    layers = tuple(layer for _, layer in ranked)
-    if not layers:
-        if facts.layers and all(layer.role is Role.DRAFT for layer in facts.layers):
+    taking = tuple(n for n, g in enumerate(facts.groups) if layer_takes_part(g.layer, request))
+    if not taking:
+        if facts.layers and all(g.layer.role is Role.DRAFT for g in facts.groups):
             raise VllmLayoutError(
                 f"{facts.model} is a speculative draft model; vLLM serves it only beside its "
                 "target: plan the target model with --speculative-method eagle3"
             )
         raise VllmLayoutError(f"{facts.model}: no layer keeps a KV cache under these options")
-    raw = [layer_spec(layer, res, request) for layer in layers]
-    sizes = resolve_block_sizes(raw, res)
+    order = facts.cached(("vllm registration order", taking),
+                         lambda: _registration_order(facts, taking, res.minimax_sparse_layers))
+    # One spec per part (a group of identical layers, ``ModelFacts.groups``), shared by its
+    # members: the work follows the number of distinct layers, not of layers.
+    tp = request.tensor_parallel_size
+    split = {n: facts.groups[n].layer.split(tp) for n in taking}
+    parts = [split[n] if split[n].index == index else split[n].at(index)
+             for n, index in order.parts]
+    raw = [layer_spec(layer, res, request) for layer in parts]
+    sizes = resolve_block_sizes(
+        [(raw[k], len(order.positions[k])) for k in order.by_first_layer], res)
     specs = apply_block_sizes(raw, sizes)
-    grouping = get_kv_cache_groups(dict(enumerate(specs)))
+    # vLLM buckets layers by spec equality: parts with equal specs (an MTP layer and the
+    # decoder's full attention) share a bucket.
+    buckets: list[tuple[KVCacheSpec, tuple[int, ...]]] = []
+    for k in order.by_first_layer:
+        same = next((b for b, (spec, _) in enumerate(buckets) if spec == specs[k]), None)
+        if same is None:
+            buckets.append((specs[k], order.positions[k]))
+        else:
+            spec, layers = buckets[same]
+            buckets[same] = (spec, tuple(sorted(layers + order.positions[k])))
+    grouping = get_kv_cache_groups(buckets)
     ctx = SpecContext(
         max_model_len=res.max_model_len,
         max_in_flight_tokens=res.max_in_flight_tokens,
@@ -173,7 +204,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     )
     warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes
     warnings.extend(checkpoint_kv_notes(facts, request, res))
-    if any(getattr(layer, "with_value", False) for layer in layers
+    if any(getattr(layer, "with_value", False) for layer in parts
            if layer.index in res.minimax_sparse_layers):
         warnings.append(
             "the config keeps an index value on some MiniMax-M3 sparse layers "
@@ -182,14 +213,69 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         )
     if res.mamba_cache_mode == "align" and any(
         isinstance(layer, RecurrentState) and "kda" in layer.state_kind.lower()
-        for layer in layers
+        for layer in parts
     ):
         warnings.append(
             "KDA layers in align mode are charged 2 state blocks per request, as vLLM's CPU "
             "oracle does; on a CUDA GPU vLLM 0.32 picks the FlashKDA prefill backend for bf16 "
             "head_dim-128 bounded-gate models and charges a third (prefill checkpoint) block"
         )
-    return _Prepared(res, layers, sizes, grouping, ctx, tuple(warnings))
+    return _Prepared(res, order.indices, order.roles, sizes, grouping, ctx, tuple(warnings))
+
+
+@record(frozen=True)
+class _Order:
+    """The planned layers in vLLM's registration order (a layer's *ordinal* is its position
+    in it), for one set of layer groups taking part: a view of the facts alone, computed once
+    per model (``ModelFacts.cached``).
+
+    A *part* is a group, or on MiniMax-M3 the sparse or the dense layers of one (``_by_spec``):
+    each part gets one spec."""
+
+    parts: tuple[tuple[int, int], ...]  # (group number, index of its first layer)
+    positions: tuple[tuple[int, ...], ...]  # per part: its layers' ordinals
+    by_first_layer: tuple[int, ...]  # part numbers, in the order of their first layer
+    indices: tuple[int, ...]  # per ordinal: the model's layer index
+    roles: tuple[Role, ...]  # per ordinal
+
+
+def _registration_order(
+    facts: ModelFacts, taking: tuple[int, ...], sparse: frozenset[int]
+) -> _Order:
+    parts: list[tuple[int, int]] = []
+    # (layer index, 0 for an indexer's cache, position in the model's layers, part number)
+    entries: list[tuple[int, int, int, int]] = []
+    for number in taking:
+        group = facts.groups[number]
+        rank = 0 if group.layer.kind is Kind.INDEXER else 1
+        for members in _by_spec(group, sparse):
+            parts.append((number, members[0][0]))
+            entries.extend((index, rank, ordinal, len(parts) - 1) for index, ordinal in members)
+    # vLLM registers a layer's indexer caches before its attention cache; the order only
+    # decides which layer represents a mixed group in what vLLM reports.
+    entries.sort()
+    positions: list[list[int]] = [[] for _ in parts]
+    for ordinal, entry in enumerate(entries):
+        positions[entry[3]].append(ordinal)
+    return _Order(
+        parts=tuple(parts),
+        positions=tuple(tuple(p) for p in positions),
+        by_first_layer=tuple(sorted(range(len(parts)), key=lambda k: positions[k][0])),
+        indices=tuple(e[0] for e in entries),
+        roles=tuple(facts.groups[parts[e[3]][0]].layer.role for e in entries),
+    )
+
+
+def _by_spec(group: LayerGroup, sparse: frozenset[int]) -> list[list[tuple[int, int]]]:
+    """A group's (index, position in the model's layers) pairs, split where vLLM gives equal
+    facts different specs: MiniMax-M3's sparse-attention layers (``sparse``, from
+    ``Resolved.minimax_sparse_layers``) take a kernel-block alignment its dense layers do not."""
+    pairs = list(zip(group.indices, group.ordinals, strict=True))
+    if not sparse:
+        return [pairs]
+    on = [p for p in pairs if p[0] in sparse]
+    off = [p for p in pairs if p[0] not in sparse]
+    return [part for part in (on, off) if part]
 
 
 def checkpoint_kv_notes(facts: ModelFacts, request: PlanRequest, res: Resolved) -> list[str]:
@@ -227,15 +313,20 @@ def _group_info(group: Group, ctx: SpecContext) -> GroupInfo:
 
 
 def _layer_specs(
-    specs: dict[int, KVCacheSpec], members: list[int]
+    buckets: tuple[Bucket, ...], members: Set[int] | None
 ) -> tuple[tuple[dict[str, Any], int], ...]:
-    counts = Counter(specs[i] for i in members)
-    return tuple((spec.describe(), n) for spec, n in counts.items())
+    """Each distinct spec of ``members`` (None: every planned layer) with its layer count, in
+    order of first layer: what vLLM reports as its unique layer specs."""
+    if members is None:
+        return tuple((spec.describe(), len(layers)) for spec, layers in buckets)
+    kept = [(spec, [i for i in layers if i in members]) for spec, layers in buckets]
+    ordered = sorted(((spec, mine) for spec, mine in kept if mine), key=lambda b: b[1][0])
+    return tuple((spec.describe(), len(mine)) for spec, mine in ordered)
 
 
-def _tp_heads(specs: dict[int, KVCacheSpec]) -> int | None:
+def _tp_heads(buckets: tuple[Bucket, ...]) -> int | None:
     """KV heads per rank of the model's own attention (not indexer keys or rings)."""
-    for s in specs.values():
+    for s, _ in buckets:
         if isinstance(s, AttentionSpec) and not isinstance(s, CircularBufferSpec) and not (
             isinstance(s, MLAAttentionSpec) and s.is_indexer
         ):
@@ -257,17 +348,18 @@ def _project(groups: tuple[Group, ...], members: set[int]) -> tuple[Group, ...]:
 
 
 def _stage_ranges(prep: _Prepared, pp: int) -> list[tuple[int, int]]:
-    decoder = [layer.index for layer in prep.layers if layer.role is Role.DECODER]
+    decoder = [i for i, role in zip(prep.indices, prep.roles, strict=True)
+               if role is Role.DECODER]
     return pp_stages(max(decoder) + 1 if decoder else 1, pp)
 
 
 def _stage_members(prep: _Prepared, pp: int) -> list[set[int]]:
     ranges = _stage_ranges(prep, pp)
     members: list[set[int]] = [set() for _ in ranges]
-    for ordinal, layer in enumerate(prep.layers):
+    for ordinal, (index, role) in enumerate(zip(prep.indices, prep.roles, strict=True)):
         stage = len(ranges) - 1  # MTP / draft layers run on the last stage
-        if layer.role is Role.DECODER:
-            stage = next(k for k, (a, b) in enumerate(ranges) if a <= layer.index < b)
+        if role is Role.DECODER:
+            stage = next(k for k, (a, b) in enumerate(ranges) if a <= index < b)
         members[stage].add(ordinal)
     return members
 
@@ -276,7 +368,7 @@ def _plan(
     facts: ModelFacts,
     prep: _Prepared,
     groups: tuple[Group, ...],
-    members: list[int],
+    members: set[int] | None,
     available_bytes: int,
     math: BlockMath,
     *,
@@ -305,11 +397,12 @@ def _plan(
         available_bytes=available_bytes,
         vllm_refuses_to_start=math.refuses_to_start,
         groups=tuple(_group_info(g, prep.ctx) for g in groups),
-        layer_specs=_layer_specs(prep.grouping.specs, members),
+        spec_buckets=prep.grouping.buckets,
+        spec_members=None if members is None else frozenset(members),
         resolved=prep.res,
         mamba_block_size=prep.sizes.mamba_block_size,
         mamba_page_size_padded=prep.sizes.mamba_page_size_padded,
-        tp_kv_heads_per_rank=_tp_heads(prep.grouping.specs),
+        tp_kv_heads_per_rank=_tp_heads(prep.grouping.buckets),
         warnings=tuple(warnings),
         stage=stage,
         layer_range=layer_range,
@@ -334,9 +427,9 @@ def plan_vllm_stage(
     if not 0 <= stage < len(members):
         raise ValueError(f"stage {stage} out of range for {len(members)} pipeline stages")
     groups = _project(prep.grouping.groups, members[stage])
-    math = block_math(groups, prep.grouping.specs, available_bytes, prep.ctx)
+    math = block_math(groups, available_bytes, prep.ctx)
     return _plan(
-        facts, prep, groups, sorted(members[stage]), available_bytes, math, stage=stage,
+        facts, prep, groups, members[stage], available_bytes, math, stage=stage,
         layer_range=_stage_ranges(prep, request.pipeline_parallel_size)[stage],
     )
 
@@ -363,28 +456,25 @@ def plan_vllm(
         raise ValueError(f"stage_available_bytes has {len(budgets)} entries for {pp} stages")
     for b in budgets:
         _check_budget(b)
-    every = list(range(len(prep.layers)))
     if pp == 1:
-        math = block_math(prep.grouping.groups, prep.grouping.specs, budgets[0], prep.ctx)
-        return _plan(facts, prep, prep.grouping.groups, every, budgets[0], math, stage=None)
+        math = block_math(prep.grouping.groups, budgets[0], prep.ctx)
+        return _plan(facts, prep, prep.grouping.groups, None, budgets[0], math, stage=None)
 
     members = _stage_members(prep, pp)
     ranges = _stage_ranges(prep, pp)
     projected = [_project(prep.grouping.groups, m) for m in members]
     counts = [
-        block_math(g, prep.grouping.specs, budgets[k], prep.ctx).num_blocks
+        block_math(g, budgets[k], prep.ctx).num_blocks
         for k, g in enumerate(projected)
     ]
     # vLLM: every stage uses the smallest block count among stages.
     fewest = min(counts)
     stage_plans: list[VllmPlan] = []
     for k, (groups, m) in enumerate(zip(projected, members, strict=True)):
-        math = block_math(
-            groups, prep.grouping.specs, budgets[k], prep.ctx, num_blocks=fewest
-        )
+        math = block_math(groups, budgets[k], prep.ctx, num_blocks=fewest)
         stage_plans.append(
             _plan(
-                facts, prep, groups, sorted(m), budgets[k], math, stage=k,
+                facts, prep, groups, m, budgets[k], math, stage=k,
                 layer_range=ranges[k],
             )
         )
@@ -405,6 +495,6 @@ def plan_vllm(
         f"pipeline stage {k}: {c} blocks on its own budget" for k, c in enumerate(counts)
     )
     return _plan(
-        facts, prep, prep.grouping.groups, every, min(budgets), math,
+        facts, prep, prep.grouping.groups, None, min(budgets), math,
         stage=None, stages=tuple(stage_plans), extra_warnings=notes,
     )

@@ -13,8 +13,7 @@ with ``--kv-cache-dtype fp8`` keeps bfloat16 pages (tests/oracles/vllm-0.32-cove
 
 from __future__ import annotations
 
-import dataclasses
-
+from kvledger import records
 from kvledger.derive.layers import ModelFacts
 from kvledger.derive.model_types import MODEL_TYPES
 from kvledger.derive.model_types import resolve as resolve_row
@@ -49,5 +48,5 @@ def layer_kv_dtype(facts: ModelFacts, res: Resolved) -> tuple[Resolved, list[str
         return res, []
     name = kv_dtype_name(own.cache_dtype, res.model_dtype)
     note = (f"KV cache stays {name}, not {res.kv_cache_dtype}: {why}")
-    return dataclasses.replace(res, kv_storage_dtype=storage, kv_quant=quant,
-                               kv_cache_dtype=name, cache_dtype_reason=note), [note]
+    return records.replace(res, kv_storage_dtype=storage, kv_quant=quant,
+                           kv_cache_dtype=name, cache_dtype_reason=note), [note]

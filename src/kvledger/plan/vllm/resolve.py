@@ -9,9 +9,6 @@ read from an oracle, so a test can compare them with what vLLM logged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
 from kvledger.plan.request import MTP_METHODS, PlanRequest
@@ -22,11 +19,16 @@ from kvledger.plan.vllm.specs import (
     QUANT_NONE,
     QUANT_NVFP4,
 )
+from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Resolved:
     """The settings vLLM resolves from the options and the model before it sizes the cache."""
 
@@ -183,7 +185,7 @@ def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
 def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     if request.data_parallel_size < 1:  # pragma: no cover - PlanRequest validates
         raise VllmLayoutError("data_parallel_size must be >= 1")
-    kinds = {layer.kind for layer in facts.layers if layer.owns_memory}
+    kinds = {g.layer.kind for g in facts.groups if g.layer.owns_memory}
     has_state = Kind.STATE in kinds
     has_attention = bool(kinds - {Kind.STATE, Kind.NONE})
     has_cross = Kind.CROSS in kinds
@@ -238,7 +240,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     # the lookahead is num_speculative_tokens for multi-module MTP
     # (``SpeculativeConfig.use_multi_module_mtp``: min(MTP modules, speculative tokens) > 1),
     # 1 for other EAGLE-family drafters, 0 without one.
-    mtp_modules = len({layer.index for layer in facts.layers if layer.role is Role.MTP})
+    mtp_modules = len({i for g in facts.groups if g.layer.role is Role.MTP for i in g.indices})
     multi_mtp = (request.speculative_method in MTP_METHODS
                  and min(mtp_modules, request.num_speculative_tokens) > 1)
     extra_retained = request.num_speculative_tokens - 1 if multi_mtp else 0
@@ -276,9 +278,9 @@ def _minimax_sparse_layers(facts: ModelFacts) -> frozenset[int]:
     """Indices of the layers that carry a MiniMax-M3 lightning-indexer cache: vLLM builds
     those as ``MiniMaxM3SparseAttention`` (models/minimax_m3/nvidia/model.py
     ``MiniMaxM3DecoderLayer``: ``layer_id in _sparse_attention_layer_ids(config)``)."""
-    if not any(layer.kind is Kind.INDEXER for layer in facts.layers):
+    if not any(g.layer.kind is Kind.INDEXER for g in facts.groups):
         return frozenset()
     # Imported only for models with an indexer: the family is not on the start-up path.
     from kvledger.derive.families.minimax import IndexCache
 
-    return frozenset(layer.index for layer in facts.layers if isinstance(layer, IndexCache))
+    return frozenset(i for g in facts.groups if isinstance(g.layer, IndexCache) for i in g.indices)

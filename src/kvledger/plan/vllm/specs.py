@@ -12,13 +12,16 @@ the way vLLM's do. Frozen dataclasses give exactly that equality.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from collections.abc import Iterable
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import ceil_div
+from kvledger.records import fields, record, replace
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Self
 
 # KV quantization modes (vLLM ``KVQuantMode``).
 QUANT_NONE = "none"
@@ -54,7 +57,7 @@ class MultipleOf:
         return f"MultipleOf({self.base})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SpecContext:
     """The engine settings a spec's per-request worst case depends on."""
 
@@ -67,7 +70,7 @@ class SpecContext:
     mamba_cache_mode: str  # "none" | "align" | "all"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class KVCacheSpec:
     """vLLM ``KVCacheSpec``: one layer's cache format."""
 
@@ -91,6 +94,15 @@ class KVCacheSpec:
 
     @property
     def page_size_bytes(self) -> int:
+        """Bytes of one page: computed once per spec object (a frozen value), because block
+        sizes, grouping and block counts each ask for it. Kinds define ``page_bytes``."""
+        found: int | None = self.__dict__.get("_page_size_bytes")
+        if found is None:
+            # A memo beside the fields (equality, hashing and ``replace`` see fields only).
+            found = self.__dict__["_page_size_bytes"] = self.page_bytes()
+        return found
+
+    def page_bytes(self) -> int:
         raise NotImplementedError
 
     @property
@@ -117,14 +129,14 @@ class KVCacheSpec:
         return None
 
     def with_block_size(self, block_size: int) -> Self:
-        return dataclasses.replace(self, block_size=block_size)
+        return replace(self, block_size=block_size)
 
     def with_page_size_padded(self, padded: int) -> Self:
         raise NotImplementedError(f"{self.kind} pages cannot be padded")
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"spec": self.kind}
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             value = getattr(self, f.name)
             # As vLLM prints it (the oracle's layer_specs): "MultipleOf(64)".
             out[f.name] = f"MultipleOf({value.base})" if isinstance(value, MultipleOf) else value
@@ -133,7 +145,7 @@ class KVCacheSpec:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class AttentionSpec(KVCacheSpec):
     """vLLM ``AttentionSpec``: K and V rows of ``head_size`` / ``head_size_v`` per head."""
 
@@ -158,8 +170,7 @@ class AttentionSpec(KVCacheSpec):
             self._row_bytes(self.head_size) + self._row_bytes(self.head_size_v)
         )
 
-    @property
-    def page_size_bytes(self) -> int:
+    def page_bytes(self) -> int:
         # vLLM ``AttentionSpec.page_size_bytes``: per-token-head quantization carves its
         # fp32 K and V scales out of the same allocation: + 2 * block * heads * 4.
         page = self.real_page_size_bytes
@@ -172,10 +183,10 @@ class AttentionSpec(KVCacheSpec):
         return page
 
     def with_page_size_padded(self, padded: int) -> Self:
-        return dataclasses.replace(self, page_size_padded=padded)
+        return replace(self, page_size_padded=padded)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class FullAttentionSpec(AttentionSpec):
     """vLLM ``FullAttentionSpec``: every position of a request up to ``max_model_len``."""
 
@@ -189,7 +200,7 @@ class FullAttentionSpec(AttentionSpec):
         return ("full",)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MLAAttentionSpec(FullAttentionSpec):
     """vLLM ``MLAAttentionSpec``: one latent row per token, no separate V.
 
@@ -212,7 +223,7 @@ class MLAAttentionSpec(FullAttentionSpec):
         return rows * self.num_kv_heads * self._row_bytes(self.head_size)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SlidingWindowSpec(AttentionSpec):
     """vLLM ``SlidingWindowSpec``: the last ``sliding_window`` positions (plus in-flight ones)."""
 
@@ -234,7 +245,7 @@ class SlidingWindowSpec(AttentionSpec):
         return ("sliding", self.sliding_window)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ChunkedLocalAttentionSpec(AttentionSpec):
     """vLLM ``ChunkedLocalAttentionSpec``: the current chunk (plus in-flight positions)."""
 
@@ -251,7 +262,7 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
         return ("chunked", self.attention_chunk_size)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CrossAttentionSpec(AttentionSpec):
     """vLLM ``CrossAttentionSpec``: K/V over the encoder's input tokens."""
 
@@ -265,7 +276,7 @@ class CrossAttentionSpec(AttentionSpec):
         return ("cross",)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MambaSpec(KVCacheSpec):
     """vLLM ``MambaSpec``: one page holds a whole recurrent state (all its tensors)."""
 
@@ -290,8 +301,7 @@ class MambaSpec(KVCacheSpec):
             total += resolve_dtype(dtype).nbytes(numel)
         return total
 
-    @property
-    def page_size_bytes(self) -> int:
+    def page_bytes(self) -> int:
         real = self.real_page_size_bytes
         if self.page_size_padded is not None:
             if self.page_size_padded < real:
@@ -317,10 +327,10 @@ class MambaSpec(KVCacheSpec):
                 self.page_size_bytes)
 
     def with_page_size_padded(self, padded: int) -> Self:
-        return dataclasses.replace(self, page_size_padded=padded)
+        return replace(self, page_size_padded=padded)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CircularBufferSpec(AttentionSpec):
     """vLLM ``CircularBufferSpec``: a fixed ring of ``block_size`` positions per request."""
 
@@ -334,7 +344,7 @@ class CircularBufferSpec(AttentionSpec):
         return ("ring",)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UniformTypeSpecs:
     """vLLM ``UniformTypeKVCacheSpecs``: one group whose layers need the same number of
     pages per request but have different page sizes (MLA + sparse indexer).
@@ -346,13 +356,28 @@ class UniformTypeSpecs:
     @property
     def page_size_bytes(self) -> int:
         # vLLM: the group's page is the sum of its layers' pages.
-        return sum(s.page_size_bytes for s in self.specs)
+        return sum(s.page_size_bytes * n for s, n in counted(self.specs))
 
     def blocks_per_request(self, ctx: SpecContext) -> int:
         # vLLM ``UniformTypeKVCacheSpecs.max_memory_usage_pages``: every layer needs the
         # same number of its own pages; the group needs that many blocks.
-        counts = {s.blocks_per_request(ctx) for s in self.specs}
+        counts = {s.blocks_per_request(ctx) for s, _ in counted(self.specs)}
         return max(counts)
+
+
+def counted(specs: Iterable[KVCacheSpec]) -> list[tuple[KVCacheSpec, int]]:
+    """The distinct spec objects of ``specs`` with how often each occurs, in order.
+
+    Layers with equal facts share one spec object (the layout builds one per layer group), so
+    a page size is computed once per object, not once per layer."""
+    found: dict[int, list[Any]] = {}
+    for spec in specs:
+        entry = found.get(id(spec))
+        if entry is None:
+            found[id(spec)] = [spec, 1]
+        else:
+            entry[1] += 1
+    return [(spec, n) for spec, n in found.values()]
 
 
 def spec_name(spec: KVCacheSpec | UniformTypeSpecs) -> str:

@@ -1,0 +1,29 @@
+"""``kvledger plan <catalog id> --json`` must start within 3× a bare interpreter
+(``bench/startup.py``). Most of that budget is spent before kvledger runs, so the modules it
+cannot afford are kept off the path, and this test says so when one comes back: the plan
+classes are ``kvledger.records`` records (``dataclasses`` alone is about 1× a bare start),
+annotations need no ``typing`` at run time, and ``rich`` is for the table output only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+ARGS = ["plan", "meta-llama/Meta-Llama-3.1-8B", "--engine", "vllm",
+        "--kv-cache-memory-bytes", "10737418240", "--json"]
+HEAVY = ("dataclasses", "typing", "inspect", "rich", "pathlib", "huggingface_hub")
+
+
+def test_a_catalog_plan_imports_none_of_the_heavy_modules() -> None:
+    code = (
+        "import sys; from kvledger.cli.main import main; code = main(sys.argv[1:]); "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules)); sys.exit(code)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, *ARGS], capture_output=True, text=True,
+                          check=True)
+    *plan, loaded = done.stdout.strip().splitlines()
+    # It did plan: 32 layers × 2 × 8 KV heads × 128 × 2 B = 131,072 B/token; a 16-token block
+    # is 2 MiB, and 10 GiB holds 5,120 of them.
+    assert json.loads("\n".join(plan))["num_blocks"] == 5120
+    assert loaded == "[]"
