@@ -19,26 +19,19 @@ from typing import Any
 
 import pytest
 
-from kvledger.cli.main import main
+from derive.coverage import LOCAL_CONFIGS as CONFIGS
+from derive.coverage import check_inspect
+from derive.coverage import derive_file as _facts
+from derive.coverage import raw_config as _raw
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.errors import ConfigError, UnknownCacheKey
 from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, Role
 from kvledger.derive.states import Mamba1State, Mamba2State, ShortConvState
 
 ORACLES = Path(__file__).parents[1] / "oracles"
-CONFIGS = ORACLES / "configs"
 CASES = [json.loads(line) for line in
          (ORACLES / "vllm-0.32-coverage-moe-hybrid.jsonl").read_text().splitlines()
          if line.strip()]
-
-
-def _raw(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((CONFIGS / f"{name}.json").read_text())
-    return loaded
-
-
-def _facts(name: str, **kw: Any) -> ModelFacts:
-    return derive_model(str(CONFIGS / f"{name}.json"), **kw)
 
 
 # -- per-layer facts against vLLM's layer_specs, for every case of the group ----------------
@@ -386,17 +379,7 @@ def test_group_files_are_listed() -> None:
 @pytest.mark.parametrize("path", GROUP_FILES, ids=[p.name.removesuffix(".json")
                                                    for p in GROUP_FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["inspect", str(path), "--json"])
-    out, err = capsys.readouterr()
-    refusal = REFUSED.get(path.name)
-    if refusal is None:
-        assert code == 0, err
-        data = json.loads(out)
-        assert data["num_layers"] > 0 and data["bytes_per_token"] + data["bytes_per_request"] > 0
-        return
-    assert code == 2 and out == ""
-    line = err.strip()
-    assert "\n" not in line and refusal in line, line
+    check_inspect(path, REFUSED.get(path.name), capsys, starts="")
 
 
 def test_max_len_is_the_smallest_length_key_as_vllm_reads_it() -> None:

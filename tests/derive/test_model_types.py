@@ -224,3 +224,35 @@ def test_classification_head_options_do_not_block(config_copy: Any) -> None:
     raw.update({"use_weighted_layer_sum": True, "classifier_proj_size": 256, "num_labels": 3,
                 "id2label": {"0": "a", "1": "b", "2": "c"}, "classifier_dropout": 0.1})
     assert derive_model(raw).bytes_per_token() == plain
+
+
+# -- one wording per kind of refusal ---------------------------------------------------------
+# Each row keeps its own facts (its model_type, the architecture, the last vLLM release that
+# served it, a note of its own after "; "); the sentence around them is the same for every row
+# of a kind, so a reader (and a script reading `kvledger models --json`) sees one refusal per
+# reason, not one per engineer who wrote a row.
+REMOTE_CODE = re.compile(
+    r"model_type '(?P<type>[^']+)'(?: \([^()]+\))? has no transformers 5\.19 or vLLM 0\.32 "
+    r"config class, so vLLM 0\.32 serves (?P<arch>\w+) only with --trust-remote-code, running "
+    r"the checkpoint's own configuration code, which kvledger does not run\. Without the flag "
+    r"vLLM stops at config loading: 'The repository \.\.\. contains custom code which must be "
+    r"executed to correctly load the model' when the config carries an auto_map, 'The "
+    r"checkpoint you are trying to load has model type `(?P=type)` but Transformers does not "
+    r"recognize this architecture' when it does not(?:; .+)?"
+)
+DROPPED = re.compile(
+    r"vLLM 0\.32 has no model for model_type '(?P<type>[^']+)' \('Model architecture "
+    r"(?P<arch>\w+) was supported in vLLM until v(?P<last>[0-9.]+), and is not supported "
+    r"anymore'\)(?:; .+)?"
+)
+KINDS = {"remote": REMOTE_CODE, "was supported in vLLM until": DROPPED}
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_each_kind_of_refusal_has_one_wording(name: str) -> None:
+    for reason in (MODEL_TYPES[name].get("refused", ""), MODEL_TYPES[name].get("not_in_vllm", "")):
+        for marker, wording in KINDS.items():
+            if marker in reason:
+                found = wording.fullmatch(reason)
+                assert found, reason
+                assert found["type"] == name
