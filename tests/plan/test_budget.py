@@ -96,6 +96,18 @@ def test_nvfp4_hf_quant_config_excludes_lm_head() -> None:
     assert "NVFP4" in how
 
 
+def test_block_without_quant_method_is_unquantized() -> None:
+    # vLLM 0.32 reads a quantization_config that states no quant_method (and that ModelOpt did
+    # not write) as no quantization (derive/quant.py states_no_method): FastDeploy's Paddle
+    # block (ERNIE-4.5's test config) leaves every weight at bf16, 16,059,990,016 B as above.
+    cfg = dict(LLAMA_8B, quantization_config={"dense_quant_type": "wint8",
+                                              "moe_quant_type": "w4a8",
+                                              "kv_cache_quant_type": "int8"})
+    total, how = estimate_total_bytes(cfg, "bfloat16")
+    assert total == 16_059_990_016
+    assert "8.03B" in how
+
+
 def test_unknown_quant_method_fails_closed() -> None:
     cfg = dict(LLAMA_8B, quantization_config={"quant_method": "mystery"})
     with pytest.raises(WeightsError, match="mystery"):

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
+from kvledger.derive.quant import states_no_method
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -254,8 +255,8 @@ def _quant_scheme(
         cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
         return f"modelopt {algo}", bits, cats
     qc = cfg.get("quantization_config")
-    if not isinstance(qc, Mapping):
-        return None
+    if not isinstance(qc, Mapping) or states_no_method(qc):
+        return None  # states_no_method: vLLM loads such a checkpoint unquantized
     method = str(qc.get("quant_method") or "")
     if method == "fp8":
         block = qc.get("weight_block_size") or [128, 128]
