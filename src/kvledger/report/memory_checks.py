@@ -10,27 +10,18 @@ are subtracted only since the CUDA-graph memory profiling that 0.21 turned on by
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kvledger import records
 from kvledger.report.explain import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
+from kvledger.report.vllm_defaults import default_utilization, version_tuple
 
 # Tolerances for the figures kvledger can only estimate (weights from a parameter count, the
 # memory budget's reserves).
 WEIGHTS_TOLERANCE = 0.05
 BUDGET_TOLERANCE_BYTES = GIB // 2
 NOT_LOGGED = "the log does not print it"
-
-
-def version_tuple(text: str | None) -> tuple[int, ...] | None:
-    if not text:
-        return None
-    parts = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if parts is None:
-        return None
-    return tuple(int(p) for p in parts.groups(default="0"))
 
 
 def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
@@ -121,7 +112,7 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
     from kvledger.plan.weights import Weights
 
     f = ctx.log.figures
-    util = float(ctx.log.settings.get("gpu_memory_utilization") or 0.9)
+    util, util_note = logged_utilization(ctx)
     w: Any = f.get("weights_gib")
     if isinstance(w, Gib):
         ranks = ctx.request.tensor_parallel_size * ctx.request.pipeline_parallel_size
@@ -143,11 +134,22 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
         return str(exc)
     total, usable, *minus = b.lines[:-1]
     arithmetic = f"int({total.bytes / GIB:.2f} GiB × {util:g}) = {usable.bytes / GIB:.2f}"
+    if util_note:
+        arithmetic += f" ({util_note})"
     arithmetic += "".join(f" − {_short(ln.label)} {ln.bytes / GIB:.2f} ({ln.basis})"
                           for ln in minus)
     guessed = [_short(ln.label).replace(" per GPU", "") for ln in minus
                if ln.basis == "estimated"]
     return b.available_bytes, arithmetic, guessed
+
+
+def logged_utilization(ctx: Context) -> tuple[float, str]:
+    """(the log's gpu_memory_utilization, ""), or its release's default and why
+    (report/vllm_defaults.py) when the log states none."""
+    stated = ctx.log.settings.get("gpu_memory_utilization")
+    if stated:
+        return float(stated), ""
+    return default_utilization(ctx.log.engine_version)
 
 
 def _short(label: str) -> str:
