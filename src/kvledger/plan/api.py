@@ -191,6 +191,7 @@ def plan_model(
         kv_cache_dtype=planned.kv_cache_dtype, answers=answers,
         engine_label=engine_label(request.engine), refuses_to_start=planned.refuses_to_start,
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
+        attention_dp_size=planned.attention_dp_size,
         source=source.describe() if source is not None else None,
     )
 
