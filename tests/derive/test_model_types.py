@@ -23,6 +23,7 @@ from kvledger.derive.model_types import (
     CORE_KEYS,
     HARMLESS,
     MODEL_TYPES,
+    WEIGHT_KEYS,
     resolve,
     supported_types,
 )
@@ -89,7 +90,7 @@ def test_row_resolves(name: str) -> None:
             assert level.handler, f"{name}: {inner} leads to no handler"
         for inner, defaults in row.text_defaults.items():
             assert inner in row.inner, f"{name}: text_defaults for {inner}, not an inner type"
-            stray = sorted(set(defaults) - resolve(inner).keys - CORE_KEYS)
+            stray = sorted(set(defaults) - resolve(inner).keys - CORE_KEYS - WEIGHT_KEYS)
             assert not stray, f"{name}: text_defaults for keys {inner} never reads: {stray}"
         assert not row.keys, f"{name}: a wrapper level reads no keys of its own"
         return
@@ -122,10 +123,18 @@ def test_harmless_keys_say_why_and_would_otherwise_stop_the_guard(name: str) -> 
 @pytest.mark.parametrize("name", ROWS)
 def test_defaults_belong_to_keys_the_row_reads(name: str) -> None:
     row = resolve(name)
-    stray = sorted(set(row.defaults) - row.keys - CORE_KEYS)
+    stray = sorted(set(row.defaults) - row.keys - CORE_KEYS - WEIGHT_KEYS)
     assert not stray, f"{name}: defaults for keys no handler reads: {stray}"
     if row.defaults:
         assert row.config_class, f"{name}: defaults cite their config class"
+
+
+def test_weight_keys_are_read_by_the_weights_estimate() -> None:
+    # WEIGHT_KEYS may carry class defaults only because plan/weights.py reads them.
+    from kvledger.plan import weights
+
+    source = inspect.getsource(weights.parameter_counts)
+    assert all(f'"{key}"' in source for key in WEIGHT_KEYS)
 
 
 def test_architecture_rows_exist() -> None:

@@ -216,3 +216,21 @@ def test_float32_checkpoint_weights_at_serving_dtype() -> None:
     fp32 = dict(LLAMA_8B, torch_dtype="float32")
     total, how = estimate_total_bytes(fp32, "float32")
     assert total == 16_059_990_016 and "bfloat16" in how
+
+
+def test_sparse_multimodal_text_config_weights_take_the_class_defaults() -> None:
+    # llava-1.5-7b's text_config states only vocab_size 32064 (and its max length): LlavaConfig
+    # builds it with LlamaConfig (transformers 5.19), which fills hidden 4096, 32 layers, 32
+    # heads (32 KV heads), intermediate_size 11008 — derive reads the same defaults
+    # (derive/model_types.py, the llava row's text_defaults). By hand:
+    # embed = lm_head = 32,064 × 4,096 = 131,334,144 (untied);
+    # attention per layer: 4,096 × (32 + 2 × 32) × 128 + 32 × 128 × 4,096 = 67,108,864;
+    # MLP per layer: 3 × 4,096 × 11,008 = 135,266,304; × 32 layers = 6,476,005,376;
+    # total 6,738,673,664 parameters (Vicuna-7B's 6.74B) × 2 B (float16) = 13,477,347,328 B.
+    from kvledger.plan.api import plan_model
+
+    path = Path(__file__).parents[1] / "oracles" / "configs" / "llava-hf--llava-1.5-7b-hf.json"
+    result = plan_model(str(path), PlanRequest(gpu="H100-80GB", max_model_len=4096))
+    [weights] = [line for line in result.to_json()["budget"] if line["key"] == "weights"]
+    assert weights["bytes"] == 13_477_347_328
+    assert weights["basis"] == "estimated"

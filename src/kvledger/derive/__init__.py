@@ -94,6 +94,7 @@ def derive_model(
         hf_quant_config=source.hf_quant_config,
         extras=dict(derived.extras),
         warnings=(*derived.warnings, *ignored_blocks(cfg)),
+        text_config={**text.defaults, **text.raw},
     )
 
 

@@ -113,6 +113,12 @@ CORE_KEYS = frozenset(
      "model_max_length", "max_sequence_length", "max_seq_length", "seq_len"}
 )
 
+# Read from the same (text) config by plan/weights.py's parameter estimate, never by derive. A
+# class default for one of them keeps that estimate on the config class's value (LlamaConfig's
+# intermediate_size 11008 for llava-1.5's sparse text_config) as derive's defaults keep its
+# sizes on the class's; a row's defaults may hold them (ModelFacts.text_config carries both).
+WEIGHT_KEYS = frozenset({"intermediate_size", "vocab_size"})
+
 _DROPOUT = "training-time dropout; inference keeps nothing for it"
 _EPS = "normalisation epsilon: arithmetic, nothing stored"
 _SCORE = "scales, caps or upcasts attention scores; the cached K and V are unchanged"
@@ -294,7 +300,11 @@ _QWEN_VL_TOP = dict.fromkeys(
 # LlamaConfig, MistralConfig and Qwen2Config (transformers 5.19) fill in 32 layers × 32 heads,
 # hidden 4096 for a text config that omits them: llava-1.5 and Qwen2-Audio publish sparse
 # text_configs that rely on it (their wrappers build the text config with these classes).
+# Their MLP width and vocabulary differ (WEIGHT_KEYS: for the weights estimate).
 _SIZES_4096 = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
+_LLAMA_4096 = {**_SIZES_4096, "intermediate_size": 11008, "vocab_size": 32000}
+_MISTRAL_4096 = {**_SIZES_4096, "intermediate_size": 14336, "vocab_size": 32000}
+_QWEN2_4096 = {**_SIZES_4096, "intermediate_size": 22016, "vocab_size": 151936}
 _QWEN2_VL_TEXT_DEFAULTS = {"num_key_value_heads": 8, "hidden_size": 8192,
                            "num_hidden_layers": 80, "num_attention_heads": 64,
                            "max_position_embeddings": 32768}
@@ -713,7 +723,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # model) and the encoders beside it; only the language model's layers hold KV.
         "llava": T(text_key="text_config", inner=("llama", "mistral", "qwen2"),
                    harmless={**_HARMLESS_MULTIMODAL},
-                   text_defaults=dict.fromkeys(("llama", "mistral", "qwen2"), _SIZES_4096),
+                   text_defaults={"llama": _LLAMA_4096, "mistral": _MISTRAL_4096,
+                                  "qwen2": _QWEN2_4096},
                    config_class="LlavaConfig (text_config: AutoConfig, llama by default)",
                    vllm="llava.py (language model from text_config.architectures)"),
         "llava_next": T(like="llava", config_class="LlavaNextConfig (text_config: AutoConfig, "
@@ -724,7 +735,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                       text_harmless={"qk_layer_norms": "Idefics/SmolVLM training flag (QK "
                                      "layer norms, false here); vLLM's LlamaModel never reads "
                                      "it"},
-                      text_defaults={"llama": _SIZES_4096},
+                      text_defaults={"llama": _LLAMA_4096},
                       config_class="Idefics3Config (text_config: AutoConfig, llama by "
                                    "default)",
                       vllm="idefics3.py (LlamaModel on text_config, whatever its type)"),
@@ -733,7 +744,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      vllm="smolvlm.py (Idefics3ForConditionalGeneration: LlamaModel)"),
         "mistral3": T(text_key="text_config", inner=("mistral", "ministral3"),
                       harmless={**_HARMLESS_MULTIMODAL},
-                      text_defaults={"mistral": _SIZES_4096},
+                      text_defaults={"mistral": _MISTRAL_4096},
                       config_class="Mistral3Config (text_config: AutoConfig, mistral by "
                                    "default)",
                       vllm="mistral3.py (language model from text_config)"),
@@ -778,7 +789,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                vllm="qwen2_5_omni_thinker.py (Qwen2ForCausalLM: qwen2.py)"),
         "qwen2_audio": T(text_key="text_config", inner=("qwen2",),
                          harmless={**_HARMLESS_MULTIMODAL},
-                         text_defaults={"qwen2": _SIZES_4096},
+                         text_defaults={"qwen2": _QWEN2_4096},
                          config_class="Qwen2AudioConfig (text_config: AutoConfig, qwen2 by "
                                       "default)",
                          vllm="qwen2_audio.py (Qwen2ForCausalLM)"),

@@ -62,12 +62,11 @@ def _budget(
         return given_budget(request.kv_cache_memory_bytes), notes
     if request.gpu is None:
         raise ValueError("no memory budget: pass kv_cache_memory_bytes, or a gpu preset")
-    from kvledger.derive.config import Config
     from kvledger.plan.gpus import gpu_preset
     from kvledger.plan.weights import model_weights
 
     preset = gpu_preset(request.gpu)
-    text = Config(facts.config, model=facts.model).text().raw
+    text = facts.language_config()
     weights = model_weights(
         text,
         model_dtype=facts.model_dtype,

@@ -28,13 +28,12 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
     """(bytes per GPU, basis, how) from kvledger's weight model, or why not."""
     if ctx.facts is None:
         return ctx.why_not()
-    from kvledger.derive.config import Config
     from kvledger.plan.weights import WeightsError, model_weights
 
     tp = ctx.request.tensor_parallel_size if ctx.request else 1
     pp = ctx.request.pipeline_parallel_size if ctx.request else 1
     try:
-        text = Config(ctx.facts.config, model=ctx.facts.model).text().raw
+        text = ctx.facts.language_config()
         w = model_weights(
             text, model_dtype=ctx.facts.model_dtype,
             directory=ctx.source.directory if ctx.source else None,
@@ -107,7 +106,6 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
     if ctx.facts is None or ctx.request is None:
         return ctx.why_not()
 
-    from kvledger.derive.config import Config
     from kvledger.plan.budget import BudgetTooSmall, gpu_budget
     from kvledger.plan.weights import Weights
 
@@ -123,7 +121,7 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
             return est
         weights = Weights(est[0], est[0], est[1], est[1], est[2])
     reserves = _logged_reserves(ctx, w)
-    text = Config(ctx.facts.config, model=ctx.facts.model).text().raw
+    text = ctx.facts.language_config()
     request = records.replace(ctx.request, kv_cache_memory_bytes=None)
     try:
         b = gpu_budget(ctx.gpu, gpu_memory_utilization=util, weights=weights, request=request,
