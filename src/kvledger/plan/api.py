@@ -63,6 +63,7 @@ def _budget(
     if request.gpu is None:
         raise ValueError("no memory budget: pass kv_cache_memory_bytes, or a gpu preset")
     from kvledger.plan.gpus import gpu_preset
+    from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import model_weights
 
     preset = gpu_preset(request.gpu)
@@ -74,6 +75,7 @@ def _budget(
         hf_quant=source.hf_quant_config if source is not None else None,
         tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=request.pipeline_parallel_size,
+        speculative_mtp=speculates_with_mtp(request),
     )
     budget = layout.gpu_budget(GpuBudgetInput(facts, request, preset, weights, text))
     if weights.basis != "exact":

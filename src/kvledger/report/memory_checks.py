@@ -28,6 +28,7 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
     """(bytes per GPU, basis, how) from kvledger's weight model, or why not."""
     if ctx.facts is None:
         return ctx.why_not()
+    from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import WeightsError, model_weights
 
     tp = ctx.request.tensor_parallel_size if ctx.request else 1
@@ -39,6 +40,7 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
             directory=ctx.source.directory if ctx.source else None,
             hf_quant=ctx.source.hf_quant_config if ctx.source else None,
             tensor_parallel_size=tp, pipeline_parallel_size=pp,
+            speculative_mtp=ctx.request is not None and speculates_with_mtp(ctx.request),
         )
     except (WeightsError, ValueError) as exc:
         return f"kvledger cannot size these weights ({exc})"
