@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from kvledger.plan.weights import (
     parameter_counts,
     safetensors_total_bytes,
 )
+from plan.tiny_safetensors import write_safetensors
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -114,25 +114,11 @@ def test_unknown_quant_method_fails_closed() -> None:
         estimate_total_bytes(cfg, "bfloat16")
 
 
-def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    header: dict[str, object] = {}
-    offset = 0
-    for name, (dtype, shape) in tensors.items():
-        size = {"BF16": 2, "F32": 4, "F8_E4M3": 1}[dtype]
-        n = size
-        for d in shape:
-            n *= d
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
-        offset += n
-    raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
-
-
 def test_safetensors_headers_exact(tmp_path: Path) -> None:
     # 4 × 8 BF16 = 64 B; 10 F32 = 40 B; 3 × 3 F8 = 9 B → 113 B stored. Served in bfloat16
     # the F32 tensor (not a scale) is cast: 10 × 2 = 20 B → 64 + 20 + 9 = 93 B on the GPU.
-    _write_safetensors(tmp_path / "a.safetensors", {"w": ("BF16", [4, 8]), "b": ("F32", [10])})
-    _write_safetensors(tmp_path / "b.safetensors", {"q": ("F8_E4M3", [3, 3])})
+    write_safetensors(tmp_path / "a.safetensors", {"w": ("BF16", [4, 8]), "b": ("F32", [10])})
+    write_safetensors(tmp_path / "b.safetensors", {"q": ("F8_E4M3", [3, 3])})
     found = safetensors_total_bytes(tmp_path)
     assert found is not None and found[0] == 113
     weights = model_weights(LLAMA_8B, model_dtype="bfloat16", directory=tmp_path)

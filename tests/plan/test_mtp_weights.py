@@ -13,30 +13,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 from pathlib import Path
 
 from kvledger.plan.api import plan_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.weights import estimate_total_bytes, model_weights
+from plan.tiny_safetensors import write_safetensors
 
 CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
-WIDTH = {"BF16": 2, "F32": 4, "F8_E4M3": 1}
-
-
-def _write(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    header: dict[str, object] = {}
-    offset = 0
-    for name, (dtype, shape) in tensors.items():
-        size = WIDTH[dtype]
-        for d in shape:
-            size *= d
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
-        offset += size
-    raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
-
-
 # DeepSeek-V3's names (61 decoder layers, one MTP layer: model.layers.61.*), fp8 weights with
 # float32 block scales as its checkpoint stores them, at toy sizes:
 #   embed 16 × 8 BF16 = 256 B; layers 0 and 60: 8 × 8 F8 = 64 B + one F32 scale 4 B each;
@@ -62,7 +46,7 @@ def _deepseek_dir(tmp_path: Path) -> Path:
     model = tmp_path / "deepseek-v3"
     model.mkdir()
     shutil.copy(CATALOG / "deepseek-ai--DeepSeek-V3.json", model / "config.json")
-    _write(model / "model.safetensors", DEEPSEEK_TENSORS)
+    write_safetensors(model / "model.safetensors", DEEPSEEK_TENSORS)
     return model
 
 
@@ -91,8 +75,9 @@ def test_deepseek_mtp_layer_left_out_unless_speculating(tmp_path: Path) -> None:
 def test_mtp_named_tensors_left_out(tmp_path: Path) -> None:
     # Qwen3-Next's layout: MTP tensors under "mtp." (qwen3_next.py drops that prefix).
     # 16 × 8 BF16 = 256 B of embeddings + 8 × 8 BF16 = 128 B of mtp.fc: 128 B left out.
-    _write(tmp_path / "model.safetensors", {"model.embed_tokens.weight": ("BF16", [16, 8]),
-                                            "mtp.fc.weight": ("BF16", [8, 8])})
+    write_safetensors(tmp_path / "model.safetensors",
+                      {"model.embed_tokens.weight": ("BF16", [16, 8]),
+                       "mtp.fc.weight": ("BF16", [8, 8])})
     cfg = {"num_hidden_layers": 2, "mtp_num_hidden_layers": 1}
     plain = model_weights(cfg, model_dtype="bfloat16", directory=tmp_path)
     assert (plain.total_bytes, plain.stored_bytes) == (256, 384)
