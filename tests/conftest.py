@@ -4,24 +4,75 @@ Every test runs with ``HF_HUB_OFFLINE=1``, an empty HF cache and an empty kvledg
 cache of its own: a model id that is not a path or a catalog id then fails at once instead of
 asking huggingface.co, and a developer's cached models never change a planned number. The
 loopback Hub tests (tests/source) turn the network back on, pointed at their own server.
+
+The same isolation is in place from the start of the session, before collection: collecting
+imports torch, transformers and huggingface_hub (tests/check) and runs every test file's
+module-level code, and huggingface_hub reads its environment once, at import. Set only inside
+each test, the isolation left collection on the machine's own cache folders (shared by every
+session on the machine at the same time) and froze huggingface_hub's constants to the
+machine's settings for the whole run — or not, depending on which file was collected first
+(tests/test_isolation.py).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+# The isolated environment: a cache folder under ``home`` for everything kvledger and
+# huggingface_hub write, offline, and the discard port for the Hub (never the Internet).
+_UNSET = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRANSFORMERS_OFFLINE", "HUGGINGFACE_HUB_CACHE")
+
+
+def _isolated(home: Path) -> dict[str, str]:
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(home),
+        "HF_HUB_CACHE": str(home / "hub"),
+        "KVLEDGER_CACHE": str(home / "kvledger"),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+    }
+
+
+_SAVED: dict[str, str | None] = {}
+_SESSION_HOME: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Isolate the whole session (collection included); undone in ``pytest_unconfigure``."""
+    home = tempfile.mkdtemp(prefix="kvledger-tests-hf-")
+    _SESSION_HOME.append(home)
+    changes: dict[str, str | None] = {**_isolated(Path(home)), **dict.fromkeys(_UNSET)}
+    for name, value in changes.items():
+        _SAVED.setdefault(name, os.environ.get(name))
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name, value in _SAVED.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    _SAVED.clear()
+    for home in _SESSION_HOME:
+        shutil.rmtree(home, ignore_errors=True)
+    _SESSION_HOME.clear()
+
 
 @pytest.fixture(autouse=True)
 def _no_hub(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets caches of its own (a test may fill one; the next starts empty)."""
     home = tmp_path_factory.mktemp("hf-home")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_HUB_CACHE", str(Path(home) / "hub"))
-    monkeypatch.setenv("KVLEDGER_CACHE", str(Path(home) / "kvledger"))
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: never the Internet
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRANSFORMERS_OFFLINE",
-                 "HUGGINGFACE_HUB_CACHE"):
+    for name, value in _isolated(home).items():
+        monkeypatch.setenv(name, value)
+    for name in _UNSET:
         monkeypatch.delenv(name, raising=False)

@@ -7,11 +7,11 @@ for these files — tests/oracles/README.md has the commands.
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import pytest
 
-from kvledger.cli.main import main
+from derive.coverage import check_inspect
 from oracle_cases import CONFIGS
 
 # config → what the one-line refusal must say (vLLM's own error, quoted in the reason).
@@ -47,18 +47,6 @@ def test_the_shared_configs_are_all_here() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name.removesuffix(".json") for p in FILES])
 def test_inspect_derives_or_refuses_with_vllms_reason(
-    path: object, capsys: pytest.CaptureFixture[str]
+    path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    name = getattr(path, "name", "")
-    code = main(["inspect", str(path), "--json"])
-    out, err = capsys.readouterr()
-    refusal = VLLM_CANNOT_SERVE.get(name)
-    if refusal is None:
-        assert code == 0, err
-        data = json.loads(out)
-        assert data["num_layers"] > 0 and data["bytes_per_token"] + data["bytes_per_request"] > 0
-        return
-    assert code == 2 and out == ""
-    line = err.strip()
-    assert line.startswith("unsupported:") and "\n" not in line, line
-    assert refusal in line, line
+    check_inspect(path, VLLM_CANNOT_SERVE.get(path.name), capsys)

@@ -15,11 +15,17 @@ from typing import Any
 
 import pytest
 
+from derive.coverage import LOCAL_CONFIGS as CONFIGS
+from derive.coverage import attention_groups as _groups
+from derive.coverage import check_inspect
+from derive.coverage import derive_file as _facts
+from derive.coverage import oracle_attention as _oracle_groups
+from derive.coverage import raw_config as _raw
 from kvledger.cli.main import main
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError
-from kvledger.derive.layers import Attention, Kind, ModelFacts
+from kvledger.derive.layers import Kind
 from kvledger.derive.max_len import MAX_LEN_KEYS, max_len
 from kvledger.derive.model_types import CORE_KEYS, resolve
 from kvledger.plan.request import PlanRequest
@@ -28,39 +34,9 @@ from oracle_cases import CONFIGS as SHARED_CONFIGS
 from oracle_cases import config_path
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
-CONFIGS = HERE / "configs"
 CASES = [json.loads(line) for line in (HERE / "vllm-0.32-coverage-dense.jsonl")
          .read_text().splitlines() if line.strip()]
 CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
-
-
-def _raw(stem: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((CONFIGS / f"{stem}.json").read_text())
-    return loaded
-
-
-def _facts(stem: str, **kw: Any) -> ModelFacts:
-    return derive_model(str(CONFIGS / f"{stem}.json"), **kw)
-
-
-def _groups(facts: ModelFacts) -> Counter[tuple[int, int, int | None]]:
-    """(KV heads, head dim, window) → layers, as derived."""
-    out: Counter[tuple[int, int, int | None]] = Counter()
-    for layer in facts.layers:
-        assert isinstance(layer, Attention)
-        assert (layer.k_heads, layer.k_dim) == (layer.v_heads, layer.v_dim)
-        out[(layer.k_heads, layer.k_dim, getattr(layer, "window", None))] += 1
-    return out
-
-
-def _oracle_groups(case: dict[str, Any]) -> Counter[tuple[int, int, int | None]]:
-    """(KV heads, head size, window) → layers, from vLLM's own layer specs."""
-    out: Counter[tuple[int, int, int | None]] = Counter()
-    for spec in case["layer_specs"]:
-        assert spec["spec"] in ("FullAttentionSpec", "SlidingWindowSpec"), spec
-        assert spec["head_size"] == spec["head_size_v"]
-        out[(spec["num_kv_heads"], spec["head_size"], spec["sliding_window"])] += spec["num_layers"]
-    return out
 
 
 # -- every type on its real config: bytes per token by hand --------------------------------
@@ -344,8 +320,8 @@ REFUSED = [
      "--trust-remote-code"),
     ("internlm--internlm2-7b", "serves InternLM2ForCausalLM only with --trust-remote-code"),
     # (the moe-hybrid group's minicpm row, in vLLM's words)
-    ("openbmb--MiniCPM4-8B", "it loads only with --trust-remote-code"),
-    ("openbmb--MiniCPM-MoE-8x2B.mlc", "it loads only with --trust-remote-code"),
+    ("openbmb--MiniCPM4-8B", "serves MiniCPMForCausalLM only with --trust-remote-code"),
+    ("openbmb--MiniCPM-MoE-8x2B.mlc", "serves MiniCPMForCausalLM only with --trust-remote-code"),
     ("OrionStarAI--Orion-14B.mlc", "serves OrionForCausalLM only with --trust-remote-code"),
     ("Tele-AI--TeleChat2-115B", "'Model architectures ['TelechatForCausalLM'] are not "
      "supported for now'"),
@@ -443,18 +419,7 @@ def test_the_group_configs_are_all_listed() -> None:
 def test_inspect_derives_or_refuses_with_vllms_reason(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["inspect", str(path), "--json"])
-    out, err = capsys.readouterr()
-    refusal = REFUSED_FILES.get(path.name)
-    if refusal is None:
-        assert code == 0, err
-        data = json.loads(out)
-        assert data["num_layers"] > 0 and data["bytes_per_token"] > 0
-        return
-    assert code == 2 and out == ""
-    line = err.strip()
-    assert line.startswith("unsupported:") and "\n" not in line, line
-    assert refusal in line, line
+    check_inspect(path, REFUSED_FILES.get(path.name), capsys)
 
 
 def test_kinds_are_plain_attention() -> None:

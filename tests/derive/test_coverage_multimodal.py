@@ -17,24 +17,19 @@ from typing import Any
 
 import pytest
 
-from kvledger.cli.main import main
+from derive.coverage import LOCAL_CONFIGS as CONFIGS
+from derive.coverage import attention_groups as _attention
+from derive.coverage import check_inspect
+from derive.coverage import derive_file as _facts
+from derive.coverage import oracle_attention as _oracle
+from derive.coverage import raw_config as _raw
 from kvledger.derive import ConfigError, UnknownCacheKey, UnsupportedArchitecture, derive_model
-from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, Role
+from kvledger.derive.layers import Kind, ModelFacts, RecurrentState, Role
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import VllmLayoutError, plan_vllm
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
-CONFIGS = HERE / "configs"
 CASES_FILE = HERE / "vllm-0.32-coverage-multimodal.jsonl"
-
-
-def _raw(stem: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((CONFIGS / f"{stem}.json").read_text())
-    return loaded
-
-
-def _facts(stem: str, **kw: Any) -> ModelFacts:
-    return derive_model(str(CONFIGS / f"{stem}.json"), **kw)
 
 
 def _case(stem: str, tp: int = 1, kv: str = "auto") -> dict[str, Any]:
@@ -45,26 +40,6 @@ def _case(stem: str, tp: int = 1, kv: str = "auto") -> dict[str, Any]:
                 and inputs["kv_cache_dtype"] == kv):
             return case
     raise AssertionError(f"no oracle case for {stem} (tp {tp}, kv {kv})")
-
-
-def _attention(facts: ModelFacts) -> Counter[tuple[int, int, int | None]]:
-    """(KV heads, head dim, window) → layers, for the decoder's attention layers."""
-    out: Counter[tuple[int, int, int | None]] = Counter()
-    for layer in facts.by_role(Role.DECODER):
-        if isinstance(layer, Attention):
-            assert layer.k_heads == layer.v_heads and layer.k_dim == layer.v_dim
-            out[(layer.k_heads, layer.k_dim, getattr(layer, "window", None))] += 1
-    return out
-
-
-def _oracle(case: dict[str, Any]) -> Counter[tuple[int, int, int | None]]:
-    out: Counter[tuple[int, int, int | None]] = Counter()
-    for spec in case["layer_specs"]:
-        if spec["spec"] in ("FullAttentionSpec", "SlidingWindowSpec"):
-            assert spec["head_size"] == spec["head_size_v"]
-            out[(spec["num_kv_heads"], spec["head_size"], spec["sliding_window"])] += \
-                spec["num_layers"]
-    return out
 
 
 def _note(facts: ModelFacts, where: str, inner: str) -> bool:
@@ -353,14 +328,4 @@ def test_every_config_of_the_group_is_classified() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["inspect", str(path), "--json"])
-    out, err = capsys.readouterr()
-    if path.stem not in REFUSED:
-        assert code == 0, err
-        data = json.loads(out)
-        assert data["num_layers"] > 0 and data["bytes_per_token"] > 0
-        return
-    assert code == 2 and out == ""
-    line = err.strip()
-    assert line.startswith("unsupported:") and "\n" not in line, line
-    assert REFUSED[path.stem] in line, line
+    check_inspect(path, REFUSED.get(path.stem), capsys)

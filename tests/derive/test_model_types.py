@@ -23,6 +23,7 @@ from kvledger.derive.model_types import (
     CORE_KEYS,
     HARMLESS,
     MODEL_TYPES,
+    WEIGHT_KEYS,
     resolve,
     supported_types,
 )
@@ -89,7 +90,7 @@ def test_row_resolves(name: str) -> None:
             assert level.handler, f"{name}: {inner} leads to no handler"
         for inner, defaults in row.text_defaults.items():
             assert inner in row.inner, f"{name}: text_defaults for {inner}, not an inner type"
-            stray = sorted(set(defaults) - resolve(inner).keys - CORE_KEYS)
+            stray = sorted(set(defaults) - resolve(inner).keys - CORE_KEYS - WEIGHT_KEYS)
             assert not stray, f"{name}: text_defaults for keys {inner} never reads: {stray}"
         assert not row.keys, f"{name}: a wrapper level reads no keys of its own"
         return
@@ -122,10 +123,18 @@ def test_harmless_keys_say_why_and_would_otherwise_stop_the_guard(name: str) -> 
 @pytest.mark.parametrize("name", ROWS)
 def test_defaults_belong_to_keys_the_row_reads(name: str) -> None:
     row = resolve(name)
-    stray = sorted(set(row.defaults) - row.keys - CORE_KEYS)
+    stray = sorted(set(row.defaults) - row.keys - CORE_KEYS - WEIGHT_KEYS)
     assert not stray, f"{name}: defaults for keys no handler reads: {stray}"
     if row.defaults:
         assert row.config_class, f"{name}: defaults cite their config class"
+
+
+def test_weight_keys_are_read_by_the_weights_estimate() -> None:
+    # WEIGHT_KEYS may carry class defaults only because plan/weights.py reads them.
+    from kvledger.plan import weights
+
+    source = inspect.getsource(weights.parameter_counts)
+    assert all(f'"{key}"' in source for key in WEIGHT_KEYS)
 
 
 def test_architecture_rows_exist() -> None:
@@ -224,3 +233,35 @@ def test_classification_head_options_do_not_block(config_copy: Any) -> None:
     raw.update({"use_weighted_layer_sum": True, "classifier_proj_size": 256, "num_labels": 3,
                 "id2label": {"0": "a", "1": "b", "2": "c"}, "classifier_dropout": 0.1})
     assert derive_model(raw).bytes_per_token() == plain
+
+
+# -- one wording per kind of refusal ---------------------------------------------------------
+# Each row keeps its own facts (its model_type, the architecture, the last vLLM release that
+# served it, a note of its own after "; "); the sentence around them is the same for every row
+# of a kind, so a reader (and a script reading `kvledger models --json`) sees one refusal per
+# reason, not one per engineer who wrote a row.
+REMOTE_CODE = re.compile(
+    r"model_type '(?P<type>[^']+)'(?: \([^()]+\))? has no transformers 5\.19 or vLLM 0\.32 "
+    r"config class, so vLLM 0\.32 serves (?P<arch>\w+) only with --trust-remote-code, running "
+    r"the checkpoint's own configuration code, which kvledger does not run\. Without the flag "
+    r"vLLM stops at config loading: 'The repository \.\.\. contains custom code which must be "
+    r"executed to correctly load the model' when the config carries an auto_map, 'The "
+    r"checkpoint you are trying to load has model type `(?P=type)` but Transformers does not "
+    r"recognize this architecture' when it does not(?:; .+)?"
+)
+DROPPED = re.compile(
+    r"vLLM 0\.32 has no model for model_type '(?P<type>[^']+)' \('Model architecture "
+    r"(?P<arch>\w+) was supported in vLLM until v(?P<last>[0-9.]+), and is not supported "
+    r"anymore'\)(?:; .+)?"
+)
+KINDS = {"remote": REMOTE_CODE, "was supported in vLLM until": DROPPED}
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_each_kind_of_refusal_has_one_wording(name: str) -> None:
+    for reason in (MODEL_TYPES[name].get("refused", ""), MODEL_TYPES[name].get("not_in_vllm", "")):
+        for marker, wording in KINDS.items():
+            if marker in reason:
+                found = wording.fullmatch(reason)
+                assert found, reason
+                assert found["type"] == name

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from derive.coverage import attention_groups as _attention_groups
+from derive.coverage import derive_file, raw_config
+from derive.coverage import oracle_attention as _oracle_attention
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.families.minimax import IndexCache
 from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, Role
@@ -30,11 +32,11 @@ pytestmark = pytest.mark.skipif(not CONFIGS.is_dir(), reason="../shared/configs 
 
 
 def _raw(name: str) -> dict[str, Any]:
-    return json.loads((CONFIGS / f"{name}.json").read_text())
+    return raw_config(name, CONFIGS)
 
 
 def _facts(name: str, **kw: Any) -> ModelFacts:
-    return derive_model(str(CONFIGS / f"{name}.json"), **kw)
+    return derive_file(name, CONFIGS, **kw)
 
 
 def _case(name: str) -> dict[str, Any]:
@@ -46,24 +48,6 @@ def _case(name: str) -> dict[str, Any]:
             if case["config"] == f"{name}.json" and case["inputs"]["tensor_parallel_size"] == 1:
                 return case
     pytest.skip(f"no vLLM oracle case for {name}")
-
-
-def _attention_groups(facts: ModelFacts) -> Counter[tuple[int, int, int | None]]:
-    out: Counter[tuple[int, int, int | None]] = Counter()
-    for layer in facts.by_role(Role.DECODER):
-        if isinstance(layer, Attention):
-            out[(layer.k_heads, layer.k_dim, getattr(layer, "window", None))] += 1
-    return out
-
-
-def _oracle_attention(case: dict[str, Any]) -> Counter[tuple[int, int, int | None]]:
-    out: Counter[tuple[int, int, int | None]] = Counter()
-    for spec in case["layer_specs"]:
-        if spec["spec"] in ("FullAttentionSpec", "SlidingWindowSpec"):
-            assert spec["head_size"] == spec["head_size_v"]
-            key = (spec["num_kv_heads"], spec["head_size"], spec["sliding_window"])
-            out[key] += spec["num_layers"]
-    return out
 
 
 # -- Qwen3-VL / Qwen3-VL-MoE: wrappers around a Qwen3 (MoE) language model -----------------

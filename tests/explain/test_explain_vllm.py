@@ -145,3 +145,40 @@ def test_minimax_refusal_figures() -> None:
         assert "attn_type_list" in needed.why
     else:
         assert needed.match is True
+
+
+# -- the utilization a log does not state: the default of the log's vLLM release ------------
+# (report/vllm_defaults.py: 0.9 through v0.16 at least, docs.vllm.ai's v0.16.0 CacheConfig;
+# 0.92 from v0.25 at the latest, v0.25.0's CacheConfig, and in 0.32's config/cache.py.)
+ISSUE19996 = "vllm-0.9.1-issue19996-llama31-8b-eagle.log"
+H100_TOTAL = 81_559 * 2**20  # the H100-80GB preset
+
+
+def _budget_why(log: str) -> str:
+    e = explain_log(log, model=LLAMA, gpu="H100-80GB")
+    return e.check("available_kv_bytes").why
+
+
+def test_unstated_utilization_is_the_logged_releases_default() -> None:
+    # vLLM 0.9.1 (the log's collect_env line): 0.9, and the check says it was not stated.
+    why = _budget_why(read(ISSUE19996))
+    assert f"int({H100_TOTAL / GIB:.2f} GiB × 0.9) = {int(H100_TOTAL * 0.9) / GIB:.2f}" in why
+    assert "0.9 is vLLM 0.9.1's default" in why
+    # The same log from a 0.26 release: 0.92.
+    newer = read(ISSUE19996).replace("0.9.1.dev705+g01220ce89", "0.26.0")
+    why = _budget_why(newer)
+    assert f"int({H100_TOTAL / GIB:.2f} GiB × 0.92) = {int(H100_TOTAL * 0.92) / GIB:.2f}" in why
+    assert "0.92 is vLLM 0.26.0's default" in why
+
+
+def test_unstated_utilization_without_a_version_says_what_it_assumed() -> None:
+    lines = [ln for ln in read(ISSUE19996).splitlines() if "vLLM Version" not in ln]
+    why = _budget_why("\n".join(lines) + "\n")
+    assert "× 0.92)" in why
+    assert "assumed 0.92" in why and "prints no vLLM version" in why
+
+
+def test_unstated_utilization_between_known_releases_says_what_it_assumed() -> None:
+    between = read(ISSUE19996).replace("0.9.1.dev705+g01220ce89", "0.20.1")
+    why = _budget_why(between)
+    assert "× 0.92)" in why and "assumed 0.92" in why and "0.20.1" in why

@@ -3,8 +3,6 @@ each, for oracle runs the verbatim file cannot give (SOURCES-moe-hybrid.md lists
 
     python tests/oracles/make_moe_hybrid_configs.py
 
-* ERNIE-4.5-21B-A3B FastDeploy test config without its ``quantization_config`` (a
-  Paddle-only block with no ``quant_method``; kvledger's quantization guard refuses it).
 * DBRX (OME's abridged copy) with ``ffn_config.ffn_act_fn`` written as transformers' DbrxConfig
   wants it (``{"name": "silu"}`` instead of ``"silu"``, which DbrxFFNConfig rejects); the
   FFN activation caches nothing.
@@ -32,10 +30,6 @@ def _write(name: str, config: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    ernie = _load("baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.json")
-    del ernie["quantization_config"]
-    _write("baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.NOQUANT.MODIFIED.json", ernie)
-
     dbrx = _load("databricks--dbrx.json")
     dbrx["ffn_config"]["ffn_act_fn"] = {"name": dbrx["ffn_config"]["ffn_act_fn"]}
     _write("databricks--dbrx.OME-ABRIDGED.MODIFIED.json", dbrx)

@@ -37,11 +37,12 @@ BASE = ["--kv-cache-memory-bytes", GIB16, "--block-size", "auto", "--keep-layer-
 
 # (config file under configs/, extra oracle arguments, why)
 RUNS: list[tuple[str, list[str], str]] = [
-    ("baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.NOQUANT.MODIFIED.json",
+    ("baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.json",
      ["--max-model-len", "32768"],
-     "ERNIE-4.5-21B-A3B sizes without FastDeploy's Paddle-only quantization block: standard "
+     "ERNIE-4.5-21B-A3B, the verbatim FastDeploy file: its Paddle-only quantization block "
+     "states no quant_method, which vLLM reads as no quantization (bf16); standard "
      "attention, 20 q / 4 kv heads x 2560/20 = 128"),
-    ("baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.NOQUANT.MODIFIED.json",
+    ("baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.json",
      ["--max-model-len", "32768", "--num-speculative-tokens", "1", "--speculative-method",
       "mtp"],
      "ERNIE MTP x 1: ernie_mtp builds num_nextn_predict_layers (1) LlamaDecoderLayer with "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from kvledger.plan.weights import (
     parameter_counts,
     safetensors_total_bytes,
 )
+from plan.tiny_safetensors import write_safetensors
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -96,31 +96,29 @@ def test_nvfp4_hf_quant_config_excludes_lm_head() -> None:
     assert "NVFP4" in how
 
 
+def test_block_without_quant_method_is_unquantized() -> None:
+    # vLLM 0.32 reads a quantization_config that states no quant_method (and that ModelOpt did
+    # not write) as no quantization (derive/quant.py states_no_method): FastDeploy's Paddle
+    # block (ERNIE-4.5's test config) leaves every weight at bf16, 16,059,990,016 B as above.
+    cfg = dict(LLAMA_8B, quantization_config={"dense_quant_type": "wint8",
+                                              "moe_quant_type": "w4a8",
+                                              "kv_cache_quant_type": "int8"})
+    total, how = estimate_total_bytes(cfg, "bfloat16")
+    assert total == 16_059_990_016
+    assert "8.03B" in how
+
+
 def test_unknown_quant_method_fails_closed() -> None:
     cfg = dict(LLAMA_8B, quantization_config={"quant_method": "mystery"})
     with pytest.raises(WeightsError, match="mystery"):
         estimate_total_bytes(cfg, "bfloat16")
 
 
-def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    header: dict[str, object] = {}
-    offset = 0
-    for name, (dtype, shape) in tensors.items():
-        size = {"BF16": 2, "F32": 4, "F8_E4M3": 1}[dtype]
-        n = size
-        for d in shape:
-            n *= d
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
-        offset += n
-    raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
-
-
 def test_safetensors_headers_exact(tmp_path: Path) -> None:
     # 4 × 8 BF16 = 64 B; 10 F32 = 40 B; 3 × 3 F8 = 9 B → 113 B stored. Served in bfloat16
     # the F32 tensor (not a scale) is cast: 10 × 2 = 20 B → 64 + 20 + 9 = 93 B on the GPU.
-    _write_safetensors(tmp_path / "a.safetensors", {"w": ("BF16", [4, 8]), "b": ("F32", [10])})
-    _write_safetensors(tmp_path / "b.safetensors", {"q": ("F8_E4M3", [3, 3])})
+    write_safetensors(tmp_path / "a.safetensors", {"w": ("BF16", [4, 8]), "b": ("F32", [10])})
+    write_safetensors(tmp_path / "b.safetensors", {"q": ("F8_E4M3", [3, 3])})
     found = safetensors_total_bytes(tmp_path)
     assert found is not None and found[0] == 113
     weights = model_weights(LLAMA_8B, model_dtype="bfloat16", directory=tmp_path)
@@ -204,3 +202,21 @@ def test_float32_checkpoint_weights_at_serving_dtype() -> None:
     fp32 = dict(LLAMA_8B, torch_dtype="float32")
     total, how = estimate_total_bytes(fp32, "float32")
     assert total == 16_059_990_016 and "bfloat16" in how
+
+
+def test_sparse_multimodal_text_config_weights_take_the_class_defaults() -> None:
+    # llava-1.5-7b's text_config states only vocab_size 32064 (and its max length): LlavaConfig
+    # builds it with LlamaConfig (transformers 5.19), which fills hidden 4096, 32 layers, 32
+    # heads (32 KV heads), intermediate_size 11008 — derive reads the same defaults
+    # (derive/model_types.py, the llava row's text_defaults). By hand:
+    # embed = lm_head = 32,064 × 4,096 = 131,334,144 (untied);
+    # attention per layer: 4,096 × (32 + 2 × 32) × 128 + 32 × 128 × 4,096 = 67,108,864;
+    # MLP per layer: 3 × 4,096 × 11,008 = 135,266,304; × 32 layers = 6,476,005,376;
+    # total 6,738,673,664 parameters (Vicuna-7B's 6.74B) × 2 B (float16) = 13,477,347,328 B.
+    from kvledger.plan.api import plan_model
+
+    path = Path(__file__).parents[1] / "oracles" / "configs" / "llava-hf--llava-1.5-7b-hf.json"
+    result = plan_model(str(path), PlanRequest(gpu="H100-80GB", max_model_len=4096))
+    [weights] = [line for line in result.to_json()["budget"] if line["key"] == "weights"]
+    assert weights["bytes"] == 13_477_347_328
+    assert weights["basis"] == "estimated"

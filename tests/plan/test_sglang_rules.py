@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kvledger import records
 from kvledger.derive import derive_model
 from kvledger.plan.gpus import gpu_preset
 from kvledger.plan.request import PlanRequest
@@ -194,3 +195,29 @@ def test_mla_nvfp4_cell_keeps_its_scales() -> None:
                                           block_size=64), 30 * GIB)
     assert plan.cell_bytes_per_token == 19764
     assert plan.kv_cache_tokens == 30 * GIB // 19764 // 64 * 64
+
+
+def test_dp_attention_totals_count_the_tp_groups_gpus() -> None:
+    # SGLang 0.5.23 runs DP attention inside the TP group: --dp-size 2 --enable-dp-attention
+    # becomes attn_dp_size 2 and dp_size 1 (arg_groups/parallel_hook.py
+    # _handle_deprecated_dp_attention), the launch world is tp_size × pp_size GPUs
+    # (runtime_context.launch_world_size_of), and each of the 2 groups of 8 / 2 = 4 GPUs has
+    # its own pool. So 8 GPUs, not 16; one replica; 2 pools of 327,680 tokens (10 GiB /
+    # 32,768 B, as above) = 655,360; each GPU reserves (327,680 + 1 padding slot) × 32,768 =
+    # 10,737,451,008 B, × 8 GPUs = 85,899,608,064.
+    from kvledger.plan.api import plan_model
+
+    request = PlanRequest(engine="sglang", block_size=1, tensor_parallel_size=8,
+                          data_parallel_size=2, kv_cache_memory_bytes=10 * GIB,
+                          sglang=SglangOptions(enable_dp_attention=True,
+                                               max_running_requests=100))
+    totals = plan_model("meta-llama/Meta-Llama-3.1-8B", request).to_json()["totals"]
+    assert totals["gpus"] == 8 and totals["replicas"] == 1
+    assert totals["attention_dp_groups"] == 2
+    assert totals["kv_cache_tokens"] == 2 * 327_680
+    assert totals["reserved_bytes"] == 8 * (327_680 + 1) * 32_768 == 85_899_608_064
+    # Without DP attention, -dp 2 is two replicas of 8 GPUs (as vLLM's data parallelism).
+    plain = records.replace(request, sglang=SglangOptions(max_running_requests=100))
+    totals = plan_model("meta-llama/Meta-Llama-3.1-8B", plain).to_json()["totals"]
+    assert (totals["gpus"], totals["replicas"]) == (16, 2)
+    assert "attention_dp_groups" not in totals

@@ -45,8 +45,8 @@ def test_issue_serve_line_plans_that_deployment(capsys: pytest.CaptureFixture[st
 
 def test_serve_line_equals_the_same_plan_typed_as_flags(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """On a GPU budget: the line, plus vLLM's own defaults (utilization 0.92 unless given,
-    1024 sequences / 8192 batched tokens on an H100), is the plan typed flag by flag."""
+    """On a GPU budget: the line, plus vLLM's own batch defaults (1024 sequences / 8192
+    batched tokens on an H100), is the plan typed flag by flag."""
     line = plan_json(capsys, "--gpu", "NVIDIA H100 80GB HBM3", "--", "vllm", "serve", LLAMA,
                      "--max-model-len", "16k", "--gpu-memory-utilization", "0.9")
     typed = plan_json(capsys, LLAMA, "--engine", "vllm", "--gpu", "H100-80GB",
@@ -55,6 +55,23 @@ def test_serve_line_equals_the_same_plan_typed_as_flags(
     line.pop("serve_line")
     assert line == typed
     assert line["num_blocks"] > 0
+
+
+def test_unstated_utilization_is_the_engine_default_not_given(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM 0.32's default 0.92 (config/cache.py): int(81,559 MiB × 0.92) of the H100 preset,
+    # labelled as the default, with the GPU total's basis rather than "given".
+    data = plan_json(capsys, "--gpu", "H100-80GB", "--", "vllm", "serve", LLAMA)
+    [line] = [b for b in data["budget"] if b["key"] == "utilization"]
+    assert line["bytes"] == int(81_559 * 2**20 * 0.92)
+    assert "vLLM 0.32's default; not given" in line["label"]
+    assert line["basis"] != "given"
+    assert "--gpu-memory-utilization" not in data["serve_line"]["engine_defaults"]
+    # Stated on the line, it is given.
+    data = plan_json(capsys, "--gpu", "H100-80GB", "--", "vllm", "serve", LLAMA,
+                     "--gpu-memory-utilization", "0.92")
+    [line] = [b for b in data["budget"] if b["key"] == "utilization"]
+    assert line["basis"] == "given" and "not given" not in line["label"]
 
 
 def test_one_quoted_string(capsys: pytest.CaptureFixture[str]) -> None:

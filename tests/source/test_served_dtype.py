@@ -197,4 +197,4 @@ def test_old_header_cache_of_a_quantized_checkpoint_is_read_again(
                                 "by_dtype": {"F8_E4M3": 32_768, "F32": 136, "BF16": 4_096}}))
     line = _weights_line(capsys, "test/qwen3-fp8-old")
     assert line["bytes"] == FP8_SERVED
-    assert json.loads(path.read_text())["format"] == 2
+    assert json.loads(path.read_text())["format"] == source_weights._FORMAT

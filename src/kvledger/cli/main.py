@@ -50,6 +50,16 @@ ENGINES = tuple(LAYOUTS)  # the layout registry (kvledger.plan.layout) is the on
 # -- parser ---------------------------------------------------------------------------------
 
 
+# Flags fit answers from its own question: given to fit, each is refused by name (one line,
+# exit 2) rather than silently replaced.
+FIT_SETS = {
+    "data_parallel_size": "not taken by fit: it sizes one replica (data parallelism repeats "
+                          "it; plan each replica with 'kvledger plan -dp D')",
+    "max_model_len": "not taken by fit: it plans max_model_len = --context",
+    "max_num_seqs": "not taken by fit: it plans max_num_seqs = --concurrency",
+}
+
+
 def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
     """vLLM's option names and defaults, shared by ``plan`` and ``fit``.
 
@@ -74,17 +84,25 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                         "needs, e.g. 64 for sparse MLA; same as auto)")
     p.add_argument("--max-model-len", "--context-length", type=tokens_at_least(1),
                    default=None, metavar="L",
-                   help="longest request in tokens (default: the config's)")
+                   help=FIT_SETS["max_model_len"] if for_fit else
+                   "longest request in tokens (default: the config's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
                    help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
-    p.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1), default=1,
-                   metavar="T")
-    p.add_argument("--pipeline-parallel-size", "-pp", type=int_at_least(1), default=1,
-                   metavar="P")
-    p.add_argument("--data-parallel-size", "-dp", type=int_at_least(1), default=1,
-                   metavar="D")
-    p.add_argument("--max-num-seqs", type=int_at_least(1), default=256, metavar="S",
-                   help="concurrent requests the engine admits (default 256)")
+    # fit searches TP × PP itself: a size given there fixes that axis of the search.
+    p.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1),
+                   default=None if for_fit else 1, metavar="T",
+                   help="fit: only layouts with T-way tensor parallelism are tried (default: "
+                        "1, 2, 4, 8)" if for_fit else None)
+    p.add_argument("--pipeline-parallel-size", "-pp", type=int_at_least(1),
+                   default=None if for_fit else 1, metavar="P",
+                   help="fit: only layouts with P pipeline stages are tried (default: 1, 2, "
+                        "4, 8, 16)" if for_fit else None)
+    p.add_argument("--data-parallel-size", "-dp", type=int_at_least(1),
+                   default=None if for_fit else 1, metavar="D",
+                   help=FIT_SETS["data_parallel_size"] if for_fit else None)
+    p.add_argument("--max-num-seqs", type=int_at_least(1), default=None if for_fit else 256,
+                   metavar="S", help=FIT_SETS["max_num_seqs"] if for_fit else
+                   "concurrent requests the engine admits (default 256)")
     p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1), default=8192,
                    metavar="N", help="tokens per scheduler step (default 8192)")
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
@@ -365,15 +383,23 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fit(ns: argparse.Namespace) -> int:
-    from kvledger.plan.answers import PP_SIZES
+    from kvledger.plan.answers import PP_SIZES, TP_SIZES
     from kvledger.plan.fit import fit_model
 
-    # fit tries its own pipeline sizes: a --model-local-kv-stage is checked against the
-    # largest (a candidate with fewer stages puts the declaration on its last).
-    request = _request(ns, pipeline_parallel_size=max(PP_SIZES)) if ns.model_local_kv_stage \
-        else _request(ns)
-
-    result = fit_model(model_source(ns), request, context=ns.context)
+    for name, why in FIT_SETS.items():
+        if getattr(ns, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"kvledger fit: error: {flag} is {why}",
+                             hint=f"drop {flag}")
+    tp, pp = ns.tensor_parallel_size, ns.pipeline_parallel_size
+    pp_sizes = (pp,) if pp is not None else PP_SIZES
+    # A --model-local-kv-stage is checked against the most stages fit tries (a candidate with
+    # fewer stages puts the declaration on its last).
+    request = _request(ns, tensor_parallel_size=tp or 1, data_parallel_size=1,
+                       max_num_seqs=ns.concurrency,
+                       pipeline_parallel_size=max(pp_sizes) if ns.model_local_kv_stage else 1)
+    result = fit_model(model_source(ns), request, context=ns.context,
+                       tp_sizes=(tp,) if tp is not None else TP_SIZES, pp_sizes=pp_sizes)
     data = _as_dict(result.to_json())
     if ns.json:
         _emit_json(data)

@@ -21,7 +21,7 @@ from kvledger.derive.guard import check_level
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.derive.max_len import max_len
 from kvledger.derive.model_types import Resolved, resolve
-from kvledger.derive.quant import model_dtype, resolve_kv_dtype
+from kvledger.derive.quant import ignored_blocks, model_dtype, resolve_kv_dtype
 from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
 from kvledger.source.catalog import catalog_ids
 from kvledger.source.model_source import ModelSource
@@ -93,7 +93,8 @@ def derive_model(
         notes=tuple(notes),
         hf_quant_config=source.hf_quant_config,
         extras=dict(derived.extras),
-        warnings=tuple(derived.warnings),
+        warnings=(*derived.warnings, *ignored_blocks(cfg)),
+        text_config={**text.defaults, **text.raw},
     )
 
 

@@ -378,6 +378,20 @@ class ModelFacts:
     extras: dict[str, Any] = field(default_factory=dict)
     # A size the config states two ways that disagree, derived as vLLM's model code does.
     warnings: tuple[str, ...] = ()
+    # The language model's config as its config class holds it: the (text) config's own keys,
+    # and the class defaults (derive/model_types.py) for the ones it omits. What a weights or
+    # activation estimate must read, so that it sees the sizes derive saw (llava-1.5's
+    # text_config states no sizes; LlamaConfig fills them in).
+    text_config: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    def language_config(self) -> dict[str, Any]:
+        """``text_config``; for facts built without it (by hand, in tests), the wrapper's text
+        config as the file states it."""
+        if self.text_config:
+            return self.text_config
+        from kvledger.derive.config import Config
+
+        return Config(self.config, model=self.model).text().raw
 
     @property
     def groups(self) -> tuple[LayerGroup, ...]:

@@ -77,12 +77,30 @@ def T(**row: Any) -> Row:
     return row
 
 
-def _removed(model_type: str, architecture: str, last: str) -> str:
-    """``not_in_vllm`` for a type vLLM 0.32 lists in ``_PREVIOUSLY_SUPPORTED_MODELS``
-    (model_executor/models/registry.py), in the words ``_raise_for_unsupported`` uses."""
+# -- refusals: one wording per kind, each row giving only its own facts ------------------------
+def _dropped(model_type: str, architecture: str, last: str, *, also: str = "") -> str:
+    """``refused`` / ``not_in_vllm`` for an architecture vLLM 0.32 dropped: it lists it in
+    ``_PREVIOUSLY_SUPPORTED_MODELS`` (model_executor/models/registry.py) and refuses it in
+    ``_raise_for_unsupported``'s words, quoted."""
     return (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
             f"{architecture} was supported in vLLM until v{last}, and is not supported "
-            "anymore')")
+            "anymore')" + (f"; {also}" if also else ""))
+
+
+def _remote(model_type: str, architecture: str, *, what: str = "", also: str = "") -> str:
+    """``refused`` for a model_type with no config class in transformers 5.19 or in vLLM 0.32's
+    config registry: vLLM 0.32 loads such a checkpoint only with --trust-remote-code (the
+    checkpoint's own Python), and without it stops at config loading with transformers'
+    error, quoted (which one depends on whether config.json carries an ``auto_map``)."""
+    named = f"model_type '{model_type}'" + (f" ({what})" if what else "")
+    return (f"{named} has no transformers 5.19 or vLLM 0.32 config class, so vLLM 0.32 serves "
+            f"{architecture} only with --trust-remote-code, running the checkpoint's own "
+            "configuration code, which kvledger does not run. Without the flag vLLM stops at "
+            "config loading: 'The repository ... contains custom code which must be executed "
+            "to correctly load the model' when the config carries an auto_map, 'The "
+            f"checkpoint you are trying to load has model type `{model_type}` but Transformers "
+            "does not recognize this architecture' when it does not"
+            + (f"; {also}" if also else ""))
 
 
 # -- keys every level may carry ------------------------------------------------------------
@@ -94,6 +112,12 @@ CORE_KEYS = frozenset(
      "quantization_config", "compression_config", "n_positions", "max_seq_len", "seq_length",
      "model_max_length", "max_sequence_length", "max_seq_length", "seq_len"}
 )
+
+# Read from the same (text) config by plan/weights.py's parameter estimate, never by derive. A
+# class default for one of them keeps that estimate on the config class's value (LlamaConfig's
+# intermediate_size 11008 for llava-1.5's sparse text_config) as derive's defaults keep its
+# sizes on the class's; a row's defaults may hold them (ModelFacts.text_config carries both).
+WEIGHT_KEYS = frozenset({"intermediate_size", "vocab_size"})
 
 _DROPOUT = "training-time dropout; inference keeps nothing for it"
 _EPS = "normalisation epsilon: arithmetic, nothing stored"
@@ -224,24 +248,6 @@ _HARMLESS_DENSE = {
 }
 
 
-def _gone(architecture: str, last: str, *, also: str = "") -> str:
-    """``refused`` for an architecture vLLM 0.32 dropped, in ``_raise_for_unsupported``'s
-    words (model_executor/models/registry.py)."""
-    return (f"vLLM 0.32 no longer serves {architecture} ('Model architecture {architecture} "
-            f"was supported in vLLM until v{last}, and is not supported anymore')"
-            + (f"; {also}" if also else ""))
-
-
-def _remote(model_type: str, architecture: str, *, also: str = "") -> str:
-    """``refused`` for a type vLLM 0.32 has a model for but no config class: it loads only
-    with --trust-remote-code (transformers' error without it, quoted)."""
-    return (f"model_type '{model_type}' has no transformers 5.19 or vLLM 0.32 config class, so "
-            f"vLLM 0.32 serves {architecture} only with --trust-remote-code, running the "
-            "checkpoint's own configuration code ('The repository ... contains custom code "
-            "which must be executed to correctly load the model'); kvledger does not run "
-            "remote code" + (f"; {also}" if also else ""))
-
-
 def _dense(*keys: str) -> dict[str, str]:
     """The ``_HARMLESS_DENSE`` entries one row needs."""
     return {k: _HARMLESS_DENSE[k] for k in keys}
@@ -257,18 +263,7 @@ _MINICPM3_HARMLESS = {
 }
 
 
-# -- moe-hybrid group (coverage wave): its refusal wording and the harmless keys its rows share
-def _remote_code(model_type: str, what: str) -> str:
-    """A refusal for a checkpoint vLLM 0.32 loads only with its own Python (vLLM's words)."""
-    return (f"model_type '{model_type}' ({what}) is a config class of neither transformers "
-            "5.19 nor vLLM 0.32, so vLLM stops at config loading: 'The repository ... contains "
-            "custom code which must be executed to correctly load the model' when the config "
-            "carries an auto_map, 'The checkpoint you are trying to load has model type "
-            f"`{model_type}` but Transformers does not recognize this architecture' when it "
-            "does not; it loads only with --trust-remote-code (the checkpoint's own Python), "
-            "which kvledger does not plan")
-
-
+# -- moe-hybrid group (coverage wave): the harmless keys its rows share
 _HARMLESS_MOE_HYBRID: Mapping[str, str] = _ro(
     {
         "mamba_conv_bias": _WEIGHTS, "conv_bias": _WEIGHTS,
@@ -305,26 +300,14 @@ _QWEN_VL_TOP = dict.fromkeys(
 # LlamaConfig, MistralConfig and Qwen2Config (transformers 5.19) fill in 32 layers × 32 heads,
 # hidden 4096 for a text config that omits them: llava-1.5 and Qwen2-Audio publish sparse
 # text_configs that rely on it (their wrappers build the text config with these classes).
+# Their MLP width and vocabulary differ (WEIGHT_KEYS: for the weights estimate).
 _SIZES_4096 = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
+_LLAMA_4096 = {**_SIZES_4096, "intermediate_size": 11008, "vocab_size": 32000}
+_MISTRAL_4096 = {**_SIZES_4096, "intermediate_size": 14336, "vocab_size": 32000}
+_QWEN2_4096 = {**_SIZES_4096, "intermediate_size": 22016, "vocab_size": 151936}
 _QWEN2_VL_TEXT_DEFAULTS = {"num_key_value_heads": 8, "hidden_size": 8192,
                            "num_hidden_layers": 80, "num_attention_heads": 64,
                            "max_position_embeddings": 32768}
-
-def _remote_only(model_type: str, what: str) -> str:
-    """The refusal of a wrapper whose config class exists only as the checkpoint's own code."""
-    return (f"model_type '{model_type}' ({what}) has no config class in transformers 5.19 or in "
-            "vLLM 0.32's config registry: vLLM loads it only with --trust-remote-code, running "
-            "the checkpoint's own configuration code, which kvledger does not run (vLLM "
-            "without it: 'The repository ... contains custom code which must be executed to "
-            "correctly load the model')")
-
-
-def _vllm_dropped(model_type: str, arch: str, version: str) -> str:
-    """vLLM's own refusal of an architecture it has dropped (registry.py
-    ``_PREVIOUSLY_SUPPORTED_MODELS``)."""
-    return (f"model_type '{model_type}': vLLM 0.32 refuses it ('Model architecture {arch} was "
-            f"supported in vLLM until v{version}, and is not supported anymore')")
-
 
 _MTP_UNMODELLED = ("EXAONE 4.5's MTP layer is built only by vLLM's Exaone4_5_MTP drafter "
                    "(--speculative-method mtp); kvledger derives no MTP layer for it, so such a "
@@ -500,29 +483,30 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # Refused: vLLM 0.32 lists the architecture in _PREVIOUSLY_SUPPORTED_MODELS
         # (model_executor/models/registry.py), or the model_type has no transformers 5.19 /
         # vLLM config class, so vLLM loads it only by running the checkpoint's own code.
-        "baichuan": T(refused=_gone("BaichuanForCausalLM", "0.23.0",
-                                    also="BaiChuanForCausalLM (Baichuan-7B) likewise")),
-        "qwen": T(refused=_gone("QWenLMHeadModel", "0.23.0",
-                                also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2")),
-        "xverse": T(refused=_gone("XverseForCausalLM", "0.23.0")),
-        "internlm": T(refused=_gone("InternLMForCausalLM", "0.23.0",
-                                    also="InternLM v1; InternLM3 is served as internlm3")),
-        "mpt": T(refused=_gone("MptForCausalLM", "0.28.0", also="MPTForCausalLM likewise")),
-        "RefinedWeb": T(refused=_gone("RWForCausalLM", "0.28.0",
-                                      also="the pre-transformers Falcon-40B schema; the "
-                                           "model_type 'falcon' form of the same checkpoint "
-                                           "is served")),
-        "RefinedWebModel": T(refused=_gone("RWForCausalLM", "0.28.0",
-                                           also="the pre-transformers Falcon-7B schema; the "
-                                                "model_type 'falcon' form of the same "
-                                                "checkpoint is served")),
-        "stablelm_epoch": T(refused=_gone("StableLMEpochForCausalLM", "0.28.0",
-                                          also="vLLM serves StableLM as model_type "
-                                               "'stablelm'")),
-        "aquila": T(refused=_gone("AquilaForCausalLM", "0.24.0",
-                                  also="AquilaModel likewise")),
-        "persimmon": T(refused=_gone("PersimmonForCausalLM", "0.25.0")),
-        "jais": T(refused=_gone("JAISLMHeadModel", "0.22.0")),
+        "baichuan": T(refused=_dropped("baichuan", "BaichuanForCausalLM", "0.23.0",
+                                       also="BaiChuanForCausalLM (Baichuan-7B) likewise")),
+        "qwen": T(refused=_dropped("qwen", "QWenLMHeadModel", "0.23.0",
+                                   also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2")),
+        "xverse": T(refused=_dropped("xverse", "XverseForCausalLM", "0.23.0")),
+        "internlm": T(refused=_dropped("internlm", "InternLMForCausalLM", "0.23.0",
+                                       also="InternLM v1; InternLM3 is served as internlm3")),
+        "mpt": T(refused=_dropped("mpt", "MptForCausalLM", "0.28.0",
+                                  also="MPTForCausalLM likewise")),
+        "RefinedWeb": T(refused=_dropped("RefinedWeb", "RWForCausalLM", "0.28.0",
+                                         also="the pre-transformers Falcon-40B schema; the "
+                                              "model_type 'falcon' form of the same "
+                                              "checkpoint is served")),
+        "RefinedWebModel": T(refused=_dropped("RefinedWebModel", "RWForCausalLM", "0.28.0",
+                                              also="the pre-transformers Falcon-7B schema; the "
+                                                   "model_type 'falcon' form of the same "
+                                                   "checkpoint is served")),
+        "stablelm_epoch": T(refused=_dropped("stablelm_epoch", "StableLMEpochForCausalLM",
+                                             "0.28.0", also="vLLM serves StableLM as "
+                                                            "model_type 'stablelm'")),
+        "aquila": T(refused=_dropped("aquila", "AquilaForCausalLM", "0.24.0",
+                                     also="AquilaModel likewise")),
+        "persimmon": T(refused=_dropped("persimmon", "PersimmonForCausalLM", "0.25.0")),
+        "jais": T(refused=_dropped("jais", "JAISLMHeadModel", "0.22.0")),
         "telechat": T(refused=_remote("telechat", "TeleChat2ForCausalLM",
                                       also="the TelechatForCausalLM spelling (TeleChat2-115B) "
                                            "is not in its registry at all ('Model "
@@ -556,7 +540,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                            "mup_attn_multiplier": _SCORE,
                            "attention_dropout_prob": _DROPOUT},
                        vllm="phi3_small.py (vLLM <= 0.9.2)",
-                       not_in_vllm=_removed("phi3small", "Phi3SmallForCausalLM", "0.9.2")),
+                       not_in_vllm=_dropped("phi3small", "Phi3SmallForCausalLM", "0.9.2")),
         "gpt2": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
                   harmless={"n_ctx": "GPT-2's context length: positions, not per-token size",
                             "n_inner": _MLP},
@@ -619,14 +603,14 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "mllama": T(text_key="text_config", inner=("mllama_text_model",),
                     harmless={"image_token_index": _TOKEN}, config_class="MllamaConfig",
                     vllm="mllama.py (vLLM <= 0.10.2)",
-                    not_in_vllm=_removed("mllama", "MllamaForConditionalGeneration", "0.10.2")),
+                    not_in_vllm=_dropped("mllama", "MllamaForConditionalGeneration", "0.10.2")),
         "mllama_text_model": T(handler="encdec:mllama",
                                keys=STANDARD_KEYS | {"cross_attention_layers"},
                                config_class="MllamaTextConfig",
                                defaults={"num_key_value_heads": 8,
                                          "max_position_embeddings": 131072},
                                vllm="mllama.py (vLLM <= 0.10.2)",
-                               not_in_vllm=_removed("mllama_text_model",
+                               not_in_vllm=_dropped("mllama_text_model",
                                                     "MllamaForConditionalGeneration",
                                                     "0.10.2")),
         # -- multi-head latent attention and DSA (families/mla.py) ---------------------------
@@ -676,7 +660,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                  "layernorm_mlp_beta"), "DeepNorm residual scales"),
                             "shared_moe_mode": _MOE},
                         vllm="minimax_text_01.py (vLLM <= 0.23.0)",
-                        not_in_vllm=_removed("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0")),
+                        not_in_vllm=_dropped("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0")),
         "minimax_m3": T(handler="minimax:m3",
                         keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
                               "hidden_size", "num_attention_heads", "sparse_attention_config",
@@ -739,7 +723,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # model) and the encoders beside it; only the language model's layers hold KV.
         "llava": T(text_key="text_config", inner=("llama", "mistral", "qwen2"),
                    harmless={**_HARMLESS_MULTIMODAL},
-                   text_defaults=dict.fromkeys(("llama", "mistral", "qwen2"), _SIZES_4096),
+                   text_defaults={"llama": _LLAMA_4096, "mistral": _MISTRAL_4096,
+                                  "qwen2": _QWEN2_4096},
                    config_class="LlavaConfig (text_config: AutoConfig, llama by default)",
                    vllm="llava.py (language model from text_config.architectures)"),
         "llava_next": T(like="llava", config_class="LlavaNextConfig (text_config: AutoConfig, "
@@ -750,7 +735,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                       text_harmless={"qk_layer_norms": "Idefics/SmolVLM training flag (QK "
                                      "layer norms, false here); vLLM's LlamaModel never reads "
                                      "it"},
-                      text_defaults={"llama": _SIZES_4096},
+                      text_defaults={"llama": _LLAMA_4096},
                       config_class="Idefics3Config (text_config: AutoConfig, llama by "
                                    "default)",
                       vllm="idefics3.py (LlamaModel on text_config, whatever its type)"),
@@ -759,7 +744,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      vllm="smolvlm.py (Idefics3ForConditionalGeneration: LlamaModel)"),
         "mistral3": T(text_key="text_config", inner=("mistral", "ministral3"),
                       harmless={**_HARMLESS_MULTIMODAL},
-                      text_defaults={"mistral": _SIZES_4096},
+                      text_defaults={"mistral": _MISTRAL_4096},
                       config_class="Mistral3Config (text_config: AutoConfig, mistral by "
                                    "default)",
                       vllm="mistral3.py (language model from text_config)"),
@@ -804,7 +789,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                vllm="qwen2_5_omni_thinker.py (Qwen2ForCausalLM: qwen2.py)"),
         "qwen2_audio": T(text_key="text_config", inner=("qwen2",),
                          harmless={**_HARMLESS_MULTIMODAL},
-                         text_defaults={"qwen2": _SIZES_4096},
+                         text_defaults={"qwen2": _QWEN2_4096},
                          config_class="Qwen2AudioConfig (text_config: AutoConfig, qwen2 by "
                                       "default)",
                          vllm="qwen2_audio.py (Qwen2ForCausalLM)"),
@@ -868,14 +853,14 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                              "config.json alone its __init__ stops with \"AttributeError: "
                              "'VoxtralEncoderConfig' object has no attribute "
                              "'downsample_factor'\", and kvledger does not read params.json"),
-        "internvl_chat": T(refused=_remote_only("internvl_chat", "InternVLChatModel")),
-        "molmo": T(refused=_remote_only("molmo", "MolmoForCausalLM")),
-        "phi3_v": T(refused=_remote_only("phi3_v", "Phi3VForCausalLM")),
-        "phi4mm": T(refused=_remote_only("phi4mm", "Phi4MMForCausalLM")),
-        "minicpmv": T(refused=_remote_only("minicpmv", "MiniCPMV")),
-        "aya_vision": T(refused=_vllm_dropped(
+        "internvl_chat": T(refused=_remote("internvl_chat", "InternVLChatModel")),
+        "molmo": T(refused=_remote("molmo", "MolmoForCausalLM")),
+        "phi3_v": T(refused=_remote("phi3_v", "Phi3VForCausalLM")),
+        "phi4mm": T(refused=_remote("phi4mm", "Phi4MMForCausalLM")),
+        "minicpmv": T(refused=_remote("minicpmv", "MiniCPMV")),
+        "aya_vision": T(refused=_dropped(
             "aya_vision", "AyaVisionForConditionalGeneration", "0.24.0")),
-        "phi4_multimodal": T(refused=_vllm_dropped(
+        "phi4_multimodal": T(refused=_dropped(
             "phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0")),
         # -- Mamba hybrids and pure Mamba (families/mamba.py) --------------------------------
         "nemotron_h": T(handler="mamba:nemotron_h",
@@ -1047,18 +1032,20 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                                           "weights"},
                      config_class="Lfm2VlConfig", vllm="lfm2_vl.py"),
         # Checkpoints of this group vLLM 0.32 cannot load without their remote code.
-        "hunyuan": T(refused=_remote_code("hunyuan", "Tencent Hunyuan-A13B's own schema; vLLM "
-                                          "serves HunYuanMoEV1ForCausalLM without remote "
-                                          "code only as model_type 'hunyuan_v1_moe'")),
-        "deepseek": T(refused=_remote_code("deepseek", "DeepSeek-MoE v1")),
-        "bailing_moe": T(refused=_remote_code("bailing_moe", "Ling v1")),
-        "bailing_moe_v2": T(refused=_remote_code("bailing_moe_v2", "Ling 2.0")),
-        "minicpm": T(refused=_remote_code("minicpm", "MiniCPM, MiniCPM-MoE")),
+        "hunyuan": T(refused=_remote("hunyuan", "HunYuanMoEV1ForCausalLM",
+                                     what="Tencent Hunyuan-A13B's own schema",
+                                     also="vLLM serves HunYuanMoEV1ForCausalLM without "
+                                          "remote code only as model_type 'hunyuan_v1_moe'")),
+        "deepseek": T(refused=_remote("deepseek", "DeepseekForCausalLM",
+                                      what="DeepSeek-MoE v1")),
+        "bailing_moe": T(refused=_remote("bailing_moe", "BailingMoeForCausalLM",
+                                         what="Ling v1")),
+        "bailing_moe_v2": T(refused=_remote("bailing_moe_v2", "BailingMoeV2ForCausalLM",
+                                            what="Ling 2.0")),
+        "minicpm": T(refused=_remote("minicpm", "MiniCPMForCausalLM",
+                                     what="MiniCPM, MiniCPM4, MiniCPM-MoE")),
+        "mimo": T(refused=_remote("mimo", "MiMoForCausalLM")),
         # -- configs vLLM 0.32 itself cannot serve -------------------------------------------
-        "mimo": T(refused="model_type 'mimo' is not a transformers 5.19 config class, so vLLM "
-                          "0.32 stops at config loading ('The checkpoint you are trying to "
-                          "load has model type `mimo` but Transformers does not recognize this "
-                          "architecture'); the checkpoint loads only with its own remote code"),
         "deepseek_ref": T(refused="model_type 'deepseek_ref' is unknown to transformers 5.19 "
                                   "and to vLLM 0.32's config registry ('The checkpoint you are "
                                   "trying to load has model type `deepseek_ref` but "

@@ -261,6 +261,34 @@ def is_modelopt(block: Mapping[str, Any]) -> bool:
     return isinstance(producer, Mapping) and producer.get("name") == "modelopt"
 
 
+def states_no_method(block: Mapping[str, Any]) -> bool:
+    """A block vLLM 0.32 reads as no quantization at all: it states no ``quant_method`` and
+    ModelOpt did not write it (FastDeploy's Paddle blocks, e.g. ERNIE-4.5's test config).
+
+    vLLM: ``_normalize_quantization_config`` (transformers_utils/
+    model_arch_config_convertor.py) gives a ModelOpt block (``producer.name`` "modelopt", or a
+    legacy ``quantization.modelopt_quant_config``) its method from ``quant_algo`` and any
+    other block ``quant_method`` "" when it states none; no override in
+    ``ModelConfig._verify_quantization`` (config/model.py) claims such a block (each keys on
+    ``quant_method``, a ModelOpt ``quant_algo`` or a ``--quantization`` the user gave); then
+    ``quant_method if quant_method != "" else None`` leaves ``quantization`` None. The weights
+    load unquantized, and ``--kv-cache-dtype auto`` keeps the model dtype. Nothing in the
+    block reaches a cache, so its keys are not checked (derive says it ignored them).
+    """
+    method = block.get("quant_method")
+    if (method is not None and method != "") or is_modelopt(block):
+        return False
+    inner = block.get("quantization")
+    return not (isinstance(inner, Mapping) and "modelopt_quant_config" in inner)
+
+
+def ignored_blocks(cfg: Config) -> list[str]:
+    """One warning per quantization block vLLM reads as no quantization (``states_no_method``)."""
+    return [f"{where} states no quant_method: vLLM 0.32 reads it as no quantization (weights "
+            f"and KV cache in the model dtype) and ignores its keys ({', '.join(sorted(block))})"
+            for where, block in quantization_blocks(cfg) if states_no_method(block)]
+
+
 def vocabulary_for(block: Mapping[str, Any], where: str, cfg: Config) -> Vocabulary:
     """The vocabulary of one quantization block (refusing an unknown ``quant_method``)."""
     method = block.get("quant_method")
@@ -341,6 +369,8 @@ def check_blocks(
     ``extra_keys``: keys a caller has checked itself and accepts at the top of a block.
     """
     for where, block in blocks:
+        if states_no_method(block):
+            continue
         vocab = vocabulary_for(block, where, cfg)
         _check_block(block, where, cfg, vocab, family=family, extra=extra_keys)
 
@@ -418,6 +448,8 @@ class KVDeclaration:
 
 
 def _kv_in_block(block: Mapping[str, Any], where: str, cfg: Config) -> KVDeclaration | None:
+    if states_no_method(block):
+        return None
     vocab = vocabulary_for(block, where, cfg)
     layers: list[tuple[str, Mapping[str, Any]]] = [(where, block)]
     inner = block.get("quantization")

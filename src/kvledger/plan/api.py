@@ -62,12 +62,12 @@ def _budget(
         return given_budget(request.kv_cache_memory_bytes), notes
     if request.gpu is None:
         raise ValueError("no memory budget: pass kv_cache_memory_bytes, or a gpu preset")
-    from kvledger.derive.config import Config
     from kvledger.plan.gpus import gpu_preset
+    from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import model_weights
 
     preset = gpu_preset(request.gpu)
-    text = Config(facts.config, model=facts.model).text().raw
+    text = facts.language_config()
     weights = model_weights(
         text,
         model_dtype=facts.model_dtype,
@@ -75,6 +75,7 @@ def _budget(
         hf_quant=source.hf_quant_config if source is not None else None,
         tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=request.pipeline_parallel_size,
+        speculative_mtp=speculates_with_mtp(request),
     )
     budget = layout.gpu_budget(GpuBudgetInput(facts, request, preset, weights, text))
     if weights.basis != "exact":
@@ -191,6 +192,7 @@ def plan_model(
         kv_cache_dtype=planned.kv_cache_dtype, answers=answers,
         engine_label=engine_label(request.engine), refuses_to_start=planned.refuses_to_start,
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
+        attention_dp_size=planned.attention_dp_size,
         source=source.describe() if source is not None else None,
     )
 

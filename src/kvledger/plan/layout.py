@@ -137,6 +137,9 @@ class LayoutPlan:
     # Sequences the model-local rows were counted at, when the layout pooled them (native:
     # its STATE slots); None: the request's max_num_seqs.
     model_local_seqs: int | None = None
+    # KV pools one replica's TP group holds (SGLang's DP attention: data_parallel_size groups
+    # of tp / dp GPUs, each its own pool, inside one replica); 1: one pool per replica.
+    attention_dp_size: int = 1
 
 
 class Layout(ABC):

@@ -4,7 +4,8 @@ Every top-level number is *per GPU* — the way vLLM logs it and the way
 ``--kv-cache-memory-bytes`` is given. With pipeline parallelism, ``ranks`` holds one object per
 stage (one GPU of that stage; tensor-parallel ranks of a stage are identical), and the
 top-level ``pools`` / ``reserved_bytes`` are those of the stage that reserves the most (the GPU
-that binds). Data parallelism multiplies replicas; ``totals`` says what all GPUs hold together.
+that binds). Data parallelism multiplies replicas (SGLang's DP attention instead splits one
+replica's TP group into pools); ``totals`` says what all GPUs hold together.
 
 ``engine_label`` says what the numbers mean (vLLM's allocator, or kvledger's native layout);
 keys only one engine has (``vllm_refuses_to_start``; SGLang's ``max_running_requests``) come
@@ -201,6 +202,8 @@ class PlanResult:
     engine_fields: Mapping[str, Any] = field(default_factory=dict)
     model_local_kv: tuple[LocalRow, ...] = ()
     source: dict[str, Any] | None = None  # where the config came from (ModelSource.describe)
+    # KV pools inside one replica (LayoutPlan.attention_dp_size: SGLang's DP attention).
+    attention_dp_size: int = 1
 
     @property
     def vllm_refuses_to_start(self) -> bool | None:
@@ -209,8 +212,14 @@ class PlanResult:
         return None if value is None else bool(value)
 
     @property
+    def replicas(self) -> int:
+        """Engine copies: data parallelism, unless its groups run inside one TP group
+        (SGLang's DP attention, where data_parallel_size counts attention groups)."""
+        return self.data_parallel_size // self.attention_dp_size
+
+    @property
     def num_gpus(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.replicas
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -241,13 +250,18 @@ class PlanResult:
         if self.tensor_parallel_size > 1 or self.pipeline_parallel_size > 1 or \
                 self.data_parallel_size > 1:
             out["ranks"] = [r.to_json() for r in self.ranks]
+            # Every pool holds kv_cache_tokens: replicas × attention groups of them; every GPU
+            # of a stage reserves its rank's bytes.
+            pools = self.replicas * self.attention_dp_size
             out["totals"] = {
                 "gpus": self.num_gpus,
-                "replicas": self.data_parallel_size,
-                "kv_cache_tokens": self.kv_cache_tokens * self.data_parallel_size,
-                "max_concurrency": self.max_concurrency * self.data_parallel_size,
+                "replicas": self.replicas,
+                **({"attention_dp_groups": self.attention_dp_size}
+                   if self.attention_dp_size > 1 else {}),
+                "kv_cache_tokens": self.kv_cache_tokens * pools,
+                "max_concurrency": self.max_concurrency * pools,
                 "reserved_bytes": sum(r.reserved_bytes for r in self.ranks)
-                * self.tensor_parallel_size * self.data_parallel_size,
+                * self.tensor_parallel_size * self.replicas,
             }
         if self.answers:
             out["answers"] = dict(self.answers)

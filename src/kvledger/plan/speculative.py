@@ -13,6 +13,12 @@ from kvledger.derive.layers import ModelFacts, Role
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 
 
+def speculates_with_mtp(request: PlanRequest) -> bool:
+    """Whether the engine drafts with the checkpoint's MTP layers (so loads their weights)."""
+    return request.num_speculative_tokens > 0 and \
+        (request.speculative_method or "").lower() in MTP_METHODS
+
+
 def check_speculation(facts: ModelFacts, request: PlanRequest) -> list[str]:
     """Raise when the model cannot serve the requested speculation; else warnings to show."""
     if request.num_speculative_tokens <= 0:

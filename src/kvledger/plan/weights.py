@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
+from kvledger.derive.quant import states_no_method
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -254,8 +255,8 @@ def _quant_scheme(
         cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
         return f"modelopt {algo}", bits, cats
     qc = cfg.get("quantization_config")
-    if not isinstance(qc, Mapping):
-        return None
+    if not isinstance(qc, Mapping) or states_no_method(qc):
+        return None  # states_no_method: vLLM loads such a checkpoint unquantized
     method = str(qc.get("quant_method") or "")
     if method == "fp8":
         block = qc.get("weight_block_size") or [128, 128]
@@ -288,10 +289,26 @@ def _quant_scheme(
 
 
 def estimate_total_bytes(
-    cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None
+    cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None,
+    *, speculative_mtp: bool = False,
 ) -> tuple[int, str]:
-    """(bytes, how) from the config's parameter count at storage size."""
+    """(bytes, how) from the config's parameter count at storage size.
+
+    The count is of the ``num_hidden_layers`` decoder layers; a checkpoint's MTP layers
+    (``mtp_layer_count``) are added only when the engine speculates with an MTP method, as
+    vLLM loads them only then (``mtp_part``): each as one more decoder layer of the model's
+    kind plus its ``eh_proj`` (2 × hidden → hidden; ``deepseek_mtp.py``), the embedding and
+    head shared with the model's (vLLM's proposer shares them when their shapes agree).
+    """
     counts = parameter_counts(cfg)
+    mtp = mtp_layer_count(cfg)
+    if speculative_mtp and mtp:
+        layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer", "decoder_layers")
+        more = parameter_counts({**cfg, "num_hidden_layers": layers + mtp})
+        for category in counts:
+            if category not in ("embed", "lm_head"):
+                counts[category] = more[category]
+        counts["attn"] += mtp * 2 * _int(cfg, "hidden_size", "d_model", "n_embd") ** 2
     # Weights sit in GPU memory at the serving dtype: a float32 checkpoint (or a config that
     # states no dtype) is served in bfloat16, as vLLM's ModelConfig dtype "auto" does.
     serving = serving_dtype(model_dtype)
@@ -307,7 +324,59 @@ def estimate_total_bytes(
     how = f"{params / 1e9:.2f}B parameters at {serving}"
     if scheme is not None:
         how += f", {'/'.join(sorted(scheme[2]))} at {scheme[0]} ({scheme[1]:g} bits)"
+    if mtp:
+        how += (f", with its {mtp} MTP layer{'s' if mtp > 1 else ''} (speculating with an MTP "
+                "method)" if speculative_mtp else
+                f", without its {mtp} MTP layer{'s' if mtp > 1 else ''} (vLLM loads them only "
+                "when speculating with an MTP method)")
     return int(-(-total_bits // 8)), how
+
+
+# -- a checkpoint's MTP layers ------------------------------------------------------------------
+
+# vLLM 0.32's count of the multi-token-prediction layers a checkpoint holds after its decoder:
+# ``num_nextn_predict_layers`` (models/utils.py ``get_spec_layer_idx_from_weight_name``, read by
+# deepseek_v2.py, deepseek_v32, glm4_moe.py ``skip_spec_layers``), ``num_mtp_modules``
+# (minimax_m2.py), ``mtp_num_hidden_layers`` (Qwen3-Next / Qwen3.5, whose MTP tensors are named
+# ``mtp.*``).
+MTP_COUNT_KEYS = ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_hidden_layers")
+
+
+def mtp_layer_count(cfg: Mapping[str, Any]) -> int:
+    return next((_int(cfg, key) for key in MTP_COUNT_KEYS if _int(cfg, key)), 0)
+
+
+def mtp_part(totals: SafetensorsTotals,
+             cfg: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]] | None:
+    """The bytes (by dtype, and of those the quantization companions) of the checkpoint's MTP
+    layers, which vLLM 0.32's model skips when it loads the weights: the decoder layers
+    ``num_hidden_layers`` … ``+ n − 1`` (``get_spec_layer_idx_from_weight_name``:
+    ``model.layers.<i>.``, ``layers.<i>.``, ``model.language_model.layers.<i>.``; minimax_m2.py
+    the same with ``num_mtp_modules``), and tensors named ``mtp`` (qwen3_next.py and qwen3_5.py
+    drop the ``mtp.`` prefix, mimo.py ``model.mtp_layers.``, mimo_v2.py and ernie45_moe.py any
+    name holding ``mtp``). Only its MTP drafter loads them (``--speculative-method mtp``).
+    None: the totals cannot tell them apart."""
+    if totals.groups is None:
+        return None
+    layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer", "decoder_layers")
+    keys = [f"layer:{layers + i}" for i in range(mtp_layer_count(cfg))] + ["mtp"]
+    by_dtype: dict[str, int] = {}
+    aux: dict[str, int] = {}
+    for key in keys:
+        for dtype, size in totals.groups.get(key, {}).items():
+            by_dtype[dtype] = by_dtype.get(dtype, 0) + size
+        for dtype, size in totals.group_aux.get(key, {}).items():
+            aux[dtype] = aux.get(dtype, 0) + size
+    return by_dtype, aux
+
+
+def _without(totals: SafetensorsTotals, part: tuple[dict[str, int], dict[str, int]]
+             ) -> SafetensorsTotals:
+    from kvledger.source.headers import SafetensorsTotals
+
+    by_dtype = {d: n - part[0].get(d, 0) for d, n in totals.by_dtype.items()}
+    aux = {d: n - part[1].get(d, 0) for d, n in totals.aux_by_dtype.items()}
+    return SafetensorsTotals(sum(by_dtype.values()), by_dtype, totals.files, totals.how, aux)
 
 
 def model_weights(
@@ -319,12 +388,14 @@ def model_weights(
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
     exact: SafetensorsTotals | None = None,
+    speculative_mtp: bool = False,
 ) -> Weights:
     """The weights' total on the GPUs and per-GPU share (module docstring: both paths, and
     the serving dtype ``model_dtype`` decides).
 
     ``exact``: the checkpoint's safetensors totals (``ModelSource.safetensors()``); else the
-    safetensors files of a local ``directory``; else the estimate.
+    safetensors files of a local ``directory``; else the estimate. A checkpoint's MTP layers
+    count only with ``speculative_mtp`` (the engine speculates with an MTP method: ``mtp_part``).
     """
     if exact is None and directory is not None:
         from kvledger.source.headers import index_totals, local_totals
@@ -333,11 +404,24 @@ def model_weights(
     stored: int | None = None
     if exact is not None:
         serving = serving_dtype(model_dtype)
-        stored, total = exact.total_bytes, served_bytes(exact, serving)
+        mtp = mtp_part(exact, cfg)
+        mtp_stored = sum(mtp[0].values()) if mtp is not None else 0
+        loaded = _without(exact, mtp) if mtp is not None and mtp_stored and \
+            not speculative_mtp else exact
+        stored, total = exact.total_bytes, served_bytes(loaded, serving)
         how = _exact_detail(exact, total, serving)
+        if mtp_stored:
+            how += (f"; its MTP layers' {mtp_stored:,} B stored included (speculating with an "
+                    "MTP method)" if speculative_mtp else
+                    f"; without its MTP layers' {mtp_stored:,} B stored (vLLM loads them only "
+                    "when speculating with an MTP method)")
+        elif mtp is None and mtp_layer_count(cfg):
+            how += ("; the config has MTP layers, which this total cannot tell apart: counted "
+                    "whether or not the engine loads them")
         basis = EXACT
     else:
-        total, how = estimate_total_bytes(cfg, model_dtype, hf_quant)
+        total, how = estimate_total_bytes(cfg, model_dtype, hf_quant,
+                                          speculative_mtp=speculative_mtp)
         basis = ESTIMATED
     ranks = tensor_parallel_size * pipeline_parallel_size
     per_rank = -(-total // ranks)

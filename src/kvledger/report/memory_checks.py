@@ -10,12 +10,12 @@ are subtracted only since the CUDA-graph memory profiling that 0.21 turned on by
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kvledger import records
 from kvledger.report.explain import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
+from kvledger.report.vllm_defaults import default_utilization, version_tuple
 
 # Tolerances for the figures kvledger can only estimate (weights from a parameter count, the
 # memory budget's reserves).
@@ -24,31 +24,23 @@ BUDGET_TOLERANCE_BYTES = GIB // 2
 NOT_LOGGED = "the log does not print it"
 
 
-def version_tuple(text: str | None) -> tuple[int, ...] | None:
-    if not text:
-        return None
-    parts = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if parts is None:
-        return None
-    return tuple(int(p) for p in parts.groups(default="0"))
-
-
 def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
     """(bytes per GPU, basis, how) from kvledger's weight model, or why not."""
     if ctx.facts is None:
         return ctx.why_not()
-    from kvledger.derive.config import Config
+    from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import WeightsError, model_weights
 
     tp = ctx.request.tensor_parallel_size if ctx.request else 1
     pp = ctx.request.pipeline_parallel_size if ctx.request else 1
     try:
-        text = Config(ctx.facts.config, model=ctx.facts.model).text().raw
+        text = ctx.facts.language_config()
         w = model_weights(
             text, model_dtype=ctx.facts.model_dtype,
             directory=ctx.source.directory if ctx.source else None,
             hf_quant=ctx.source.hf_quant_config if ctx.source else None,
             tensor_parallel_size=tp, pipeline_parallel_size=pp,
+            speculative_mtp=ctx.request is not None and speculates_with_mtp(ctx.request),
         )
     except (WeightsError, ValueError) as exc:
         return f"kvledger cannot size these weights ({exc})"
@@ -116,12 +108,11 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
     if ctx.facts is None or ctx.request is None:
         return ctx.why_not()
 
-    from kvledger.derive.config import Config
     from kvledger.plan.budget import BudgetTooSmall, gpu_budget
     from kvledger.plan.weights import Weights
 
     f = ctx.log.figures
-    util = float(ctx.log.settings.get("gpu_memory_utilization") or 0.9)
+    util, util_note = logged_utilization(ctx)
     w: Any = f.get("weights_gib")
     if isinstance(w, Gib):
         ranks = ctx.request.tensor_parallel_size * ctx.request.pipeline_parallel_size
@@ -132,7 +123,7 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
             return est
         weights = Weights(est[0], est[0], est[1], est[1], est[2])
     reserves = _logged_reserves(ctx, w)
-    text = Config(ctx.facts.config, model=ctx.facts.model).text().raw
+    text = ctx.facts.language_config()
     request = records.replace(ctx.request, kv_cache_memory_bytes=None)
     try:
         b = gpu_budget(ctx.gpu, gpu_memory_utilization=util, weights=weights, request=request,
@@ -143,11 +134,22 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
         return str(exc)
     total, usable, *minus = b.lines[:-1]
     arithmetic = f"int({total.bytes / GIB:.2f} GiB × {util:g}) = {usable.bytes / GIB:.2f}"
+    if util_note:
+        arithmetic += f" ({util_note})"
     arithmetic += "".join(f" − {_short(ln.label)} {ln.bytes / GIB:.2f} ({ln.basis})"
                           for ln in minus)
     guessed = [_short(ln.label).replace(" per GPU", "") for ln in minus
                if ln.basis == "estimated"]
     return b.available_bytes, arithmetic, guessed
+
+
+def logged_utilization(ctx: Context) -> tuple[float, str]:
+    """(the log's gpu_memory_utilization, ""), or its release's default and why
+    (report/vllm_defaults.py) when the log states none."""
+    stated = ctx.log.settings.get("gpu_memory_utilization")
+    if stated:
+        return float(stated), ""
+    return default_utilization(ctx.log.engine_version)
 
 
 def _short(label: str) -> str:

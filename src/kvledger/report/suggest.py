@@ -59,7 +59,9 @@ def vllm_suggestions(ctx: Context) -> list[Suggestion]:
         if half is not None:
             out.append(Suggestion(f"--max-model-len {base.max_model_len // 2}",
                                   _effect(base, half)))
-    util = float(ctx.log.settings.get("gpu_memory_utilization") or 0.9)
+    from kvledger.report.memory_checks import logged_utilization
+
+    util, _ = logged_utilization(ctx)
     if ctx.gpu is not None and util < 0.95:
         extra = int(ctx.gpu.total_bytes * 0.95) - int(ctx.gpu.total_bytes * util)
         more = ctx.plan(budget + extra)

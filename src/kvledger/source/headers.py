@@ -24,12 +24,20 @@ scales, zero points, group indices): the engine casts ordinary floating weights 
 serves in, but loads those into parameters of their own dtype (``kvledger.plan.weights`` says
 which, from vLLM's source). A header states facts; which bytes change on the GPU is the plan's
 business, so this module only labels them.
+
+It also sums the bytes of each decoder layer by its index (``tensor_group``: names
+``[model.|model.language_model.|language_model.model.]layers.<i>.``) and of the tensors whose
+names say ``mtp``: a checkpoint's multi-token-prediction layers sit after the last decoder
+layer (DeepSeek, GLM: ``model.layers.<num_hidden_layers>.*``) or under an ``mtp`` name
+(Qwen3-Next, Qwen3.5, MiMo, ERNIE), and whether the engine loads them is again the plan's
+business (``kvledger.plan.weights``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -75,6 +83,11 @@ class SafetensorsTotals:
     # Of ``by_dtype``, the floating-point bytes of quantization companions (scales, zero
     # points: ``is_quant_aux``), by dtype. Empty for a checkpoint without them.
     aux_by_dtype: dict[str, int] = field(default_factory=dict)
+    # Of ``by_dtype``, the bytes of each ``tensor_group`` ("layer:<i>", "mtp"), by dtype, and
+    # of those the quantization companions. None: not told apart (an index's total size, or a
+    # header cache written before the groups were kept).
+    groups: dict[str, dict[str, int]] | None = None
+    group_aux: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def quantized(self) -> bool:
@@ -103,6 +116,25 @@ def is_quant_aux(name: str) -> bool:
     return name.rsplit(".", 1)[-1].endswith(QUANT_AUX_SUFFIXES)
 
 
+_LAYER_NAME = re.compile(r"(?:model\.|model\.language_model\.|language_model\.model\.)?"
+                         r"layers\.(\d+)\.")
+
+
+def tensor_group(name: str) -> str | None:
+    """``"mtp"`` for a tensor whose name says so, ``"layer:<i>"`` for one of decoder layer
+    ``i`` (the name forms vLLM's ``get_spec_layer_idx_from_weight_name`` matches, and the
+    Hugging Face form of a wrapper's language model), else None."""
+    if "mtp" in name:
+        return "mtp"
+    found = _LAYER_NAME.match(name)
+    return f"layer:{int(found[1])}" if found else None
+
+
+def add_group(groups: dict[str, dict[str, int]], key: str, dtype: str, size: int) -> None:
+    into = groups.setdefault(key, {})
+    into[dtype] = into.get(dtype, 0) + size
+
+
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _USIZE_LIMIT
 
@@ -114,12 +146,15 @@ def bytes_by_dtype(
     metadata: Any = None,
     data_len: int | None = None,
     aux: dict[str, int] | None = None,
+    groups: dict[str, dict[str, int]] | None = None,
+    group_aux: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, int]:
     """Validate ``(name, dtype, shape, data_offsets)`` entries; tensor bytes per dtype.
 
     ``data_len`` (the file size minus the header) is checked against the last offset when
     known: a local file, not a remote header. ``aux``, when given, also receives the bytes of
-    floating-point quantization companions (``is_quant_aux``) by dtype.
+    floating-point quantization companions (``is_quant_aux``) by dtype; ``groups`` and
+    ``group_aux`` the same per ``tensor_group``.
     """
     if metadata is not None and not (
         isinstance(metadata, Mapping)
@@ -155,8 +190,14 @@ def bytes_by_dtype(
                                     f"needs {nbits // 8}")
         spans.append((begin, end, str(name)))
         out[dtype] = out.get(dtype, 0) + nbits // 8
-        if aux is not None and dtype in FLOAT_DTYPES and is_quant_aux(str(name)):
+        companion = dtype in FLOAT_DTYPES and is_quant_aux(str(name))
+        if aux is not None and companion:
             aux[dtype] = aux.get(dtype, 0) + nbits // 8
+        group = tensor_group(str(name)) if groups is not None else None
+        if group is not None and groups is not None:
+            add_group(groups, group, dtype, nbits // 8)
+            if companion and group_aux is not None:
+                add_group(group_aux, group, dtype, nbits // 8)
     position = 0
     for begin, end, name in sorted(spans):
         if begin != position:
@@ -186,9 +227,11 @@ def header_entries(header: Any, where: str) -> tuple[Any, list[tuple[str, Any, A
     return header.get("__metadata__"), entries
 
 
-def read_file_header(path: str, aux: dict[str, int] | None = None) -> dict[str, int]:
+def read_file_header(path: str, aux: dict[str, int] | None = None,
+                     groups: dict[str, dict[str, int]] | None = None,
+                     group_aux: dict[str, dict[str, int]] | None = None) -> dict[str, int]:
     """Tensor bytes per dtype of one local safetensors file (reads its header only);
-    ``aux`` as for ``bytes_by_dtype``."""
+    ``aux``, ``groups`` and ``group_aux`` as for ``bytes_by_dtype``."""
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -214,7 +257,8 @@ def read_file_header(path: str, aux: dict[str, int] | None = None) -> dict[str, 
     except RecursionError:
         raise malformed(path, "header JSON nests too deeply") from None
     metadata, entries = header_entries(header, path)
-    return bytes_by_dtype(entries, path, metadata=metadata, data_len=size - 8 - length, aux=aux)
+    return bytes_by_dtype(entries, path, metadata=metadata, data_len=size - 8 - length, aux=aux,
+                          groups=groups, group_aux=group_aux)
 
 
 def add(into: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
@@ -290,10 +334,13 @@ def local_totals(directory: str) -> SafetensorsTotals | None:
         return None
     by_dtype: dict[str, int] = {}
     aux: dict[str, int] = {}
+    groups: dict[str, dict[str, int]] = {}
+    group_aux: dict[str, dict[str, int]] = {}
     for f in files:
-        add(by_dtype, read_file_header(f, aux))
+        add(by_dtype, read_file_header(f, aux, groups, group_aux))
     how = f"safetensors headers of {len(files)} file{'s' if len(files) > 1 else ''}"
-    return SafetensorsTotals(sum(by_dtype.values()), by_dtype, len(files), how, aux)
+    return SafetensorsTotals(sum(by_dtype.values()), by_dtype, len(files), how, aux, groups,
+                             group_aux)
 
 
 def index_totals(directory: str) -> SafetensorsTotals | None:

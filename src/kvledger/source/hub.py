@@ -244,7 +244,10 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
         raise hub_error(exc, repo_id, commit, "safetensors headers") from None
     api = _api()
 
-    def read(filename: str) -> tuple[dict[str, int], dict[str, int]]:
+    Parts = tuple[dict[str, int], dict[str, int], dict[str, dict[str, int]],
+                  dict[str, dict[str, int]]]
+
+    def read(filename: str) -> Parts:
         where = f"{repo_id}@{commit[:12]}/{filename}"
         try:
             size = _head(repo_id, filename, commit).size
@@ -259,7 +262,10 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
             raise hub_error(exc, repo_id, commit, filename) from None
         tensors = [(name, t.dtype, t.shape, t.data_offsets) for name, t in meta.tensors.items()]
         aux: dict[str, int] = {}
-        found = bytes_by_dtype(tensors, where, metadata=meta.metadata or None, aux=aux)
+        groups: dict[str, dict[str, int]] = {}
+        group_aux: dict[str, dict[str, int]] = {}
+        found = bytes_by_dtype(tensors, where, metadata=meta.metadata or None, aux=aux,
+                               groups=groups, group_aux=group_aux)
         # The file's size (HEAD) bounds its data: 8 bytes of length, a header of 2 ("{}") to
         # MAX_HEADER_BYTES bytes, then exactly the tensors. A truncated upload, or a header
         # claiming absurd sizes with consistent offsets, falls outside.
@@ -267,14 +273,21 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
         if size is not None and not size - 8 - MAX_HEADER_BYTES <= data <= size - 10:
             raise malformed(where, f"its tensors need {data:,} bytes but the file holds "
                                    f"{size:,} (truncated, or not the file of this header)")
-        return found, aux
+        return found, aux, groups, group_aux
 
     with ThreadPoolExecutor(max_workers=min(8, len(files))) as pool:
         parts = list(pool.map(read, files))
     by_dtype: dict[str, int] = {}
     aux_by_dtype: dict[str, int] = {}
-    for part, aux_part in parts:
+    all_groups: dict[str, dict[str, int]] = {}
+    all_group_aux: dict[str, dict[str, int]] = {}
+    for part, aux_part, groups_part, group_aux_part in parts:
         add(by_dtype, part)
         add(aux_by_dtype, aux_part)
+        for key, sizes in groups_part.items():
+            add(all_groups.setdefault(key, {}), sizes)
+        for key, sizes in group_aux_part.items():
+            add(all_group_aux.setdefault(key, {}), sizes)
     return SafetensorsTotals(sum(by_dtype.values()), by_dtype, len(files),
-                             f"{how}, read from the Hub", aux_by_dtype)
+                             f"{how}, read from the Hub", aux_by_dtype, all_groups,
+                             all_group_aux)

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 
 # 2: ``aux_by_dtype`` (quantization companions) beside ``by_dtype``. A format-1 entry is still
 # read when it describes an unquantized checkpoint: it has no companions to tell apart.
-_FORMAT = 2
+# 3: ``groups`` / ``group_aux`` (bytes per decoder layer and of MTP-named tensors). An older
+# entry is read without them: its MTP layers cannot be told apart, and the weights line says so.
+_FORMAT = 3
 
 
 def cache_root() -> str:
@@ -47,16 +49,27 @@ def _load_cached(repo_id: str, commit: str) -> SafetensorsTotals | None:
         with open(_cache_path(repo_id, commit), encoding="utf-8") as fh:
             data = json.loads(fh.read())
         by_dtype = data["by_dtype"]
-        aux = data.get("aux_by_dtype", {}) if data.get("format") == _FORMAT else {}
-        if data.get("format") not in (1, _FORMAT) or not _sizes(by_dtype) or not _sizes(aux):
+        fmt = data.get("format")
+        aux = data.get("aux_by_dtype", {}) if fmt in (2, _FORMAT) else {}
+        groups = data.get("groups") if fmt == _FORMAT else None
+        group_aux = data.get("group_aux", {}) if fmt == _FORMAT else {}
+        if fmt not in (1, 2, _FORMAT) or not _sizes(by_dtype) or not _sizes(aux) or \
+                (groups is not None and not _grouped(groups)) or not _grouped(group_aux):
             return None
-        found = SafetensorsTotals(sum(by_dtype.values()), dict(by_dtype), int(data["files"]),
-                                  str(data["how"]), dict(aux))
+        found = SafetensorsTotals(
+            sum(by_dtype.values()), dict(by_dtype), int(data["files"]), str(data["how"]),
+            dict(aux), None if groups is None else {k: dict(v) for k, v in groups.items()},
+            {k: dict(v) for k, v in group_aux.items()})
         if data.get("format") == 1 and found.quantized:
             return None  # its scales were not told apart: read the headers again
         return found
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None  # absent or damaged: read the headers again
+
+
+def _grouped(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and _sizes(v) for k, v in value.items())
 
 
 def _sizes(value: object) -> bool:
@@ -68,7 +81,9 @@ def _sizes(value: object) -> bool:
 def _store(repo_id: str, commit: str, totals: SafetensorsTotals) -> None:
     path = _cache_path(repo_id, commit)
     data = {"format": _FORMAT, "repo_id": repo_id, "commit": commit, "files": totals.files,
-            "how": totals.how, "by_dtype": totals.by_dtype, "aux_by_dtype": totals.aux_by_dtype}
+            "how": totals.how, "by_dtype": totals.by_dtype, "aux_by_dtype": totals.aux_by_dtype,
+            **({"groups": totals.groups, "group_aux": totals.group_aux}
+               if totals.groups is not None else {})}
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"

@@ -6,9 +6,10 @@ module does not depend on how ``PlanRequest`` is built.
 
 Options before ``--`` are kvledger's (``--gpu``, ``--json``, ``--concurrency``, reserves …).
 One that the serve line also sets, to another value, is refused — which of the two was meant
-is a guess. The engine's own defaults where kvledger's differ (vLLM 0.32's
-``gpu_memory_utilization`` 0.92, its GPU-dependent ``max_num_seqs``) are added unless the
-options before ``--`` set them.
+is a guess. The engine's own defaults where kvledger's differ (vLLM 0.32's GPU-dependent
+``max_num_seqs`` and ``max_num_batched_tokens``) are added unless the options before ``--``
+set them; a utilization the line does not state stays unset (kvledger's default is vLLM's,
+and the budget then says it was not given).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
     _simple(values, out, ctx)
     _speculative(values, out)
     _dtype_and_quantization(values, out)
-    _batch_defaults(values, out, ctx, table)
+    _batch_defaults(values, out, ctx)
     _environment(env, table, out)
     mapped = {dest for dest, rule in vllm_flags.RULES.items() if rule.cls == MAPPED}
     if values.get("enable_expert_parallel") and (values.get("data_parallel_size") or 1) == 1:
@@ -187,12 +187,11 @@ def _dtype_and_quantization(values: dict[str, Any], out: Translation) -> None:
         out.requires["quantization"] = str(quantization)
 
 
-def _batch_defaults(values: dict[str, Any], out: Translation, ctx: Context,
-                    table: FlagTable) -> None:
-    """vLLM's own defaults where kvledger's differ, applied unless the user sets them."""
-    utilization = table.by_dest["gpu_memory_utilization"].default
-    if values.get("gpu_memory_utilization") is None and utilization is not None:
-        out.defaults["--gpu-memory-utilization"] = str(utilization)  # CacheConfig: 0.92
+def _batch_defaults(values: dict[str, Any], out: Translation, ctx: Context) -> None:
+    """vLLM's own defaults where kvledger's differ, applied unless the user sets them.
+
+    Not ``gpu_memory_utilization``: kvledger's default is already vLLM 0.32's (0.92,
+    CacheConfig), and left unset the budget line says it is the default, not a given value."""
     tp, pp = values.get("tensor_parallel_size") or 1, values.get("pipeline_parallel_size") or 1
     picked = vllm_flags.batch_defaults(ctx.gpu_total_bytes, ctx.gpu_name, tp * pp)
     mode = values.get("performance_mode")

@@ -10,28 +10,13 @@ from __future__ import annotations
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
-from kvledger.derive.families.standard import attention, heads_and_dim
+from kvledger.derive.families.standard import attention, heads_and_dim, stated_layer_types
 from kvledger.derive.layers import ChunkedAttention, LayerCache
 from kvledger.derive.registry import Derived
 
 SLIDING = "sliding_attention"
 FULL = "full_attention"
 CHUNKED = "chunked_attention"
-
-def _stated_types(text: Config, n: int, allowed: tuple[str, ...]) -> list[str] | None:
-    types = text.get("layer_types")
-    if types is None:
-        return None
-    if not isinstance(types, list) or len(types) != n:
-        raise ConfigError(f"{text.model}: layer_types must list {n} entries, got {types!r}")
-    for i, kind in enumerate(types):
-        if kind not in allowed:
-            raise UnsupportedArchitecture(
-                f"unsupported: {text.model_type} layer_types[{i}] is {kind!r}; understood: "
-                f"{', '.join(allowed)}",
-                model_type=text.model_type,
-            )
-    return [str(t) for t in types]
 
 
 def _agree(
@@ -68,7 +53,7 @@ def gemma2(text: Config, kv_dtype: str) -> Derived:
     """
     n = text.int("num_hidden_layers")
     rule = [SLIDING if (i + 1) % 2 else FULL for i in range(n)]
-    types = _agree(text, _stated_types(text, n, (SLIDING, FULL)), rule, None)
+    types = _agree(text, stated_layer_types(text, n, (SLIDING, FULL)), rule, None)
     note = f"alternating local (window {text.int('sliding_window')}) / global attention"
     return Derived(_windowed(text, kv_dtype, types, sinks=False), [note])
 
@@ -80,7 +65,7 @@ def gemma3(text: Config, kv_dtype: str) -> Derived:
     (older files: ``_sliding_window_pattern``): layer i is global iff (i + 1) % P == 0.
     """
     n = text.int("num_hidden_layers")
-    stated = _stated_types(text, n, (SLIDING, FULL))
+    stated = stated_layer_types(text, n, (SLIDING, FULL))
     pattern_key = next(
         (k for k in ("sliding_window_pattern", "_sliding_window_pattern") if k in text), None
     )
@@ -112,7 +97,7 @@ def gpt_oss(text: Config, kv_dtype: str) -> Derived:
     """
     n = text.int("num_hidden_layers")
     rule = [SLIDING if i % 2 == 0 else FULL for i in range(n)]
-    types = _agree(text, _stated_types(text, n, (SLIDING, FULL)), rule, "even-layer windows")
+    types = _agree(text, stated_layer_types(text, n, (SLIDING, FULL)), rule, "even-layer windows")
     notes = ["attention sinks: a learned per-head logit on every layer; they add no cache"]
     return Derived(_windowed(text, kv_dtype, types, sinks=True), notes)
 
@@ -145,9 +130,8 @@ def llama4(text: Config, kv_dtype: str) -> Derived:
         rope = [(i + 1) % interval != 0 for i in range(n)]
     local = chunk is not None
     rule = [CHUNKED if r and local else FULL for r in rope]
-    types = _agree(
-        text, _stated_types(text, n, (CHUNKED, FULL)), rule, "no_rope_layers/attention_chunk_size"
-    )
+    types = _agree(text, stated_layer_types(text, n, (CHUNKED, FULL)), rule,
+                   "no_rope_layers/attention_chunk_size")
     _, kv_heads, dim = heads_and_dim(text)
     layers: list[LayerCache] = []
     for i, t in enumerate(types):

@@ -158,6 +158,9 @@ class SglangEngine(Layout):
             warnings=tuple(warnings),
             one_request_bytes=(one,) * len(ranks),
             engine_fields=_engine_fields(plan, inp.budget),
+            # DP attention: attn_dp groups inside the TP group, one replica
+            # (runtime_context.launch_world_size_of: tp_size × pp_size GPUs).
+            attention_dp_size=plan.resolved.attn_dp,
         )
 
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:

@@ -1,0 +1,51 @@
+"""vLLM's defaults that changed between releases, for a start-up log that does not state them.
+
+``gpu_memory_utilization`` (``CacheConfig``): 0.9 for most of vLLM's history, 0.92 in 0.32
+(``config/cache.py``: ``Field(default=0.92, gt=0, le=1)``). Which release changed it is not
+established here; what is:
+
+- 0.9 up to v0.16.0: ``CacheConfig.gpu_memory_utilization = Field(default=0.9, ...)`` in the
+  v0.16.0 API reference (docs.vllm.ai/en/v0.16.0/api/vllm/config/cache/), as in v0.10.2 and
+  v0.11.1 before it;
+- 0.92 from v0.25.0 at the latest: v0.25.0's ``CacheConfig`` reads
+  ``Field(default=0.92, gt=0, le=1)`` (as quoted from that release's source), and so do
+  v0.30.0 and 0.32.0 (the oracle's installed source).
+
+A log from a release in between (v0.17–v0.24), or one that prints no version, gets 0.92 — the
+newer figure — and the check says it was assumed rather than read.
+"""
+
+from __future__ import annotations
+
+import re
+
+LAST_KNOWN_0_90 = (0, 16)
+FIRST_KNOWN_0_92 = (0, 25)
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    """``"0.9.1.dev705+g01220ce89"`` → (0, 9, 1); None when no version can be read."""
+    if not text:
+        return None
+    parts = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if parts is None:
+        return None
+    return tuple(int(p) for p in parts.groups(default="0"))
+
+
+def default_utilization(version: str | None) -> tuple[float, str]:
+    """(the default ``gpu_memory_utilization`` of the release that wrote a log, why).
+
+    The why is one clause for a check's explanation: which release's default it is, or that
+    it was assumed because the release is unknown or lies where the change happened.
+    """
+    parsed = version_tuple(version)
+    release = ".".join(map(str, parsed)) if parsed is not None else ""
+    if parsed is not None and parsed[:2] <= LAST_KNOWN_0_90:
+        return 0.9, f"0.9 is vLLM {release}'s default; the log states none"
+    if parsed is not None and parsed[:2] >= FIRST_KNOWN_0_92:
+        return 0.92, f"0.92 is vLLM {release}'s default; the log states none"
+    where = (f"the log's vLLM {release} lies between v0.16 (default 0.9) and v0.25 (0.92), "
+             "where kvledger has not established the change" if parsed is not None else
+             "the log prints no vLLM version (the default was 0.9 up to v0.16, 0.92 from v0.25)")
+    return 0.92, f"assumed 0.92, vLLM 0.32's default: the log states no utilization and {where}"
