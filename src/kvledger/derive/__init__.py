@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvledger.derive.config import Config
+from kvledger.derive.config import Config, check_level_values
 from kvledger.derive.errors import (
     ConfigError,
     DeriveError,
@@ -20,6 +20,7 @@ from kvledger.derive.errors import (
 )
 from kvledger.derive.guard import check_level
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.limits import MAX_CACHE_LAYERS
 from kvledger.derive.model_types import Resolved, resolve
 from kvledger.derive.quant import model_dtype, resolve_kv_dtype
 from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
@@ -60,12 +61,19 @@ def derive_model(
     row = row_for(cfg.model_type, cfg.architectures)
     cfg = Config(source.config, model=source.label, defaults=row.defaults)
     check_level(cfg, row)
+    check_level_values(cfg, row.keys)
     text, text_row = cfg, row
     if row.is_wrapper:
         text_row, text = _inner(cfg, row)
         check_level(text, text_row, path=f"{row.text_key}.")
+        check_level_values(text, text_row.keys)
     kv_dtype, kv_source = resolve_kv_dtype(cfg, source.hf_quant_config, kv_cache_dtype)
     derived = derive_level(text, text_row, kv_dtype)
+    if len(derived.layers) > MAX_CACHE_LAYERS:
+        # Layer counts are bounded key by key (derive/limits.py); this catches a count a
+        # list or pattern implies, so planning (linear in layers) stays bounded for any file.
+        raise ConfigError(f"{source.label}: the config describes {len(derived.layers):,} "
+                          f"cache layers; kvledger plans at most {MAX_CACHE_LAYERS:,}")
     for layer in derived.layers:
         if isinstance(layer, RecurrentState):
             layer.tensors()  # state shapes are computed lazily: validate them once, here
