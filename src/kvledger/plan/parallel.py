@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -60,17 +61,19 @@ def split_stages(layers: Sequence[LayerCache], tp: int, pp: int) -> list[Stage]:
     """Assign layers to ``pp`` stages and split each for one of ``tp`` ranks."""
     # A decoder layer may carry several caches (Whisper: self- and cross-attention under one
     # index); stages split decoder *layers*, so positions are over distinct indices.
-    order: list[int] = []
+    # Linear in layers (issue 10: a list membership test and a scan over the stages per layer
+    # made 30,000 layers at PP 4 take 24 s): a dict keeps first-seen order, bisect finds the
+    # stage.
+    position: dict[int, int] = {}
     for layer in layers:
-        if layer.role == Role.DECODER and layer.index not in order:
-            order.append(layer.index)
-    ranges = pp_partition(len(order), pp) if order else [(0, 0)] * pp
+        if layer.role == Role.DECODER and layer.index not in position:
+            position[layer.index] = len(position)
+    ranges = pp_partition(len(position), pp) if position else [(0, 0)] * pp
+    starts = [a for a, _ in ranges]
     buckets: list[list[LayerCache]] = [[] for _ in range(pp)]
-    position = {index: i for i, index in enumerate(order)}
     for layer in layers:
         if layer.role == Role.DECODER:
-            i = position[layer.index]
-            stage = next(s for s, (a, b) in enumerate(ranges) if a <= i < b)
+            stage = bisect.bisect_right(starts, position[layer.index]) - 1
         elif layer.role == Role.ENCODER:
             stage = 0
         else:  # MTP, DRAFT
