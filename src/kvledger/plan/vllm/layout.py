@@ -10,6 +10,7 @@ counts its blocks from the same per-GPU budget, and all stages use the smallest 
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from kvledger.plan.vllm.specs import (
     UniformTypeSpecs,
     spec_name,
 )
+from kvledger.plan.vllm.startup import check_block_size, check_startup, memory_refusal_reason
 
 __all__ = ["GroupInfo", "VllmLayoutError", "VllmPlan", "plan_vllm", "plan_vllm_stage", "pp_stages"]
 
@@ -86,6 +88,9 @@ class VllmPlan:
     # [start, end) decoder layer indices of this stage (vLLM ``get_pp_indices``).
     layer_range: tuple[int, int] | None = None
     stages: tuple[VllmPlan, ...] = field(default=())
+    # Why vLLM would not start on this budget (vLLM's words, plan/vllm/startup.py); "" if it
+    # would.
+    refusal_reason: str = ""
 
     @property
     def reserved_bytes(self) -> int:
@@ -133,6 +138,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         raise VllmLayoutError(
             f"{facts.model}: {NOT_IN_VLLM[facts.model_type]}; use --engine native"
         )
+    check_startup(facts, request)
     res = resolve(facts, request)
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(layer.role is Role.MTP for layer in facts.layers)):
@@ -163,6 +169,8 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         raise VllmLayoutError(f"{facts.model}: no layer keeps a KV cache under these options")
     raw = [layer_spec(layer, res, request) for layer in layers]
     sizes = resolve_block_sizes(raw, res)
+    check_block_size(sizes.block_size, request.block_size,
+                     any(isinstance(s, AttentionSpec) for s in raw))
     specs = apply_block_sizes(raw, sizes)
     grouping = get_kv_cache_groups(dict(enumerate(specs)))
     ctx = SpecContext(
@@ -245,15 +253,31 @@ def _tp_heads(specs: dict[int, KVCacheSpec]) -> int | None:
 
 def _project(groups: tuple[Group, ...], members: set[int]) -> tuple[Group, ...]:
     """vLLM ``_project_kv_cache_groups_to_worker``: keep each group, only this stage's layers."""
-    out: list[Group] = []
+    return _project_all(groups, [members])[0]
+
+
+def _project_all(
+    groups: tuple[Group, ...], members: list[set[int]]
+) -> list[tuple[Group, ...]]:
+    """``_project`` for every stage in one pass over the layers (issue 10: projecting stage by
+    stage walked every layer once per stage, quadratic when PP grows with the layer count)."""
+    stage_of = {i: k for k, m in enumerate(members) for i in m}
+    out: list[list[Group]] = [[] for _ in members]
     for g in groups:
-        kept = tuple(i for i in g.layers if i in members)
-        spec = g.spec
-        if kept and isinstance(spec, UniformTypeSpecs):
-            index = {layer: k for k, layer in enumerate(g.layers)}
-            spec = UniformTypeSpecs(spec.block_size, tuple(spec.specs[index[i]] for i in kept))
-        out.append(Group(kept, spec))
-    return tuple(out)
+        kept: list[list[int]] = [[] for _ in members]
+        picked: list[list[KVCacheSpec]] = [[] for _ in members]
+        for k, layer in enumerate(g.layers):
+            stage = stage_of.get(layer)
+            if stage is not None:
+                kept[stage].append(layer)
+                if isinstance(g.spec, UniformTypeSpecs):
+                    picked[stage].append(g.spec.specs[k])
+        for stage, layers in enumerate(kept):
+            spec = g.spec
+            if layers and isinstance(spec, UniformTypeSpecs):
+                spec = UniformTypeSpecs(spec.block_size, tuple(picked[stage]))
+            out[stage].append(Group(tuple(layers), spec))
+    return [tuple(groups_of_stage) for groups_of_stage in out]
 
 
 def _stage_ranges(prep: _Prepared, pp: int) -> list[tuple[int, int]]:
@@ -263,11 +287,12 @@ def _stage_ranges(prep: _Prepared, pp: int) -> list[tuple[int, int]]:
 
 def _stage_members(prep: _Prepared, pp: int) -> list[set[int]]:
     ranges = _stage_ranges(prep, pp)
+    starts = [a for a, _ in ranges]
     members: list[set[int]] = [set() for _ in ranges]
     for ordinal, layer in enumerate(prep.layers):
         stage = len(ranges) - 1  # MTP / draft layers run on the last stage
         if layer.role is Role.DECODER:
-            stage = next(k for k, (a, b) in enumerate(ranges) if a <= layer.index < b)
+            stage = bisect.bisect_right(starts, layer.index) - 1  # linear overall (issue 10)
         members[stage].add(ordinal)
     return members
 
@@ -286,7 +311,10 @@ def _plan(
     extra_warnings: tuple[str, ...] = (),
 ) -> VllmPlan:
     warnings = list(prep.warnings) + list(extra_warnings)
+    reason = ""
     if math.refuses_to_start:
+        reason = memory_refusal_reason(prep.res.max_model_len, math.needed_bytes,
+                                       available_bytes - math.bytes_per_block)
         warnings.append(
             f"vLLM would refuse to start: one {prep.res.max_model_len}-token request needs "
             f"{math.needed_bytes} B of KV cache but {available_bytes - math.bytes_per_block} B "
@@ -314,6 +342,7 @@ def _plan(
         stage=stage,
         layer_range=layer_range,
         stages=stages,
+        refusal_reason=reason,
     )
 
 
@@ -370,7 +399,7 @@ def plan_vllm(
 
     members = _stage_members(prep, pp)
     ranges = _stage_ranges(prep, pp)
-    projected = [_project(prep.grouping.groups, m) for m in members]
+    projected = _project_all(prep.grouping.groups, members)
     counts = [
         block_math(g, prep.grouping.specs, budgets[k], prep.ctx).num_blocks
         for k, g in enumerate(projected)
