@@ -30,6 +30,7 @@ import peer_env  # noqa: E402
 
 import cases  # noqa: E402
 import report  # noqa: E402
+import sglang_accuracy  # noqa: E402
 
 RESULTS = BENCH / "results"
 COMMAND = "python bench/accuracy.py"
@@ -116,6 +117,7 @@ def write(results: dict[str, Any]) -> dict[str, list[str]]:
            "## Catalog models vLLM could not build (no truth: who answers, who refuses)", "",
            *report.catalog_only(results), "",
            "## Refusals, with the tool's own message", "", *report.refusal_reasons(results),
+           *sglang_section(results),
            "## Every case", "", *report.per_case(results, judged), ""]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "accuracy.md").write_text("\n".join(doc))
@@ -125,6 +127,17 @@ def write(results: dict[str, Any]) -> dict[str, list[str]]:
     (RESULTS / "accuracy.json").write_text(json.dumps(slim, indent=1, sort_keys=True) + "\n")
     (RESULTS / "README-section.md").write_text(readme_section(results, header, sections))
     return sections
+
+
+def sglang_section(results: dict[str, Any]) -> list[str]:
+    sglang = results.get("sglang")
+    if not sglang:
+        return []
+    return ["## Against SGLang 0.5.23 (kvledger --engine sglang)", "",
+            "Truth: tests/oracles/sglang-0.5.23/cases.jsonl (SGLang's own pool sizing, "
+            "scripts/oracles/sglang_cases.py). A case is within when max_total_num_tokens, "
+            "max_running_requests and bytes per token are all within 0.1 %. The peers have no "
+            "SGLang mode.", "", *sglang["lines"], ""]
 
 
 def readme_section(results: dict[str, Any], header: list[str],
@@ -153,13 +166,26 @@ def readme_section(results: dict[str, Any], header: list[str],
         "hence its n/a.",
         "- kvfit and vllm-wizard answer concurrency in whole sequences; giving vLLM's figure "
         "rounded down counts as within. vllm-wizard is asked with its defaults, including a "
-        "15 % KV fragmentation margin.", "",
+        "15 % KV fragmentation margin.",
+        *sglang_note(results), "",
         "<details><summary>Per model: worst relative error</summary>", "",
         *sections["per_model"], "", "</details>", "",
         *header, "Full tables, every case and every refusal message: "
         "[bench/results/accuracy.md](bench/results/accuracy.md).", "",
     ]
     return "\n".join(lines)
+
+
+def sglang_note(results: dict[str, Any]) -> list[str]:
+    sglang = results.get("sglang")
+    if not sglang:
+        return []
+    return [f"- The SGLang column asks kvledger `--engine sglang` the {sglang['n']} questions "
+            "SGLang 0.5.23's own pool sizing answered (tests/oracles/sglang-0.5.23/cases.jsonl:"
+            " dense GQA, MLA, DSA, hybrid sliding-window, Gated DeltaNet and Mamba2 hybrids, "
+            "fp8 KV, TP, PP, page sizes, SGLang's options); within = #tokens, "
+            "max_running_requests and bytes per token all within 0.1 %. The peers have no "
+            "SGLang mode (n/a). Those cases are also kvledger's tests."]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
                "metrics": {t: got[t]["metrics"] for t in tools},
                "questions": questions,
                "answers": {t: got[t]["answers"] for t in tools}}
+    if "kvledger" in tools:
+        _kvledger_importable()
+        scored = sglang_accuracy.score()
+        if scored["n"]:
+            results["sglang"] = {
+                "n": scored["n"], "counts": scored["counts"],
+                "columns": {t: sglang_accuracy.column(scored, t) for t in tools},
+                "lines": sglang_accuracy.lines(scored)}
     sections = write(results)
     print("\n".join(sections["summary"]))
     print()

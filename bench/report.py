@@ -60,15 +60,18 @@ def judgements(results: dict[str, Any]) -> dict[str, dict[str, list[dict[str, An
 def summary(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
     oracle_ids = [q["id"] for q in results["questions"] if q["truth"] is not None]
     n = len(oracle_ids)
+    sglang = results.get("sglang")
+    extra = " SGLang 0.5.23 cases within 0.1 % |" if sglang else ""
     lines = [
-        "| tool | version | cases within 0.1 % | wrong | refused | no answer (n/a) |",
-        "|---|---|---|---|---|---|",
+        "| tool | version | cases within 0.1 % | wrong | refused | no answer (n/a) |" + extra,
+        "|---|---|---|---|---|---|" + ("---|" if sglang else ""),
     ]
     for tool in results["tools"]:
         kinds = Counter(case_outcome(judged[tool][qid]) for qid in oracle_ids)
         lines.append(
             f"| {tool} | {results['versions'].get(tool) or '—'} | "
             + " | ".join(_share(kinds[k], n) for k in OUTCOMES) + " |"
+            + (f" {sglang['columns'][tool]} |" if sglang else "")
         )
     return lines
 

@@ -58,7 +58,7 @@ def _llama_config() -> dict:
         ("--gpu-memory-utilization", "0", "must be in (0, 1]"),
         ("--gpu-memory-utilization", "lots", "expected a number"),
         ("--kv-cache-dtype", "int3", "invalid choice"),
-        ("--engine", "sglang", "invalid choice"),
+        ("--engine", "tensorrt", "invalid choice"),
     ],
 )
 def test_bad_option_values(

@@ -150,13 +150,13 @@ def test_missing_declaration_file(capsys: pytest.CaptureFixture[str], tmp_path: 
 def test_no_room_for_one_request_is_exit_two_with_the_fix(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # 1,700 fixed rows × 25,165,824 B = 42,781,900,800 B leave less than one 131,072-token
+    # 1,750 fixed rows × 25,165,824 B = 44,040,192,000 B leave less than one 131,072-token
     # request (131,072 × 131,072 B + a 2 MiB null block = 17,181,966,336 B).
-    decl = _declaration(tmp_path, rows_fixed=1700)
+    decl = _declaration(tmp_path, rows_fixed=1750)
     code, out, err = _run(capsys, "plan", LLAMA, "--gpu", "H100-80GB", "--model-local-kv",
                           str(decl))
     assert code == 2 and out == "" and len(err.splitlines()) == 1
-    assert "42,781,900,800 B" in err and "17,181,966,336 B" in err
+    assert "44,040,192,000 B" in err and "17,181,966,336 B" in err
     assert "hint: fewer rows" in err and "physical_capacity_positions" in err
     assert "--gpu-memory-utilization >=" in err
 
@@ -181,7 +181,7 @@ def test_omni_talker_declared_equals_measured_equals_subtracted(
 ) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))  # examples/omni_tiny.py
     import omni_tiny
 
     # The engine serves the thinker: its config is the MODEL planned.

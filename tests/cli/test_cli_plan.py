@@ -130,9 +130,16 @@ def test_gpu_budget_lines(capsys: pytest.CaptureFixture[str]) -> None:
     data = _plan(capsys, LLAMA, "--gpu", "H100-80GB", "--max-model-len", "32768")
     lines = data["budget"]
     # H100-80GB as nvidia-smi reports it: 81,559 MiB = 81,559 × 1,048,576 = 85,520,809,984 B;
-    # × 0.9 (vLLM's default utilization), truncated: 76,968,728,985 B.
+    # × 0.92 (vLLM 0.32.0's default: CacheConfig.gpu_memory_utilization in
+    # vllm/config/cache.py), truncated: 85,520,809,984 × 0.92 = 78,679,145,185.28 →
+    # 78,679,145,185 B.
     assert lines[0]["bytes"] == 85_520_809_984
-    assert lines[1]["bytes"] == 76_968_728_985
+    assert lines[1]["bytes"] == 78_679_145_185
+    # Not given by the user: the label says whose default, and the basis is the total's
+    # (a device-reported preset: exact), never "given".
+    assert lines[1]["key"] == "utilization"
+    assert "0.92 (vLLM 0.32's default; not given)" in lines[1]["label"]
+    assert lines[1]["basis"] == lines[0]["basis"] == "exact"
     # Every line is shown, and they add up: usable − weights − reserves = KV budget.
     assert lines[-1]["bytes"] == lines[1]["bytes"] - sum(ln["bytes"] for ln in lines[2:-1])
     assert data["available_bytes"] == lines[-1]["bytes"]
@@ -150,6 +157,33 @@ def test_reserve_options_are_given_lines(capsys: pytest.CaptureFixture[str]) -> 
     assert graphs == {**graphs, "bytes": 1_073_741_824, "basis": "given"}
     # 85,520,809,984 × 0.5 = 42,760,404,992 usable.
     assert data["budget"][1]["bytes"] == 42_760_404_992
+    # Given by the user: basis given, and the label claims no default.
+    assert data["budget"][1]["basis"] == "given"
+    assert data["budget"][1]["label"] == "× gpu_memory_utilization 0.5"
+
+
+def test_default_utilization_on_a_datasheet_gpu_is_estimated(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    # B300 has no device report (datasheet 288 GB): whoever gave the fraction, the product
+    # is as uncertain as the total. 288e9 × 0.92 = 264,960,000,000 B; × 0.8 = 230,400,000,000.
+    default = _plan(capsys, LLAMA, "--gpu", "B300", "--max-model-len", "32768")["budget"][1]
+    given = _plan(capsys, LLAMA, "--gpu", "B300", "--max-model-len", "32768",
+                  "--gpu-memory-utilization", "0.8")["budget"][1]
+    assert (default["bytes"], default["basis"]) == (264_960_000_000, "estimated")
+    assert "default" in default["label"]
+    assert (given["bytes"], given["basis"]) == (230_400_000_000, "estimated")
+
+
+def test_default_utilization_on_a_given_total_is_given(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --gpu-total-bytes 80,000,000,000 × the default 0.92 = 73,600,000,000 B: computed from a
+    # number the user gave, with the engine's default fraction.
+    line = _plan(capsys, LLAMA, "--gpu", "H100-80GB", "--gpu-total-bytes", "80000000000",
+                 "--max-model-len", "32768")["budget"][1]
+    assert (line["bytes"], line["basis"]) == (73_600_000_000, "given")
+    assert "not given" in line["label"]
 
 
 def test_model_directory_picks_up_hf_quant_config(

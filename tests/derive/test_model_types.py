@@ -79,9 +79,21 @@ def test_row_resolves(name: str) -> None:
         assert not row.handler, f"{name}: a wrapper's handler is its inner row's"
         assert row.inner, f"{name}: a wrapper lists the inner types it accepts"
         for inner in row.inner:
-            assert inner in MODEL_TYPES and not resolve(inner).is_wrapper
+            # An inner row may itself be a wrapper (Qwen2.5-Omni's thinker); the chain must
+            # end in a language model.
+            seen, level = {name}, resolve(inner)
+            while level.is_wrapper:
+                assert level.name not in seen, f"{name}: wrapper cycle through {level.name}"
+                seen.add(level.name)
+                level = resolve(level.inner[0])
+            assert level.handler, f"{name}: {inner} leads to no handler"
+        for inner, defaults in row.text_defaults.items():
+            assert inner in row.inner, f"{name}: text_defaults for {inner}, not an inner type"
+            stray = sorted(set(defaults) - resolve(inner).keys - CORE_KEYS)
+            assert not stray, f"{name}: text_defaults for keys {inner} never reads: {stray}"
         assert not row.keys, f"{name}: a wrapper level reads no keys of its own"
         return
+    assert not row.text_defaults and not row.text_inline, f"{name}: wrapper fields on a model"
     fn = handler_for(row)
     assert callable(fn)
     # Options are the handler's keyword arguments: they must bind.

@@ -29,8 +29,9 @@ LLAMA = "meta-llama--Meta-Llama-3.1-8B.json"
 # name -> (source config, keys changed): each reaches one rule no real config shows.
 MODIFIED: dict[str, tuple[str, dict[str, Any]]] = {
     # 48 query heads of 128 (hidden 6,144: LlamaConfig.validate_architecture wants hidden %
-    # heads == 0; MLP 12,288, which TP 4 and 6 divide) over 3 KV heads: TP 4 divides the heads but neither divides nor is a multiple
-    # of the 3 KV heads (QKVParallelLinear); TP 6 replicates each KV head twice.
+    # heads == 0; MLP 12,288, which TP 4 and 6 divide) over 3 KV heads: TP 4 divides the heads
+    # but neither divides nor is a multiple of the 3 KV heads (LlamaAttention); TP 6
+    # replicates each KV head twice.
     "meta-llama--Meta-Llama-3.1-8B.H48KV3.MODIFIED.json": (
         LLAMA, {"num_attention_heads": 48, "num_key_value_heads": 3, "head_dim": 128,
                 "hidden_size": 6144, "intermediate_size": 12288}),

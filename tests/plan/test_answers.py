@@ -37,7 +37,7 @@ def test_plan_answers_max_context_at_concurrency() -> None:
 def test_fit_llama_70b_on_h100(engine: str) -> None:
     # Llama-3.1-70B bf16 ≈ 70.55 B params ≈ 141 GB of weights: TP 1 leaves nothing; TP 2 leaves
     # ~8 GB per GPU for 2.5 MB/token (80 layers × 8 heads / 2 × 128 × 2 × 2 B = 163,840 B per
-    # token per GPU → ~0.6 requests of 32K); TP 4 ≈ 14.6 requests (short of 16); TP 8 holds 16.
+    # token per GPU → ~1 request of 32K); TP 4 ≈ 15.2 requests (short of 16); TP 8 holds 16.
     result = fit_model("meta-llama/Meta-Llama-3.1-70B", PlanRequest(engine=engine),
                        gpu="H100-80GB", concurrency=16, context=32768)
     assert result.fits and result.plan is not None

@@ -117,13 +117,14 @@ def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) ->
 
 
 def test_safetensors_headers_exact(tmp_path: Path) -> None:
-    # 4 × 8 BF16 = 64 B; 10 F32 = 40 B; 3 × 3 F8 = 9 B → 113 B.
+    # 4 × 8 BF16 = 64 B; 10 F32 = 40 B; 3 × 3 F8 = 9 B → 113 B stored. Served in bfloat16
+    # the F32 tensor (not a scale) is cast: 10 × 2 = 20 B → 64 + 20 + 9 = 93 B on the GPU.
     _write_safetensors(tmp_path / "a.safetensors", {"w": ("BF16", [4, 8]), "b": ("F32", [10])})
     _write_safetensors(tmp_path / "b.safetensors", {"q": ("F8_E4M3", [3, 3])})
     found = safetensors_total_bytes(tmp_path)
     assert found is not None and found[0] == 113
     weights = model_weights(LLAMA_8B, model_dtype="bfloat16", directory=tmp_path)
-    assert (weights.total_bytes, weights.basis) == (113, "exact")
+    assert (weights.total_bytes, weights.stored_bytes, weights.basis) == (93, 113, "exact")
 
 
 def test_safetensors_index_total_size(tmp_path: Path) -> None:

@@ -140,18 +140,19 @@ def test_stage_out_of_range_is_refused() -> None:
 
 
 def test_no_room_for_one_request_carries_numbers_and_the_three_way_hint() -> None:
-    # 1,700 FIXED rows × 25,165,824 B = 42,781,900,800 B of talker; one 131,072-token request
+    # 1,750 FIXED rows × 25,165,824 B = 44,040,192,000 B of talker; one 131,072-token request
     # needs 131,072 × 131,072 B = 17,179,869,184 B (+ one 2 MiB null block). The H100 budget
-    # (~58.4 GB) holds the request alone but not beside the caches.
-    request = PlanRequest(gpu="H100-80GB", model_local_kv=(talker(rows_fixed=1700),))
+    # (~60.1 GB at vLLM 0.32's default utilization 0.92) holds the request alone but not
+    # beside the caches.
+    request = PlanRequest(gpu="H100-80GB", model_local_kv=(talker(rows_fixed=1750),))
     with pytest.raises(ModelLocalBudgetError) as info:
         plan_model(LLAMA, request)
     exc = info.value
     assert isinstance(exc, InsufficientPoolBudget)
-    assert exc.reserved_bytes == 1700 * 25_165_824 == 42_781_900_800
+    assert exc.reserved_bytes == 1750 * 25_165_824 == 44_040_192_000
     assert exc.needed_bytes == 17_179_869_184 + 2_097_152
     text = str(exc)
-    assert "42,781,900,800 B" in text and "131,072-token request needs 17,181,966,336 B" in text
+    assert "44,040,192,000 B" in text and "131,072-token request needs 17,181,966,336 B" in text
     hint = exc.hint
     assert "fewer rows" in hint and "physical_capacity_positions" in hint
     assert "gpu_memory_utilization >=" in hint
@@ -169,7 +170,7 @@ def test_caches_larger_than_the_budget_are_refused_with_even_one_is_not_enough()
 def test_max_num_seqs_rows_hint_names_the_sequences_that_fit() -> None:
     # MAX_NUM_SEQS talker of 16,384 positions: 8 × 25,165,824 = 201,326,592 B per row, × 256
     # sequences = 51,539,607,552 B; beside one 131,072-token request (17,181,966,336 B with
-    # the null block) that exceeds the ~58.4 GB H100 budget. The hint names the largest
+    # the null block) that exceeds the ~60.1 GB H100 budget. The hint names the largest
     # max_num_seqs k with k × 201,326,592 ≤ budget − 17,181,966,336.
     spec = talker(RowDriver.MAX_NUM_SEQS, positions=2048 * 8)
     with pytest.raises(ModelLocalBudgetError) as info:

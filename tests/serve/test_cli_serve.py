@@ -123,8 +123,9 @@ def test_sglang_line(capsys: pytest.CaptureFixture[str]) -> None:
     from kvledger.cli.main import command_parser
 
     engines = next(a.choices for a in command_parser("plan")._actions if a.dest == "engine")
-    code, out, err = run(capsys, "plan", "--kv-cache-memory-bytes", "8G", "--", "python",
-                         "-m", "sglang.launch_server", "--model-path", LLAMA, "--tp", "2")
+    code, out, err = run(capsys, "plan", "--kv-cache-memory-bytes", "8G", "--json", "--",
+                         "python", "-m", "sglang.launch_server", "--model-path", LLAMA, "--tp",
+                         "2")
     if "sglang" in (engines or ()):
         assert code == 0, err
         assert json.loads(out)["engine"] == "sglang"

@@ -63,6 +63,10 @@ SINGLE = {
     "model.layers.0.mlp.gate_proj.weight_scale": ("F32", [1]),
 }
 SINGLE_BYTES = 5_124
+# On the GPU (Qwen3-0.6B's config says bfloat16, so it is served in bfloat16): the F32 lm_head
+# is cast, 128 × 2 B = 256 B; the checkpoint is quantized (F8_E4M3), so the F32 scale of its
+# fp8 weight stays F32 (vLLM: a float32 scale parameter): 4,096 + 256 + 512 + 4 = 4,868 B.
+SINGLE_SERVED = 4_868
 # Qwen/Qwen3-30B-A3B, two shards and an index. By hand:
 #   shard 1: BF16 [128, 64] = 8,192 × 2 = 16,384 B; BF16 [64] = 64 × 2 = 128 B
 #   shard 2: F32 [10, 10] = 100 × 4 = 400 B; I32 [3] = 3 × 4 = 12 B
@@ -70,6 +74,9 @@ SINGLE_BYTES = 5_124
 SHARD_1 = {"model.embed_tokens.weight": ("BF16", [128, 64]), "model.norm.weight": ("BF16", [64])}
 SHARD_2 = {"lm_head.weight": ("F32", [10, 10]), "model.layers.0.mlp.gate.e_bias": ("I32", [3])}
 SHARDED_BYTES = 16_924
+# Served in bfloat16 (Qwen3-30B-A3B's config): the F32 lm_head is cast, 100 × 2 = 200 B; I32 is
+# kept as stored: 16,384 + 128 + 200 + 12 = 16,724 B.
+SHARDED_SERVED = 16_724
 
 
 def _sharded_files() -> dict[str, bytes]:

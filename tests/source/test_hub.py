@@ -25,7 +25,9 @@ from .conftest import (
     MOE,
     OLD,
     SHARDED_BYTES,
+    SHARDED_SERVED,
     SINGLE_BYTES,
+    SINGLE_SERVED,
     TOKEN,
     Online,
 )
@@ -90,9 +92,11 @@ def test_weights_are_the_served_headers(online: Online, capsys: pytest.CaptureFi
                                         ) -> None:
     data = _plan(capsys, "Qwen/Qwen3-0.6B", *GPU)
     line = _weights_line(data)
-    # Σ tensor bytes of the served model.safetensors, by hand in conftest.SINGLE: 5,124 B.
-    assert (line["bytes"], line["basis"]) == (SINGLE_BYTES, "exact")
+    # Σ tensor bytes of the served model.safetensors, by hand in conftest.SINGLE: 5,124 B
+    # stored; on the GPU at bfloat16 4,868 B (conftest.SINGLE_SERVED). The label says both.
+    assert (line["bytes"], line["basis"]) == (SINGLE_SERVED, "exact")
     assert "BF16 4,096 B" in line["label"] and "F32 516 B" in line["label"]
+    assert f"stored {SINGLE_BYTES:,} B, served at bfloat16 {SINGLE_SERVED:,} B" in line["label"]
     assert not any("weights estimated" in w for w in data["warnings"])
     # Headers only: every GET of a safetensors file asked for a byte range.
     gets = [(path, rng) for method, path, rng in online.hub.log
@@ -104,8 +108,10 @@ def test_sharded_weights_are_the_sum_of_shard_headers(
         online: Online, capsys: pytest.CaptureFixture[str]) -> None:
     data = _plan(capsys, "Qwen/Qwen3-30B-A3B", *GPU)
     line = _weights_line(data)
-    # conftest.SHARD_1 + SHARD_2 by hand: 16,384 + 128 + 400 + 12 = 16,924 B.
-    assert (line["bytes"], line["basis"]) == (SHARDED_BYTES, "exact")
+    # conftest.SHARD_1 + SHARD_2 by hand: 16,384 + 128 + 400 + 12 = 16,924 B stored; the F32
+    # lm_head served in bfloat16: 16,724 B (conftest.SHARDED_SERVED).
+    assert (line["bytes"], line["basis"]) == (SHARDED_SERVED, "exact")
+    assert f"stored {SHARDED_BYTES:,} B" in line["label"]
     assert data["source"]["revision"] == MOE
     read = {path.rsplit("/", 1)[1] for method, path, rng in online.hub.log
             if method == "GET" and rng is not None}
@@ -271,4 +277,4 @@ def test_console_script_end_to_end(online: Online, tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     a, b = json.loads(first.stdout), json.loads(second.stdout)
     _same_plan(a, b)
-    assert _weights_line(b)["bytes"] == SHARDED_BYTES
+    assert _weights_line(b)["bytes"] == SHARDED_SERVED

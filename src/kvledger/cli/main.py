@@ -63,13 +63,15 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
                    help="fraction of GPU memory the engine may use (default: the engine's, "
-                   "vLLM 0.9)")
+                   "vLLM 0.32: 0.92)")
     # Not given = vLLM's own default: 16, unless the attention backend needs another size
     # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
-    p.add_argument("--block-size", type=block_size, default=None, metavar="B|auto",
+    p.add_argument("--block-size", "--page-size", type=block_size, default=None,
+                   metavar="B|auto",
                    help="tokens per KV block (default: 16, or what the attention backend "
                         "needs, e.g. 64 for sparse MLA; same as auto)")
-    p.add_argument("--max-model-len", type=tokens_at_least(1), default=None, metavar="L",
+    p.add_argument("--max-model-len", "--context-length", type=tokens_at_least(1),
+                   default=None, metavar="L",
                    help="longest request in tokens (default: the config's)")
     p.add_argument("--allow-long-max-model-len", action="store_true",
                    help="plan a --max-model-len above the config's, as vLLM does with "
@@ -94,6 +96,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     p.add_argument("--num-speculative-tokens", type=int_at_least(0), default=0, metavar="K")
     p.add_argument("--speculative-method", default=None, metavar="METHOD",
                    help="mtp, eagle3, ... (needed with --num-speculative-tokens)")
+    _add_sglang_options(p)
     reserves = p.add_argument_group(
         "GPU budget reserves (default: documented estimates, labelled 'estimated')")
     reserves.add_argument("--activation-peak-bytes", type=nonneg_bytes, default=None,
@@ -106,6 +109,47 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
         reserves.add_argument("--gpu-total-bytes", type=bytes_at_least(1), default=None,
                               metavar="N", help="the GPU's memory as the device reports it "
                               "(overrides the preset)")
+
+
+def _add_sglang_options(p: argparse.ArgumentParser) -> None:
+    """SGLang's own server arguments (``--engine sglang`` only), under SGLang's names."""
+    g = p.add_argument_group("SGLang options (--engine sglang; SGLang's names and defaults)")
+    g.add_argument("--mem-fraction-static", type=fraction, default=None, metavar="F",
+                   help="default: SGLang's formula from the GPU's memory")
+    g.add_argument("--max-running-requests", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--max-total-tokens", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--chunked-prefill-size", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--cuda-graph-max-bs", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--swa-full-tokens-ratio", type=fraction, default=None, metavar="R",
+                   help="SWA pool tokens per full pool token (default 0.8)")
+    g.add_argument("--mamba-full-memory-ratio", type=float, default=None, metavar="R",
+                   help="state pool memory per KV memory (default 0.9)")
+    g.add_argument("--disable-radix-cache", action="store_true", default=None)
+    g.add_argument("--disable-overlap-schedule", action="store_true", default=None)
+    g.add_argument("--enable-dp-attention", action="store_true", default=None)
+    g.add_argument("--mamba-ssm-dtype", choices=("float32", "bfloat16", "float16"),
+                   default=None)
+
+
+SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens",
+                "chunked_prefill_size", "cuda_graph_max_bs", "swa_full_tokens_ratio",
+                "mamba_full_memory_ratio", "disable_radix_cache", "disable_overlap_schedule",
+                "enable_dp_attention", "mamba_ssm_dtype")
+
+
+def _sglang_options(ns: argparse.Namespace) -> Any:
+    given = {k: getattr(ns, k) for k in SGLANG_FLAGS if getattr(ns, k, None) is not None}
+    if ns.engine != "sglang":
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise UsageError(f"kvledger: error: {flags} apply to --engine sglang only",
+                             hint="add --engine sglang")
+        return None
+    if not given:
+        return None
+    from kvledger.plan.sglang.options import SglangOptions
+
+    return SglangOptions(**given)
 
 
 def _add_model_local_options(p: argparse.ArgumentParser) -> None:
@@ -144,8 +188,9 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     fit.add_argument("--context", type=tokens_at_least(1), required=True, metavar="L",
                      help="tokens per request")
     _add_engine_options(fit, for_fit=True)
+    _add_model_local_options(fit)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
-    fit.set_defaults(handler=_cmd_fit)
+    fit.set_defaults(handler=_cmd_fit, command_name="fit")
 
 
 def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
@@ -258,7 +303,7 @@ def _as_dict(payload: Any) -> dict[str, Any]:
 
 def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
     """The one ``PlanRequest``, field for field from the flags (``fit`` has no
-    ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes`` / model-local flags: they stay unset)."""
+    ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes``: they stay unset)."""
     from kvledger.plan.request import PlanRequest
 
     fields: dict[str, Any] = dict(
@@ -284,6 +329,7 @@ def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
         enable_prefix_caching=ns.enable_prefix_caching,
         num_speculative_tokens=ns.num_speculative_tokens,
         speculative_method=ns.speculative_method,
+        sglang=_sglang_options(ns),
     )
     if getattr(ns, "model_local_kv", None) is not None or \
             getattr(ns, "model_local_kv_from", None) is not None or \
@@ -322,8 +368,13 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fit(ns: argparse.Namespace) -> int:
-    request = _request(ns)
+    from kvledger.plan.answers import PP_SIZES
     from kvledger.plan.fit import fit_model
+
+    # fit tries its own pipeline sizes: a --model-local-kv-stage is checked against the
+    # largest (a candidate with fewer stages puts the declaration on its last).
+    request = _request(ns, pipeline_parallel_size=max(PP_SIZES)) if ns.model_local_kv_stage \
+        else _request(ns)
 
     result = fit_model(model_source(ns), request, context=ns.context)
     data = _as_dict(result.to_json())

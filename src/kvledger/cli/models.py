@@ -28,7 +28,9 @@ def models_payload() -> dict[str, Any]:
             continue
         if name in by_architecture:
             continue
-        handler_row = resolve(row.inner[0]) if row.is_wrapper else row
+        handler_row = row
+        while handler_row.is_wrapper:  # a wrapper may hold a wrapper (Qwen2.5-Omni's thinker)
+            handler_row = resolve(handler_row.inner[0])
         types.append({
             "model_type": name,
             "handler": handler_row.handler,

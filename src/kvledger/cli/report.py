@@ -16,7 +16,7 @@ from typing import Any
 
 from kvledger.cli.args import int_at_least
 from kvledger.cli.errors import UsageError
-from kvledger.cli.main import _add_engine_options, _request
+from kvledger.cli.main import _add_engine_options, _add_model_local_options, _request
 from kvledger.cli.source_args import add_model, model_source
 
 HELP = "write a self-contained HTML report (plan, budget, plots) for a model"
@@ -25,11 +25,12 @@ HELP = "write a self-contained HTML report (plan, budget, plots) for a model"
 def fill_report(p: argparse.ArgumentParser) -> None:
     add_model(p)
     _add_engine_options(p)
+    _add_model_local_options(p)
     p.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                    help="also answer: the longest context N concurrent requests can hold")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html",
                    help="where to write the page (one file, viewable offline)")
-    p.set_defaults(handler=cmd_report, parser=p)
+    p.set_defaults(handler=cmd_report, parser=p, command_name="report")
 
 
 def command_line(ns: argparse.Namespace) -> str:
@@ -51,6 +52,9 @@ def command_line(ns: argparse.Namespace) -> str:
             words.append(flag if value else "--no-" + flag.removeprefix("--"))
         elif action.nargs == 0:  # a switch (--offline)
             words.append(flag)
+        elif isinstance(value, list):  # a repeatable flag (--model-local-kv-charged)
+            for item in value:
+                words += [flag, str(item)]
         else:
             words += [flag, "auto" if value is None else str(value)]
     return shlex.join(words)

@@ -21,6 +21,7 @@ from kvledger.derive.errors import (
 from kvledger.derive.guard import check_level
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.derive.limits import MAX_CACHE_LAYERS
+from kvledger.derive.max_len import max_len
 from kvledger.derive.model_types import Resolved, resolve
 from kvledger.derive.quant import model_dtype, resolve_kv_dtype
 from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
@@ -60,13 +61,7 @@ def derive_model(
     cfg = Config(source.config, model=source.label)
     row = row_for(cfg.model_type, cfg.architectures)
     cfg = Config(source.config, model=source.label, defaults=row.defaults)
-    check_level(cfg, row)
-    check_level_values(cfg, row.keys)
-    text, text_row = cfg, row
-    if row.is_wrapper:
-        text_row, text = _inner(cfg, row)
-        check_level(text, text_row, path=f"{row.text_key}.")
-        check_level_values(text, text_row.keys)
+    text, text_row, where = _language_model(cfg, row)
     kv_dtype, kv_source = resolve_kv_dtype(cfg, source.hf_quant_config, kv_cache_dtype)
     derived = derive_level(text, text_row, kv_dtype)
     if len(derived.layers) > MAX_CACHE_LAYERS:
@@ -82,17 +77,12 @@ def derive_model(
             f"{source.label}: the config describes no layers (check num_hidden_layers)"
         )
     notes = list(source.notes)
-    if text is not cfg:
-        notes.append(f"multimodal wrapper: cache facts are from its {row.text_key} "
+    if text_row is not row:
+        notes.append(f"multimodal wrapper: cache facts are from its {where} "
                      f"({text_row.name}); the encoders hold no KV cache")
     notes.extend(derived.notes)
-    # Decoder positions: max_position_embeddings, or (encoder-decoder) max_target_positions.
-    max_pos = text.get("max_position_embeddings", text.get("max_target_positions"))
-    if max_pos is not None and (
-        isinstance(max_pos, bool) or not isinstance(max_pos, int) or max_pos < 1
-    ):
-        raise ConfigError(f"{source.label}: max_position_embeddings must be a positive "
-                          f"integer, got {max_pos!r}")
+    # Decoder positions, as vLLM reads them (max_len.py: the smallest length key stated).
+    max_pos = max_len(text)
     return ModelFacts(
         model=source.label,
         model_type=cfg.model_type,
@@ -110,10 +100,45 @@ def derive_model(
     )
 
 
-def _inner(cfg: Config, row: Resolved) -> tuple[Resolved, Config]:
+def _language_model(cfg: Config, row: Resolved) -> tuple[Config, Resolved, str]:
+    """The language model's config and row, each level guarded on the way down, and where it
+    sat (``text_config``, ``thinker_config.text_config``, "top-level text keys").
+
+    A wrapper's inner config may itself be a wrapper (Qwen2.5-Omni: ``thinker_config`` →
+    ``text_config``); a ``text_inline`` wrapper without its text key object has the language
+    model's keys at its own top level, so that one level is guarded with both rows' keys.
+    A text config may also carry its wrapper's ``text_harmless`` keys.
+    """
+    level, level_row, path = cfg, row, ""
+    extra: Mapping[str, str] = {}  # the enclosing wrapper's text_harmless
+    while level_row.is_wrapper:
+        inner_row, inner, inline = _inner(level, level_row)
+        if inline:  # one dict, both rows
+            check_level(inner, inner_row, path=path, also=level_row,
+                        extra={**extra, **level_row.text_harmless})
+            check_level_values(inner, inner_row.keys | level_row.keys)
+            return inner, inner_row, "top-level text keys"
+        check_level(level, level_row, path=path, extra=extra)
+        check_level_values(level, level_row.keys)
+        path = f"{path}{level_row.text_key}."
+        extra = level_row.text_harmless
+        level, level_row = inner, inner_row
+    check_level(level, level_row, path=path, extra=extra)
+    check_level_values(level, level_row.keys)
+    return level, level_row, path.rstrip(".")
+
+
+def _inner(cfg: Config, row: Resolved) -> tuple[Resolved, Config, bool]:
     """A wrapper's language-model row and config. The inner dict's own ``model_type`` must be
-    one the wrapper accepts; without one, the wrapper's config class decides (the first)."""
+    one the wrapper accepts; without one, the wrapper's config class decides (the first).
+
+    The inner config's defaults are the inner row's, plus what the wrapper's config class
+    fills in for that inner type (``text_defaults``). A ``text_inline`` wrapper whose config
+    has no ``text_key`` object gets its text config from its own top-level keys (the same
+    dict: ``Qwen2VLConfig.__post_init__`` builds ``text_config`` from them).
+    """
     sub = cfg.raw.get(row.text_key)
+    inline = sub is None and row.text_inline
     stated = sub.get("model_type") if isinstance(sub, Mapping) else None
     inner_type = str(stated) if stated else row.inner[0]
     if inner_type not in row.inner:
@@ -124,4 +149,8 @@ def _inner(cfg: Config, row: Resolved) -> tuple[Resolved, Config]:
             architectures=cfg.architectures,
         )
     text_row = refuse_if_refused(resolve(inner_type), inner_type, cfg.architectures)
-    return text_row, cfg.sub(row.text_key, model_type=inner_type, defaults=text_row.defaults)
+    defaults = {**text_row.defaults, **row.text_defaults.get(inner_type, {})}
+    if inline:
+        return text_row, Config(cfg.raw, model=cfg.model, parent=cfg.parent,
+                                defaults=defaults, model_type=inner_type), True
+    return text_row, cfg.sub(row.text_key, model_type=inner_type, defaults=defaults), False

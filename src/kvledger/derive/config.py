@@ -90,7 +90,9 @@ class Config:
         """The language model's config: the wrapper's ``text_config`` (or alike), else self.
 
         Keys the wrapper holds and the text config lacks (dtype, quantization) are inherited,
-        because HF puts them on the outer config for many multimodal models.
+        because HF puts them on the outer config for many multimodal models. A text config that
+        is itself a wrapper (Qwen2.5-Omni's ``thinker_config`` holds ``text_config``) is
+        followed down to the language model's.
         """
         for key in TEXT_CONFIG_KEYS:
             sub = self.raw.get(key)
@@ -100,8 +102,8 @@ class Config:
                     if inherit not in merged and inherit in self.raw:
                         merged[inherit] = self.raw[inherit]
                 found = Config(merged, model=self.model, parent=self)
-                found.path = f"{key}."
-                return found
+                found.path = f"{self.path}{key}."
+                return found.text()
         return self
 
     def sub(
@@ -118,7 +120,7 @@ class Config:
                 merged[inherit] = self.raw[inherit]
         found = Config(merged, model=self.model, parent=self, defaults=defaults,
                        model_type=model_type)
-        found.path = f"{key}."
+        found.path = f"{self.path}{key}."
         return found
 
     @property

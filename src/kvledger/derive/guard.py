@@ -54,7 +54,10 @@ def known_keys(row: Resolved) -> frozenset[str]:
     )
 
 
-def check_level(cfg: Config, row: Resolved, *, path: str = "") -> None:
+def check_level(
+    cfg: Config, row: Resolved, *, path: str = "", also: Resolved | None = None,
+    extra: Iterable[str] = (),
+) -> None:
     """The one guard, run the same way on every level: the top-level config and a wrapper's
     inner text config, each with the quantization block(s) it carries.
 
@@ -63,10 +66,13 @@ def check_level(cfg: Config, row: Resolved, *, path: str = "") -> None:
     ``quantization_config`` against its ``quant_method``'s vocabulary (weight-only keys pass,
     KV keys are resolved later, anything else fails closed naming the key). ``path`` prefixes
     the names in messages (``text_config.``); a block the level inherited from its wrapper was
-    checked on the wrapper's level and is not checked again.
+    checked on the wrapper's level and is not checked again. ``also``: a second row whose keys
+    share this level (a wrapper whose text config sits at its own top level, ``text_inline``);
+    ``extra``: more keys known harmless here (a wrapper's ``text_harmless`` for its text config).
     """
     label = f"{row.name} ({row.family})"
-    for key in sorted(row.off):
+    off = row.off | (also.off if also is not None else frozenset())
+    for key in sorted(off):
         value = cfg.raw.get(key)
         if value:
             raise UnsupportedArchitecture(
@@ -75,7 +81,9 @@ def check_level(cfg: Config, row: Resolved, *, path: str = "") -> None:
                 model_type=cfg.model_type or row.name,
                 architectures=cfg.architectures,
             )
-    check_keys(cfg, known_keys(row), family=label)
+    known = (known_keys(row) | (known_keys(also) if also is not None else frozenset())
+             | frozenset(extra))
+    check_keys(cfg, known, family=label)
     # The level's own quantization block(s), against their quant_method's vocabulary.
     parent = cfg.parent.raw if cfg.parent is not None else {}
     own = {k: v for k, v in cfg.raw.items() if parent.get(k) is not v}

@@ -248,8 +248,13 @@ class StateTensor:
     dtype: str
 
     def __post_init__(self) -> None:
-        if any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in self.shape):
+        if any(isinstance(d, bool) or not isinstance(d, int) or d < self.least(axis)
+               for axis, d in enumerate(self.shape)):
             raise ConfigError(f"state tensor {self.name}: impossible shape {self.shape}")
+
+    def least(self, axis: int) -> int:
+        """The smallest size dimension ``axis`` may have (a subclass may allow an empty one)."""
+        return 1
 
     @property
     def numel(self) -> int:

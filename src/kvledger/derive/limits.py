@@ -91,9 +91,11 @@ LIMITS: Mapping[str, tuple[int, int]] = {
         ("n_routed_experts", "num_local_experts", "num_experts", "n_shared_experts"),
         _EXPERTS),
     "vocab_size": (1, MAX_VOCAB),
+    # Every length key vLLM reads (derive/max_len.py).
     **dict.fromkeys(
-        ("max_position_embeddings", "max_target_positions", "max_source_positions"),
-        _POSITIONS),
+        ("max_position_embeddings", "max_target_positions", "max_source_positions",
+         "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_sequence_length",
+         "max_seq_length", "seq_len"), _POSITIONS),
     # 0 means "no window" to vLLM (ModelConfig.__post_init__); chunks must be >= 1.
     "sliding_window": (0, MAX_POSITIONS),
     "attention_chunk_size": (1, MAX_POSITIONS),

@@ -40,12 +40,27 @@ from typing import Any
 #   config_class, vllm   where the defaults / the handler's facts were read
 #   options   keyword arguments of the handler
 #   text_key, inner      wrapper: the key holding the language model's config; the inner
-#                        model types it may hold (first: the default when it states none)
+#                        model types it may hold (first: the default when it states none);
+#                        an inner type may itself be a wrapper (Qwen2.5-Omni's thinker)
+#   text_defaults        wrapper: {inner type: {key: value}} its config class fills in for a
+#                        text config that omits them, beyond the inner row's own defaults
+#                        (LlamaConfig's sizes for llava-1.5's sparse text_config)
+#   text_inline          wrapper: without a text_key object the config class builds the
+#                        text config from the top-level keys (older Qwen2-VL / GLM-4.1V files)
+#   text_harmless        wrapper: {key: why} its text config may carry beyond what the inner
+#                        row lists (the wrapper's own training flags in a llama text_config)
 #   refused   vLLM 0.32 cannot serve this; derive refuses with this reason
+#   not_in_vllm  vLLM 0.32 has no model for this type, but kvledger's facts stand (another
+#             engine, or an older vLLM, serves it): the vLLM layout refuses with this reason,
+#             ``--engine native`` still plans it (a row's own field: like= does not inherit it)
+#   vllm_no_cache_config  vLLM's model file builds its Attention without cache_config, so
+#             --kv-cache-dtype never reaches the layers (why, citing the file): the vLLM
+#             layout keeps them at the model dtype (fp8 only for a compressed-tensors scheme)
 Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
-     "text_key", "inner", "vllm", "refused"}
+     "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "refused",
+     "not_in_vllm", "vllm_no_cache_config"}
 )
 
 
@@ -58,12 +73,22 @@ def T(**row: Any) -> Row:
     return row
 
 
+def _removed(model_type: str, architecture: str, last: str) -> str:
+    """``not_in_vllm`` for a type vLLM 0.32 lists in ``_PREVIOUSLY_SUPPORTED_MODELS``
+    (model_executor/models/registry.py), in the words ``_raise_for_unsupported`` uses."""
+    return (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
+            f"{architecture} was supported in vLLM until v{last}, and is not supported "
+            "anymore')")
+
+
 # -- keys every level may carry ------------------------------------------------------------
-# Read by derive itself (derive/__init__.py, quant.py, config.py) for every model type; the
-# quantization blocks are checked key by key by their own vocabulary (guard.check_level).
+# Read by derive itself (derive/__init__.py, max_len.py, quant.py, config.py) for every model
+# type; the quantization blocks are checked key by key by their own vocabulary
+# (guard.check_level). The length keys are max_len.MAX_LEN_KEYS (vLLM's own list).
 CORE_KEYS = frozenset(
     {"max_position_embeddings", "max_target_positions", "torch_dtype", "dtype",
-     "quantization_config", "compression_config"}
+     "quantization_config", "compression_config", "n_positions", "max_seq_len", "seq_length",
+     "model_max_length", "max_sequence_length", "max_seq_length", "seq_len"}
 )
 
 _DROPOUT = "training-time dropout; inference keeps nothing for it"
@@ -171,6 +196,136 @@ _MAMBA2_HARMLESS = {
     "moe_shared_expert_intermediate_size": _MLP, "moe_shared_expert_overlap": _MOE,
 }
 
+# Keys of the coverage wave's dense decoders whose names look cache-affecting; each reason was
+# checked against the vLLM 0.32 model file named in the row (grep: none of these reaches an
+# Attention's heads, head size or window).
+_RESIDUAL = "where the residual connection or a norm sits: activations, not cache"
+_HARMLESS_DENSE = {
+    "add_bias_linear": _WEIGHTS, "add_qkv_bias": _WEIGHTS, "use_qkv_bias": _WEIGHTS,
+    "skip_bias_add_qkv": "Megatron's bias-fusion flag; vLLM's bloom.py does not read it",
+    "apply_query_key_layer_scaling": _SCORE, "scale_attention_softmax_in_fp32": _SCORE,
+    "apply_residual_connection_post_layernorm": _RESIDUAL, "post_layer_norm": _RESIDUAL,
+    "do_layer_norm_before": _RESIDUAL,
+    "parallel_attn": "attention and MLP side by side in one block: wiring, not cache",
+    "attn_implementation": _RUNTIME,
+    "pre_allocate_kv_cache": "transformers' own generate() buffer option; vLLM's paged cache "
+                             "does not read it",
+    "n_inner": _MLP,
+    "num_attention_heads_per_layer": "query heads per layer; every layer keeps "
+                                     "num_key_value_heads KV heads (vLLM laguna.py)",
+    "use_bidirectional_attention": "not read by vLLM's laguna.py / muse_glimmer.py: they build "
+                                   "causal decoder attention either way",
+    "layer_rope_theta": "per-layer RoPE bases; vLLM's muse_glimmer.py does not read it (it "
+                        "takes RoPE/NoPE from no_rope_layers)",
+}
+
+
+def _gone(architecture: str, last: str, *, also: str = "") -> str:
+    """``refused`` for an architecture vLLM 0.32 dropped, in ``_raise_for_unsupported``'s
+    words (model_executor/models/registry.py)."""
+    return (f"vLLM 0.32 no longer serves {architecture} ('Model architecture {architecture} "
+            f"was supported in vLLM until v{last}, and is not supported anymore')"
+            + (f"; {also}" if also else ""))
+
+
+def _remote(model_type: str, architecture: str, *, also: str = "") -> str:
+    """``refused`` for a type vLLM 0.32 has a model for but no config class: it loads only
+    with --trust-remote-code (transformers' error without it, quoted)."""
+    return (f"model_type '{model_type}' has no transformers 5.19 or vLLM 0.32 config class, so "
+            f"vLLM 0.32 serves {architecture} only with --trust-remote-code, running the "
+            "checkpoint's own configuration code ('The repository ... contains custom code "
+            "which must be executed to correctly load the model'); kvledger does not run "
+            "remote code" + (f"; {also}" if also else ""))
+
+
+def _dense(*keys: str) -> dict[str, str]:
+    """The ``_HARMLESS_DENSE`` entries one row needs."""
+    return {k: _HARMLESS_DENSE[k] for k in keys}
+
+
+_MINICPM3_HARMLESS = {
+    **dict.fromkeys(("kv_lora_rank", "q_lora_rank"),
+                    "low-rank projections: vLLM's minicpm3.py up-projects and caches full "
+                    "per-head K/V"),
+    "num_key_value_heads": "not read: vLLM's minicpm3.py gives every query head its own K/V",
+    "head_dim": "MiniCPM3Config sets it to qk_rope_head_dim for RoPE; the cache width is "
+                "qk_nope_head_dim + qk_rope_head_dim",
+}
+
+
+# -- moe-hybrid group (coverage wave): its refusal wording and the harmless keys its rows share
+def _remote_code(model_type: str, what: str) -> str:
+    """A refusal for a checkpoint vLLM 0.32 loads only with its own Python (vLLM's words)."""
+    return (f"model_type '{model_type}' ({what}) is a config class of neither transformers "
+            "5.19 nor vLLM 0.32, so vLLM stops at config loading: 'The repository ... contains "
+            "custom code which must be executed to correctly load the model' when the config "
+            "carries an auto_map, 'The checkpoint you are trying to load has model type "
+            f"`{model_type}` but Transformers does not recognize this architecture' when it "
+            "does not; it loads only with --trust-remote-code (the checkpoint's own Python), "
+            "which kvledger does not plan")
+
+
+_HARMLESS_MOE_HYBRID: Mapping[str, str] = _ro(
+    {
+        "mamba_conv_bias": _WEIGHTS, "conv_bias": _WEIGHTS,
+        "mamba_chunk_size": "SSD chunk length for prefill: compute, not state",
+        "mamba_dt_rank": "rank of the Mamba time-step projection: weights",
+        "expert_layer_offset": _MOE, "expert_layer_period": _MOE,
+        "add_swa_attention_sink_bias": "a learned per-head sink logit: a weight, no cache",
+        "add_full_attention_sink_bias": "a learned per-head sink logit: a weight, no cache",
+        "lm_head_bias": "a bias on the output head: weights",
+    }
+)
+
+# -- multimodal wrappers (coverage wave): pieces their rows share -----------------------------
+# Keys of wrapper levels (and of the text configs they hold) whose names look cache-affecting
+# but that vLLM 0.32 never turns into KV: the encoders and projectors run once per input and
+# keep no cache of their own (vLLM's encoder-output cache holds embeddings outside the KV
+# pool, sized by the scheduler's encoder budget, not by these keys).
+_ENCODER = "configures the vision / audio encoder or its projector; encoders keep no KV cache"
+_HARMLESS_MULTIMODAL = {
+    **_WRAPPER_TOKENS,
+    "audio_token_index": _TOKEN,
+    "ignore_index": "label id masked out of the training loss",
+    "vision_feature_layer": "which vision-encoder layer feeds the projector; " + _ENCODER,
+    "_attn_implementation_autoset": _RUNTIME,
+}
+# A pre-transformers-5 file may repeat the text keys at its top level beside text_config; the
+# config class then builds the text config from the text_config object alone
+# (Qwen2VLConfig.__post_init__), so vLLM never reads these copies.
+_TEXT_COPY = ("a top-level copy of a text key beside text_config: the config class builds the "
+              "text config from text_config and ignores it")
+_QWEN_VL_TOP = dict.fromkeys(
+    ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+     "sliding_window", "use_sliding_window", "max_window_layers", "layer_types"), _TEXT_COPY)
+# LlamaConfig, MistralConfig and Qwen2Config (transformers 5.19) fill in 32 layers × 32 heads,
+# hidden 4096 for a text config that omits them: llava-1.5 and Qwen2-Audio publish sparse
+# text_configs that rely on it (their wrappers build the text config with these classes).
+_SIZES_4096 = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
+_QWEN2_VL_TEXT_DEFAULTS = {"num_key_value_heads": 8, "hidden_size": 8192,
+                           "num_hidden_layers": 80, "num_attention_heads": 64,
+                           "max_position_embeddings": 32768}
+
+def _remote_only(model_type: str, what: str) -> str:
+    """The refusal of a wrapper whose config class exists only as the checkpoint's own code."""
+    return (f"model_type '{model_type}' ({what}) has no config class in transformers 5.19 or in "
+            "vLLM 0.32's config registry: vLLM loads it only with --trust-remote-code, running "
+            "the checkpoint's own configuration code, which kvledger does not run (vLLM "
+            "without it: 'The repository ... contains custom code which must be executed to "
+            "correctly load the model')")
+
+
+def _vllm_dropped(model_type: str, arch: str, version: str) -> str:
+    """vLLM's own refusal of an architecture it has dropped (registry.py
+    ``_PREVIOUSLY_SUPPORTED_MODELS``)."""
+    return (f"model_type '{model_type}': vLLM 0.32 refuses it ('Model architecture {arch} was "
+            f"supported in vLLM until v{version}, and is not supported anymore')")
+
+
+_MTP_UNMODELLED = ("EXAONE 4.5's MTP layer is built only by vLLM's Exaone4_5_MTP drafter "
+                   "(--speculative-method mtp); kvledger derives no MTP layer for it, so such a "
+                   "plan refuses instead of dropping it")
+
 
 MODEL_TYPES: Mapping[str, Row] = _ro(
     {
@@ -221,6 +376,162 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "cohere": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="CohereConfig",
                     defaults={"max_position_embeddings": 8192},
                     vllm="commandr.py (v1: no window)"),
+        # -- dense (coverage wave, vLLM registry) ---------------------------------------------
+        # Llama-like decoders routed to the standard handler.
+        "gemma": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="GemmaConfig",
+                   defaults={"num_key_value_heads": 16, "head_dim": 256,
+                             "max_position_embeddings": 8192},
+                   vllm="gemma.py"),
+        "granite": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="GraniteConfig",
+                     defaults={"max_position_embeddings": 2048},
+                     vllm="granite.py (layer_types/SWA variants not checked: refused by key)"),
+        "stablelm": T(handler="standard:derive", keys=STANDARD_KEYS,
+                      config_class="StableLmConfig",
+                      harmless=_dense("use_qkv_bias"),
+                      defaults={"num_key_value_heads": 32, "max_position_embeddings": 4096},
+                      options={"stated_head_dim": False},
+                      vllm="stablelm.py (head_dim = hidden_size // num_attention_heads)"),
+        "opt": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="OPTConfig",
+                 harmless=_dense("do_layer_norm_before"),
+                 defaults={"max_position_embeddings": 2048}, options={"stated_head_dim": False},
+                 vllm="opt.py (multi-head, hidden_size // num_attention_heads)"),
+        # ministral3 (Devstral-2-123B, text only) uses the multimodal group's row below.
+        "laguna": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                    harmless=_dense("num_attention_heads_per_layer",
+                                    "use_bidirectional_attention"),
+                    config_class="LagunaConfig",
+                    defaults={"num_key_value_heads": 8, "head_dim": 128, "sliding_window": 512,
+                              "max_position_embeddings": 131072},
+                    vllm="laguna.py"),
+        "exaone4": T(handler="layer_patterns:derive",
+                     keys=_WINDOW_KEYS | {"sliding_window_pattern"},
+                     config_class="Exaone4Config",
+                     defaults={"num_key_value_heads": 32, "sliding_window": 4096,
+                               "max_position_embeddings": 2048},
+                     options={"every": 4},
+                     vllm="exaone4.py"),
+        # Served by vLLM 0.32's Transformers backend (registry _TRANSFORMERS_SUPPORTED_MODELS;
+        # transformers/base.py _create_attention_instances: KV heads and head size from
+        # ModelArchConfigConvertorBase, a per-layer window where layer_types says sliding, the
+        # engine-level window otherwise — the standard handler's rules).
+        "gpt_neox": T(handler="standard:derive", keys=STANDARD_KEYS,
+                      config_class="GPTNeoXConfig", defaults={"max_position_embeddings": 2048},
+                      vllm="Transformers backend (GPTNeoXForCausalLM)"),
+        "phi": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="PhiConfig",
+                 defaults={"max_position_embeddings": 2048},
+                 vllm="Transformers backend (PhiForCausalLM)"),
+        "olmo2": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="Olmo2Config",
+                   defaults={"max_position_embeddings": 2048},
+                   vllm="Transformers backend (Olmo2ForCausalLM)"),
+        "olmo3": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                   config_class="Olmo3Config",
+                   defaults={"sliding_window": 4096, "max_position_embeddings": 2048},
+                   options={"every": 4, "pattern_key": None},
+                   vllm="Transformers backend (Olmo3ForCausalLM)"),
+        "starcoder2": T(handler="standard:derive", keys=_WINDOW_KEYS,
+                        config_class="Starcoder2Config",
+                        harmless=_dense("scale_attention_softmax_in_fp32"),
+                        defaults={"num_key_value_heads": 2, "max_position_embeddings": 4096},
+                        vllm="Transformers backend (Starcoder2ForCausalLM)"),
+        # Pre-standard schemas (families/legacy_schemas.py) and special arithmetic.
+        "falcon": T(handler="legacy_schemas:falcon",
+                    keys={"num_hidden_layers", "num_attention_heads", "hidden_size", "n_embed",
+                          "num_kv_heads", "new_decoder_architecture", "multi_query", "n_head",
+                          "n_layer"},
+                    harmless=_dense("apply_residual_connection_post_layernorm",
+                                    "parallel_attn"),
+                    config_class="FalconConfig",
+                    defaults={"max_position_embeddings": 2048}, vllm="falcon.py",
+                    vllm_no_cache_config="vLLM's falcon.py builds its rotary and ALiBi "
+                                         "Attention without cache_config, and "
+                                         "Attention.__init__ then stores 'auto' (the model "
+                                         "dtype) whatever --kv-cache-dtype says"),
+        "chatglm": T(handler="legacy_schemas:chatglm",
+                     keys={"num_layers", "num_attention_heads", "hidden_size",
+                           "multi_query_attention", "multi_query_group_num", "kv_channels"},
+                     harmless=_dense("add_bias_linear", "add_qkv_bias",
+                                     "apply_query_key_layer_scaling",
+                                     "apply_residual_connection_post_layernorm",
+                                     "post_layer_norm", "attn_implementation"),
+                     config_class="vLLM ChatGLMConfig",
+                     defaults={"multi_query_group_num": 1, "seq_length": 2048},
+                     vllm="chatglm.py"),
+        "gpt_bigcode": T(handler="legacy_schemas:gpt_bigcode",
+                         keys={"n_layer", "n_head", "n_embd", "num_hidden_layers",
+                               "num_attention_heads", "hidden_size", "multi_query",
+                               "num_key_value_heads"},
+                         harmless=_dense("n_inner", "pre_allocate_kv_cache",
+                                         "scale_attention_softmax_in_fp32"),
+                         config_class="GPTBigCodeConfig", defaults={"n_positions": 1024},
+                         vllm="Transformers backend (GPTBigCodeForCausalLM)"),
+        "gptj": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
+                  harmless=_dense("n_inner"),
+                  config_class="GPTJConfig", defaults={"n_positions": 2048},
+                  vllm="gpt_j.py (multi-head, n_embd // n_head)"),
+        "bloom": T(handler="legacy_schemas:bloom",
+                   keys={"n_layer", "n_head", "num_hidden_layers", "num_attention_heads",
+                         "hidden_size", "n_embed"},
+                   harmless=_dense("apply_residual_connection_post_layernorm",
+                                   "skip_bias_add_qkv"),
+                   config_class="BloomConfig", vllm="bloom.py"),
+        "minicpm3": T(handler="minicpm3:derive",
+                      keys={"num_hidden_layers", "num_attention_heads", "hidden_size",
+                            "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
+                      harmless=_MINICPM3_HARMLESS,
+                      config_class="MiniCPM3Config",
+                      defaults={"qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+                                "max_position_embeddings": 32768},
+                      vllm="minicpm3.py (full K/V, not MLA)"),
+        "muse_glimmer": T(text_key="text_config", inner=("muse_glimmer_text",),
+                          config_class="vLLM MuseGlimmerConfig", vllm="muse_glimmer.py"),
+        "muse_glimmer_text": T(handler="layer_patterns:muse_glimmer",
+                               keys=_WINDOW_KEYS | {"no_rope_layers"},
+                               harmless=_dense("layer_rope_theta",
+                                               "use_bidirectional_attention"),
+                               config_class="vLLM MuseGlimmerTextConfig",
+                               defaults={"num_key_value_heads": 2, "head_dim": 128,
+                                         "sliding_window": 2048,
+                                         "max_position_embeddings": 16384},
+                               vllm="muse_glimmer.py"),
+        # Refused: vLLM 0.32 lists the architecture in _PREVIOUSLY_SUPPORTED_MODELS
+        # (model_executor/models/registry.py), or the model_type has no transformers 5.19 /
+        # vLLM config class, so vLLM loads it only by running the checkpoint's own code.
+        "baichuan": T(refused=_gone("BaichuanForCausalLM", "0.23.0",
+                                    also="BaiChuanForCausalLM (Baichuan-7B) likewise")),
+        "qwen": T(refused=_gone("QWenLMHeadModel", "0.23.0",
+                                also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2")),
+        "xverse": T(refused=_gone("XverseForCausalLM", "0.23.0")),
+        "internlm": T(refused=_gone("InternLMForCausalLM", "0.23.0",
+                                    also="InternLM v1; InternLM3 is served as internlm3")),
+        "mpt": T(refused=_gone("MptForCausalLM", "0.28.0", also="MPTForCausalLM likewise")),
+        "RefinedWeb": T(refused=_gone("RWForCausalLM", "0.28.0",
+                                      also="the pre-transformers Falcon-40B schema; the "
+                                           "model_type 'falcon' form of the same checkpoint "
+                                           "is served")),
+        "RefinedWebModel": T(refused=_gone("RWForCausalLM", "0.28.0",
+                                           also="the pre-transformers Falcon-7B schema; the "
+                                                "model_type 'falcon' form of the same "
+                                                "checkpoint is served")),
+        "stablelm_epoch": T(refused=_gone("StableLMEpochForCausalLM", "0.28.0",
+                                          also="vLLM serves StableLM as model_type "
+                                               "'stablelm'")),
+        "aquila": T(refused=_gone("AquilaForCausalLM", "0.24.0",
+                                  also="AquilaModel likewise")),
+        "persimmon": T(refused=_gone("PersimmonForCausalLM", "0.25.0")),
+        "jais": T(refused=_gone("JAISLMHeadModel", "0.22.0")),
+        "telechat": T(refused=_remote("telechat", "TeleChat2ForCausalLM",
+                                      also="the TelechatForCausalLM spelling (TeleChat2-115B) "
+                                           "is not in its registry at all ('Model "
+                                           "architectures ['TelechatForCausalLM'] are not "
+                                           "supported for now')")),
+        "exaone": T(refused=_remote("exaone", "ExaoneForCausalLM",
+                                    also="EXAONE-4 is served as exaone4")),
+        "internlm2": T(refused=_remote("internlm2", "InternLM2ForCausalLM")),
+        "internlm3": T(refused=_remote("internlm3", "InternLM3ForCausalLM",
+                                       also="vLLM routes it to llama.py once the remote "
+                                            "config has loaded")),
+        # minicpm (MiniCPM, MiniCPM4, MiniCPM-MoE) is refused by the moe-hybrid group's row.
+        "orion": T(refused=_remote("orion", "OrionForCausalLM")),
         # -- dense decoders with their own arithmetic (families/dense.py) --------------------
         "minimax_m2": T(handler="dense:minimax_m2",
                         keys=STANDARD_KEYS | {"attn_type_list", "use_mtp", "num_mtp_modules",
@@ -240,7 +551,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                            "blocksparse_triton_kernel_block_size": "kernel tiling",
                            "mup_attn_multiplier": _SCORE,
                            "attention_dropout_prob": _DROPOUT},
-                       vllm="phi3_small.py"),
+                       vllm="phi3_small.py (vLLM <= 0.9.2)",
+                       not_in_vllm=_removed("phi3small", "Phi3SmallForCausalLM", "0.9.2")),
         "gpt2": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
                   harmless={"n_ctx": "GPT-2's context length: positions, not per-token size",
                             "n_inner": _MLP},
@@ -302,13 +614,17 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      vllm="whisper.py"),
         "mllama": T(text_key="text_config", inner=("mllama_text_model",),
                     harmless={"image_token_index": _TOKEN}, config_class="MllamaConfig",
-                    vllm="mllama.py"),
+                    vllm="mllama.py (vLLM <= 0.10.2)",
+                    not_in_vllm=_removed("mllama", "MllamaForConditionalGeneration", "0.10.2")),
         "mllama_text_model": T(handler="encdec:mllama",
                                keys=STANDARD_KEYS | {"cross_attention_layers"},
                                config_class="MllamaTextConfig",
                                defaults={"num_key_value_heads": 8,
                                          "max_position_embeddings": 131072},
-                               vllm="mllama.py"),
+                               vllm="mllama.py (vLLM <= 0.10.2)",
+                               not_in_vllm=_removed("mllama_text_model",
+                                                    "MllamaForConditionalGeneration",
+                                                    "0.10.2")),
         # -- multi-head latent attention and DSA (families/mla.py) ---------------------------
         "deepseek_v2": T(handler="mla:derive", keys=_MLA_KEYS, harmless=_MLA_HARMLESS,
                          config_class="DeepseekV2Config",
@@ -355,13 +671,22 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                  "layernorm_linear_attention_beta", "layernorm_mlp_alpha",
                                  "layernorm_mlp_beta"), "DeepNorm residual scales"),
                             "shared_moe_mode": _MOE},
-                        vllm="minimax_text_01.py"),
+                        vllm="minimax_text_01.py (vLLM <= 0.23.0)",
+                        not_in_vllm=_removed("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0")),
         "minimax_m3": T(handler="minimax:m3",
                         keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
                               "hidden_size", "num_attention_heads", "sparse_attention_config",
                               "num_mtp_modules", "num_nextn_predict_layers"},
                         harmless={"attention_output_gate": "a gate on the attention output"},
-                        vllm="none for minimax_m3 (SGLang minimax_m3.py); see minimax_m3_text"),
+                        vllm="none for minimax_m3 (SGLang minimax_m3.py); see minimax_m3_text",
+                        # vLLM 0.32 registers MiniMaxM3SparseForCausalLM /
+                        # ...ForConditionalGeneration and the config types minimax_m3_vl /
+                        # minimax_m3_text / minimax_m3_mtp; MiniMaxAI's text-only file says
+                        # model_type minimax_m3 and MiniMaxM3ForCausalLM, neither of which
+                        # it knows.
+                        not_in_vllm="vLLM 0.32 has no model for model_type 'minimax_m3' "
+                                    "(MiniMaxM3ForCausalLM); it serves MiniMax-M3 as "
+                                    "minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)"),
         "minimax_m3_vl": T(text_key="text_config", inner=("minimax_m3_text",),
                            harmless={**_WRAPPER_TOKENS,
                                      "img_token_compression_config": "merges vision tokens "
@@ -405,6 +730,149 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                             harmless={**_KDA_HARMLESS,
                                       "index_topk": "indexer top-k: compute only"},
                             config_class="Glm5NextTextConfig", vllm="models/glm5next"),
+        # -- multimodal (coverage wave, vLLM registry) -------------------------------------
+        # Wrappers: vLLM builds the language model from the text config (init_vllm_registered_
+        # model) and the encoders beside it; only the language model's layers hold KV.
+        "llava": T(text_key="text_config", inner=("llama", "mistral", "qwen2"),
+                   harmless={**_HARMLESS_MULTIMODAL},
+                   text_defaults=dict.fromkeys(("llama", "mistral", "qwen2"), _SIZES_4096),
+                   config_class="LlavaConfig (text_config: AutoConfig, llama by default)",
+                   vllm="llava.py (language model from text_config.architectures)"),
+        "llava_next": T(like="llava", config_class="LlavaNextConfig (text_config: AutoConfig, "
+                                                 "llama by default)",
+                        vllm="llava_next.py (language model from text_config)"),
+        "idefics3": T(text_key="text_config", inner=("llama",),
+                      harmless={**_HARMLESS_MULTIMODAL},
+                      text_harmless={"qk_layer_norms": "Idefics/SmolVLM training flag (QK "
+                                     "layer norms, false here); vLLM's LlamaModel never reads "
+                                     "it"},
+                      text_defaults={"llama": _SIZES_4096},
+                      config_class="Idefics3Config (text_config: AutoConfig, llama by "
+                                   "default)",
+                      vllm="idefics3.py (LlamaModel on text_config, whatever its type)"),
+        "smolvlm": T(like="idefics3", config_class="SmolVLMConfig (text_config: AutoConfig, "
+                                                   "llama by default)",
+                     vllm="smolvlm.py (Idefics3ForConditionalGeneration: LlamaModel)"),
+        "mistral3": T(text_key="text_config", inner=("mistral", "ministral3"),
+                      harmless={**_HARMLESS_MULTIMODAL},
+                      text_defaults={"mistral": _SIZES_4096},
+                      config_class="Mistral3Config (text_config: AutoConfig, mistral by "
+                                   "default)",
+                      vllm="mistral3.py (language model from text_config)"),
+        # ministral3 is also what the dense group's Devstral-2-123B (text only) derives by.
+        "ministral3": T(like="llama", config_class="Ministral3Config",
+                        defaults={"num_key_value_heads": 8, "head_dim": 128,
+                                  "hidden_size": 4096, "num_hidden_layers": 34,
+                                  "num_attention_heads": 32,
+                                  "max_position_embeddings": 262144},
+                        vllm="mistral.py (Ministral3ForCausalLM → MistralForCausalLM, llama.py "
+                             "attention)"),
+        "qwen2_vl": T(text_key="text_config", inner=("qwen2_vl_text",), text_inline=True,
+                      harmless={**_HARMLESS_MULTIMODAL, **_QWEN_VL_TOP},
+                      config_class="Qwen2VLConfig", vllm="qwen2_vl.py"),
+        "qwen2_vl_text": T(like="qwen2", config_class="Qwen2VLTextConfig",
+                           defaults=_QWEN2_VL_TEXT_DEFAULTS,
+                           vllm="qwen2_vl.py (Qwen2ForCausalLM: qwen2.py, head_dim = "
+                                "hidden_size // num_attention_heads)"),
+        "qwen2_5_vl": T(text_key="text_config", inner=("qwen2_5_vl_text",), text_inline=True,
+                        harmless={**_HARMLESS_MULTIMODAL, **_QWEN_VL_TOP},
+                        config_class="Qwen2_5_VLConfig", vllm="qwen2_5_vl.py"),
+        "qwen2_5_vl_text": T(like="qwen2_vl_text", config_class="Qwen2_5_VLTextConfig",
+                             vllm="qwen2_5_vl.py (Qwen2ForCausalLM: qwen2.py)"),
+        "qwen2_5_omni": T(text_key="thinker_config", inner=("qwen2_5_omni_thinker",),
+                          config_class="Qwen2_5OmniConfig",
+                          vllm="qwen2_5_omni_thinker.py: vLLM 0.32 builds only the thinker "
+                               "(Qwen2_5OmniThinkerForConditionalGeneration); talker_config "
+                               "and token2wav_config are never built and keep no KV"),
+        "qwen2_5_omni_thinker": T(text_key="text_config", inner=("qwen2_5_omni_text",),
+                                  harmless={**_HARMLESS_MULTIMODAL,
+                                            "image_token_index": _TOKEN,
+                                            "video_token_index": _TOKEN,
+                                            "seconds_per_chunk": "audio/video interleave "
+                                            "chunk length: prompt layout, no cache"},
+                                  config_class="Qwen2_5OmniThinkerConfig",
+                                  vllm="qwen2_5_omni_thinker.py"),
+        "qwen2_5_omni_text": T(like="qwen2", harmless={**_HARMLESS_MULTIMODAL},
+                               config_class="Qwen2_5OmniTextConfig",
+                               defaults={"num_key_value_heads": 4, "hidden_size": 3584,
+                                         "num_hidden_layers": 28, "num_attention_heads": 28,
+                                         "max_position_embeddings": 32768},
+                               vllm="qwen2_5_omni_thinker.py (Qwen2ForCausalLM: qwen2.py)"),
+        "qwen2_audio": T(text_key="text_config", inner=("qwen2",),
+                         harmless={**_HARMLESS_MULTIMODAL},
+                         text_defaults={"qwen2": _SIZES_4096},
+                         config_class="Qwen2AudioConfig (text_config: AutoConfig, qwen2 by "
+                                      "default)",
+                         vllm="qwen2_audio.py (Qwen2ForCausalLM)"),
+        "qwen3_asr": T(text_key="thinker_config", inner=("qwen3_asr_thinker",),
+                       config_class="vLLM Qwen3ASRConfig", vllm="qwen3_asr.py"),
+        "qwen3_asr_thinker": T(text_key="text_config", inner=("qwen3_asr_text",),
+                               harmless={**_HARMLESS_MULTIMODAL},
+                               config_class="vLLM Qwen3ASRThinkerConfig", vllm="qwen3_asr.py"),
+        "qwen3_asr_text": T(handler="standard:derive", keys=STANDARD_KEYS,
+                            config_class="vLLM Qwen3ASRTextConfig",
+                            defaults={"num_key_value_heads": 32, "head_dim": 128,
+                                      "hidden_size": 4096, "num_hidden_layers": 32,
+                                      "num_attention_heads": 32,
+                                      "max_position_embeddings": 128000},
+                            vllm="qwen3_asr.py (Qwen3ForCausalLM: qwen3.py, no window)"),
+        "glm4v": T(text_key="text_config", inner=("glm4v_text",), text_inline=True,
+                   harmless={**_HARMLESS_MULTIMODAL},
+                   config_class="Glm4vConfig",
+                   vllm="glm4_1v.py (Glm4vForConditionalGeneration → Glm4ForCausalLM)"),
+        "glm4v_text": T(handler="standard:derive", keys=STANDARD_KEYS,
+                        config_class="Glm4vTextConfig",
+                        defaults={"num_key_value_heads": 2, "hidden_size": 4096,
+                                  "num_hidden_layers": 40, "num_attention_heads": 32,
+                                  "max_position_embeddings": 32768},
+                        vllm="glm4_1v.py (Glm4ForCausalLM: glm4.py, no window)"),
+        "kimi_k25": T(text_key="text_config", inner=("deepseek_v3", "kimi_k2"),
+                      harmless={**_HARMLESS_MULTIMODAL,
+                                "use_unified_vision_chunk": "how video frames are grouped for "
+                                "the vision tower; " + _ENCODER},
+                      config_class="Kimi_K25Config (text_config kimi_k2 → DeepseekV3Config)",
+                      vllm="kimi_k25.py (DeepseekV2ForCausalLM: MLA)"),
+        "exaone4_5": T(text_key="text_config", inner=("exaone4_5_text",),
+                       harmless={**_HARMLESS_MULTIMODAL},
+                       config_class="Exaone4_5_Config",
+                       vllm="exaone4_5.py (Exaone4ForCausalLM)"),
+        "exaone4_5_text": T(handler="wrapped_text:exaone4",
+                            keys=_WINDOW_KEYS | {"sliding_window_pattern"},
+                            harmless=dict.fromkeys(
+                                ("num_nextn_predict_layers", "_num_mtp_layers",
+                                 "mtp_loss_scaling_factor", "mtp_share_layers"),
+                                _MTP_UNMODELLED),
+                            config_class="Exaone4Config (Exaone4_5_Config maps exaone4_5_text "
+                                         "to it)",
+                            defaults={"num_key_value_heads": 32, "hidden_size": 4096,
+                                      "num_hidden_layers": 32, "num_attention_heads": 32,
+                                      "sliding_window": 4096, "sliding_window_pattern": 4,
+                                      "max_position_embeddings": 2048},
+                            vllm="exaone4.py (per-layer windows from layer_types)"),
+        "minicpmv4_6": T(text_key="text_config", inner=("qwen3_5_text",),
+                         harmless={**_HARMLESS_MULTIMODAL,
+                                   "insert_layer_id": "the vision-tower layer after which the "
+                                   "ViT merger runs; " + _ENCODER,
+                                   "drop_vision_last_layer": "drops the vision tower's last "
+                                   "layer; " + _ENCODER},
+                         config_class="MiniCPMV4_6Config",
+                         vllm="minicpmv4_6.py (Qwen3_5ForCausalLM: GDN hybrid)"),
+        # refusals of this group: vLLM 0.32 cannot build these from a config.json
+        "voxtral": T(refused="vLLM 0.32 builds VoxtralForConditionalGeneration from "
+                             "Mistral-format params (params.json, --config-format mistral, "
+                             "which it picks for mistralai repositories); from a Hugging Face "
+                             "config.json alone its __init__ stops with \"AttributeError: "
+                             "'VoxtralEncoderConfig' object has no attribute "
+                             "'downsample_factor'\", and kvledger does not read params.json"),
+        "internvl_chat": T(refused=_remote_only("internvl_chat", "InternVLChatModel")),
+        "molmo": T(refused=_remote_only("molmo", "MolmoForCausalLM")),
+        "phi3_v": T(refused=_remote_only("phi3_v", "Phi3VForCausalLM")),
+        "phi4mm": T(refused=_remote_only("phi4mm", "Phi4MMForCausalLM")),
+        "minicpmv": T(refused=_remote_only("minicpmv", "MiniCPMV")),
+        "aya_vision": T(refused=_vllm_dropped(
+            "aya_vision", "AyaVisionForConditionalGeneration", "0.24.0")),
+        "phi4_multimodal": T(refused=_vllm_dropped(
+            "phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0")),
         # -- Mamba hybrids and pure Mamba (families/mamba.py) --------------------------------
         "nemotron_h": T(handler="mamba:nemotron_h",
                         keys={"num_hidden_layers", "num_attention_heads",
@@ -454,6 +922,134 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                               "expand": 2, "n_groups": 8, "state_size": 128,
                               "conv_kernel": 4},
                     vllm="mamba2.py"),
+        # -- moe-hybrid (coverage wave, vLLM registry) ---------------------------------------
+        # MoE decoders whose cache is the standard one (experts hold no KV); MTP layers from
+        # num_nextn_predict_layers (families/mtp_decoder.py).
+        "ernie4_5_moe": T(handler="mtp_decoder:derive",
+                          keys=STANDARD_KEYS | {"num_nextn_predict_layers"},
+                          harmless=dict.fromkeys(
+                              ("moe_layer_start_index", "moe_layer_end_index",
+                               "moe_layer_interval", "moe_num_shared_experts"), _MOE),
+                          config_class="Ernie4_5_MoeConfig",
+                          defaults={"num_key_value_heads": 4, "max_position_embeddings": 131072},
+                          vllm="ernie45_moe.py (head_dim or hidden_size // heads), ernie_mtp.py"),
+        "glm4_moe": T(handler="mtp_decoder:derive",
+                      keys=STANDARD_KEYS | {"num_nextn_predict_layers"},
+                      config_class="Glm4MoeConfig",
+                      defaults={"num_key_value_heads": 8, "max_position_embeddings": 131072,
+                                "num_nextn_predict_layers": 1},
+                      options={"require": ("head_dim",)},
+                      vllm="glm4_moe.py (reads config.head_dim), glm4_moe_mtp.py"),
+        "phimoe": T(handler="standard:derive", keys=STANDARD_KEYS | {"sliding_window"},
+                    harmless={"original_max_position_embeddings":
+                              "LongRoPE's pre-training length: picks the RoPE scaling, not "
+                              "the cache",
+                              "lm_head_bias": _HARMLESS_MOE_HYBRID["lm_head_bias"]},
+                    config_class="PhimoeConfig",
+                    defaults={"num_key_value_heads": 8, "max_position_embeddings": 131072},
+                    options={"layer_windows": False},
+                    vllm="phimoe.py (no per-layer window: the model-level sliding_window "
+                         "reaches every layer, even one wider than max_model_len)"),
+        "dbrx": T(handler="dbrx:derive", keys={"n_layers", "n_heads", "d_model", "attn_config",
+                                               "max_seq_len"},
+                  config_class="DbrxConfig",
+                  defaults={"n_layers": 24, "n_heads": 16, "d_model": 2048, "max_seq_len": 2048},
+                  vllm="dbrx.py"),
+        # Sliding + full attention with per-type geometry (families/mimo_v2.py, gemma4.py).
+        "mimo_v2_flash": T(handler="mimo_v2:derive",
+                           keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
+                                 "v_head_dim", "hybrid_layer_pattern", "layer_types",
+                                 "sliding_window_size", "swa_num_key_value_heads",
+                                 "swa_head_dim", "swa_v_head_dim"},
+                           harmless={
+                               "num_attention_heads": "query heads: not cached",
+                               "swa_num_attention_heads": "query heads: not cached",
+                               "sliding_window": "mimo_v2.py clears cache_config.sliding_window "
+                                                 "and gives sliding layers "
+                                                 "sliding_window_size",
+                               "attention_chunk_size": "mimo_v2.py builds no chunked attention "
+                                                       "and vLLM reads the key nowhere else",
+                               "attention_value_scale": _SCORE,
+                               "swa_rope_theta": "rope base of the sliding layers",
+                               "add_swa_attention_sink_bias":
+                                   _HARMLESS_MOE_HYBRID["add_swa_attention_sink_bias"],
+                               "add_full_attention_sink_bias":
+                                   _HARMLESS_MOE_HYBRID["add_full_attention_sink_bias"]},
+                           config_class="MiMoV2FlashConfig",
+                           defaults={"num_key_value_heads": 4, "head_dim": 192,
+                                     "v_head_dim": 128, "max_position_embeddings": 131072},
+                           vllm="mimo_v2.py"),
+        "gemma4": T(text_key="text_config", inner=("gemma4_text",),
+                    harmless={**_WRAPPER_TOKENS, "eoa_token_index": _TOKEN},
+                    config_class="Gemma4Config", vllm="gemma4_mm.py"),
+        "gemma4_text": T(handler="gemma4:derive",
+                         keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                               "head_dim", "global_head_dim", "num_global_key_value_heads",
+                               "attention_k_eq_v", "sliding_window", "layer_types",
+                               "use_bidirectional_attention", "num_kv_shared_layers"},
+                         harmless=dict.fromkeys(
+                             ("hidden_size_per_layer_input", "vocab_size_per_layer_input"),
+                             "per-layer input embeddings: weights, not cache"),
+                         config_class="Gemma4TextConfig",
+                         defaults={"num_key_value_heads": 4, "head_dim": 256,
+                                   "global_head_dim": 512, "sliding_window": 512,
+                                   "max_position_embeddings": 131072},
+                         vllm="gemma4.py (per_layer_config, kv_sharing_target_layer_name)"),
+        # Attention beside recurrent layers (families/ssm_hybrids.py).
+        "granitemoehybrid": T(handler="ssm_hybrids:granitemoehybrid",
+                              keys={"num_hidden_layers", "num_attention_heads",
+                                    "num_key_value_heads", "hidden_size", "layer_types",
+                                    "mamba_expand", "mamba_n_heads", "mamba_d_head",
+                                    "mamba_n_groups", "mamba_d_state", "mamba_d_conv"},
+                              harmless={**_MAMBA2_HARMLESS,
+                                        **{k: _HARMLESS_MOE_HYBRID[k] for k in (
+                                            "mamba_conv_bias", "mamba_chunk_size")}},
+                              config_class="GraniteMoeHybridConfig",
+                              defaults={"mamba_n_heads": 128, "mamba_n_groups": 1,
+                                        "mamba_d_state": 256, "mamba_d_head": "auto",
+                                        "mamba_d_conv": 4, "mamba_expand": 2,
+                                        "max_position_embeddings": 2048},
+                              vllm="granitemoehybrid.py"),
+        "jamba": T(handler="ssm_hybrids:jamba",
+                   keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                         "hidden_size", "attn_layer_period", "attn_layer_offset",
+                         "mamba_expand", "mamba_d_state", "mamba_d_conv"},
+                   harmless={**_MAMBA2_HARMLESS,
+                             **{k: _HARMLESS_MOE_HYBRID[k] for k in (
+                                 "mamba_conv_bias", "mamba_dt_rank", "expert_layer_offset",
+                                 "expert_layer_period")}},
+                   config_class="JambaConfig",
+                   defaults={"num_key_value_heads": 8, "max_position_embeddings": 262144,
+                             "attn_layer_period": 8, "attn_layer_offset": 4,
+                             "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2},
+                   vllm="jamba.py"),
+        "lfm2": T(handler="ssm_hybrids:lfm2",
+                  keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                        "hidden_size", "layer_types", "full_attn_idxs", "conv_dim",
+                        "conv_L_cache"},
+                  harmless={"conv_bias": _HARMLESS_MOE_HYBRID["conv_bias"],
+                            "conv_dim_out": "the conv block's output width: weights",
+                            "conv_use_xavier_init": "a weight initialisation switch",
+                            "num_heads": "a legacy alias; vLLM's lfm2.py reads "
+                                         "num_attention_heads"},
+                  config_class="Lfm2Config",
+                  defaults={"num_key_value_heads": 8, "max_position_embeddings": 128000,
+                            "conv_L_cache": 3},
+                  vllm="lfm2.py (short_conv_state_shape)"),
+        "lfm2_vl": T(text_key="text_config", inner=("lfm2",),
+                     harmless={"encoder_patch_size": "the vision encoder's patch size: no "
+                                                     "cache",
+                               "projector_use_layernorm": "a norm in the vision projector: "
+                                                          "weights"},
+                     config_class="Lfm2VlConfig", vllm="lfm2_vl.py"),
+        # Checkpoints of this group vLLM 0.32 cannot load without their remote code.
+        "hunyuan": T(refused=_remote_code("hunyuan", "Tencent Hunyuan-A13B's own schema; vLLM "
+                                          "serves HunYuanMoEV1ForCausalLM without remote "
+                                          "code only as model_type 'hunyuan_v1_moe'")),
+        "deepseek": T(refused=_remote_code("deepseek", "DeepSeek-MoE v1")),
+        "bailing_moe": T(refused=_remote_code("bailing_moe", "Ling v1")),
+        "bailing_moe_v2": T(refused=_remote_code("bailing_moe_v2", "Ling 2.0")),
+        "minicpm": T(refused=_remote_code("minicpm", "MiniCPM, MiniCPM-MoE")),
         # -- configs vLLM 0.32 itself cannot serve -------------------------------------------
         "mimo": T(refused="model_type 'mimo' is not a transformers 5.19 config class, so vLLM "
                           "0.32 stops at config loading ('The checkpoint you are trying to "
@@ -492,7 +1088,8 @@ class Resolved:
     use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
 
     __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
-                 "name", "off", "options", "refused", "text_key", "vllm")
+                 "name", "not_in_vllm", "off", "options", "refused", "text_defaults",
+                 "text_harmless", "text_inline", "text_key", "vllm", "vllm_no_cache_config")
 
     def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
         self.name = name
@@ -506,8 +1103,14 @@ class Resolved:
         self.options: Mapping[str, Any] = _ro(merged["options"])
         self.text_key: str = merged["text_key"]
         self.inner: tuple[str, ...] = tuple(merged["inner"])
+        self.text_defaults: Mapping[str, Mapping[str, Any]] = _ro(
+            {k: _ro(v) for k, v in merged["text_defaults"].items()})
+        self.text_inline: bool = bool(merged["text_inline"])
+        self.text_harmless: Mapping[str, str] = _ro(merged["text_harmless"])
         self.vllm: str = merged["vllm"]
         self.refused: str = merged["refused"]
+        self.not_in_vllm: str = merged["not_in_vllm"]
+        self.vllm_no_cache_config: str = merged["vllm_no_cache_config"]
 
     @property
     def is_wrapper(self) -> bool:
@@ -539,7 +1142,8 @@ def resolve(name: str) -> Resolved:
     merged: dict[str, Any] = {
         "handler": "", "keys": frozenset(), "harmless": {}, "off": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
-        "vllm": "", "refused": "",
+        "text_defaults": {}, "text_inline": False, "text_harmless": {}, "vllm": "",
+        "refused": "", "not_in_vllm": "", "vllm_no_cache_config": "",
     }
     for row_name in reversed(chain):  # base first
         row = MODEL_TYPES[row_name]
@@ -548,11 +1152,15 @@ def resolve(name: str) -> Resolved:
             raise ValueError(f"model_types: row {row_name!r} has unknown fields {sorted(unknown)}")
         merged["keys"] = merged["keys"] | frozenset(row.get("keys", ()))
         merged["off"] = merged["off"] | frozenset(row.get("off", ()))
-        for field in ("harmless", "defaults", "options"):
+        for field in ("harmless", "defaults", "options", "text_defaults", "text_harmless"):
             merged[field] = {**merged[field], **row.get(field, {})}
-        for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner"):
+        for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner",
+                      "text_inline", "vllm_no_cache_config"):
             if row.get(field):
                 merged[field] = row[field]
+    # Whether vLLM has a model is a fact about this model type alone: like= does not pass it
+    # on (minimax_m3_text, which vLLM serves, is like= minimax_m3, which it does not).
+    merged["not_in_vllm"] = MODEL_TYPES[name].get("not_in_vllm", "")
     out = Resolved(name, tuple(chain), merged)
     _RESOLVED[name] = out
     return out

@@ -109,9 +109,11 @@ _COMPRESSED_TENSORS = _vocab(
 )
 
 # Block / per-tensor fp8 weights (DeepSeek, Qwen FP8, MiniMax, GLM FP8): vLLM ``Fp8Config``.
+# ``dequantize`` (Mistral's Devstral-2 files) is transformers' FineGrainedFP8Config switch to
+# dequantize weights at load; vLLM's Fp8Config.from_config does not read it.
 _FP8 = _vocab(
     "fp8",
-    weights="activation_scheme fmt weight_block_size scale_fmt store_dtype",
+    weights="activation_scheme fmt weight_block_size scale_fmt store_dtype dequantize",
     modules="modules_to_not_convert ignored_layers",
 )
 
@@ -462,14 +464,28 @@ def resolve_kv_dtype(
         return resolve_dtype(explicit).name, "option"
     if declared is not None:
         return declared.dtype, declared.source
-    stated = cfg.text().dtype()
+    stated = stated_dtype(cfg)
     if stated is None:
         # transformers loads a config without a dtype in float32: a fact, not a guess.
         return "float32", "default (config states no dtype; transformers loads float32)"
     return resolve_dtype(stated).name, "config"
 
 
+def stated_dtype(cfg: Config) -> str | None:
+    """The dtype vLLM reads from the config: the top level's own, else the text config's
+    (vllm/transformers_utils/model_arch_config_convertor.py ``get_torch_dtype``: ``hf_config.
+    dtype``, then ``get_text_config().dtype`` for multimodal models whose root states none).
+    llava-v1.6-mistral states float16 at the top and bfloat16 in text_config: vLLM runs fp16.
+    Then, as vLLM, the vision config's and the encoder config's."""
+    stated = cfg.dtype() or cfg.text().dtype()
+    for key in ("vision_config", "encoder_config"):
+        sub = cfg.raw.get(key)
+        if stated is None and isinstance(sub, Mapping):
+            stated = Config(sub, model=cfg.model).dtype()
+    return stated
+
+
 def model_dtype(cfg: Config) -> str:
     """The weights' / activations' dtype the config states (float32 when it states none)."""
-    stated = cfg.text().dtype()
+    stated = stated_dtype(cfg)
     return resolve_dtype(stated).name if stated else "float32"

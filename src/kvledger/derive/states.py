@@ -52,6 +52,13 @@ class RoleTensor(StateTensor):
     role: StateRole = StateRole.TEMPORAL
     dtype_source: str = ""
 
+    def least(self, axis: int) -> int:
+        """A conv state's rows (``conv_kernel - 1``) may be 0: a kernel of 1 keeps no history,
+        and vLLM allocates the ``(0, dim)`` tensor as is (Jamba test config with
+        ``mamba_d_conv`` 1, oracle-checked). Every other dimension is at least 1: a zero head
+        or channel count is a broken config, never an empty state."""
+        return 0 if self.role is StateRole.CONV and axis == 0 else 1
+
 
 def divide_exact(numerator: int, tp: int, what: str) -> int:
     """vLLM's ``divide``: the split must be exact, else vLLM asserts at load time."""

@@ -122,7 +122,7 @@ def plan_model(
     byte fields); a given keyword replaces the request's value.
 
     The budget is ``request.kv_cache_memory_bytes`` when set, else the GPU preset as the
-    engine computes it (vLLM: ``gpu`` × ``gpu_memory_utilization`` (default 0.9) − weights −
+    engine computes it (vLLM: ``gpu`` × ``gpu_memory_utilization`` (default 0.92) − weights −
     reserves, the reserves documented estimates when not given). Model-local declarations are
     planned inside that budget (``kvledger.plan.model_local``). ``concurrency`` adds the
     answer "max context at N concurrent requests".

@@ -7,6 +7,16 @@ Two ways in:
 - ``gpu_budget(...)`` — the way vLLM computes it after profiling:
   ``int(total × gpu_memory_utilization) − weights − activation peak − CUDA graphs − non-torch``.
 
+The ``utilization`` line's basis says where the fraction came from, not only the product:
+``given`` when the user passed it; when the engine's own default was used (vLLM 0.32.0:
+``CacheConfig.gpu_memory_utilization`` = 0.92, ``vllm/config/cache.py``) the label names the
+default and the basis is the GPU total's own (``exact`` for a device-reported preset): the
+engine applies exactly that default, so the product is as certain as the total it multiplies.
+Rejected: ``given`` for a default (the user gave nothing) and ``estimated`` (nothing about the
+default is estimated; ``estimated`` is kept for numbers kvledger cannot know). A total that is
+itself ``estimated`` (a datasheet preset) makes the product ``estimated`` whoever gave the
+fraction.
+
 The reserves are options. Their defaults are estimates, and are labelled so:
 
 - activation peak: the largest transient of one forward pass over ``max_num_batched_tokens``
@@ -181,20 +191,32 @@ def gpu_budget(
     model_dtype: str,
     reserves: Reserves | None = None,
     total_bytes: int | None = None,
+    utilization_default: str | None = None,
 ) -> Budget:
-    """``int(total × utilization) − weights − reserves`` for one GPU of ``request``'s layout."""
+    """``int(total × utilization) − weights − reserves`` for one GPU of ``request``'s layout.
+
+    ``utilization_default``: None when the user gave ``gpu_memory_utilization``; else whose
+    default it is (e.g. "vLLM 0.32's default"), for the line's label and basis (module
+    docstring).
+    """
     util = finite_fraction("gpu_memory_utilization", gpu_memory_utilization)
     reserves = reserves or Reserves()
     total = gpu.total_bytes if total_bytes is None else total_bytes
     total_basis = gpu.basis if total_bytes is None else GIVEN
     usable = int(total * util)
+    if utilization_default is None:
+        util_label = f"× gpu_memory_utilization {util:g}"
+        util_basis = ESTIMATED if total_basis == ESTIMATED else GIVEN
+    else:
+        util_label = f"× gpu_memory_utilization {util:g} ({utilization_default}; not given)"
+        util_basis = total_basis
     multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1
     activation = reserves.activation_peak_bytes
     graphs = reserves.cuda_graph_bytes
     non_torch = reserves.non_torch_bytes
     lines = [
         BudgetLine(GPU_TOTAL, f"GPU memory ({gpu.name}; {gpu.source})", total, total_basis),
-        BudgetLine(UTILIZATION, f"× gpu_memory_utilization {util:g}", usable, GIVEN),
+        BudgetLine(UTILIZATION, util_label, usable, util_basis),
         BudgetLine(WEIGHTS, f"− model weights per GPU ({weights.detail})",
                    weights.per_rank_bytes, weights.per_rank_basis),
         BudgetLine(

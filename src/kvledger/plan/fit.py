@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvledger.derive.layers import Role
+from kvledger.plan.answers import PP_SIZES, TP_SIZES
 from kvledger.plan.api import load_facts, plan_model
 from kvledger.plan.budget import BudgetTooSmall, Reserves
 from kvledger.plan.request import PlanRequest
@@ -28,8 +29,8 @@ def fit_model(
     context: int | None = None,
     gpu_memory_utilization: float | None = None,
     reserves: Reserves | None = None,
-    tp_sizes: Sequence[int] = (1, 2, 4, 8),
-    pp_sizes: Sequence[int] = (1, 2, 4, 8, 16),
+    tp_sizes: Sequence[int] = TP_SIZES,
+    pp_sizes: Sequence[int] = PP_SIZES,
 ) -> FitResult:
     """The smallest TP×PP of ``gpu`` that holds ``concurrency`` requests of ``context`` tokens.
 

@@ -65,6 +65,8 @@ LAYOUTS: dict[str, tuple[str, str]] = {
     "native": ("kvledger.plan.native_engine:NativeEngine",
                "kvledger's byte-exact layout, for engine builders: no page padding, no engine "
                "runs it, so no deployment shows these numbers"),
+    "sglang": ("kvledger.plan.sglang.engine:SglangEngine",
+               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
 }
 
 
@@ -136,7 +138,10 @@ class Layout(ABC):
 
     name: str = ""
     pools_model_local: bool = False
-    default_gpu_memory_utilization: float = 0.9  # vLLM's
+    # vLLM 0.32.0: CacheConfig.gpu_memory_utilization = Field(default=0.92)
+    # (vllm/config/cache.py; LLM() and EngineArgs take the same default).
+    default_gpu_memory_utilization: float = 0.92
+    default_utilization_label: str = "vLLM 0.32's default"
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
         """The model's facts with the requested KV dtype (``auto``: the model's own)."""
@@ -162,6 +167,7 @@ class Layout(ABC):
             reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes,
                               req.non_torch_bytes),
             total_bytes=req.gpu_total_bytes,
+            utilization_default=self.default_utilization_label if util is None else None,
         )
 
     @abstractmethod

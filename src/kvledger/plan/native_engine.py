@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kvledger.derive.layers import ceil_div
 from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult, layer_summary
 
 if TYPE_CHECKING:
     from kvledger.declare.pools import InsufficientPoolBudget
-    from kvledger.derive.layers import ModelFacts
+    from kvledger.derive.layers import LayerCache, ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.native import NativePlan
     from kvledger.source.model_source import ModelSource
@@ -61,6 +63,50 @@ def _attach_hint(exc: InsufficientPoolBudget, budget: Budget, request: PlanReque
     exc.hint = hint  # type: ignore[attr-defined]
 
 
+def _one_request_bytes(layers: Sequence[LayerCache], request: PlanRequest,
+                       max_model_len: int) -> int:
+    """What one ``max_model_len`` request takes on a stage with every window kept as a ring:
+    its pages (``ceil(max_model_len / block_size)`` blocks) plus one slot of every STATE class.
+    """
+    from kvledger.plan.native import native_layout
+
+    layout = native_layout(layers, request, max_model_len=max_model_len)
+    return sum(c.entry_bytes * (ceil_div(max_model_len, layout.block_size) if c.pool == "page"
+                                else c.entries_per_req)
+               for c in layout.classes)
+
+
+def _attach_local_hint(
+    exc: InsufficientPoolBudget, inp: LayoutInput, request: PlanRequest, *, stage: int,
+    layers: Sequence[LayerCache], local: Sequence[object], charged: Sequence[str],
+    max_model_len: int,
+) -> bool:
+    """When the stage's model-local classes leave no room for one request, the seed's
+    three-way fix (fewer rows, shorter capacity, more memory: ``declare.hints.
+    model_local_fix_hint``) replaces the ``max_num_seqs`` hint, which cannot shrink a FIXED
+    row count. False (nothing attached) when the declarations are not the cause: without them
+    one request would fit, so the floors of too many sequences are (``_attach_hint``)."""
+    from kvledger.declare.hints import model_local_fix_hint
+    from kvledger.declare.model_local import ModelLocalKVSpec
+
+    specs = [item[1] if isinstance(item, tuple) else item for item in local]
+    paid = [s for s in specs if isinstance(s, ModelLocalKVSpec) and s.name not in charged]
+    seqs = request.max_num_seqs
+    local_bytes = sum(s.peak_bytes(seqs) for s in paid)
+    budget_bytes = inp.stage_budgets[stage]
+    needed = _one_request_bytes(layers, request, max_model_len)
+    if not local_bytes or local_bytes + needed <= budget_bytes:
+        return False
+    budget = inp.budget
+    exc.hint = model_local_fix_hint(  # type: ignore[attr-defined]
+        [(s.name, str(s.rows), s.row_count(seqs), s.bytes_per_row) for s in paid],
+        local_bytes=local_bytes, budget_bytes=budget_bytes, needed_bytes=needed,
+        max_num_seqs=seqs, total_bytes=budget.total_bytes,
+        gpu_memory_utilization=budget.gpu_memory_utilization,
+    )
+    return True
+
+
 def _plan_stages(
     inp: LayoutInput, request: PlanRequest, max_model_len: int
 ) -> tuple[list[RankResult], dict[tuple[int, str], str], list[str], list[NativePlan]]:
@@ -91,7 +137,10 @@ def _plan_stages(
                     model_local_already_charged=stage_charged, fit_state_slots=fit_slots,
                 ))
             except InsufficientPoolBudget as exc:
-                _attach_hint(exc, inp.budget, req)
+                if not _attach_local_hint(exc, inp, req, stage=stage.index,
+                                          layers=stage.layers, local=local,
+                                          charged=stage_charged, max_model_len=max_model_len):
+                    _attach_hint(exc, inp.budget, req)
                 raise
         return out
 

@@ -9,7 +9,7 @@ Defaults are the engine's: ``engine="vllm"`` (the number a deployment shows; ``"
 kvledger's byte-exact layout, for engine builders), ``block_size="auto"`` (the engine picks:
 vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), vLLM's
 ``max_num_seqs`` 256 and ``max_num_batched_tokens`` 8192, and ``gpu_memory_utilization=None``
-meaning the engine's own default (vLLM: 0.9).
+meaning the engine's own default (vLLM 0.32: 0.92).
 
 The budget is either ``kv_cache_memory_bytes`` (the KV pool per GPU, given) or ``gpu`` (a
 preset name) × utilization − weights − reserves; the three reserves are given here in bytes,
@@ -33,9 +33,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.layout import DEFAULT_ENGINE, engine_names
+
+if TYPE_CHECKING:
+    from kvledger.plan.sglang.options import SglangOptions
 
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
 MAX_BYTES = 1 << 60
@@ -108,7 +111,7 @@ class PlanRequest:
     speculative_method: str | None = None
     # -- the GPU budget (used when kv_cache_memory_bytes is None) --------------------------
     gpu: str | None = None  # a preset name (kvledger.plan.gpus)
-    gpu_memory_utilization: float | None = None  # None: the engine's default (vLLM 0.9)
+    gpu_memory_utilization: float | None = None  # None: the engine's default (vLLM 0.32: 0.92)
     gpu_total_bytes: int | None = None  # the device's total as it reports it (over the preset)
     activation_peak_bytes: int | None = None  # None: documented estimate
     cuda_graph_bytes: int | None = None  # None: documented estimate
@@ -119,6 +122,9 @@ class PlanRequest:
     model_local_kv: tuple[Any, ...] = ()
     model_local_already_charged: tuple[str, ...] = ()
     model_local_stages: tuple[tuple[str, int], ...] = ()
+    # -- SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...);
+    # None: SGLang's defaults. Page size, context length etc. are the shared fields above.
+    sglang: SglangOptions | None = None
 
     def __post_init__(self) -> None:
         names = engine_names()
@@ -167,6 +173,11 @@ class PlanRequest:
         if self.concurrency is not None:
             _count("concurrency", self.concurrency, minimum=1)
         self._check_model_local()
+        if self.sglang is not None:
+            from kvledger.plan.sglang.options import SglangOptions
+
+            if not isinstance(self.sglang, SglangOptions):
+                raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")
 
     def _check_model_local(self) -> None:
         """Declarations, charged names and stages: tuples of checked values."""

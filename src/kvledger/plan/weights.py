@@ -3,7 +3,30 @@ else estimated from the config's parameter count at the checkpoint's storage siz
 
 Exact path: the tensor bytes per dtype of every safetensors header, read by
 ``kvledger.source`` (locally, or from the Hub by range requests; a malformed header is
-refused, never summed). Only headers are read, never weights.
+refused, never summed). Only headers are read, never weights. Those are the *stored* bytes;
+the budget counts the bytes on the GPU, at the dtype the engine serves in
+(``serving_dtype``): vLLM creates every ordinary parameter in the model dtype and copies the
+checkpoint's tensor into it (a cast), so a float32 checkpoint served in bfloat16 holds half its
+stored bytes. Rules, from vLLM 0.32.0's source:
+
+- floating tensors (F16, BF16, F32, F64) count at the serving dtype's size;
+- quantized tensors (8-bit and smaller floats, packed integers: ``headers.QUANTIZED_DTYPES``)
+  count as stored: the quantization method creates their parameters in the stored type
+  (``fp8.py`` ``create_fp8_weight_parameter``: float8_e4m3fn; ``modelopt.py`` NVFP4: uint8
+  packed pairs);
+- in a quantized checkpoint, floating companions of the quantized weights (scales, zero points,
+  group indices: ``headers.is_quant_aux``) count as stored: vLLM registers fp8 and ModelOpt
+  scales as float32 parameters (``fp8_utils.create_fp8_scale_parameter`` and
+  ``create_fp8_input_scale``; ``modelopt.py`` ``weight_scale_2`` / ``input_scale``), the NVFP4
+  block scales as float8_e4m3fn, and GPTQ/AWQ/compressed-tensors group scales in the model
+  dtype — the dtypes those checkpoints store them in. **A guess** where a checkpoint stores a
+  scale in another dtype than the method's parameter (a BF16 block scale would be loaded into a
+  float32 parameter and counted here at half its size), and for the few model parameters vLLM
+  keeps in float32 whatever the model dtype (DeepSeek's ``e_score_correction_bias``, Mamba2's
+  ``A``): counted at the serving dtype, a few kilobytes per layer at most.
+
+An index's ``metadata.total_size`` without the shards has no split by dtype: it is counted as
+stored, and the label says so.
 
 Estimated path (labelled so everywhere it is shown): a generic decoder — embeddings, attention
 (GQA or MLA projections), dense or mixture-of-experts MLP, LM head — counted per category, each
@@ -52,15 +75,62 @@ _PROBES = {
 
 @dataclass(frozen=True)
 class Weights:
-    total_bytes: int
+    total_bytes: int  # on the GPUs, at the serving dtype
     per_rank_bytes: int
     basis: str  # EXACT or ESTIMATED (of the total)
     per_rank_basis: str
     detail: str
+    stored_bytes: int | None = None  # the checkpoint's own bytes, when its headers were read
 
 
 class WeightsError(ValueError):
     """The weights cannot be sized without guessing (names what is missing)."""
+
+
+# -- the serving dtype --------------------------------------------------------------------------
+
+# Bytes per element of the floating dtypes an engine casts (safetensors names).
+_FLOAT_WIDTH = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
+
+
+def serving_dtype(model_dtype: str) -> str:
+    """The dtype vLLM serves a checkpoint in under ``--dtype auto``.
+
+    vLLM 0.32.0 ``vllm/config/model.py`` ``_get_and_verify_dtype`` → ``_resolve_auto_dtype``:
+    the config's dtype, except that a float32 one is downcast to the platform's preferred
+    dtype, and a dtype the platform does not list falls back to it; on CUDA with bfloat16
+    support (every GPU preset here) that is bfloat16. float16 and bfloat16 stay as they are.
+    """
+    name = resolve_dtype(model_dtype).name
+    return name if name in ("bfloat16", "float16") else "bfloat16"
+
+
+def served_bytes(totals: SafetensorsTotals, serving: str) -> int:
+    """A checkpoint's bytes on the GPU at ``serving`` (module docstring: floating tensors
+    cast, quantized ones and, in a quantized checkpoint, their floating companions as stored).
+    """
+    width = resolve_dtype(serving).nbytes(1)
+    keep_aux = totals.quantized
+    out = 0
+    for dtype, size in totals.by_dtype.items():
+        stored_width = _FLOAT_WIDTH.get(dtype)
+        if stored_width is None:
+            out += size
+            continue
+        kept = totals.aux_by_dtype.get(dtype, 0) if keep_aux else 0
+        out += kept + (size - kept) // stored_width * width
+    if not totals.by_dtype:  # an index's total_size: no split by dtype to cast
+        return totals.total_bytes
+    return out
+
+
+def _exact_detail(totals: SafetensorsTotals, served: int, serving: str) -> str:
+    stored = totals.total_bytes
+    if not totals.by_dtype:
+        return f"{totals.detail()}; counted as stored: no split by dtype to cast to {serving}"
+    if served == stored:
+        return f"{totals.detail()}; stored {stored:,} B = served at {serving}"
+    return f"{totals.detail()}; stored {stored:,} B, served at {serving} {served:,} B"
 
 
 # -- exact: safetensors ------------------------------------------------------------------------
@@ -241,7 +311,7 @@ def estimate_total_bytes(
     counts = parameter_counts(cfg)
     # Weights sit in GPU memory at the serving dtype: a float32 checkpoint (or a config that
     # states no dtype) is served in bfloat16, as vLLM's ModelConfig dtype "auto" does.
-    serving = "bfloat16" if resolve_dtype(model_dtype).name == "float32" else model_dtype
+    serving = serving_dtype(model_dtype)
     dense_bits = resolve_dtype(serving).bits
     scheme = _quant_scheme(cfg, hf_quant)
     total_bits = 0.0
@@ -267,7 +337,8 @@ def model_weights(
     pipeline_parallel_size: int = 1,
     exact: SafetensorsTotals | None = None,
 ) -> Weights:
-    """The weights' total and per-GPU share (see the module docstring for both paths).
+    """The weights' total on the GPUs and per-GPU share (module docstring: both paths, and
+    the serving dtype ``model_dtype`` decides).
 
     ``exact``: the checkpoint's safetensors totals (``ModelSource.safetensors()``); else the
     safetensors files of a local ``directory``; else the estimate.
@@ -276,8 +347,11 @@ def model_weights(
         from kvledger.source.headers import index_totals, local_totals
 
         exact = local_totals(str(directory)) or index_totals(str(directory))
+    stored: int | None = None
     if exact is not None:
-        total, how = exact.total_bytes, exact.detail()
+        serving = serving_dtype(model_dtype)
+        stored, total = exact.total_bytes, served_bytes(exact, serving)
+        how = _exact_detail(exact, total, serving)
         basis = EXACT
     else:
         total, how = estimate_total_bytes(cfg, model_dtype, hf_quant)
@@ -287,4 +361,4 @@ def model_weights(
     per_rank_basis = basis if ranks == 1 else ESTIMATED
     if ranks > 1:
         how += f"; per GPU: total / ({tensor_parallel_size} TP × {pipeline_parallel_size} PP)"
-    return Weights(total, per_rank, basis, per_rank_basis, how)
+    return Weights(total, per_rank, basis, per_rank_basis, how, stored)

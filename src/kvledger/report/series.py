@@ -15,6 +15,14 @@ The GPU × TP grid does need a budget per cell; it is computed by the planner's 
 and a test holds each cell equal to a plain ``plan_model(..., gpu=...)`` call so the two
 cannot drift apart.
 
+Model-local declarations (seed A) land where ``plan_model`` puts them: on a GPU budget, a
+layout that does not pool them (vLLM) plans what is left once their peak bytes are taken off,
+and one that does (native) plans them inside its own pools; so each curve point and grid cell
+gets the budget *before* the declarations plus the declarations (pooling layouts), or the
+budget *after* them without the declarations (the others) — ``_on_given_budget``. A test holds
+both equal to plain ``plan_model`` calls. With pipeline parallelism the declarations shrink one
+stage only, which one given budget cannot express: that case is refused, not approximated.
+
 No matplotlib here: this module is pure data, tested without the plotting extra.
 """
 
@@ -239,6 +247,28 @@ def _plan_errors() -> tuple[type[BaseException], ...]:
     return (ValueError, InsufficientPoolBudget)
 
 
+def _local_taken(request: PlanRequest) -> int:
+    """Bytes the declarations take off a GPU budget for a layout that does not pool them (one
+    pipeline stage): their peak bytes at ``max_num_seqs``, less the ones already charged. 0
+    when the KV budget is given (they sit beside it)."""
+    if not request.model_local_kv or request.kv_cache_memory_bytes is not None:
+        return 0
+    from kvledger.plan.model_local import SUBTRACTED, local_rows
+
+    rows = local_rows(request, budget_given=False, pooled=False)
+    return sum(r.peak_bytes for r in rows if r.status == SUBTRACTED)
+
+
+def _on_given_budget(request: PlanRequest, pools: bool, before: int, taken: int
+                     ) -> PlanRequest:
+    """``request`` on a given KV budget, its declarations where ``plan_model`` would put them
+    on the GPU budget ``before`` (module docstring)."""
+    if not request.model_local_kv or pools:
+        return dataclasses.replace(request, kv_cache_memory_bytes=before)
+    return dataclasses.replace(request, kv_cache_memory_bytes=before - taken, model_local_kv=(),
+                               model_local_already_charged=(), model_local_stages=())
+
+
 def _curve(label: str, facts: ModelFacts, base: PlanRequest,
            contexts: Sequence[int]) -> Curve:
     from kvledger.plan.api import plan_model
@@ -260,14 +290,19 @@ def _curve(label: str, facts: ModelFacts, base: PlanRequest,
 
 
 def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: int,
-                  contexts: Sequence[int]) -> tuple[Curve, ...]:
-    """Each layout's max concurrency at each context length, on the headline KV budget."""
+                  contexts: Sequence[int], *, taken: int = 0) -> tuple[Curve, ...]:
+    """Each layout's max concurrency at each context length, on the headline KV budget
+    (``available_bytes``: before any model-local declarations; ``taken``: what they take off
+    it for a layout that does not pool them)."""
     from kvledger.plan.api import load_facts
+    from kvledger.plan.layout import get_layout
 
     curves = []
     for name in layout_names():
-        base = dataclasses.replace(request, engine=name, kv_cache_memory_bytes=available_bytes,
-                                   gpu=None, gpu_total_bytes=None, concurrency=None)
+        base = _on_given_budget(
+            dataclasses.replace(request, engine=name, gpu=None, gpu_total_bytes=None,
+                                concurrency=None),
+            get_layout(name).pools_model_local, available_bytes, taken)
         try:
             facts, _ = load_facts(source, base)
         except _plan_errors() as exc:
@@ -296,6 +331,8 @@ def gpu_grid(
     from kvledger.plan.layout import get_layout
 
     layout = get_layout(request.engine)
+    taken = 0 if layout.pools_model_local else _local_taken(
+        dataclasses.replace(request, kv_cache_memory_bytes=None))
     cells = []
     for gpu in gpus:
         for tp in tp_sizes:
@@ -315,19 +352,25 @@ def gpu_grid(
             except _plan_errors() as exc:
                 cells.append(GridCell(gpu, tp, INVALID, None, None, empty, str(exc)))
                 continue
-            base = dataclasses.replace(req, kv_cache_memory_bytes=budget.available_bytes,
-                                       gpu=None, gpu_total_bytes=None)
+            kv_bytes = budget.available_bytes - taken
+            if kv_bytes <= 0:
+                cells.append(GridCell(gpu, tp, NO_WEIGHTS, None, None, empty, (
+                    f"weights, reserves and the model-local caches ({taken:,} B) leave "
+                    f"{kv_bytes / (1 << 30):.2f} GiB for KV")))
+                continue
+            base = dataclasses.replace(
+                _on_given_budget(req, layout.pools_model_local, budget.available_bytes, taken),
+                gpu=None, gpu_total_bytes=None)
             curve = _curve(label, facts, base, contexts)
             if all(value is None for _, value in curve.points):
-                cells.append(GridCell(gpu, tp, INVALID, None, budget.available_bytes, curve,
-                                      curve.note))
+                cells.append(GridCell(gpu, tp, INVALID, None, kv_bytes, curve, curve.note))
                 continue
             at = curve.at(max_model_len)
             status = FITS if at is not None and at >= 1 else SHORT
             reason = "" if status == FITS else (
                 f"less than one request of {max_model_len:,} tokens fits"
                 if at is not None else curve.note)
-            cells.append(GridCell(gpu, tp, status, at, budget.available_bytes, curve, reason))
+            cells.append(GridCell(gpu, tp, status, at, kv_bytes, curve, reason))
     return tuple(cells)
 
 
@@ -348,13 +391,18 @@ def build_report_data(
     from kvledger.plan.gpus import gpu_names, gpu_preset
     from kvledger.source.resolve import load_source
 
-    if request.model_local_kv:
-        # Their bytes come out of the budget differently per layout (pooled or subtracted);
-        # a curve that ignored that would be wrong, so say so instead.
-        raise ValueError("the report does not plan model-local declarations yet; "
-                         "use kvledger plan for them")
+    if request.model_local_kv and request.pipeline_parallel_size > 1 and \
+            request.kv_cache_memory_bytes is None:
+        # They shrink one stage's budget; the curves share one budget over stages.
+        raise ValueError("the report plans model-local declarations on a GPU budget with one "
+                         "pipeline stage only; use kvledger plan for pipeline_parallel_size > 1")
+    from kvledger.plan.layout import get_layout
+
     source = load_source(model)
     plan = plan_model(source, request)
+    taken = _local_taken(request)
+    before = plan.available_bytes + (0 if get_layout(request.engine).pools_model_local
+                                     else taken)
     facts, _ = load_facts(source, request)
     longest = max(plan.max_model_len, facts.max_position_embeddings or 0)
     contexts = context_points(plan.max_model_len, longest)
@@ -366,9 +414,17 @@ def build_report_data(
     if request.kv_cache_memory_bytes is not None:
         notes.append("the KV budget was given directly: the memory bars show that budget, "
                      "not a GPU; the GPU grid plans each preset's own budget")
+    if request.model_local_kv:
+        names = ", ".join(r.name for r in plan.model_local_kv)
+        notes.append(f"model-local KV caches ({names}): beside the given KV pool for vLLM, "
+                     "inside it for the native layout; the GPU grid takes them off each "
+                     "preset's budget" if request.kv_cache_memory_bytes is not None else
+                     f"model-local KV caches ({names}): {taken:,} B off every GPU budget "
+                     "before a layout that does not pool them plans (vLLM); the native layout "
+                     "pools them")
     return ReportData(
         model=plan.model, engine=plan.engine, gpu=chosen, plan=plan, plan_json=plan.to_json(),
         contexts=contexts, memory=memory_bars(plan),
-        layouts=layout_curves(source, request, plan.available_bytes, contexts), grid=grid,
+        layouts=layout_curves(source, request, before, contexts, taken=taken), grid=grid,
         tp_sizes=tuple(tp_sizes), kinds=kind_bytes(plan.to_json()["layers"]), notes=tuple(notes),
     )

@@ -17,6 +17,13 @@ refused). Shapes and offsets must be non-negative integers (the parser reads the
 
 Rejected alternative: the previous reader fell back to a tensor's byte range when its dtype
 was unknown, so a header with dtype "Q7" or a negative shape was summed and labelled exact.
+
+Besides the bytes per dtype, the reader keeps apart the floating-point tensors whose names mark
+them as a quantization method's companions (``QUANT_AUX_SUFFIXES``: weight and activation
+scales, zero points, group indices): the engine casts ordinary floating weights to the dtype it
+serves in, but loads those into parameters of their own dtype (``kvledger.plan.weights`` says
+which, from vLLM's source). A header states facts; which bytes change on the GPU is the plan's
+business, so this module only labels them.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import json
 import os
 import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # safetensors 0.8.0's dtypes → bits per element.
@@ -35,6 +42,23 @@ DTYPE_BITS: dict[str, int] = {
     "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64,
     "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 }
+# Floating-point dtypes an engine casts to its serving dtype when it loads an ordinary weight.
+FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
+# Storage types of quantized weights (8-bit and smaller floats, integers packing sub-byte
+# values). A checkpoint holding any of them is quantized; BOOL / I64 / U64 are not listed
+# (position-id buffers and masks in plain checkpoints).
+QUANTIZED_DTYPES = frozenset({
+    "U8", "I8", "I16", "U16", "I32", "U32", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ",
+    "F8_E5M2FNUZ", "F4", "F6_E2M3", "F6_E3M2",
+})
+# The last component of a tensor name that marks a quantization companion: the names vLLM's
+# quantization methods register (``fp8.py`` weight_scale / weight_scale_inv / input_scale,
+# ``modelopt.py`` weight_scale_2, ``kv_cache.py`` k_scale / v_scale / q_scale / prob_scale,
+# compressed-tensors weight_zero_point / weight_g_idx / weight_global_scale, GPTQ/AWQ scales /
+# qzeros / g_idx). Matched as a suffix of the last component (w13_weight_scale, ...).
+QUANT_AUX_SUFFIXES = (
+    "_scale", "_scale_inv", "_scale_2", "_zero_point", "_g_idx", "scales", "qzeros", "g_idx",
+)
 MAX_HEADER_BYTES = 100_000_000  # MAX_HEADER_SIZE in safetensors' src/tensor.rs
 _INDEX = "safetensors index"
 _USIZE_LIMIT = 1 << 64  # the parser's usize: shapes, offsets and byte counts must fit
@@ -48,6 +72,14 @@ class SafetensorsTotals:
     by_dtype: dict[str, int]
     files: int
     how: str
+    # Of ``by_dtype``, the floating-point bytes of quantization companions (scales, zero
+    # points: ``is_quant_aux``), by dtype. Empty for a checkpoint without them.
+    aux_by_dtype: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def quantized(self) -> bool:
+        """Whether any tensor is stored in a quantized type (``QUANTIZED_DTYPES``)."""
+        return any(d in QUANTIZED_DTYPES for d, n in self.by_dtype.items() if n)
 
     def detail(self) -> str:
         """``"safetensors headers of 2 files: BF16 16,060,522,496 B"`` (largest dtype first)."""
@@ -66,6 +98,11 @@ def malformed(where: str, why: str, what: str = "safetensors header") -> Excepti
     )
 
 
+def is_quant_aux(name: str) -> bool:
+    """Whether a tensor name marks a quantization companion (``QUANT_AUX_SUFFIXES``)."""
+    return name.rsplit(".", 1)[-1].endswith(QUANT_AUX_SUFFIXES)
+
+
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _USIZE_LIMIT
 
@@ -76,11 +113,13 @@ def bytes_by_dtype(
     *,
     metadata: Any = None,
     data_len: int | None = None,
+    aux: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """Validate ``(name, dtype, shape, data_offsets)`` entries; tensor bytes per dtype.
 
     ``data_len`` (the file size minus the header) is checked against the last offset when
-    known: a local file, not a remote header.
+    known: a local file, not a remote header. ``aux``, when given, also receives the bytes of
+    floating-point quantization companions (``is_quant_aux``) by dtype.
     """
     if metadata is not None and not (
         isinstance(metadata, Mapping)
@@ -116,6 +155,8 @@ def bytes_by_dtype(
                                     f"needs {nbits // 8}")
         spans.append((begin, end, str(name)))
         out[dtype] = out.get(dtype, 0) + nbits // 8
+        if aux is not None and dtype in FLOAT_DTYPES and is_quant_aux(str(name)):
+            aux[dtype] = aux.get(dtype, 0) + nbits // 8
     position = 0
     for begin, end, name in sorted(spans):
         if begin != position:
@@ -145,8 +186,9 @@ def header_entries(header: Any, where: str) -> tuple[Any, list[tuple[str, Any, A
     return header.get("__metadata__"), entries
 
 
-def read_file_header(path: str) -> dict[str, int]:
-    """Tensor bytes per dtype of one local safetensors file (reads its header only)."""
+def read_file_header(path: str, aux: dict[str, int] | None = None) -> dict[str, int]:
+    """Tensor bytes per dtype of one local safetensors file (reads its header only);
+    ``aux`` as for ``bytes_by_dtype``."""
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -172,7 +214,7 @@ def read_file_header(path: str) -> dict[str, int]:
     except RecursionError:
         raise malformed(path, "header JSON nests too deeply") from None
     metadata, entries = header_entries(header, path)
-    return bytes_by_dtype(entries, path, metadata=metadata, data_len=size - 8 - length)
+    return bytes_by_dtype(entries, path, metadata=metadata, data_len=size - 8 - length, aux=aux)
 
 
 def add(into: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
@@ -247,10 +289,11 @@ def local_totals(directory: str) -> SafetensorsTotals | None:
     if not files or not all(os.path.isfile(f) for f in files):
         return None
     by_dtype: dict[str, int] = {}
+    aux: dict[str, int] = {}
     for f in files:
-        add(by_dtype, read_file_header(f))
+        add(by_dtype, read_file_header(f, aux))
     how = f"safetensors headers of {len(files)} file{'s' if len(files) > 1 else ''}"
-    return SafetensorsTotals(sum(by_dtype.values()), by_dtype, len(files), how)
+    return SafetensorsTotals(sum(by_dtype.values()), by_dtype, len(files), how, aux)
 
 
 def index_totals(directory: str) -> SafetensorsTotals | None:

@@ -244,7 +244,7 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
         raise hub_error(exc, repo_id, commit, "safetensors headers") from None
     api = _api()
 
-    def read(filename: str) -> dict[str, int]:
+    def read(filename: str) -> tuple[dict[str, int], dict[str, int]]:
         where = f"{repo_id}@{commit[:12]}/{filename}"
         try:
             size = _head(repo_id, filename, commit).size
@@ -258,7 +258,8 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
                 raise malformed(where, _short(exc)) from None
             raise hub_error(exc, repo_id, commit, filename) from None
         tensors = [(name, t.dtype, t.shape, t.data_offsets) for name, t in meta.tensors.items()]
-        found = bytes_by_dtype(tensors, where, metadata=meta.metadata or None)
+        aux: dict[str, int] = {}
+        found = bytes_by_dtype(tensors, where, metadata=meta.metadata or None, aux=aux)
         # The file's size (HEAD) bounds its data: 8 bytes of length, a header of 2 ("{}") to
         # MAX_HEADER_BYTES bytes, then exactly the tensors. A truncated upload, or a header
         # claiming absurd sizes with consistent offsets, falls outside.
@@ -266,12 +267,14 @@ def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
         if size is not None and not size - 8 - MAX_HEADER_BYTES <= data <= size - 10:
             raise malformed(where, f"its tensors need {data:,} bytes but the file holds "
                                    f"{size:,} (truncated, or not the file of this header)")
-        return found
+        return found, aux
 
     with ThreadPoolExecutor(max_workers=min(8, len(files))) as pool:
         parts = list(pool.map(read, files))
     by_dtype: dict[str, int] = {}
-    for part in parts:
+    aux_by_dtype: dict[str, int] = {}
+    for part, aux_part in parts:
         add(by_dtype, part)
+        add(aux_by_dtype, aux_part)
     return SafetensorsTotals(sum(by_dtype.values()), by_dtype, len(files),
-                             f"{how}, read from the Hub")
+                             f"{how}, read from the Hub", aux_by_dtype)

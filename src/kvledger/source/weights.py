@@ -24,7 +24,9 @@ from kvledger.source.headers import SafetensorsTotals, index_totals, local_total
 if TYPE_CHECKING:
     from kvledger.source.model_source import ModelSource
 
-_FORMAT = 1
+# 2: ``aux_by_dtype`` (quantization companions) beside ``by_dtype``. A format-1 entry is still
+# read when it describes an unquantized checkpoint: it has no companions to tell apart.
+_FORMAT = 2
 
 
 def cache_root() -> str:
@@ -45,20 +47,28 @@ def _load_cached(repo_id: str, commit: str) -> SafetensorsTotals | None:
         with open(_cache_path(repo_id, commit), encoding="utf-8") as fh:
             data = json.loads(fh.read())
         by_dtype = data["by_dtype"]
-        if data.get("format") != _FORMAT or not isinstance(by_dtype, dict) or not all(
-                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                for k, v in by_dtype.items()):
+        aux = data.get("aux_by_dtype", {}) if data.get("format") == _FORMAT else {}
+        if data.get("format") not in (1, _FORMAT) or not _sizes(by_dtype) or not _sizes(aux):
             return None
-        return SafetensorsTotals(sum(by_dtype.values()), dict(by_dtype), int(data["files"]),
-                                 str(data["how"]))
+        found = SafetensorsTotals(sum(by_dtype.values()), dict(by_dtype), int(data["files"]),
+                                  str(data["how"]), dict(aux))
+        if data.get("format") == 1 and found.quantized:
+            return None  # its scales were not told apart: read the headers again
+        return found
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None  # absent or damaged: read the headers again
+
+
+def _sizes(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        for k, v in value.items())
 
 
 def _store(repo_id: str, commit: str, totals: SafetensorsTotals) -> None:
     path = _cache_path(repo_id, commit)
     data = {"format": _FORMAT, "repo_id": repo_id, "commit": commit, "files": totals.files,
-            "how": totals.how, "by_dtype": totals.by_dtype}
+            "how": totals.how, "by_dtype": totals.by_dtype, "aux_by_dtype": totals.aux_by_dtype}
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"

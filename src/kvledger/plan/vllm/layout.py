@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.model_types import MODEL_TYPES
+from kvledger.derive.model_types import resolve as resolve_row
 from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.plan.vllm.blocks import BlockMath, block_math
 from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.vllm.grouping import Group, Grouping, get_kv_cache_groups
 from kvledger.plan.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
+from kvledger.plan.vllm.no_cache_config import layer_kv_dtype
 from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.vllm.specs import (
     AttentionSpec,
@@ -122,24 +125,21 @@ class _Prepared:
     warnings: tuple[str, ...]
 
 
-# Model types whose facts come from another engine's implementation: vLLM 0.32 has no model
-# class for them, so "what vLLM allocates" has no answer and the layout refuses.
-NOT_IN_VLLM = {
-    # vLLM 0.32 registers MiniMaxM3SparseForCausalLM / ...ForConditionalGeneration and the
-    # config types minimax_m3_vl / minimax_m3_text / minimax_m3_mtp; MiniMaxAI's text-only
-    # file says model_type minimax_m3 and MiniMaxM3ForCausalLM, neither of which it knows.
-    "minimax_m3": "vLLM 0.32 has no model for model_type 'minimax_m3' (MiniMaxM3ForCausalLM); "
-                  "it serves MiniMax-M3 as minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)",
-}
+def not_in_vllm(model_type: str) -> str:
+    """Why vLLM 0.32 has no model for ``model_type`` ('' when it has one): the model-type
+    table's ``not_in_vllm`` field. Those types' facts come from another engine's (or an
+    older vLLM's) implementation, so "what vLLM allocates" has no answer and the layout
+    refuses; ``--engine native`` still plans them."""
+    if model_type not in MODEL_TYPES:
+        return ""  # facts built by hand, not from a row
+    return resolve_row(model_type).not_in_vllm
 
 
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
-    if facts.model_type in NOT_IN_VLLM:
-        raise VllmLayoutError(
-            f"{facts.model}: {NOT_IN_VLLM[facts.model_type]}; use --engine native"
-        )
+    if absent := not_in_vllm(facts.model_type):
+        raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
     check_startup(facts, request)
-    res = resolve(facts, request)
+    res, kv_notes = layer_kv_dtype(facts, resolve(facts, request))
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(layer.role is Role.MTP for layer in facts.layers)):
         # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
@@ -179,7 +179,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         max_num_encoder_input_tokens=res.max_num_encoder_input_tokens,
         mamba_cache_mode=res.mamba_cache_mode,
     )
-    warnings = list(sizes.notes) + list(grouping.warnings)
+    warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes
     warnings.extend(checkpoint_kv_notes(facts, request, res))
     if any(getattr(layer, "with_value", False) for layer in layers
            if layer.index in res.minimax_sparse_layers):

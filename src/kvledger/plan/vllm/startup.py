@@ -30,12 +30,6 @@ from kvledger.plan.vllm.errors import VllmLayoutError
 
 PREFIX = "vLLM 0.32 refuses to start"
 
-# vLLM ``ModelArchConfigConvertorBase.derive_max_model_len_and_key``: every key that may bound
-# the length, the smallest stated one wins, then ``model_max_length`` overrides.
-MAX_LEN_KEYS = (
-    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
-)
 # vLLM ``_get_and_verify_max_len``: RoPE types whose ``factor`` is *not* applied (their
 # max_position_embeddings is already the scaled length).
 FACTOR_NOT_APPLIED = frozenset(
@@ -181,29 +175,22 @@ def _rope_dicts(config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
     """(length, key) vLLM derives from the config, None when no key states one.
 
-    vllm/transformers_utils/model_arch_config_convertor.py
-    ``derive_max_model_len_and_key`` (the smallest of ``MAX_LEN_KEYS`` the text config
-    states — an omitted ``max_position_embeddings`` has its config class's default, as in
-    ``facts`` — then a stated ``model_max_length`` overrides), and vllm/config/model.py
-    ``_get_and_verify_max_len`` (times the RoPE ``factor`` of a type not in
-    ``FACTOR_NOT_APPLIED``, except for Gemma-3, whose length is already scaled). vLLM also
-    takes the minimum with the tokenizer's ``model_max_length``; kvledger does not read
-    tokenizer_config.json, so a tokenizer that states less is not seen here.
+    The length keys as derive reads them (``facts.max_position_embeddings``:
+    ``derive/max_len.py``, vLLM's ``derive_max_model_len_and_key`` — the smallest stated,
+    ``model_max_length`` over them, class defaults included), named by the key that gave it,
+    then vllm/config/model.py ``_get_and_verify_max_len``: times the RoPE ``factor`` of a
+    type not in ``FACTOR_NOT_APPLIED``, except for Gemma-3, whose length is already scaled.
+    vLLM also takes the minimum with the tokenizer's ``model_max_length``; kvledger does not
+    read tokenizer_config.json, so a tokenizer that states less is not seen here.
     """
-    text = text_config(facts)
-    best: tuple[float, str] | None = None
-    for key in MAX_LEN_KEYS:
-        raw = text.get(key)
-        if key == "max_position_embeddings" and raw is None:
-            raw = facts.max_position_embeddings
-        value = _positive(raw)
-        if value is not None and (best is None or value < best[0]):
-            best = (value, key)
-    override = _positive(text.get("model_max_length"))
-    if override is not None:
-        best = (override, "model_max_length")
-    if best is None:
+    from kvledger.derive.max_len import MAX_LEN_KEYS, OVERRIDE_KEY
+
+    length = facts.max_position_embeddings
+    if length is None:
         return None
+    text = text_config(facts)
+    stated = [k for k in (OVERRIDE_KEY, *MAX_LEN_KEYS) if text.get(k) == length]
+    key = stated[0] if stated else "max_position_embeddings"  # a class default
     top_type = str(facts.config.get("model_type") or facts.model_type)
     factor = 1.0
     if "gemma3" not in top_type:
@@ -212,7 +199,7 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
             if rope_type not in FACTOR_NOT_APPLIED:
                 found = _positive(params.get("factor"))
                 factor = found if found is not None else factor
-    return best[0] * factor, best[1]
+    return length * factor, key
 
 
 def _as_vllm_prints(facts: ModelFacts, length: float) -> str:

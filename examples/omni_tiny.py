@@ -2,9 +2,15 @@
 an engine serves) and, inside it, a *talker* that keeps its own transformers ``StaticCache``
 — the cache kind seed A was written for — and declares it (``HasModelLocalKV``).
 
-Imported as the top-level module ``omni_tiny`` by the CLI tests (``kvledger plan
---model-local-kv-from omni_tiny:build`` and ``kvledger audit omni_tiny:build``), so only
-absolute imports here. fp32 on CPU, head_dim 16, so every byte is worked by hand in the tests.
+The README's runnable example (torch extra), from the repository's root::
+
+    kvledger audit examples.omni_tiny:build
+    kvledger plan meta-llama/Meta-Llama-3.1-8B --gpu H100-80GB \
+        --model-local-kv-from examples.omni_tiny:build
+
+and imported as the top-level module ``omni_tiny`` by the CLI tests
+(``tests/cli/test_cli_model_local.py``), so only absolute imports here. fp32 on CPU,
+head_dim 16, so every byte is worked by hand in the tests.
 """
 
 from __future__ import annotations

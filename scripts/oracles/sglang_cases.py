@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Regenerate ``tests/oracles/sglang-0.5.23/cases.jsonl``: SGLang 0.5.23's own pool sizing.
+
+Research tool: never imported by kvledger, never run by CI. Each case runs SGLang's sizing code
+through ``sglang_oracle_plus.py`` (the shared oracle, ``../shared/oracles/sglang-tool/``,
+plus server arguments it has no flag for) in the oracle's venv, one process per case:
+
+    python3 scripts/oracles/sglang_cases.py [--venv /work/oracle/sglang/venv] [--only ID ...]
+
+A case with ``pp`` > 1 runs once per stage (``--pp-stage K/P``); SGLang then takes the MIN
+over stages (``KVCacheConfigurator._apply_token_constraints``: all-reduce MIN) and re-sizes
+from that count, which a last run reproduces with SGLang's own ``max_total_tokens`` path
+(``calculate_pool_sizes_from_max_tokens`` + ``resolve_max_num_reqs``) on stage 0.
+
+The oracle runs on CPU, where SGLang would pick page size 1 and no CUDA capability: each case
+passes the page size a GPU deployment uses (``page_size``) and, for DeepSeek DSA models, the
+capability SGLang reads to pick the DSA KV dtype and backends (``cuda_capability``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / ".." / "shared" / "configs"
+OUT = ROOT / "tests" / "oracles" / "sglang-0.5.23" / "cases.jsonl"
+PLUS = Path(__file__).resolve().parent / "sglang_oracle_plus.py"
+GIB = 1 << 30
+
+# id, config file, KV pool bytes per GPU, then options:
+# tp, page_size, kv_cache_dtype, server_args (SGLang names), pp, cuda_capability,
+# spec_aux (resolve the EAGLE/MTP draft layers), load_quant (checkpoint KV quant).
+CASES: list[dict[str, Any]] = [
+    # -- dense GQA ------------------------------------------------------------------------
+    {"id": "llama31-8b-10g", "config": "meta-llama--Meta-Llama-3.1-8B.json", "bytes": 10 * GIB},
+    # The README's worked example: the KV budget kvledger computes for one H100-80GB.
+    {"id": "llama31-8b-h100-budget", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 54476679413},
+    {"id": "llama31-8b-10g-page64", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 10 * GIB, "page_size": 64},
+    {"id": "llama31-8b-10g-fp8", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 10 * GIB, "kv_cache_dtype": "fp8_e4m3"},
+    {"id": "llama31-8b-ctx8k", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 40 * GIB, "server_args": {"context_length": 8192}},
+    {"id": "llama31-8b-mrr64", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 10 * GIB, "server_args": {"max_running_requests": 64}},
+    {"id": "llama31-8b-maxtok", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 10 * GIB, "page_size": 16, "server_args": {"max_total_tokens": 50001}},
+    {"id": "llama31-8b-pp3", "config": "meta-llama--Meta-Llama-3.1-8B.json",
+     "bytes": 10 * GIB, "pp": 3},
+    {"id": "llama31-70b-tp4", "config": "meta-llama--Meta-Llama-3.1-70B.json",
+     "bytes": 20 * GIB, "tp": 4},
+    {"id": "llama31-70b-tp16", "config": "meta-llama--Meta-Llama-3.1-70B.json",
+     "bytes": 20 * GIB, "tp": 16},
+    {"id": "qwen3-32b-tp2-fp8", "config": "Qwen--Qwen3-32B.json", "bytes": 24 * GIB, "tp": 2,
+     "kv_cache_dtype": "fp8_e4m3"},
+    {"id": "qwen3-8b", "config": "Qwen--Qwen3-8B.json", "bytes": 16 * GIB},
+    # vLLM issue #21348: SGLang logged "#tokens: 367404, K size: 8.23 GB" on 4×H100; this
+    # budget is the smallest that gives 367404 tokens at 48128 B/token per rank.
+    {"id": "qwen3-235b-fp8-tp4-issue21348", "config": "Qwen--Qwen3-235B-A22B-FP8.json",
+     "bytes": 17682419712, "tp": 4},
+    {"id": "mistral-7b", "config": "mistralai--Mistral-7B-v0.1.json", "bytes": 10 * GIB},
+    {"id": "mixtral-8x7b-tp2", "config": "mistralai--Mixtral-8x7B-v0.1.json",
+     "bytes": 20 * GIB, "tp": 2},
+    {"id": "gemma3-27b", "config": "google--gemma-3-27b-it.json", "bytes": 20 * GIB},
+    {"id": "gemma2-2b", "config": "google--gemma-2-2b-it.json", "bytes": 8 * GIB},
+    {"id": "command-r", "config": "CohereForAI--c4ai-command-r-v01.json", "bytes": 10 * GIB},
+    # ModelOpt: config.json's quantization_config wins over hf_quant_config.json; its
+    # kv_cache_scheme "FP8" is a string, which SGLang does not read as FP8 KV.
+    {"id": "qwen3-32b-modelopt-fp8kv", "config": "Qwen--Qwen3-32B-FP8-Static-PerTensor.json",
+     "bytes": 24 * GIB, "load_quant": True},
+    # ModelOpt with hf_quant_config.json only (kv_cache_quant_algo FP8): fp8 KV under auto.
+    {"id": "llama31-70b-modelopt-fp8kv-tp4", "config": "nvidia--Llama-3.1-70B-Instruct-FP8.json",
+     "bytes": 20 * GIB, "tp": 4, "load_quant": True},
+    # -- MLA --------------------------------------------------------------------------------
+    {"id": "deepseek-v3-30g", "config": "deepseek-ai--DeepSeek-V3.json", "bytes": 30 * GIB},
+    {"id": "deepseek-v3-30g-page64", "config": "deepseek-ai--DeepSeek-V3.json",
+     "bytes": 30 * GIB, "page_size": 64},
+    {"id": "deepseek-v3-fp8", "config": "deepseek-ai--DeepSeek-V3.json", "bytes": 30 * GIB,
+     "kv_cache_dtype": "fp8_e4m3", "tp": 8},
+    {"id": "deepseek-v3-mtp", "config": "deepseek-ai--DeepSeek-V3.json", "bytes": 30 * GIB,
+     "server_args": {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3,
+                     "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4},
+     "spec_aux": True},
+    {"id": "deepseek-v2-lite", "config": "deepseek-ai--DeepSeek-V2-Lite.json",
+     "bytes": 10 * GIB},
+    {"id": "kimi-k2-tp8", "config": "moonshotai--Kimi-K2-Instruct.json", "bytes": 40 * GIB,
+     "tp": 8},
+    {"id": "deepseek-v31-nvfp4-kv", "config": "nvidia--DeepSeek-V3.1-NVFP4.json",
+     "bytes": 30 * GIB, "kv_cache_dtype": "nvfp4", "page_size": 64,
+     "attention_backend": "trtllm_mla", "cuda_capability": "10.0"},
+    # -- DSA --------------------------------------------------------------------------------
+    {"id": "deepseek-v32-sm90", "config": "deepseek-ai--DeepSeek-V3.2.json", "bytes": 30 * GIB,
+     "page_size": 64, "cuda_capability": "9.0"},
+    {"id": "deepseek-v32-sm90-fp8", "config": "deepseek-ai--DeepSeek-V3.2.json",
+     "bytes": 30 * GIB, "page_size": 64, "cuda_capability": "9.0",
+     "kv_cache_dtype": "fp8_e4m3"},
+    {"id": "deepseek-v32-sm100", "config": "deepseek-ai--DeepSeek-V3.2.json",
+     "bytes": 30 * GIB, "page_size": 64, "cuda_capability": "10.0"},
+    {"id": "glm52-sm90", "config": "zai-org--GLM-5.2.json", "bytes": 30 * GIB,
+     "page_size": 64, "cuda_capability": "9.0"},
+    # -- hybrid sliding window -------------------------------------------------------------
+    {"id": "gpt-oss-20b", "config": "openai--gpt-oss-20b.json", "bytes": 10 * GIB},
+    {"id": "gpt-oss-20b-page64", "config": "openai--gpt-oss-20b.json", "bytes": 10 * GIB,
+     "page_size": 64},
+    {"id": "gpt-oss-20b-ratio05", "config": "openai--gpt-oss-20b.json", "bytes": 10 * GIB,
+     "server_args": {"swa_full_tokens_ratio": 0.5}},
+    {"id": "gpt-oss-20b-reqcap", "config": "openai--gpt-oss-20b.json", "bytes": 10 * GIB,
+     "server_args": {"disable_radix_cache": True, "max_running_requests": 64,
+                     "chunked_prefill_size": 8192}},
+    {"id": "gpt-oss-120b-tp2", "config": "openai--gpt-oss-120b.json", "bytes": 30 * GIB,
+     "tp": 2},
+    {"id": "llama4-scout-tp4", "config": "meta-llama--Llama-4-Scout-17B-16E-Instruct.json",
+     "bytes": 30 * GIB, "tp": 4},
+    # -- Gated DeltaNet hybrids -------------------------------------------------------------
+    {"id": "qwen3-next", "config": "Qwen--Qwen3-Next-80B-A3B-Thinking.json", "bytes": 10 * GIB},
+    {"id": "qwen3-next-tp4", "config": "Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     "bytes": 30 * GIB, "tp": 4},
+    {"id": "qwen3-next-ratio05", "config": "Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     "bytes": 30 * GIB, "server_args": {"mamba_full_memory_ratio": 0.5}},
+    {"id": "qwen3-next-noradix", "config": "Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     "bytes": 30 * GIB, "server_args": {"disable_radix_cache": True,
+                                        "max_running_requests": 32}},
+    {"id": "qwen3-next-nooverlap", "config": "Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     "bytes": 30 * GIB, "server_args": {"disable_overlap_schedule": True}},
+    {"id": "qwen3-next-page64", "config": "Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     "bytes": 30 * GIB, "page_size": 64},
+    {"id": "qwen3-next-pp2", "config": "Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     "bytes": 30 * GIB, "pp": 2},
+    {"id": "qwen35-35b", "config": "Qwen--Qwen3.5-35B-A3B.json", "bytes": 20 * GIB},
+    {"id": "qwen35-397b-tp8", "config": "Qwen--Qwen3.5-397B-A17B.json", "bytes": 40 * GIB,
+     "tp": 8},
+    # -- Mamba2 hybrids ---------------------------------------------------------------------
+    {"id": "nemotron-h-56b", "config": "nvidia--Nemotron-H-56B-Base-8K.json",
+     "bytes": 20 * GIB},
+    {"id": "nemotron-h-56b-tp4", "config": "nvidia--Nemotron-H-56B-Base-8K.json",
+     "bytes": 20 * GIB, "tp": 4},
+    {"id": "nemotron3-super-fp8", "config":
+     "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json", "bytes": 30 * GIB, "tp": 2,
+     "load_quant": True},
+]
+
+
+def _args(case: dict[str, Any], stage: str | None = None,
+          extra: dict[str, Any] | None = None) -> list[str]:
+    args = [str(CONFIGS / case["config"]), "--kv-pool-bytes", str(case["bytes"]),
+            "--tp", str(case.get("tp", 1)), "--kv-cache-dtype",
+            case.get("kv_cache_dtype", "auto")]
+    if case.get("page_size"):
+        args += ["--page-size", str(case["page_size"])]
+    if case.get("attention_backend"):
+        args += ["--attention-backend", case["attention_backend"]]
+    if case.get("cuda_capability"):
+        args += ["--emulate-cuda-capability", case["cuda_capability"]]
+    for key, value in {**case.get("server_args", {}), **(extra or {})}.items():
+        args += ["--server-arg", f"{key}={json.dumps(value)}"]
+    if case.get("spec_aux"):
+        args.append("--resolve-spec-aux")
+    if case.get("load_quant"):
+        args.append("--load-quant-config")
+    # The window the real model class reports (gpt-oss: sliding_window - 1), not the config's.
+    args.append("--model-class-window")
+    if stage:
+        args += ["--pp-stage", stage]
+    return args
+
+
+def _run(python: str, args: list[str]) -> dict[str, Any]:
+    done = subprocess.run([python, str(PLUS), *args], capture_output=True, text=True,
+                          timeout=900, check=False)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"oracle printed no JSON: {done.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(lines[-1])
+    return out
+
+
+KEEP = ("sglang_version", "architectures", "attention_arch", "is_hybrid_swa", "context_len",
+        "model_dtype", "kv_cache_torch_dtype", "resolved_kv_cache_dtype", "page_size",
+        "resolved_attention_backend", "resolved_mamba_radix_cache_strategy",
+        "resolved_disable_overlap_schedule", "resolved_chunked_prefill_size",
+        "pool_configurator", "cell_size_bytes_per_token", "sliding_window_size",
+        "kv_budget_bytes_after_mamba_and_reservations", "max_total_num_tokens",
+        "full_max_total_num_tokens", "swa_max_total_num_tokens", "max_running_requests",
+        "mamba", "hybrid_swa", "layer_info", "allocated", "kv_cache_quant_algo",
+        "model_class_window", "error", "sglang_error")
+
+
+def _expected(out: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: out.get(k) for k in KEEP if out.get(k) is not None}
+    kept["log"] = [ln for ln in out.get("sglang_log", [])
+                   if "is allocated" in ln or "SWAKVPool" in ln or "capped" in ln]
+    return kept
+
+
+def make_case(python: str, case: dict[str, Any]) -> dict[str, Any]:
+    pp = case.get("pp", 1)
+    record: dict[str, Any] = {
+        "id": case["id"], "config": case["config"], "kv_pool_bytes": case["bytes"],
+        "tp": case.get("tp", 1), "pp": pp, "page_size": case.get("page_size"),
+        "kv_cache_dtype": case.get("kv_cache_dtype", "auto"),
+        "server_args": case.get("server_args", {}),
+        "cuda_capability": case.get("cuda_capability"),
+        "attention_backend": case.get("attention_backend"),
+        "spec_aux": bool(case.get("spec_aux")), "load_quant": bool(case.get("load_quant")),
+        "command": "python3 scripts/oracles/sglang_cases.py --only " + case["id"],
+    }
+    if pp == 1:
+        record["expected"] = _expected(_run(python, _args(case)))
+        return record
+    stages = [_expected(_run(python, _args(case, f"{k}/{pp}"))) for k in range(pp)]
+    fewest = min(s["max_total_num_tokens"] for s in stages)
+    final = _expected(_run(python, _args(case, f"0/{pp}", {"max_total_tokens": fewest})))
+    record["stages"] = stages
+    record["expected"] = final
+    return record
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--venv", default="/work/oracle/sglang/venv")
+    ap.add_argument("--only", nargs="*", default=None, help="case ids to (re)run")
+    args = ap.parse_args()
+    python = str(Path(args.venv) / "bin" / "python")
+    existing: dict[str, dict[str, Any]] = {}
+    if OUT.is_file():
+        for line in OUT.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                existing[record["id"]] = record
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    for case in CASES:
+        if args.only is not None and case["id"] not in args.only:
+            continue
+        if args.only is None and case["id"] in existing:
+            continue
+        print(f"{case['id']} ...", file=sys.stderr, flush=True)
+        existing[case["id"]] = make_case(python, case)
+        order = [c["id"] for c in CASES if c["id"] in existing]
+        OUT.write_text("".join(json.dumps(existing[i], sort_keys=True) + "\n" for i in order))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

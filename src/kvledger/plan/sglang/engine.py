@@ -1,0 +1,182 @@
+"""The SGLang layout as the API sees it (``--engine sglang``): ``SglangEngine(Layout)``.
+
+A thin adapter from ``kvledger.plan.layout.Layout`` to ``plan_sglang``:
+
+* ``gpu_budget`` — SGLang's own budget on a GPU preset (``budget.py``):
+  ``mem_fraction_static`` is ``--mem-fraction-static``, else ``--gpu-memory-utilization`` when
+  given (the shared spelling of the same knob), else SGLang's formula (``memory.py``).
+* ``plan`` — the platform SGLang's defaults read (page size, DSA KV dtype) is the GPU's
+  (``memory.gpu_arch``); with no GPU named, Hopper. Each pipeline stage gets its budget from
+  ``LayoutInput.stage_budgets`` (model-local caches already subtracted). The JSON keys only
+  SGLang has: ``max_running_requests``, ``sglang_log_line`` (and every line it logs),
+  ``cell_bytes_per_token``, ``swa_tokens``, ``sglang_resolved``.
+* ``concurrency_at`` — kvledger's answer, not a number SGLang logs: requests of a context
+  length that fit at once — the full pool's tokens over the context, the sliding-window
+  pool's over what one request keeps there, and never more than ``max_running_requests``
+  at that context length.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
+from kvledger.plan.result import PoolRow, RankResult, layer_summary
+
+if TYPE_CHECKING:
+    from kvledger.plan.budget import Budget
+    from kvledger.plan.sglang.layout import SglangPlan
+    from kvledger.plan.sglang.options import SglangOptions
+
+MIB = 1 << 20
+HOPPER_80GB_MIB = 81559  # the chunked-prefill default with no GPU named (H100-80GB)
+
+
+def _options(inp: GpuBudgetInput | LayoutInput) -> SglangOptions:
+    from kvledger.plan.sglang.options import SglangOptions
+
+    return inp.request.sglang or SglangOptions()
+
+
+def _plan(inp: LayoutInput) -> SglangPlan:
+    from kvledger.plan.gpus import gpu_preset
+    from kvledger.plan.sglang.layout import plan_sglang
+    from kvledger.plan.sglang.memory import default_chunked_prefill_size, gpu_arch
+
+    request = inp.request
+    gpu = gpu_preset(request.gpu).name if request.gpu is not None else None
+    total = request.gpu_total_bytes or (gpu_preset(gpu).total_bytes if gpu else None)
+    options = _options(inp)
+    chunked = default_chunked_prefill_size(total / MIB if total else HOPPER_80GB_MIB)
+    return plan_sglang(inp.facts, request, min(inp.stage_budgets), options=options,
+                       platform=gpu_arch(gpu), default_chunked_prefill_size=chunked,
+                       stage_available_bytes=inp.stage_budgets)
+
+
+def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
+    res = plan.resolved
+    resolved: dict[str, Any] = {
+        "page_size": res.page_size, "page_size_source": res.page_size_source,
+        "kv_cache_dtype_source": res.kv_dtype_source, "context_length": res.context_len,
+        "attn_tp_size": res.attn_tp, "attn_dp_size": res.attn_dp,
+        "swa_full_tokens_ratio": res.swa_full_tokens_ratio if plan.swa_tokens is not None
+        else None,
+        "mamba_full_memory_ratio": res.mamba_full_memory_ratio if plan.state else None,
+        "mamba_radix_cache_strategy": res.mamba_strategy,
+        "draft_layers": res.draft_layers, "platform": res.platform,
+        "mem_fraction_static": budget.gpu_memory_utilization,
+    }
+    fields: dict[str, Any] = {
+        "max_running_requests": plan.max_running_requests,
+        "max_running_requests_capped_by": plan.max_running_requests_capped_by,
+        "sglang_log_line": plan.sglang_log_line,
+        "sglang_log_lines": list(plan.sglang_log_lines),
+        "cell_bytes_per_token": plan.cell_bytes_per_token,
+        "swa_tokens": plan.swa_tokens,
+        "sglang_resolved": {k: v for k, v in resolved.items() if v is not None},
+    }
+    if plan.state is not None:
+        fields["max_mamba_cache_size"] = plan.state.max_mamba_cache_size
+    return fields
+
+
+class SglangEngine(Layout):
+    """SGLang 0.5.23's KV pools (``kvledger.plan.sglang``)."""
+
+    def __init__(self) -> None:
+        # concurrency_at is asked many contexts for one input: plan it once.
+        self._last: tuple[LayoutInput, SglangPlan] | None = None
+
+    def _planned(self, inp: LayoutInput) -> SglangPlan:
+        if self._last is None or self._last[0] is not inp:
+            self._last = (inp, _plan(inp))
+        return self._last[1]
+
+    def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
+        from kvledger.plan.sglang.budget import sglang_gpu_budget
+        from kvledger.plan.sglang.memory import gpu_arch, memory_settings
+        from kvledger.plan.sglang.model import (
+            MULTIMODAL_PREFILL_GRAPH_ARCHS,
+            build,
+            vision_tower,
+        )
+
+        request, options = inp.request, _options(inp)
+        gpu_arch(inp.preset.name)  # refuses platforms whose defaults are not reproduced
+        model = build(inp.facts)
+        total = request.gpu_total_bytes or inp.preset.total_bytes
+        fraction = options.mem_fraction_static if options.mem_fraction_static is not None \
+            else request.gpu_memory_utilization
+        settings = memory_settings(
+            total / MIB, tp=request.tensor_parallel_size, pp=request.pipeline_parallel_size,
+            mla=model.attention_arch == "MLA", attn_dp_size=request.data_parallel_size,
+            dp_attention=options.enable_dp_attention,
+            chunked_prefill_size=options.chunked_prefill_size,
+            cuda_graph_max_bs=options.cuda_graph_max_bs,
+            max_running_requests=options.max_running_requests,
+            max_total_tokens=options.max_total_tokens, mem_fraction_static=fraction,
+            model_name=inp.facts.model, multimodal=model.multimodal,
+            prefill_graph=not model.multimodal
+            or model.architecture in MULTIMODAL_PREFILL_GRAPH_ARCHS,
+            vision_tower=vision_tower(model.config))
+        multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1
+        return sglang_gpu_budget(
+            inp.preset, settings, weights=inp.weights, multi_gpu=multi,
+            multimodal=model.multimodal, pre_load_in_use_bytes=request.non_torch_bytes,
+            total_bytes=request.gpu_total_bytes)
+
+    def plan(self, inp: LayoutInput) -> LayoutPlan:
+        plan = self._planned(inp)
+        request = inp.request
+        rows = tuple(PoolRow(r["name"], r["pool"], int(r["entries"]), int(r["entry_bytes"]),
+                             int(r["entries_per_req"]), int(r["reserved_bytes"]))
+                     for r in plan.pool_rows)
+        state = plan.state.reserved_bytes if plan.state is not None else 0
+        ranks = tuple(
+            RankResult(s.stage, s.layer_range, s.full_layers + s.swa_layers, plan.page_size,
+                       plan.kv_cache_tokens // plan.page_size, plan.kv_cache_tokens,
+                       plan.max_concurrency, s.available_bytes, s.kv_bytes + state, rows)
+            for s in plan.stages)
+        tp = request.tensor_parallel_size
+        split = [layer.split(tp) if tp > 1 else layer for layer in inp.facts.layers]
+        warnings = list(plan.warnings)
+        if request.gpu is None and request.block_size is None:
+            warnings.append("page size auto: SGLang's choice on Hopper (H100/H200); pass "
+                            "--gpu or --page-size for another GPU")
+        # One context-length request: its tokens at the cell, and one state slot set.
+        per_state = plan.state.bytes_per_slot * next(
+            (int(r["entries_per_req"]) for r in plan.pool_rows if r["name"] == "mamba"), 0) \
+            if plan.state is not None else 0
+        one = int(plan.context_len * plan.cell_bytes_per_token) + per_state
+        return LayoutPlan(
+            ranks=ranks,
+            block_size=plan.page_size,
+            num_blocks=plan.kv_cache_tokens // plan.page_size,
+            kv_cache_tokens=plan.kv_cache_tokens,
+            max_concurrency=plan.max_concurrency,
+            max_model_len=plan.context_len,
+            kv_cache_dtype=plan.kv_cache_dtype,
+            layers=tuple(layer_summary(split)),
+            warnings=tuple(warnings),
+            one_request_bytes=(one,) * len(ranks),
+            engine_fields=_engine_fields(plan, inp.budget),
+        )
+
+    def concurrency_at(self, inp: LayoutInput, context: int) -> float:
+        from kvledger.plan.sglang.pools import max_running_requests
+
+        plan = self._planned(inp)
+        res = plan.resolved
+        slots = next((int(r["entries_per_req"]) for r in plan.pool_rows
+                      if r["name"] == "mamba"), 1)
+        reqs = max_running_requests(
+            plan.kv_cache_tokens, context_len=context, requested=res.max_running_requests,
+            attn_dp_size=res.attn_dp,
+            state_slots=plan.state.max_mamba_cache_size if plan.state is not None else None,
+            slots_per_request=slots).max_running_requests
+        fits = plan.kv_cache_tokens / context
+        if plan.swa_tokens is not None:
+            window = next((int(r["entries_per_req"]) for r in plan.pool_rows
+                           if r["name"] == "swa"), 1) * res.page_size
+            fits = min(fits, plan.swa_tokens / min(context, window))
+        return min(float(reqs), fits)

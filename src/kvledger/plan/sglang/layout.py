@@ -1,0 +1,591 @@
+"""The SGLang layout: SGLang 0.5.23's KV pool for a model, to the token.
+
+``plan_sglang(facts, request, available_bytes, ...)`` runs SGLang's sequence on kvledger's
+facts: resolve the settings SGLang resolves (KV dtype, page size, context length, attention
+TP/DP), build SGLang's view of the model (``model.build``), carve out the recurrent-state pool
+(``pools.mamba_state_pool``), size each pipeline stage's pool (``cells`` + ``pools``), take
+the smallest token count over stages, apply ``--max-total-tokens``, and resolve
+``max_running_requests``. It returns ``SglangPlan``: ``kv_cache_tokens`` is SGLang's
+``max_total_num_tokens`` (the "#tokens" of its "KV Cache is allocated" line, which
+``sglang_log_line`` reproduces).
+
+What is not reproduced is refused by name (``SglangLayoutError``): speculative decoding with a
+separate draft model, with recurrent states or with sliding-window pools; NVFP4 KV on
+standard attention; ROCm; page-size "auto" off Hopper / Ampere; the architectures
+``model.py`` lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
+from kvledger.plan.sglang import log
+from kvledger.plan.sglang.cells import (
+    DSA_QUANT_BLOCK,
+    TORCH_NAMES,
+    Cell,
+    default_cell,
+    element_size,
+    kv_heads_per_rank,
+    mha_bytes_per_layer,
+    mla_row_dim,
+)
+from kvledger.plan.sglang.model import (
+    DEEPSEEK_FAMILY_ARCHS,
+    SglangLayoutError,
+    SglangModel,
+    build,
+)
+from kvledger.plan.sglang.options import SglangOptions
+from kvledger.plan.sglang.pools import (
+    GIB,
+    Requests,
+    StatePool,
+    SwaCells,
+    SwaTokens,
+    default_tokens,
+    mamba_slots_per_request,
+    mamba_state_pool,
+    max_running_requests,
+    swa_capped_tokens,
+    swa_from_max_tokens,
+    swa_request_cap,
+    swa_tokens,
+    validate_swa_pool,
+)
+from kvledger.plan.sglang.states import StateBytes, ssm_dtype, state_bytes
+
+if TYPE_CHECKING:
+    from kvledger.derive.layers import ModelFacts
+
+# arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS ∩ _MAMBA_RADIX_CACHE_ARCHS (the hybrid
+# models kvledger has facts for): the "auto" radix strategy resolves to extra_buffer here.
+MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
+    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
+    "NemotronHForCausalLM", "FalconH1ForCausalLM",
+})
+# SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
+KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
+             "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
+HOPPER_LIKE = ("sm90", "sm80", "sm86", "sm89")
+
+
+def sm_major(platform: str) -> int:
+    """"sm90" → 9, "sm100" → 10, "sm120" → 12."""
+    return int(platform[2:-1])
+
+
+def pp_indices(num_layers: int, pp: int) -> list[tuple[int, int]]:
+    """SGLang's ``get_pp_indices`` (``srt/distributed/utils.py``, no
+    ``SGLANG_PP_LAYER_PARTITION``): ``num_layers // pp`` each, the *last* ``num_layers % pp``
+    stages one more. (vLLM gives the extra layers to the stages before the last.)"""
+    if num_layers < pp:
+        raise ValueError(f"pipeline_parallel_size {pp} exceeds the {num_layers} layers")
+    base, extra = divmod(num_layers, pp)
+    out = []
+    for rank in range(pp):
+        if rank >= pp - extra:
+            start = rank * (base + 1) - (pp - extra)
+            out.append((start, start + base + 1))
+        else:
+            out.append((rank * base, rank * base + base))
+    return out
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The settings SGLang resolves before sizing, with where each came from."""
+
+    kv_cache_dtype: str  # storage dtype name (kvledger registry)
+    kv_dtype_source: str
+    page_size: int
+    page_size_source: str
+    context_len: int
+    attn_tp: int
+    attn_dp: int
+    draft_layers: int
+    swa_full_tokens_ratio: float
+    mamba_full_memory_ratio: float
+    chunked_prefill_size: int
+    overlap: bool
+    mamba_strategy: str | None  # "extra_buffer" / "no_buffer" / None (no states)
+    max_running_requests: int | None  # --max-running-requests, or 48 with speculation
+    dsa_scaled_fp8: bool
+    platform: str
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One pipeline stage (one GPU of it) before and after the MIN over stages."""
+
+    stage: int
+    layer_range: tuple[int, int]
+    full_layers: int
+    swa_layers: int
+    own_tokens: int  # what this stage's budget alone gives
+    cell_bytes_per_token: float
+    kv_bytes: int  # bytes the final token count reserves on this stage
+    log_lines: tuple[str, ...]
+    available_bytes: int  # this stage's budget (before its state pool)
+
+
+@dataclass(frozen=True)
+class SglangPlan:
+    """What ``plan_sglang`` returns: SGLang's numbers for one GPU, and how it got them."""
+
+    model: str
+    kv_cache_tokens: int  # max_total_num_tokens (the full pool for hybrid SWA)
+    swa_tokens: int | None  # the sliding-window pool (hybrid SWA only)
+    max_running_requests: int
+    max_running_requests_capped_by: str
+    page_size: int
+    context_len: int
+    kv_cache_dtype: str
+    cell_bytes_per_token: float  # SGLang's _cell_size on the first stage
+    available_bytes: int  # the budget the configurator was given
+    kv_budget_bytes: int  # after the state pool
+    reserved_bytes: int  # KV pool + state pool on the binding stage
+    max_concurrency: float
+    state: StatePool | None
+    state_bytes: StateBytes | None
+    stages: tuple[StagePlan, ...]
+    resolved: Resolved
+    sglang_log_line: str
+    sglang_log_lines: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    pool_rows: tuple[dict[str, Any], ...] = field(default=())
+
+
+# -- settings -----------------------------------------------------------------------------
+
+
+def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str) -> tuple[str, str]:
+    asked = request.kv_cache_dtype
+    if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
+        # arg_groups/overrides.py: _dsa_kv_cache_dtype_default.
+        if asked == "auto":
+            major = sm_major(platform)
+            chosen = "fp8_e4m3" if major >= 10 else "bfloat16"
+            return chosen, f"DSA default on {platform} (_dsa_kv_cache_dtype_default)"
+        name = KV_DTYPES.get(asked)
+        if name not in ("bfloat16", "fp8_e4m3"):
+            raise SglangLayoutError(f"SGLang's DSA KV cache is bfloat16 or fp8_e4m3, not "
+                                    f"{asked!r}")
+        return name, "option"
+    if asked == "auto":
+        if model.checkpoint_kv_fp8:
+            return "fp8_e4m3", "checkpoint quant config kv_cache_quant_algo FP8"
+        return model.model_dtype, "model dtype (auto)"
+    name = KV_DTYPES.get(asked)
+    if name is None:
+        raise SglangLayoutError(
+            f"--kv-cache-dtype {asked}: SGLang 0.5.23 has no such choice (it takes auto, "
+            "bf16/bfloat16, fp8_e4m3, fp8_e5m2, nvfp4, ...)")
+    return name, "option"
+
+
+def _page_size(model: SglangModel, request: PlanRequest, platform: str) -> tuple[int, str]:
+    if request.block_size is not None:
+        page = request.block_size
+        if model.dsa is not None and page % (64 * model.dsa.index_kpool) and \
+                model.architecture in DEEPSEEK_FAMILY_ARCHS:
+            raise SglangLayoutError(
+                f"page size {page}: SGLang's DSA pool needs 64-token index pages "
+                f"(page = 64 × index_kpool = {64 * model.dsa.index_kpool})")
+        return page, "option"
+    if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
+        # model_overrides/deepseek_v2.py: "Setting page size to {64 * index_kpool} for DSA".
+        return 64 * model.dsa.index_kpool, "DSA (64 × index_kpool)"
+    if platform in HOPPER_LIKE:
+        # overrides.py _page_size_default: 1 unless a backend forces another; on Hopper the
+        # default backends (fa3; MLA fa3) and on Ampere/Ada (flashinfer / triton) keep 1.
+        return 1, f"SGLang default on {platform} (fa3 / flashinfer / triton backends)"
+    raise SglangLayoutError(
+        f"page size auto on {platform}: SGLang picks it from the attention backend there "
+        "(trtllm_mha / trtllm_mla: 64, fa4: 128, flashinfer: 1); pass --page-size")
+
+
+def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
+            platform: str, default_chunked: int) -> Resolved:
+    tp, dp = request.tensor_parallel_size, request.data_parallel_size
+    if options.enable_dp_attention:
+        if tp % dp:
+            raise ValueError(f"--enable-dp-attention: tensor_parallel_size {tp} is not a "
+                             f"multiple of data_parallel_size {dp}")
+        attn_tp, attn_dp = tp // dp, dp
+    else:
+        attn_tp, attn_dp = tp, 1
+    kv_dtype, kv_source = _kv_dtype(model, request, platform)
+    page, page_source = _page_size(model, request, platform)
+    context = model.context_len
+    if request.max_model_len is not None:
+        if request.max_model_len > model.context_len:
+            raise ValueError(
+                f"--context-length {request.max_model_len} exceeds the model's derived context "
+                f"length {model.context_len}; SGLang refuses it (unless "
+                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)")
+        context = request.max_model_len
+    draft = 0
+    if request.num_speculative_tokens > 0:
+        method = (request.speculative_method or "").lower()
+        if method in DRAFT_MODEL_METHODS:
+            raise SglangLayoutError(
+                f"speculative method {method!r} under --engine sglang: the draft model's "
+                "layer count and KV are not in this plan; not reproduced")
+        if method in MTP_METHODS:
+            if model.mambaish or model.hybrid_swa:
+                raise SglangLayoutError(
+                    "speculative decoding with a recurrent-state or sliding-window pool "
+                    "(intermediate states, draft SWA layers) is not reproduced for SGLang")
+            # spec_aux_hidden_state.py: a path-less NEXTN/MTP draft takes the target's
+            # num_nextn_predict_layers; without it SGLang sizes no draft KV in the cell.
+            draft = model.nextn_layers
+    strategy: str | None = None
+    overlap = not options.disable_overlap_schedule
+    if model.mambaish:
+        if model.architecture not in MAMBA_EXTRA_BUFFER_ARCHS:
+            raise SglangLayoutError(f"{model.architecture}: SGLang's Mamba radix strategy for "
+                                    "this architecture is not reproduced")
+        if not options.disable_radix_cache:
+            # overrides.py _mamba_radix_cache_resolution ("auto"): extra_buffer when the
+            # overlap scheduler is on or pages are > 1, else no_buffer (overlap off).
+            if overlap or page > 1:
+                strategy = "extra_buffer"
+            else:
+                strategy = "no_buffer"
+                overlap = False
+    requested = options.max_running_requests
+    if requested is None and request.num_speculative_tokens > 0 and request.speculative_method:
+        # speculative_hook.py _handle_eagle_family: "Max running requests is reset to 48 for
+        # speculative decoding" unless given (after the memory defaults were resolved).
+        requested = 48
+    return Resolved(
+        max_running_requests=requested,
+        kv_cache_dtype=kv_dtype, kv_dtype_source=kv_source, page_size=page,
+        page_size_source=page_source, context_len=context, attn_tp=attn_tp, attn_dp=attn_dp,
+        draft_layers=draft, swa_full_tokens_ratio=options.swa_ratio,
+        mamba_full_memory_ratio=options.mamba_ratio,
+        chunked_prefill_size=options.chunked_prefill_size or default_chunked, overlap=overlap,
+        mamba_strategy=strategy,
+        # calculate_mla_kv_cache_dim: fp8 DSA rows carry scales except on trtllm (Blackwell
+        # default, _dsa_split_backend_resolution) and tilelang.
+        dsa_scaled_fp8=sm_major(platform) < 10,
+        platform=platform,
+    )
+
+
+# -- sizing -------------------------------------------------------------------------------
+
+
+def _in(ids: tuple[int, ...], rng: tuple[int, int]) -> tuple[int, ...]:
+    return tuple(i for i in ids if rng[0] <= i < rng[1])
+
+
+def _swa_cells(model: SglangModel, res: Resolved, rng: tuple[int, int]) -> SwaCells:
+    assert model.heads is not None or not model.full_layers
+    full = _in(model.full_layers, rng)
+    swa = _in(model.swa_layers, rng)
+    full_per = mha_bytes_per_layer(model.heads, res.kv_cache_dtype, res.attn_tp) \
+        if model.heads is not None else 0
+    assert model.swa_heads is not None
+    swa_per = mha_bytes_per_layer(model.swa_heads, res.kv_cache_dtype, res.attn_tp)
+    return SwaCells(full_per, swa_per, len(full), len(swa))
+
+
+def _uses_request_cap(model: SglangModel, options: SglangOptions, res: Resolved,
+                      cells: SwaCells) -> bool:
+    """``SWARequestCapPoolConfigurator.is_applicable``."""
+    return (options.max_running_requests is not None and options.disable_radix_cache
+            and res.chunked_prefill_size > 0 and model.sliding_window is not None
+            and cells.full_layers > 0)
+
+
+def _stage_tokens(
+    model: SglangModel, res: Resolved, options: SglangOptions, rng: tuple[int, int],
+    kv_budget: int,
+) -> tuple[int, int | None, float, Cell | None]:
+    """(full tokens, swa tokens, cell bytes/token, default cell) for one stage's budget."""
+    page = res.page_size
+    if model.hybrid_swa:
+        cells = _swa_cells(model, res, rng)
+        if _uses_request_cap(model, options, res, cells):
+            assert options.max_running_requests is not None and model.sliding_window
+            cap = swa_request_cap(window=model.sliding_window, page_size=page,
+                                  max_running_requests=options.max_running_requests,
+                                  attn_dp_size=res.attn_dp,
+                                  chunked_prefill_size=res.chunked_prefill_size,
+                                  overlap=res.overlap)
+            out = swa_capped_tokens(kv_budget, cells, cap, page)
+            # SGLang's _cell_size stays the ratio cell of HybridSWAPoolConfigurator.__init__.
+            return out.full_tokens, out.swa_tokens, cells.cell(res.swa_full_tokens_ratio), None
+        out = swa_tokens(kv_budget, cells, res.swa_full_tokens_ratio, page)
+        return out.full_tokens, out.swa_tokens, cells.cell(res.swa_full_tokens_ratio), None
+    full = _in(model.full_layers, rng)
+    indexers = _in(model.dsa.layers, rng) if model.dsa is not None else ()
+    cell = default_cell(model, res.kv_cache_dtype, attn_tp=res.attn_tp, layers=full,
+                        indexer_layers=indexers, draft_layers=res.draft_layers,
+                        dsa_scaled_fp8=res.dsa_scaled_fp8)
+    if cell.bytes_per_token == 0:
+        raise SglangLayoutError("this pipeline stage holds no KV layer; SGLang's sizing of "
+                                "such a stage is not reproduced")
+    tokens = default_tokens(kv_budget, cell.bytes_per_token, page, 0)
+    return tokens, None, float(cell.bytes_per_token), cell
+
+
+def _recompute(model: SglangModel, res: Resolved, options: SglangOptions,
+               rng: tuple[int, int], tokens: int) -> tuple[int, int | None]:
+    """``calculate_pool_sizes_from_max_tokens`` after a constraint lowered the count."""
+    page = res.page_size
+    if model.hybrid_swa:
+        cells = _swa_cells(model, res, rng)
+        if _uses_request_cap(model, options, res, cells):
+            assert options.max_running_requests is not None and model.sliding_window
+            cap = swa_request_cap(window=model.sliding_window, page_size=page,
+                                  max_running_requests=options.max_running_requests,
+                                  attn_dp_size=res.attn_dp,
+                                  chunked_prefill_size=res.chunked_prefill_size,
+                                  overlap=res.overlap)
+            swa = -(-cap // page) * page
+            return tokens // page * page, min(swa, tokens)
+        out: SwaTokens = swa_from_max_tokens(tokens, cells, res.swa_full_tokens_ratio, page)
+        return out.full_tokens, out.swa_tokens
+    return tokens // page * page, None
+
+
+# -- logs ---------------------------------------------------------------------------------
+
+
+def _log_lines(model: SglangModel, res: Resolved, rng: tuple[int, int], tokens: int,
+               swa: int | None, state: StatePool | None, sbytes: StateBytes | None,
+               local_states: int) -> tuple[list[str], int]:
+    """SGLang's allocation lines for one stage, and the KV bytes its buffers take."""
+    page, dtype = res.page_size, res.kv_cache_dtype
+    torch_name = TORCH_NAMES[dtype]
+    size = element_size(dtype)
+    rows = tokens + page
+    lines: list[str] = []
+    if state is not None and sbytes is not None and sbytes.layers:
+        per_layer_conv = sbytes.conv_bytes_per_slot // sbytes.layers
+        per_layer_ssm = sbytes.temporal_bytes_per_slot // sbytes.layers
+        slots = state.max_mamba_cache_size + 1
+        lines.append(log.mamba_line(state.max_mamba_cache_size,
+                                    local_states * slots * per_layer_conv,
+                                    local_states * slots * per_layer_ssm))
+    full = _in(model.full_layers, rng)
+    if model.attention_arch == "MLA":
+        assert model.mla is not None
+        row_bytes = mla_row_dim(model, dtype, res.dsa_scaled_fp8) * size
+        if dtype == "nvfp4":
+            # MLATokenToKVPoolFP4: packed (dim // 2) bytes per row; its scale buffer is not
+            # in get_kv_size_bytes, so not in the logged size.
+            row_bytes = mla_row_dim(model, dtype, res.dsa_scaled_fp8) // 2
+        kv = rows * row_bytes * len(full)
+        if model.dsa is not None:
+            head = model.dsa.index_head_dim
+            pages = (tokens + page + 1) // page
+            row = page // model.dsa.index_kpool * (head + head // DSA_QUANT_BLOCK * 4)
+            kv += pages * row * len(_in(model.dsa.layers, rng))
+        lines.append(log.kv_single_line(torch_name, tokens, kv))
+        return lines, kv
+    if model.hybrid_swa:
+        assert swa is not None and model.swa_heads is not None
+        total = 0
+        parts = []
+        for label, heads, n, count in (("Full", model.heads, len(full), tokens),
+                                       ("SWA", model.swa_heads, len(_in(model.swa_layers, rng)),
+                                        swa)):
+            if heads is None:
+                k = v = 0
+            else:
+                h = kv_heads_per_rank(heads.kv_heads, res.attn_tp)
+                k = (count + page) * h * heads.head_dim * n * size
+                v = (count + page) * h * heads.v_head_dim * n * size
+            parts.append(log.kv_line(torch_name, count, k, v, label))
+            total += k + v
+        lines.extend(parts)
+        lines.append(log.swa_summary_line(total, swa, tokens))
+        return lines, total
+    assert model.heads is not None
+    h = kv_heads_per_rank(model.heads.kv_heads, res.attn_tp)
+    k = rows * h * model.heads.head_dim * len(full) * size
+    v = rows * h * model.heads.v_head_dim * len(full) * size
+    lines.append(log.kv_line(torch_name, tokens, k, v))
+    return lines, k + v
+
+
+# -- the plan -----------------------------------------------------------------------------
+
+
+def plan_sglang(
+    facts: ModelFacts,
+    request: PlanRequest,
+    available_bytes: int,
+    *,
+    options: SglangOptions | None = None,
+    platform: str = "sm90",
+    default_chunked_prefill_size: int = 8192,
+    stage_available_bytes: Sequence[int] | None = None,
+) -> SglangPlan:
+    """SGLang 0.5.23's pool for ``available_bytes`` of KV budget per GPU.
+
+    ``platform`` is what SGLang's platform checks would see (``memory.gpu_arch``); with no
+    GPU named it is Hopper. ``default_chunked_prefill_size`` is SGLang's GPU-memory default
+    (``memory.default_chunked_prefill_size``); it matters only for the SWA request cap.
+    ``stage_available_bytes`` gives each pipeline stage its own budget (a stage whose GPUs
+    also hold model-local caches has less); default: ``available_bytes`` for every stage.
+    """
+    if isinstance(available_bytes, bool) or not isinstance(available_bytes, int):
+        raise TypeError(f"available_bytes must be an int, got {available_bytes!r}")
+    if available_bytes <= 0:
+        raise ValueError(f"available_bytes must be > 0, got {available_bytes}")
+    options = options or SglangOptions()
+    model = build(facts)
+    res = resolve(model, request, options, platform, default_chunked_prefill_size)
+    pp = request.pipeline_parallel_size
+    ranges = pp_indices(model.num_layers, pp)
+    budgets = list(stage_available_bytes) if stage_available_bytes is not None else \
+        [available_bytes] * pp
+    if len(budgets) != pp or any(b <= 0 for b in budgets):
+        raise ValueError(f"stage_available_bytes must hold {pp} budgets > 0, got {budgets}")
+    warnings: list[str] = []
+    if res.dsa_scaled_fp8 is False and model.dsa is not None:
+        warnings.append("DSA fp8 rows in the raw trtllm layout (Blackwell default backends)")
+
+    # Step 1: the state pool (charged on every stage at the largest stage's share).
+    states: list[StatePool | None] = []
+    kv_budgets: list[int] = []
+    sbytes: StateBytes | None = None
+    for stage_budget in budgets:
+        budget_gb = stage_budget / GIB
+        stage_state: StatePool | None = None
+        if model.mambaish:
+            temporal = ssm_dtype(model.config, options.mamba_ssm_dtype)
+            sbytes = state_bytes(model.states, res.attn_tp, temporal)
+            ids = tuple(s.index for s in model.states)
+            biggest = max(len(_in(ids, rng)) for rng in ranges)
+            per_request = int(sbytes.per_request * (biggest / max(len(ids), 1)))
+            stage_state = mamba_state_pool(
+                budget_gb, per_request, mamba_full_memory_ratio=res.mamba_full_memory_ratio,
+                max_running_requests=options.max_running_requests,
+                disable_radix_cache=options.disable_radix_cache, attn_dp_size=res.attn_dp)
+            budget_gb = stage_state.rest_gb
+            if budget_gb <= 0:
+                raise ValueError("the recurrent-state pool leaves no memory for the KV cache")
+        states.append(stage_state)
+        kv_budgets.append(int(budget_gb * GIB))
+    live = [st for st in states if st is not None]
+    state = min(live, key=lambda st: st.max_mamba_cache_size) if live else None
+    kv_budget = kv_budgets[0]
+
+    # Step 2: tokens per stage, the MIN over stages, --max-total-tokens.
+    own: list[tuple[int, int | None, float]] = []
+    for rng, stage_kv in zip(ranges, kv_budgets, strict=True):
+        tokens, swa, cell, _ = _stage_tokens(model, res, options, rng, stage_kv)
+        own.append((tokens, swa, cell))
+    if model.hybrid_swa:
+        for _, swa, _ in own:
+            if swa is not None and not _uses_request_cap(
+                    model, options, res, _swa_cells(model, res, ranges[0])):
+                validate_swa_pool(swa, model.sliding_window, res.page_size)
+    capacity = min(t for t, _, _ in own)
+    if options.max_total_tokens is not None:
+        if options.max_total_tokens > capacity:
+            warnings.append(f"max_total_tokens={options.max_total_tokens} is larger than the "
+                            f"profiled value {capacity}; SGLang uses the profiled value")
+        capacity = min(capacity, options.max_total_tokens)
+    finals: list[tuple[int, int | None]] = []
+    for rng, (tokens, swa, _) in zip(ranges, own, strict=True):
+        finals.append((tokens, swa) if tokens == capacity else
+                      _recompute(model, res, options, rng, capacity))
+    full_tokens, swa_final = finals[0]
+    if full_tokens <= 0:
+        raise ValueError("Not enough memory: SGLang's KV pool would hold no token "
+                         "(raise the budget or --mem-fraction-static)")
+
+    # Step 3: requests.
+    slots_per_request = mamba_slots_per_request(
+        disable_radix_cache=options.disable_radix_cache,
+        extra_buffer=res.mamba_strategy == "extra_buffer", overlap=res.overlap)
+    reqs: Requests = max_running_requests(
+        full_tokens, context_len=res.context_len, requested=res.max_running_requests,
+        attn_dp_size=res.attn_dp,
+        state_slots=state.max_mamba_cache_size if state is not None else None,
+        slots_per_request=slots_per_request)
+
+    stages: list[StagePlan] = []
+    for k, (rng, (own_tokens, _, cell), (tokens, swa)) in enumerate(
+            zip(ranges, own, finals, strict=True)):
+        local_states = len(_in(tuple(s.index for s in model.states), rng))
+        lines, kv_bytes = _log_lines(model, res, rng, tokens, swa, states[k], sbytes,
+                                     local_states)
+        stages.append(StagePlan(k, rng, len(_in(model.full_layers, rng)),
+                                len(_in(model.swa_layers, rng)), own_tokens, cell, kv_bytes,
+                                tuple(lines), budgets[k]))
+    head = stages[0]
+    kv_line = next(line for line in head.log_lines if "KV Cache is allocated" in line)
+    concurrency = full_tokens / res.context_len
+    if swa_final is not None and model.sliding_window is not None:
+        per_request = min(res.context_len, model.sliding_window + res.page_size)
+        concurrency = min(concurrency, swa_final / per_request)
+    concurrency = min(float(reqs.max_running_requests), concurrency)
+    state_reserved = state.reserved_bytes if state is not None else 0
+    binding = max(stages, key=lambda s: s.kv_bytes)
+    rows: list[dict[str, Any]] = [{
+        "name": "kv", "pool": "page", "entries": full_tokens // res.page_size,
+        "entry_bytes": int(head.cell_bytes_per_token * res.page_size)
+        if not model.hybrid_swa else int(_swa_cells(model, res, ranges[0]).full_cell_bytes()
+                                          * res.page_size),
+        "entries_per_req": -(-res.context_len // res.page_size),
+        "reserved_bytes": binding.kv_bytes,
+    }]
+    if swa_final is not None:
+        cells = _swa_cells(model, res, ranges[0])
+        rows[0]["reserved_bytes"] = (full_tokens + res.page_size) * cells.full_cell_bytes()
+        rows.append({
+            "name": "swa", "pool": "page", "entries": swa_final // res.page_size,
+            "entry_bytes": cells.swa_cell_bytes() * res.page_size,
+            "entries_per_req": -(-min(res.context_len, (model.sliding_window or 0)
+                                      + res.page_size) // res.page_size),
+            "reserved_bytes": (swa_final + res.page_size) * cells.swa_cell_bytes(),
+        })
+    if state is not None:
+        rows.append({
+            "name": "mamba", "pool": "state", "entries": state.max_mamba_cache_size + 1,
+            "entry_bytes": state.bytes_per_slot, "entries_per_req": slots_per_request,
+            "reserved_bytes": state.reserved_bytes,
+        })
+    if reqs.capped_by == "state pool":
+        warnings.append(
+            f"max_running_requests is capped to {reqs.max_running_requests} by the mamba state "
+            f"cache (max_mamba_cache_size={state.max_mamba_cache_size if state else 0}, "
+            f"{slots_per_request} state slots per request)")
+    if full_tokens < res.context_len:
+        warnings.append(f"KV pool holds {full_tokens} tokens, fewer than the context length "
+                        f"{res.context_len}: one full-length request cannot fit")
+    return SglangPlan(
+        model=facts.model,
+        kv_cache_tokens=full_tokens,
+        swa_tokens=swa_final,
+        max_running_requests=reqs.max_running_requests,
+        max_running_requests_capped_by=reqs.capped_by,
+        page_size=res.page_size,
+        context_len=res.context_len,
+        kv_cache_dtype=res.kv_cache_dtype,
+        cell_bytes_per_token=head.cell_bytes_per_token,
+        available_bytes=available_bytes,
+        kv_budget_bytes=kv_budget,
+        reserved_bytes=binding.kv_bytes + state_reserved,
+        max_concurrency=concurrency,
+        state=state,
+        state_bytes=sbytes,
+        stages=tuple(stages),
+        resolved=res,
+        sglang_log_line=kv_line,
+        sglang_log_lines=head.log_lines,
+        warnings=tuple(warnings),
+        pool_rows=tuple(rows),
+    )

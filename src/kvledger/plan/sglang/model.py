@@ -1,0 +1,392 @@
+"""SGLang's view of a model, built from kvledger's engine-neutral facts.
+
+SGLang 0.5.23 does not size the KV pool layer by layer: ``ModelConfig``
+(``srt/configs/model_config.py``) holds *one* KV head count, ``head_dim`` and ``v_head_dim``
+(one more set for sliding-window layers of hybrid-SWA models), and the pool configurator
+(``srt/model_executor/pool_configurator.py``) multiplies them by a layer count. So this module
+turns the per-layer facts into that view, and refuses — naming the difference — any model
+whose layers SGLang would size differently from what the facts say (a pool whose layers
+differ in geometry, a layer that caches nothing where SGLang still gives it a slot, a cache
+kind SGLang's pools do not hold).
+
+What decides each pool, with where SGLang decides it:
+
+* **hybrid sliding-window** pools exist only for the architectures ``is_hybrid_swa_model``
+  lists (``configs/model_config.py``); Gemma-2/3 and Mistral's sliding layers are sized as
+  full layers (``model_overrides/gemma2_gemma3.py`` even sets ``disable_hybrid_swa_memory``).
+  Llama-4's chunked layers are its SWA layers (``get_hybrid_layer_ids``: every layer but each
+  fourth), their window the ``attention_chunk_size`` (``resolve_sliding_window_size``).
+* **MLA** is SGLang's attention arch only for the architectures ``_derive_model_shapes`` names
+  (``AttentionArch.MLA``); the cell is ``kv_lora_rank + qk_rope_head_dim`` per layer.
+* **DSA** (``is_deepseek_dsa``): an indexer key row per layer that computes its own top-k
+  (``dsa_layer_skips_topk``); kvledger's facts mark the others ``shares_with``.
+* **Mamba / linear attention** (``configs/hybrid_arch.py``: ``mambaish_config``): only the
+  full-attention layers enter the KV cell (``DefaultPoolConfigurator.__init__``), and the
+  recurrent states form a separate per-request pool (``configs/mamba_utils.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.derive.layers import (
+    MLA,
+    Attention,
+    ChunkedAttention,
+    Indexer,
+    Kind,
+    ModelFacts,
+    RecurrentState,
+    Role,
+    SlidingAttention,
+)
+
+
+class SglangLayoutError(ValueError):
+    """SGLang's layout for this model or option is not reproduced: refused, not guessed."""
+
+
+# configs/model_config.py: is_hybrid_swa_model (the architectures kvledger has facts for).
+# Gemma-4 / MiMo-V2 / Step3p5 are listed there too but compress or split their SWA layers in
+# ways not reproduced here, so they are refused by name below rather than sized plainly.
+HYBRID_SWA_ARCHS = frozenset({
+    "GptOssForCausalLM",  # SWA_SINK_ARCHS
+    "Llama4ForConditionalGeneration",
+})
+HYBRID_SWA_NOT_REPRODUCED = frozenset({
+    "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "MiMoV2ForCausalLM",
+    "MiMoV2FlashForCausalLM", "Step3p5ForCausalLM", "Step3p7ForConditionalGeneration",
+    "DeepseekV4ForCausalLM", "BeamForCausalLM", "LagunaForCausalLM", "MellumForCausalLM",
+    "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "IQuestQ1ForCausalLM",
+    "InklingForConditionalGeneration", "MuseGlimmerForCausalLM",
+    "MuseGlimmerForConditionalGeneration", "EmbeddingGemma2Model",
+    "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
+    "UnlimitedOCRForCausalLM",
+})
+# configs/model_config.py: _derive_model_shapes, the branches that set AttentionArch.MLA
+# with kv_lora_rank + qk_rope_head_dim (Kimi-Linear / GLM-5.3's KDA hybrids are refused as
+# KDA below, MiniCPM3 sets no v_head_dim).
+MLA_ARCHS = frozenset({
+    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM",
+    "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "KimiK25ForConditionalGeneration",
+    "MistralLarge3ForCausalLM", "LongcatFlashForCausalLM", "GigaChat35ForCausalLM",
+})
+# configs/model_config.py: is_deepseek_dsa (with index_topk in the config).
+DSA_ARCHS = frozenset({
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM",
+})
+# configs/hybrid_arch.py: mamba2_config / hybrid_gdn_config, the config classes whose states
+# are Mamba2 (Nemotron-H, Falcon-H1) or Gated DeltaNet (Qwen3-Next, Qwen3.5).
+STATE_KINDS = ("mamba2", "gated_delta_net")
+# configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
+MULTIMODAL_DISABLED_ARCHS = frozenset({
+    "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
+    "Step3VLForConditionalGeneration", "InklingForConditionalGeneration",
+})
+# configs/model_config.py: multimodal_breakable_cuda_graph_supported_model_archs (those of
+# them kvledger has facts for): a multimodal model keeps the prefill CUDA graph only here.
+MULTIMODAL_PREFILL_GRAPH_ARCHS = frozenset({
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "KimiK25ForConditionalGeneration",
+})
+# arg_groups/overrides.py: _DEEPSEEK_FAMILY_ARCHS in arg_groups/overrides.py — these use
+# trtllm_mla (page 64) on Blackwell (model_overrides/deepseek_v2.py).
+DEEPSEEK_FAMILY_ARCHS = frozenset({
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
+    "GlmMoeDsaForCausalLM",
+})
+
+
+@dataclass(frozen=True)
+class Heads:
+    """One pool's K/V geometry as SGLang's ModelConfig holds it (whole model, before TP)."""
+
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class MlaDims:
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class DsaIndexer:
+    index_head_dim: int
+    index_kpool: int
+    layers: tuple[int, ...]  # layers that keep their own index keys
+
+
+@dataclass(frozen=True)
+class SglangModel:
+    """What SGLang's pool configurators read, for one model."""
+
+    model: str
+    architecture: str
+    attention_arch: str  # "MHA", "MLA" or "SSM" (no attention cache)
+    num_layers: int  # num_hidden_layers (the decoder), as ModelLayerInfo counts it
+    full_layers: tuple[int, ...]  # layer ids in the full (or only) KV pool
+    swa_layers: tuple[int, ...]  # hybrid SWA only
+    hybrid_swa: bool
+    sliding_window: int | None  # what the model reports to SGLang (hybrid SWA only)
+    heads: Heads | None  # MHA full layers
+    swa_heads: Heads | None
+    mla: MlaDims | None
+    dsa: DsaIndexer | None
+    states: tuple[RecurrentState, ...]  # recurrent layers (Mamba2 / GDN), whole model
+    nextn_layers: int  # num_nextn_predict_layers (MTP), 0 when the config has none
+    context_len: int  # get_context_length (before --context-length)
+    model_dtype: str  # ModelConfig.dtype as SGLang resolves "auto"
+    checkpoint_kv_fp8: bool  # the checkpoint's quant config says FP8 KV (kv_cache_quant_algo)
+    multimodal: bool
+    config: Mapping[str, Any]
+
+    @property
+    def mambaish(self) -> bool:
+        return bool(self.states)
+
+
+def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key in ("text_config", "llm_config", "language_config"):
+        sub = config.get(key)
+        if isinstance(sub, Mapping):
+            return sub
+    return config
+
+
+# utils/hf_transformers/common.py: CONTEXT_LENGTH_KEYS, in this order.
+_CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                 "max_position_embeddings")
+
+
+def context_length(text: Mapping[str, Any]) -> int:
+    """SGLang's ``get_context_length``: the first of its keys, times a rope ``factor`` unless
+    the scaling names ``original_max_position_embeddings`` or is ``llama3``; else 2048."""
+    rope = text.get("rope_scaling")
+    factor: float = 1
+    if isinstance(rope, Mapping) and rope:
+        factor = rope.get("factor", 1) or 1
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1
+    for key in _CONTEXT_KEYS:
+        value = text.get(key)
+        if value is not None:
+            return int(factor * value)
+    return 2048
+
+
+def model_dtype(config: Mapping[str, Any], architecture: str) -> str:
+    """``_get_and_verify_dtype(…, "auto")`` (configs/model_config.py): the config's dtype;
+    a float32 (or missing) one serves in float16, except Gemma (bfloat16). gpt-oss is set
+    to bfloat16 by its model override (``model_overrides/gpt_oss.py``)."""
+    if architecture == "GptOssForCausalLM":
+        return "bfloat16"
+    text = _text(config)
+    stated = text.get("dtype") or text.get("torch_dtype") or config.get("dtype") or \
+        config.get("torch_dtype")
+    names = {"float32": "float32", "float": "float32", "float16": "float16",
+             "half": "float16", "bfloat16": "bfloat16"}
+    dtype = names.get(str(stated).lower(), "float32") if stated else "float32"
+    if dtype == "float32":
+        model_type = str(text.get("model_type") or config.get("model_type") or "")
+        return "bfloat16" if model_type.startswith("gemma") else "float16"
+    return dtype
+
+
+def _fp8_scheme(scheme: Any, *, static_per_tensor: bool) -> bool:
+    if not isinstance(scheme, Mapping):
+        return False
+    fp8 = scheme.get("type") == "float" and scheme.get("num_bits") == 8
+    if not static_per_tensor:
+        return fp8
+    # CompressedTensorsKVCacheMethod.is_supported_scheme: static symmetric per-tensor only.
+    return fp8 and scheme.get("strategy") == "tensor" and bool(scheme.get("symmetric", True)) \
+        and not scheme.get("dynamic", False)
+
+
+def _checkpoint_kv_fp8(facts: ModelFacts) -> bool:
+    """``configure_kv_cache_dtype`` with ``auto`` (mem_cache/kv_cache_dtype.py) stores fp8 when
+    the loaded quant config's ``kv_cache_quant_algo`` is "FP8". Which config SGLang loads
+    (``model_loader/weight_utils.get_quant_config``): config.json's ``quantization_config``
+    when there is one — ModelOpt's flat form reads ``kv_cache_scheme`` only as a dict
+    (``ModelOptQuantConfig``), else its ``kv_cache_quant_algo`` key; Fp8Config the same key;
+    compressed-tensors a static per-tensor fp8 ``kv_cache_scheme`` — and only without one,
+    ``hf_quant_config.json``'s ``quantization.kv_cache_quant_algo``. (So a ModelOpt config.json
+    whose ``kv_cache_scheme`` is the bare string "FP8" serves bf16 KV: SGLang's oracle agrees.)
+    """
+    for view in (_text(facts.config), facts.config):
+        qc = view.get("quantization_config")
+        if not isinstance(qc, Mapping):
+            continue
+        method = str(qc.get("quant_method") or "").lower()
+        if method == "compressed-tensors":
+            return _fp8_scheme(qc.get("kv_cache_scheme"), static_per_tensor=True)
+        if isinstance(qc.get("kv_cache_scheme"), Mapping):
+            return _fp8_scheme(qc.get("kv_cache_scheme"), static_per_tensor=False)
+        return str(qc.get("kv_cache_quant_algo") or "").upper() == "FP8"
+    return facts.kv_dtype_source == "hf_quant_config" and facts.kv_dtype == "fp8_e4m3"
+
+
+def _multimodal(config: Mapping[str, Any], arch: str) -> bool:
+    """``ModelConfig.is_multimodal``: a vision or audio tower, unless the architecture is one
+    SGLang serves text-only by default (``enable_multimodal`` off)."""
+    tower = any(isinstance(config.get(k), Mapping) for k in ("vision_config", "audio_config"))
+    return tower and arch not in MULTIMODAL_DISABLED_ARCHS
+
+
+def vision_tower(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(layers, hidden size) of the vision tower as ``adjust_mem_fraction_for_vlm`` reads
+    them: ``num_hidden_layers`` (24 when the config names it otherwise — SGLang's default, which
+    is what it reads for Qwen3.5's ``depth``), ``hidden_size`` (default 1024)."""
+    vision = config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        return None
+    return int(vision.get("num_hidden_layers") or 24), int(vision.get("hidden_size") or 1024)
+
+
+def _uniform_heads(layers: Sequence[Attention], what: str, model: str) -> Heads:
+    shapes = {(a.k_heads, a.k_dim, a.v_heads, a.v_dim) for a in layers}
+    if len(shapes) > 1:
+        raise SglangLayoutError(
+            f"{model}: its {what} layers differ in K/V heads or dims ({sorted(shapes)}); "
+            "SGLang 0.5.23 sizes every layer of a pool with one head count and dim "
+            "(ModelConfig), so its number for this model is not reproduced"
+        )
+    k_heads, k_dim, v_heads, v_dim = shapes.pop()
+    if k_heads != v_heads:
+        raise SglangLayoutError(
+            f"{model}: K and V head counts differ ({k_heads} vs {v_heads}); SGLang's "
+            "MHA pool has one head count for both"
+        )
+    return Heads(k_heads, k_dim, v_dim, layers[0].dtype)
+
+
+def _refuse(facts: ModelFacts, why: str) -> SglangLayoutError:
+    arch = facts.architectures[0] if facts.architectures else facts.model_type
+    return SglangLayoutError(f"{facts.model} ({arch}): {why}")
+
+
+def build(facts: ModelFacts) -> SglangModel:
+    """SGLang's view of ``facts`` (whole model, before parallelism), or a named refusal."""
+    arch = facts.architectures[0] if facts.architectures else ""
+    config = facts.config
+    text = _text(config)
+    if arch in HYBRID_SWA_NOT_REPRODUCED:
+        raise _refuse(facts, "SGLang 0.5.23 gives this architecture a hybrid sliding-window "
+                             "pool whose layout kvledger does not reproduce yet")
+    decoder = [layer for layer in facts.layers if layer.role is Role.DECODER]
+    if any(layer.role is Role.DRAFT for layer in facts.layers):
+        raise _refuse(facts, "a speculative draft model alone; SGLang serves it only beside "
+                             "its target (plan the target with --speculative-method)")
+    if any(layer.role is Role.ENCODER for layer in facts.layers) or any(
+            layer.kind is Kind.CROSS for layer in decoder):
+        raise _refuse(facts, "encoder / cross-attention caches are not reproduced for SGLang")
+    if any(layer.kind is Kind.COMPRESSED for layer in decoder):
+        raise _refuse(facts, "compressed attention (DeepSeek-V4) pools are not reproduced "
+                             "for SGLang")
+    states = tuple(layer for layer in decoder if isinstance(layer, RecurrentState))
+    odd = sorted({s.state_kind for s in states} - set(STATE_KINDS))
+    if odd:
+        raise _refuse(facts, f"recurrent state kind {', '.join(odd)} is not reproduced for "
+                             f"SGLang (reproduced: {', '.join(STATE_KINDS)})")
+    attention = [layer for layer in decoder if isinstance(layer, Attention)]
+    mla = [layer for layer in decoder if isinstance(layer, MLA)]
+    indexers = [layer for layer in decoder if isinstance(layer, Indexer)]
+    others = [layer for layer in decoder if not isinstance(layer, Attention | MLA | Indexer)
+              and not isinstance(layer, RecurrentState) and layer.kind is not Kind.NONE]
+    if others:
+        raise _refuse(facts, f"layer {others[0].index} caches {others[0].kind} "
+                             f"({type(others[0]).__name__}), which SGLang's pools do not hold "
+                             "in a way kvledger reproduces")
+    shared = [layer for layer in attention + mla if not layer.owns_memory]
+    if shared:
+        raise _refuse(facts, f"layer {shared[0].index} reads another layer's KV; SGLang's "
+                             "sharing of KV between layers is not reproduced")
+    indices = sorted({layer.index for layer in decoder})
+    num_layers = len(indices)
+    hybrid = arch in HYBRID_SWA_ARCHS or bool(text.get("is_hybrid_swa"))
+    if text.get("is_hybrid_swa") and arch not in HYBRID_SWA_ARCHS:
+        raise _refuse(facts, "the config opts into SGLang's hybrid SWA pool "
+                             "(is_hybrid_swa), which is not reproduced for it")
+    if mla and attention:
+        raise _refuse(facts, "MLA and standard attention layers in one model")
+    if mla and arch not in MLA_ARCHS:
+        raise _refuse(facts, "MLA layers, but SGLang 0.5.23 does not treat this "
+                             "architecture as MLA (AttentionArch.MLA) in a way reproduced here")
+    if indexers and arch not in DSA_ARCHS:
+        raise _refuse(facts, "sparse-attention indexer caches outside SGLang's DSA "
+                             "architectures are not reproduced")
+    if states and not (attention or mla):
+        raise _refuse(facts, "a pure state-space model (no attention KV); SGLang's pure-SSM "
+                             "pools are not reproduced")
+    if mla and states:
+        raise _refuse(facts, "MLA with recurrent layers (KDA hybrids) is not reproduced "
+                             "for SGLang")
+    # Which attention layers go where.
+    if hybrid:
+        swa = [a for a in attention if isinstance(a, SlidingAttention | ChunkedAttention)]
+        full = [a for a in attention if not isinstance(a, SlidingAttention | ChunkedAttention)]
+    else:
+        swa, full = [], list(attention)
+    empty = [i for i in indices if not any(
+        layer.index == i and layer.kind is not Kind.NONE for layer in decoder)]
+    if empty and not states:
+        raise _refuse(facts, f"layer {empty[0]} caches nothing in the model, but SGLang's "
+                             "pool gives every layer a slot of the model's one geometry; not "
+                             "reproduced")
+    heads = _uniform_heads(full, "full-attention", facts.model) if full else None
+    swa_heads = _uniform_heads(swa, "sliding-window", facts.model) if swa else None
+    window: int | None = None
+    if swa:
+        windows = {a.window if isinstance(a, SlidingAttention) else a.chunk
+                   for a in swa if isinstance(a, SlidingAttention | ChunkedAttention)}
+        if len(windows) > 1:
+            raise _refuse(facts, f"sliding layers with different windows {sorted(windows)}")
+        window = windows.pop()
+        # models/gpt_oss.py: get_attention_sliding_window_size returns sliding_window - 1.
+        if arch == "GptOssForCausalLM":
+            window -= 1
+    mla_dims: MlaDims | None = None
+    if mla:
+        dims = {(m.latent_dim, m.rope_dim) for m in mla}
+        if len(dims) > 1:
+            raise _refuse(facts, f"MLA layers with different dims {sorted(dims)}")
+        latent, rope = dims.pop()
+        mla_dims = MlaDims(latent, rope, mla[0].dtype)
+    dsa: DsaIndexer | None = None
+    if indexers:
+        owned = [ix for ix in indexers if ix.owns_memory]
+        head_dims = {ix.head_dim for ix in indexers}
+        if len(head_dims) > 1:
+            raise _refuse(facts, f"indexer layers with different head dims {sorted(head_dims)}")
+        kpool = int(getattr(indexers[0], "pool", 1) or 1)
+        dsa = DsaIndexer(head_dims.pop(), kpool, tuple(ix.index for ix in owned))
+    nextn = text.get("num_nextn_predict_layers")
+    return SglangModel(
+        model=facts.model,
+        architecture=arch,
+        attention_arch="MLA" if mla else ("MHA" if attention else "SSM"),
+        num_layers=num_layers,
+        full_layers=tuple(sorted({layer.index for layer in (full or mla)})),
+        swa_layers=tuple(sorted({a.index for a in swa})),
+        hybrid_swa=bool(swa),
+        sliding_window=window,
+        heads=heads,
+        swa_heads=swa_heads,
+        mla=mla_dims,
+        dsa=dsa,
+        states=states,
+        nextn_layers=nextn if isinstance(nextn, int) and not isinstance(nextn, bool) and
+        nextn > 0 else 0,
+        context_len=context_length(text),
+        model_dtype=model_dtype(config, arch),
+        checkpoint_kv_fp8=_checkpoint_kv_fp8(facts),
+        multimodal=_multimodal(config, arch),
+        config=config,
+    )

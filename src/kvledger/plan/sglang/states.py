@@ -1,0 +1,98 @@
+"""SGLang's recurrent-state pool: per-request bytes of Mamba2 and Gated DeltaNet layers.
+
+``BaseLinearStateParams.mamba_cache_per_req`` (``configs/mamba_utils.py``) is
+``(conv numel × conv itemsize + temporal numel × ssm itemsize) × layers`` with the shapes of
+``Mamba2StateShape.create``:
+
+* conv ``((I + 2·G'·N) / tp, K − 1)`` with ``G' = G + extra_groups_for_head_shards(G, tp)``
+  (no widening for speculative tokens), temporal ``(H / tp, head_dim, N)``;
+* Gated DeltaNet (``Qwen3NextConfig.mamba2_cache_params``) is the same shape with
+  ``I = Hv·dv``, ``G = Hk``, ``H = Hv``, ``head_dim = dv``, ``N = dk``.
+
+Dtypes (``mamba2_state_dtype``): the conv state is bfloat16 (``SGLANG_MAMBA_CONV_DTYPE``
+default), whatever the model dtype; the temporal state is ``--mamba-ssm-dtype``, else the
+config's ``mamba_ssm_dtype`` (text config first), else float32. Nemotron-H's
+``mamba_ssm_cache_dtype`` is not read by SGLang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.derive.layers import RecurrentState
+from kvledger.derive.states import GatedDeltaNetState, Mamba2State, extra_groups_for_head_shards
+from kvledger.plan.sglang.model import SglangLayoutError
+
+_ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
+CONV_DTYPE = "bfloat16"
+
+
+def _exact(numerator: int, tp: int, what: str) -> int:
+    """``sglang.srt.distributed.utils.divide``: SGLang asserts an exact split."""
+    if numerator % tp:
+        raise SglangLayoutError(f"{what} = {numerator} is not divisible by the attention "
+                                f"tensor-parallel size {tp}")
+    return numerator // tp
+
+
+@dataclass(frozen=True)
+class StateShape:
+    conv_numel: int
+    temporal_numel: int
+
+
+def state_shape(layer: RecurrentState, tp: int) -> StateShape:
+    if isinstance(layer, Mamba2State):
+        inner, groups, heads = layer.intermediate_size, layer.n_groups, layer.num_heads
+        head_dim, state, kernel = layer.head_dim, layer.state_size, layer.conv_kernel
+    elif isinstance(layer, GatedDeltaNetState):
+        inner, groups = layer.num_v_heads * layer.head_v_dim, layer.num_k_heads
+        heads, head_dim = layer.num_v_heads, layer.head_v_dim
+        state, kernel = layer.head_k_dim, layer.conv_kernel
+    else:
+        raise SglangLayoutError(f"state kind {layer.state_kind} is not reproduced for SGLang")
+    groups += extra_groups_for_head_shards(groups, tp)
+    conv = _exact(inner + 2 * groups * state, tp, "conv dim") * (kernel - 1)
+    temporal = _exact(heads, tp, "state heads") * head_dim * state
+    return StateShape(conv, temporal)
+
+
+def ssm_dtype(config: Mapping[str, Any], option: str | None) -> str:
+    if option is not None:
+        return option
+    text = config.get("text_config")
+    for view in (text if isinstance(text, Mapping) else None, config):
+        if view is not None and view.get("mamba_ssm_dtype") is not None:
+            value = str(view["mamba_ssm_dtype"])
+            # An unknown name falls back to float32 (SGLang logs a warning).
+            return value if value in _ITEMSIZE else "float32"
+    return "float32"
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """One rank's state pool geometry: bytes per request and the conv / temporal split."""
+
+    layers: int
+    conv_bytes_per_slot: int
+    temporal_bytes_per_slot: int
+    temporal_dtype: str
+
+    @property
+    def per_request(self) -> int:
+        return self.conv_bytes_per_slot + self.temporal_bytes_per_slot
+
+
+def state_bytes(states: Sequence[RecurrentState], tp: int, temporal_dtype: str) -> StateBytes:
+    shapes = {state_shape(layer, tp) for layer in states}
+    if len(shapes) > 1:
+        raise SglangLayoutError("recurrent layers with different state shapes: SGLang keeps "
+                                "one shape for every layer of its state pool")
+    if not shapes:
+        return StateBytes(0, 0, 0, temporal_dtype)
+    shape = shapes.pop()
+    n = len(states)
+    return StateBytes(n, shape.conv_numel * _ITEMSIZE[CONV_DTYPE] * n,
+                      shape.temporal_numel * _ITEMSIZE[temporal_dtype] * n, temporal_dtype)

@@ -1,0 +1,53 @@
+"""Model files whose attention layers never see ``cache_config``.
+
+vLLM's ``Attention.__init__`` (model_executor/layers/attention/attention.py) takes the KV
+cache dtype from the ``cache_config`` a model file hands it, and stores ``"auto"`` — the
+model dtype — when it gets none. It still reads the quantization config, so a
+compressed-tensors ``kv_cache_scheme`` turns that ``"auto"`` into ``"fp8"``. A model file
+that builds its ``Attention`` without ``cache_config`` (the model-type row's
+``vllm_no_cache_config`` says which and why: falcon.py) therefore ignores
+``--kv-cache-dtype`` and a ModelOpt checkpoint's KV dtype alike, while
+``cache_config.cache_dtype`` — what vLLM logs — still carries the option. Measured: Falcon-40B
+with ``--kv-cache-dtype fp8`` keeps bfloat16 pages (tests/oracles/vllm-0.32-coverage-dense.jsonl).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kvledger.derive.layers import ModelFacts
+from kvledger.derive.model_types import MODEL_TYPES
+from kvledger.derive.model_types import resolve as resolve_row
+from kvledger.plan.vllm.cache_dtype import resolve_cache_dtype
+from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, kv_dtype_name
+from kvledger.plan.vllm.specs import QUANT_FP8_PER_TENSOR, QUANT_NONE
+
+
+def layer_kv_dtype(facts: ModelFacts, res: Resolved) -> tuple[Resolved, list[str]]:
+    """``res`` with the attention layers' storage dtype such a model file really gets, and a
+    note when it differs from the resolved cache dtype; ``res`` itself for every other
+    model."""
+    if facts.model_type not in MODEL_TYPES:
+        return res, []
+    why = resolve_row(facts.model_type).vllm_no_cache_config
+    if not why:
+        return res, []
+    # What the checkpoint alone makes of "auto": a compressed-tensors kv_cache_scheme reaches
+    # the layer through its quantization config; a ModelOpt KV dtype reaches only
+    # cache_config, which these layers never see.
+    own = resolve_cache_dtype(facts, "auto")
+    if own.source == "checkpoint" and own.cache_dtype != "fp8":
+        raise VllmLayoutError(
+            f"{facts.model}: {why}; kvledger has not checked how vLLM 0.32 then treats the "
+            f"checkpoint's own KV dtype ({own.reason})"
+        )
+    if own.cache_dtype == "fp8":
+        storage, quant = "uint8", QUANT_FP8_PER_TENSOR
+    else:
+        storage, quant = res.model_dtype, QUANT_NONE
+    if (storage, quant) == (res.kv_storage_dtype, res.kv_quant):
+        return res, []
+    name = kv_dtype_name(own.cache_dtype, res.model_dtype)
+    note = (f"KV cache stays {name}, not {res.kv_cache_dtype}: {why}")
+    return dataclasses.replace(res, kv_storage_dtype=storage, kv_quant=quant,
+                               kv_cache_dtype=name, cache_dtype_reason=note), [note]

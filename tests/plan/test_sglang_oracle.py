@@ -1,0 +1,86 @@
+"""Every SGLang 0.5.23 oracle case, planned by kvledger's SGLang layout, must match exactly.
+
+The expected numbers are SGLang's own (``tests/oracles/sglang-0.5.23/cases.jsonl``, made by
+``scripts/oracles/sglang_cases.py`` running SGLang's pool sizing code); nothing here is
+computed by the code under test. A case the layout does not reproduce must be *refused* by
+name (``REFUSED``), never answered with another number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kvledger.derive import derive_model
+from kvledger.plan.sglang import SglangLayoutError, plan_sglang
+from sglang_cases import load, model_of, request_of
+
+CASES = load()
+pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
+
+# Case id → a phrase of the refusal. Each is a rule kvledger does not reproduce yet.
+REFUSED: dict[str, str] = {}
+
+
+def _ids(case: dict[str, Any]) -> str:
+    return str(case["id"])
+
+
+def _plan(case: dict[str, Any]) -> Any:
+    found = model_of(case)
+    if found is None:
+        pytest.skip(f"{case['config']} is neither bundled nor in ../shared/configs")
+    model, quant = found
+    facts = derive_model(model, hf_quant_config=quant)
+    request, options, platform = request_of(case)
+    return plan_sglang(facts, request, case["kv_pool_bytes"], options=options,
+                       platform=platform)
+
+
+ANSWERED = [c for c in CASES if c["id"] not in REFUSED and "error" not in c["expected"]
+            and c["expected"].get("max_total_num_tokens") is not None]
+
+
+@pytest.mark.parametrize("case", ANSWERED, ids=_ids)
+def test_tokens_requests_and_cell_match_sglang(case: dict[str, Any]) -> None:
+    plan = _plan(case)
+    want = case["expected"]
+    got = {
+        "max_total_num_tokens": plan.kv_cache_tokens,
+        "swa_max_total_num_tokens": plan.swa_tokens,
+        "max_running_requests": plan.max_running_requests,
+        "page_size": plan.page_size,
+    }
+    expected = {
+        "max_total_num_tokens": want["max_total_num_tokens"],
+        "swa_max_total_num_tokens": want.get("swa_max_total_num_tokens"),
+        "max_running_requests": want["max_running_requests"],
+        "page_size": want["page_size"],
+    }
+    assert got == expected
+    if case.get("pp", 1) == 1:
+        assert plan.cell_bytes_per_token == pytest.approx(want["cell_size_bytes_per_token"],
+                                                          abs=0)
+
+
+@pytest.mark.parametrize("case", [c for c in ANSWERED if c["expected"]["log"]], ids=_ids)
+def test_log_lines_match_sglang(case: dict[str, Any]) -> None:
+    """SGLang's allocation lines, character for character (rank 0's)."""
+    plan = _plan(case)
+    theirs = [ln for ln in case["expected"]["log"] if "is allocated" in ln or "SWAKVPool" in ln]
+    assert [ln for ln in plan.sglang_log_lines if ln in theirs] == theirs
+    assert plan.sglang_log_line in theirs
+
+
+@pytest.mark.parametrize("case", [c for c in ANSWERED if c.get("stages")], ids=_ids)
+def test_each_pipeline_stage_matches_sglang(case: dict[str, Any]) -> None:
+    plan = _plan(case)
+    assert [s.own_tokens for s in plan.stages] == \
+        [s["max_total_num_tokens"] for s in case["stages"]]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["id"] in REFUSED], ids=_ids)
+def test_unreproduced_cases_are_refused_by_name(case: dict[str, Any]) -> None:
+    with pytest.raises(SglangLayoutError, match=REFUSED[case["id"]]):
+        _plan(case)

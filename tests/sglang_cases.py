@@ -1,0 +1,71 @@
+"""The SGLang 0.5.23 oracle cases committed in this repo, and how each is asked of kvledger.
+
+``tests/oracles/sglang-0.5.23/cases.jsonl`` was made by ``scripts/oracles/sglang_cases.py``
+(SGLang's own sizing code, run on CPU; see that script). Each case names a config under
+``../shared/configs/``; kvledger reads the bundled catalog copy when there is one (same
+bytes), so most cases run without ``../shared``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.sglang import SglangOptions
+
+HERE = Path(__file__).resolve().parent
+CASES_FILE = HERE / "oracles" / "sglang-0.5.23" / "cases.jsonl"
+SHARED_CONFIGS = HERE.parent / ".." / "shared" / "configs"
+CATALOG = HERE.parent / "src" / "kvledger" / "derive" / "catalog"
+
+# SGLang server-argument names → SglangOptions fields (the same names).
+OPTION_KEYS = ("max_running_requests", "max_total_tokens", "swa_full_tokens_ratio",
+               "mamba_full_memory_ratio", "disable_radix_cache", "disable_overlap_schedule",
+               "chunked_prefill_size")
+
+
+def load() -> list[dict[str, Any]]:
+    if not CASES_FILE.is_file():
+        return []
+    return [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()]
+
+
+def model_of(case: dict[str, Any]) -> tuple[str, dict[str, Any] | None] | None:
+    """(what to pass to derive_model, its hf_quant_config) or None when the config is absent.
+
+    The catalog copy is used when bundled (a catalog id also brings its hf_quant_config);
+    otherwise the shared file and its ``.hf_quant_config.json`` sibling.
+    """
+    name = case["config"]
+    if (CATALOG / name).is_file():
+        return name.removesuffix(".json").replace("--", "/", 1), None
+    path = SHARED_CONFIGS / name
+    if not path.is_file():
+        return None
+    quant_path = path.with_name(name.removesuffix(".json") + ".hf_quant_config.json")
+    quant = json.loads(quant_path.read_text()) if quant_path.is_file() else None
+    return str(path), quant
+
+
+def request_of(case: dict[str, Any]) -> tuple[PlanRequest, SglangOptions, str]:
+    """The case's question as kvledger's request, SGLang options and platform."""
+    server = case.get("server_args", {})
+    options = SglangOptions(**{k: server[k] for k in OPTION_KEYS if k in server})
+    spec = server.get("speculative_algorithm")
+    request = PlanRequest(
+        engine="sglang",
+        kv_cache_memory_bytes=case["kv_pool_bytes"],
+        block_size=case.get("page_size") or 1,  # the oracle ran with SGLang's CPU page 1
+        max_model_len=server.get("context_length"),
+        kv_cache_dtype=case.get("kv_cache_dtype", "auto"),
+        tensor_parallel_size=case.get("tp", 1),
+        pipeline_parallel_size=case.get("pp", 1),
+        num_speculative_tokens=server.get("speculative_num_steps", 0) if spec else 0,
+        speculative_method="mtp" if spec else None,
+        sglang=options,
+    )
+    capability = case.get("cuda_capability") or "9.0"
+    platform = "sm" + capability.replace(".", "")
+    return request, options, platform
