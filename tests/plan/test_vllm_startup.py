@@ -171,3 +171,16 @@ def test_serve_line_environment_allows_a_long_max_model_len() -> None:
 def test_allow_long_max_model_len_is_a_bool() -> None:
     with pytest.raises(TypeError, match="allow_long_max_model_len must be a bool"):
         PlanRequest(allow_long_max_model_len="1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("factor", "match"), [
+    ("x", "RoPE 'factor' must be a positive number"), (float("nan"), "positive number"),
+    (1e6, "beyond kvledger's bound of 4,294,967,296 positions"),
+])
+def test_absurd_rope_factor_refused(factor: Any, match: str) -> None:
+    from kvledger.derive import ConfigError
+
+    base = dict(derive_model("meta-llama/Meta-Llama-3.1-8B").config)
+    facts = derive_model({**base, "rope_scaling": {"rope_type": "linear", "factor": factor}})
+    with pytest.raises(ConfigError, match=match):
+        derived_max_model_len(facts)

@@ -24,7 +24,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kvledger.derive.config import TEXT_CONFIG_KEYS
+from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import Attention, CrossAttention, LayerCache, ModelFacts
+from kvledger.derive.limits import MAX_POSITIONS
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm.errors import VllmLayoutError
 
@@ -196,10 +198,24 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
     if "gemma3" not in top_type:
         for params in _rope_dicts(facts.config):
             rope_type = params.get("rope_type", params.get("type"))
-            if rope_type not in FACTOR_NOT_APPLIED:
-                found = _positive(params.get("factor"))
-                factor = found if found is not None else factor
-    return length * factor, key
+            if rope_type not in FACTOR_NOT_APPLIED and params.get("factor") is not None:
+                factor = _rope_factor(facts, params.get("factor"))
+    derived = length * factor
+    if derived > MAX_POSITIONS:
+        raise ConfigError(f"{facts.model}: the RoPE factor {factor:g} makes the derived "
+                          f"max_model_len {derived:.4g}, beyond kvledger's bound of "
+                          f"{MAX_POSITIONS:,} positions")
+    return derived, key
+
+
+def _rope_factor(facts: ModelFacts, value: Any) -> float:
+    """A RoPE ``factor`` vLLM multiplies by: a positive finite number (vLLM would fail on
+    anything else: a string, or NaN that no comparison can then refuse)."""
+    found = _positive(value)
+    if found is None:
+        raise ConfigError(f"{facts.model}: the RoPE 'factor' must be a positive number, got "
+                          f"{value!r}")
+    return found
 
 
 def _as_vllm_prints(facts: ModelFacts, length: float) -> str:
