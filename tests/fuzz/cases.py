@@ -17,6 +17,7 @@ lengths, batch limits, speculative decoding, engines, ``--concurrency``, and vLL
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from dataclasses import dataclass, field
@@ -136,7 +137,7 @@ def mutate(data: Any, rng: random.Random, what: list[str]) -> Any:
         what.append(f"drop {key}")
         del target[key]
     elif op < 0.55:
-        value = rng.choice(WEIRD)
+        value = copy.deepcopy(rng.choice(WEIRD))  # a fresh object: never shared, never cyclic
         what.append(f"{key} = {str(value)[:20]}")
         target[key] = value
     elif op < 0.78:
@@ -152,7 +153,8 @@ def mutate(data: Any, rng: random.Random, what: list[str]) -> Any:
         what.append(f"{key} nested {depth} deep")
         target[key] = _nest(depth)
     elif op < 0.92:
-        value = rng.choice(([target[key]], str(target[key])[:30], list(range(3)), 5))
+        value = rng.choice(([copy.deepcopy(target[key])], str(target[key])[:30],
+                            list(range(3)), 5))
         what.append(f"{key} wrong container")
         target[key] = value
     else:
