@@ -122,3 +122,26 @@ def test_llama_hidden_size_must_divide_by_heads() -> None:
     with pytest.raises(ConfigError, match="hidden_size=512 is not a multiple of "
                                           "num_attention_heads=48"):
         derive_model(with_(num_attention_heads=48, num_key_value_heads=3, head_dim=64))
+
+
+def test_a_nested_count_no_table_lists_is_bounded_on_the_layer() -> None:
+    # DBRX's attn_config.kv_n_heads is read by its handler, not through Config.int: the
+    # derived layer's k_heads carries the bound (found by the fuzz: a 401-digit plan).
+    from oracle_cases import LOCAL_DIR
+
+    path = LOCAL_DIR / "configs" / "databricks--dbrx.OME-ABRIDGED.MODIFIED.json"
+    if not path.is_file():
+        pytest.skip("the DBRX config is not in tests/oracles/configs")
+    import json
+
+    cfg = json.loads(path.read_text())
+    cfg["attn_config"] = {**cfg["attn_config"], "kv_n_heads": 10**400}
+    with pytest.raises(ConfigError, match=r"layer 0 \(FullAttention\) k_heads = a 401-digit"):
+        derive_model(cfg)
+
+
+def test_bytes_per_token_bounded() -> None:
+    # 4,096 layers x 65,536 KV heads x 65,536 dims x 2 (K, V) x 2 B = 2**46 B a token > 2**40.
+    with pytest.raises(ConfigError, match="B of KV cache per token"):
+        derive_model(with_(num_hidden_layers=4096, num_attention_heads=65536,
+                           num_key_value_heads=65536, head_dim=65536, hidden_size=65536))

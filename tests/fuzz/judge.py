@@ -37,6 +37,9 @@ from fuzz.cases import Case
 CASE_SECONDS = 20
 WALL_SECONDS = 120
 INTERNAL = ("Traceback", "likely a kvledger bug", "unexpected ")
+# No number a plan prints can exceed this: bytes are capped at 2**60, tokens and blocks are
+# far below, and an echoed config value is bounded by derive/limits.py.
+MAX_PLAUSIBLE = 1 << 64
 
 
 @dataclass
@@ -146,6 +149,8 @@ def plausible(data: Any, command: str) -> str:
     if not isinstance(data, dict):
         return f"JSON is a {type(data).__name__}, not an object"
     for path, value in _numbers(data):
+        if isinstance(value, int) and abs(value) > MAX_PLAUSIBLE:
+            return f"{path} = a {len(str(value))}-digit number"
         if not math.isfinite(value) or value < 0:
             return f"{path} = {value}"
     if command != "plan":

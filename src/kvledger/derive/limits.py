@@ -22,8 +22,9 @@ be >= 1 when stated; the others may be 0 (GLM-5.3-Flash states ``head_dim: 0`` a
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kvledger.derive.errors import ConfigError
@@ -184,3 +185,37 @@ def check_values(raw: Mapping[str, Any], *, where: str, path: str = "") -> None:
                           maximum=LIMITS[key][1])
         elif key in ("torch_dtype", "dtype"):
             check_dtype(value, f"{path}{key}", where=where)
+
+
+# Bounds on what a handler derived, whatever key it read (a nested block such as DBRX's
+# attn_config.kv_n_heads is read by its handler, not through ``Config.int``): each integer
+# fact of a layer, the KV bytes one token costs over the whole model (the largest released
+# models need about 2 MiB), and the fixed state one request holds.
+MAX_TOKEN_BYTES = 1 << 40
+MAX_REQUEST_BYTES = 1 << 60
+
+
+def check_layers(layers: Iterable[Any], *, where: str) -> None:
+    """Every integer field of every derived layer <= ``MAX_COUNT``, and the model's bytes per
+    token and per request within their bounds: one line naming the layer and the field, so a
+    value no table lists cannot become a 400-digit plan."""
+    per_token = per_request = 0
+    for layer in layers:
+        for f in dataclasses.fields(layer):
+            value = getattr(layer, f.name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > MAX_COUNT:
+                raise ConfigError(
+                    f"{where}: layer {layer.index} ({type(layer).__name__}) {f.name} = "
+                    f"{_shown(value)} is beyond kvledger's bound ({MAX_COUNT:,}); check the "
+                    "config's head counts and sizes")
+        if layer.owns_memory:
+            try:
+                per_token += layer.bytes_per_token()
+                per_request += layer.bytes_per_request()
+            except ValueError:
+                continue  # a kind with no whole bytes per token (compressed): fields bound it
+    if per_token > MAX_TOKEN_BYTES or per_request > MAX_REQUEST_BYTES:
+        raise ConfigError(
+            f"{where}: the config's sizes make {_shown(per_token)} B of KV cache per token and "
+            f"{_shown(per_request)} B of state per request, beyond kvledger's bounds (2**40, "
+            "2**60); check its head counts and sizes")
