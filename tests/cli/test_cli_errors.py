@@ -277,7 +277,7 @@ def test_no_traceback_on_any_argv(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("key", "value", "needle"), [
     ("num_hidden_layers", -3, "num_hidden_layers"),
-    ("num_key_value_heads", 0, "k_heads"),
+    ("num_key_value_heads", 0, "num_key_value_heads"),
     ("max_position_embeddings", float("nan"), "max_position_embeddings"),
 ])
 def test_impossible_config_values_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,

@@ -30,7 +30,7 @@ def test_baseline_is_valid() -> None:
     ("num_hidden_layers", 0, "no layers"),
     ("num_hidden_layers", "2", "num_hidden_layers"),
     ("num_hidden_layers", 2.0, "num_hidden_layers"),
-    ("num_key_value_heads", 0, "k_heads"),
+    ("num_key_value_heads", 0, "num_key_value_heads"),  # named as the file states it
     ("num_key_value_heads", -2, "num_key_value_heads"),
     ("max_position_embeddings", math.nan, "max_position_embeddings"),
     ("max_position_embeddings", -1, "max_position_embeddings"),

@@ -86,6 +86,9 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                    default=None, metavar="L",
                    help=FIT_SETS["max_model_len"] if for_fit else
                    "longest request in tokens (default: the config's)")
+    p.add_argument("--allow-long-max-model-len", action="store_true",
+                   help="plan a --max-model-len above the config's, as vLLM does with "
+                   "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (default: refused, as vLLM refuses it)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
                    help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
     # fit searches TP × PP itself: a size given there fixes that axis of the search.
@@ -100,9 +103,12 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
     p.add_argument("--data-parallel-size", "-dp", type=int_at_least(1),
                    default=None if for_fit else 1, metavar="D",
                    help=FIT_SETS["data_parallel_size"] if for_fit else None)
-    p.add_argument("--max-num-seqs", type=int_at_least(1), default=None if for_fit else 256,
-                   metavar="S", help=FIT_SETS["max_num_seqs"] if for_fit else
-                   "concurrent requests the engine admits (default 256)")
+    # None = not given: vLLM then takes min(256, --max-num-batched-tokens) (EngineArgs.
+    # _set_default_max_num_seqs_and_batched_tokens), so a small token budget is no refusal.
+    p.add_argument("--max-num-seqs", type=int_at_least(1), default=None, metavar="S",
+                   help=FIT_SETS["max_num_seqs"] if for_fit else
+                   "concurrent requests the engine admits (default 256, or "
+                   "--max-num-batched-tokens if smaller)")
     p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1), default=8192,
                    metavar="N", help="tokens per scheduler step (default 8192)")
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
@@ -335,11 +341,13 @@ def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
         concurrency=ns.concurrency,
         block_size=ns.block_size,
         max_model_len=ns.max_model_len,
+        allow_long_max_model_len=ns.allow_long_max_model_len,
         kv_cache_dtype=ns.kv_cache_dtype,
         tensor_parallel_size=ns.tensor_parallel_size,
         pipeline_parallel_size=ns.pipeline_parallel_size,
         data_parallel_size=ns.data_parallel_size,
-        max_num_seqs=ns.max_num_seqs,
+        max_num_seqs=ns.max_num_seqs if ns.max_num_seqs is not None else
+        min(256, ns.max_num_batched_tokens),
         max_num_batched_tokens=ns.max_num_batched_tokens,
         enable_prefix_caching=ns.enable_prefix_caching,
         num_speculative_tokens=ns.num_speculative_tokens,

@@ -250,7 +250,7 @@ _HEADLINE = (
     "vllm_refuses_to_start",
 )
 _STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals",
-               "model_local_kv")
+               "model_local_kv", "vllm_refusal_reason")
 
 _LAYER_COLS = (
     ("layers", "layers"), ("count", "n"), ("role", "role"), ("kind", "kind"),
@@ -366,6 +366,8 @@ def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None
     if data.get("vllm_refuses_to_start"):
         con.print("[bold red]vLLM would refuse to start:[/] one max_model_len request does not "
                   "fit in this KV budget (the figures are what its planner computed)")
+        if data.get("vllm_refusal_reason"):
+            con.print(f"  vLLM: {data['vllm_refusal_reason']}", markup=False)
     for warning in data.get("warnings") or ():
         con.print(f"[yellow]warning:[/] {warning}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kvledger.derive.config import Config
+from kvledger.derive.config import Config, check_level_values
 from kvledger.derive.errors import (
     ConfigError,
     DeriveError,
@@ -19,6 +19,7 @@ from kvledger.derive.errors import (
 )
 from kvledger.derive.guard import check_level
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.limits import MAX_CACHE_LAYERS, check_layers
 from kvledger.derive.max_len import max_len
 from kvledger.derive.model_types import Resolved, resolve
 from kvledger.derive.quant import ignored_blocks, model_dtype, resolve_kv_dtype
@@ -66,9 +67,15 @@ def derive_model(
     text, text_row, where = _language_model(cfg, row)
     kv_dtype, kv_source = resolve_kv_dtype(cfg, source.hf_quant_config, kv_cache_dtype)
     derived = derive_level(text, text_row, kv_dtype)
+    if len(derived.layers) > MAX_CACHE_LAYERS:
+        # Layer counts are bounded key by key (derive/limits.py); this catches a count a
+        # list or pattern implies, so planning (linear in layers) stays bounded for any file.
+        raise ConfigError(f"{source.label}: the config describes {len(derived.layers):,} "
+                          f"cache layers; kvledger plans at most {MAX_CACHE_LAYERS:,}")
     for layer in derived.layers:
         if isinstance(layer, RecurrentState):
             layer.tensors()  # state shapes are computed lazily: validate them once, here
+    check_layers(derived.layers, where=source.label)
     if not derived.layers:
         raise ConfigError(
             f"{source.label}: the config describes no layers (check num_hidden_layers)"
@@ -114,12 +121,15 @@ def _language_model(cfg: Config, row: Resolved) -> tuple[Config, Resolved, str]:
         if inline:  # one dict, both rows
             check_level(inner, inner_row, path=path, also=level_row,
                         extra={**extra, **level_row.text_harmless})
+            check_level_values(inner, inner_row.keys | level_row.keys)
             return inner, inner_row, "top-level text keys"
         check_level(level, level_row, path=path, extra=extra)
+        check_level_values(level, level_row.keys)
         path = f"{path}{level_row.text_key}."
         extra = level_row.text_harmless
         level, level_row = inner, inner_row
     check_level(level, level_row, path=path, extra=extra)
+    check_level_values(level, level_row.keys)
     return level, level_row, path.rstrip(".")
 
 

@@ -10,6 +10,7 @@ import builtins
 from collections.abc import Iterable, Mapping
 
 from kvledger.derive.errors import ConfigError
+from kvledger.derive.limits import bounds, check_dtype, check_values, checked_count
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ class Config:
         self.parent = parent
         self.defaults: Mapping[str, Any] = defaults or {}
         self._model_type = model_type
+        # Where this level sits in the file ("text_config."): messages name the key by it.
+        self.path = ""
 
     # -- look-ups -------------------------------------------------------------------------
     def _value(self, key: str) -> Any:
@@ -63,20 +66,20 @@ class Config:
 
     def require(self, key: str) -> Any:
         if key not in self:
-            raise ConfigError(f"{self.model}: config has no {key!r}, which this family needs")
+            raise ConfigError(
+                f"{self.model}: config has no {self.path}{key!r}, which this family needs")
         return self._value(key)
 
     def int(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
         """An integer key; every integer a family reads is a count or a size, so it must be
-        >= ``minimum`` (0 unless the caller needs at least one)."""
+        >= ``minimum`` (0 unless the caller needs at least one) and within the key's bound
+        (``derive/limits.py``: layer counts <= 10,000, heads <= 65,536, ...)."""
         value = self.get(key, default)
         if value is None:
-            raise ConfigError(f"{self.model}: config has no {key!r}, which this family needs")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{self.model}: {key!r} must be an integer, got {value!r}")
-        if value < minimum:
-            raise ConfigError(f"{self.model}: {key!r} must be >= {minimum}, got {value}")
-        return value
+            raise ConfigError(
+                f"{self.model}: config has no {self.path}{key!r}, which this family needs")
+        return checked_count(value, f"{self.path}{key}", where=self.model,
+                             minimum=minimum, maximum=bounds(key)[1])
 
     def first_int(self, keys: Iterable[str]) -> builtins.int:
         tried = list(keys)
@@ -101,7 +104,9 @@ class Config:
                 for inherit in ("torch_dtype", "dtype", "quantization_config"):
                     if inherit not in merged and inherit in self.raw:
                         merged[inherit] = self.raw[inherit]
-                return Config(merged, model=self.model, parent=self).text()
+                found = Config(merged, model=self.model, parent=self)
+                found.path = f"{self.path}{key}."
+                return found.text()
         return self
 
     def sub(
@@ -116,8 +121,10 @@ class Config:
         for inherit in ("torch_dtype", "dtype", "quantization_config"):
             if inherit not in merged and inherit in self.raw:
                 merged[inherit] = self.raw[inherit]
-        return Config(merged, model=self.model, parent=self, defaults=defaults,
-                      model_type=model_type)
+        found = Config(merged, model=self.model, parent=self, defaults=defaults,
+                       model_type=model_type)
+        found.path = f"{self.path}{key}."
+        return found
 
     @property
     def text_key(self) -> str | None:
@@ -147,11 +154,55 @@ class Config:
         return tuple(str(a) for a in archs)
 
     def dtype(self) -> str | None:
-        """The config's own dtype (``torch_dtype`` or ``dtype``), if stated."""
+        """The config's own dtype (``torch_dtype`` or ``dtype``), if stated.
+
+        A stated value must name a floating dtype (``limits.check_dtype``): ``true``, ``0``
+        or ``[]`` is refused, not read as "no dtype" (which would mean float32)."""
         for key in ("torch_dtype", "dtype"):
-            value = self.raw.get(key)
-            if isinstance(value, str) and value:
-                return value.removeprefix("torch.")
+            name = check_dtype(self.raw.get(key), f"{self.path}{key}", where=self.model)
+            if name is not None:
+                return name
         if self.parent is not None:
             return self.parent.dtype()
         return None
+
+
+# Config classes whose transformers 5.19 ``validate_architecture`` requires
+# ``hidden_size % num_attention_heads == 0`` (models/llama/configuration_llama.py), by the
+# model_type that loads them.
+HIDDEN_DIVIDES_HEADS = {"llama": "LlamaConfig"}
+
+
+def check_level_values(cfg: Config, reads: Iterable[str]) -> None:
+    """The edge check of one config level (``derive_model`` runs it on every level, once).
+
+    Every count the limits table knows and the dtype keys, as the file states them
+    (``limits.check_values``); then, where this level's handler reads both head counts, the
+    rule vLLM's attention layer asserts at start-up: query heads are a whole multiple of KV
+    heads (vllm/model_executor/layers/attention/attention.py ``Attention.__init__``:
+    ``assert num_heads % num_kv_heads == 0``). Class defaults (``derive/model_types.py``)
+    count, as they do for vLLM: Mistral's omitted ``num_key_value_heads`` is 8. And where
+    the config class validates it, hidden size over heads (``HIDDEN_DIVIDES_HEADS``).
+    """
+    check_values(cfg.raw, where=cfg.model, path=cfg.path)
+    if {"num_attention_heads", "num_key_value_heads"} <= set(reads):
+        heads, kv_heads = cfg.get("num_attention_heads"), cfg.get("num_key_value_heads")
+        if isinstance(heads, builtins.int) and isinstance(kv_heads, builtins.int) and (
+            kv_heads > 0 and heads % kv_heads
+        ):
+            raise ConfigError(
+                f"{cfg.model}: {cfg.path}num_attention_heads={heads} is not a multiple of "
+                f"{cfg.path}num_key_value_heads={kv_heads}; vLLM's attention layer requires "
+                "it (Attention.__init__: num_heads % num_kv_heads == 0)"
+            )
+    if cfg.model_type in HIDDEN_DIVIDES_HEADS:
+        hidden, heads = cfg.get("hidden_size"), cfg.get("num_attention_heads")
+        if isinstance(hidden, builtins.int) and isinstance(heads, builtins.int) and (
+            heads > 0 and hidden % heads
+        ):
+            raise ConfigError(
+                f"{cfg.model}: {cfg.path}hidden_size={hidden} is not a multiple of "
+                f"{cfg.path}num_attention_heads={heads}; transformers' "
+                f"{HIDDEN_DIVIDES_HEADS[cfg.model_type]}.validate_architecture refuses the "
+                "config (even with head_dim stated), so vLLM cannot load it"
+            )

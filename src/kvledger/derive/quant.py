@@ -466,6 +466,9 @@ def _kv_in_block(block: Mapping[str, Any], where: str, cfg: Config) -> KVDeclara
 def kv_declaration(cfg: Config, hf_quant: Mapping[str, Any] | None) -> KVDeclaration | None:
     """What the checkpoint says its KV cache holds: the text config's block, then the outer
     one, then hf_quant_config.json. ``None``: no KV scheme (the model dtype is used)."""
+    # hf_quant_config.json is checked even when an inline block decides, as the weights
+    # estimate reads it too (a non-object ``quantization`` is one line, not a crash there).
+    inner = check_hf_quant_config(hf_quant, cfg) if hf_quant is not None else None
     blocks = quantization_blocks(cfg)
     # The text config's own block first (it is the language model's).
     blocks.sort(key=lambda p: 0 if cfg.text_key and p[0].startswith(cfg.text_key) else 1)
@@ -473,8 +476,7 @@ def kv_declaration(cfg: Config, hf_quant: Mapping[str, Any] | None) -> KVDeclara
         found = _kv_in_block(block, where, cfg)
         if found is not None:
             return found
-    if hf_quant is not None:
-        inner = check_hf_quant_config(hf_quant, cfg)
+    if inner is not None:
         algo = inner.get("kv_cache_quant_algo")
         if algo is not None:
             dtype = kv_scheme_dtype(algo, "hf_quant_config.quantization.kv_cache_quant_algo",

@@ -65,6 +65,9 @@ def fit_model(
             candidate = records.replace(
                 request, kv_cache_memory_bytes=None, max_model_len=context,
                 max_num_seqs=concurrency, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                # vLLM refuses fewer batched tokens than sequences (SchedulerConfig): N
+                # concurrent requests need a step of at least N tokens.
+                max_num_batched_tokens=max(request.max_num_batched_tokens, concurrency),
                 data_parallel_size=1, gpu=preset.name, concurrency=None,
                 # A declaration pinned to a stage this candidate does not have is on the last.
                 model_local_stages=tuple((n, min(k, pp - 1))

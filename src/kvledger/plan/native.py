@@ -448,7 +448,8 @@ def plan_native(
         notes.append("nothing to cache: no layer of this stage holds KV or state")
     elif not best.has_pages:
         notes.append("no paged class: context is not bounded by KV memory; kv_cache_tokens "
-                     "reports the reserved slots × max_model_len")
+                     f"reports the reserved slots × max_model_len ({best.max_num_seqs} × "
+                     f"{max_model_len:,}), num_blocks is 0")
     return dataclasses.replace(best, warnings=tuple(notes))
 
 

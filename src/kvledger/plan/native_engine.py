@@ -176,6 +176,28 @@ def _plan_stages(
     return ranks, classes, warnings, plans
 
 
+def _capacity_warnings(plans: list[NativePlan], max_model_len: int) -> list[str]:
+    """Say so, with the numbers, when a stage holds no ``max_model_len`` request (issue 10:
+    such plans printed ``num_blocks: 0`` and exit 0 with no word). An engine would refuse to
+    start there (vLLM does); the native layout is not an engine, so it warns."""
+    out: list[str] = []
+    for k, plan in enumerate(plans):
+        if not plan.pools.entries or not plan.has_pages:
+            continue  # nothing cached; or rings only (native.py says so)
+        where = f"stage {k}: " if len(plans) > 1 else ""
+        page = plan.pools.entry_bytes[plan.pools.paged_class or ""]
+        need = plan.blocks_per_request(max_model_len)
+        if plan.num_blocks == 0:
+            out.append(f"{where}0 blocks: the {plan.available_bytes:,} B budget holds no "
+                       f"{page:,} B page; one {max_model_len:,}-token request needs {need:,} "
+                       "(an engine would not start)")
+        elif plan.concurrency_at(max_model_len) < 1:
+            out.append(f"{where}no {max_model_len:,}-token request fits: {plan.num_blocks:,} "
+                       f"blocks of {plan.block_size} tokens ({plan.kv_cache_tokens:,} tokens), "
+                       f"one request needs {need:,} blocks (an engine would not start)")
+    return out
+
+
 class NativeEngine(Layout):
     """kvledger's byte-exact layout (``kvledger.plan.native``)."""
 
@@ -207,6 +229,7 @@ class NativeEngine(Layout):
         live = [p for p in plans if p.pools.entries]
         slots = min(p.max_num_seqs for p in live) if live else request.max_num_seqs
         notes = [n for n in inp.facts.notes if n.startswith("float32 checkpoint served")]
+        notes.extend(_capacity_warnings(plans, inp.max_model_len))
         return LayoutPlan(
             ranks=tuple(ranks),
             block_size=ranks[0].block_size,

@@ -99,6 +99,9 @@ class PlanRequest:
     # None (or "auto"): the engine picks (vLLM: 16, or what the attention backend needs).
     block_size: int | None = None
     max_model_len: int | None = None  # None: the config's max_position_embeddings
+    # vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a max_model_len above the config's is planned
+    # (vLLM warns) instead of refused as vLLM refuses it (plan/vllm/startup.py).
+    allow_long_max_model_len: bool = False
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
@@ -139,6 +142,9 @@ class PlanRequest:
         object.__setattr__(self, "block_size", _block_size(self.block_size))
         if self.max_model_len is not None:
             _count("max_model_len", self.max_model_len, minimum=1)
+        if not isinstance(self.allow_long_max_model_len, bool):
+            raise TypeError("allow_long_max_model_len must be a bool, got "
+                            f"{self.allow_long_max_model_len!r}")
         if self.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ValueError(
                 f"kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)}, "

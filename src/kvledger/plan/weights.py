@@ -149,10 +149,21 @@ def safetensors_total_bytes(directory: Path) -> tuple[int, str] | None:
 
 
 def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+    """The first of ``keys`` the config states, checked as derive checks it
+    (``derive/limits.py``); ``default`` when none is stated.
+
+    Why not skip a value of the wrong type: a string ``n_routed_experts`` skipped as "no
+    experts" sized DeepSeek-V3 as a 37 B model instead of 671 B, with exit 0.
+    """
+    from kvledger.derive.limits import checked_count
+
     for key in keys:
         value = cfg.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+        if value is not None:
+            try:
+                return checked_count(value, key, where="config")
+            except ValueError as exc:
+                raise WeightsError(f"cannot estimate weights: {exc}") from None
     return default
 
 
@@ -260,7 +271,12 @@ def _quant_scheme(
     method = str(qc.get("quant_method") or "")
     if method == "fp8":
         block = qc.get("weight_block_size") or [128, 128]
-        scale_bits = 32 / (int(block[0]) * int(block[1]))
+        if not (isinstance(block, list) and len(block) == 2 and all(
+                isinstance(b, int) and not isinstance(b, bool) and 0 < b <= 1 << 20
+                for b in block)):
+            raise WeightsError("quantization_config.weight_block_size must be two positive "
+                               f"integers, got {block!r}")
+        scale_bits = 32 / (block[0] * block[1])
         ignored = [str(p) for p in qc.get("modules_to_not_convert") or qc.get("ignore") or ()]
         cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
         return "fp8", 8.0 + scale_bits, cats
@@ -273,8 +289,9 @@ def _quant_scheme(
         group = next(iter(groups.values()), None) if isinstance(groups, Mapping) else None
         weights = (group or {}).get("weights") or {}
         num_bits = weights.get("num_bits")
-        if not isinstance(num_bits, int):
-            raise WeightsError("compressed-tensors config has no weights.num_bits")
+        if isinstance(num_bits, bool) or not isinstance(num_bits, int) or not 0 < num_bits <= 64:
+            raise WeightsError("compressed-tensors config has no weights.num_bits in 1..64, "
+                               f"got {num_bits!r}")
         size = weights.get("group_size")
         scale = str(weights.get("scale_dtype") or "")
         scale_bits = 8 if "int8" in scale or "uint8" in scale or "float8" in scale else 16

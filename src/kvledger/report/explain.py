@@ -154,7 +154,10 @@ def build_request(log: ParsedLog, engine: str, problems: list[str]) -> PlanReque
     kv = _KV_DTYPES[kv]
     if kv == "auto" and str(s.get("dtype", "")).lower() == "float32":
         kv = "float32"  # vLLM: cache dtype "auto" follows the model dtype
-    fields: dict[str, Any] = {"engine": engine, "kv_cache_dtype": kv, "block_size": None}
+    # The log shows vLLM ran with these settings, so a max_model_len above the config's was
+    # allowed there (VLLM_ALLOW_LONG_MAX_MODEL_LEN): replay it, do not refuse it.
+    fields: dict[str, Any] = {"engine": engine, "kv_cache_dtype": kv, "block_size": None,
+                              "allow_long_max_model_len": True}
     for name in ("max_model_len", "block_size", "tensor_parallel_size",
                  "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
                  "max_num_batched_tokens", "enable_prefix_caching"):

@@ -210,9 +210,13 @@ def _batch_defaults(values: dict[str, Any], out: Translation, ctx: Context) -> N
         return
     factor = 2 if doubled else 1
     seqs, tokens = picked
+    given_tokens = values.get("max_num_batched_tokens")
     if values.get("max_num_seqs") is None:
-        out.defaults["--max-num-seqs"] = str(seqs * factor)
-    if values.get("max_num_batched_tokens") is None:
+        # EngineArgs._set_default_max_num_seqs_and_batched_tokens: an unset max_num_seqs is
+        # min(default, max_num_batched_tokens), so a small given token budget is no refusal.
+        batched = given_tokens if isinstance(given_tokens, int) else tokens * factor
+        out.defaults["--max-num-seqs"] = str(min(seqs * factor, batched))
+    if given_tokens is None:
         out.defaults["--max-num-batched-tokens"] = str(tokens * factor)
 
 
@@ -248,5 +252,9 @@ def _environment(env: dict[str, str], table: FlagTable, out: Translation) -> Non
             if value.strip().lower() in ("1", "true", "yes", "on"):
                 out.options["--offline"] = None
         elif name == "VLLM_ALLOW_LONG_MAX_MODEL_LEN":
-            out.notes.append(f"{name}={value}: vLLM accepts a --max-model-len above the "
-                             "config's; kvledger plans the given length either way")
+            # envs.py reads it as os.environ.get(...).strip().lower() in ("1", "true").
+            if value.strip().lower() not in ("1", "true"):
+                continue
+            out.options["--allow-long-max-model-len"] = None
+            out.notes.append(f"{name}={value}: a --max-model-len above the config's is "
+                             "planned, as vLLM accepts it (with a warning)")

@@ -75,7 +75,10 @@ class VllmEngine(Layout):
             refuses_to_start=plan.vllm_refuses_to_start,
             # vLLM refuses unless one request's blocks fit beside the null block.
             one_request_bytes=tuple(sp.needed_bytes + sp.bytes_per_block for sp in stage_plans),
-            engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start},
+            # A budget too small for one request is not an error (README, "Decisions worth
+            # knowing"): the figures stand, with vLLM's reason beside them.
+            engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
+                           "vllm_refusal_reason": plan.refusal_reason or None},
         )
 
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:

@@ -215,7 +215,10 @@ def packed_groups(specs: dict[int, KVCacheSpec]) -> tuple[Group, ...]:
     buckets: list[list[int]] = []
     for i, spec in specs.items():
         for bucket in buckets:
-            if _is_uniform([specs[j] for j in bucket] + [spec]):
+            # A bucket is uniform already, and uniformity is agreement with its first member:
+            # comparing with that one alone is the same test, in constant time (issue 10: the
+            # whole bucket per layer was quadratic in layers).
+            if _is_uniform([specs[bucket[0]], spec]):
                 bucket.append(i)
                 break
         else:

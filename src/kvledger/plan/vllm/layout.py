@@ -10,6 +10,7 @@ counts its blocks from the same per-GPU budget, and all stages use the smallest 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence, Set
 
 from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
@@ -30,6 +31,7 @@ from kvledger.plan.vllm.specs import (
     UniformTypeSpecs,
     spec_name,
 )
+from kvledger.plan.vllm.startup import check_block_size, check_startup, memory_refusal_reason
 from kvledger.records import field, record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -93,6 +95,9 @@ class VllmPlan:
     # [start, end) decoder layer indices of this stage (vLLM ``get_pp_indices``).
     layer_range: tuple[int, int] | None = None
     stages: tuple[VllmPlan, ...] = field(default=())
+    # Why vLLM would not start on this budget (vLLM's words, plan/vllm/startup.py); "" if it
+    # would.
+    refusal_reason: str = ""
 
     @property
     def reserved_bytes(self) -> int:
@@ -147,6 +152,7 @@ def not_in_vllm(model_type: str) -> str:
 def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     if absent := not_in_vllm(facts.model_type):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
+    check_startup(facts, request)
     res = resolve(facts, request)
     kv_notes: list[str] = []
     if facts.model_type in MODEL_TYPES and resolve_row(facts.model_type).vllm_no_cache_config:
@@ -184,6 +190,8 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     raw = [layer_spec(layer, res, request) for layer in parts]
     sizes = resolve_block_sizes(
         [(raw[k], len(order.positions[k])) for k in order.by_first_layer], res)
+    check_block_size(sizes.block_size, request.block_size,
+                     any(isinstance(s, AttentionSpec) for s in raw))
     specs = apply_block_sizes(raw, sizes)
     # vLLM buckets layers by spec equality: parts with equal specs (an MTP layer and the
     # decoder's full attention) share a bucket.
@@ -336,15 +344,31 @@ def _tp_heads(buckets: tuple[Bucket, ...]) -> int | None:
 
 def _project(groups: tuple[Group, ...], members: set[int]) -> tuple[Group, ...]:
     """vLLM ``_project_kv_cache_groups_to_worker``: keep each group, only this stage's layers."""
-    out: list[Group] = []
+    return _project_all(groups, [members])[0]
+
+
+def _project_all(
+    groups: tuple[Group, ...], members: list[set[int]]
+) -> list[tuple[Group, ...]]:
+    """``_project`` for every stage in one pass over the layers (issue 10: projecting stage by
+    stage walked every layer once per stage, quadratic when PP grows with the layer count)."""
+    stage_of = {i: k for k, m in enumerate(members) for i in m}
+    out: list[list[Group]] = [[] for _ in members]
     for g in groups:
-        kept = tuple(i for i in g.layers if i in members)
-        spec = g.spec
-        if kept and isinstance(spec, UniformTypeSpecs):
-            index = {layer: k for k, layer in enumerate(g.layers)}
-            spec = UniformTypeSpecs(spec.block_size, tuple(spec.specs[index[i]] for i in kept))
-        out.append(Group(kept, spec))
-    return tuple(out)
+        kept: list[list[int]] = [[] for _ in members]
+        picked: list[list[KVCacheSpec]] = [[] for _ in members]
+        for k, layer in enumerate(g.layers):
+            stage = stage_of.get(layer)
+            if stage is not None:
+                kept[stage].append(layer)
+                if isinstance(g.spec, UniformTypeSpecs):
+                    picked[stage].append(g.spec.specs[k])
+        for stage, layers in enumerate(kept):
+            spec = g.spec
+            if layers and isinstance(spec, UniformTypeSpecs):
+                spec = UniformTypeSpecs(spec.block_size, tuple(picked[stage]))
+            out[stage].append(Group(tuple(layers), spec))
+    return [tuple(groups_of_stage) for groups_of_stage in out]
 
 
 def _stage_ranges(prep: _Prepared, pp: int) -> list[tuple[int, int]]:
@@ -355,11 +379,12 @@ def _stage_ranges(prep: _Prepared, pp: int) -> list[tuple[int, int]]:
 
 def _stage_members(prep: _Prepared, pp: int) -> list[set[int]]:
     ranges = _stage_ranges(prep, pp)
+    starts = [a for a, _ in ranges]
     members: list[set[int]] = [set() for _ in ranges]
     for ordinal, (index, role) in enumerate(zip(prep.indices, prep.roles, strict=True)):
         stage = len(ranges) - 1  # MTP / draft layers run on the last stage
         if role is Role.DECODER:
-            stage = next(k for k, (a, b) in enumerate(ranges) if a <= index < b)
+            stage = bisect.bisect_right(starts, index) - 1  # linear overall (issue 10)
         members[stage].add(ordinal)
     return members
 
@@ -378,7 +403,10 @@ def _plan(
     extra_warnings: tuple[str, ...] = (),
 ) -> VllmPlan:
     warnings = list(prep.warnings) + list(extra_warnings)
+    reason = ""
     if math.refuses_to_start:
+        reason = memory_refusal_reason(prep.res.max_model_len, math.needed_bytes,
+                                       available_bytes - math.bytes_per_block)
         warnings.append(
             f"vLLM would refuse to start: one {prep.res.max_model_len}-token request needs "
             f"{math.needed_bytes} B of KV cache but {available_bytes - math.bytes_per_block} B "
@@ -407,6 +435,7 @@ def _plan(
         stage=stage,
         layer_range=layer_range,
         stages=stages,
+        refusal_reason=reason,
     )
 
 
@@ -462,7 +491,7 @@ def plan_vllm(
 
     members = _stage_members(prep, pp)
     ranges = _stage_ranges(prep, pp)
-    projected = [_project(prep.grouping.groups, m) for m in members]
+    projected = _project_all(prep.grouping.groups, members)
     counts = [
         block_math(g, budgets[k], prep.ctx).num_blocks
         for k, g in enumerate(projected)

@@ -217,7 +217,11 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         )
     storage, quant = _kv_storage(cache.cache_dtype, model_dtype)
 
-    max_model_len = request.max_model_len or facts.max_position_embeddings
+    # vLLM's default is the length it derives from every length key of the config (Command-R:
+    # model_max_length 131,072 over max_position_embeddings 8,192), plan/vllm/startup.py.
+    from kvledger.plan.vllm.startup import default_max_model_len
+
+    max_model_len = request.max_model_len or default_max_model_len(facts)
     if max_model_len is None:
         raise VllmLayoutError(
             f"{facts.model}: the config states no max_position_embeddings; pass --max-model-len"

@@ -1,0 +1,311 @@
+"""vLLM 0.32's start-up refusals that follow from the model and the options alone.
+
+A plan for a deployment vLLM would not start is a plausible wrong number, so the vLLM layout
+checks what vLLM checks before it sizes the KV cache, each rule from vLLM's source (cited on
+the function), and stops with vLLM's own reason. One rule for how a refusal shows (README,
+"Decisions worth knowing"):
+
+- a **configuration** vLLM rejects at start-up (parallel sizes, block size, max_model_len,
+  scheduler limits) is ``VllmStartupError``: exit 2, one line, vLLM's reason first;
+- a **budget** too small for one ``max_model_len`` request is not an error: the plan is
+  still computed (it is what vLLM's planner computes before it raises) and the JSON says
+  ``vllm_refuses_to_start: true`` with ``vllm_refusal_reason`` (``memory_refusal_reason``).
+
+Rules elsewhere in the layout that are start-up refusals too: the sparse-MLA and MiniMax-M3
+kernel block sizes (``hybrid.py``), nvfp4 / fp8_e5m2 on MLA (``resolve.py``), KV schemes vLLM
+rejects (``cache_dtype.py``), and KV heads that do not split over TP
+(``derive.layers.split_heads``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from kvledger.derive.config import TEXT_CONFIG_KEYS
+from kvledger.derive.errors import ConfigError
+from kvledger.derive.layers import Attention, CrossAttention, LayerCache, ModelFacts
+from kvledger.derive.limits import MAX_POSITIONS
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm.errors import VllmLayoutError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+PREFIX = "vLLM 0.32 refuses to start"
+
+# vLLM ``_get_and_verify_max_len``: RoPE types whose ``factor`` is *not* applied (their
+# max_position_embeddings is already the scaled length).
+FACTOR_NOT_APPLIED = frozenset(
+    {"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"}
+)
+# transformers ``attribute_map`` entries that give ``num_attention_heads`` another name, for
+# the model types kvledger derives (read from transformers 5.19's config classes).
+HEADS_ALIAS = {"gpt2": "n_head", "whisper": "encoder_attention_heads"}
+# Every SM90 attention backend vLLM 0.32 can pick for standard attention (FLASH_ATTN,
+# FLASHINFER, TRITON_ATTN, FLEX_ATTENTION) or dense MLA (FLASH_ATTN_MLA, TRITON_MLA; FLASHMLA
+# takes 64, a multiple) splits a block into kernel blocks of a multiple of 16
+# (``get_supported_kernel_block_sizes``, ``AttentionBackend.supports_block_size``).
+KERNEL_BLOCK_MULTIPLE = 16
+
+
+class VllmStartupError(VllmLayoutError):
+    """vLLM 0.32 would raise this at start-up; the message starts with ``PREFIX``."""
+
+    def __init__(self, reason: str, source: str, fix: str = "") -> None:
+        tail = f"; {fix}" if fix else ""
+        super().__init__(f"{PREFIX}: {reason} ({source}){tail}")
+        self.reason = reason
+
+
+def text_config(facts: ModelFacts) -> Mapping[str, Any]:
+    """The language model's config as vLLM reads it (``get_hf_text_config``)."""
+    for key in TEXT_CONFIG_KEYS:
+        sub = facts.config.get(key)
+        if isinstance(sub, Mapping):
+            return sub
+    return facts.config
+
+
+def check_startup(facts: ModelFacts, request: PlanRequest) -> None:
+    """Every start-up refusal of this module for ``facts`` served with ``request``."""
+    check_tensor_parallel(facts, request.tensor_parallel_size)
+    check_max_model_len(facts, request)
+    check_scheduler(request)
+
+
+# -- tensor parallelism ------------------------------------------------------------------------
+
+
+def attention_heads(facts: ModelFacts) -> int:
+    """``model_arch_config.total_num_attention_heads``: the text config's
+    ``num_attention_heads`` (through transformers' attribute_map), 0 when it has none."""
+    text = text_config(facts)
+    value = text.get("num_attention_heads")
+    if value is None:
+        value = text.get(HEADS_ALIAS.get(str(text.get("model_type") or facts.model_type), ""))
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def check_tensor_parallel(facts: ModelFacts, tp: int) -> None:
+    """Two rules vLLM applies before it builds a KV cache:
+
+    - vllm/config/model.py ``ModelConfig.verify_with_parallel_config``: the attention heads
+      must divide by the tensor parallel size (``-tp 3`` on a 128-head model, ``-tp
+      1000000``);
+    - vllm/model_executor/models/llama.py ``LlamaAttention.__init__`` (``assert tp_size %
+      self.total_num_kv_heads == 0`` when there are fewer KV heads than ranks, else the
+      reverse) and vllm/model_executor/layers/linear.py ``QKVParallelLinear.__init__``
+      (``divide(total_num_kv_heads, tp)`` or ``divide(tp, total_num_kv_heads)``, which
+      assert too): KV heads are split, or replicated, exactly. 3 KV heads at TP 4 is refused
+      (the oracle: an AssertionError in LlamaAttention); at TP 6 each is held twice.
+
+    Not checked: the MLP and expert widths TP must divide too (``MergedColumnParallelLinear``
+    divides ``intermediate_size``); the head rule above already rules out every TP of the
+    released configs that those would.
+    """
+    heads = attention_heads(facts)
+    if heads % tp:
+        raise VllmStartupError(
+            f"Total number of attention heads ({heads}) must be divisible by tensor parallel "
+            f"size ({tp}).", "ModelConfig.verify_with_parallel_config",
+            f"use a --tensor-parallel-size that divides {heads}")
+    for kv_heads in sorted(_kv_head_counts(facts.layers)):
+        if kv_heads and tp > kv_heads and tp % kv_heads:
+            raise VllmStartupError(
+                f"{tp} is not divisible by {kv_heads}: {kv_heads} KV heads are replicated over "
+                f"tensor parallel size {tp} only when it is a multiple (assert tp_size % "
+                "self.total_num_kv_heads == 0)",
+                "LlamaAttention.__init__, QKVParallelLinear.__init__",
+                f"use a --tensor-parallel-size that divides or is a multiple of {kv_heads}")
+
+
+def _kv_head_counts(layers: Iterable[LayerCache]) -> set[int]:
+    """KV head counts of the layers vLLM projects with QKVParallelLinear (self-attention with
+    K/V heads; MLA latents and indexer keys are replicated, not split)."""
+    return {
+        layer.k_heads for layer in layers
+        if isinstance(layer, Attention) and not isinstance(layer, CrossAttention)
+        and layer.owns_memory
+    }
+
+
+# -- block size --------------------------------------------------------------------------------
+
+
+def check_block_size(final_block: int, requested: int | None, has_attention: bool) -> None:
+    """A block size the attention backends cannot split into kernel blocks.
+
+    vLLM ``CudaPlatform.get_attn_backend_cls`` validates each backend on the SM90 priority
+    list with the configured block size (``AttentionBackend.validate_configuration`` →
+    ``supports_block_size``) and raises "No valid attention backend found" when none takes it;
+    for hybrid models that kept the user's size, ``Platform._check_aligned_block_size`` does
+    the same. ``--block-size auto`` never reaches this (vLLM picks a size every backend takes),
+    nor does an attention-free model (no attention backend). The sparse-MLA (64) and
+    MiniMax-M3 (128) kernels are checked where their block size is chosen (``hybrid.py``).
+    """
+    if requested is None or not has_attention or final_block % KERNEL_BLOCK_MULTIPLE == 0:
+        return
+    raise VllmStartupError(
+        f"No valid attention backend found for cuda with block_size={final_block} (FLASH_ATTN, "
+        f"FLASHINFER, TRITON_ATTN, FLEX_ATTENTION and the MLA backends: block_size not "
+        f"supported; they take multiples of {KERNEL_BLOCK_MULTIPLE})",
+        "CudaPlatform.get_attn_backend_cls",
+        f"use --block-size auto or a multiple of {KERNEL_BLOCK_MULTIPLE}")
+
+
+# -- max_model_len -----------------------------------------------------------------------------
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        found = float(value)  # an integer past float's range (10**400) is no factor either
+    except OverflowError:
+        return None
+    return found if math.isfinite(found) and found > 0 else None
+
+
+def _rope_dicts(config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """vLLM ``iter_rope_parameters`` on the top-level config (``rope_parameters``, which
+    transformers fills from a legacy ``rope_scaling``): one dict, or one per layer type."""
+    params = config.get("rope_parameters")
+    if not isinstance(params, Mapping) or not params:
+        params = config.get("rope_scaling")
+    if not isinstance(params, Mapping) or not params:
+        return []
+    if all(isinstance(v, Mapping) for v in params.values()):  # nested by layer type
+        return [v for v in params.values() if v]
+    return [params]
+
+
+def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
+    """(length, key) vLLM derives from the config, None when no key states one.
+
+    The length keys as derive reads them (``facts.max_position_embeddings``:
+    ``derive/max_len.py``, vLLM's ``derive_max_model_len_and_key`` — the smallest stated,
+    ``model_max_length`` over them, class defaults included), named by the key that gave it,
+    then vllm/config/model.py ``_get_and_verify_max_len``: times the RoPE ``factor`` of a
+    type not in ``FACTOR_NOT_APPLIED``, except for Gemma-3, whose length is already scaled.
+    vLLM also takes the minimum with the tokenizer's ``model_max_length``; kvledger does not
+    read tokenizer_config.json, so a tokenizer that states less is not seen here.
+    """
+    from kvledger.derive.max_len import MAX_LEN_KEYS, OVERRIDE_KEY
+
+    length = facts.max_position_embeddings
+    if length is None:
+        return None
+    text = text_config(facts)
+    stated = [k for k in (OVERRIDE_KEY, *MAX_LEN_KEYS) if text.get(k) == length]
+    key = stated[0] if stated else "max_position_embeddings"  # a class default
+    top_type = str(facts.config.get("model_type") or facts.model_type)
+    factor = 1.0
+    if "gemma3" not in top_type:
+        for params in _rope_dicts(facts.config):
+            rope_type = params.get("rope_type", params.get("type"))
+            if rope_type not in FACTOR_NOT_APPLIED and params.get("factor") is not None:
+                factor = _rope_factor(facts, params.get("factor"))
+    derived = length * factor
+    if derived > MAX_POSITIONS:
+        raise ConfigError(f"{facts.model}: the RoPE factor {factor:g} makes the derived "
+                          f"max_model_len {derived:.4g}, beyond kvledger's bound of "
+                          f"{MAX_POSITIONS:,} positions")
+    return derived, key
+
+
+def _rope_factor(facts: ModelFacts, value: Any) -> float:
+    """A RoPE ``factor`` vLLM multiplies by: a positive finite number (vLLM would fail on
+    anything else: a string, or NaN that no comparison can then refuse)."""
+    found = _positive(value)
+    if found is None:
+        raise ConfigError(f"{facts.model}: the RoPE 'factor' must be a positive number, got "
+                          f"{value!r}")
+    return found
+
+
+def _as_vllm_prints(facts: ModelFacts, length: float) -> str:
+    """The derived length as vLLM's message shows it: a float once it multiplied by a RoPE
+    factor (``131072.0`` for Llama-3.1), else the config's integer."""
+    if "gemma3" not in str(facts.config.get("model_type") or facts.model_type) and \
+            _rope_dicts(facts.config):
+        return str(float(length))
+    return str(int(length)) if length.is_integer() else str(length)
+
+
+def default_max_model_len(facts: ModelFacts) -> int | None:
+    """vLLM's ``max_model_len`` when none is given: the derived length (for LongRoPE, the
+    config's ``original_max_position_embeddings``), ``_get_and_verify_max_len``."""
+    derived = derived_max_model_len(facts)
+    if derived is None:
+        return None
+    for params in _rope_dicts(facts.config):
+        if params.get("rope_type", params.get("type")) in ("longrope", "su"):
+            original = _positive(facts.config.get("original_max_position_embeddings"))
+            if original is not None:
+                return int(original)
+    return int(derived[0])
+
+
+def check_max_model_len(facts: ModelFacts, request: PlanRequest) -> None:
+    """vllm/config/model.py ``_get_and_verify_max_len``: a ``max_model_len`` above the
+    derived one raises unless the config's own ``model_max_length`` allows it, or
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` (``request.allow_long_max_model_len``; a serve line's
+    environment sets it)."""
+    wanted = request.max_model_len
+    derived = derived_max_model_len(facts)
+    if wanted is None or derived is None or wanted <= derived[0]:
+        return
+    top_limit = _positive(facts.config.get("model_max_length"))
+    if (top_limit is not None and wanted <= top_limit) or request.allow_long_max_model_len:
+        return
+    length, key = derived
+    raise VllmStartupError(
+        f"User-specified max_model_len ({wanted}) is greater than the derived max_model_len "
+        f"({key}={_as_vllm_prints(facts, length)} or model_max_length={_shown_limit(top_limit)}"
+        " in model's "
+        "config.json)", "ModelConfig._get_and_verify_max_len",
+        f"pass --max-model-len <= {int(length)}, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+        "(kvledger: --allow-long-max-model-len)")
+
+
+def _shown_limit(value: float | None) -> str:
+    if value is None:
+        return "None"
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+# -- scheduler ---------------------------------------------------------------------------------
+
+
+def check_scheduler(request: PlanRequest) -> None:
+    """vllm/config/scheduler.py ``SchedulerConfig.verify_max_model_len``: a step must hold at
+    least one token of every sequence it admits."""
+    if request.max_num_batched_tokens < request.max_num_seqs:
+        raise VllmStartupError(
+            f"max_num_batched_tokens ({request.max_num_batched_tokens}) must be greater than or "
+            f"equal to max_num_seqs ({request.max_num_seqs}).",
+            "SchedulerConfig.verify_max_model_len",
+            "raise --max-num-batched-tokens or lower --max-num-seqs")
+
+
+# -- not enough memory -------------------------------------------------------------------------
+
+
+def memory_refusal_reason(
+    max_model_len: int, needed_bytes: int, usable_bytes: int
+) -> str:
+    """vLLM's words when one request does not fit (v1/core/kv_cache_utils.py
+    ``_check_enough_kv_cache_memory``), with kvledger's exact byte counts beside its GiB."""
+    if usable_bytes <= 0:
+        return ("No available memory for the cache blocks: the KV budget does not hold the "
+                f"null block ({usable_bytes:,} B usable). Try increasing "
+                "`gpu_memory_utilization`")
+    return (
+        f"To serve at least one request with the model's max seq len ({max_model_len}), "
+        f"({needed_bytes / (1 << 30):.2f} GiB KV cache is needed, which is larger than the "
+        f"available KV cache memory ({usable_bytes / (1 << 30):.2f} GiB) "
+        f"[{needed_bytes:,} B needed, {usable_bytes:,} B usable after the null block]. Try "
+        "increasing `gpu_memory_utilization` or decreasing `max_model_len`"
+    )
