@@ -161,23 +161,31 @@ def test_phimoe_window_wider_than_any_request_is_still_a_window() -> None:
 
 
 def test_dbrx_reads_attn_config_kv_heads_and_max_seq_len() -> None:
-    # OME's abridged DBRX copy (sizes altered in its source, see SOURCES-moe-hybrid.md): 48
-    # layers, attn_config.kv_n_heads 12, d_model 6144 / n_heads 48 = 128, bf16:
+    # OME's abridged DBRX copy (sizes altered in its source, see SOURCES-moe-hybrid.md), with
+    # ffn_act_fn as the object transformers requires (the .MODIFIED copy): 48 layers,
+    # attn_config.kv_n_heads 12, d_model 6144 / n_heads 48 = 128, bf16:
     # 2 × 12 × 128 × 2 B = 6,144 B/token per layer; max_seq_len 32768 is the max length
     # (DbrxConfig maps max_position_embeddings to it).
-    facts = _facts("databricks--dbrx")
+    facts = _facts("databricks--dbrx.OME-ABRIDGED.MODIFIED")
     assert facts.bytes_per_token() == 48 * 6_144
     assert facts.max_position_embeddings == 32_768
 
 
 def test_dbrx_kv_heads_default_and_unknown_attn_key() -> None:
     # DbrxAttentionConfig.kv_n_heads defaults to 1: 2 × 1 × 128 × 2 B = 512 B/token per layer.
-    raw = _raw("databricks--dbrx")
+    raw = _raw("databricks--dbrx.OME-ABRIDGED.MODIFIED")
     del raw["attn_config"]["kv_n_heads"]
     assert derive_model(raw).bytes_per_token() == 48 * 512
     raw["attn_config"]["sliding_window"] = 4096
     with pytest.raises(UnsupportedArchitecture, match=r"attn_config\.sliding_window"):
         derive_model(raw)
+
+
+def test_dbrx_string_ffn_act_fn_is_refused_as_transformers_refuses_it() -> None:
+    # OME's verbatim copy writes ffn_config.ffn_act_fn = "silu"; DbrxFFNConfig types it
+    # dict | None and its validation rejects the string, so vLLM 0.32 cannot load the file.
+    with pytest.raises(ConfigError, match=r"ffn_config\.ffn_act_fn must be an object"):
+        derive_model(_raw("databricks--dbrx"))
 
 
 # -- MiMo-V2-Flash: full and sliding layers of different geometry ----------------------------
@@ -385,16 +393,23 @@ REFUSED = {
 }
 
 
+# Files vLLM 0.32 cannot load because transformers rejects a value (an error, not "unsupported").
+INVALID = {"databricks--dbrx.json": "ffn_config.ffn_act_fn must be an object"}
+
+
 def test_group_files_are_listed() -> None:
     assert len(GROUP_FILES) == 18
-    for name in REFUSED:
+    for name in [*REFUSED, *INVALID]:
         assert (CONFIGS / name).is_file(), name
 
 
 @pytest.mark.parametrize("path", GROUP_FILES, ids=[p.name.removesuffix(".json")
                                                    for p in GROUP_FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    check_inspect(path, REFUSED.get(path.name), capsys)
+    if path.name in INVALID:
+        check_inspect(path, INVALID[path.name], capsys, starts="error:")
+    else:
+        check_inspect(path, REFUSED.get(path.name), capsys)
 
 
 def test_max_len_is_the_smallest_length_key_as_vllm_reads_it() -> None:

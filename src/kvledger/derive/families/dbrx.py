@@ -21,6 +21,7 @@ DEFAULT_KV_HEADS = 1  # DbrxAttentionConfig.kv_n_heads
 
 def derive(cfg: Config, kv_dtype: str) -> Derived:
     attn = check_nested(cfg, "attn_config", ATTN_CONFIG_KEYS, family="dbrx")
+    _check_ffn_act_fn(cfg)
     n = cfg.int("n_layers")
     heads = cfg.int("n_heads", minimum=1)
     kv_heads = attn.get("kv_n_heads", DEFAULT_KV_HEADS)
@@ -34,3 +35,18 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
              # DbrxConfig maps max_position_embeddings to max_seq_len (derive/max_len.py).
              f"max length: max_seq_len {cfg.int('max_seq_len')}"]
     return Derived(layers, notes)
+
+
+def _check_ffn_act_fn(cfg: Config) -> None:
+    """transformers 5.19 ``DbrxFFNConfig`` declares ``ffn_act_fn: dict | None`` and its strict
+    dataclass validation rejects anything else (a plain ``"silu"``, as OME's copy of DBRX
+    writes it), so vLLM 0.32 fails loading such a config: refuse rather than plan it."""
+    ffn = cfg.get("ffn_config")
+    if not isinstance(ffn, dict):
+        return  # absent, or an object whose weights-only keys the estimate checks
+    act = ffn.get("ffn_act_fn")
+    if act is not None and not isinstance(act, dict):
+        raise ConfigError(
+            f"{cfg.model}: ffn_config.ffn_act_fn must be an object such as "
+            f'{{"name": "silu"}} (transformers\' DbrxFFNConfig), got {act!r}; vLLM 0.32 '
+            "cannot load this config")
