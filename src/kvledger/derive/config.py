@@ -186,23 +186,24 @@ def check_level_values(cfg: Config, reads: Iterable[str]) -> None:
     """
     check_values(cfg.raw, where=cfg.model, path=cfg.path)
     if {"num_attention_heads", "num_key_value_heads"} <= set(reads):
-        heads, kv_heads = cfg.get("num_attention_heads"), cfg.get("num_key_value_heads")
-        if isinstance(heads, builtins.int) and isinstance(kv_heads, builtins.int) and (
-            kv_heads > 0 and heads % kv_heads
-        ):
-            raise ConfigError(
-                f"{cfg.model}: {cfg.path}num_attention_heads={heads} is not a multiple of "
-                f"{cfg.path}num_key_value_heads={kv_heads}; vLLM's attention layer requires "
-                "it (Attention.__init__: num_heads % num_kv_heads == 0)"
-            )
+        _must_divide(cfg, "num_attention_heads", "num_key_value_heads",
+                     "vLLM's attention layer requires it (Attention.__init__: "
+                     "num_heads % num_kv_heads == 0)")
     if cfg.model_type in HIDDEN_DIVIDES_HEADS:
-        hidden, heads = cfg.get("hidden_size"), cfg.get("num_attention_heads")
-        if isinstance(hidden, builtins.int) and isinstance(heads, builtins.int) and (
-            heads > 0 and hidden % heads
-        ):
-            raise ConfigError(
-                f"{cfg.model}: {cfg.path}hidden_size={hidden} is not a multiple of "
-                f"{cfg.path}num_attention_heads={heads}; transformers' "
-                f"{HIDDEN_DIVIDES_HEADS[cfg.model_type]}.validate_architecture refuses the "
-                "config (even with head_dim stated), so vLLM cannot load it"
-            )
+        _must_divide(cfg, "hidden_size", "num_attention_heads",
+                     f"transformers' {HIDDEN_DIVIDES_HEADS[cfg.model_type]}."
+                     "validate_architecture refuses the config (even with head_dim stated), "
+                     "so vLLM cannot load it")
+
+
+def _must_divide(cfg: Config, whole_key: str, part_key: str, why: str) -> None:
+    """``whole_key`` a multiple of ``part_key`` where both are positive integers (the limits
+    table has refused other values already)."""
+    whole, part = cfg.get(whole_key), cfg.get(part_key)
+    if isinstance(whole, builtins.int) and isinstance(part, builtins.int) and (
+        part > 0 and whole % part
+    ):
+        raise ConfigError(
+            f"{cfg.model}: {cfg.path}{whole_key}={whole} is not a multiple of "
+            f"{cfg.path}{part_key}={part}; {why}"
+        )
