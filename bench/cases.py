@@ -162,6 +162,9 @@ def refusal_inputs(case: dict[str, Any]) -> dict[str, Any]:
         "max_model_len": int(opts.get("--max-model-len", DEFAULT_LEN_CAP)),
         "kv_cache_dtype": opts.get("--kv-cache-dtype", "auto"),
         "tensor_parallel_size": int(opts.get("--tp", 1)),
+        **({"max_num_seqs": int(opts["--max-num-seqs"])} if "--max-num-seqs" in opts else {}),
+        **({"max_num_batched_tokens": int(opts["--max-num-batched-tokens"])}
+           if "--max-num-batched-tokens" in opts else {}),
     }
 
 

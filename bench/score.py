@@ -87,6 +87,11 @@ def worst(judged: list[dict[str, Any]]) -> dict[str, Any]:
 def reason_of(error: str) -> str:
     """The first sentence of an engine's error, without the exception type, pydantic's frame or
     vLLM's attention selector dumping its whole config: what a matching refusal must say."""
+    # A failed bare ``assert`` in a worker (vLLM's model code) has no message: its reason is
+    # the assertion the traceback ends on.
+    failed = re.search(r"(assert [^\^]+?)\s*\^+\s*AssertionError\s*$", error)
+    if failed:
+        return failed.group(1).strip()
     text = error.split("Value error, ", 1)[-1]
     text = re.sub(r"^[A-Za-z]+Error: ", "", text)
     text = re.split(r"\. | \[type=|\n", text, maxsplit=1)[0]

@@ -113,6 +113,17 @@ def test_models_sglang_cannot_load_are_refused_with_its_reason(case: dict[str, A
         _plan(case)
 
 
+def test_every_case_config_is_found() -> None:
+    """A case whose config went missing would skip silently: each must be found (bundled, in
+    tests/oracles/configs, or in ../shared/configs when that checkout is beside the repo)."""
+    from sglang_cases import SHARED_CONFIGS
+
+    missing = [c["config"] for c in CASES if model_of(c) is None]
+    if missing and not SHARED_CONFIGS.is_dir():
+        pytest.skip("../shared/configs is not beside this checkout")
+    assert not missing
+
+
 def test_every_case_is_scored_or_refused() -> None:
     """No oracle case may fall through the filters above unchecked."""
     scored = {c["id"] for c in ANSWERED} | set(REFUSED) | {c["id"] for c in NOT_LOADED} | \
