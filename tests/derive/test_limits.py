@@ -145,3 +145,37 @@ def test_bytes_per_token_bounded() -> None:
     with pytest.raises(ConfigError, match="B of KV cache per token"):
         derive_model(with_(num_hidden_layers=4096, num_attention_heads=65536,
                            num_key_value_heads=65536, head_dim=65536, hidden_size=65536))
+
+
+# Found by the long fuzz run (KVLEDGER_FUZZ_SEED=777, 600 s): DBRX's own layer key was not in
+# the limits table, so 48,000,000 layers planned for minutes; GLM-4.5 with no decoder layers
+# but an MTP layer indexed an empty list.
+def _oracle_config(name: str) -> dict[str, Any]:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "oracles" / "configs" / name
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded
+
+
+def test_dbrx_layer_count_is_bounded() -> None:
+    raw = _oracle_config("databricks--dbrx.OME-ABRIDGED.MODIFIED.json")
+    raw["n_layers"] = 48 * 1_000_000
+    with pytest.raises(ConfigError, match=r"'n_layers' must be <= 10,000"):
+        derive_model(raw)
+
+
+@pytest.mark.parametrize("key", ["n_heads", "mamba_n_heads", "num_kv_heads",
+                                 "num_global_key_value_heads", "swa_num_key_value_heads"])
+def test_family_head_keys_are_bounded(key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"'{key}' must be <= 65,536"):
+        check_values({key: 1 << 20}, where="config.json")
+
+
+def test_mtp_model_without_decoder_layers_is_refused() -> None:
+    raw = _oracle_config("zai-org--GLM-4.5.json")
+    assert raw["num_nextn_predict_layers"] == 1  # the MTP layer that used to be indexed
+    raw["num_hidden_layers"] = 0
+    with pytest.raises(ConfigError, match="describes no layers"):
+        derive_model(raw)

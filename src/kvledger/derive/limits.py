@@ -72,11 +72,14 @@ LIMITS: Mapping[str, tuple[int, int]] = {
          "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules",
          "mtp_transformer_layers", "first_k_dense_replace", "dense_attention_every_n_layers",
          "no_rope_layer_interval", "index_topk_freq", "index_skip_topk_offset",
-         "full_attention_interval", "max_window_layers"), _LAYERS),
+         "full_attention_interval", "max_window_layers", "n_layers", "num_kv_shared_layers",
+         "attn_layer_offset", "attn_layer_period"), _LAYERS),
     **dict.fromkeys(
         ("num_attention_heads", "num_key_value_heads", "n_head", "decoder_attention_heads",
          "encoder_attention_heads", "num_heads", "mamba_num_heads", "n_mamba_heads",
-         "linear_num_key_heads", "linear_num_value_heads", "num_mem_heads", "index_n_heads"),
+         "linear_num_key_heads", "linear_num_value_heads", "num_mem_heads", "index_n_heads",
+         "n_heads", "mamba_n_heads", "num_kv_heads", "num_global_key_value_heads",
+         "swa_num_key_value_heads"),
         _HEADS),
     **dict.fromkeys(("hidden_size", "d_model", "n_embd"), _HIDDEN),
     **dict.fromkeys(
@@ -84,7 +87,8 @@ LIMITS: Mapping[str, tuple[int, int]] = {
          "index_head_dim", "linear_key_head_dim", "linear_value_head_dim", "mamba_head_dim",
          "mamba_headdim", "attention_head_dim", "kv_channels", "ssm_state_size", "state_size",
          "mamba_d_state", "conv_kernel", "mamba_d_conv", "conv_dimension",
-         "linear_conv_kernel_dim", "short_conv_kernel_size", "n_groups", "mamba_ngroups"),
+         "linear_conv_kernel_dim", "short_conv_kernel_size", "n_groups", "mamba_ngroups",
+         "global_head_dim", "swa_head_dim", "swa_v_head_dim", "mamba_d_head"),
         _DIM),
     "q_lora_rank": (0, MAX_HIDDEN),
     **dict.fromkeys(

@@ -47,8 +47,8 @@ def derive(
         cfg.require(key)
     base = standard_derive(cfg, kv_dtype, **standard_options)
     mtp = cfg.int(mtp_key, 0)
-    if not mtp:
-        return base
+    if not mtp or not base.layers:
+        return base  # no decoder layers: derive_model refuses the config (num_hidden_layers)
     first = base.layers[0]
     if not isinstance(first, FullAttention) or any(layer != first.at(layer.index)
                                                    for layer in base.layers):
