@@ -10,7 +10,6 @@ counts its blocks from the same per-GPU budget, and all stages use the smallest 
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence, Set
 
 from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
@@ -379,12 +378,14 @@ def _stage_ranges(prep: _Prepared, pp: int) -> list[tuple[int, int]]:
 
 def _stage_members(prep: _Prepared, pp: int) -> list[set[int]]:
     ranges = _stage_ranges(prep, pp)
-    starts = [a for a, _ in ranges]
+    # Stage of each decoder index, by one pass over the ranges (linear overall, issue 10; the
+    # ranges are contiguous from 0, so every decoder index has one).
+    stage_of = [k for k, (a, b) in enumerate(ranges) for _ in range(a, b)]
     members: list[set[int]] = [set() for _ in ranges]
     for ordinal, (index, role) in enumerate(zip(prep.indices, prep.roles, strict=True)):
         stage = len(ranges) - 1  # MTP / draft layers run on the last stage
         if role is Role.DECODER:
-            stage = bisect.bisect_right(starts, index) - 1  # linear overall (issue 10)
+            stage = stage_of[index]
         members[stage].add(ordinal)
     return members
 
