@@ -314,6 +314,23 @@ _MTP_UNMODELLED = ("EXAONE 4.5's MTP layer is built only by vLLM's Exaone4_5_MTP
                    "plan refuses instead of dropping it")
 
 
+# -- dense-2 (coverage wave 2): keys of its rows whose names look cache-affecting; each reason
+# read from the vLLM 0.32 model file named in the row.
+_HARMLESS_DENSE2: Mapping[str, str] = _ro(
+    {
+        "kv_channels": "Megatron's per-head width, not read by vLLM's nemotron.py (it takes "
+                       "head_dim, else hidden_size // num_attention_heads)",
+        "partial_rotary_factor": "how much of each head RoPE rotates; the cached K and V keep "
+                                 "the full head_dim",
+    }
+)
+
+
+def _dense2(*keys: str) -> dict[str, str]:
+    """The ``_HARMLESS_DENSE2`` entries one row needs."""
+    return {k: _HARMLESS_DENSE2[k] for k in keys}
+
+
 MODEL_TYPES: Mapping[str, Row] = _ro(
     {
         # -- standard decoders (families/standard.py) ----------------------------------------
@@ -420,6 +437,22 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                         harmless=_dense("scale_attention_softmax_in_fp32"),
                         defaults={"num_key_value_heads": 2, "max_position_embeddings": 4096},
                         vllm="Transformers backend (Starcoder2ForCausalLM)"),
+        # -- dense-2 (coverage wave 2, vLLM registry) ---------------------------------------
+        # nemotron.py NemotronAttention.__init__: head_dim = config.head_dim, else
+        # hidden_size // num_attention_heads (NemotronConfig.__post_init__ fills the same);
+        # num_key_value_heads defaults to num_attention_heads; one full-attention Attention per
+        # layer, no window.
+        "nemotron": T(handler="standard:derive", keys=STANDARD_KEYS,
+                      harmless=_dense2("kv_channels", "partial_rotary_factor"),
+                      config_class="NemotronConfig",
+                      defaults={"max_position_embeddings": 4096},
+                      vllm="nemotron.py (head_dim or hidden_size // num_attention_heads)"),
+        # Refused: no transformers 5.19 or vLLM 0.32 config class (CONFIG_MAPPING and
+        # vllm/transformers_utils/config.py _CONFIG_REGISTRY lack the model_type), so vLLM
+        # 0.32's registry entry is reachable only with --trust-remote-code.
+        "solar": T(refused=_remote("solar", "SolarForCausalLM", what="Upstage Solar")),
+        "plamo3": T(refused=_remote("plamo3", "Plamo3ForCausalLM", what="PFN PLaMo 3")),
+        "teleflm": T(refused=_remote("teleflm", "TeleFLMForCausalLM", what="Tele-FLM")),
         # Pre-standard schemas (families/legacy_schemas.py) and special arithmetic.
         "falcon": T(handler="legacy_schemas:falcon",
                     keys={"num_hidden_layers", "num_attention_heads", "hidden_size", "n_embed",
