@@ -320,8 +320,6 @@ _HARMLESS_DENSE2: Mapping[str, str] = _ro(
     {
         "kv_channels": "Megatron's per-head width, not read by vLLM's nemotron.py (it takes "
                        "head_dim, else hidden_size // num_attention_heads)",
-        "partial_rotary_factor": "how much of each head RoPE rotates; the cached K and V keep "
-                                 "the full head_dim",
     }
 )
 
@@ -443,7 +441,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # num_key_value_heads defaults to num_attention_heads; one full-attention Attention per
         # layer, no window.
         "nemotron": T(handler="standard:derive", keys=STANDARD_KEYS,
-                      harmless=_dense2("kv_channels", "partial_rotary_factor"),
+                      harmless=_dense2("kv_channels"),
                       config_class="NemotronConfig",
                       defaults={"max_position_embeddings": 4096},
                       vllm="nemotron.py (head_dim or hidden_size // num_attention_heads)"),
