@@ -9,6 +9,7 @@ Types vLLM 0.32 serves only with remote code are refused with that reason.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ CASES = [json.loads(line) for line in
          (ORACLES / "vllm-0.32-coverage-dense2.jsonl").read_text().splitlines()
          if line.strip()]
 MINITRON = "nvidia--Minitron-4B-Base.CONVERTED"
+ERNIE = "baidu--ERNIE-4.5-0.3B-PT.HF-ARCH.MODIFIED"
 
 
 # -- every type on its real config: bytes per token by hand --------------------------------
@@ -38,6 +40,9 @@ DERIVED = [
     # Minitron-4B (nemotron): no head_dim key, so 3072 hidden / 24 heads = 128 (kv_channels
     # says 128 too); 8 KV heads; bfloat16: 32 × 2 × 8 × 128 × 2 = 131,072.
     (MINITRON, "nemotron", 131_072, {(8, 128, None): 32}),
+    # ERNIE-4.5-0.3B (ernie4_5): 18 layers, 2 KV heads × head_dim 128 (stated; 1024 / 16 would
+    # be 64); bfloat16: 18 × 2 × 2 × 128 × 2 = 18,432.
+    (ERNIE, "ernie4_5", 18_432, {(2, 128, None): 18}),
 ]
 
 
@@ -93,12 +98,15 @@ def test_config_length_is_the_one_vllm_derives(case: dict[str, Any]) -> None:
 
 
 def test_dense2_cases_cover_tp_and_fp8() -> None:
-    # The TP 2 case holds 8 / 2 = 4 KV heads per rank; the fp8 one stores 1-byte elements.
+    # Minitron at TP 2 holds 8 / 2 = 4 KV heads per rank; its fp8 run stores 1-byte elements;
+    # ERNIE's 2 KV heads at TP 4 are replicated, 1 per rank.
     by_why = {c["why"]: c for c in CASES}
-    tp2 = next(c for w, c in by_why.items() if "TP 2" in w)
+    tp2 = next(c for w, c in by_why.items() if "Nemotron at TP 2" in w)
     assert tp2["vllm_resolved"]["tp_kv_heads_per_rank"] == 4
     fp8 = next(c for w, c in by_why.items() if "fp8" in w)
     assert fp8["layer_specs"][0]["dtype"] == "uint8"
+    tp4 = next(c for w, c in by_why.items() if "TP 4" in w)
+    assert tp4["vllm_resolved"]["tp_kv_heads_per_rank"] == 1
 
 
 # -- nemotron: the rules of vLLM's nemotron.py, variant by variant --------------------------
@@ -132,6 +140,32 @@ def test_nemotron_length_defaults_to_the_class_value() -> None:
     assert derive_model(raw).max_position_embeddings == 4096
 
 
+# -- ernie4_5: llama.py attention with Ernie4_5Config's defaults ------------------------------
+def test_ernie_omitted_head_dim_is_the_class_default_not_hidden_over_heads() -> None:
+    # Ernie4_5Config's head_dim default is 128 (not None), so a file without head_dim still
+    # gets 128, not 1024 / 16 = 64: 18,432 B/token as stated.
+    raw = _raw(ERNIE)
+    del raw["head_dim"]
+    assert derive_model(raw).bytes_per_token() == 18_432
+
+
+def test_ernie_omitted_kv_heads_is_the_class_default() -> None:
+    # Ernie4_5Config: num_key_value_heads defaults to 2 (not to the 16 query heads).
+    raw = _raw(ERNIE)
+    del raw["num_key_value_heads"]
+    assert derive_model(raw).bytes_per_token() == 18_432
+    raw["num_key_value_heads"] = 16  # multi-head: 18 × 2 × 16 × 128 × 2 = 147,456
+    assert derive_model(raw).bytes_per_token() == 147_456
+
+
+def test_ernie_remote_code_architecture_is_refused_with_vllms_words() -> None:
+    # The verbatim remote-code file names Ernie4_5_ForCausalLM; the oracle (README-dense2.md)
+    # stops with "Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now".
+    with pytest.raises(UnsupportedArchitecture, match=re.escape(
+            "'Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now'")):
+        _facts("baidu--ERNIE-4.5-0.3B-PT")
+
+
 # -- remote-code-only types: refused with vLLM's reason ---------------------------------------
 # transformers 5.19's CONFIG_MAPPING and vLLM 0.32's _CONFIG_REGISTRY
 # (vllm/transformers_utils/config.py) have no entry for these model types, though vLLM's model
@@ -160,7 +194,7 @@ GROUP_FILES = sorted(
     for line in (CONFIGS / "SOURCES-dense2.md").read_text().splitlines()
     if line.startswith("| `")
 )
-REFUSED: dict[str, str] = {}
+REFUSED = {"baidu--ERNIE-4.5-0.3B-PT.json": "Ernie4_5_ForCausalLM'] are not supported"}
 
 
 def test_group_files_are_listed() -> None:

@@ -38,6 +38,12 @@ RUNS: list[tuple[str, list[str], str]] = [
     ("nvidia--Minitron-4B-Base.CONVERTED.json",
      ["--max-model-len", "4096", "--kv-cache-dtype", "fp8"],
      "Nemotron with an fp8 KV cache (nemotron.py passes cache_config to Attention)"),
+    ("baidu--ERNIE-4.5-0.3B-PT.HF-ARCH.MODIFIED.json", ["--max-model-len", "32768"],
+     "ERNIE-4.5-0.3B (ernie4_5, llama.py attention): 2 KV heads x head_dim 128"),
+    ("baidu--ERNIE-4.5-0.3B-PT.HF-ARCH.MODIFIED.json", [],
+     "no --max-model-len: vLLM's length is max_position_embeddings (131072)"),
+    ("baidu--ERNIE-4.5-0.3B-PT.HF-ARCH.MODIFIED.json", ["--max-model-len", "32768", "--tp", "4"],
+     "ERNIE-4.5-0.3B at TP 4: 2 KV heads replicated, 1 per rank"),
 ]
 
 

@@ -445,6 +445,22 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                       config_class="NemotronConfig",
                       defaults={"max_position_embeddings": 4096},
                       vllm="nemotron.py (head_dim or hidden_size // num_attention_heads)"),
+        # ernie45.py Ernie4_5ForCausalLM is llama.py's LlamaForCausalLM (only RoPE style and
+        # the o_proj bias change): LlamaAttention takes config.head_dim, else hidden_size //
+        # heads; Ernie4_5Config fills head_dim 128 and 2 KV heads for keys a file omits.
+        "ernie4_5": T(like="llama", config_class="Ernie4_5Config",
+                      defaults={"num_key_value_heads": 2, "head_dim": 128,
+                                "max_position_embeddings": 131072},
+                      vllm="ernie45.py (llama.py attention)"),
+        # The first, remote-code release of ERNIE-4.5-0.3B-PT names Ernie4_5_ForCausalLM, which
+        # vLLM 0.32's registry lacks (reached through ARCHITECTURES below).
+        "ernie4_5_remote_code": T(
+            refused="architecture Ernie4_5_ForCausalLM (ERNIE-4.5 configs that point "
+                    "auto_map at Baidu's own code) is not in vLLM 0.32's model registry "
+                    "('Model architectures ['Ernie4_5_ForCausalLM'] are not supported for "
+                    "now'); vLLM serves the "
+                    "same model_type 'ernie4_5' as Ernie4_5ForCausalLM, the architecture the "
+                    "transformers-native release of the checkpoint names"),
         # Refused: no transformers 5.19 or vLLM 0.32 config class (CONFIG_MAPPING and
         # vllm/transformers_utils/config.py _CONFIG_REGISTRY lack the model_type), so vLLM
         # 0.32's registry entry is reachable only with --trust-remote-code.
@@ -1097,6 +1113,7 @@ ARCHITECTURES: Mapping[str, str] = _ro(
         "LlamaForCausalLMEagle3": "llama_eagle3",
         "Eagle3LlamaForCausalLM": "llama_eagle3",
         "Step3p7FlashForCausalLM": "step3p7_flash",
+        "Ernie4_5_ForCausalLM": "ernie4_5_remote_code",
     }
 )
 
