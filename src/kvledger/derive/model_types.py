@@ -453,7 +453,10 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                 "max_position_embeddings": 131072},
                       vllm="ernie45.py (llama.py attention)"),
         # The first, remote-code release of ERNIE-4.5-0.3B-PT names Ernie4_5_ForCausalLM, which
-        # vLLM 0.32's registry lacks (reached through ARCHITECTURES below).
+        # vLLM 0.32's registry lacks (reached through ARCHITECTURES below). SGLang 0.5.23 does
+        # register that name (srt/models/ernie4.py), but the vLLM layout reads not_in_vllm by
+        # model_type, not by the row an architecture picks, so the config is refused outright
+        # rather than planned for SGLang without an SGLang oracle case.
         "ernie4_5_remote_code": T(
             refused="architecture Ernie4_5_ForCausalLM (ERNIE-4.5 configs that point "
                     "auto_map at Baidu's own code) is not in vLLM 0.32's model registry "
