@@ -25,8 +25,11 @@ from derive.coverage import raw_config as _raw
 from kvledger import records
 from kvledger.derive import UnknownCacheKey, UnsupportedArchitecture, derive_model
 from kvledger.derive.layers import Role
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm import plan_vllm
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
+SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "configs"
 CASES_FILE = HERE / "vllm-0.32-coverage-multimodal2.jsonl"
 
 
@@ -109,6 +112,28 @@ def test_wrapper_and_text_model_derive_the_same_layers() -> None:
     assert _facts(GEMMA3N).by_role(Role.DECODER) == _facts(GEMMA3N_TEXT).by_role(Role.DECODER)
 
 
+def test_wrapper_plans_as_vllm_planned_its_language_model() -> None:
+    # The oracle could only build the text model; the wrapper's plan must be the same numbers.
+    # Hand check, bfloat16: a block page per layer is 16 tokens × 2 (K, V) × 2 heads × 256 × 2 B
+    # = 32,768; vLLM groups the 20 owning layers 4 to a group (16 sliding in 4, 4 full in 1),
+    # so a block costs 4 × 32,768 = 131,072 B and 16 GiB holds 2**34 / 131,072 = 131,072.
+    case = _case(GEMMA3N_TEXT)
+    request = PlanRequest(engine="vllm", kv_cache_memory_bytes=16 << 30, max_model_len=32768,
+                          block_size="auto")
+    plan = plan_vllm(_facts(GEMMA3N), request, 16 << 30)
+    assert case["expected"]["bytes_per_block"] == 4 * 16 * 2 * 2 * 256 * 2
+    assert plan.num_blocks == case["expected"]["num_blocks"] == (16 << 30) // 131_072
+    assert plan.kv_cache_tokens == case["expected"]["kv_cache_tokens"]
+
+
+def test_paligemma_block_by_hand() -> None:
+    # Served in bfloat16: 18 layers × 16 tokens × 2 × 1 head × 256 × 2 B = 294,912 B a block;
+    # 2**34 // 294,912 = 58,254 blocks.
+    case = _case(PALIGEMMA)
+    assert case["expected"]["bytes_per_block"] == 18 * 16 * 2 * 1 * 256 * 2
+    assert case["expected"]["num_blocks"] == (16 << 30) // 294_912 == 58_254
+
+
 def test_gemma3n_kv_sharing_targets_match_vllm() -> None:
     # vLLM gemma3n.py Gemma3nAttention: first shared layer = 30 - 10 = 20; a sliding shared
     # layer reads layer 20 - 2 = 18 (sliding), a full one layer 20 - 1 = 19 (full).
@@ -158,6 +183,22 @@ def test_gemma3n_weights_estimate_reads_per_layer_mlp_widths() -> None:
     text["intermediate_size"] = [8192] * 29 + ["8192"]
     with pytest.raises(ValueError, match=r"intermediate_size"):
         derive_model({**_raw(GEMMA3N), "text_config": text})
+
+
+def test_paligemma2_holds_a_gemma2_language_model() -> None:
+    # PaliGemma 2 (3B) is this wrapper around Gemma-2-2B; vLLM paligemma.py builds
+    # Gemma2ForCausalLM for any text model_type but "gemma". No PaliGemma 2 config.json was
+    # found, so the real Gemma-2-2B-it config stands in as its text_config: the wrapper derives
+    # exactly the layers the text model derives alone — 26 layers alternating sliding (4096)
+    # and full, 4 KV heads × 256 (gemma2 row, tests/derive/test_interleaved.py).
+    gemma2 = _raw("google--gemma-2-2b-it", SHARED_CONFIGS)
+    raw = _raw(PALIGEMMA)
+    raw["text_config"] = gemma2
+    raw["torch_dtype"] = "bfloat16"  # the root dtype wins over the text config's (vLLM)
+    wrapped = derive_model(raw)
+    assert wrapped.by_role(Role.DECODER) == derive_model(gemma2).by_role(Role.DECODER)
+    assert _attention(wrapped) == Counter({(4, 256, 4096): 13, (4, 256, None): 13})
+    assert _note(wrapped, "text_config", "gemma2")
 
 
 def test_paligemma_refuses_an_inner_type_it_was_not_checked_against() -> None:

@@ -44,6 +44,9 @@ RUNS: list[tuple[str, list[str], str]] = [
     ("google--paligemma-3b-pt-224.json", ["--block-size", "auto", "--max-model-len", "8192"],
      "paligemma: sparse gemma text_config (GemmaConfig: head_dim 256, 8192 positions), "
      "1 KV head, float32 served as bfloat16"),
+    ("google--paligemma-3b-pt-224.json",
+     ["--block-size", "auto", "--max-model-len", "8192", "--tp", "2"],
+     "paligemma at TP 2: its one KV head replicated on both ranks"),
 ]
 
 
