@@ -201,6 +201,16 @@ def test_paligemma2_holds_a_gemma2_language_model() -> None:
     assert _note(wrapped, "text_config", "gemma2")
 
 
+def test_paligemma_text_config_may_state_bidirectional_attention() -> None:
+    # A file saved by a newer transformers states what PaliGemmaConfig sets: the KV is the
+    # same (vLLM's gemma.py never reads it). A plain gemma config with it is still refused.
+    raw = _raw(PALIGEMMA)
+    raw["text_config"]["use_bidirectional_attention"] = True
+    assert derive_model(raw).bytes_per_token() == 36_864
+    with pytest.raises(UnknownCacheKey, match="use_bidirectional_attention"):
+        derive_model({**raw["text_config"], "architectures": ["GemmaForCausalLM"]})
+
+
 def test_paligemma_refuses_an_inner_type_it_was_not_checked_against() -> None:
     raw = _raw(PALIGEMMA)
     raw["text_config"]["model_type"] = "llama"

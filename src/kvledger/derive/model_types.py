@@ -901,6 +901,12 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # (their attention is causal with a KV cache either way).
         "paligemma": T(text_key="text_config", inner=("gemma", "gemma2"),
                        harmless=_HARMLESS_MULTIMODAL,
+                       text_harmless={"use_bidirectional_attention": "PaliGemmaConfig sets "
+                                      "it True (image tokens attend both ways); vLLM's "
+                                      "gemma.py / gemma2.py never read it, and the "
+                                      "prefix-LM mask vLLM uses for model_type paligemma "
+                                      "(ModelArchConfigConvertorBase.is_mm_prefix_lm) "
+                                      "changes what is attended, not what is cached"},
                        config_class="PaliGemmaConfig (text_config: AutoConfig, gemma by "
                                     "default)",
                        vllm="paligemma.py (GemmaForCausalLM / Gemma2ForCausalLM on "
