@@ -35,6 +35,8 @@ OLMOE = "allenai--OLMoE-1B-7B.mbridge"
 FALCON_H1 = "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED"
 FALCON_H1_ABRIDGED = "tiiuae--Falcon-H1-0.5B.mbridge"
 FALCON_MAMBA = "tiiuae--falcon-mamba-7b.mlstm"
+GRANITE_31 = "ibm-granite--granite-3.1-1b-a400m-instruct"
+GRANITE_30 = "ibm-granite--granite-3.0-1b-a400m-instruct"
 
 
 # -- per-layer facts against vLLM's layer_specs, for every case of the group ----------------
@@ -75,7 +77,7 @@ def test_decoder_facts_match_vllm_layer_specs(case: dict[str, Any]) -> None:
 
 def test_group_cases_cover_every_type() -> None:
     types = {_raw(c["config"].removesuffix(".json"))["model_type"] for c in CASES}
-    assert types == {"olmoe", "falcon_h1", "falcon_mamba"}
+    assert types == {"olmoe", "falcon_h1", "falcon_mamba", "granitemoe"}
 
 
 # -- OLMoE -----------------------------------------------------------------------------------
@@ -109,6 +111,32 @@ def test_olmoe_kv_heads_default_to_query_heads_and_window_is_refused() -> None:
     # olmoe.py builds no windowed attention; a window key is not silently dropped.
     raw["sliding_window"] = 4096
     with pytest.raises(UnknownCacheKey, match="sliding_window"):
+        derive_model(raw)
+
+
+# -- Granite-3.x MoE ---------------------------------------------------------------------------
+def test_granitemoe_head_dim_is_hidden_over_heads() -> None:
+    # granite-3.1-1b-a400m (verbatim): 24 layers, 8 KV heads × hidden 1024 / 16 heads = 64,
+    # bf16: 2 × 8 × 64 × 2 B = 2,048 B/token per layer × 24 = 49,152 B/token; no window;
+    # the 32 experts hold no cache; max_position_embeddings 131072.
+    facts = _facts(GRANITE_31)
+    assert facts.model_type == "granitemoe"
+    assert {(layer.kind, layer.bytes_per_token()) for layer in facts.layers} == {
+        (Kind.FULL, 2_048)}
+    assert facts.bytes_per_token() == 49_152
+    assert facts.max_position_embeddings == 131_072
+    # Granite-3.0: the same attention, 4096 positions.
+    old = _facts(GRANITE_30)
+    assert (old.bytes_per_token(), old.max_position_embeddings) == (49_152, 4_096)
+
+
+def test_granitemoe_sliding_layers_are_not_guessed() -> None:
+    # granite.py granite_layer_attn_params windows a layer (and adds sinks) only from
+    # layer_types + sliding_window, which this row does not model: refused by name.
+    raw = _raw(GRANITE_31)
+    raw["layer_types"] = ["sliding_attention", "full_attention"] * 12
+    raw["sliding_window"] = 4096
+    with pytest.raises(UnknownCacheKey, match="layer_types|sliding_window"):
         derive_model(raw)
 
 
@@ -231,7 +259,7 @@ REFUSED = {f"{FALCON_H1_ABRIDGED}.json": "mamba_n_heads must divide"}
 
 
 def test_group_files_are_listed() -> None:
-    assert len(GROUP_FILES) == 4
+    assert len(GROUP_FILES) == 6
     for path in GROUP_FILES:
         assert path.is_file(), path
 
@@ -240,3 +268,19 @@ def test_group_files_are_listed() -> None:
                                                    for p in GROUP_FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     check_inspect(path, REFUSED.get(path.name), capsys)
+
+
+# -- remote-code-only checkpoints of the group ------------------------------------------------
+@pytest.mark.parametrize(("model_type", "architecture"), [
+    ("bailing_moe_v3", "BailingMoeV3ForCausalLM"),
+    ("bailing_hybrid", "BailingMoeV2_5ForCausalLM"),
+])
+def test_remote_code_only_types_are_refused_with_vllms_reason(model_type: str,
+                                                              architecture: str) -> None:
+    # No transformers 5.19 config class and none in vLLM 0.32's _CONFIG_REGISTRY: vLLM stops
+    # at config loading without --trust-remote-code.
+    with pytest.raises(UnsupportedArchitecture) as err:
+        derive_model({"model_type": model_type, "architectures": [architecture]})
+    assert f"model_type '{model_type}' has no transformers 5.19 or vLLM 0.32 config class" \
+        in str(err.value)
+    assert f"serves {architecture} only with --trust-remote-code" in str(err.value)

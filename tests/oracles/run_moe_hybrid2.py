@@ -44,6 +44,14 @@ RUNS: list[tuple[str, list[str], str]] = [
      "intermediate_size = expand x hidden_size as FalconMambaConfig sets it"),
     ("tiiuae--falcon-mamba-7b.mlstm.json", ["--tp", "2"],
      "falcon_mamba at TP 2: the Mamba1 intermediate split per rank"),
+    ("ibm-granite--granite-3.1-1b-a400m-instruct.json", ["--max-model-len", "32768"],
+     "granitemoe default run: 8 KV heads x 1024 / 16 = 64 on 24 layers (granitemoe.py computes "
+     "the head dim)"),
+    ("ibm-granite--granite-3.1-1b-a400m-instruct.json",
+     ["--max-model-len", "32768", "--tp", "2", "--kv-cache-dtype", "fp8"],
+     "granitemoe at TP 2 with an fp8 cache: 4 KV heads per rank, uint8 pages"),
+    ("ibm-granite--granite-3.0-1b-a400m-instruct.json", ["--max-model-len", "4096"],
+     "granitemoe, Granite-3.0 (4096 positions): the same attention"),
 ]
 
 

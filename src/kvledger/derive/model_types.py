@@ -1081,6 +1081,15 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                    config_class="OlmoeConfig", defaults={"max_position_embeddings": 4096},
                    options={"stated_head_dim": False},
                    vllm="olmoe.py (head_dim = hidden_size // num_attention_heads)"),
+        # Granite-3.x MoE: granitemoe.py GraniteMoeAttention.__init__ takes num_key_value_heads
+        # K/V heads of hidden_size // num_attention_heads; granite.py
+        # granite_layer_attn_params gives a layer a window (and sinks) only from layer_types /
+        # sliding_window, which this row does not check: refused by key.
+        "granitemoe": T(handler="standard:derive", keys=STANDARD_KEYS,
+                        config_class="GraniteMoeConfig",
+                        defaults={"max_position_embeddings": 2048},
+                        options={"stated_head_dim": False},
+                        vllm="granitemoe.py (head_dim = hidden_size // num_attention_heads)"),
         # Falcon-H1: attention and a Mamba2 mixer in every layer (families/falcon_h1.py).
         "falcon_h1": T(handler="falcon_h1:derive",
                        keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
@@ -1108,6 +1117,12 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # (transformers 5.19) sets to expand × hidden_size whatever the file states.
         "falcon_mamba": T(like="mamba", config_class="FalconMambaConfig",
                           vllm="mamba.py (MambaForCausalLM; is_falcon_mamba: mixer RMSNorm)"),
+        # Checkpoints of this group vLLM 0.32 loads only with their remote code: neither
+        # transformers 5.19 nor vLLM's _CONFIG_REGISTRY (transformers_utils/config.py) has a
+        # config class for these model types (vLLM registers only the bailing_moe_v3_vl
+        # wrapper, whose text config it builds itself).
+        "bailing_moe_v3": T(refused=_remote("bailing_moe_v3", "BailingMoeV3ForCausalLM")),
+        "bailing_hybrid": T(refused=_remote("bailing_hybrid", "BailingMoeV2_5ForCausalLM")),
         # -- configs vLLM 0.32 itself cannot serve -------------------------------------------
         "deepseek_ref": T(refused="model_type 'deepseek_ref' is unknown to transformers 5.19 "
                                   "and to vLLM 0.32's config registry ('The checkpoint you are "
