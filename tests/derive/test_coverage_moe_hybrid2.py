@@ -136,7 +136,7 @@ def test_granitemoe_sliding_layers_are_not_guessed() -> None:
     raw = _raw(GRANITE_31)
     raw["layer_types"] = ["sliding_attention", "full_attention"] * 12
     raw["sliding_window"] = 4096
-    with pytest.raises(UnknownCacheKey, match="layer_types|sliding_window"):
+    with pytest.raises(UnknownCacheKey, match=r"layer_types|sliding_window"):
         derive_model(raw)
 
 
