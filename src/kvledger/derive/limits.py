@@ -98,8 +98,12 @@ LIMITS: Mapping[str, tuple[int, int]] = {
         _MLP),
     **dict.fromkeys(("expand", "mamba_expand", "expansion_factor"), (1, 1 << 10)),
     **dict.fromkeys(
-        ("n_routed_experts", "num_local_experts", "num_experts", "n_shared_experts"),
+        ("n_routed_experts", "num_local_experts", "num_experts", "n_shared_experts",
+         "num_experts_per_tok", "moe_topk"),
         _EXPERTS),
+    # Tokens per pooled indexer entry (GLM-5.3: 4); vLLM pages it in blocks of 64 x pool
+    # tokens, so a huge pool makes a kernel block hold no entry at all.
+    "index_kpool": (1, 1 << 10),
     "vocab_size": (1, MAX_VOCAB),
     # Every length key vLLM reads (derive/max_len.py).
     **dict.fromkeys(
