@@ -39,6 +39,10 @@ RUNS: list[tuple[str, list[str], str]] = [
      ["--max-model-len", "16384", "--tp", "2"],
      "falcon_h1 at TP 2: 24 Mamba heads split 12 per rank, one group replicated per rank "
      "(extra_groups_for_head_shards), 2 KV heads 1 per rank"),
+    ("tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json",
+     ["--max-model-len", "16384", "--kv-cache-dtype", "fp8"],
+     "falcon_h1 with an fp8 cache: attention pages halve (256 B/token), the Mamba2 state stays "
+     "bf16, so the attention block grows to hold it"),
     ("tiiuae--falcon-mamba-7b.mlstm.json", [],
      "falcon_mamba default run (no max-positions key): mamba.py Mamba1 state on 64 layers, "
      "intermediate_size = expand x hidden_size as FalconMambaConfig sets it"),
