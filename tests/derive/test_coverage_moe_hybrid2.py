@@ -37,6 +37,7 @@ FALCON_H1_ABRIDGED = "tiiuae--Falcon-H1-0.5B.mbridge"
 FALCON_MAMBA = "tiiuae--falcon-mamba-7b.mlstm"
 GRANITE_31 = "ibm-granite--granite-3.1-1b-a400m-instruct"
 GRANITE_30 = "ibm-granite--granite-3.0-1b-a400m-instruct"
+TRINITY = "arcee-ai--Trinity-Nano-Preview.neuronx"
 
 
 # -- per-layer facts against vLLM's layer_specs, for every case of the group ----------------
@@ -77,7 +78,7 @@ def test_decoder_facts_match_vllm_layer_specs(case: dict[str, Any]) -> None:
 
 def test_group_cases_cover_every_type() -> None:
     types = {_raw(c["config"].removesuffix(".json"))["model_type"] for c in CASES}
-    assert types == {"olmoe", "falcon_h1", "falcon_mamba", "granitemoe"}
+    assert types == {"olmoe", "falcon_h1", "falcon_mamba", "granitemoe", "afmoe"}
 
 
 # -- OLMoE -----------------------------------------------------------------------------------
@@ -137,6 +138,35 @@ def test_granitemoe_sliding_layers_are_not_guessed() -> None:
     raw["layer_types"] = ["sliding_attention", "full_attention"] * 12
     raw["sliding_window"] = 4096
     with pytest.raises(UnknownCacheKey, match=r"layer_types|sliding_window"):
+        derive_model(raw)
+
+
+# -- AFMoE (Arcee Trinity): sliding layers rebuilt by the config class -----------------------
+def test_afmoe_layer_types_rebuilt_from_global_attn_every_n_layers() -> None:
+    # Trinity-Nano (layer_types left out of this copy): AfmoeConfig.__post_init__ makes layer i
+    # full when (i + 1) % global_attn_every_n_layers (4) == 0: layers 3, 7, ..., 55 (14 full),
+    # the other 42 slide with sliding_window 2048. Every layer: 2 KV heads × head_dim 128,
+    # bf16: 2 × 2 × 128 × 2 B = 1,024 B/token; 56 × 1,024 = 57,344 B/token.
+    facts = _facts(TRINITY)
+    assert facts.model_type == "afmoe"
+    full = [layer.index for layer in facts.layers if layer.kind is Kind.FULL]
+    assert full == list(range(3, 56, 4))
+    sliding = [layer for layer in facts.layers if layer.kind is Kind.SLIDING]
+    assert len(sliding) == 42 and {getattr(layer, "window", None) for layer in sliding} == {2048}
+    assert facts.bytes_per_token() == 57_344
+
+
+def test_afmoe_stated_layer_types_win_and_bad_interval_is_refused() -> None:
+    # A stated layer_types is what vLLM's afmoe.py reads (all full here: 56 × 1,024 B/token,
+    # no window).
+    raw = _raw(TRINITY)
+    raw["layer_types"] = ["full_attention"] * 56
+    facts = derive_model(raw)
+    assert {layer.kind for layer in facts.layers} == {Kind.FULL}
+    # Without layer_types, an interval of 0 leaves AfmoeConfig nothing to build them from.
+    raw = _raw(TRINITY)
+    raw["global_attn_every_n_layers"] = 0
+    with pytest.raises(UnsupportedArchitecture, match="global_attn_every_n_layers=0"):
         derive_model(raw)
 
 
@@ -259,7 +289,7 @@ REFUSED = {f"{FALCON_H1_ABRIDGED}.json": "mamba_n_heads must divide"}
 
 
 def test_group_files_are_listed() -> None:
-    assert len(GROUP_FILES) == 6
+    assert len(GROUP_FILES) == 7
     for path in GROUP_FILES:
         assert path.is_file(), path
 

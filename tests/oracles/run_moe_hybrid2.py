@@ -56,6 +56,12 @@ RUNS: list[tuple[str, list[str], str]] = [
      "granitemoe at TP 2 with an fp8 cache: 4 KV heads per rank, uint8 pages"),
     ("ibm-granite--granite-3.0-1b-a400m-instruct.json", ["--max-model-len", "4096"],
      "granitemoe, Granite-3.0 (4096 positions): the same attention"),
+    ("arcee-ai--Trinity-Nano-Preview.neuronx.json", ["--max-model-len", "32768"],
+     "afmoe default run: layer_types rebuilt by AfmoeConfig (every 4th layer full), 2 KV heads "
+     "x head_dim 128, window 2048 on the other 42 of 56 layers"),
+    ("arcee-ai--Trinity-Nano-Preview.neuronx.json",
+     ["--max-model-len", "32768", "--tp", "2", "--kv-cache-dtype", "fp8"],
+     "afmoe at TP 2 with an fp8 cache: 1 KV head per rank, sliding and full groups"),
 ]
 
 

@@ -1090,6 +1090,17 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                         defaults={"max_position_embeddings": 2048},
                         options={"stated_head_dim": False},
                         vllm="granitemoe.py (head_dim = hidden_size // num_attention_heads)"),
+        # Arcee Trinity (AFMoE, families/afmoe.py): afmoe.py slides a layer by
+        # config.layer_types; AfmoeConfig.__post_init__ builds them when the file has none
+        # (layer i full when (i + 1) % global_attn_every_n_layers == 0).
+        "afmoe": T(handler="afmoe:derive",
+                   keys=_WINDOW_KEYS | {"global_attn_every_n_layers"},
+                   harmless=dict.fromkeys(("num_dense_layers", "num_shared_experts"), _MOE),
+                   config_class="AfmoeConfig",
+                   defaults={"head_dim": 128, "sliding_window": 1024,
+                             "global_attn_every_n_layers": 4,
+                             "max_position_embeddings": 16384},
+                   vllm="afmoe.py (layer_types, per_layer_sliding_window)"),
         # Falcon-H1: attention and a Mamba2 mixer in every layer (families/falcon_h1.py).
         "falcon_h1": T(handler="falcon_h1:derive",
                        keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
