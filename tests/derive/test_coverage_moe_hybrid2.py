@@ -1,10 +1,11 @@
-"""The moe-hybrid-2 coverage group: OLMoE (an MoE decoder with standard attention) and
-Falcon-H1 (attention and a Mamba2 mixer side by side in every layer).
+"""The moe-hybrid-2 coverage group: MoE decoders with standard attention (OLMoE, Granite-3.x
+MoE), sliding + full MoE (AFMoE / Arcee Trinity), attention and a Mamba2 mixer side by side in
+every layer (Falcon-H1), pure Mamba1 (FalconMamba), and the group's remote-code-only types.
 
-Each config (tests/oracles/configs/, origins in SOURCES-moe-hybrid2.md: the models' sizes as
-Megatron-Bridge's unit tests keep them, converted to JSON) is derived and its bytes worked by
-hand from the config's own values in a comment; the per-layer facts are then compared with
-vLLM 0.32's own ``layer_specs`` for every case of
+Each config (tests/oracles/configs/, origins in SOURCES-moe-hybrid2.md: two verbatim Granite
+files; the others the models' sizes as public repositories keep them in Python, converted to
+JSON) is derived and its bytes worked by hand from the config's own values in a comment; the
+per-layer facts are then compared with vLLM 0.32's own ``layer_specs`` for every case of
 tests/oracles/vllm-0.32-coverage-moe-hybrid2.jsonl (commands in README-moe-hybrid2.md).
 """
 
