@@ -91,6 +91,8 @@ LIMITS: Mapping[str, tuple[int, int]] = {
          "global_head_dim", "swa_head_dim", "swa_v_head_dim", "mamba_d_head"),
         _DIM),
     "q_lora_rank": (0, MAX_HIDDEN),
+    "mamba_d_ssm": _MLP,  # Falcon-H1's Mamba2 inner width (families/falcon_h1.py)
+    "global_attn_every_n_layers": _LAYERS,  # AFMoE: every n-th layer full (families/afmoe.py)
     **dict.fromkeys(
         ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size",
          "moe_shared_expert_intermediate_size", "n_inner", "ffn_dim", "moe_latent_size"),
