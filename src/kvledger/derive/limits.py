@@ -130,6 +130,12 @@ CONFIG_DTYPES = frozenset({"float32", "float", "float16", "half", "bfloat16"})
 PER_LAYER_LISTS = frozenset({"intermediate_size"})
 
 
+# Count keys whose config class also takes the string "auto" (computed in ``__post_init__``):
+# transformers 5.19 BambaConfig, FalconH1Config and GraniteMoeHybridConfig default
+# ``mamba_d_head`` to "auto" (mamba intermediate size // mamba_n_heads); the handlers resolve it.
+AUTO_VALUED = frozenset({"mamba_d_head"})
+
+
 def bounds(key: str) -> tuple[int, int]:
     """(minimum, maximum) for ``key``: its row in ``LIMITS``, else (0, MAX_COUNT)."""
     return LIMITS.get(key, (0, MAX_COUNT))
@@ -197,7 +203,7 @@ def check_values(raw: Mapping[str, Any], *, where: str, path: str = "") -> None:
     whichever reader meets it first. ``path`` prefixes key names (``text_config.``).
     """
     for key, value in raw.items():
-        if value is None:
+        if value is None or (value == "auto" and key in AUTO_VALUED):
             continue
         if key in PER_LAYER_LISTS and isinstance(value, list):
             for i, item in enumerate(value):
