@@ -95,7 +95,9 @@ def by_set(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
     heads.append(f"all {sum(together.values())} vLLM cases")
     n_held = apart.get("heldout", 0) + len(refusal_questions(results, heldout=True))
     if n_held:
-        heads.append(f"held out: {n_held} checkpoints nobody checked")
+        first = results.get("heldout_first")
+        heads.append(f"held out: {n_held} cases nobody checked"
+                     + (f" (before fixes: {first})" if first else ""))
     if refusals:
         heads.append(f"vLLM refuses to start ({len(refusals)}): same refusal")
     if sglang:
