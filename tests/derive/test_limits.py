@@ -179,3 +179,18 @@ def test_mtp_model_without_decoder_layers_is_refused() -> None:
     raw["num_hidden_layers"] = 0
     with pytest.raises(ConfigError, match="describes no layers"):
         derive_model(raw)
+
+
+# Found by a 900 s fuzz run (KVLEDGER_FUZZ_SEED=4242, 82,617 cases, 2 bad): an absurd
+# num_experts_per_tok overflowed the activation estimate, and a huge GLM-5.3 index_kpool made a
+# vLLM kernel block hold no pooled entry (a zero page, then a division by zero).
+def test_experts_per_token_is_bounded() -> None:
+    raw = _oracle_config("zai-org--GLM-4.5.json")
+    raw["num_experts_per_tok"] = 10**19
+    with pytest.raises(ConfigError, match=r"'num_experts_per_tok' must be <= 65,536"):
+        derive_model(raw)
+
+
+def test_glm_index_kpool_is_bounded() -> None:
+    with pytest.raises(ConfigError, match=r"'text_config.index_kpool' must be <= 1,024"):
+        check_values({"index_kpool": 4_000_000}, where="config.json", path="text_config.")

@@ -97,8 +97,12 @@ LIMITS: Mapping[str, tuple[int, int]] = {
         _MLP),
     **dict.fromkeys(("expand", "mamba_expand", "expansion_factor"), (1, 1 << 10)),
     **dict.fromkeys(
-        ("n_routed_experts", "num_local_experts", "num_experts", "n_shared_experts"),
+        ("n_routed_experts", "num_local_experts", "num_experts", "n_shared_experts",
+         "num_experts_per_tok", "moe_topk"),
         _EXPERTS),
+    # Tokens per pooled indexer entry (GLM-5.3: 4); vLLM pages it in blocks of 64 x pool
+    # tokens, so a huge pool makes a kernel block hold no entry at all.
+    "index_kpool": (1, 1 << 10),
     "vocab_size": (1, MAX_VOCAB),
     # Every length key vLLM reads (derive/max_len.py).
     **dict.fromkeys(
@@ -117,6 +121,11 @@ LIMITS: Mapping[str, tuple[int, int]] = {
 # Other torch dtypes (float64, float8_*, int8) make vLLM fall back to bfloat16 with a
 # warning, which kvledger does not model: refused by name rather than planned in that type.
 CONFIG_DTYPES = frozenset({"float32", "float", "float16", "half", "bfloat16"})
+
+
+# Keys a config class also takes as one value per layer (Gemma3nTextConfig:
+# ``intermediate_size: int | list[int]``, an MLP width per layer): each entry is checked.
+PER_LAYER_LISTS = frozenset({"intermediate_size"})
 
 
 def bounds(key: str) -> tuple[int, int]:
@@ -188,7 +197,11 @@ def check_values(raw: Mapping[str, Any], *, where: str, path: str = "") -> None:
     for key, value in raw.items():
         if value is None:
             continue
-        if key in LIMITS:
+        if key in PER_LAYER_LISTS and isinstance(value, list):
+            for i, item in enumerate(value):
+                checked_count(item, f"{path}{key}[{i}]", where=where,
+                              minimum=LIMITS[key][0], maximum=LIMITS[key][1])
+        elif key in LIMITS:
             checked_count(value, f"{path}{key}", where=where, minimum=LIMITS[key][0],
                           maximum=LIMITS[key][1])
         elif key in ("torch_dtype", "dtype"):
