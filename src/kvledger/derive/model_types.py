@@ -593,7 +593,11 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "gemma2": T(handler="interleaved:gemma2", keys=_WINDOW_KEYS,
                     harmless={"query_pre_attn_scalar": _SCORE,
                               "cache_implementation": "transformers' cache class choice; vLLM "
-                                                      "does not read it"},
+                                                      "does not read it",
+                              "sliding_window_size": "early gemma-2 files' copy of "
+                                                     "sliding_window; transformers 5.19 "
+                                                     "Gemma2Config and vLLM gemma2.py read "
+                                                     "only sliding_window"},
                     config_class="Gemma2Config",
                     defaults={"num_key_value_heads": 4, "head_dim": 256,
                               "sliding_window": 4096, "max_position_embeddings": 8192},
@@ -618,7 +622,12 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                    "_attn_implementation_autoset": _RUNTIME,
                                    "attn_temperature_tuning": _SCORE,
                                    "attn_scale": _SCORE,
-                                   "for_llm_compressor": "llm-compressor's MoE weight layout"},
+                                   "for_llm_compressor": "llm-compressor's MoE weight layout",
+                                   "nope_layer_interval":
+                                       "an early Llama-4 spelling that nothing reads: "
+                                       "transformers 5.19 Llama4TextConfig builds "
+                                       "no_rope_layers from no_rope_layer_interval (default "
+                                       "4), vLLM llama4.py reads no_rope_layers"},
                          config_class="Llama4TextConfig",
                          defaults={"num_key_value_heads": 8, "head_dim": 128,
                                    "max_position_embeddings": 131072},
