@@ -165,6 +165,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("exaone4", "LGAI-EXAONE--EXAONE-4.0-32B.json", 32768, {"attention_backend": "fa3"}),
     ("exaone4-5", "LGAI-EXAONE--EXAONE-4.5-33B.json", 32768, {}),
     ("falcon", "tiiuae--falcon-40b.json", 2048, {}),
+    ("falcon-h1", "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json", 16384, {}),
     ("gemma", "google--gemma-7b.json", 8192, {}),
     ("gemma4", "google--gemma-4-E2B-it.json", 32768, {}),
     ("glm4-moe", "zai-org--GLM-4.5.json", 32768, {}),
