@@ -37,7 +37,9 @@ GIB = 1 << 30
 # id, config file, KV pool bytes per GPU, then options:
 # tp, page_size, kv_cache_dtype, server_args (SGLang names), pp, cuda_capability,
 # spec_aux (resolve the EAGLE/MTP draft layers), load_quant (checkpoint KV quant),
-# remote_plain (a remote-code config read as a plain PretrainedConfig: --remote-config-as-plain).
+# remote_plain (a remote-code config read as a plain PretrainedConfig: --remote-config-as-plain),
+# cpu_import_only (the class SGLang registers on a GPU but the CPU oracle cannot import: its
+# model_class_error is not SGLang refusing the model).
 CASES: list[dict[str, Any]] = [
     # -- dense GQA ------------------------------------------------------------------------
     {"id": "llama31-8b-10g", "config": "meta-llama--Meta-Llama-3.1-8B.json", "bytes": 10 * GIB},
@@ -166,6 +168,12 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("exaone4-5", "LGAI-EXAONE--EXAONE-4.5-33B.json", 32768, {}),
     ("falcon", "tiiuae--falcon-40b.json", 2048, {}),
     ("falcon-h1", "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json", 16384, {}),
+    # No max-positions key: 2048, SGLang's fallback. The CPU oracle cannot import
+    # models/falcon_mamba.py (mamba1.py needs causal_conv1d_fn, which
+    # layers/attention/mamba/mamba.py binds only on CUDA / NPU / XPU), so it records a loader
+    # error; a GPU registers the class (its EntryClass), and the pool is sized regardless.
+    ("falcon-mamba", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"cpu_import_only": "FalconMambaForCausalLM"}),
     ("gemma", "google--gemma-7b.json", 8192, {}),
     ("gemma4", "google--gemma-4-E2B-it.json", 32768, {}),
     ("glm4-moe", "zai-org--GLM-4.5.json", 32768, {}),
@@ -335,6 +343,7 @@ def make_case(python: str, case: dict[str, Any]) -> dict[str, Any]:
         "attention_backend": case.get("attention_backend"),
         "spec_aux": bool(case.get("spec_aux")), "load_quant": bool(case.get("load_quant")),
         "remote_plain": bool(case.get("remote_plain")),
+        **({"cpu_import_only": case["cpu_import_only"]} if case.get("cpu_import_only") else {}),
         "command": "python3 scripts/oracles/sglang_cases.py --only " + case["id"],
     }
     if pp == 1:

@@ -10,7 +10,9 @@ from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.sglang import plan_sglang
 from kvledger.plan.sglang.layout import SglangPlan
+from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
 from kvledger.plan.sglang.served import backend
+from kvledger.records import replace
 from sglang_cases import load
 
 GIB = 1 << 30
@@ -64,3 +66,50 @@ def test_falcon_h1_sizes_mamba_state_on_every_layer_beside_full_attention() -> N
     assert plan.cell_bytes_per_token == 18432
     assert plan.kv_cache_tokens == 9058158592 // 18432 == 491436
     assert plan.max_running_requests == 282 // 5 == 56
+
+
+def test_falcon_mamba_is_a_pure_mamba1_state_pool_with_an_empty_kv_pool() -> None:
+    # SGLang configs/mamba.py FalconMambaConfig.mamba2_cache_params → _mamba1_cache_params →
+    # Mamba2StateShape.create_full_rank: conv (intermediate 8192, d_conv 4 − 1) × 2 B (bf16)
+    # = 49,152 per layer; temporal (8192, 1, state 16) × 4 B (float32: mamba2_state_dtype(None))
+    # = 524,288 per layer; × 64 layers = 36,700,160 B per slot. Slots at ratio 0.9:
+    # int((16 GiB × 0.9 / 1.9 − 36,700,160) // 36,700,160) = int(221.97 − 1) = 220. No
+    # attention layer: pool_configurator.py _zero_kv_max_tokens = the context length, 2048.
+    # Requests: no Mamba radix strategy (not in overrides.py _MAMBA_RADIX_CACHE_ARCHS), so 3
+    # slots per request: 220 // 3 = 73.
+    assert backend(("FalconMambaForCausalLM",)) == "native"
+    plan = _plan("tiiuae--falcon-mamba-7b.mlstm.json", 2048)
+    assert plan.state_bytes is not None and plan.state is not None
+    assert plan.state_bytes.conv_bytes_per_slot == 64 * 49152
+    assert plan.state_bytes.temporal_bytes_per_slot == 64 * 524288
+    assert plan.state.max_mamba_cache_size == 220
+    assert plan.cell_bytes_per_token == 0
+    assert plan.kv_cache_tokens == 2048
+    assert plan.max_running_requests == 220 // 3 == 73
+    assert "K size: 0.00 GB, V size: 0.00 GB" in plan.sglang_log_line
+
+
+def test_falcon_mamba_state_dtype_ignores_the_config() -> None:
+    # _mamba1_cache_params builds Mamba2CacheParams without a dtype (mamba2_state_dtype(None)):
+    # a mamba_ssm_dtype in the config is never read (Mamba2 hybrids do read it), so the state
+    # stays float32. (kvledger's derive refuses that key for falcon_mamba, so the facts'
+    # config is edited after deriving.)
+    facts = derive_model(str(CONFIGS / "tiiuae--falcon-mamba-7b.mlstm.json"))
+    facts = replace(facts, config={**facts.config, "mamba_ssm_dtype": "bfloat16"})
+    plan = plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=2048),
+                       16 * GIB)
+    assert plan.state_bytes is not None
+    assert plan.state_bytes.temporal_bytes_per_slot == 64 * 8192 * 16 * 4
+
+
+def test_falcon_mamba_case_is_scored_although_the_cpu_oracle_could_not_import_it() -> None:
+    # The oracle's loader error is a CPU artefact (the case's cpu_import_only): SGLang's source
+    # registers the class (models/falcon_mamba.py EntryClass), and the pool was sized.
+    case = CASES["cov-falcon-mamba"]
+    assert case["cpu_import_only"] == "FalconMambaForCausalLM"
+    expected = case["expected"]
+    assert "FalconMambaForCausalLM has no SGlang implementation" in \
+        expected["model_class_error"]
+    assert "FalconMambaForCausalLM" in NATIVE_ARCHITECTURES
+    assert expected["attention_arch"] == "SSM"
+    assert expected["max_total_num_tokens"] == expected["context_len"] == 2048

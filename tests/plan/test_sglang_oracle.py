@@ -38,10 +38,12 @@ UNSCORED = {
     "deepseek-v31-nvfp4-kv",
 }
 # Cases whose model SGLang's loader refuses (get_model_architecture raised, or the config
-# itself cannot load): kvledger must refuse them too, whatever the pool would have been.
+# itself cannot load): kvledger must refuse them too, whatever the pool would have been. A
+# case marked cpu_import_only is not one: its class is registered on a GPU, only the CPU
+# oracle could not import it (sglang_cases.py), and its pool is scored.
 NOT_LOADED = [c for c in CASES if c["expected"].get("model_class_error")
               and c["id"] not in REFUSED and c["expected"].get("model_class") is None
-              and not c.get("remote_plain")]
+              and not c.get("remote_plain") and not c.get("cpu_import_only")]
 
 
 def _ids(case: dict[str, Any]) -> str:

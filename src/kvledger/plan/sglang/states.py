@@ -8,6 +8,9 @@
   (no widening for speculative tokens), temporal ``(H / tp, head_dim, N)``;
 * Gated DeltaNet (``Qwen3NextConfig.mamba2_cache_params``) is the same shape with
   ``I = Hv·dv``, ``G = Hk``, ``H = Hv``, ``head_dim = dv``, ``N = dk``;
+* Mamba-1 (``configs/mamba.py``: ``_mamba1_cache_params`` → ``Mamba2StateShape.create_full_rank``)
+  is the full-rank form: conv ``(I / tp, K − 1)`` (the conv covers ``intermediate_size`` only)
+  and temporal ``(I / tp, 1, N)``;
 * LFM2's short convolution (``configs/lfm2.py``: ``Lfm2Config.mamba2_cache_params``) is the
   same shape with ``I = hidden_size``, ``G = 1``, ``H = tp``, ``N = 0``: a conv state of
   ``(hidden / tp, K − 1)`` and an empty temporal state.
@@ -27,6 +30,7 @@ from typing import Any
 from kvledger.derive.layers import RecurrentState
 from kvledger.derive.states import (
     GatedDeltaNetState,
+    Mamba1State,
     Mamba2State,
     ShortConvState,
     extra_groups_for_head_shards,
@@ -56,6 +60,10 @@ def state_shape(layer: RecurrentState, tp: int) -> StateShape:
         # N = 0: the conv row is I / tp wide and the temporal state holds nothing.
         conv = _exact(layer.intermediate_size, tp, "short conv dim") * (layer.conv_kernel - 1)
         return StateShape(conv, 0)
+    if isinstance(layer, Mamba1State):
+        # create_full_rank: num_heads = I, head_dim = 1, conv_dim = I (asserts I % tp == 0).
+        inner = _exact(layer.intermediate_size, tp, "Mamba-1 intermediate_size")
+        return StateShape(inner * (layer.conv_kernel - 1), inner * layer.state_size)
     if isinstance(layer, Mamba2State):
         inner, groups, heads = layer.intermediate_size, layer.n_groups, layer.num_heads
         head_dim, state, kernel = layer.head_dim, layer.state_size, layer.conv_kernel
