@@ -157,6 +157,7 @@ CASES: list[dict[str, Any]] = [
 # 16 GiB pool and page 1 (what SGLang picks on Hopper for these backends); a model SGLang
 # cannot load records SGLang's own ``model_class_error``.
 COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
+    ("afmoe", "arcee-ai--Trinity-Nano-Preview.neuronx.json", 32768, {}),
     ("bloom", "bigscience--bloom-1layer-TEST.json", 4096, {}),
     ("chatglm", "THUDM--chatglm3-6b.json", 8192, {}),
     ("dbrx", "databricks--dbrx.OME-ABRIDGED.MODIFIED.json", 32768, {}),

@@ -113,3 +113,16 @@ def test_falcon_mamba_case_is_scored_although_the_cpu_oracle_could_not_import_it
     assert "FalconMambaForCausalLM" in NATIVE_ARCHITECTURES
     assert expected["attention_arch"] == "SSM"
     assert expected["max_total_num_tokens"] == expected["context_len"] == 2048
+
+
+def test_afmoe_sliding_layers_are_sized_as_full_layers() -> None:
+    # AfmoeForCausalLM is not in configs/model_config.py is_hybrid_swa_model's list, so its
+    # sliding layers (three of every four, window 2048) take full rows in the one MHA pool:
+    # 56 layers × 2 KV heads × (128 + 128) × 2 B (bf16) = 57,344 B/token;
+    # 16 GiB / 57,344 = 299,593 tokens.
+    assert backend(("AfmoeForCausalLM",)) == "native"
+    plan = _plan("arcee-ai--Trinity-Nano-Preview.neuronx.json", 32768)
+    assert plan.swa_tokens is None
+    assert plan.cell_bytes_per_token == 57344
+    assert plan.kv_cache_tokens == 16 * GIB // 57344 == 299593
+    assert CASES["cov-afmoe"]["expected"]["is_hybrid_swa"] is False
