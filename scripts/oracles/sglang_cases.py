@@ -213,6 +213,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("olmo3", "allenai--Olmo-3.1-32B-Instruct.json", 32768, {}),
     ("olmoe", "allenai--OLMoE-1B-7B.mbridge.json", 4096, {}),
     ("opt", "facebook--opt-125m.json", 2048, {}),
+    ("paligemma", "google--paligemma-3b-pt-224.json", 8192, {}),
     ("phi", "microsoft--phi-1.json", 2048, {}),
     ("phi3", "microsoft--Phi-3-mini-4k-instruct.MODIFIED.json", 4096, {}),
     # Remote-code config classes (auto_map): read as plain PretrainedConfig (no network here).

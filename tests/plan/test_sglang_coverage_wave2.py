@@ -126,3 +126,17 @@ def test_afmoe_sliding_layers_are_sized_as_full_layers() -> None:
     assert plan.cell_bytes_per_token == 57344
     assert plan.kv_cache_tokens == 16 * GIB // 57344 == 299593
     assert CASES["cov-afmoe"]["expected"]["is_hybrid_swa"] is False
+
+
+def test_paligemma_is_served_by_the_transformers_backend() -> None:
+    # SGLang 0.5.23 has no PaliGemma class; its loader resolved the Transformers backend
+    # (TransformersMultiModalForCausalLM, oracle case cov-paligemma). The pool is sized from
+    # the gemma text_config like any other: head_dim 256 (GemmaConfig's default), 18 layers ×
+    # 1 KV head × (256 + 256) × 2 B = 18,432 B/token, in bfloat16 (a float32 gemma config
+    # serves in bfloat16: _get_and_verify_dtype); 16 GiB / 18,432 = 932,067 tokens.
+    assert backend(("PaliGemmaForConditionalGeneration",)) == "transformers"
+    plan = _plan("google--paligemma-3b-pt-224.json", 8192)
+    assert plan.kv_cache_dtype == "bfloat16"
+    assert plan.cell_bytes_per_token == 18432
+    assert plan.kv_cache_tokens == 16 * GIB // 18432 == 932067
+    assert any("Transformers backend" in w for w in plan.warnings)
