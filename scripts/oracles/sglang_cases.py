@@ -176,6 +176,8 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("falcon-mamba", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
      {"cpu_import_only": "FalconMambaForCausalLM"}),
     ("gemma", "google--gemma-7b.json", 8192, {}),
+    ("gemma3n", "unsloth--gemma-3n-E2B-it.json", 32768, {}),
+    ("gemma3n-text", "unsloth--gemma-3n-E2B-it.TEXT.MODIFIED.json", 32768, {}),
     ("gemma4", "google--gemma-4-E2B-it.json", 32768, {}),
     ("glm4-moe", "zai-org--GLM-4.5.json", 32768, {}),
     ("glm4v", "zai-org--GLM-4.1V-9B-Thinking.json", 32768, {}),

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import plan_sglang
+from kvledger.plan.sglang import SglangLayoutError, plan_sglang
 from kvledger.plan.sglang.layout import SglangPlan
 from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
 from kvledger.plan.sglang.served import backend
@@ -140,3 +142,34 @@ def test_paligemma_is_served_by_the_transformers_backend() -> None:
     assert plan.cell_bytes_per_token == 18432
     assert plan.kv_cache_tokens == 16 * GIB // 18432 == 932067
     assert any("Transformers backend" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(("name", "arch"), [
+    ("unsloth--gemma-3n-E2B-it.json", "Gemma3nForConditionalGeneration"),
+    ("unsloth--gemma-3n-E2B-it.TEXT.MODIFIED.json", "Gemma3nForCausalLM"),
+])
+def test_gemma3n_kv_shared_layers_keep_their_slots_in_one_full_pool(name: str,
+                                                                    arch: str) -> None:
+    # Gemma-3n E2B: 30 layers, the last num_kv_shared_layers = 10 read an earlier layer's KV
+    # (models/gemma3n_causal.py: RadixAttention layer_id = kv_shared_layer_index, no write),
+    # and no hybrid-SWA pool (not in is_hybrid_swa_model): sliding and full layers alike take
+    # one row each in the MHA pool of all 30 layers (ModelLayerInfo.num_effective_layers).
+    # 30 × 2 KV heads × (256 + 256) × 2 B = 61,440 B/token (20 owning layers would be 40,960);
+    # 16 GiB / 61,440 = 279,620 tokens.
+    facts = derive_model(str(CONFIGS / name))
+    assert facts.architectures[0] == arch
+    assert sum(not layer.owns_memory for layer in facts.layers) == 10
+    plan = _plan(name, 32768)
+    assert plan.swa_tokens is None
+    assert plan.cell_bytes_per_token == 61440
+    assert plan.kv_cache_tokens == 16 * GIB // 61440 == 279620
+
+
+def test_kv_sharing_under_an_unchecked_architecture_is_still_refused() -> None:
+    # Only the architectures whose SGLang model keeps the shared layers' slots are listed
+    # (hybrid_swa.SLOTTED_SHARED_KV_ARCHS); the same layers under another class are refused.
+    facts = derive_model(str(CONFIGS / "unsloth--gemma-3n-E2B-it.TEXT.MODIFIED.json"))
+    facts = replace(facts, architectures=("Gemma3ForCausalLM",))
+    with pytest.raises(SglangLayoutError, match="reads another layer's KV"):
+        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=32768),
+                    16 * GIB)
