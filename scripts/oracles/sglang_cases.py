@@ -265,6 +265,18 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("lfm2-vl-tp2-page16", "LiquidAI--LFM2.5-VL-1.6B.json", 32768,
      {"tp": 2, "page_size": 16}),
     ("lfm2-vl-256m", "LiquidAI--LFM2.5-VL-1.6B.json", 32768, {"bytes": 256 << 20}),
+    # Coverage wave 2 variants: the Mamba-1 full-rank state split over TP (and its cap on
+    # the requests with the radix cache off), Falcon-H1's Mamba2 groups widened for TP 2
+    # (extra_groups_for_head_shards), Gemma-3n's shared-KV rows at TP 2 with 64-token pages.
+    ("falcon-mamba-tp2", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"tp": 2, "cpu_import_only": "FalconMambaForCausalLM"}),
+    ("falcon-mamba-noradix", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"cpu_import_only": "FalconMambaForCausalLM",
+      "server_args": {"context_length": 2048, "disable_radix_cache": True,
+                      "max_running_requests": 64}}),
+    ("falcon-h1-tp2", "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json", 16384, {"tp": 2}),
+    ("gemma3n-tp2-page64", "unsloth--gemma-3n-E2B-it.json", 32768,
+     {"tp": 2, "page_size": 64}),
     ("muse-glimmer-ratio05", "meta-models--Muse-Glimmer-30B.json", 32768,
      {"server_args": {"context_length": 32768, "swa_full_tokens_ratio": 0.5}}),
 ]
