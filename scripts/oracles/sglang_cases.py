@@ -274,6 +274,12 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
      {"cpu_import_only": "FalconMambaForCausalLM",
       "server_args": {"context_length": 2048, "disable_radix_cache": True,
                       "max_running_requests": 64}}),
+    ("falcon-mamba-pp2", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"pp": 2, "cpu_import_only": "FalconMambaForCausalLM"}),
+    # No KV layer: --max-total-tokens replaces the context length (_zero_kv_max_tokens).
+    ("falcon-mamba-maxtok", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"page_size": 16, "cpu_import_only": "FalconMambaForCausalLM",
+      "server_args": {"context_length": 2048, "max_total_tokens": 1000}}),
     ("falcon-h1-tp2", "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json", 16384, {"tp": 2}),
     ("gemma3n-tp2-page64", "unsloth--gemma-3n-E2B-it.json", 32768,
      {"tp": 2, "page_size": 64}),
