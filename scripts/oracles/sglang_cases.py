@@ -280,6 +280,9 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("falcon-mamba-maxtok", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
      {"page_size": 16, "cpu_import_only": "FalconMambaForCausalLM",
       "server_args": {"context_length": 2048, "max_total_tokens": 1000}}),
+    # The Megatron-Bridge dict as it is (no mamba_d_ssm): SGLang's config load rejects it
+    # exactly as kvledger's derive does (FalconH1Config.validate_architecture).
+    ("falcon-h1-no-d-ssm", "tiiuae--Falcon-H1-0.5B.mbridge.json", 16384, {}),
     ("falcon-h1-tp2", "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json", 16384, {"tp": 2}),
     ("gemma3n-tp2-page64", "unsloth--gemma-3n-E2B-it.json", 32768,
      {"tp": 2, "page_size": 64}),
