@@ -188,6 +188,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("gptj", "EleutherAI--gpt-j-6b.MODIFIED.json", 2048, {}),
     ("granite", "ibm-granite--granite-3.3-8b-instruct.json", 32768, {}),
     ("granitemoe", "ibm-granite--granite-3.0-1b-a400m-instruct.json", 4096, {}),
+    ("granitemoe-3-1-tp2", "ibm-granite--granite-3.1-1b-a400m-instruct.json", 32768, {"tp": 2}),
     ("granitemoehybrid", "ibm-granite--granite-4-8b-dense-hybrid.json", 32768, {}),
     ("granitemoehybrid-mamba", "ibm-granite--granite-4-8b-dense-hybrid.MAMBA.MODIFIED.json",
      32768, {}),
