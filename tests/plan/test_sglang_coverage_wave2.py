@@ -173,3 +173,15 @@ def test_kv_sharing_under_an_unchecked_architecture_is_still_refused() -> None:
     with pytest.raises(SglangLayoutError, match="reads another layer's KV"):
         plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=32768),
                     16 * GIB)
+
+
+def test_plain_mamba_stays_refused_until_an_oracle_case_checks_it() -> None:
+    # MambaForCausalLM follows FalconMamba's path in SGLang's source, but no oracle case has
+    # checked it: the layout refuses it by name rather than reuse the rule unchecked.
+    raw = {"model_type": "mamba", "architectures": ["MambaForCausalLM"],
+           "num_hidden_layers": 24, "hidden_size": 768, "intermediate_size": 1536,
+           "state_size": 16, "conv_kernel": 4, "max_position_embeddings": 2048}
+    facts = derive_model(raw)
+    with pytest.raises(SglangLayoutError, match="pure state-space model"):
+        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=2048),
+                    16 * GIB)

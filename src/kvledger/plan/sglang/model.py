@@ -93,7 +93,9 @@ STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv", "mamba1")
 # attention layer (AttentionArch.SSM). Their configs (configs/mamba.py: _mamba1_cache_params)
 # pool one full-rank state per layer, and DefaultPoolConfigurator sizes the empty KV pool at
 # the context length (pool_configurator.py: _zero_kv_max_tokens). Only the architectures an
-# oracle case checked are listed (MambaForCausalLM is not: kvledger derives no "mamba" type).
+# oracle case checked are listed: MambaForCausalLM takes the same path in SGLang's source
+# (configs/mamba.py MambaConfig) but no real config of it was at hand for a case, so it stays
+# refused.
 PURE_MAMBA1_ARCHS = frozenset({"FalconMambaForCausalLM"})
 # configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
 MULTIMODAL_DISABLED_ARCHS = frozenset({
