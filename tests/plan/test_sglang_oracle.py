@@ -27,8 +27,6 @@ REFUSED: dict[str, str] = {
     "cov-glm5-next": "recurrent state kind kda is not reproduced",
     "cov-kimi-k3": "recurrent state kind kda is not reproduced",
     "cov-minimax-m3-vl": "indexer caches outside SGLang's DSA architectures",
-    "cov-mllama": "cross-attention caches are not reproduced",
-    "cov-whisper": "cross-attention caches are not reproduced",
 }
 # Cases where the CPU oracle stopped with an error kvledger does not reproduce either way (not
 # scored; listed so none goes unnoticed).

@@ -145,7 +145,8 @@ class SglangEngine(Layout):
         per_state = plan.state.bytes_per_slot * next(
             (int(r["entries_per_req"]) for r in plan.pool_rows if r["name"] == "mamba"), 0) \
             if plan.state is not None else 0
-        one = int(plan.context_len * plan.cell_bytes_per_token) + per_state
+        one = int((plan.context_len + plan.encoder_tokens) * plan.cell_bytes_per_token) \
+            + per_state
         return LayoutPlan(
             ranks=ranks,
             block_size=plan.page_size,
@@ -175,7 +176,7 @@ class SglangEngine(Layout):
             attn_dp_size=res.attn_dp,
             state_slots=plan.state.max_mamba_cache_size if plan.state is not None else None,
             slots_per_request=slots).max_running_requests
-        fits = plan.kv_cache_tokens / context
+        fits = plan.kv_cache_tokens / (context + plan.encoder_tokens)
         if plan.swa_tokens is not None:
             window = next((int(r["entries_per_req"]) for r in plan.pool_rows
                            if r["name"] == "swa"), 1) * res.page_size

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
-from kvledger.plan.sglang import log
+from kvledger.plan.sglang import encoder_decoder, log
 from kvledger.plan.sglang.cells import (
     DSA_QUANT_BLOCK,
     TORCH_NAMES,
@@ -175,6 +175,9 @@ class SglangPlan:
     sglang_log_lines: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     pool_rows: tuple[dict[str, Any], ...] = field(default=())
+    # Pool entries each request's encoder input takes beside its own tokens (Whisper's
+    # padded audio frames, encoder_decoder.encoder_tokens); 0 for decoder-only models.
+    encoder_tokens: int = 0
 
 
 # -- settings -----------------------------------------------------------------------------
@@ -465,6 +468,10 @@ def plan_sglang(
     model = build(facts)
     res = resolve(model, request, options, platform, default_chunked_prefill_size)
     pp = request.pipeline_parallel_size
+    if pp > 1 and model.architecture in encoder_decoder.ARCHS:
+        raise SglangLayoutError(f"{model.architecture} under pipeline parallelism: SGLang's "
+                                "model class does not split its layers into stages "
+                                "(no start_layer / end_layer); not reproduced")
     ranges = pp_indices(model.num_layers, pp)
     budgets = list(stage_available_bytes) if stage_available_bytes is not None else \
         [available_bytes] * pp
@@ -549,7 +556,8 @@ def plan_sglang(
                                 tuple(lines), budgets[k]))
     head = stages[0]
     kv_line = next(line for line in head.log_lines if "KV Cache is allocated" in line)
-    concurrency = full_tokens / res.context_len
+    encoder = model.encoder_tokens
+    concurrency = full_tokens / (res.context_len + encoder)
     if swa_final is not None and model.sliding_window is not None:
         per_request = min(res.context_len, model.sliding_window + res.page_size)
         concurrency = min(concurrency, swa_final / per_request)
@@ -561,7 +569,7 @@ def plan_sglang(
         "entry_bytes": int(head.cell_bytes_per_token * res.page_size)
         if not model.hybrid_swa else int(_swa_cells(model, res, ranges[0]).full_cell_bytes()
                                           * res.page_size),
-        "entries_per_req": -(-res.context_len // res.page_size),
+        "entries_per_req": -(-(res.context_len + encoder) // res.page_size),
         "reserved_bytes": binding.kv_bytes,
     }]
     if swa_final is not None:
@@ -585,6 +593,9 @@ def plan_sglang(
             f"max_running_requests is capped to {reqs.max_running_requests} by the mamba state "
             f"cache (max_mamba_cache_size={state.max_mamba_cache_size if state else 0}, "
             f"{slots_per_request} state slots per request)")
+    if model.architecture == encoder_decoder.MLLAMA:
+        warnings.append("each image request also holds its image tokens (media × tiles × "
+                        "patches) in SGLang's token pool; the concurrency counts text only")
     if full_tokens < res.context_len:
         warnings.append(f"KV pool holds {full_tokens} tokens, fewer than the context length "
                         f"{res.context_len}: one full-length request cannot fit")
@@ -610,4 +621,5 @@ def plan_sglang(
         sglang_log_lines=head.log_lines,
         warnings=tuple(warnings),
         pool_rows=tuple(rows),
+        encoder_tokens=encoder,
     )

@@ -42,7 +42,7 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
-from kvledger.plan.sglang import hybrid_swa, served
+from kvledger.plan.sglang import encoder_decoder, hybrid_swa, served
 from kvledger.plan.sglang.context import context_length, text_config
 
 
@@ -156,6 +156,9 @@ class SglangModel:
     multimodal: bool
     config: Mapping[str, Any]
     backend: str = "native"  # the class SGLang's loader builds: "native" or "transformers"
+    # Pool entries each request's encoder input takes beside its tokens (Whisper's audio
+    # frames: encoder_decoder.encoder_tokens); 0 for decoder-only models.
+    encoder_tokens: int = 0
 
     @property
     def mambaish(self) -> bool:
@@ -225,7 +228,10 @@ def _checkpoint_kv_fp8(facts: ModelFacts) -> bool:
 
 def _multimodal(config: Mapping[str, Any], arch: str) -> bool:
     """``ModelConfig.is_multimodal``: a vision or audio tower, unless the architecture is one
-    SGLang serves text-only by default (``enable_multimodal`` off)."""
+    SGLang serves text-only by default (``enable_multimodal`` off). Whisper has no tower key
+    but is in SGLang's ``multimodal_model_archs`` (``is_multimodal_model``)."""
+    if arch == encoder_decoder.WHISPER:
+        return True
     tower = any(isinstance(config.get(k), Mapping) for k in ("vision_config", "audio_config"))
     return tower and arch not in MULTIMODAL_DISABLED_ARCHS
 
@@ -274,6 +280,34 @@ def _mla_from_config(facts: ModelFacts, text: Mapping[str, Any],
     return list(attention)
 
 
+def _slot_pool_model(facts: ModelFacts, arch: str, text: Mapping[str, Any],
+                     decoder: Sequence[Any], loader: str) -> SglangModel:
+    """Mllama / Whisper: one token pool with a slot per self- *and* cross-attention layer
+    (and, for Whisper, per encoder layer), all of ModelConfig's one geometry
+    (``encoder_decoder.py`` cites the rule)."""
+    attention = [layer for layer in decoder if isinstance(layer, Attention)]
+    others = [layer for layer in decoder
+              if not isinstance(layer, Attention) and layer.kind is not Kind.NONE]
+    if others or not attention:
+        raise _refuse(facts, "encoder-decoder caches other than self- and cross-attention "
+                             "are not reproduced for SGLang")
+    try:
+        pool = encoder_decoder.slot_pool(arch, text, attention)
+        encoder = encoder_decoder.encoder_tokens(arch, text)
+    except encoder_decoder.Unreproduced as exc:
+        raise _refuse(facts, str(exc)) from None
+    config = facts.config
+    return SglangModel(
+        model=facts.model, architecture=arch, attention_arch="MHA",
+        num_layers=pool.slots, full_layers=tuple(range(pool.slots)), swa_layers=(),
+        hybrid_swa=False, sliding_window=None,
+        heads=Heads(pool.kv_heads, pool.head_dim, pool.head_dim, attention[0].dtype),
+        swa_heads=None, mla=None, dsa=None, states=(), nextn_layers=0,
+        context_len=context_length(text), model_dtype=model_dtype(config, arch),
+        checkpoint_kv_fp8=_checkpoint_kv_fp8(facts), multimodal=_multimodal(config, arch),
+        config=config, backend=loader, encoder_tokens=encoder)
+
+
 def build(facts: ModelFacts) -> SglangModel:
     """SGLang's view of ``facts`` (whole model, before parallelism), or a named refusal."""
     arch = facts.architectures[0] if facts.architectures else ""
@@ -290,6 +324,8 @@ def build(facts: ModelFacts) -> SglangModel:
     if any(layer.role is Role.DRAFT for layer in facts.layers):
         raise _refuse(facts, "a speculative draft model alone; SGLang serves it only beside "
                              "its target (plan the target with --speculative-method)")
+    if arch in encoder_decoder.ARCHS:
+        return _slot_pool_model(facts, arch, text, decoder, loader)
     if any(layer.role is Role.ENCODER for layer in facts.layers) or any(
             layer.kind is Kind.CROSS for layer in decoder):
         raise _refuse(facts, "encoder / cross-attention caches are not reproduced for SGLang")
