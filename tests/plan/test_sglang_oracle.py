@@ -25,7 +25,6 @@ _HYBRID_SWA = "hybrid sliding-window pool whose layout kvledger does not reprodu
 REFUSED: dict[str, str] = {
     "cov-deepseek-v4": _HYBRID_SWA,
     "cov-glm5-next": "recurrent state kind kda is not reproduced",
-    "cov-kimi-k3": "recurrent state kind kda is not reproduced",
     "cov-minimax-m3-vl": "indexer caches outside SGLang's DSA architectures",
 }
 # Cases where the CPU oracle stopped with an error kvledger does not reproduce either way (not

@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 # (GraniteMoeHybrid only with a "mamba" layer, which every hybrid of it has). Another hybrid
 # takes a path not reproduced here, and is refused.
 MAMBA_RADIX_CACHE_ARCHS = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration",
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
     "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
     "GraniteMoeHybridForCausalLM",
@@ -75,7 +76,8 @@ MAMBA_RADIX_CACHE_ARCHS = frozenset({
 # with the default triton linear-attention backend): "auto" resolves to extra_buffer here
 # when the overlap scheduler is on or pages are > 1; the other radix archs take no_buffer.
 MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration",
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
     "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
     "GraniteMoeHybridForCausalLM",
@@ -492,7 +494,8 @@ def plan_sglang(
         budget_gb = stage_budget / GIB
         stage_state: StatePool | None = None
         if model.mambaish:
-            temporal = ssm_dtype(model.config, options.mamba_ssm_dtype)
+            temporal = ssm_dtype(model.config, options.mamba_ssm_dtype,
+                                 reads_config=not model.kda)
             sbytes = state_bytes(model.states, res.attn_tp, temporal)
             ids = tuple(s.index for s in model.states)
             biggest = max(len(_in(ids, rng)) for rng in ranges)

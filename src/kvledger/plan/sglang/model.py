@@ -62,12 +62,13 @@ HYBRID_SWA_NOT_REPRODUCED = frozenset({
     "UnlimitedOCRForCausalLM",
 })
 # configs/model_config.py: _derive_model_shapes, the branches that set AttentionArch.MLA
-# with kv_lora_rank + qk_rope_head_dim (Kimi-Linear / GLM-5.3's KDA hybrids are refused as
-# KDA below, MiniCPM3 sets no v_head_dim).
+# with kv_lora_rank + qk_rope_head_dim (the first list, and the Kimi-Linear / Kimi-K3 branch;
+# GLM-5.3's KDA hybrid is refused as KDA below, MiniCPM3 sets no v_head_dim).
 MLA_ARCHS = frozenset({
     "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM",
     "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "KimiK25ForConditionalGeneration",
     "MistralLarge3ForCausalLM", "LongcatFlashForCausalLM", "GigaChat35ForCausalLM",
+    "KimiLinearForCausalLM", "KimiK3LinearForCausalLM", "KimiK3ForConditionalGeneration",
 })
 # configs/model_config.py: _derive_model_shapes, "MiniCPM3ForCausalLM" branch: AttentionArch.MLA
 # with the config's kv_lora_rank and qk_rope_head_dim, so SGLang's pool keeps the latent row
@@ -88,7 +89,14 @@ DSA_ARCHS = frozenset({
 # configs/hybrid_arch.py: mamba2_config / hybrid_gdn_config, the config classes whose states
 # are Mamba2 (Nemotron-H, Falcon-H1, Granite-4), Gated DeltaNet (Qwen3-Next, Qwen3.5) or
 # LFM2's short convolution (Lfm2Config / Lfm2VlConfig, sized as a conv-only Mamba2 state).
-STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv")
+STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv", "kda")
+# configs/hybrid_arch.py: kimi_linear_config — a KimiLinearConfig (top level or text_config)
+# makes these KDA hybrids: MLA on the full-attention layers, a KDA state per linear layer
+# (KimiLinearConfig.mamba2_cache_params). GLM-5.3's glm5_next_config takes the same state
+# shape but adds DSA indexers and mHC; no oracle case could run it on CPU, so it stays refused.
+KDA_ARCHS = frozenset({
+    "KimiLinearForCausalLM", "KimiK3LinearForCausalLM", "KimiK3ForConditionalGeneration",
+})
 # configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
 MULTIMODAL_DISABLED_ARCHS = frozenset({
     "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
@@ -163,6 +171,10 @@ class SglangModel:
     @property
     def mambaish(self) -> bool:
         return bool(self.states)
+
+    @property
+    def kda(self) -> bool:
+        return any(s.state_kind == "kda" for s in self.states)
 
 
 _text = text_config  # SGLang's get_hf_text_config (context.py)
@@ -334,6 +346,10 @@ def build(facts: ModelFacts) -> SglangModel:
                              "for SGLang")
     states = tuple(layer for layer in decoder if isinstance(layer, RecurrentState))
     odd = sorted({s.state_kind for s in states} - set(STATE_KINDS))
+    if not odd and arch not in KDA_ARCHS and any(s.state_kind == "kda" for s in states):
+        raise _refuse(facts, "recurrent state kind kda is not reproduced for SGLang outside "
+                             "its Kimi-Linear architectures (GLM-5.3's KDA + DSA pool: "
+                             "SGLang's own sizing of it could not be run)")
     if odd:
         raise _refuse(facts, f"recurrent state kind {', '.join(odd)} is not reproduced for "
                              f"SGLang (reproduced: {', '.join(STATE_KINDS)})")
@@ -370,9 +386,9 @@ def build(facts: ModelFacts) -> SglangModel:
     if states and not (attention or mla):
         raise _refuse(facts, "a pure state-space model (no attention KV); SGLang's pure-SSM "
                              "pools are not reproduced")
-    if mla and states:
-        raise _refuse(facts, "MLA with recurrent layers (KDA hybrids) is not reproduced "
-                             "for SGLang")
+    if mla and states and arch not in KDA_ARCHS:
+        raise _refuse(facts, "MLA with recurrent layers outside SGLang's Kimi-Linear KDA "
+                             "hybrids is not reproduced for SGLang")
     # Which attention layers go where.
     if hybrid:
         swa = [a for a in attention if isinstance(a, SlidingAttention | ChunkedAttention)]
