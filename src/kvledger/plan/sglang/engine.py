@@ -138,7 +138,8 @@ class SglangEngine(Layout):
                        plan.max_concurrency, s.available_bytes, s.kv_bytes + state, rows)
             for s in plan.stages)
         warnings = list(plan.warnings)
-        if request.gpu is None and request.block_size is None:
+        if request.gpu is None and request.block_size is None and \
+                plan.resolved.page_size_source.startswith("SGLang default"):
             warnings.append("page size auto: SGLang's choice on Hopper (H100/H200); pass "
                             "--gpu or --page-size for another GPU")
         # One context-length request: its tokens at the cell, and one state slot set.

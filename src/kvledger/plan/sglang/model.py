@@ -42,7 +42,7 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
-from kvledger.plan.sglang import encoder_decoder, hybrid_swa, served
+from kvledger.plan.sglang import dsv4, encoder_decoder, hybrid_swa, served
 from kvledger.plan.sglang.context import context_length, text_config
 
 
@@ -55,7 +55,7 @@ class SglangLayoutError(ValueError):
 # they are refused by name rather than sized plainly.
 HYBRID_SWA_NOT_REPRODUCED = frozenset({
     "MiMoV2ForCausalLM", "Step3p5ForCausalLM", "Step3p7ForConditionalGeneration",
-    "DeepseekV4ForCausalLM", "BeamForCausalLM", "MellumForCausalLM",
+    "BeamForCausalLM", "MellumForCausalLM",
     "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "IQuestQ1ForCausalLM",
     "InklingForConditionalGeneration", "EmbeddingGemma2Model",
     "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
@@ -320,6 +320,25 @@ def _slot_pool_model(facts: ModelFacts, arch: str, text: Mapping[str, Any],
         config=config, backend=loader, encoder_tokens=encoder)
 
 
+def _dsv4_model(facts: ModelFacts, arch: str, text: Mapping[str, Any],
+                loader: str) -> SglangModel:
+    """DeepSeek-V4: ``dsv4.py`` sizes its pools from the config (``DSV4PoolConfigurator``);
+    this view carries what the rest of the layout reads (``attention_arch`` MHA, as
+    ``_derive_model_shapes``' V4 branch sets it)."""
+    try:
+        geo = dsv4.geometry(text)
+    except dsv4.Unreproduced as exc:
+        raise _refuse(facts, f"SGLang's DeepSeek-V4 pool: {exc}") from None
+    config = facts.config
+    return SglangModel(
+        model=facts.model, architecture=arch, attention_arch="MHA",
+        num_layers=geo.num_layers, full_layers=tuple(range(geo.num_layers)), swa_layers=(),
+        hybrid_swa=False, sliding_window=geo.window, heads=None, swa_heads=None, mla=None,
+        dsa=None, states=(), nextn_layers=0, context_len=context_length(text),
+        model_dtype=model_dtype(config, arch), checkpoint_kv_fp8=False,
+        multimodal=_multimodal(config, arch), config=config, backend=loader)
+
+
 def build(facts: ModelFacts) -> SglangModel:
     """SGLang's view of ``facts`` (whole model, before parallelism), or a named refusal."""
     arch = facts.architectures[0] if facts.architectures else ""
@@ -332,6 +351,8 @@ def build(facts: ModelFacts) -> SglangModel:
     if arch in HYBRID_SWA_NOT_REPRODUCED:
         raise _refuse(facts, "SGLang 0.5.23 gives this architecture a hybrid sliding-window "
                              "pool whose layout kvledger does not reproduce yet")
+    if arch == dsv4.ARCH:
+        return _dsv4_model(facts, arch, text, loader)
     decoder = [layer for layer in facts.layers if layer.role is Role.DECODER]
     if any(layer.role is Role.DRAFT for layer in facts.layers):
         raise _refuse(facts, "a speculative draft model alone; SGLang serves it only beside "
