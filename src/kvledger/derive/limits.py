@@ -123,6 +123,11 @@ LIMITS: Mapping[str, tuple[int, int]] = {
 CONFIG_DTYPES = frozenset({"float32", "float", "float16", "half", "bfloat16"})
 
 
+# Keys a config class also takes as one value per layer (Gemma3nTextConfig:
+# ``intermediate_size: int | list[int]``, an MLP width per layer): each entry is checked.
+PER_LAYER_LISTS = frozenset({"intermediate_size"})
+
+
 def bounds(key: str) -> tuple[int, int]:
     """(minimum, maximum) for ``key``: its row in ``LIMITS``, else (0, MAX_COUNT)."""
     return LIMITS.get(key, (0, MAX_COUNT))
@@ -192,7 +197,11 @@ def check_values(raw: Mapping[str, Any], *, where: str, path: str = "") -> None:
     for key, value in raw.items():
         if value is None:
             continue
-        if key in LIMITS:
+        if key in PER_LAYER_LISTS and isinstance(value, list):
+            for i, item in enumerate(value):
+                checked_count(item, f"{path}{key}[{i}]", where=where,
+                              minimum=LIMITS[key][0], maximum=LIMITS[key][1])
+        elif key in LIMITS:
             checked_count(value, f"{path}{key}", where=where, minimum=LIMITS[key][0],
                           maximum=LIMITS[key][1])
         elif key in ("torch_dtype", "dtype"):

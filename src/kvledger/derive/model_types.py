@@ -314,6 +314,17 @@ _MTP_UNMODELLED = ("EXAONE 4.5's MTP layer is built only by vLLM's Exaone4_5_MTP
                    "plan refuses instead of dropping it")
 
 
+# -- multimodal-2 (coverage wave 2): pieces its rows share -----------------------------------
+# Gemma3nTextConfig keys whose names look cache-affecting; none reaches Gemma3nAttention's
+# heads, head size, window or sharing (vLLM gemma3n.py, grep).
+_GEMMA3N_TEXT_HARMLESS = {
+    "hidden_size_per_layer_input": "per-layer input embeddings (PLE): weights, not cache",
+    "vocab_size_per_layer_input": "per-layer input embeddings (PLE): weights, not cache",
+    "activation_sparsity_pattern": "per-layer MLP activation sparsity (Gaussian top-k): "
+                                   "compute, not cache",
+}
+
+
 MODEL_TYPES: Mapping[str, Row] = _ro(
     {
         # -- standard decoders (families/standard.py) ----------------------------------------
@@ -862,6 +873,49 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
             "aya_vision", "AyaVisionForConditionalGeneration", "0.24.0")),
         "phi4_multimodal": T(refused=_dropped(
             "phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0")),
+        # -- multimodal-2 (coverage wave 2, vLLM registry) ---------------------------------
+        # Gemma 3n: vLLM gemma3n_mm.py builds Gemma3nForCausalLM on text_config
+        # (init_vllm_registered_model, architectures=["Gemma3nForCausalLM"]); its vision
+        # (MobileNet-v5, timm) and audio (USM conformer) towers are transformers AutoModels
+        # that hold no vLLM KV cache.
+        "gemma3n": T(text_key="text_config", inner=("gemma3n_text",),
+                     harmless=_HARMLESS_MULTIMODAL,
+                     config_class="Gemma3nConfig",
+                     vllm="gemma3n_mm.py (Gemma3nForCausalLM on text_config)"),
+        "gemma3n_text": T(handler="gemma3n:derive",
+                          keys={"num_hidden_layers", "num_attention_heads",
+                                "num_key_value_heads", "head_dim", "sliding_window",
+                                "layer_types", "num_kv_shared_layers"},
+                          harmless=_GEMMA3N_TEXT_HARMLESS,
+                          config_class="Gemma3nTextConfig",
+                          defaults={"num_hidden_layers": 35, "num_attention_heads": 8,
+                                    "num_key_value_heads": 2, "head_dim": 256,
+                                    "sliding_window": 512, "num_kv_shared_layers": 15,
+                                    "max_position_embeddings": 32768},
+                          vllm="gemma3n.py (Gemma3nAttention: per-layer windows, "
+                               "kv_sharing_target_layer_name by fixed offsets)"),
+        # PaliGemma / PaliGemma 2: vLLM paligemma.py sets text_config.architectures to
+        # GemmaForCausalLM (model_type gemma) or Gemma2ForCausalLM (anything else) and builds
+        # it with init_vllm_registered_model. PaliGemmaConfig sets the text config's
+        # use_bidirectional_attention to True; vLLM's gemma.py / gemma2.py never read it
+        # (their attention is causal with a KV cache either way).
+        "paligemma": T(text_key="text_config", inner=("gemma", "gemma2"),
+                       harmless=_HARMLESS_MULTIMODAL,
+                       text_harmless={"use_bidirectional_attention": "PaliGemmaConfig sets "
+                                      "it True (image tokens attend both ways); vLLM's "
+                                      "gemma.py / gemma2.py never read it, and the "
+                                      "prefix-LM mask vLLM uses for model_type paligemma "
+                                      "(ModelArchConfigConvertorBase.is_mm_prefix_lm) "
+                                      "changes what is attended, not what is cached"},
+                       config_class="PaliGemmaConfig (text_config: AutoConfig, gemma by "
+                                    "default)",
+                       vllm="paligemma.py (GemmaForCausalLM / Gemma2ForCausalLM on "
+                            "text_config)"),
+        # refusals of this group (vLLM 0.32's registry / config registry, transformers 5.19)
+        "interns1": T(refused=_remote("interns1", "InternS1ForConditionalGeneration",
+                                      what="Intern-S1",
+                                      also="the HF-format InternVL checkpoints (model_type "
+                                           "'internvl') load without it")),
         # -- Mamba hybrids and pure Mamba (families/mamba.py) --------------------------------
         "nemotron_h": T(handler="mamba:nemotron_h",
                         keys={"num_hidden_layers", "num_attention_heads",

@@ -191,7 +191,14 @@ def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
             heads * v_dim * hidden
     else:
         attn = hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
-    inter = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+    widths = cfg.get("intermediate_size")
+    if isinstance(widths, list) and len(widths) == layers:
+        # One MLP width per layer (Gemma 3n): the dense MLPs below sum them.
+        per_layer = [_int({"intermediate_size": w}, "intermediate_size") for w in widths]
+        inter = sum(per_layer) // layers
+    else:
+        per_layer = []
+        inter = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
     experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
     counts = {k: 0 for k in _PROBES}
     counts["embed"] = vocab * hidden
@@ -211,7 +218,7 @@ def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
         counts["shared_experts"] = moe_layers * 3 * hidden * shared_inter
         counts["router"] = moe_layers * hidden * experts
     else:
-        counts["dense_mlp"] = layers * 3 * hidden * inter
+        counts["dense_mlp"] = 3 * hidden * (sum(per_layer) if per_layer else layers * inter)
     return counts
 
 
