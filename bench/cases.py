@@ -12,6 +12,14 @@ written from what came later:
 - ``refusal``: every line of those files where vLLM refused to start (it carries vLLM's
   ``error`` instead of ``expected``). The truth is the refusal: a tool matches when it refuses
   too and its message gives vLLM's reason;
+- ``heldout``: every answered case of ``../tests/oracles/vllm-0.32-heldout.jsonl`` (its copy
+  that the tests replay once a case was fixed, ``vllm-0.32-coverage-heldout.jsonl``, is not
+  read again as ``repo``): public
+  checkpoints of model types kvledger already supported, none of them in its tests or fixtures
+  when vLLM was asked, run through the oracle *before* kvledger was asked
+  (``../tests/oracles/README-heldout.md``). Kept out of the "all cases" totals and scored in its
+  own column, so the first measurement stays comparable; lines where vLLM refused to start join
+  ``refusal``;
 - ``catalog``: every bundled catalog model no case covers (vLLM could not build it). Asked one
   default question (8 GiB budget, TP 1, block size "auto" as vLLM defaults, ``max_model_len`` =
   min(its max positions, 32768)); there is no truth, so these only show who answers and who
@@ -52,6 +60,10 @@ ORACLE = ORACLE_DIR / "cases.jsonl"
 COVERAGE = ORACLE_DIR / "coverage-cases.jsonl"
 REPO_ORACLES = ROOT / "tests" / "oracles"
 REPO_GLOB = "vllm-0.32-*.jsonl"
+# The held-out cases (``heldout`` set): never in the ``repo`` set, even after a fix copied them
+# into the replayed ``vllm-0.32-coverage-heldout.jsonl``.
+HELDOUT = REPO_ORACLES / "vllm-0.32-heldout.jsonl"
+HELDOUT_TAG = "heldout"
 
 DEFAULT_BUDGET = 8 * 2**30
 DEFAULT_LEN_CAP = 32768
@@ -61,7 +73,10 @@ SETS = {
     "original": ("original cases", "../shared/oracles/vllm-0.32/cases.jsonl"),
     "newer": ("newer checkpoints", "../shared/oracles/vllm-0.32/coverage-cases.jsonl"),
     "repo": ("cases made with the code", "tests/oracles/vllm-0.32-*.jsonl"),
+    "heldout": ("held-out checkpoints", "tests/oracles/vllm-0.32-heldout.jsonl"),
 }
+# Sets kept out of the "all cases" totals (scored apart, in their own column).
+APART = ("heldout",)
 REFUSALS_FROM = "tests/oracles/vllm-0.32-*.jsonl (lines with vLLM's error)"
 
 
@@ -173,6 +188,8 @@ def repo_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     answered: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
     for path in sorted(REPO_ORACLES.glob(REPO_GLOB)):
+        if HELDOUT_TAG in path.stem:
+            continue
         tag = path.stem.removeprefix("vllm-0.32-")
         for n, case in enumerate(_lines(path)):
             case["_source"] = path.name
@@ -185,6 +202,27 @@ def repo_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 q["vllm_reason"] = reason_of(case["error"])
                 q["why"] = case.get("why", "")
                 refused.append(q)
+    return answered, refused
+
+
+def heldout_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(answered cases, refused runs) of the held-out file, ids ``heldout-NNN``."""
+    answered: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    if not HELDOUT.is_file():
+        return answered, refused
+    for n, case in enumerate(_lines(HELDOUT)):
+        case["_source"] = HELDOUT.name
+        qid = f"heldout-{n:03d}"
+        if "expected" in case:
+            answered.append(_question(qid, "heldout", case, case["inputs"], _truth(case)))
+        elif "error" in case:
+            q = _question(qid, "refusal", case, refusal_inputs(case), None)
+            q["vllm_error"] = case["error"]
+            q["vllm_reason"] = reason_of(case["error"])
+            q["why"] = case.get("why", "")
+            q["heldout"] = True
+            refused.append(q)
     return answered, refused
 
 
@@ -235,9 +273,10 @@ def _key(q: dict[str, Any]) -> str:
 def all_questions(oracle_dir: Path = ORACLE_DIR) -> tuple[list[dict[str, Any]], list[str]]:
     """Every question, and the ids of the ones dropped as repeats of an earlier question."""
     answered, refused = repo_cases()
+    held, held_refused = heldout_cases()
     found = [*oracle_cases(oracle_dir / ORACLE.name, "original", "case"),
              *oracle_cases(oracle_dir / COVERAGE.name, "newer", "coverage"),
-             *answered, *refused]
+             *answered, *refused, *held, *held_refused]
     seen: set[str] = set()
     kept, repeats = [], []
     for q in found:

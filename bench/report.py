@@ -10,7 +10,7 @@ import math
 from collections import Counter, defaultdict
 from typing import Any
 
-from cases import SETS
+from cases import APART, SETS
 from score import METRICS, OUTCOMES, REFUSAL_OUTCOMES, case_outcome, judge, judge_refusal, worst
 
 LABEL = {"bytes_per_token": "KV bytes/token", "kv_cache_tokens": "tokens at budget",
@@ -59,9 +59,11 @@ def judgements(results: dict[str, Any]) -> dict[str, dict[str, list[dict[str, An
 
 
 def scored_ids(results: dict[str, Any], kind: str | None = None) -> list[str]:
-    """Questions with a numeric truth, of one set or of all."""
+    """Questions with a numeric truth, of one set or of all (``kind`` None: every set but the
+    ones scored apart, ``APART``: the held-out checkpoints)."""
     return [q["id"] for q in results["questions"]
-            if q["truth"] is not None and kind in (None, q["set"])]
+            if q["truth"] is not None
+            and (q["set"] == kind if kind else q["set"] not in APART)]
 
 
 def set_sizes(results: dict[str, Any]) -> dict[str, int]:
@@ -69,8 +71,10 @@ def set_sizes(results: dict[str, Any]) -> dict[str, int]:
             if scored_ids(results, kind)}
 
 
-def refusal_questions(results: dict[str, Any]) -> list[dict[str, Any]]:
-    return [q for q in results["questions"] if q["set"] == "refusal"]
+def refusal_questions(results: dict[str, Any], heldout: bool = False) -> list[dict[str, Any]]:
+    """Runs where vLLM refused to start: the known ones, or (``heldout``) the held-out ones."""
+    return [q for q in results["questions"]
+            if q["set"] == "refusal" and q.get("heldout", False) == heldout]
 
 
 def _within(judged_tool: dict[str, Any], ids: list[str]) -> str:
@@ -84,9 +88,16 @@ def by_set(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
     sizes = set_sizes(results)
     refusals = refusal_questions(results)
     sglang = results.get("sglang")
+    together = {kind: n for kind, n in sizes.items() if kind not in APART}
+    apart = {kind: n for kind, n in sizes.items() if kind in APART}
     heads = [f"vLLM: {n} {SETS[kind][0]}" if i == 0 else f"{n} {SETS[kind][0]}"
-             for i, (kind, n) in enumerate(sizes.items())]
-    heads.append(f"all {sum(sizes.values())} vLLM cases")
+             for i, (kind, n) in enumerate(together.items())]
+    heads.append(f"all {sum(together.values())} vLLM cases")
+    n_held = apart.get("heldout", 0) + len(refusal_questions(results, heldout=True))
+    if n_held:
+        first = results.get("heldout_first")
+        heads.append(f"held out: {n_held} cases nobody checked"
+                     + (f" (before fixes: {first})" if first else ""))
     if refusals:
         heads.append(f"vLLM refuses to start ({len(refusals)}): same refusal")
     if sglang:
@@ -96,8 +107,10 @@ def by_set(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
     lines = ["| tool | version | " + " | ".join(heads) + " |",
              "|---|---|" + "---|" * len(heads)]
     for tool in results["tools"]:
-        cells = [_within(judged[tool], scored_ids(results, kind)) for kind in sizes]
+        cells = [_within(judged[tool], scored_ids(results, kind)) for kind in together]
         cells.append(_within(judged[tool], scored_ids(results)))
+        if n_held:
+            cells.append(_share(heldout_counts(results, judged, tool)["within"], n_held))
         if refusals:
             same = sum(refusal_outcome(results, tool, q) == "same refusal" for q in refusals)
             cells.append(_share(same, len(refusals)))
@@ -107,6 +120,32 @@ def by_set(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
                 cells.append(sglang["refusal_columns"][tool])
         lines.append(f"| {tool} | {results['versions'].get(tool) or '—'} | "
                      + " | ".join(cells) + " |")
+    return lines
+
+
+def heldout_counts(results: dict[str, Any], judged: dict[str, Any],
+                   tool: str) -> Counter[str]:
+    """One tool on every held-out case: within / wrong / refused / n/a over the answered
+    cases, plus the runs vLLM refused: the same refusal counts as within, numbers as wrong,
+    a refusal for another reason as refused."""
+    kinds = Counter(case_outcome(judged[tool][qid]) for qid in scored_ids(results, "heldout"))
+    for q in refusal_questions(results, heldout=True):
+        kinds[{"same refusal": "within", "refused, other reason": "refused",
+               "answered": "wrong", "n/a": "n/a"}[refusal_outcome(results, tool, q)]] += 1
+    return kinds
+
+
+def heldout_summary(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
+    """Within / wrong / refused per tool over every held-out case, refused runs included."""
+    n = len(scored_ids(results, "heldout")) + len(refusal_questions(results, heldout=True))
+    lines = [
+        "| tool | version | held-out cases exact (within 0.1 %) | wrong | refused | n/a |",
+        "|---|---|---|---|---|---|",
+    ]
+    for tool in results["tools"]:
+        kinds = heldout_counts(results, judged, tool)
+        lines.append(f"| {tool} | {results['versions'].get(tool) or '—'} | "
+                     + " | ".join(_share(kinds[k], n) for k in OUTCOMES) + " |")
     return lines
 
 
@@ -147,9 +186,9 @@ def refusal_outcome(results: dict[str, Any], tool: str, q: dict[str, Any]) -> st
     return judge_refusal(results["answers"][tool][q["id"]], q["vllm_reason"])
 
 
-def refusals(results: dict[str, Any]) -> list[str]:
+def refusals(results: dict[str, Any], heldout: bool = False) -> list[str]:
     """Where vLLM refused to start: its reason, and each tool's outcome."""
-    questions = refusal_questions(results)
+    questions = refusal_questions(results, heldout)
     if not questions:
         return ["(no case where vLLM refused to start)"]
     tools = results["tools"]
@@ -178,9 +217,10 @@ def per_metric(results: dict[str, Any], judged: dict[str, Any]) -> list[str]:
         "| tool | metric | scored cases | within 0.1 % | wrong | refused | n/a | worst error |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    ids = scored_ids(results)
     for tool in results["tools"]:
         for metric in METRICS:
-            rows = [j for js in judged[tool].values() for j in js if j["metric"] == metric]
+            rows = [j for qid in ids for j in judged[tool][qid] if j["metric"] == metric]
             kinds = Counter(j["outcome"] for j in rows)
             top = worst(rows)
             lines.append(

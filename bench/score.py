@@ -94,6 +94,11 @@ def reason_of(error: str) -> str:
         return failed.group(1).strip()
     text = error.split("Value error, ", 1)[-1]
     text = re.sub(r"^[A-Za-z]+Error: ", "", text)
+    # vLLM sometimes raises with logger-style arguments, ValueError("... %s ...", value), which
+    # prints as the tuple ('... %s ...', 'value'): its reason is the message with the value in.
+    logged = re.match(r"^\('((?:[^'\\]|\\.)*)', '([^']*)'\)", text)
+    if logged:
+        text = logged.group(1).replace("%s", logged.group(2), 1)
     text = re.split(r"\. | \[type=|\n", text, maxsplit=1)[0]
     return text.split(" with AttentionSelectorConfig", 1)[0].strip().removesuffix(".")
 

@@ -194,3 +194,11 @@ def test_experts_per_token_is_bounded() -> None:
 def test_glm_index_kpool_is_bounded() -> None:
     with pytest.raises(ConfigError, match=r"'text_config.index_kpool' must be <= 1,024"):
         check_values({"index_kpool": 4_000_000}, where="config.json", path="text_config.")
+
+
+def test_mamba_d_head_auto_is_the_config_class_default() -> None:
+    # BambaConfig / FalconH1Config / GraniteMoeHybridConfig take "auto" (intermediate // heads);
+    # only "auto" passes as a string, anything else is still refused.
+    check_values({"mamba_d_head": "auto"}, where="config.json")
+    with pytest.raises(ConfigError, match=r"'mamba_d_head' must be an integer"):
+        check_values({"mamba_d_head": "64"}, where="config.json")

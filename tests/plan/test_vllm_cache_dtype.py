@@ -30,11 +30,10 @@ from oracle_cases import (
 )
 
 ALL_CASES = [*load_cases(), *load_coverage_cases(), *load_local_cases()]
-REFUSALS_FILE = LOCAL_DIR / "vllm-0.32-refusals.jsonl"
-REFUSALS = (
-    [json.loads(line) for line in REFUSALS_FILE.read_text().splitlines() if line.strip()]
-    if REFUSALS_FILE.is_file() else []
-)
+REFUSALS_FILES = (LOCAL_DIR / "vllm-0.32-refusals.jsonl",
+                  LOCAL_DIR / "vllm-0.32-refusals-heldout.jsonl")
+REFUSALS = [json.loads(line) for path in REFUSALS_FILES if path.is_file()
+            for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.mark.skipif(not ALL_CASES, reason="../shared/oracles is not beside the repo")
@@ -57,6 +56,10 @@ def _vllm_reason(error: str) -> str:
     """The first sentence of vLLM's message, without the exception type or pydantic frame."""
     text = error.split("Value error, ", 1)[-1]
     text = re.sub(r"^[A-Za-z]+Error: ", "", text)
+    # A ValueError raised with logger-style arguments prints as ('... %s ...', 'value').
+    logged = re.match(r"^\('((?:[^'\\]|\\.)*)', '([^']*)'\)", text)
+    if logged:
+        text = logged.group(1).replace("%s", logged.group(2), 1)
     text = re.split(r"\. | \[type=|\n", text, maxsplit=1)[0]
     # The backend selector prints its whole config; the reason is what precedes it.
     return text.split(" with AttentionSelectorConfig", 1)[0]

@@ -91,6 +91,8 @@ LIMITS: Mapping[str, tuple[int, int]] = {
          "global_head_dim", "swa_head_dim", "swa_v_head_dim", "mamba_d_head"),
         _DIM),
     "q_lora_rank": (0, MAX_HIDDEN),
+    "mamba_d_ssm": _MLP,  # Falcon-H1's Mamba2 inner width (families/falcon_h1.py)
+    "global_attn_every_n_layers": _LAYERS,  # AFMoE: every n-th layer full (families/afmoe.py)
     **dict.fromkeys(
         ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size",
          "moe_shared_expert_intermediate_size", "n_inner", "ffn_dim", "moe_latent_size"),
@@ -126,6 +128,12 @@ CONFIG_DTYPES = frozenset({"float32", "float", "float16", "half", "bfloat16"})
 # Keys a config class also takes as one value per layer (Gemma3nTextConfig:
 # ``intermediate_size: int | list[int]``, an MLP width per layer): each entry is checked.
 PER_LAYER_LISTS = frozenset({"intermediate_size"})
+
+
+# Count keys whose config class also takes the string "auto" (computed in ``__post_init__``):
+# transformers 5.19 BambaConfig, FalconH1Config and GraniteMoeHybridConfig default
+# ``mamba_d_head`` to "auto" (mamba intermediate size // mamba_n_heads); the handlers resolve it.
+AUTO_VALUED = frozenset({"mamba_d_head"})
 
 
 def bounds(key: str) -> tuple[int, int]:
@@ -195,7 +203,7 @@ def check_values(raw: Mapping[str, Any], *, where: str, path: str = "") -> None:
     whichever reader meets it first. ``path`` prefixes key names (``text_config.``).
     """
     for key, value in raw.items():
-        if value is None:
+        if value is None or (value == "auto" and key in AUTO_VALUED):
             continue
         if key in PER_LAYER_LISTS and isinstance(value, list):
             for i, item in enumerate(value):

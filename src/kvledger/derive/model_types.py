@@ -314,6 +314,33 @@ _MTP_UNMODELLED = ("EXAONE 4.5's MTP layer is built only by vLLM's Exaone4_5_MTP
                    "plan refuses instead of dropping it")
 
 
+# -- moe-hybrid-2 group (coverage wave 2): keys whose names look cache-affecting, each checked
+# against the vLLM 0.32 model file of the row that uses it.
+_FALCON_H1_SCALE = ("a muP multiplier applied to activations in vLLM's falcon_h1.py; the "
+                    "cached K/V and Mamba state keep their shapes")
+_HARMLESS_MOE_HYBRID2: Mapping[str, str] = _ro(
+    {
+        "clip_qkv": "not read by vLLM's olmoe.py (HF clamps q/k/v activations with it): no "
+                    "cache of its own",
+        **dict.fromkeys(("attention_in_multiplier", "attention_out_multiplier",
+                         "ssm_in_multiplier", "ssm_out_multiplier", "ssm_multipliers",
+                         "lm_head_multiplier"), _FALCON_H1_SCALE),
+        "mamba_rms_norm": "a gated RMSNorm inside the Mamba2 mixer (falcon_h1.py "
+                          "use_rms_norm): weights",
+        "mamba_norm_before_gate": "order of norm and gate in the mixer; vLLM 0.32 does not "
+                                  "read it",
+        "mamba_use_mlp": "whether the block has an MLP; vLLM 0.32 does not read it",
+        "attn_layer_indices": "not read by vLLM's falcon_h1.py: every layer builds attention "
+                              "and a Mamba2 mixer (FalconH1ParallelHybrid)",
+    }
+)
+
+
+def _moe_hybrid2(*keys: str) -> dict[str, str]:
+    """The ``_HARMLESS_MOE_HYBRID2`` entries one row needs."""
+    return {k: _HARMLESS_MOE_HYBRID2[k] for k in keys}
+
+
 # -- multimodal-2 (coverage wave 2): pieces its rows share -----------------------------------
 # Gemma3nTextConfig keys whose names look cache-affecting; none reaches Gemma3nAttention's
 # heads, head size, window or sharing (vLLM gemma3n.py, grep).
@@ -566,7 +593,11 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "gemma2": T(handler="interleaved:gemma2", keys=_WINDOW_KEYS,
                     harmless={"query_pre_attn_scalar": _SCORE,
                               "cache_implementation": "transformers' cache class choice; vLLM "
-                                                      "does not read it"},
+                                                      "does not read it",
+                              "sliding_window_size": "early gemma-2 files' copy of "
+                                                     "sliding_window; transformers 5.19 "
+                                                     "Gemma2Config and vLLM gemma2.py read "
+                                                     "only sliding_window"},
                     config_class="Gemma2Config",
                     defaults={"num_key_value_heads": 4, "head_dim": 256,
                               "sliding_window": 4096, "max_position_embeddings": 8192},
@@ -591,7 +622,12 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                    "_attn_implementation_autoset": _RUNTIME,
                                    "attn_temperature_tuning": _SCORE,
                                    "attn_scale": _SCORE,
-                                   "for_llm_compressor": "llm-compressor's MoE weight layout"},
+                                   "for_llm_compressor": "llm-compressor's MoE weight layout",
+                                   "nope_layer_interval":
+                                       "an early Llama-4 spelling that nothing reads: "
+                                       "transformers 5.19 Llama4TextConfig builds "
+                                       "no_rope_layers from no_rope_layer_interval (default "
+                                       "4), vLLM llama4.py reads no_rope_layers"},
                          config_class="Llama4TextConfig",
                          defaults={"num_key_value_heads": 8, "head_dim": 128,
                                    "max_position_embeddings": 131072},
@@ -1099,6 +1135,68 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "minicpm": T(refused=_remote("minicpm", "MiniCPMForCausalLM",
                                      what="MiniCPM, MiniCPM4, MiniCPM-MoE")),
         "mimo": T(refused=_remote("mimo", "MiMoForCausalLM")),
+        # -- moe-hybrid-2 (coverage wave 2, vLLM registry) ---------------------------------
+        # OLMoE: every layer full attention; olmoe.py OlmoeAttention.__init__ takes
+        # num_key_value_heads K/V heads of hidden_size // num_attention_heads (no head_dim,
+        # no window); the 64 experts hold no cache.
+        "olmoe": T(handler="standard:derive", keys=STANDARD_KEYS,
+                   harmless=_moe_hybrid2("clip_qkv"),
+                   config_class="OlmoeConfig", defaults={"max_position_embeddings": 4096},
+                   options={"stated_head_dim": False},
+                   vllm="olmoe.py (head_dim = hidden_size // num_attention_heads)"),
+        # Granite-3.x MoE: granitemoe.py GraniteMoeAttention.__init__ takes num_key_value_heads
+        # K/V heads of hidden_size // num_attention_heads; granite.py
+        # granite_layer_attn_params gives a layer a window (and sinks) only from layer_types /
+        # sliding_window, which this row does not check: refused by key.
+        "granitemoe": T(handler="standard:derive", keys=STANDARD_KEYS,
+                        config_class="GraniteMoeConfig",
+                        defaults={"max_position_embeddings": 2048},
+                        options={"stated_head_dim": False},
+                        vllm="granitemoe.py (head_dim = hidden_size // num_attention_heads)"),
+        # Arcee Trinity (AFMoE, families/afmoe.py): afmoe.py slides a layer by
+        # config.layer_types; AfmoeConfig.__post_init__ builds them when the file has none
+        # (layer i full when (i + 1) % global_attn_every_n_layers == 0).
+        "afmoe": T(handler="afmoe:derive",
+                   keys=_WINDOW_KEYS | {"global_attn_every_n_layers"},
+                   harmless=dict.fromkeys(("num_dense_layers", "num_shared_experts"), _MOE),
+                   config_class="AfmoeConfig",
+                   defaults={"head_dim": 128, "sliding_window": 1024,
+                             "global_attn_every_n_layers": 4,
+                             "max_position_embeddings": 16384},
+                   vllm="afmoe.py (layer_types, per_layer_sliding_window)"),
+        # Falcon-H1: attention and a Mamba2 mixer in every layer (families/falcon_h1.py).
+        "falcon_h1": T(handler="falcon_h1:derive",
+                       keys={"num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                             "head_dim", "hidden_size", "mamba_d_ssm", "mamba_expand",
+                             "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state",
+                             "mamba_d_conv"},
+                       harmless={**_moe_hybrid2(
+                           "attention_in_multiplier", "attention_out_multiplier",
+                           "ssm_in_multiplier", "ssm_out_multiplier", "ssm_multipliers",
+                           "lm_head_multiplier", "mamba_rms_norm", "mamba_norm_before_gate",
+                           "mamba_use_mlp", "attn_layer_indices"),
+                           **{k: _HARMLESS_MOE_HYBRID[k] for k in (
+                               "mamba_conv_bias", "mamba_chunk_size")},
+                           "mamba_proj_bias": _MAMBA2_HARMLESS["mamba_proj_bias"]},
+                       config_class="FalconH1Config",
+                       defaults={"num_key_value_heads": 8, "mamba_d_ssm": 1024,
+                                 "mamba_n_heads": 128, "mamba_d_head": "auto",
+                                 "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
+                                 "mamba_expand": 2, "max_position_embeddings": 8192},
+                       vllm="falcon_h1.py (FalconH1ParallelHybrid, "
+                            "get_mamba_state_shape_from_config)"),
+        # FalconMamba: vLLM's registry maps FalconMambaForCausalLM to mamba.py's
+        # MambaForCausalLM (is_falcon_mamba only switches the mixer's RMSNorm on), so the
+        # Mamba1 state is mamba's: intermediate_size, which FalconMambaConfig.__post_init__
+        # (transformers 5.19) sets to expand × hidden_size whatever the file states.
+        "falcon_mamba": T(like="mamba", config_class="FalconMambaConfig",
+                          vllm="mamba.py (MambaForCausalLM; is_falcon_mamba: mixer RMSNorm)"),
+        # Checkpoints of this group vLLM 0.32 loads only with their remote code: neither
+        # transformers 5.19 nor vLLM's _CONFIG_REGISTRY (transformers_utils/config.py) has a
+        # config class for these model types (vLLM registers only the bailing_moe_v3_vl
+        # wrapper, whose text config it builds itself).
+        "bailing_moe_v3": T(refused=_remote("bailing_moe_v3", "BailingMoeV3ForCausalLM")),
+        "bailing_hybrid": T(refused=_remote("bailing_hybrid", "BailingMoeV2_5ForCausalLM")),
         # -- configs vLLM 0.32 itself cannot serve -------------------------------------------
         "deepseek_ref": T(refused="model_type 'deepseek_ref' is unknown to transformers 5.19 "
                                   "and to vLLM 0.32's config registry ('The checkpoint you are "

@@ -58,23 +58,29 @@ def gemma2(text: Config, kv_dtype: str) -> Derived:
     return Derived(_windowed(text, kv_dtype, types, sinks=False), [note])
 
 
+# transformers 5.19 Gemma3TextConfig.__post_init__: sliding_window_pattern's default.
+GEMMA3_DEFAULT_PATTERN = 6
+
+
 def gemma3(text: Config, kv_dtype: str) -> Derived:
     """Gemma-3 (vLLM gemma3.py: window on layers whose layer_types entry is sliding).
 
     Without layer_types, transformers' Gemma3TextConfig uses ``sliding_window_pattern`` P
-    (older files: ``_sliding_window_pattern``): layer i is global iff (i + 1) % P == 0.
+    (older files: ``_sliding_window_pattern``): layer i is global iff (i + 1) % P == 0. A file
+    that states neither (gemma-3 release-time configs) gets P = 6: transformers 5.19
+    ``Gemma3TextConfig.__post_init__`` reads ``kwargs.get("sliding_window_pattern", 6)`` and
+    builds layer_types from it, which is what vLLM 0.32 serves (held-out oracle case,
+    tests/oracles/vllm-0.32-coverage-heldout.jsonl: 52 sliding + 10 full layers of 62).
     """
     n = text.int("num_hidden_layers")
     stated = stated_layer_types(text, n, (SLIDING, FULL))
     pattern_key = next(
         (k for k in ("sliding_window_pattern", "_sliding_window_pattern") if k in text), None
     )
-    if pattern_key is None:
-        if stated is None:
-            raise ConfigError(
-                f"{text.model}: gemma3 config has neither layer_types nor sliding_window_pattern"
-            )
+    if pattern_key is None and stated is not None:
         types = stated
+    elif pattern_key is None:
+        types = [FULL if (i + 1) % GEMMA3_DEFAULT_PATTERN == 0 else SLIDING for i in range(n)]
     else:
         p = text.int(pattern_key)
         if p < 1:

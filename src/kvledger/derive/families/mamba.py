@@ -223,18 +223,26 @@ def _derive_zamba2(cfg: Config, kv_dtype: str) -> Derived:
 
 
 def _derive_mamba1(cfg: Config) -> Derived:
-    """Mamba1 (vLLM mamba.py reads ``config.intermediate_size``). transformers 5.19's
-    MambaConfig ``__post_init__`` sets ``intermediate_size = int(expand * hidden_size)``
-    whatever the file states, so that is what vLLM sizes the state with; a stated value that
-    disagrees is a warning."""
+    """Mamba1 (vLLM mamba.py ``get_mamba_state_shape_from_config`` reads
+    ``config.intermediate_size``; FalconMamba uses the same model file). transformers 5.19's
+    MambaConfig / FalconMambaConfig ``__post_init__`` set ``intermediate_size = int(expand *
+    hidden_size)``, but a value the file states is applied after it (the keys the dataclass
+    does not declare go through ``PreTrainedConfig.__post_init__(**kwargs)`` last:
+    ``MambaConfig.from_dict({"hidden_size": 768, "expand": 2, "intermediate_size": 1000})``
+    keeps 1000), so vLLM sizes the state with the stated value, and with expand × hidden_size
+    only when the file states none. Where the two disagree (falcon-mamba-7b: expand 16,
+    intermediate_size 8192) the stated one is planned, with a warning."""
     warnings: list[str] = []
     inner = cfg.int("expand") * cfg.int("hidden_size")
-    if cfg.stated("intermediate_size") and cfg.int("intermediate_size") != inner:
-        warnings.append(
-            f"mamba: intermediate_size {cfg.int('intermediate_size')} disagrees with expand x "
-            f"hidden_size = {inner}; transformers' MambaConfig replaces it by {inner} (what vLLM "
-            "reads), so kvledger uses it"
-        )
+    if cfg.stated("intermediate_size"):
+        stated = cfg.int("intermediate_size", minimum=1)
+        if stated != inner:
+            warnings.append(
+                f"{cfg.model_type}: expand x hidden_size = {inner} disagrees with "
+                f"intermediate_size {stated}; transformers keeps the stated intermediate_size "
+                "(what vLLM's mamba.py reads), so kvledger uses it"
+            )
+        inner = stated
     state = Mamba1State(
         index=0, intermediate_size=inner, state_size=cfg.int("state_size"),
         conv_kernel=cfg.int("conv_kernel"), conv_dtype=model_dtype(cfg),

@@ -48,6 +48,10 @@ VLLM_QUANTIZATION_METHODS = frozenset({
     "humming", "compressed-tensors", "experts_int8", "quark", "moe_wna16", "torchao", "inc",
     "mxfp4", "gpt_oss_mxfp4", "deepseek_v4_fp8", "online", "mxfp8",
 })
+# vLLM 0.32 ``DEPRECATED_QUANTIZATION_METHODS`` (same file): ``ModelConfig._verify_quantization``
+# (config/model.py) refuses them unless ``--allow-deprecated-quantization`` is given, an option
+# kvledger does not take (held-out case: Meta-Llama-3.1-405B-Instruct-FP8, fbgemm_fp8).
+VLLM_DEPRECATED_QUANTIZATION_METHODS = frozenset({"fbgemm_fp8", "fp_quant"})
 # Attention kinds vLLM builds with ``Attention`` (or a subclass: sliding window, chunked
 # local, cross); MLA layers are ``MLAAttention``, indexers and states are neither.
 ATTENTION_KINDS = frozenset({Kind.FULL, Kind.SLIDING, Kind.CHUNKED, Kind.CROSS})
@@ -191,6 +195,13 @@ def cache_dtype_for(
         raise VllmLayoutError(
             f"vLLM 0.32 refuses to start: Unknown quantization method: {method} "
             f"({origin}; vLLM 0.32 has no such method)"
+        )
+    if method in VLLM_DEPRECATED_QUANTIZATION_METHODS:
+        raise VllmLayoutError(
+            f"vLLM 0.32 refuses to start: The quantization method {method} is deprecated and "
+            "will be removed in future versions of vLLM. To bypass, set "
+            f"`--allow-deprecated-quantization` ({origin}; vLLM then plans the cache as "
+            "without it, an option kvledger does not take)"
         )
     model_qc = _model_quant_config(config, qc)
     model_method = method

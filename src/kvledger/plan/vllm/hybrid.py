@@ -184,6 +184,10 @@ def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolve
         mamba_block = None
         if mambas:  # attention-free recurrent model
             mamba_block = block if res.mamba_cache_mode == "align" else res.max_model_len
+            # vLLM EngineCore._initialize_kv_caches (v1/engine/core.py) then sets
+            # cache_config.block_size to the smallest block of the (prefix-cacheable)
+            # groups: here the Mamba group's alone (oracle case: falcon-mamba-7b, 2048).
+            block = mamba_block
         return BlockSizes(block, mamba_block, None, tuple(notes))
 
     # vLLM ``_align_hybrid_block_size``: kernel_block_alignment_size = max(the first

@@ -25,6 +25,7 @@ from kvledger.plan.vllm.specs import (
     AttentionSpec,
     CircularBufferSpec,
     KVCacheSpec,
+    MambaSpec,
     MLAAttentionSpec,
     SpecContext,
     UniformTypeSpecs,
@@ -338,6 +339,10 @@ def _tp_heads(buckets: tuple[Bucket, ...]) -> int | None:
             isinstance(s, MLAAttentionSpec) and s.is_indexer
         ):
             return s.num_kv_heads
+    if any(isinstance(s, MambaSpec) for s, _ in buckets):
+        # An attention-free model: vLLM ModelConfig.get_num_kv_heads (config/model.py) still
+        # answers max(1, total_num_kv_heads // tp), and total is 0 (oracle: falcon-mamba-7b).
+        return 1
     return None
 
 
