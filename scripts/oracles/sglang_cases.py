@@ -159,6 +159,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("chatglm", "THUDM--chatglm3-6b.json", 8192, {}),
     ("dbrx", "databricks--dbrx.OME-ABRIDGED.MODIFIED.json", 32768, {}),
     ("deepseek-v4", "deepseek-ai--DeepSeek-V4-Flash.json", 32768, {"load_quant": True}),
+    ("ernie4-5", "baidu--ERNIE-4.5-0.3B-PT.HF-ARCH.MODIFIED.json", 32768, {}),
     ("ernie4-5-moe", "baidu--ERNIE-4.5-21B-A3B-FastDeploy-TEST.NOQUANT.MODIFIED.json", 32768, {}),
     # Exaone4's model override asserts fa3 / triton / trtllm_mha (fa3 is Hopper's default).
     ("exaone4", "LGAI-EXAONE--EXAONE-4.0-32B.json", 32768, {"attention_backend": "fa3"}),
@@ -195,6 +196,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("mistral3", "mistralai--Devstral-Small-2-24B-Instruct.json", 32768, {"load_quant": True}),
     ("mllama", "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json", 32768, {}),
     ("muse-glimmer", "meta-models--Muse-Glimmer-30B.json", 32768, {}),
+    ("nemotron", "nvidia--Minitron-4B-Base.CONVERTED.json", 4096, {}),
     ("nemotron-nas", "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json", 32768, {"remote_plain": True}),
     ("olmo2", "allenai--OLMo-2-1124-7B.mlc.json", 4096, {}),
     ("olmo3", "allenai--Olmo-3.1-32B-Instruct.json", 32768, {}),

@@ -314,6 +314,21 @@ _MTP_UNMODELLED = ("EXAONE 4.5's MTP layer is built only by vLLM's Exaone4_5_MTP
                    "plan refuses instead of dropping it")
 
 
+# -- dense-2 (coverage wave 2): keys of its rows whose names look cache-affecting; each reason
+# read from the vLLM 0.32 model file named in the row.
+_HARMLESS_DENSE2: Mapping[str, str] = _ro(
+    {
+        "kv_channels": "Megatron's per-head width, not read by vLLM's nemotron.py (it takes "
+                       "head_dim, else hidden_size // num_attention_heads)",
+    }
+)
+
+
+def _dense2(*keys: str) -> dict[str, str]:
+    """The ``_HARMLESS_DENSE2`` entries one row needs."""
+    return {k: _HARMLESS_DENSE2[k] for k in keys}
+
+
 # -- moe-hybrid-2 group (coverage wave 2): keys whose names look cache-affecting, each checked
 # against the vLLM 0.32 model file of the row that uses it.
 _FALCON_H1_SCALE = ("a muP multiplier applied to activations in vLLM's falcon_h1.py; the "
@@ -458,6 +473,41 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                         harmless=_dense("scale_attention_softmax_in_fp32"),
                         defaults={"num_key_value_heads": 2, "max_position_embeddings": 4096},
                         vllm="Transformers backend (Starcoder2ForCausalLM)"),
+        # -- dense-2 (coverage wave 2, vLLM registry) ---------------------------------------
+        # nemotron.py NemotronAttention.__init__: head_dim = config.head_dim, else
+        # hidden_size // num_attention_heads (NemotronConfig.__post_init__ fills the same);
+        # num_key_value_heads defaults to num_attention_heads; one full-attention Attention per
+        # layer, no window.
+        "nemotron": T(handler="standard:derive", keys=STANDARD_KEYS,
+                      harmless=_dense2("kv_channels"),
+                      config_class="NemotronConfig",
+                      defaults={"max_position_embeddings": 4096},
+                      vllm="nemotron.py (head_dim or hidden_size // num_attention_heads)"),
+        # ernie45.py Ernie4_5ForCausalLM is llama.py's LlamaForCausalLM (only RoPE style and
+        # the o_proj bias change): LlamaAttention takes config.head_dim, else hidden_size //
+        # heads; Ernie4_5Config fills head_dim 128 and 2 KV heads for keys a file omits.
+        "ernie4_5": T(like="llama", config_class="Ernie4_5Config",
+                      defaults={"num_key_value_heads": 2, "head_dim": 128,
+                                "max_position_embeddings": 131072},
+                      vllm="ernie45.py (llama.py attention)"),
+        # The first, remote-code release of ERNIE-4.5-0.3B-PT names Ernie4_5_ForCausalLM, which
+        # vLLM 0.32's registry lacks (reached through ARCHITECTURES below). SGLang 0.5.23 does
+        # register that name (srt/models/ernie4.py), but the vLLM layout reads not_in_vllm by
+        # model_type, not by the row an architecture picks, so the config is refused outright
+        # rather than planned for SGLang without an SGLang oracle case.
+        "ernie4_5_remote_code": T(
+            refused="architecture Ernie4_5_ForCausalLM (ERNIE-4.5 configs that point "
+                    "auto_map at Baidu's own code) is not in vLLM 0.32's model registry "
+                    "('Model architectures ['Ernie4_5_ForCausalLM'] are not supported for "
+                    "now'); vLLM serves the "
+                    "same model_type 'ernie4_5' as Ernie4_5ForCausalLM, the architecture the "
+                    "transformers-native release of the checkpoint names"),
+        # Refused: no transformers 5.19 or vLLM 0.32 config class (CONFIG_MAPPING and
+        # vllm/transformers_utils/config.py _CONFIG_REGISTRY lack the model_type), so vLLM
+        # 0.32's registry entry is reachable only with --trust-remote-code.
+        "solar": T(refused=_remote("solar", "SolarForCausalLM", what="Upstage Solar")),
+        "plamo3": T(refused=_remote("plamo3", "Plamo3ForCausalLM", what="PFN PLaMo 3")),
+        "teleflm": T(refused=_remote("teleflm", "TeleFLMForCausalLM", what="Tele-FLM")),
         # Pre-standard schemas (families/legacy_schemas.py) and special arithmetic.
         "falcon": T(handler="legacy_schemas:falcon",
                     keys={"num_hidden_layers", "num_attention_heads", "hidden_size", "n_embed",
@@ -1218,6 +1268,7 @@ ARCHITECTURES: Mapping[str, str] = _ro(
         "LlamaForCausalLMEagle3": "llama_eagle3",
         "Eagle3LlamaForCausalLM": "llama_eagle3",
         "Step3p7FlashForCausalLM": "step3p7_flash",
+        "Ernie4_5_ForCausalLM": "ernie4_5_remote_code",
     }
 )
 

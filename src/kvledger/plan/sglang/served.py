@@ -30,9 +30,11 @@ RENAMED: Mapping[str, str] = {"Olmo3ForCausalLM": "Olmo2ForCausalLM"}
 # TransformersMultiModalForCausalLM), whose KV pool the configurator sizes from ModelConfig
 # like any other. Architecture → the oracle case that resolved it and matched the plan.
 TRANSFORMERS_BACKEND: Mapping[str, str] = {
+    "Ernie4_5ForCausalLM": "cov-ernie4-5",
     "GPTNeoXForCausalLM": "cov-gpt-neox",
     "Exaone4_5_ForConditionalGeneration": "cov-exaone4-5",
     "LlavaNextForConditionalGeneration": "cov-llava-next",
+    "NemotronForCausalLM": "cov-nemotron",
     "Qwen2_5OmniForConditionalGeneration": "cov-qwen2-5-omni",
     "SmolVLMForConditionalGeneration": "cov-smolvlm",
 }
