@@ -138,14 +138,16 @@ class SglangEngine(Layout):
                        plan.max_concurrency, s.available_bytes, s.kv_bytes + state, rows)
             for s in plan.stages)
         warnings = list(plan.warnings)
-        if request.gpu is None and request.block_size is None:
+        if request.gpu is None and request.block_size is None and \
+                plan.resolved.page_size_source.startswith("SGLang default"):
             warnings.append("page size auto: SGLang's choice on Hopper (H100/H200); pass "
                             "--gpu or --page-size for another GPU")
         # One context-length request: its tokens at the cell, and one state slot set.
         per_state = plan.state.bytes_per_slot * next(
             (int(r["entries_per_req"]) for r in plan.pool_rows if r["name"] == "mamba"), 0) \
             if plan.state is not None else 0
-        one = int(plan.context_len * plan.cell_bytes_per_token) + per_state
+        one = int((plan.context_len + plan.encoder_tokens) * plan.cell_bytes_per_token) \
+            + per_state
         return LayoutPlan(
             ranks=ranks,
             block_size=plan.page_size,
@@ -175,7 +177,7 @@ class SglangEngine(Layout):
             attn_dp_size=res.attn_dp,
             state_slots=plan.state.max_mamba_cache_size if plan.state is not None else None,
             slots_per_request=slots).max_running_requests
-        fits = plan.kv_cache_tokens / context
+        fits = plan.kv_cache_tokens / (context + plan.encoder_tokens)
         if plan.swa_tokens is not None:
             window = next((int(r["entries_per_req"]) for r in plan.pool_rows
                            if r["name"] == "swa"), 1) * res.page_size

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
-from kvledger.plan.sglang import log
+from kvledger.plan.sglang import dsv4, encoder_decoder, log
 from kvledger.plan.sglang.cells import (
     DSA_QUANT_BLOCK,
     TORCH_NAMES,
@@ -67,7 +67,8 @@ if TYPE_CHECKING:
 # (GraniteMoeHybrid only with a "mamba" layer, which every hybrid of it has). Another hybrid
 # takes a path not reproduced here, and is refused.
 MAMBA_RADIX_CACHE_ARCHS = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration",
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
     "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
     "GraniteMoeHybridForCausalLM",
@@ -76,7 +77,8 @@ MAMBA_RADIX_CACHE_ARCHS = frozenset({
 # with the default triton linear-attention backend): "auto" resolves to extra_buffer here
 # when the overlap scheduler is on or pages are > 1; the other radix archs take no_buffer.
 MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration",
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
     "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
     "GraniteMoeHybridForCausalLM",
@@ -178,6 +180,9 @@ class SglangPlan:
     sglang_log_lines: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     pool_rows: tuple[dict[str, Any], ...] = field(default=())
+    # Pool entries each request's encoder input takes beside its own tokens (Whisper's
+    # padded audio frames, encoder_decoder.encoder_tokens); 0 for decoder-only models.
+    encoder_tokens: int = 0
 
 
 # -- settings -----------------------------------------------------------------------------
@@ -474,8 +479,15 @@ def plan_sglang(
         raise ValueError(f"available_bytes must be > 0, got {available_bytes}")
     options = options or SglangOptions()
     model = build(facts)
+    if model.architecture == dsv4.ARCH:
+        return _plan_dsv4(model, request, available_bytes, options, platform,
+                          default_chunked_prefill_size)
     res = resolve(model, request, options, platform, default_chunked_prefill_size)
     pp = request.pipeline_parallel_size
+    if pp > 1 and model.architecture in encoder_decoder.ARCHS:
+        raise SglangLayoutError(f"{model.architecture} under pipeline parallelism: SGLang's "
+                                "model class does not split its layers into stages "
+                                "(no start_layer / end_layer); not reproduced")
     ranges = pp_indices(model.num_layers, pp)
     budgets = list(stage_available_bytes) if stage_available_bytes is not None else \
         [available_bytes] * pp
@@ -497,9 +509,10 @@ def plan_sglang(
         stage_state: StatePool | None = None
         if model.mambaish:
             # configs/mamba.py builds Mamba-1 params with the default dtype
-            # (mamba2_state_dtype(None)): the config's mamba_ssm_dtype is not read.
-            temporal = ssm_dtype({} if model.architecture in PURE_MAMBA1_ARCHS
-                                 else model.config, options.mamba_ssm_dtype)
+            # (mamba2_state_dtype(None)), as KDA does: the config's mamba_ssm_dtype is not read.
+            temporal = ssm_dtype(model.config, options.mamba_ssm_dtype,
+                                 reads_config=not model.kda
+                                 and model.architecture not in PURE_MAMBA1_ARCHS)
             sbytes = state_bytes(model.states, res.attn_tp, temporal)
             ids = tuple(s.index for s in model.states)
             biggest = max(len(_in(ids, rng)) for rng in ranges)
@@ -563,7 +576,8 @@ def plan_sglang(
                                 tuple(lines), budgets[k]))
     head = stages[0]
     kv_line = next(line for line in head.log_lines if "KV Cache is allocated" in line)
-    concurrency = full_tokens / res.context_len
+    encoder = model.encoder_tokens
+    concurrency = full_tokens / (res.context_len + encoder)
     if swa_final is not None and model.sliding_window is not None:
         per_request = min(res.context_len, model.sliding_window + res.page_size)
         concurrency = min(concurrency, swa_final / per_request)
@@ -575,7 +589,7 @@ def plan_sglang(
         "entry_bytes": int(head.cell_bytes_per_token * res.page_size)
         if not model.hybrid_swa else int(_swa_cells(model, res, ranges[0]).full_cell_bytes()
                                           * res.page_size),
-        "entries_per_req": -(-res.context_len // res.page_size),
+        "entries_per_req": -(-(res.context_len + encoder) // res.page_size),
         "reserved_bytes": binding.kv_bytes,
     }]
     if swa_final is not None:
@@ -599,6 +613,9 @@ def plan_sglang(
             f"max_running_requests is capped to {reqs.max_running_requests} by the mamba state "
             f"cache (max_mamba_cache_size={state.max_mamba_cache_size if state else 0}, "
             f"{slots_per_request} state slots per request)")
+    if model.architecture == encoder_decoder.MLLAMA:
+        warnings.append("each image request also holds its image tokens (media × tiles × "
+                        "patches) in SGLang's token pool; the concurrency counts text only")
     if full_tokens < res.context_len:
         warnings.append(f"KV pool holds {full_tokens} tokens, fewer than the context length "
                         f"{res.context_len}: one full-length request cannot fit")
@@ -624,4 +641,91 @@ def plan_sglang(
         sglang_log_lines=head.log_lines,
         warnings=tuple(warnings),
         pool_rows=tuple(rows),
+        encoder_tokens=encoder,
     )
+
+
+def _plan_dsv4(model: SglangModel, request: PlanRequest, available_bytes: int,
+               options: SglangOptions, platform: str, default_chunked: int) -> SglangPlan:
+    """DeepSeek-V4's pools (``dsv4.py`` cites SGLang's rules): the full pool's tokens from
+    ``DSV4PoolConfigurator.calculate_pool_sizes``, the SWA pool a ratio of it."""
+    def refuse(what: str) -> SglangLayoutError:
+        return SglangLayoutError(f"{model.model} ({model.architecture}): {what} with SGLang's "
+                                 "DeepSeek-V4 pool is not reproduced")
+
+    if request.pipeline_parallel_size > 1:
+        raise refuse("pipeline parallelism")
+    if options.enable_dp_attention:
+        raise refuse("DP attention")
+    if request.num_speculative_tokens > 0:
+        raise refuse("speculative decoding (compress-state rings, draft inflation)")
+    if request.kv_cache_dtype not in ("auto", "fp8", "fp8_e4m3"):
+        raise refuse(f"--kv-cache-dtype {request.kv_cache_dtype}")
+    geo = dsv4.geometry(model.config)
+    context = model.context_len
+    if request.max_model_len is not None:
+        if request.max_model_len > model.context_len:
+            raise ValueError(
+                f"--context-length {request.max_model_len} exceeds the model's derived context "
+                f"length {model.context_len}; SGLang refuses it (unless "
+                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)")
+        context = request.max_model_len
+    # An explicit --swa-full-tokens-ratio is the operator's; else the override's 0.1.
+    ratio = options.swa_full_tokens_ratio if options.swa_full_tokens_ratio is not None \
+        else dsv4.DEFAULT_SWA_RATIO
+    requested = options.max_running_requests if options.max_running_requests is not None \
+        else dsv4.DEFAULT_MAX_RUNNING_REQUESTS
+    sizes = dsv4.pool_sizes(geo, available_bytes, swa_ratio=ratio,
+                            requests_per_worker=max(1, requested))
+    warnings: list[str] = []
+    if request.block_size is not None and request.block_size != dsv4.PAGE_SIZE:
+        # _deepseek_v4_overrides sets page_size 256 over the operator's (oracle case
+        # cov-deepseek-v4 ran with --page-size 1 and SGLang sized 256-token pages).
+        warnings.append(f"--page-size {request.block_size}: SGLang sets {dsv4.PAGE_SIZE} for "
+                        "DeepSeek-V4 whatever is asked")
+    if options.max_total_tokens is not None:
+        if options.max_total_tokens > sizes.full_tokens:
+            warnings.append(f"max_total_tokens={options.max_total_tokens} is larger than the "
+                            f"profiled value {sizes.full_tokens}; SGLang uses the profiled "
+                            "value")
+        else:
+            # calculate_pool_sizes_from_max_tokens: the fixed pools stay as profiled.
+            sizes = dsv4.sizes_for_tokens(geo, options.max_total_tokens, ratio,
+                                          sizes.full_token_bytes, sizes.fixed_bytes)
+    full, swa, page = sizes.full_tokens, sizes.swa_tokens, dsv4.PAGE_SIZE
+    if full <= 0:
+        raise ValueError("Not enough memory: SGLang's KV pool would hold no token "
+                         "(raise the budget or --mem-fraction-static)")
+    validate_swa_pool(swa, geo.window, page)
+    reqs = max_running_requests(full, context_len=context, requested=requested,
+                                attn_dp_size=1, state_slots=None, slots_per_request=1)
+    res = Resolved(
+        kv_cache_dtype="fp8_e4m3", kv_dtype_source="DeepSeek-V4 default "
+        "(_deepseek_v4_kv_cache_dtype)" if request.kv_cache_dtype == "auto" else "option",
+        page_size=page, page_size_source="DeepSeek-V4 (_deepseek_v4_overrides)",
+        context_len=context, attn_tp=request.tensor_parallel_size, attn_dp=1, draft_layers=0,
+        swa_full_tokens_ratio=ratio, mamba_full_memory_ratio=options.mamba_ratio,
+        chunked_prefill_size=options.chunked_prefill_size or default_chunked,
+        overlap=not options.disable_overlap_schedule, mamba_strategy=None,
+        max_running_requests=requested, dsa_scaled_fp8=False, platform=platform)
+    reserved = int(full * sizes.full_token_bytes) + sizes.fixed_bytes
+    lines = dsv4.log_lines(sizes, available_bytes)
+    stage = StagePlan(0, (0, geo.num_layers), geo.num_layers, 0, full,
+                      sizes.full_token_bytes, reserved, lines, available_bytes)
+    per_request_swa = min(context, geo.window + page)
+    concurrency = min(float(reqs.max_running_requests), full / context, swa / per_request_swa)
+    rows: tuple[dict[str, Any], ...] = (
+        {"name": "kv", "pool": "page", "entries": full // page,
+         "entry_bytes": int(sizes.full_token_bytes * page),
+         "entries_per_req": -(-context // page), "reserved_bytes": reserved},
+    )
+    return SglangPlan(
+        model=model.model, kv_cache_tokens=full, swa_tokens=swa,
+        max_running_requests=reqs.max_running_requests,
+        max_running_requests_capped_by=reqs.capped_by, page_size=page, context_len=context,
+        kv_cache_dtype="fp8_e4m3", cell_bytes_per_token=sizes.full_token_bytes,
+        available_bytes=available_bytes, kv_budget_bytes=available_bytes,
+        reserved_bytes=reserved, max_concurrency=concurrency, state=None, state_bytes=None,
+        stages=(stage,), resolved=res, sglang_log_line=lines[1], sglang_log_lines=lines,
+        warnings=tuple(warnings), pool_rows=rows)
+

@@ -42,7 +42,7 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
-from kvledger.plan.sglang import hybrid_swa, served
+from kvledger.plan.sglang import dsv4, encoder_decoder, hybrid_swa, served
 from kvledger.plan.sglang.context import context_length, text_config
 
 
@@ -55,19 +55,20 @@ class SglangLayoutError(ValueError):
 # they are refused by name rather than sized plainly.
 HYBRID_SWA_NOT_REPRODUCED = frozenset({
     "MiMoV2ForCausalLM", "Step3p5ForCausalLM", "Step3p7ForConditionalGeneration",
-    "DeepseekV4ForCausalLM", "BeamForCausalLM", "MellumForCausalLM",
+    "BeamForCausalLM", "MellumForCausalLM",
     "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "IQuestQ1ForCausalLM",
     "InklingForConditionalGeneration", "EmbeddingGemma2Model",
     "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
     "UnlimitedOCRForCausalLM",
 })
 # configs/model_config.py: _derive_model_shapes, the branches that set AttentionArch.MLA
-# with kv_lora_rank + qk_rope_head_dim (Kimi-Linear / GLM-5.3's KDA hybrids are refused as
-# KDA below, MiniCPM3 sets no v_head_dim).
+# with kv_lora_rank + qk_rope_head_dim (the first list, and the Kimi-Linear / Kimi-K3 branch;
+# GLM-5.3's KDA hybrid is refused as KDA below, MiniCPM3 sets no v_head_dim).
 MLA_ARCHS = frozenset({
     "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM",
     "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "KimiK25ForConditionalGeneration",
     "MistralLarge3ForCausalLM", "LongcatFlashForCausalLM", "GigaChat35ForCausalLM",
+    "KimiLinearForCausalLM", "KimiK3LinearForCausalLM", "KimiK3ForConditionalGeneration",
 })
 # configs/model_config.py: _derive_model_shapes, "MiniCPM3ForCausalLM" branch: AttentionArch.MLA
 # with the config's kv_lora_rank and qk_rope_head_dim, so SGLang's pool keeps the latent row
@@ -88,7 +89,14 @@ DSA_ARCHS = frozenset({
 # configs/hybrid_arch.py: mamba2_config / hybrid_gdn_config, the config classes whose states
 # are Mamba2 (Nemotron-H, Falcon-H1, Granite-4), Gated DeltaNet (Qwen3-Next, Qwen3.5) or
 # LFM2's short convolution (Lfm2Config / Lfm2VlConfig, sized as a conv-only Mamba2 state).
-STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv", "mamba1")
+STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv", "kda", "mamba1")
+# configs/hybrid_arch.py: kimi_linear_config — a KimiLinearConfig (top level or text_config)
+# makes these KDA hybrids: MLA on the full-attention layers, a KDA state per linear layer
+# (KimiLinearConfig.mamba2_cache_params). GLM-5.3's glm5_next_config takes the same state
+# shape but adds DSA indexers and mHC; no oracle case could run it on CPU, so it stays refused.
+KDA_ARCHS = frozenset({
+    "KimiLinearForCausalLM", "KimiK3LinearForCausalLM", "KimiK3ForConditionalGeneration",
+})
 # configs/model_config.py PURE_MAMBA1_ARCHITECTURES: pure selective-scan (Mamba-1) models, no
 # attention layer (AttentionArch.SSM). Their configs (configs/mamba.py: _mamba1_cache_params)
 # pool one full-rank state per layer, and DefaultPoolConfigurator sizes the empty KV pool at
@@ -164,10 +172,17 @@ class SglangModel:
     multimodal: bool
     config: Mapping[str, Any]
     backend: str = "native"  # the class SGLang's loader builds: "native" or "transformers"
+    # Pool entries each request's encoder input takes beside its tokens (Whisper's audio
+    # frames: encoder_decoder.encoder_tokens); 0 for decoder-only models.
+    encoder_tokens: int = 0
 
     @property
     def mambaish(self) -> bool:
         return bool(self.states)
+
+    @property
+    def kda(self) -> bool:
+        return any(s.state_kind == "kda" for s in self.states)
 
 
 _text = text_config  # SGLang's get_hf_text_config (context.py)
@@ -233,7 +248,10 @@ def _checkpoint_kv_fp8(facts: ModelFacts) -> bool:
 
 def _multimodal(config: Mapping[str, Any], arch: str) -> bool:
     """``ModelConfig.is_multimodal``: a vision or audio tower, unless the architecture is one
-    SGLang serves text-only by default (``enable_multimodal`` off)."""
+    SGLang serves text-only by default (``enable_multimodal`` off). Whisper has no tower key
+    but is in SGLang's ``multimodal_model_archs`` (``is_multimodal_model``)."""
+    if arch == encoder_decoder.WHISPER:
+        return True
     tower = any(isinstance(config.get(k), Mapping) for k in ("vision_config", "audio_config"))
     return tower and arch not in MULTIMODAL_DISABLED_ARCHS
 
@@ -282,6 +300,53 @@ def _mla_from_config(facts: ModelFacts, text: Mapping[str, Any],
     return list(attention)
 
 
+def _slot_pool_model(facts: ModelFacts, arch: str, text: Mapping[str, Any],
+                     decoder: Sequence[Any], loader: str) -> SglangModel:
+    """Mllama / Whisper: one token pool with a slot per self- *and* cross-attention layer
+    (and, for Whisper, per encoder layer), all of ModelConfig's one geometry
+    (``encoder_decoder.py`` cites the rule)."""
+    attention = [layer for layer in decoder if isinstance(layer, Attention)]
+    others = [layer for layer in decoder
+              if not isinstance(layer, Attention) and layer.kind is not Kind.NONE]
+    if others or not attention:
+        raise _refuse(facts, "encoder-decoder caches other than self- and cross-attention "
+                             "are not reproduced for SGLang")
+    try:
+        pool = encoder_decoder.slot_pool(arch, text, attention)
+        encoder = encoder_decoder.encoder_tokens(arch, text)
+    except encoder_decoder.Unreproduced as exc:
+        raise _refuse(facts, str(exc)) from None
+    config = facts.config
+    return SglangModel(
+        model=facts.model, architecture=arch, attention_arch="MHA",
+        num_layers=pool.slots, full_layers=tuple(range(pool.slots)), swa_layers=(),
+        hybrid_swa=False, sliding_window=None,
+        heads=Heads(pool.kv_heads, pool.head_dim, pool.head_dim, attention[0].dtype),
+        swa_heads=None, mla=None, dsa=None, states=(), nextn_layers=0,
+        context_len=context_length(text), model_dtype=model_dtype(config, arch),
+        checkpoint_kv_fp8=_checkpoint_kv_fp8(facts), multimodal=_multimodal(config, arch),
+        config=config, backend=loader, encoder_tokens=encoder)
+
+
+def _dsv4_model(facts: ModelFacts, arch: str, text: Mapping[str, Any],
+                loader: str) -> SglangModel:
+    """DeepSeek-V4: ``dsv4.py`` sizes its pools from the config (``DSV4PoolConfigurator``);
+    this view carries what the rest of the layout reads (``attention_arch`` MHA, as
+    ``_derive_model_shapes``' V4 branch sets it)."""
+    try:
+        geo = dsv4.geometry(text)
+    except dsv4.Unreproduced as exc:
+        raise _refuse(facts, f"SGLang's DeepSeek-V4 pool: {exc}") from None
+    config = facts.config
+    return SglangModel(
+        model=facts.model, architecture=arch, attention_arch="MHA",
+        num_layers=geo.num_layers, full_layers=tuple(range(geo.num_layers)), swa_layers=(),
+        hybrid_swa=False, sliding_window=geo.window, heads=None, swa_heads=None, mla=None,
+        dsa=None, states=(), nextn_layers=0, context_len=context_length(text),
+        model_dtype=model_dtype(config, arch), checkpoint_kv_fp8=False,
+        multimodal=_multimodal(config, arch), config=config, backend=loader)
+
+
 def build(facts: ModelFacts) -> SglangModel:
     """SGLang's view of ``facts`` (whole model, before parallelism), or a named refusal."""
     arch = facts.architectures[0] if facts.architectures else ""
@@ -294,10 +359,14 @@ def build(facts: ModelFacts) -> SglangModel:
     if arch in HYBRID_SWA_NOT_REPRODUCED:
         raise _refuse(facts, "SGLang 0.5.23 gives this architecture a hybrid sliding-window "
                              "pool whose layout kvledger does not reproduce yet")
+    if arch == dsv4.ARCH:
+        return _dsv4_model(facts, arch, text, loader)
     decoder = [layer for layer in facts.layers if layer.role is Role.DECODER]
     if any(layer.role is Role.DRAFT for layer in facts.layers):
         raise _refuse(facts, "a speculative draft model alone; SGLang serves it only beside "
                              "its target (plan the target with --speculative-method)")
+    if arch in encoder_decoder.ARCHS:
+        return _slot_pool_model(facts, arch, text, decoder, loader)
     if any(layer.role is Role.ENCODER for layer in facts.layers) or any(
             layer.kind is Kind.CROSS for layer in decoder):
         raise _refuse(facts, "encoder / cross-attention caches are not reproduced for SGLang")
@@ -306,6 +375,10 @@ def build(facts: ModelFacts) -> SglangModel:
                              "for SGLang")
     states = tuple(layer for layer in decoder if isinstance(layer, RecurrentState))
     odd = sorted({s.state_kind for s in states} - set(STATE_KINDS))
+    if not odd and arch not in KDA_ARCHS and any(s.state_kind == "kda" for s in states):
+        raise _refuse(facts, "recurrent state kind kda is not reproduced for SGLang outside "
+                             "its Kimi-Linear architectures (GLM-5.3's KDA + DSA pool: "
+                             "SGLang's own sizing of it could not be run)")
     if odd:
         raise _refuse(facts, f"recurrent state kind {', '.join(odd)} is not reproduced for "
                              f"SGLang (reproduced: {', '.join(STATE_KINDS)})")
@@ -345,9 +418,9 @@ def build(facts: ModelFacts) -> SglangModel:
     if any(s.state_kind == "mamba1" for s in states) and arch not in PURE_MAMBA1_ARCHS:
         raise _refuse(facts, "Mamba-1 states outside SGLang's PURE_MAMBA1_ARCHITECTURES "
                              "checked here are not reproduced")
-    if mla and states:
-        raise _refuse(facts, "MLA with recurrent layers (KDA hybrids) is not reproduced "
-                             "for SGLang")
+    if mla and states and arch not in KDA_ARCHS:
+        raise _refuse(facts, "MLA with recurrent layers outside SGLang's Kimi-Linear KDA "
+                             "hybrids is not reproduced for SGLang")
     # Which attention layers go where.
     if hybrid:
         swa = [a for a in attention if isinstance(a, SlidingAttention | ChunkedAttention)]

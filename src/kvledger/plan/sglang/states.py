@@ -11,6 +11,11 @@
 * Mamba-1 (``configs/mamba.py``: ``_mamba1_cache_params`` → ``Mamba2StateShape.create_full_rank``)
   is the full-rank form: conv ``(I / tp, K − 1)`` (the conv covers ``intermediate_size`` only)
   and temporal ``(I / tp, 1, N)``;
+* Kimi Delta Attention (``configs/kimi_linear.py``: ``KimiLinearConfig.mamba2_cache_params``,
+  ``KimiLinearStateShape.create``) passes only ``linear_attn_config``'s ``num_heads``,
+  ``head_dim`` and ``short_conv_kernel_size``, so K heads and dim are the V ones: one conv
+  state ``(K − 1, H·d/tp + 2 · H·d/tp)`` (each block split by ``divide`` apart) and a
+  temporal ``(H/tp, d, d)``, on the ``linear_layer_ids`` (``kda_layers``, 1-based);
 * LFM2's short convolution (``configs/lfm2.py``: ``Lfm2Config.mamba2_cache_params``) is the
   same shape with ``I = hidden_size``, ``G = 1``, ``H = tp``, ``N = 0``: a conv state of
   ``(hidden / tp, K − 1)`` and an empty temporal state.
@@ -18,7 +23,9 @@
 Dtypes (``mamba2_state_dtype``): the conv state is bfloat16 (``SGLANG_MAMBA_CONV_DTYPE``
 default), whatever the model dtype; the temporal state is ``--mamba-ssm-dtype``, else the
 config's ``mamba_ssm_dtype`` (text config first), else float32. Nemotron-H's
-``mamba_ssm_cache_dtype`` is not read by SGLang.
+``mamba_ssm_cache_dtype`` is not read by SGLang. KDA's ``KimiLinearCacheParams`` takes the
+field default ``mamba2_state_dtype(None)``: no config is read, so its temporal state is
+``--mamba-ssm-dtype`` (``serving_hook.py`` sets ``SGLANG_MAMBA_SSM_DTYPE`` from it) or float32.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 from kvledger.derive.layers import RecurrentState
 from kvledger.derive.states import (
     GatedDeltaNetState,
+    KDAState,
     Mamba1State,
     Mamba2State,
     ShortConvState,
@@ -64,6 +72,13 @@ def state_shape(layer: RecurrentState, tp: int) -> StateShape:
         # create_full_rank: num_heads = I, head_dim = 1, conv_dim = I (asserts I % tp == 0).
         inner = _exact(layer.intermediate_size, tp, "Mamba-1 intermediate_size")
         return StateShape(inner * (layer.conv_kernel - 1), inner * layer.state_size)
+    if isinstance(layer, KDAState):
+        # KimiLinearStateShape.create(num_heads, head_dim, conv_kernel_size): num_k_heads and
+        # head_k_dim default to them (the config's are not passed).
+        proj = _exact(layer.num_heads * layer.head_dim, tp, "KDA projection")
+        conv = (layer.conv_kernel - 1) * (proj + 2 * proj)
+        temporal = _exact(layer.num_heads, tp, "KDA heads") * layer.head_dim * layer.head_dim
+        return StateShape(conv, temporal)
     if isinstance(layer, Mamba2State):
         inner, groups, heads = layer.intermediate_size, layer.n_groups, layer.num_heads
         head_dim, state, kernel = layer.head_dim, layer.state_size, layer.conv_kernel
@@ -79,9 +94,14 @@ def state_shape(layer: RecurrentState, tp: int) -> StateShape:
     return StateShape(conv, temporal)
 
 
-def ssm_dtype(config: Mapping[str, Any], option: str | None) -> str:
+def ssm_dtype(config: Mapping[str, Any], option: str | None, *, reads_config: bool = True
+              ) -> str:
+    """The temporal state's dtype; ``reads_config`` False for KDA (``mamba2_state_dtype(None)``).
+    """
     if option is not None:
         return option
+    if not reads_config:
+        return "float32"
     text = config.get("text_config")
     for view in (text if isinstance(text, Mapping) else None, config):
         if view is not None and view.get("mamba_ssm_dtype") is not None:
