@@ -93,6 +93,12 @@ def reason_of(error: str) -> str:
     if failed:
         return failed.group(1).strip()
     text = error.split("Value error, ", 1)[-1]
+    # transformers' strict config dataclasses (huggingface_hub StrictDataclassClassValidationError)
+    # name the validator on the first line and put the validator's own error on the next.
+    nested = re.match(r"^StrictDataclassClassValidationError: Class validation error for "
+                      r"validator '[^']*':\s*\n\s*(.+)", text)
+    if nested:
+        text = nested.group(1)
     text = re.sub(r"^[A-Za-z]+Error: ", "", text)
     # vLLM sometimes raises with logger-style arguments, ValueError("... %s ...", value), which
     # prints as the tuple ('... %s ...', 'value'): its reason is the message with the value in.

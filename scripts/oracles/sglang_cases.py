@@ -37,7 +37,9 @@ GIB = 1 << 30
 # id, config file, KV pool bytes per GPU, then options:
 # tp, page_size, kv_cache_dtype, server_args (SGLang names), pp, cuda_capability,
 # spec_aux (resolve the EAGLE/MTP draft layers), load_quant (checkpoint KV quant),
-# remote_plain (a remote-code config read as a plain PretrainedConfig: --remote-config-as-plain).
+# remote_plain (a remote-code config read as a plain PretrainedConfig: --remote-config-as-plain),
+# cpu_import_only (the class SGLang registers on a GPU but the CPU oracle cannot import: its
+# model_class_error is not SGLang refusing the model).
 CASES: list[dict[str, Any]] = [
     # -- dense GQA ------------------------------------------------------------------------
     {"id": "llama31-8b-10g", "config": "meta-llama--Meta-Llama-3.1-8B.json", "bytes": 10 * GIB},
@@ -155,6 +157,7 @@ CASES: list[dict[str, Any]] = [
 # 16 GiB pool and page 1 (what SGLang picks on Hopper for these backends); a model SGLang
 # cannot load records SGLang's own ``model_class_error``.
 COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
+    ("afmoe", "arcee-ai--Trinity-Nano-Preview.neuronx.json", 32768, {}),
     ("bloom", "bigscience--bloom-1layer-TEST.json", 4096, {}),
     ("chatglm", "THUDM--chatglm3-6b.json", 8192, {}),
     ("dbrx", "databricks--dbrx.OME-ABRIDGED.MODIFIED.json", 32768, {}),
@@ -165,7 +168,16 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("exaone4", "LGAI-EXAONE--EXAONE-4.0-32B.json", 32768, {"attention_backend": "fa3"}),
     ("exaone4-5", "LGAI-EXAONE--EXAONE-4.5-33B.json", 32768, {}),
     ("falcon", "tiiuae--falcon-40b.json", 2048, {}),
+    ("falcon-h1", "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json", 16384, {}),
+    # No max-positions key: 2048, SGLang's fallback. The CPU oracle cannot import
+    # models/falcon_mamba.py (mamba1.py needs causal_conv1d_fn, which
+    # layers/attention/mamba/mamba.py binds only on CUDA / NPU / XPU), so it records a loader
+    # error; a GPU registers the class (its EntryClass), and the pool is sized regardless.
+    ("falcon-mamba", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"cpu_import_only": "FalconMambaForCausalLM"}),
     ("gemma", "google--gemma-7b.json", 8192, {}),
+    ("gemma3n", "unsloth--gemma-3n-E2B-it.json", 32768, {}),
+    ("gemma3n-text", "unsloth--gemma-3n-E2B-it.TEXT.MODIFIED.json", 32768, {}),
     ("gemma4", "google--gemma-4-E2B-it.json", 32768, {}),
     ("glm4-moe", "zai-org--GLM-4.5.json", 32768, {}),
     ("glm4v", "zai-org--GLM-4.1V-9B-Thinking.json", 32768, {}),
@@ -175,6 +187,8 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("gpt-neox", "togethercomputer--RedPajama-INCITE-3B-v1.json", 2048, {}),
     ("gptj", "EleutherAI--gpt-j-6b.MODIFIED.json", 2048, {}),
     ("granite", "ibm-granite--granite-3.3-8b-instruct.json", 32768, {}),
+    ("granitemoe", "ibm-granite--granite-3.0-1b-a400m-instruct.json", 4096, {}),
+    ("granitemoe-3-1-tp2", "ibm-granite--granite-3.1-1b-a400m-instruct.json", 32768, {"tp": 2}),
     ("granitemoehybrid", "ibm-granite--granite-4-8b-dense-hybrid.json", 32768, {}),
     ("granitemoehybrid-mamba", "ibm-granite--granite-4-8b-dense-hybrid.MAMBA.MODIFIED.json",
      32768, {}),
@@ -200,7 +214,9 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("nemotron-nas", "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json", 32768, {"remote_plain": True}),
     ("olmo2", "allenai--OLMo-2-1124-7B.mlc.json", 4096, {}),
     ("olmo3", "allenai--Olmo-3.1-32B-Instruct.json", 32768, {}),
+    ("olmoe", "allenai--OLMoE-1B-7B.mbridge.json", 4096, {}),
     ("opt", "facebook--opt-125m.json", 2048, {}),
+    ("paligemma", "google--paligemma-3b-pt-224.json", 8192, {}),
     ("phi", "microsoft--phi-1.json", 2048, {}),
     ("phi3", "microsoft--Phi-3-mini-4k-instruct.MODIFIED.json", 4096, {}),
     # Remote-code config classes (auto_map): read as plain PretrainedConfig (no network here).
@@ -250,6 +266,27 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("lfm2-vl-tp2-page16", "LiquidAI--LFM2.5-VL-1.6B.json", 32768,
      {"tp": 2, "page_size": 16}),
     ("lfm2-vl-256m", "LiquidAI--LFM2.5-VL-1.6B.json", 32768, {"bytes": 256 << 20}),
+    # Coverage wave 2 variants: the Mamba-1 full-rank state split over TP (and its cap on
+    # the requests with the radix cache off), Falcon-H1's Mamba2 groups widened for TP 2
+    # (extra_groups_for_head_shards), Gemma-3n's shared-KV rows at TP 2 with 64-token pages.
+    ("falcon-mamba-tp2", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"tp": 2, "cpu_import_only": "FalconMambaForCausalLM"}),
+    ("falcon-mamba-noradix", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"cpu_import_only": "FalconMambaForCausalLM",
+      "server_args": {"context_length": 2048, "disable_radix_cache": True,
+                      "max_running_requests": 64}}),
+    ("falcon-mamba-pp2", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"pp": 2, "cpu_import_only": "FalconMambaForCausalLM"}),
+    # No KV layer: --max-total-tokens replaces the context length (_zero_kv_max_tokens).
+    ("falcon-mamba-maxtok", "tiiuae--falcon-mamba-7b.mlstm.json", 2048,
+     {"page_size": 16, "cpu_import_only": "FalconMambaForCausalLM",
+      "server_args": {"context_length": 2048, "max_total_tokens": 1000}}),
+    # The Megatron-Bridge dict as it is (no mamba_d_ssm): SGLang's config load rejects it
+    # exactly as kvledger's derive does (FalconH1Config.validate_architecture).
+    ("falcon-h1-no-d-ssm", "tiiuae--Falcon-H1-0.5B.mbridge.json", 16384, {}),
+    ("falcon-h1-tp2", "tiiuae--Falcon-H1-0.5B.mbridge.D_SSM.MODIFIED.json", 16384, {"tp": 2}),
+    ("gemma3n-tp2-page64", "unsloth--gemma-3n-E2B-it.json", 32768,
+     {"tp": 2, "page_size": 64}),
     ("muse-glimmer-ratio05", "meta-models--Muse-Glimmer-30B.json", 32768,
      {"server_args": {"context_length": 32768, "swa_full_tokens_ratio": 0.5}}),
 ]
@@ -332,6 +369,7 @@ def make_case(python: str, case: dict[str, Any]) -> dict[str, Any]:
         "attention_backend": case.get("attention_backend"),
         "spec_aux": bool(case.get("spec_aux")), "load_quant": bool(case.get("load_quant")),
         "remote_plain": bool(case.get("remote_plain")),
+        **({"cpu_import_only": case["cpu_import_only"]} if case.get("cpu_import_only") else {}),
         "command": "python3 scripts/oracles/sglang_cases.py --only " + case["id"],
     }
     if pp == 1:

@@ -46,7 +46,14 @@ WINDOW_MINUS_ONE_ARCHS = frozenset({
     "MuseGlimmerForCausalLM", "MuseGlimmerForConditionalGeneration",
 })
 # Layers that read another layer's KV and still hold a pool slot (see the module docstring).
-SLOTTED_SHARED_KV_ARCHS = frozenset({"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"})
+# Gemma-3n is no hybrid-SWA architecture: DefaultPoolConfigurator sizes one MHA pool over
+# ModelLayerInfo's num_effective_layers (all num_hidden_layers), and models/gemma3n_causal.py
+# only points a shared layer's RadixAttention at an earlier layer_id and skips its write
+# (save_kv_cache=not self.is_kv_shared_layer). Oracle case cov-gemma3n: 30 layers, 10 shared.
+SLOTTED_SHARED_KV_ARCHS = frozenset({
+    "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+    "Gemma3nForCausalLM", "Gemma3nForConditionalGeneration",
+})
 
 
 def is_hybrid_swa(arch: str, text: Mapping[str, Any]) -> bool:

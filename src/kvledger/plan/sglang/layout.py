@@ -35,6 +35,7 @@ from kvledger.plan.sglang.cells import (
 )
 from kvledger.plan.sglang.model import (
     DEEPSEEK_FAMILY_ARCHS,
+    PURE_MAMBA1_ARCHS,
     SglangLayoutError,
     SglangModel,
     build,
@@ -86,7 +87,9 @@ MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
 # neither list above: _mamba_radix_cache_resolution declares nothing for them, so the radix
 # cache runs without a Mamba strategy (no extra buffer, the overlap scheduler untouched) and
 # _calculate_mamba_ratio keeps its base of 3 slots per request. Oracle case cov-lfm2-vl.
-MAMBA_PLAIN_RADIX_ARCHS = frozenset({"Lfm2VlForConditionalGeneration"})
+# FalconMamba (no linear-attention spec either) is one of them too: oracle case cov-falcon-mamba.
+MAMBA_PLAIN_RADIX_ARCHS = frozenset({"Lfm2VlForConditionalGeneration",
+                                     "FalconMambaForCausalLM"})
 # SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
 KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
              "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
@@ -353,10 +356,15 @@ def _stage_tokens(
     cell = default_cell(model, res.kv_cache_dtype, attn_tp=res.attn_tp, layers=full,
                         indexer_layers=indexers, draft_layers=res.draft_layers,
                         dsa_scaled_fp8=res.dsa_scaled_fp8)
+    zero_cell_tokens = 0
     if cell.bytes_per_token == 0:
-        raise SglangLayoutError("this pipeline stage holds no KV layer; SGLang's sizing of "
-                                "such a stage is not reproduced")
-    tokens = default_tokens(kv_budget, cell.bytes_per_token, page, 0)
+        if model.attention_arch != "SSM":
+            raise SglangLayoutError("this pipeline stage holds no KV layer; SGLang's sizing "
+                                    "of such a stage is not reproduced")
+        # pool_configurator.py DefaultPoolConfigurator.__init__: with no attention layer
+        # anywhere, _zero_kv_max_tokens = --max-total-tokens or the context length.
+        zero_cell_tokens = options.max_total_tokens or res.context_len
+    tokens = default_tokens(kv_budget, cell.bytes_per_token, page, zero_cell_tokens)
     return tokens, None, float(cell.bytes_per_token), cell
 
 
@@ -433,7 +441,10 @@ def _log_lines(model: SglangModel, res: Resolved, rng: tuple[int, int], tokens: 
         lines.extend(parts)
         lines.append(log.swa_summary_line(total, swa, tokens))
         return lines, total
-    assert model.heads is not None
+    if model.heads is None:
+        # A pure state-space model: the KV pool has no attention layer, 0 bytes.
+        lines.append(log.kv_line(torch_name, tokens, 0, 0))
+        return lines, 0
     h = kv_heads_per_rank(model.heads.kv_heads, res.attn_tp)
     k = rows * h * model.heads.head_dim * len(full) * size
     v = rows * h * model.heads.v_head_dim * len(full) * size
@@ -497,8 +508,11 @@ def plan_sglang(
         budget_gb = stage_budget / GIB
         stage_state: StatePool | None = None
         if model.mambaish:
+            # configs/mamba.py builds Mamba-1 params with the default dtype
+            # (mamba2_state_dtype(None)), as KDA does: the config's mamba_ssm_dtype is not read.
             temporal = ssm_dtype(model.config, options.mamba_ssm_dtype,
-                                 reads_config=not model.kda)
+                                 reads_config=not model.kda
+                                 and model.architecture not in PURE_MAMBA1_ARCHS)
             sbytes = state_bytes(model.states, res.attn_tp, temporal)
             ids = tuple(s.index for s in model.states)
             biggest = max(len(_in(ids, rng)) for rng in ranges)

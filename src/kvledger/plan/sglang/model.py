@@ -89,7 +89,7 @@ DSA_ARCHS = frozenset({
 # configs/hybrid_arch.py: mamba2_config / hybrid_gdn_config, the config classes whose states
 # are Mamba2 (Nemotron-H, Falcon-H1, Granite-4), Gated DeltaNet (Qwen3-Next, Qwen3.5) or
 # LFM2's short convolution (Lfm2Config / Lfm2VlConfig, sized as a conv-only Mamba2 state).
-STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv", "kda")
+STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv", "kda", "mamba1")
 # configs/hybrid_arch.py: kimi_linear_config — a KimiLinearConfig (top level or text_config)
 # makes these KDA hybrids: MLA on the full-attention layers, a KDA state per linear layer
 # (KimiLinearConfig.mamba2_cache_params). GLM-5.3's glm5_next_config takes the same state
@@ -97,6 +97,14 @@ STATE_KINDS = ("mamba2", "gated_delta_net", "short_conv", "kda")
 KDA_ARCHS = frozenset({
     "KimiLinearForCausalLM", "KimiK3LinearForCausalLM", "KimiK3ForConditionalGeneration",
 })
+# configs/model_config.py PURE_MAMBA1_ARCHITECTURES: pure selective-scan (Mamba-1) models, no
+# attention layer (AttentionArch.SSM). Their configs (configs/mamba.py: _mamba1_cache_params)
+# pool one full-rank state per layer, and DefaultPoolConfigurator sizes the empty KV pool at
+# the context length (pool_configurator.py: _zero_kv_max_tokens). Only the architectures an
+# oracle case checked are listed: MambaForCausalLM takes the same path in SGLang's source
+# (configs/mamba.py MambaConfig) but no real config of it was at hand for a case, so it stays
+# refused.
+PURE_MAMBA1_ARCHS = frozenset({"FalconMambaForCausalLM"})
 # configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
 MULTIMODAL_DISABLED_ARCHS = frozenset({
     "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
@@ -404,9 +412,12 @@ def build(facts: ModelFacts) -> SglangModel:
     if indexers and arch not in DSA_ARCHS:
         raise _refuse(facts, "sparse-attention indexer caches outside SGLang's DSA "
                              "architectures are not reproduced")
-    if states and not (attention or mla):
+    if states and not (attention or mla) and arch not in PURE_MAMBA1_ARCHS:
         raise _refuse(facts, "a pure state-space model (no attention KV); SGLang's pure-SSM "
                              "pools are not reproduced")
+    if any(s.state_kind == "mamba1" for s in states) and arch not in PURE_MAMBA1_ARCHS:
+        raise _refuse(facts, "Mamba-1 states outside SGLang's PURE_MAMBA1_ARCHITECTURES "
+                             "checked here are not reproduced")
     if mla and states and arch not in KDA_ARCHS:
         raise _refuse(facts, "MLA with recurrent layers outside SGLang's Kimi-Linear KDA "
                              "hybrids is not reproduced for SGLang")

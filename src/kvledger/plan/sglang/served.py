@@ -35,6 +35,7 @@ TRANSFORMERS_BACKEND: Mapping[str, str] = {
     "Exaone4_5_ForConditionalGeneration": "cov-exaone4-5",
     "LlavaNextForConditionalGeneration": "cov-llava-next",
     "NemotronForCausalLM": "cov-nemotron",
+    "PaliGemmaForConditionalGeneration": "cov-paligemma",
     "Qwen2_5OmniForConditionalGeneration": "cov-qwen2-5-omni",
     "SmolVLMForConditionalGeneration": "cov-smolvlm",
 }

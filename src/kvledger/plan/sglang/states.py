@@ -8,6 +8,9 @@
   (no widening for speculative tokens), temporal ``(H / tp, head_dim, N)``;
 * Gated DeltaNet (``Qwen3NextConfig.mamba2_cache_params``) is the same shape with
   ``I = Hv·dv``, ``G = Hk``, ``H = Hv``, ``head_dim = dv``, ``N = dk``;
+* Mamba-1 (``configs/mamba.py``: ``_mamba1_cache_params`` → ``Mamba2StateShape.create_full_rank``)
+  is the full-rank form: conv ``(I / tp, K − 1)`` (the conv covers ``intermediate_size`` only)
+  and temporal ``(I / tp, 1, N)``;
 * Kimi Delta Attention (``configs/kimi_linear.py``: ``KimiLinearConfig.mamba2_cache_params``,
   ``KimiLinearStateShape.create``) passes only ``linear_attn_config``'s ``num_heads``,
   ``head_dim`` and ``short_conv_kernel_size``, so K heads and dim are the V ones: one conv
@@ -35,6 +38,7 @@ from kvledger.derive.layers import RecurrentState
 from kvledger.derive.states import (
     GatedDeltaNetState,
     KDAState,
+    Mamba1State,
     Mamba2State,
     ShortConvState,
     extra_groups_for_head_shards,
@@ -64,6 +68,10 @@ def state_shape(layer: RecurrentState, tp: int) -> StateShape:
         # N = 0: the conv row is I / tp wide and the temporal state holds nothing.
         conv = _exact(layer.intermediate_size, tp, "short conv dim") * (layer.conv_kernel - 1)
         return StateShape(conv, 0)
+    if isinstance(layer, Mamba1State):
+        # create_full_rank: num_heads = I, head_dim = 1, conv_dim = I (asserts I % tp == 0).
+        inner = _exact(layer.intermediate_size, tp, "Mamba-1 intermediate_size")
+        return StateShape(inner * (layer.conv_kernel - 1), inner * layer.state_size)
     if isinstance(layer, KDAState):
         # KimiLinearStateShape.create(num_heads, head_dim, conv_kernel_size): num_k_heads and
         # head_k_dim default to them (the config's are not passed).
