@@ -23,6 +23,9 @@ from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, 
 LOCAL_CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 AttentionGroups = Counter[tuple[int, int, int | None]]
 SpecGroups = Counter[tuple[Any, ...]]
+# A multimodal wrapper's row: (stem, model_type, where the language model sits, its type, KV
+# dtype, max positions, decoder bytes/token) — check_wrapper's arguments.
+WrapperRow = tuple[str, str, str, str, str, int, int]
 
 
 def raw_config(stem: str, folder: Path = LOCAL_CONFIGS) -> dict[str, Any]:

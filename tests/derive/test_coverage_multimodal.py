@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
+from derive.coverage import WrapperRow, check_inspect, check_wrapper, find_case
 from derive.coverage import attention_groups as _attention
-from derive.coverage import check_inspect, check_wrapper, find_case
 from derive.coverage import derive_file as _facts
 from derive.coverage import oracle_attention as _oracle
 from derive.coverage import raw_config as _raw
@@ -86,12 +86,9 @@ TYPES = [
 ]
 
 
-@pytest.mark.parametrize(("stem", "mtype", "where", "inner", "dtype", "max_pos", "per_token"),
-                         TYPES, ids=[t[0] for t in TYPES])
-def test_wrapper_derives_its_language_model(
-    stem: str, mtype: str, where: str, inner: str, dtype: str, max_pos: int, per_token: int
-) -> None:
-    check_wrapper(stem, mtype, where, inner, dtype, max_pos, per_token)
+@pytest.mark.parametrize("row", TYPES, ids=[t[0] for t in TYPES])
+def test_wrapper_derives_its_language_model(row: WrapperRow) -> None:
+    check_wrapper(*row)
 
 
 # stem → (KV heads, head dim, window) → layers, from the config's own values.

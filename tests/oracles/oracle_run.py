@@ -113,6 +113,21 @@ def layer_specs_of(r: dict[str, Any], drop: tuple[str, ...] = ("backend",)
             for u in r["unique_layer_specs"]]
 
 
+def plan_parts(r: dict[str, Any], *, refuses: Any, batched_from: str = "resolved",
+               resolved_keys: tuple[str, ...] = RESOLVED_KEYS, strict: bool = False,
+               drop: tuple[str, ...] = ("backend",)) -> dict[str, Any]:
+    """A case line's plan fields, in the order every runner writes them: ``inputs``,
+    ``vllm_resolved``, ``expected``, ``kv_cache_groups``, ``layer_specs`` (the arguments as
+    in the functions above)."""
+    return {
+        "inputs": inputs_of(r, batched_from=batched_from),
+        "vllm_resolved": resolved_of(r, resolved_keys, strict=strict),
+        "expected": expected_of(r, refuses),
+        "kv_cache_groups": groups_of(r),
+        "layer_specs": layer_specs_of(r, drop),
+    }
+
+
 def coverage_case(name: str, r: dict[str, Any], hf_quant_config: bool | None, *,
                   strict: bool = False) -> dict[str, Any]:
     """A whole line in the coverage groups' format (run_moe_hybrid.py, run_heldout.py), before
@@ -120,11 +135,7 @@ def coverage_case(name: str, r: dict[str, Any], hf_quant_config: bool | None, *,
     return {
         "config": name,
         "hf_quant_config": hf_quant_config,
-        "inputs": inputs_of(r),
-        "vllm_resolved": resolved_of(r, strict=strict),
-        "expected": expected_of(r, bool(r.get("vllm_refuses_to_start"))),
-        "kv_cache_groups": groups_of(r),
-        "layer_specs": layer_specs_of(r),
+        **plan_parts(r, refuses=bool(r.get("vllm_refuses_to_start")), strict=strict),
         "kv_sharing_layers": len(r.get("kv_sharing_layers") or {}),
     }
 
@@ -154,6 +165,17 @@ def merge_by_command(path: Path, new: list[dict[str, Any]]) -> None:
     kept = [c for c in old if c.get("command") not in fresh]
     with open(path, "w") as f:
         f.writelines(json.dumps(c) + "\n" for c in [*kept, *new])
+
+
+def ask_json(args: list[str], cwd: Path | None = None) -> dict[str, Any] | None:
+    """The oracle's answer to ``args``, or None (said on stdout) when it printed no JSON."""
+    out = ask(args, cwd)
+    try:
+        result: dict[str, Any] = json.loads(out.stdout)
+    except json.JSONDecodeError:
+        print(f"  no JSON from the oracle (exit {out.returncode})")
+        return None
+    return result
 
 
 def ask_shown(args: list[str], command: str) -> dict[str, Any]:

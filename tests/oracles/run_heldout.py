@@ -17,13 +17,12 @@ not written.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle_run import HERE, ask, coverage_case, read_by_command, selected, write_lines
+from oracle_run import HERE, ask_json, coverage_case, read_by_command, selected, write_lines
 
 OUT = HERE / "vllm-0.32-heldout.jsonl"
 BASE = ["--kv-cache-memory-bytes", "16GiB", "--block-size", "auto",
@@ -112,13 +111,7 @@ def to_case(name: str, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(name: str, extra: list[str]) -> dict[str, Any] | None:
-    out = ask([f"configs/{name}", *_args(name, extra)], cwd=HERE)
-    try:
-        result: dict[str, Any] = json.loads(out.stdout)
-    except json.JSONDecodeError:
-        print(f"  no JSON from the oracle (exit {out.returncode})")
-        return None
-    return result
+    return ask_json([f"configs/{name}", *_args(name, extra)], cwd=HERE)
 
 
 def main(argv: list[str]) -> None:

@@ -19,7 +19,6 @@ is written out the same way.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_run import (
     GIB16,
     HERE,
-    ask,
+    ask_json,
     config_path,
     coverage_case,
     read_by_command,
@@ -97,11 +96,8 @@ def to_case(name: str, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(name: str, extra: list[str]) -> dict[str, Any] | None:
-    out = ask([str(config_path(name)), *BASE, *extra])
-    try:
-        result: dict[str, Any] = json.loads(out.stdout)
-    except json.JSONDecodeError:
-        print(f"  no JSON from the oracle (exit {out.returncode})")
+    result = ask_json([str(config_path(name)), *BASE, *extra])
+    if result is None:
         return None
     if not result.get("ok", True) and result.get("num_blocks") is None:
         print(f"  oracle failed: {str(result.get('error'))[:300]}")

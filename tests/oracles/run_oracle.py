@@ -22,12 +22,8 @@ from oracle_run import (
     HERE,
     RESOLVED_KEYS,
     ask_shown,
-    expected_of,
-    groups_of,
-    inputs_of,
-    layer_specs_of,
     merge_by_command,
-    resolved_of,
+    plan_parts,
     selected,
     shown,
 )
@@ -93,11 +89,8 @@ def _case(out: dict[str, Any], name: str, hf_quant: bool, command: str, why: str
         "hf_quant_config": True if hf_quant else None,
         "why": why,
         "command": command,
-        "inputs": inputs_of(out, batched_from="inputs"),
-        "vllm_resolved": resolved_of(out, RESOLVED),
-        "expected": expected_of(out, out["vllm_refuses_to_start"]),
-        "kv_cache_groups": groups_of(out),
-        "layer_specs": layer_specs_of(out, drop=()),
+        **plan_parts(out, refuses=out["vllm_refuses_to_start"], batched_from="inputs",
+                     resolved_keys=RESOLVED, drop=()),
         "attention_backend_selection": out.get("attention_backend_selection"),
     }
 

@@ -28,12 +28,8 @@ from oracle_run import (
     GIB16,
     HERE,
     ask_shown,
-    expected_of,
-    groups_of,
-    inputs_of,
-    layer_specs_of,
     merge_by_command,
-    resolved_of,
+    plan_parts,
     selected,
     shown,
 )
@@ -103,11 +99,7 @@ def _case(out: dict[str, Any], name: str, command: str, why: str) -> dict[str, A
         "hf_quant_config": None,
         "why": why,
         "command": command,
-        "inputs": inputs_of(out),
-        "vllm_resolved": resolved_of(out),
-        "expected": expected_of(out, out.get("vllm_refuses_to_start", False)),
-        "kv_cache_groups": groups_of(out),
-        "layer_specs": layer_specs_of(out),
+        **plan_parts(out, refuses=out.get("vllm_refuses_to_start", False)),
     }
 
 
