@@ -234,6 +234,19 @@ def _page_size(model: SglangModel, request: PlanRequest, platform: str) -> tuple
         "(trtllm_mha / trtllm_mla: 64, fa4: 128, flashinfer: 1); pass --page-size")
 
 
+def _context_length(model: SglangModel, request: PlanRequest) -> int:
+    """``--context-length`` (kvledger's ``max_model_len``), at most the model's derived length:
+    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    if request.max_model_len is None:
+        return model.context_len
+    if request.max_model_len > model.context_len:
+        raise ValueError(
+            f"--context-length {request.max_model_len} exceeds the model's derived context "
+            f"length {model.context_len}; SGLang refuses it (unless "
+            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)")
+    return request.max_model_len
+
+
 def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
             platform: str, default_chunked: int) -> Resolved:
     tp, dp = request.tensor_parallel_size, request.data_parallel_size
@@ -246,14 +259,7 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         attn_tp, attn_dp = tp, 1
     kv_dtype, kv_source = _kv_dtype(model, request, platform)
     page, page_source = _page_size(model, request, platform)
-    context = model.context_len
-    if request.max_model_len is not None:
-        if request.max_model_len > model.context_len:
-            raise ValueError(
-                f"--context-length {request.max_model_len} exceeds the model's derived context "
-                f"length {model.context_len}; SGLang refuses it (unless "
-                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)")
-        context = request.max_model_len
+    context = _context_length(model, request)
     draft = 0
     if request.num_speculative_tokens > 0:
         method = (request.speculative_method or "").lower()
@@ -662,14 +668,7 @@ def _plan_dsv4(model: SglangModel, request: PlanRequest, available_bytes: int,
     if request.kv_cache_dtype not in ("auto", "fp8", "fp8_e4m3"):
         raise refuse(f"--kv-cache-dtype {request.kv_cache_dtype}")
     geo = dsv4.geometry(model.config)
-    context = model.context_len
-    if request.max_model_len is not None:
-        if request.max_model_len > model.context_len:
-            raise ValueError(
-                f"--context-length {request.max_model_len} exceeds the model's derived context "
-                f"length {model.context_len}; SGLang refuses it (unless "
-                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)")
-        context = request.max_model_len
+    context = _context_length(model, request)
     # An explicit --swa-full-tokens-ratio is the operator's; else the override's 0.1.
     ratio = options.swa_full_tokens_ratio if options.swa_full_tokens_ratio is not None \
         else dsv4.DEFAULT_SWA_RATIO
