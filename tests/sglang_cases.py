@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangOptions
+from kvledger.plan.sglang import SglangOptions, plan_sglang
+from kvledger.plan.sglang.layout import SglangPlan
 
 HERE = Path(__file__).resolve().parent
 CASES_FILE = HERE / "oracles" / "sglang-0.5.23" / "cases.jsonl"
@@ -25,6 +27,29 @@ CATALOG = HERE.parent / "src" / "kvledger" / "derive" / "catalog"
 OPTION_KEYS = ("max_running_requests", "max_total_tokens", "swa_full_tokens_ratio",
                "mamba_full_memory_ratio", "disable_radix_cache", "disable_overlap_schedule",
                "chunked_prefill_size")
+
+
+GIB16 = 16 << 30  # the pool the hand-worked SGLang tests size
+
+
+def catalog_config(stem: str) -> dict[str, Any]:
+    """The bundled catalog's ``stem.json`` as a fresh dict (safe to edit)."""
+    data: dict[str, Any] = json.loads((CATALOG / f"{stem}.json").read_text())
+    return data
+
+
+def repo_config(name: str) -> dict[str, Any]:
+    """A coverage group's real config (``tests/oracles/configs/name``) as a fresh dict."""
+    data: dict[str, Any] = json.loads((REPO_CONFIGS / name).read_text())
+    return data
+
+
+def plan_repo_config(name: str, context: int) -> SglangPlan:
+    """SGLang's plan for a coverage config derived from its path, on a 16 GiB pool with the
+    oracle's CPU page of 1 token and ``context`` as the context length."""
+    facts = derive_model(str(REPO_CONFIGS / name))
+    return plan_sglang(facts, PlanRequest(engine="sglang", block_size=1,
+                                          max_model_len=context), GIB16)
 
 
 def load() -> list[dict[str, Any]]:

@@ -17,11 +17,15 @@ import pytest
 
 from kvledger.cli.main import main
 from kvledger.derive import derive_model
-from kvledger.derive.layers import Attention, ModelFacts, Role
+from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, Role
 
 # The coverage groups' own real configs (origins in SOURCES-*.md beside them).
 LOCAL_CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 AttentionGroups = Counter[tuple[int, int, int | None]]
+SpecGroups = Counter[tuple[Any, ...]]
+# A multimodal wrapper's row: (stem, model_type, where the language model sits, its type, KV
+# dtype, max positions, decoder bytes/token) — check_wrapper's arguments.
+WrapperRow = tuple[str, str, str, str, str, int, int]
 
 
 def raw_config(stem: str, folder: Path = LOCAL_CONFIGS) -> dict[str, Any]:
@@ -56,6 +60,83 @@ def oracle_attention(case: dict[str, Any]) -> AttentionGroups:
             out[(spec["num_kv_heads"], spec["head_size"], spec["sliding_window"])] += \
                 spec["num_layers"]
     return out
+
+
+def fact_specs(facts: ModelFacts, tp: int) -> SpecGroups:
+    """The decoder's cache-holding layers at tensor parallelism ``tp``, grouped as vLLM's
+    ``layer_specs`` name them: ("MambaSpec", state shapes) for a recurrent state, else (spec,
+    KV heads, K dim, V dim, window or None). Layers that hold nothing are left out, as vLLM
+    gives them no spec."""
+    out: SpecGroups = Counter()
+    for layer in facts.by_role(Role.DECODER):
+        if not layer.owns_memory or layer.kind is Kind.NONE:
+            continue
+        split = layer.split(tp)
+        if isinstance(split, RecurrentState):
+            out[("MambaSpec", tuple(tuple(t.shape) for t in split.tensors()))] += 1
+        else:
+            assert isinstance(split, Attention)
+            spec = "SlidingWindowSpec" if split.kind is Kind.SLIDING else "FullAttentionSpec"
+            out[(spec, split.k_heads, split.k_dim, split.v_dim,
+                 getattr(split, "window", None))] += 1
+    return out
+
+
+def oracle_specs(case: dict[str, Any]) -> SpecGroups:
+    """The same grouping of an oracle case's ``layer_specs`` (layers per rank)."""
+    out: SpecGroups = Counter()
+    for spec in case["layer_specs"]:
+        if spec["spec"] == "MambaSpec":
+            key: tuple[Any, ...] = ("MambaSpec", tuple(tuple(s) for s in spec["shapes"]))
+        else:
+            key = (spec["spec"], spec["num_kv_heads"], spec["head_size"], spec["head_size_v"],
+                   spec.get("sliding_window"))
+        out[key] += spec["num_layers"]
+    return out
+
+
+def find_case(cases_file: Path, stem: str, tp: int = 1, kv: str = "auto") -> dict[str, Any]:
+    """The oracle case of ``cases_file`` (JSON lines) for config ``stem`` at ``tp`` and KV
+    dtype ``kv``; a missing one fails the test naming what was looked for."""
+    for line in cases_file.read_text().splitlines():
+        case: dict[str, Any] = json.loads(line)
+        inputs = case["inputs"]
+        if (case["config"] == f"{stem}.json" and inputs["tensor_parallel_size"] == tp
+                and inputs["kv_cache_dtype"] == kv):
+            return case
+    raise AssertionError(f"no oracle case for {stem} (tp {tp}, kv {kv})")
+
+
+def check_by_hand(stem: str, model_type: str, per_token: int,
+                  groups: dict[tuple[int, int, int | None], int]) -> None:
+    """A plain-attention config derives to its type, the bytes per token worked by hand, no
+    per-request bytes, and the attention groups worked from its values."""
+    facts = derive_file(stem)
+    assert facts.model_type == model_type
+    assert facts.bytes_per_token() == per_token
+    assert facts.bytes_per_request() == 0
+    assert attention_groups(facts) == Counter(groups)
+
+
+def wrapper_note(facts: ModelFacts, where: str, inner: str) -> bool:
+    """Whether derive noted that it took the language model from the config's ``where`` level
+    (model type ``inner``) and that the encoders hold no KV cache."""
+    return any(f"from its {where} ({inner})" in n and "encoders hold no KV cache" in n
+               for n in facts.notes)
+
+
+def check_wrapper(stem: str, mtype: str, where: str, inner: str, dtype: str, max_pos: int,
+                  per_token: int) -> None:
+    """A multimodal wrapper derives its language model only (the config's ``where`` level,
+    model type ``inner``), says so in a note, keeps the KV dtype and positions of that level,
+    and holds the decoder bytes per token worked by hand; no warnings."""
+    facts = derive_file(stem)
+    assert facts.model_type == mtype
+    assert facts.kv_dtype == dtype
+    assert facts.max_position_embeddings == max_pos
+    assert facts.bytes_per_token(Role.DECODER) == per_token
+    assert wrapper_note(facts, where, inner), facts.notes
+    assert not facts.warnings
 
 
 def check_inspect(path: Path, refusal: str | None, capsys: pytest.CaptureFixture[str],

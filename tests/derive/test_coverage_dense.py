@@ -17,7 +17,7 @@ import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import attention_groups as _groups
-from derive.coverage import check_inspect
+from derive.coverage import check_by_hand, check_inspect
 from derive.coverage import derive_file as _facts
 from derive.coverage import oracle_attention as _oracle_groups
 from derive.coverage import raw_config as _raw
@@ -107,11 +107,7 @@ DERIVED = [
                          ids=[d[0] for d in DERIVED])
 def test_derives_by_hand(stem: str, model_type: str, per_token: int,
                          groups: dict[tuple[int, int, int | None], int]) -> None:
-    facts = _facts(stem)
-    assert facts.model_type == model_type
-    assert facts.bytes_per_token() == per_token
-    assert facts.bytes_per_request() == 0
-    assert _groups(facts) == Counter(groups)
+    check_by_hand(stem, model_type, per_token, groups)
 
 
 TP1 = [c for c in CASES if c["inputs"]["tensor_parallel_size"] == 1]

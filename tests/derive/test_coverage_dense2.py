@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
-from derive.coverage import attention_groups as _groups
-from derive.coverage import check_inspect
+from derive.coverage import check_by_hand, check_inspect, fact_specs, oracle_specs
 from derive.coverage import derive_file as _facts
 from derive.coverage import raw_config as _raw
 from kvledger.derive import UnsupportedArchitecture, derive_model
-from kvledger.derive.layers import Attention, Kind, ModelFacts, Role
+from kvledger.derive.layers import Attention, Role
 from oracle_cases import config_path
 
 ORACLES = Path(__file__).resolve().parents[1] / "oracles"
@@ -50,11 +48,7 @@ DERIVED = [
                          ids=[d[0] for d in DERIVED])
 def test_derives_by_hand(stem: str, model_type: str, per_token: int,
                          groups: dict[tuple[int, int, int | None], int]) -> None:
-    facts = _facts(stem)
-    assert facts.model_type == model_type
-    assert facts.bytes_per_token() == per_token
-    assert facts.bytes_per_request() == 0
-    assert _groups(facts) == Counter(groups)
+    check_by_hand(stem, model_type, per_token, groups)
 
 
 def test_every_derived_config_has_a_vllm_case() -> None:
@@ -63,29 +57,12 @@ def test_every_derived_config_has_a_vllm_case() -> None:
 
 
 # -- per-layer facts against vLLM's layer_specs, at the case's tensor parallelism ----------
-def _fact_specs(facts: ModelFacts, tp: int) -> Counter[tuple[Any, ...]]:
-    out: Counter[tuple[Any, ...]] = Counter()
-    for layer in facts.by_role(Role.DECODER):
-        split = layer.split(tp)
-        assert isinstance(split, Attention)
-        spec = "SlidingWindowSpec" if split.kind is Kind.SLIDING else "FullAttentionSpec"
-        out[(spec, split.k_heads, split.k_dim, split.v_dim,
-             getattr(split, "window", None))] += 1
-    return out
-
-
-def _oracle_specs(case: dict[str, Any]) -> Counter[tuple[Any, ...]]:
-    out: Counter[tuple[Any, ...]] = Counter()
-    for spec in case["layer_specs"]:
-        out[(spec["spec"], spec["num_kv_heads"], spec["head_size"], spec["head_size_v"],
-             spec["sliding_window"])] += spec["num_layers"]
-    return out
-
-
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['config']}-{i}" for i, c in enumerate(CASES)])
 def test_layers_match_vllm_layer_specs(case: dict[str, Any]) -> None:
     facts = derive_model(str(config_path(case)))
-    assert _fact_specs(facts, case["inputs"]["tensor_parallel_size"]) == _oracle_specs(case)
+    # This group is plain attention: every decoder layer is one (no recurrent state).
+    assert all(isinstance(x, Attention) for x in facts.by_role(Role.DECODER))
+    assert fact_specs(facts, case["inputs"]["tensor_parallel_size"]) == oracle_specs(case)
 
 
 DEFAULT_LEN = [c for c in CASES if "--max-model-len" not in c["command"]]

@@ -12,19 +12,18 @@ tests/oracles/vllm-0.32-coverage-moe-hybrid2.jsonl (commands in README-moe-hybri
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
-from derive.coverage import check_inspect
+from derive.coverage import check_inspect, fact_specs, oracle_specs
 from derive.coverage import derive_file as _facts
 from derive.coverage import raw_config as _raw
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.errors import UnknownCacheKey
-from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, Role
+from kvledger.derive.layers import Attention, Kind
 from kvledger.derive.states import Mamba1State, Mamba2State
 
 ORACLES = Path(__file__).parents[1] / "oracles"
@@ -42,39 +41,11 @@ TRINITY = "arcee-ai--Trinity-Nano-Preview.neuronx"
 
 
 # -- per-layer facts against vLLM's layer_specs, for every case of the group ----------------
-def _fact_specs(facts: ModelFacts, tp: int) -> Counter[tuple[Any, ...]]:
-    out: Counter[tuple[Any, ...]] = Counter()
-    for layer in facts.by_role(Role.DECODER):
-        if not layer.owns_memory or layer.kind is Kind.NONE:
-            continue
-        split = layer.split(tp)
-        if isinstance(split, RecurrentState):
-            out[("MambaSpec", tuple(tuple(t.shape) for t in split.tensors()))] += 1
-        else:
-            assert isinstance(split, Attention)
-            spec = "SlidingWindowSpec" if split.kind is Kind.SLIDING else "FullAttentionSpec"
-            out[(spec, split.k_heads, split.k_dim, split.v_dim,
-                 getattr(split, "window", None))] += 1
-    return out
-
-
-def _oracle_specs(case: dict[str, Any]) -> Counter[tuple[Any, ...]]:
-    out: Counter[tuple[Any, ...]] = Counter()
-    for spec in case["layer_specs"]:
-        if spec["spec"] == "MambaSpec":
-            key: tuple[Any, ...] = ("MambaSpec", tuple(tuple(s) for s in spec["shapes"]))
-        else:
-            key = (spec["spec"], spec["num_kv_heads"], spec["head_size"], spec["head_size_v"],
-                   spec.get("sliding_window"))
-        out[key] += spec["num_layers"]
-    return out
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["command"].split(" ", 2)[1]
                          .removeprefix("configs/") + c["command"].split("unique", 1)[1])
 def test_decoder_facts_match_vllm_layer_specs(case: dict[str, Any]) -> None:
     facts = derive_model(str(CONFIGS / case["config"]))
-    assert _fact_specs(facts, case["inputs"]["tensor_parallel_size"]) == _oracle_specs(case)
+    assert fact_specs(facts, case["inputs"]["tensor_parallel_size"]) == oracle_specs(case)
 
 
 def test_group_cases_cover_every_type() -> None:

@@ -9,19 +9,20 @@ refused with its reason.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
+from derive.coverage import WrapperRow, check_inspect, check_wrapper, find_case
 from derive.coverage import attention_groups as _attention
-from derive.coverage import check_inspect
 from derive.coverage import derive_file as _facts
 from derive.coverage import oracle_attention as _oracle
 from derive.coverage import raw_config as _raw
+from derive.coverage import wrapper_note as _note
 from kvledger import records
 from kvledger.derive import UnknownCacheKey, UnsupportedArchitecture, derive_model
 from kvledger.derive.layers import Role
@@ -31,21 +32,7 @@ from kvledger.plan.vllm import plan_vllm
 HERE = Path(__file__).resolve().parents[1] / "oracles"
 SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "configs"
 CASES_FILE = HERE / "vllm-0.32-coverage-multimodal2.jsonl"
-
-
-def _case(stem: str, tp: int = 1, kv: str = "auto") -> dict[str, Any]:
-    for line in CASES_FILE.read_text().splitlines():
-        case = json.loads(line)
-        inputs = case["inputs"]
-        if (case["config"] == f"{stem}.json" and inputs["tensor_parallel_size"] == tp
-                and inputs["kv_cache_dtype"] == kv):
-            return case
-    raise AssertionError(f"no oracle case for {stem} (tp {tp}, kv {kv})")
-
-
-def _note(facts: Any, where: str, inner: str) -> bool:
-    return any(f"from its {where} ({inner})" in n and "encoders hold no KV cache" in n
-               for n in facts.notes)
+_case = partial(find_case, CASES_FILE)
 
 
 GEMMA3N = "unsloth--gemma-3n-E2B-it"
@@ -67,18 +54,9 @@ TYPES = [
 ]
 
 
-@pytest.mark.parametrize(("stem", "mtype", "where", "inner", "dtype", "max_pos", "per_token"),
-                         TYPES, ids=[t[0] for t in TYPES])
-def test_wrapper_derives_its_language_model(
-    stem: str, mtype: str, where: str, inner: str, dtype: str, max_pos: int, per_token: int
-) -> None:
-    facts = _facts(stem)
-    assert facts.model_type == mtype
-    assert facts.kv_dtype == dtype
-    assert facts.max_position_embeddings == max_pos
-    assert facts.bytes_per_token(Role.DECODER) == per_token
-    assert _note(facts, where, inner), facts.notes
-    assert not facts.warnings
+@pytest.mark.parametrize("row", TYPES, ids=[t[0] for t in TYPES])
+def test_wrapper_derives_its_language_model(row: WrapperRow) -> None:
+    check_wrapper(*row)
 
 
 # stem → (KV heads, head dim, window) → layers that allocate a cache, from the config's own

@@ -17,18 +17,13 @@ not written.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
-PYTHON = os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_run import HERE, ask_json, coverage_case, read_by_command, selected, write_lines
+
 OUT = HERE / "vllm-0.32-heldout.jsonl"
 BASE = ["--kv-cache-memory-bytes", "16GiB", "--block-size", "auto",
         "--keep-layer-specs", "unique"]
@@ -112,75 +107,16 @@ def command(name: str, extra: list[str]) -> str:
 
 def to_case(name: str, r: dict[str, Any]) -> dict[str, Any]:
     """The oracle's answer in the shared case format."""
-    i, res = r["inputs"], r["resolved"]
-    inputs = {
-        "kv_cache_memory_bytes": i["kv_cache_memory_bytes"],
-        "block_size": i["block_size_requested"],
-        "max_model_len": res["max_model_len"],
-        "kv_cache_dtype": i["kv_cache_dtype"],
-        "tensor_parallel_size": i["tp"],
-        "max_num_seqs": i["max_num_seqs"],
-        "max_num_batched_tokens": res["max_num_batched_tokens"],
-        "num_speculative_tokens": i["num_speculative_tokens"],
-        "speculative_method": i["speculative_method"],
-        "enable_prefix_caching": res["enable_prefix_caching"],
-    }
-    resolved_keys = ("architecture", "model_dtype", "cache_dtype", "async_scheduling",
-                     "max_in_flight_tokens", "mamba_cache_mode", "mamba_ssm_cache_dtype",
-                     "mamba_cache_dtype", "mamba_block_size", "mamba_page_size_padded",
-                     "is_hybrid", "use_mla", "tp_kv_heads_per_rank")
-    groups = [{k: g[k] for k in ("spec", "num_layers", "block_size", "page_size_bytes",
-                                 "max_memory_usage_bytes_per_request",
-                                 "blocks_per_request_at_max_model_len")}
-              for g in r["kv_cache_groups"]]
-    specs = []
-    for unique in r["unique_layer_specs"]:
-        spec = {"num_layers": unique["num_layers"], "first_layer": unique["first_layer"]}
-        spec.update({k: v for k, v in unique["spec"].items() if k != "backend"})
-        specs.append(spec)
-    return {
-        "config": name,
-        "hf_quant_config": _companion(name) is not None,
-        "inputs": inputs,
-        "vllm_resolved": {k: res.get(k) for k in resolved_keys},
-        "expected": {
-            "num_blocks": r["num_blocks"],
-            "kv_cache_tokens": r["gpu_kv_cache_size_tokens"],
-            "max_concurrency": r["max_concurrency"],
-            "block_size": r["block_size"]["final_cache_config_block_size"],
-            "bytes_per_block": r["bytes_per_block"],
-            "vllm_refuses_to_start": bool(r.get("vllm_refuses_to_start")),
-            "vllm_log_line": r["vllm_log_line"],
-        },
-        "kv_cache_groups": groups,
-        "layer_specs": specs,
-        "kv_sharing_layers": len(r.get("kv_sharing_layers") or {}),
-    }
+    return coverage_case(name, r, _companion(name) is not None)
 
 
 def run(name: str, extra: list[str]) -> dict[str, Any] | None:
-    with tempfile.TemporaryFile() as err:
-        out = subprocess.run([PYTHON, str(TOOL), f"configs/{name}", *_args(name, extra)],
-                             stdout=subprocess.PIPE, stderr=err, text=True, check=False,
-                             cwd=HERE)
-    try:
-        result: dict[str, Any] = json.loads(out.stdout)
-    except json.JSONDecodeError:
-        print(f"  no JSON from the oracle (exit {out.returncode})")
-        return None
-    return result
+    return ask_json([f"configs/{name}", *_args(name, extra)], cwd=HERE)
 
 
 def main(argv: list[str]) -> None:
-    lines: dict[str, dict[str, Any]] = {}
-    if OUT.is_file():
-        for line in OUT.read_text().splitlines():
-            if line.strip():
-                case = json.loads(line)
-                lines[case["command"]] = case
-    for name, extra, why in RUNS:
-        if argv and not any(s in name or s in why for s in argv):
-            continue
+    lines = read_by_command(OUT)
+    for name, extra, why in selected(RUNS, argv):
         cmd = command(name, extra)
         print(cmd, flush=True)
         result = run(name, extra)
@@ -201,7 +137,7 @@ def main(argv: list[str]) -> None:
             e = case["expected"]
             print(f"  {e['num_blocks']} blocks, {e['kv_cache_tokens']} tokens, block "
                   f"{e['block_size']}, {e['max_concurrency']:.2f}x", flush=True)
-        OUT.write_text("".join(json.dumps(c) + "\n" for c in lines.values()))
+        write_lines(OUT, lines.values())
 
 
 if __name__ == "__main__":

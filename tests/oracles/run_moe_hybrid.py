@@ -19,20 +19,23 @@ is written out the same way.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
-PYTHON = os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_run import (
+    GIB16,
+    HERE,
+    ask_json,
+    config_path,
+    coverage_case,
+    read_by_command,
+    selected,
+    write_lines,
+)
+
 OUT = HERE / "vllm-0.32-coverage-moe-hybrid.jsonl"
-GIB16 = "17179869184"
 BASE = ["--kv-cache-memory-bytes", GIB16, "--block-size", "auto", "--keep-layer-specs", "unique"]
 
 # (config file under configs/, extra oracle arguments, why)
@@ -83,71 +86,18 @@ RUNS: list[tuple[str, list[str], str]] = [
 ]
 
 
-def _config(name: str) -> Path:
-    local = HERE / "configs" / name
-    return local if local.is_file() else SHARED / "configs" / name
-
-
 def command(name: str, extra: list[str]) -> str:
     return " ".join(["vllm_oracle.py", f"configs/{name}", *BASE, *extra])
 
 
 def to_case(name: str, r: dict[str, Any]) -> dict[str, Any]:
     """The oracle's answer in the shared case format."""
-    i, res = r["inputs"], r["resolved"]
-    inputs = {
-        "kv_cache_memory_bytes": i["kv_cache_memory_bytes"],
-        "block_size": i["block_size_requested"],
-        "max_model_len": res["max_model_len"],
-        "kv_cache_dtype": i["kv_cache_dtype"],
-        "tensor_parallel_size": i["tp"],
-        "max_num_seqs": i["max_num_seqs"],
-        "max_num_batched_tokens": res["max_num_batched_tokens"],
-        "num_speculative_tokens": i["num_speculative_tokens"],
-        "speculative_method": i["speculative_method"],
-        "enable_prefix_caching": res["enable_prefix_caching"],
-    }
-    resolved_keys = ("architecture", "model_dtype", "cache_dtype", "async_scheduling",
-                     "max_in_flight_tokens", "mamba_cache_mode", "mamba_ssm_cache_dtype",
-                     "mamba_cache_dtype", "mamba_block_size", "mamba_page_size_padded",
-                     "is_hybrid", "use_mla", "tp_kv_heads_per_rank")
-    groups = [{k: g[k] for k in ("spec", "num_layers", "block_size", "page_size_bytes",
-                                 "max_memory_usage_bytes_per_request",
-                                 "blocks_per_request_at_max_model_len")}
-              for g in r["kv_cache_groups"]]
-    specs = []
-    for unique in r["unique_layer_specs"]:
-        spec = {"num_layers": unique["num_layers"], "first_layer": unique["first_layer"]}
-        spec.update({k: v for k, v in unique["spec"].items() if k != "backend"})
-        specs.append(spec)
-    return {
-        "config": name,
-        "hf_quant_config": None,
-        "inputs": inputs,
-        "vllm_resolved": {k: res[k] for k in resolved_keys},
-        "expected": {
-            "num_blocks": r["num_blocks"],
-            "kv_cache_tokens": r["gpu_kv_cache_size_tokens"],
-            "max_concurrency": r["max_concurrency"],
-            "block_size": r["block_size"]["final_cache_config_block_size"],
-            "bytes_per_block": r["bytes_per_block"],
-            "vllm_refuses_to_start": bool(r.get("vllm_refuses_to_start")),
-            "vllm_log_line": r["vllm_log_line"],
-        },
-        "kv_cache_groups": groups,
-        "layer_specs": specs,
-        "kv_sharing_layers": len(r.get("kv_sharing_layers") or {}),
-    }
+    return coverage_case(name, r, None, strict=True)
 
 
 def run(name: str, extra: list[str]) -> dict[str, Any] | None:
-    with tempfile.TemporaryFile() as err:
-        out = subprocess.run([PYTHON, str(TOOL), str(_config(name)), *BASE, *extra],
-                             stdout=subprocess.PIPE, stderr=err, text=True, check=False)
-    try:
-        result: dict[str, Any] = json.loads(out.stdout)
-    except json.JSONDecodeError:
-        print(f"  no JSON from the oracle (exit {out.returncode})")
+    result = ask_json([str(config_path(name)), *BASE, *extra])
+    if result is None:
         return None
     if not result.get("ok", True) and result.get("num_blocks") is None:
         print(f"  oracle failed: {str(result.get('error'))[:300]}")
@@ -155,16 +105,12 @@ def run(name: str, extra: list[str]) -> dict[str, Any] | None:
     return result
 
 
-def main(argv: list[str]) -> None:
-    lines: dict[str, dict[str, Any]] = {}
-    if OUT.is_file():
-        for line in OUT.read_text().splitlines():
-            if line.strip():
-                case = json.loads(line)
-                lines[case["command"]] = case
-    for name, extra, why in RUNS:
-        if argv and not any(s in name or s in why for s in argv):
-            continue
+def run_all(runs: list[tuple[str, list[str], str]], argv: list[str], out: Path,
+            concurrency: bool = True) -> None:
+    """Each selected run's answer merged into ``out`` by command, with a one-line summary
+    (the block count, tokens, block size and, when ``concurrency``, the concurrency)."""
+    lines = read_by_command(out)
+    for name, extra, why in selected(runs, argv):
         cmd = command(name, extra)
         print(cmd, flush=True)
         result = run(name, extra)
@@ -173,9 +119,14 @@ def main(argv: list[str]) -> None:
         case = {**to_case(name, result), "command": cmd, "why": why}
         lines[cmd] = case
         e = case["expected"]
+        tail = f", {e['max_concurrency']:.2f}x" if concurrency else ""
         print(f"  {e['num_blocks']} blocks, {e['kv_cache_tokens']} tokens, block "
-              f"{e['block_size']}, {e['max_concurrency']:.2f}x", flush=True)
-        OUT.write_text("".join(json.dumps(c) + "\n" for c in lines.values()))
+              f"{e['block_size']}{tail}", flush=True)
+        write_lines(out, lines.values())
+
+
+def main(argv: list[str]) -> None:
+    run_all(RUNS, argv, OUT)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Ask vLLM 0.32 (the shared oracle) about the moe-hybrid-2 group's configs, one run at a time.
 
 A research tool, never imported by the package or the tests; the same procedure as
-``run_moe_hybrid.py`` (whose ``command`` / ``run`` / ``to_case`` it reuses), writing
+``run_moe_hybrid.py`` (whose ``run_all`` it reuses), writing
 ``vllm-0.32-coverage-moe-hybrid2.jsonl`` instead.
 
     python tests/oracles/run_moe_hybrid2.py [SUBSTRING ...]    # default: every run below
@@ -9,12 +9,11 @@ A research tool, never imported by the package or the tests; the same procedure 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_moe_hybrid import command, run, to_case
+from run_moe_hybrid import run_all
 
 OUT = Path(__file__).resolve().parent / "vllm-0.32-coverage-moe-hybrid2.jsonl"
 
@@ -66,26 +65,7 @@ RUNS: list[tuple[str, list[str], str]] = [
 
 
 def main(argv: list[str]) -> None:
-    lines: dict[str, dict[str, object]] = {}
-    if OUT.is_file():
-        for line in OUT.read_text().splitlines():
-            if line.strip():
-                case = json.loads(line)
-                lines[case["command"]] = case
-    for name, extra, why in RUNS:
-        if argv and not any(s in name or s in why for s in argv):
-            continue
-        cmd = command(name, extra)
-        print(cmd, flush=True)
-        result = run(name, extra)
-        if result is None:
-            continue
-        case = {**to_case(name, result), "command": cmd, "why": why}
-        lines[cmd] = case
-        e = case["expected"]
-        print(f"  {e['num_blocks']} blocks, {e['kv_cache_tokens']} tokens, block "
-              f"{e['block_size']}", flush=True)
-        OUT.write_text("".join(json.dumps(c) + "\n" for c in lines.values()))
+    run_all(RUNS, argv, OUT, concurrency=False)
 
 
 if __name__ == "__main__":

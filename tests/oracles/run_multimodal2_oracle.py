@@ -15,14 +15,14 @@ can be re-run.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run_oracle import GIB16, TOOL, _case, _config_path, _merge  # noqa: E402
+from oracle_run import GIB16, ask_shown, config_path, merge_by_command, selected, shown  # noqa: E402
+from run_oracle import _case  # noqa: E402
 
 OUT = HERE / "vllm-0.32-coverage-multimodal2.jsonl"
 L32K = ["--block-size", "auto", "--max-model-len", "32768"]
@@ -51,25 +51,17 @@ RUNS: list[tuple[str, list[str], str]] = [
 
 
 def main() -> None:
-    python = os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")
-    wanted = sys.argv[1:]
-    cases = []
-    for name, extra, why in RUNS:
-        if wanted and not any(w in name or w in why for w in wanted):
-            continue
-        config = _config_path(name)
-        args = [str(config), "--kv-cache-memory-bytes", GIB16, "--keep-layer-specs", "unique",
-                *extra]
-        command = " ".join(["vllm_oracle.py", name, *args[1:]])
-        print(f"running: {command}", file=sys.stderr)
-        done = subprocess.run([python, str(TOOL), *args], capture_output=True, text=True,
-                              check=False)
-        out = json.loads(done.stdout)
+    cases: list[dict[str, Any]] = []
+    for name, extra, why in selected(RUNS, sys.argv[1:]):
+        args = [str(config_path(name)), "--kv-cache-memory-bytes", GIB16, "--keep-layer-specs",
+                "unique", *extra]
+        command = shown(name, args)
+        out = ask_shown(args, command)
         if out.get("ok"):
             cases.append(_case(out, name, False, command, why))
         else:
             print(f"FAILED: {command}: {out.get('error')}", file=sys.stderr)
-    _merge(OUT, cases)
+    merge_by_command(OUT, cases)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,26 @@ carries the exact ``command`` that produced it.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
-GIB16 = "17179869184"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_run import (
+    GIB16,
+    HERE,
+    RESOLVED_KEYS,
+    ask_shown,
+    merge_by_command,
+    plan_parts,
+    selected,
+    shown,
+)
+from oracle_run import TOOL as TOOL  # run_multimodal_oracle.py imports it from here
+from oracle_run import config_path as _config_path
+
+# run_oracle's lines also keep the KV cache layout vLLM chose.
+RESOLVED = (*RESOLVED_KEYS[:-1], "kv_cache_layout", RESOLVED_KEYS[-1])
 
 # (config, with its hf_quant_config companion?, extra oracle arguments, why)
 RUNS: list[tuple[str, bool, list[str], str]] = [
@@ -73,101 +82,47 @@ RUNS: list[tuple[str, bool, list[str], str]] = [
 ]
 
 
-def _config_path(name: str) -> Path:
-    local = HERE / "configs" / name
-    return local if local.is_file() else SHARED / "configs" / name
-
-
 def _case(out: dict[str, Any], name: str, hf_quant: bool, command: str, why: str
           ) -> dict[str, Any]:
-    inp, res = out["inputs"], out["resolved"]
     return {
         "config": name,
         "hf_quant_config": True if hf_quant else None,
         "why": why,
         "command": command,
-        "inputs": {
-            "kv_cache_memory_bytes": inp["kv_cache_memory_bytes"],
-            "block_size": inp["block_size_requested"],
-            "max_model_len": res["max_model_len"],
-            "kv_cache_dtype": inp["kv_cache_dtype"],
-            "tensor_parallel_size": inp["tp"],
-            "max_num_seqs": inp["max_num_seqs"],
-            "max_num_batched_tokens": inp["max_num_batched_tokens"],
-            "num_speculative_tokens": inp["num_speculative_tokens"],
-            "speculative_method": inp["speculative_method"],
-            "enable_prefix_caching": res["enable_prefix_caching"],
-        },
-        "vllm_resolved": {k: res.get(k) for k in (
-            "architecture", "model_dtype", "cache_dtype", "async_scheduling",
-            "max_in_flight_tokens", "mamba_cache_mode", "mamba_ssm_cache_dtype",
-            "mamba_cache_dtype", "mamba_block_size", "mamba_page_size_padded", "is_hybrid",
-            "use_mla", "kv_cache_layout", "tp_kv_heads_per_rank")},
-        "expected": {
-            "num_blocks": out["num_blocks"],
-            "kv_cache_tokens": out["gpu_kv_cache_size_tokens"],
-            "max_concurrency": out["max_concurrency"],
-            "block_size": out["block_size"]["final_cache_config_block_size"],
-            "bytes_per_block": out["bytes_per_block"],
-            "vllm_refuses_to_start": out["vllm_refuses_to_start"],
-            "vllm_log_line": out["vllm_log_line"],
-        },
-        "kv_cache_groups": [
-            {k: g[k] for k in ("spec", "num_layers", "block_size", "page_size_bytes",
-                               "max_memory_usage_bytes_per_request",
-                               "blocks_per_request_at_max_model_len")}
-            for g in out["kv_cache_groups"]
-        ],
-        "layer_specs": [
-            {"num_layers": u["num_layers"], "first_layer": u["first_layer"], **u["spec"]}
-            for u in out["unique_layer_specs"]
-        ],
+        **plan_parts(out, refuses=out["vllm_refuses_to_start"], batched_from="inputs",
+                     resolved_keys=RESOLVED, drop=()),
         "attention_backend_selection": out.get("attention_backend_selection"),
     }
 
 
-def _merge(path: Path, new: list[dict[str, Any]]) -> None:
-    """Keep earlier lines, replacing those whose command ran again."""
-    old = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] \
-        if path.is_file() else []
-    fresh = {c["command"] for c in new}
-    kept = [c for c in old if c["command"] not in fresh]
-    with open(path, "w") as f:
-        f.writelines(json.dumps(c) + "\n" for c in [*kept, *new])
+# run_multimodal_oracle.py imports it under this name.
+_merge = merge_by_command
 
 
 def main() -> None:
     """``run_oracle.py [SUBSTRING ...]``: only the runs whose config or reason contains one
     of the substrings (all of them without arguments)."""
-    python = os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")
     wanted = sys.argv[1:]
     cases: list[dict[str, Any]] = []
     refusals: list[dict[str, Any]] = []
-    for name, hf_quant, extra, why in RUNS:
-        if wanted and not any(w in name or w in why for w in wanted):
-            continue
+    for name, hf_quant, extra, why in selected(RUNS, wanted):
         config = _config_path(name)
         args = [str(config), "--kv-cache-memory-bytes", GIB16, *extra]
         if hf_quant:
             companion = config.with_name(config.name.removesuffix(".json")
                                          + ".hf_quant_config.json")
             args += ["--hf-quant-config", str(companion)]
-        shown = ["vllm_oracle.py", name, *args[1:]]
-        if hf_quant:
-            shown[-1] = Path(shown[-1]).name
-        command = " ".join(shown)
-        print(f"running: {command}", file=sys.stderr)
-        done = subprocess.run([python, str(TOOL), *args], capture_output=True, text=True,
-                              check=False)
-        out = json.loads(done.stdout)
+        # the companion by its file name only
+        command = shown(name, [*args[:-1], Path(args[-1]).name] if hf_quant else args)
+        out = ask_shown(args, command)
         if out.get("ok"):
             cases.append(_case(out, name, hf_quant, command, why))
         else:
             refusals.append({"config": name, "hf_quant_config": True if hf_quant else None,
                              "why": why, "command": command, "error": out.get("error"),
                              "extra_args": extra})
-    _merge(HERE / "vllm-0.32-cases.jsonl", cases)
-    _merge(HERE / "vllm-0.32-refusals.jsonl", refusals)
+    merge_by_command(HERE / "vllm-0.32-cases.jsonl", cases)
+    merge_by_command(HERE / "vllm-0.32-refusals.jsonl", refusals)
 
 
 if __name__ == "__main__":

@@ -19,17 +19,23 @@ kvledger's ``max_position_embeddings``).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_run import (
+    GIB16,
+    HERE,
+    ask_shown,
+    merge_by_command,
+    plan_parts,
+    selected,
+    shown,
+)
+from oracle_run import config_path as _config_path
+
 OUT = HERE / "vllm-0.32-coverage-dense.jsonl"
-GIB16 = "17179869184"
 AUTO = ["--block-size", "auto", "--keep-layer-specs", "unique"]
 
 # MODIFIED copies: name -> (source config, keys to set). Falcon-7B's own config is not on
@@ -80,11 +86,6 @@ RUNS: list[tuple[str, list[str], str]] = [
 ]
 
 
-def _config_path(name: str) -> Path:
-    local = HERE / "configs" / name
-    return local if local.is_file() else SHARED / "configs" / name
-
-
 def _write_modified() -> None:
     for name, (source, changes) in MODIFIED.items():
         raw = json.loads(_config_path(source).read_text())
@@ -93,82 +94,35 @@ def _write_modified() -> None:
 
 
 def _case(out: dict[str, Any], name: str, command: str, why: str) -> dict[str, Any]:
-    inp, res = out["inputs"], out["resolved"]
     return {
         "config": name,
         "hf_quant_config": None,
         "why": why,
         "command": command,
-        "inputs": {
-            "kv_cache_memory_bytes": inp["kv_cache_memory_bytes"],
-            "block_size": inp["block_size_requested"],
-            "max_model_len": res["max_model_len"],
-            "kv_cache_dtype": inp["kv_cache_dtype"],
-            "tensor_parallel_size": inp["tp"],
-            "max_num_seqs": inp["max_num_seqs"],
-            "max_num_batched_tokens": res["max_num_batched_tokens"],
-            "num_speculative_tokens": inp["num_speculative_tokens"],
-            "speculative_method": inp["speculative_method"],
-            "enable_prefix_caching": res["enable_prefix_caching"],
-        },
-        "vllm_resolved": {k: res.get(k) for k in (
-            "architecture", "model_dtype", "cache_dtype", "async_scheduling",
-            "max_in_flight_tokens", "mamba_cache_mode", "mamba_ssm_cache_dtype",
-            "mamba_cache_dtype", "mamba_block_size", "mamba_page_size_padded", "is_hybrid",
-            "use_mla", "tp_kv_heads_per_rank")},
-        "expected": {
-            "num_blocks": out["num_blocks"],
-            "kv_cache_tokens": out["gpu_kv_cache_size_tokens"],
-            "max_concurrency": out["max_concurrency"],
-            "block_size": out["block_size"]["final_cache_config_block_size"],
-            "bytes_per_block": out["bytes_per_block"],
-            "vllm_refuses_to_start": out.get("vllm_refuses_to_start", False),
-            "vllm_log_line": out["vllm_log_line"],
-        },
-        "kv_cache_groups": [
-            {k: g[k] for k in ("spec", "num_layers", "block_size", "page_size_bytes",
-                               "max_memory_usage_bytes_per_request",
-                               "blocks_per_request_at_max_model_len")}
-            for g in out["kv_cache_groups"]
-        ],
-        "layer_specs": [
-            {"num_layers": u["num_layers"], "first_layer": u["first_layer"],
-             **{k: v for k, v in u["spec"].items() if k != "backend"}}
-            for u in out["unique_layer_specs"]
-        ],
+        **plan_parts(out, refuses=out.get("vllm_refuses_to_start", False)),
     }
 
 
-def _merge(new: list[dict[str, Any]]) -> None:
-    """Keep every earlier line except those whose command ran again."""
-    old = [json.loads(line) for line in OUT.read_text().splitlines() if line.strip()] \
-        if OUT.is_file() else []
-    fresh = {c["command"] for c in new}
-    kept = [c for c in old if c.get("command") not in fresh]
-    with open(OUT, "w") as f:
-        f.writelines(json.dumps(c) + "\n" for c in [*kept, *new])
-
-
-def main() -> None:
-    python = os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")
-    wanted = sys.argv[1:]
-    _write_modified()
+def ask_runs(runs: list[tuple[str, list[str], str]], wanted: list[str]) -> list[dict[str, Any]]:
+    """The lines of the selected runs vLLM planned (a plan it refuses to start counts); the
+    others are reported on stderr."""
     cases: list[dict[str, Any]] = []
-    for name, extra, why in RUNS:
-        if wanted and not any(w in name or w in why for w in wanted):
-            continue
+    for name, extra, why in selected(runs, wanted):
         args = [str(_config_path(name)), "--kv-cache-memory-bytes", GIB16, *AUTO, *extra]
-        command = " ".join(["vllm_oracle.py", name, *args[1:]])
-        print(f"running: {command}", file=sys.stderr)
-        done = subprocess.run([python, str(TOOL), *args], capture_output=True, text=True,
-                              check=False)
-        out = json.loads(done.stdout)
+        command = shown(name, args)
+        out = ask_shown(args, command)
         refused_with_plan = out.get("vllm_refuses_to_start") and out.get("num_blocks")
         if not out.get("ok") and not refused_with_plan:
             print(f"  failed: {out.get('error')}", file=sys.stderr)
             continue
         cases.append(_case(out, name, command, why))
-    _merge(cases)
+    return cases
+
+
+def main() -> None:
+    wanted = sys.argv[1:]
+    _write_modified()
+    merge_by_command(OUT, ask_runs(RUNS, wanted))
 
 
 if __name__ == "__main__":

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,16 +14,12 @@ from kvledger.plan.sglang.context import context_length, text_config
 from kvledger.plan.sglang.model import model_dtype
 from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
 from kvledger.plan.sglang.served import NOT_SERVED, RENAMED, TRANSFORMERS_BACKEND, backend
-from sglang_cases import load
+from sglang_cases import load, plan_repo_config
+from sglang_cases import repo_config as _config
 
 GIB = 1 << 30
 CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 CASES = {c["id"]: c for c in load()}
-
-
-def _config(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((CONFIGS / name).read_text())
-    return data
 
 
 # -- which class SGLang's loader builds (served.py) ------------------------------------------
@@ -171,9 +165,7 @@ def test_lfm2_state_pool_is_conv_only() -> None:
     # mamba_full_memory_ratio 0.9: int((16 × 0.9 / 1.9 GiB − 81,920) // 81,920) = 99,337;
     # 16 − 99,338 × 81,920 / 2^30 = 8.42111206 GiB left; 6 attention layers × 8 heads ×
     # (64 + 64) × 2 B = 12,288 B/token → 735,848 tokens.
-    facts = derive_model(str(CONFIGS / "LiquidAI--LFM2.5-VL-1.6B.json"))
-    plan = plan_sglang(facts, PlanRequest(engine="sglang", block_size=1,
-                                          max_model_len=32768), 16 * GIB)
+    plan = plan_repo_config("LiquidAI--LFM2.5-VL-1.6B.json", 32768)
     assert plan.state_bytes is not None and plan.state is not None
     assert plan.state_bytes.conv_bytes_per_slot == 81920
     assert plan.state_bytes.temporal_bytes_per_slot == 0

@@ -11,21 +11,15 @@ import pytest
 from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.sglang import SglangLayoutError, plan_sglang
-from kvledger.plan.sglang.layout import SglangPlan
 from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
 from kvledger.plan.sglang.served import backend
 from kvledger.records import replace
 from sglang_cases import load
+from sglang_cases import plan_repo_config as _plan
 
 GIB = 1 << 30
 CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 CASES = {c["id"]: c for c in load()}
-
-
-def _plan(name: str, context: int) -> SglangPlan:
-    facts = derive_model(str(CONFIGS / name))
-    return plan_sglang(facts, PlanRequest(engine="sglang", block_size=1,
-                                          max_model_len=context), 16 * GIB)
 
 
 def test_olmoe_is_a_native_full_attention_pool() -> None:

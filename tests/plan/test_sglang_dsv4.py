@@ -7,8 +7,6 @@ SGLang's own run."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,15 +15,10 @@ from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.sglang import SglangLayoutError, SglangOptions, plan_sglang
 from kvledger.plan.sglang.dsv4 import paged_bytes_per_token
+from sglang_cases import catalog_config as _config
 
 GIB = 1 << 30
-CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
 REQUEST = PlanRequest(engine="sglang", max_model_len=32768)
-
-
-def _config(stem: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((CATALOG / f"{stem}.json").read_text())
-    return data
 
 
 def _facts() -> Any:

@@ -8,24 +8,15 @@ cov-kimi-k3 checks the same numbers against SGLang's own run."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from kvledger.derive import derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.sglang import SglangLayoutError, SglangOptions, plan_sglang
+from sglang_cases import catalog_config as _config
 
 GIB = 1 << 30
-CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
 REQUEST = PlanRequest(engine="sglang", max_model_len=32768)
-
-
-def _config(stem: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((CATALOG / f"{stem}.json").read_text())
-    return data
 
 
 def test_kimi_k3_state_pool_mla_cell_and_request_cap() -> None:
