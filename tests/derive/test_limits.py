@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from derive.coverage import raw_config
 from kvledger.derive import ConfigError, derive_model
 from kvledger.derive.limits import MAX_LAYERS, check_values
 from kvledger.plan.weights import WeightsError, parameter_counts
@@ -150,17 +151,8 @@ def test_bytes_per_token_bounded() -> None:
 # Found by the long fuzz run (KVLEDGER_FUZZ_SEED=777, 600 s): DBRX's own layer key was not in
 # the limits table, so 48,000,000 layers planned for minutes; GLM-4.5 with no decoder layers
 # but an MTP layer indexed an empty list.
-def _oracle_config(name: str) -> dict[str, Any]:
-    import json
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "oracles" / "configs" / name
-    loaded: dict[str, Any] = json.loads(path.read_text())
-    return loaded
-
-
 def test_dbrx_layer_count_is_bounded() -> None:
-    raw = _oracle_config("databricks--dbrx.OME-ABRIDGED.MODIFIED.json")
+    raw = raw_config("databricks--dbrx.OME-ABRIDGED.MODIFIED")
     raw["n_layers"] = 48 * 1_000_000
     with pytest.raises(ConfigError, match=r"'n_layers' must be <= 10,000"):
         derive_model(raw)
@@ -174,7 +166,7 @@ def test_family_head_keys_are_bounded(key: str) -> None:
 
 
 def test_mtp_model_without_decoder_layers_is_refused() -> None:
-    raw = _oracle_config("zai-org--GLM-4.5.json")
+    raw = raw_config("zai-org--GLM-4.5")
     assert raw["num_nextn_predict_layers"] == 1  # the MTP layer that used to be indexed
     raw["num_hidden_layers"] = 0
     with pytest.raises(ConfigError, match="describes no layers"):
@@ -185,7 +177,7 @@ def test_mtp_model_without_decoder_layers_is_refused() -> None:
 # num_experts_per_tok overflowed the activation estimate, and a huge GLM-5.3 index_kpool made a
 # vLLM kernel block hold no pooled entry (a zero page, then a division by zero).
 def test_experts_per_token_is_bounded() -> None:
-    raw = _oracle_config("zai-org--GLM-4.5.json")
+    raw = raw_config("zai-org--GLM-4.5")
     raw["num_experts_per_tok"] = 10**19
     with pytest.raises(ConfigError, match=r"'num_experts_per_tok' must be <= 65,536"):
         derive_model(raw)
