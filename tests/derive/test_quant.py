@@ -16,12 +16,8 @@ import pytest
 
 from kvledger.derive import ConfigError, UnknownCacheKey, UnsupportedArchitecture, derive_model
 from kvledger.derive.config import Config
-from kvledger.derive.quant import (
-    VOCABULARIES,
-    check_quantization_config,
-    kv_declaration,
-    resolve_kv_dtype,
-)
+from kvledger.derive.kvdtype import kv_declaration, resolve_kv_dtype
+from kvledger.derive.quant import VOCABULARIES, check_quantization_config
 from oracle_cases import CONFIGS
 
 

@@ -18,11 +18,12 @@ from kvledger.derive.errors import (
     UnsupportedArchitecture,
 )
 from kvledger.derive.guard import check_level
+from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.derive.limits import MAX_CACHE_LAYERS, check_layers
 from kvledger.derive.max_len import max_len
 from kvledger.derive.model_types import Resolved, resolve
-from kvledger.derive.quant import ignored_blocks, model_dtype, resolve_kv_dtype
+from kvledger.derive.quant import ignored_blocks
 from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
 from kvledger.source.catalog import catalog_ids
 from kvledger.source.model_source import ModelSource
