@@ -76,3 +76,27 @@ def _no_hub(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
         monkeypatch.setenv(name, value)
     for name in _UNSET:
         monkeypatch.delenv(name, raising=False)
+
+
+# ../shared (the shared configs and oracle cases) sits beside the repo in CI and on the
+# developers' machines. A clone without it must still pass: a test that reads a file from it
+# is skipped, naming the file, instead of failing (tests/oracle_cases.py states the rule).
+SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared").resolve()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    try:
+        return (yield)
+    except Exception as exc:
+        # A missing file reaches a test as FileNotFoundError, or as kvledger's one-line refusal
+        # naming the path (the CLI's exit 2, a SourceError): either way it names ../shared.
+        if not SHARED.is_dir() and _names_shared(exc):
+            pytest.skip("a file in ../shared, which is not beside this checkout")
+        raise
+
+
+def _names_shared(exc: BaseException) -> bool:
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return Path(str(exc.filename)).resolve().is_relative_to(SHARED)
+    return any(f"shared/{part}/" in str(exc) for part in ("configs", "oracles"))

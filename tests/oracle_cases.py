@@ -17,11 +17,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 ORACLE_DIR = SHARED / "oracles" / "vllm-0.32"
 ORACLE_FILE = ORACLE_DIR / "cases.jsonl"
 COVERAGE_FILE = ORACLE_DIR / "coverage-cases.jsonl"
 CONFIGS = SHARED / "configs"
+# For a test that reads ../shared in a way that surfaces as something other than a missing
+# file (a case looked up in the shared cases, a CLI run on a shared config).
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not beside the repo")
 # Cases this repository ran the oracle for (configs in ../shared/configs or tests/oracles/).
 LOCAL_DIR = Path(__file__).resolve().parent / "oracles"
 LOCAL_FILE = LOCAL_DIR / "vllm-0.32-cases.jsonl"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
-from oracle_cases import CONFIGS, load_cases
+from oracle_cases import CONFIGS, load_cases, needs_shared
 
 LLAMA = CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"
 DSV3 = CONFIGS / "deepseek-ai--DeepSeek-V3.json"
@@ -54,6 +54,7 @@ def mutated(tmp_path: Path, source: Path, **changes: Any) -> str:
 # -- "The default layout is not an engine's" ------------------------------------------------
 
 
+@needs_shared
 @pytest.mark.parametrize("config", ["google--gemma-3-27b-it.json",
                                     "mistralai--Mistral-7B-v0.1.json"])
 def test_default_engine_gives_vllms_numbers(config: str) -> None:
@@ -203,6 +204,7 @@ def test_plan_pools_refuses_a_negative_budget() -> None:
 # -- "Small lies in the output" ------------------------------------------------------------
 
 
+@needs_shared
 def test_fp8_kv_named_as_a_dtype_and_budget_lines_keyed() -> None:
     code, out, _ = run("plan", str(LLAMA), "--engine", "vllm", "--gpu", "H100",
                        "--kv-cache-dtype", "fp8", "--max-model-len", "32768", "--json")
@@ -219,6 +221,7 @@ def test_gpu_names() -> None:
         assert code == 0, (name, err)
 
 
+@needs_shared
 def test_zero_capacity_native_plan_warns() -> None:
     # 1,000 B hold no 2 MiB page (Llama-3.1-8B: 16 tokens x 32 layers x 4,096 B).
     code, out, _ = run("plan", str(LLAMA), "--engine", "native", "--kv-cache-memory-bytes",

@@ -26,7 +26,7 @@ from kvledger.plan.vllm.startup import (
     default_max_model_len,
     derived_max_model_len,
 )
-from oracle_cases import CONFIGS, LOCAL_DIR, config_path
+from oracle_cases import CONFIGS, LOCAL_DIR, config_path, needs_shared
 
 STARTUP_FILE = LOCAL_DIR / "vllm-0.32-startup.jsonl"
 CASES = [json.loads(line) for line in STARTUP_FILE.read_text().splitlines() if line.strip()] \
@@ -138,6 +138,7 @@ def test_refusals_are_one_line_through_the_cli(tmp_path: Path) -> None:
         assert "\n" not in line and line.startswith("error: vLLM 0.32 refuses to start: ")
 
 
+@needs_shared
 def test_unset_max_num_seqs_follows_a_small_token_budget() -> None:
     # EngineArgs: an unset max_num_seqs is min(default, max_num_batched_tokens), so 100
     # batched tokens is no refusal: vLLM admits 100 sequences. Given explicitly, 256 > 100 is.
@@ -159,6 +160,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+@needs_shared
 def test_serve_line_environment_allows_a_long_max_model_len() -> None:
     llama = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
     line = ["vllm", "serve", llama, "--max-model-len", "131073"]
