@@ -21,7 +21,7 @@ from kvledger.derive.guard import check_level
 from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
 from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
 from kvledger.derive.limits import MAX_CACHE_LAYERS, check_layers
-from kvledger.derive.max_len import max_len
+from kvledger.derive.max_len import max_len, sentence_max_len
 from kvledger.derive.model_types import Resolved, resolve
 from kvledger.derive.quant import ignored_blocks
 from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
@@ -103,6 +103,7 @@ def derive_model(
         extras=dict(derived.extras),
         warnings=(*derived.warnings, *ignored_blocks(cfg)),
         text_config={**text.defaults, **text.raw},
+        sentence_max_len=sentence_max_len(source.sentence_config, source.label),
     )
 
 

@@ -383,6 +383,9 @@ class ModelFacts:
     # activation estimate must read, so that it sees the sizes derive saw (llava-1.5's
     # text_config states no sizes; LlamaConfig fills them in).
     text_config: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    # (file, max_seq_length) of a sentence-transformers config beside config.json
+    # (derive/max_len.py ``sentence_max_len``): vLLM starts at that length, SGLang ignores it.
+    sentence_max_len: tuple[str, int] | None = None
 
     def language_config(self) -> dict[str, Any]:
         """``text_config``; for facts built without it (by hand, in tests), the wrapper's text

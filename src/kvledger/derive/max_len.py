@@ -13,6 +13,11 @@ from __future__ import annotations
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError
+from kvledger.derive.limits import MAX_POSITIONS
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # vLLM's ``possible_keys``, in its order (the order only matters for which key is named).
 MAX_LEN_KEYS = (
@@ -35,3 +40,26 @@ def max_len(cfg: Config) -> int | None:
     if OVERRIDE_KEY in found:
         return found[OVERRIDE_KEY]
     return min(found.values()) if found else None
+
+
+SENTENCE_KEY = "max_seq_length"
+
+
+def sentence_max_len(found: tuple[str, dict[str, Any]] | None, model: str,
+                     ) -> tuple[str, int] | None:
+    """(file name, ``max_seq_length``) of a sentence-transformers config beside config.json,
+    or None when there is none or it states no length.
+
+    A fact of the checkpoint, kept apart from the config's own keys: vLLM replaces its derived
+    length with it (source/sentence.py says where), SGLang never reads the file. vLLM takes the
+    value unchecked and fails later on anything but a number; here it must be a positive
+    integer within kvledger's bound.
+    """
+    if found is None or SENTENCE_KEY not in found[1]:
+        return None
+    name, data = found
+    value = data[SENTENCE_KEY]
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_POSITIONS:
+        raise ConfigError(f"{model}: {name} {SENTENCE_KEY} must be a positive integer of at "
+                          f"most {MAX_POSITIONS:,}, got {value!r}")
+    return name, value

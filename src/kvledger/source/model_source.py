@@ -38,6 +38,9 @@ class ModelSource:
     offline: bool = False
     # Things the plan must show (a companion file whose presence could not be checked).
     warnings: tuple[str, ...] = ()
+    # (file name, contents) of the sentence-transformers config beside config.json, when there
+    # is one: its max_seq_length sets vLLM's max_model_len (source/sentence.py).
+    sentence_config: tuple[str, dict[str, Any]] | None = None
     # Memo of the (possibly remote) header read: fit plans many layouts of one source.
     _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

@@ -183,16 +183,24 @@ def companion_of(config_path: Path) -> Path | None:
     return None
 
 
+def _sentence_note(found: tuple[str, dict[str, Any]] | None) -> tuple[str, ...]:
+    return (f"{found[0]} found beside config.json",) if found else ()
+
+
 def _from_file(path: Path, label: str, quant: dict[str, Any] | None) -> ModelSource:
-    """A config file; ``quant`` (given by the caller) wins over a companion on disk."""
+    """A config file; ``quant`` (given by the caller) wins over a companion on disk. A file
+    named ``config.json`` also brings its folder's sentence-transformers config."""
+    from kvledger.source.sentence import in_directory
+
     notes: tuple[str, ...] = ()
     if quant is None:
         companion = companion_of(path)
         if companion is not None:
             quant = read_json(companion)
             notes = (f"{companion.name} found beside {path.name}",)
-    return ModelSource(label, read_json(path), quant, notes=notes, kind="path",
-                       location=str(path.resolve()))
+    sentence = in_directory(path.parent) if path.name == "config.json" else None
+    return ModelSource(label, read_json(path), quant, notes=(*notes, *_sentence_note(sentence)),
+                       kind="path", location=str(path.resolve()), sentence_config=sentence)
 
 
 def _from_directory(directory: Path, label: str,
@@ -204,11 +212,15 @@ def _from_directory(directory: Path, label: str,
     quant = given if given is not None else (
         read_json(quant_path) if quant_path.is_file() else None)
     notes = ("hf_quant_config.json found beside config.json",) if quant and given is None else ()
+    from kvledger.source.sentence import in_directory
+
+    sentence = in_directory(directory)
     snap = hf_cache.snapshot_of_path(str(directory))
     return ModelSource(
-        label, read_json(config_path), quant, directory, notes, kind="path",
-        revision=snap.commit if snap else None, location=str(directory.resolve()),
-        repo_id=snap.repo_id if snap else None, offline=True,
+        label, read_json(config_path), quant, directory, (*notes, *_sentence_note(sentence)),
+        kind="path", revision=snap.commit if snap else None,
+        location=str(directory.resolve()), repo_id=snap.repo_id if snap else None,
+        offline=True, sentence_config=sentence,
     )
 
 
@@ -237,10 +249,16 @@ def _from_snapshot(snap: hf_cache.Snapshot, kind: str, offline: bool) -> ModelSo
              + (" (from the local HF cache)" if kind == "hf-cache" else "")]
     if quant is not None:
         notes.append("hf_quant_config.json found beside config.json")
+    from kvledger.source.sentence import in_snapshot
+
+    sentence, sentence_warnings = in_snapshot(snap, offline)
+    notes.extend(_sentence_note(sentence))
+    warnings.extend(sentence_warnings)
     return ModelSource(
         snap.repo_id, read_json(directory / "config.json"), quant, directory,
         (*notes, *warnings), kind=kind, revision=snap.commit, location=location,
         repo_id=snap.repo_id, offline=offline, warnings=tuple(warnings),
+        sentence_config=sentence,
     )
 
 

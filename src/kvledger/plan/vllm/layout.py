@@ -31,7 +31,12 @@ from kvledger.plan.vllm.specs import (
     UniformTypeSpecs,
     spec_name,
 )
-from kvledger.plan.vllm.startup import check_block_size, check_startup, memory_refusal_reason
+from kvledger.plan.vllm.startup import (
+    check_block_size,
+    check_startup,
+    memory_refusal_reason,
+    sentence_len_notes,
+)
 from kvledger.records import field, record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -212,6 +217,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     )
     warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes
     warnings.extend(checkpoint_kv_notes(facts, request, res))
+    warnings.extend(sentence_len_notes(facts, request))
     if any(getattr(layer, "with_value", False) for layer in parts
            if layer.index in res.minimax_sparse_layers):
         warnings.append(

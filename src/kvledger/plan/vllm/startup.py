@@ -189,8 +189,12 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
     ``model_max_length`` over them, class defaults included), named by the key that gave it,
     then vllm/config/model.py ``_get_and_verify_max_len``: times the RoPE ``factor`` of a
     type not in ``FACTOR_NOT_APPLIED``, except for Gemma-3, whose length is already scaled.
-    vLLM also takes the minimum with the tokenizer's ``model_max_length``; kvledger does not
-    read tokenizer_config.json, so a tokenizer that states less is not seen here.
+    Then a sentence-transformers config's ``max_seq_length`` (``facts.sentence_max_len``,
+    source/sentence.py) *replaces* the result (``encoder_config``, after the RoPE step), the
+    key named unchanged, as vLLM's message names it. tokenizer_config.json's
+    ``model_max_length`` is not read: vLLM takes the minimum with it only for a pooling runner
+    of a config stating ``position_embedding_type: "absolute"``, never for the generate runner
+    kvledger plans (``tests/oracles/vllm-0.32-tokenizer-len.jsonl``).
     """
     from kvledger.derive.max_len import MAX_LEN_KEYS, OVERRIDE_KEY
 
@@ -208,6 +212,8 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
             if rope_type not in FACTOR_NOT_APPLIED and params.get("factor") is not None:
                 factor = _rope_factor(facts, params.get("factor"))
     derived = length * factor
+    if facts.sentence_max_len is not None:
+        return float(facts.sentence_max_len[1]), key
     if derived > MAX_POSITIONS:
         raise ConfigError(f"{facts.model}: the RoPE factor {factor:g} makes the derived "
                           f"max_model_len {derived:.4g}, beyond kvledger's bound of "
@@ -227,9 +233,10 @@ def _rope_factor(facts: ModelFacts, value: Any) -> float:
 
 def _as_vllm_prints(facts: ModelFacts, length: float) -> str:
     """The derived length as vLLM's message shows it: a float once it multiplied by a RoPE
-    factor (``131072.0`` for Llama-3.1), else the config's integer."""
-    if "gemma3" not in str(facts.config.get("model_type") or facts.model_type) and \
-            _rope_dicts(facts.config):
+    factor (``131072.0`` for Llama-3.1), else the config's integer (or the integer of a
+    sentence-transformers ``max_seq_length``, which replaced it)."""
+    top_type = str(facts.config.get("model_type") or facts.model_type)
+    if facts.sentence_max_len is None and "gemma3" not in top_type and _rope_dicts(facts.config):
         return str(float(length))
     return str(int(length)) if length.is_integer() else str(length)
 
@@ -239,7 +246,9 @@ def default_max_model_len(facts: ModelFacts) -> int | None:
     config's ``original_max_position_embeddings``), ``_get_and_verify_max_len``."""
     derived = derived_max_model_len(facts)
     if derived is None:
-        return None
+        # vLLM: no length key (2,048 assumed), then the sentence-transformers length replaces
+        # it; with neither, the layout asks for --max-model-len.
+        return facts.sentence_max_len[1] if facts.sentence_max_len is not None else None
     for params in _rope_dicts(facts.config):
         if params.get("rope_type", params.get("type")) in ("longrope", "su"):
             original = _positive(facts.config.get("original_max_position_embeddings"))
@@ -261,13 +270,27 @@ def check_max_model_len(facts: ModelFacts, request: PlanRequest) -> None:
     if (top_limit is not None and wanted <= top_limit) or request.allow_long_max_model_len:
         return
     length, key = derived
+    taken = "" if facts.sentence_max_len is None else \
+        f" (vLLM took {int(length)} from {facts.sentence_max_len[0]} max_seq_length)"
     raise VllmStartupError(
         f"User-specified max_model_len ({wanted}) is greater than the derived max_model_len "
         f"({key}={_as_vllm_prints(facts, length)} or model_max_length={_shown_limit(top_limit)}"
         " in model's "
         "config.json)", "ModelConfig._get_and_verify_max_len",
-        f"pass --max-model-len <= {int(length)}, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
-        "(kvledger: --allow-long-max-model-len)")
+        f"pass --max-model-len <= {int(length)}{taken}, or set "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (kvledger: --allow-long-max-model-len)")
+
+
+def sentence_len_notes(facts: ModelFacts, request: PlanRequest) -> list[str]:
+    """Where the default max_model_len came from, when not from config.json: a plan that
+    starts at 4,096 tokens on a 40,960-position config must say which file decided it."""
+    if facts.sentence_max_len is None or request.max_model_len is not None:
+        return []
+    name, value = facts.sentence_max_len
+    stated = facts.max_position_embeddings
+    instead = f" in place of config.json's {stated:,}" if stated is not None else ""
+    return [f"max_model_len {value:,} is {name}'s max_seq_length: vLLM 0.32 starts with it"
+            f"{instead} (ModelConfig._get_and_verify_max_len); SGLang does not read that file"]
 
 
 def _shown_limit(value: float | None) -> str:
