@@ -30,6 +30,10 @@ FP8 = sha("llama-3.1-70b-fp8 main")
 GATED = sha("llama-3.1-405b main")
 BAD = sha("broken header main")
 CUT = sha("truncated upload main")
+EMBED = sha("qwen3 embedding main")
+# A sentence-transformers config of our own making beside Qwen3-0.6B's real config: vLLM 0.32
+# starts at its max_seq_length (tests/oracles/vllm-0.32-tokenizer-len.jsonl).
+SENTENCE = b'{"max_seq_length": 8192, "do_lower_case": false}'
 
 
 # The bundled catalog's copies are byte-for-byte those of ../shared/configs (the catalog was
@@ -127,6 +131,10 @@ def build_hub() -> FakeHub:
         "broken/header": Repo(
             commits={BAD: {"config.json": qwen_small, "model.safetensors": _bad_header()}},
             refs={"main": BAD}),
+        "test/qwen3-embedding": Repo(
+            commits={EMBED: {"config.json": qwen_small, "sentence_bert_config.json": SENTENCE,
+                             "tokenizer_config.json": b'{"model_max_length": 1024}'}},
+            refs={"main": EMBED}),
         "broken/truncated": Repo(
             commits={CUT: {"config.json": qwen_small, "model.safetensors": _truncated()}},
             refs={"main": CUT}),

@@ -20,6 +20,7 @@ import pytest
 from kvledger.cli.main import main
 from kvledger.source import load_source
 from kvledger.source.errors import SourceError
+from kvledger.source.sentence import SENTENCE_CONFIGS
 
 CATALOG = Path(__file__).parents[2] / "src" / "kvledger" / "derive" / "catalog"
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
@@ -99,13 +100,13 @@ def test_revision_does_not_apply_to_a_path(capsys: pytest.CaptureFixture[str]) -
 def test_hf_cache_is_read_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cache = Path(os.environ["HF_HUB_CACHE"])
     _cache(cache, "Qwen/Qwen3-8B-Base", {"config.json": _qwen_config()},
-           no_exist=("hf_quant_config.json",))
+           no_exist=("hf_quant_config.json", *SENTENCE_CONFIGS))
     cached = _plan(capsys, "Qwen/Qwen3-8B-Base", *BUDGET)
     bundled = _plan(capsys, "Qwen/Qwen3-8B", *BUDGET)  # the same config, from the catalog
     assert {k: v for k, v in cached.items() if k not in ("model", "source")} == \
         {k: v for k, v in bundled.items() if k not in ("model", "source")}
     assert cached["source"]["kind"] == "hf-cache" and cached["source"]["revision"] == COMMIT
-    assert cached["warnings"] == []  # .no_exist says: no hf_quant_config.json
+    assert cached["warnings"] == []  # .no_exist says: no hf_quant_config.json, no sentence_*
 
 
 def test_hf_cache_comes_before_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,7 +181,7 @@ def test_no_huggingface_hub_import_without_the_hub(model: str, tmp_path: Path) -
         model = str(CATALOG / "Qwen--Qwen3-8B.json")
     elif model == "CACHED":
         _cache(Path(env["HF_HUB_CACHE"]), "Qwen/Qwen3-8B-Base", {"config.json": _qwen_config()},
-               no_exist=("hf_quant_config.json",))
+               no_exist=("hf_quant_config.json", *SENTENCE_CONFIGS))
         model = "Qwen/Qwen3-8B-Base"
     code = (
         "import sys; from kvledger.cli.main import main; "
