@@ -1,7 +1,8 @@
 """The Hugging Face Hub, through ``huggingface_hub`` (imported here only, when first asked).
 
-What is fetched, and nothing more: ``config.json`` and ``hf_quant_config.json`` (into the
-local HF cache, where the next run finds them without the network), and the checkpoint's
+What is fetched, and nothing more: ``config.json``, ``hf_quant_config.json`` and a
+sentence-transformers config (``source/sentence.py``; into the local HF cache, where the next
+run finds them without the network, or their absence recorded), and the checkpoint's
 safetensors headers by HTTP range requests (``HfApi.parse_safetensors_file_metadata``: the
 first 100 kB of each file, a second range only for a larger header). Weights are never
 downloaded.

@@ -7,7 +7,9 @@ A MODEL string is looked for in this order, and the first that has it wins:
    (the snapshot of ``revision``, default ``main``). A config file brings its companion as a
    directory does: ``<stem>.hf_quant_config.json`` beside it (the catalog's naming,
    ``org--name.json`` + ``org--name.hf_quant_config.json``), or, for a file named
-   ``config.json``, the folder's ``hf_quant_config.json``;
+   ``config.json``, the folder's ``hf_quant_config.json``. A model directory, a
+   ``config.json``'s folder and a snapshot also bring a sentence-transformers config, whose
+   ``max_seq_length`` sets vLLM's length (``source/sentence.py``);
 2. **the local HF cache** (``HF_HUB_CACHE`` / ``HF_HOME``): the snapshot ``refs/<revision>``
    points to — no network, and no ``huggingface_hub`` import;
 3. **the bundled catalog** (case-insensitive), unless a ``revision`` is given;
