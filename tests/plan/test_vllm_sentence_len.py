@@ -129,6 +129,20 @@ def test_config_file_brings_its_folder(tmp_path: Path,
     assert json.loads(out)["max_model_len"] == 2048
 
 
+def test_an_edited_file_is_read_again(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Derived facts are reused across plans of an unchanged model (derive/facts_cache.py); a
+    changed max_seq_length is a changed model, in the same process."""
+    directory = _model_dir(tmp_path, "Qwen--Qwen3-0.6B.json", {},
+                           {"sentence_bert_config.json": {"max_seq_length": 4096}})
+    for length in (4096, 2048, 4096):
+        (directory / "sentence_bert_config.json").write_text(
+            json.dumps({"max_seq_length": length}))
+        code, out, err = _run(capsys, "plan", str(directory), *BUDGET, "--json")
+        assert code == 0, err
+        assert json.loads(out)["max_model_len"] == length
+
+
 @pytest.mark.parametrize("value", ["4096", 0, -1, True, 4096.5, None, 1 << 40])
 def test_a_bad_length_is_one_line(value: Any, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:

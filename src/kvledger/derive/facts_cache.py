@@ -5,13 +5,13 @@ model for many requests (a sweep, ``fit``, an autoscaler) would derive it again 
 and lose the layer groups and layout views the facts memoise (``ModelFacts.cached``). This
 module keeps the facts of the last few models derived.
 
-The key is everything derivation reads: the config and the ``hf_quant_config`` (as JSON text,
-so an edited value is another key), the source's label and notes (both end up in the facts),
-the KV dtype option, and which derivation it is (a layout may derive differently: native
-serves a float32 checkpoint in bfloat16). A changed file, a different dtype option or an
-edited dict therefore never meets stale facts. Only configs that are plain JSON are cached:
-the facts keep a copy made from the key's text (``json.loads``), which the caller's dict
-cannot change afterwards.
+The key is everything derivation reads: the config, the ``hf_quant_config`` and the
+sentence-transformers config (as JSON text, so an edited value is another key), the source's
+label and notes (both end up in the facts), the KV dtype option, and which derivation it is
+(a layout may derive differently: native serves a float32 checkpoint in bfloat16). A changed
+file, a different dtype option or an edited dict therefore never meets stale facts. Only
+configs that are plain JSON are cached: the facts keep a copy made from the key's text
+(``json.loads``), which the caller's dict cannot change afterwards.
 A config that does not survive the round trip unchanged (a tuple, a non-string key, an object
 ``to_dict`` left in it) is derived every time, as before.
 
@@ -55,14 +55,21 @@ def facts_for(
     ``variant`` names a derivation other than ``derive_model``'s own."""
     config = _owned_copy(source.config)
     quant = _owned_copy(source.hf_quant_config)
-    if config is None or quant is None:
+    # The sentence-transformers config sets vLLM's length (source/sentence.py): an edited
+    # max_seq_length is another key, as an edited config is.
+    stated = source.sentence_config
+    sentence = _owned_copy(None if stated is None else [stated[0], stated[1]])
+    if config is None or quant is None or sentence is None:
         return derive(source)
-    key = (variant, source.label, source.notes, kv_cache_dtype, config[0], quant[0])
+    key = (variant, source.label, source.notes, kv_cache_dtype, config[0], quant[0],
+           sentence[0])
     found = _FACTS.pop(key, None)
     if found is None:
         from kvledger.records import replace
 
-        found = derive(replace(source, config=config[1], hf_quant_config=quant[1]))
+        owned = None if sentence[1] is None else (str(sentence[1][0]), dict(sentence[1][1]))
+        found = derive(replace(source, config=config[1], hf_quant_config=quant[1],
+                               sentence_config=owned))
         while len(_FACTS) >= MAX_MODELS:
             del _FACTS[next(iter(_FACTS))]  # the least recently used
     _FACTS[key] = found  # (re)inserted last: the most recently used
