@@ -58,7 +58,7 @@ def facts_for(
     # The sentence-transformers config sets vLLM's length (source/sentence.py): an edited
     # max_seq_length is another key, as an edited config is.
     stated = source.sentence_config
-    sentence = _owned_copy(None if stated is None else [stated[0], stated[1]])
+    sentence = ("null", None) if stated is None else _owned_copy([stated[0], stated[1]])
     if config is None or quant is None or sentence is None:
         return derive(source)
     key = (variant, source.label, source.notes, kv_cache_dtype, config[0], quant[0],
