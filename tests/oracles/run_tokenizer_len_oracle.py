@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / ".." / "shared"
 QWEN = "Qwen--Qwen3-0.6B.json"  # max_position_embeddings 40960, no RoPE scaling
 LLAMA = "meta-llama--Meta-Llama-3.1-8B.json"  # 131072 with llama3 RoPE (factor not applied)
+PHI3 = "microsoft--Phi-3-mini-128k-instruct.json"  # longrope, original 4096 (tests/oracles/configs)
 _POOLING = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
             {"idx": 1, "name": "1", "path": "1_Pooling",
              "type": "sentence_transformers.models.Pooling"}]
@@ -57,6 +58,10 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], int | None, str]] = [
      "two of them: vLLM's order (bert first)"),
     (LLAMA, {}, {"sentence_bert_config.json": {"max_seq_length": 8192}}, None,
      "RoPE-scaled config: max_seq_length set after the RoPE step"),
+    (PHI3, {}, {"sentence_bert_config.json": {"max_seq_length": 8192}}, None,
+     "LongRoPE: the default is original_max_position_embeddings, whatever max_seq_length says"),
+    (PHI3, {}, {"sentence_bert_config.json": {"max_seq_length": 8192}}, 16384,
+     "LongRoPE: --max-model-len above max_seq_length"),
     (QWEN, {}, {"modules.json": _POOLING, "1_Pooling/config.json": {"pooling_mode_lasttoken":
                                                                     True},
                 "tokenizer_config.json": {"model_max_length": 4096}}, None,
@@ -81,7 +86,9 @@ def run_case(config: str, changed: dict[str, Any], files: dict[str, Any],
 
     directory = Path(tempfile.mkdtemp(prefix="kvledger_toklen_"))
     try:
-        data = json.loads((SHARED / "configs" / config).read_text())
+        folder = SHARED / "configs" if (SHARED / "configs" / config).is_file() else \
+            HERE / "configs"
+        data = json.loads((folder / config).read_text())
         data.update(changed)
         (directory / "config.json").write_text(json.dumps(data))
         for name, content in files.items():

@@ -30,9 +30,11 @@ def _lines() -> list[dict[str, Any]]:
 
 def _model_dir(tmp_path: Path, config: str, changed: dict[str, Any],
                files: dict[str, Any]) -> Path:
-    """The directory vLLM was given: the real config (../shared/configs, or the catalog's
-    byte-identical copy), the keys the case changed, and the companion files."""
-    found = [f / config for f in (CONFIGS, CATALOG) if (f / config).is_file()]
+    """The directory vLLM was given: the real config (../shared/configs, the catalog's
+    byte-identical copy, or tests/oracles/configs), the keys the case changed, and the
+    companion files."""
+    found = [f / config for f in (CONFIGS, CATALOG, HERE.parent / "oracles" / "configs")
+             if (f / config).is_file()]
     if not found:
         pytest.skip(f"{config} is neither bundled nor in ../shared/configs")
     data = json.loads(found[0].read_text())
@@ -106,6 +108,19 @@ def test_concurrency_follows_the_length(tmp_path: Path,
                           "--json")
     assert code == 0, err
     assert json.loads(out)["max_model_len"] == 40960
+
+
+def test_longrope_default_names_no_file(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Phi-3-mini-128k (LongRoPE): vLLM starts at original_max_position_embeddings 4096 even
+    with max_seq_length 8192 beside it (the replayed line), so no warning blames the file."""
+    directory = _model_dir(tmp_path, "microsoft--Phi-3-mini-128k-instruct.json", {},
+                           {"sentence_bert_config.json": {"max_seq_length": 8192}})
+    code, out, err = _run(capsys, "plan", str(directory), *BUDGET, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["max_model_len"] == 4096
+    assert not any("max_seq_length" in w for w in data["warnings"])
 
 
 def test_refusal_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

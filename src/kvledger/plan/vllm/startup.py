@@ -196,6 +196,14 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
     of a config stating ``position_embedding_type: "absolute"``, never for the generate runner
     kvledger plans (``tests/oracles/vllm-0.32-tokenizer-len.jsonl``).
     """
+    derived = _from_config(facts)
+    if derived is not None and facts.sentence_max_len is not None:
+        return float(facts.sentence_max_len[1]), derived[1]
+    return derived
+
+
+def _from_config(facts: ModelFacts) -> tuple[float, str] | None:
+    """``derived_max_model_len`` from config.json alone (the RoPE step included)."""
     from kvledger.derive.max_len import MAX_LEN_KEYS, OVERRIDE_KEY
 
     length = facts.max_position_embeddings
@@ -212,9 +220,7 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
             if rope_type not in FACTOR_NOT_APPLIED and params.get("factor") is not None:
                 factor = _rope_factor(facts, params.get("factor"))
     derived = length * factor
-    if facts.sentence_max_len is not None:
-        return float(facts.sentence_max_len[1]), key
-    if derived > MAX_POSITIONS:
+    if derived > MAX_POSITIONS and facts.sentence_max_len is None:
         raise ConfigError(f"{facts.model}: the RoPE factor {factor:g} makes the derived "
                           f"max_model_len {derived:.4g}, beyond kvledger's bound of "
                           f"{MAX_POSITIONS:,} positions")
@@ -287,8 +293,11 @@ def sentence_len_notes(facts: ModelFacts, request: PlanRequest) -> list[str]:
     if facts.sentence_max_len is None or request.max_model_len is not None:
         return []
     name, value = facts.sentence_max_len
-    stated = facts.max_position_embeddings
-    instead = f" in place of config.json's {stated:,}" if stated is not None else ""
+    if default_max_model_len(facts) != value:  # LongRoPE: original_max_position_embeddings
+        return []
+    alone = _from_config(facts)
+    instead = "" if alone is None else \
+        f" in place of the {int(alone[0]):,} it derives from config.json"
     return [f"max_model_len {value:,} is {name}'s max_seq_length: vLLM 0.32 starts with it"
             f"{instead} (ModelConfig._get_and_verify_max_len); SGLang does not read that file"]
 
