@@ -25,7 +25,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / ".." / "shared"
-QWEN = "Qwen--Qwen3-0.6B.json"  # max_position_embeddings 40960, no RoPE scaling
+QWEN = "Qwen--Qwen3-8B.json"  # bundled in the catalog; max_position_embeddings 40960, no RoPE
 LLAMA = "meta-llama--Meta-Llama-3.1-8B.json"  # 131072 with llama3 RoPE (factor not applied)
 PHI3 = "microsoft--Phi-3-mini-128k-instruct.json"  # longrope, original 4096 (tests/oracles/configs)
 _POOLING = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},

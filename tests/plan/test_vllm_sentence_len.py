@@ -90,17 +90,17 @@ def test_pooling_lines_are_the_ones_left_out() -> None:
 
 def test_concurrency_follows_the_length(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """Qwen3-0.6B (28 layers, 8 KV heads × 128, bf16) with max_seq_length 4096 and 1 GiB:
-    a 16-token block is 2 (K, V) × 8 × 128 × 2 B × 16 × 28 = 1,835,008 B, 1,073,741,824 //
-    1,835,008 = 585 blocks = 9,360 tokens; 9,360 / 4,096 = 2.28515625 requests (vLLM's
-    default length from the file), where config.json's 40,960 would give 0.228515625."""
-    directory = _model_dir(tmp_path, "Qwen--Qwen3-0.6B.json", {},
+    """Qwen3-8B (36 layers, 8 KV heads × 128, bf16) with max_seq_length 4096 and 1 GiB:
+    a 16-token block is 2 (K, V) × 8 × 128 × 2 B × 16 × 36 = 2,359,296 B, 1,073,741,824 //
+    2,359,296 = 455 blocks = 7,280 tokens; 7,280 / 4,096 = 1.77734375 requests (vLLM's
+    default length from the file), where config.json's 40,960 would give 0.177734375."""
+    directory = _model_dir(tmp_path, "Qwen--Qwen3-8B.json", {},
                            {"sentence_bert_config.json": {"max_seq_length": 4096}})
     code, out, err = _run(capsys, "plan", str(directory), *BUDGET, "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert (data["max_model_len"], data["kv_cache_tokens"]) == (4096, 9360)
-    assert data["max_concurrency"] == 2.28515625
+    assert (data["max_model_len"], data["kv_cache_tokens"]) == (4096, 7280)
+    assert data["max_concurrency"] == 1.77734375
     assert any("sentence_bert_config.json's max_seq_length" in w and "40,960" in w
                for w in data["warnings"])
     # SGLang 0.5.23 never reads the file (get_context_length reads the config alone).
@@ -124,7 +124,7 @@ def test_longrope_default_names_no_file(tmp_path: Path,
 
 
 def test_refusal_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    directory = _model_dir(tmp_path, "Qwen--Qwen3-0.6B.json", {},
+    directory = _model_dir(tmp_path, "Qwen--Qwen3-8B.json", {},
                            {"sentence_bert_config.json": {"max_seq_length": 4096}})
     code, out, err = _run(capsys, "plan", str(directory), *BUDGET, "--max-model-len", "4097")
     assert code == 2 and out == ""
@@ -137,7 +137,7 @@ def test_refusal_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_config_file_brings_its_folder(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     """A path to config.json reads the folder's sentence config, as a directory does."""
-    directory = _model_dir(tmp_path, "Qwen--Qwen3-0.6B.json", {},
+    directory = _model_dir(tmp_path, "Qwen--Qwen3-8B.json", {},
                            {"sentence_bert_config.json": {"max_seq_length": 2048}})
     code, out, err = _run(capsys, "plan", str(directory / "config.json"), *BUDGET, "--json")
     assert code == 0, err
@@ -148,7 +148,7 @@ def test_an_edited_file_is_read_again(tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     """Derived facts are reused across plans of an unchanged model (derive/facts_cache.py); a
     changed max_seq_length is a changed model, in the same process."""
-    directory = _model_dir(tmp_path, "Qwen--Qwen3-0.6B.json", {},
+    directory = _model_dir(tmp_path, "Qwen--Qwen3-8B.json", {},
                            {"sentence_bert_config.json": {"max_seq_length": 4096}})
     for length in (4096, 2048, 4096):
         (directory / "sentence_bert_config.json").write_text(
@@ -161,7 +161,7 @@ def test_an_edited_file_is_read_again(tmp_path: Path,
 @pytest.mark.parametrize("value", ["4096", 0, -1, True, 4096.5, None, 1 << 40])
 def test_a_bad_length_is_one_line(value: Any, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    directory = _model_dir(tmp_path, "Qwen--Qwen3-0.6B.json", {},
+    directory = _model_dir(tmp_path, "Qwen--Qwen3-8B.json", {},
                            {"sentence_bert_config.json": {"max_seq_length": value}})
     code, out, err = _run(capsys, "plan", str(directory), *BUDGET)
     assert code == 2 and out == "" and len(err.splitlines()) == 1, err
