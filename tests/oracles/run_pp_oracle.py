@@ -26,7 +26,9 @@ vllm/config/model.py ``ModelConfig.verify_with_parallel_config``::
 real configs in this repository and ``../shared/configs``, and the generation classes
 transformers 5.19 maps the model type to, kept where vLLM 0.32's registry has them), vLLM's
 own ``_ModelInfo.supports_pp`` and the module/class it comes from — the data behind
-``src/kvledger/plan/vllm/pp_support.py``.
+``src/kvledger/plan/vllm/pp_support.py``. For an architecture the registry lacks, whether vLLM's
+own fallback (``_try_resolve_transformers``) hands it to the Transformers backend, and every
+Transformers-backend class's ``supports_pp``.
 
 ``startup``: a few real configs through ``EngineArgs(...).create_engine_config()`` with
 ``pipeline_parallel_size=2`` (vLLM's whole config resolution, which is where the check sits),
@@ -44,6 +46,7 @@ import os
 import shutil
 import sys
 import tempfile
+import types
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +73,8 @@ STARTUP_RUNS: list[tuple[str, dict[str, Any], str]] = [
      "Gemma3nForConditionalGeneration (multimodal wrapper) does not: refused"),
     ("openai--whisper-tiny.json", {"max_model_len": 448},
      "WhisperForConditionalGeneration (encoder-decoder) does not: refused"),
+    ("hf-internal-testing--tiny-random-PhiModel.json", {"max_model_len": 512},
+     "PhiModel is not registered: the Transformers backend serves it, with SupportsPP"),
     ("openai--whisper-tiny.json", {"max_model_len": 448, "tensor_parallel_size": 4},
      "order: 6 heads at TP 4 is refused before PP is looked at"),
     ("unsloth--gemma-3n-E2B-it.json", {"max_model_len": 1048576},
@@ -122,10 +127,10 @@ def table() -> dict[str, Any]:
     from vllm.model_executor.models import registry as reg
 
     generation = {**reg._TEXT_GENERATION_MODELS, **reg._MULTIMODAL_MODELS}
-    types, by_arch = _kvledger_types()
+    derivable, by_arch = _kvledger_types()
     from_configs = _config_architectures()
     candidates: dict[str, set[str]] = {}
-    for model_type in types:
+    for model_type in derivable:
         archs = set(from_configs.get(model_type, ()))
         for name in GENERATION_MAPPINGS:
             cls = getattr(modeling_auto, name).get(model_type)
@@ -135,12 +140,23 @@ def table() -> dict[str, Any]:
         archs |= {a for a, row in by_arch.items() if row == model_type}
         for arch in archs:
             candidates.setdefault(arch, set()).add(model_type)
+    backend = {a: reg.ModelRegistry._try_inspect_model_cls(a).supports_pp
+               for a in reg._TRANSFORMERS_BACKEND_MODELS}
     rows: dict[str, Any] = {}
     for arch in sorted(candidates):
         entry: dict[str, Any] = {"model_types": sorted(candidates[arch])}
         registered = reg.ModelRegistry.models.get(arch)
         if registered is None:
             entry["registered"] = False
+            # vLLM's own fallback when no architecture of a config is registered
+            # (inspect_model_cls → _try_resolve_transformers, model_impl "auto", no auto_map):
+            # the Transformers backend class, or None when it cannot serve the architecture.
+            stand_in = types.SimpleNamespace(
+                hf_config=types.SimpleNamespace(auto_map=None), model_impl="auto", model="",
+                revision=None, code_revision=None, trust_remote_code=False,
+                _get_transformers_backend_cls=lambda: "TransformersForCausalLM")
+            fallback = reg.ModelRegistry._try_resolve_transformers(arch, stand_in)
+            entry["transformers_backend"] = fallback is not None
         else:
             entry["module"] = getattr(registered, "module_name", "")
             entry["class"] = getattr(registered, "class_name", "")
@@ -148,9 +164,10 @@ def table() -> dict[str, Any]:
                 info = reg.ModelRegistry._try_inspect_model_cls(arch)
             entry["supports_pp"] = None if info is None else bool(info.supports_pp)
         rows[arch] = entry
-    missing = [t for t in types if not any(t in r["model_types"] for r in rows.values())]
+    missing = [t for t in derivable if not any(t in r["model_types"] for r in rows.values())]
     return {"vllm": "0.32.0", "how": "ModelRegistry._try_inspect_model_cls(arch).supports_pp",
-            "architectures": rows, "model_types_without_architecture": missing}
+            "architectures": rows, "model_types_without_architecture": missing,
+            "transformers_backend_supports_pp": backend}
 
 
 def _first_words(exc: BaseException) -> str:

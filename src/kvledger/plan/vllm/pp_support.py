@@ -17,9 +17,14 @@ derivable model type can carry and wrote ``tests/oracles/vllm-0.32-pp-support.js
 
 Architecture → (supports PP, where vLLM defines the class). ``None``: vLLM 0.32's registry has
 no such architecture, so ``inspect_model_cls`` passes over it to the next one in the list
-(``["PhiForCausalLM", "PhiModel"]``). The EAGLE3 draft rows never refuse a target's PP: vLLM
-checks a draft against its own parallel config, built with ``pipeline_parallel_size=1``
-(config/speculative.py ``create_draft_parallel_config``). Imported only for a plan with PP > 1.
+(``["PhiForCausalLM", "PhiModel"]``); when *no* architecture of a config is registered, vLLM
+first tries its Transformers backend for the first one (``_try_resolve_transformers``), which
+serves those in ``TRANSFORMERS_BACKEND`` (transformers has the class and it takes vLLM's
+attention) — and every Transformers-backend class implements SupportsPP.
+
+The EAGLE3 draft rows never refuse a target's PP: vLLM checks a draft against its own parallel
+config, built with ``pipeline_parallel_size=1`` (config/speculative.py
+``create_draft_parallel_config``). Imported only for a plan with PP > 1.
 """
 
 from __future__ import annotations
@@ -185,11 +190,18 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
 )
 
 
+# Unregistered architectures vLLM's ``_try_resolve_transformers`` hands to the Transformers
+# backend (oracle: ``transformers_backend`` in vllm-0.32-pp-support.json).
+TRANSFORMERS_BACKEND = frozenset({"MllamaForConditionalGeneration", "PhiModel"})
+TRANSFORMERS_BACKEND_WHERE = "vllm/model_executor/models/transformers/ (Transformers backend)"
+
+
 def pp_verdict(architectures: tuple[str, ...]) -> tuple[str, bool, str] | None:
     """(architecture, supports PP, where) for the class vLLM 0.32 resolves from
-    ``architectures`` — the first one its registry holds, as ``inspect_model_cls`` walks
-    them — or ``None`` when an architecture before it has no row here (kvledger cannot tell
-    which class vLLM would build, so it does not guess)."""
+    ``architectures`` (registry.py ``inspect_model_cls``): with none registered, the
+    Transformers backend for the first when it serves it; else the first registered one.
+    ``None`` when an architecture has no row here before a decision (kvledger cannot tell
+    which class vLLM would build, so it does not guess), or when vLLM serves none of them."""
     for arch in architectures:
         row = PP_SUPPORT.get(arch)
         if row is None:
@@ -197,4 +209,6 @@ def pp_verdict(architectures: tuple[str, ...]) -> tuple[str, bool, str] | None:
         supported, where = row
         if supported is not None:
             return arch, supported, where
+    if architectures and architectures[0] in TRANSFORMERS_BACKEND:
+        return architectures[0], True, TRANSFORMERS_BACKEND_WHERE
     return None

@@ -166,14 +166,26 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
     """Why vLLM 0.32 will not run ``facts`` with PP > 1, or None when it will.
 
     The verdicts are data (``pp_support.py``: vLLM's registry's own answer per architecture).
-    An architecture list with no verdict is refused too, naming the architectures, rather than
-    planned on a guess: vLLM refuses every class without SupportsPP, and kvledger cannot tell
-    which class it would build."""
+    For a config kvledger derived, an architecture list with no verdict is refused too, naming
+    the architectures, rather than planned on a guess: vLLM refuses every class without
+    SupportsPP, and kvledger cannot tell which class it would build. Facts built by hand (a
+    model type with no row in the model-type table) name no class vLLM has, so there is
+    nothing to look up: they are planned, as ``not_in_vllm`` plans them."""
+    from kvledger.derive.model_types import MODEL_TYPES
     from kvledger.plan.vllm.pp_support import pp_verdict  # only for PP > 1 (start-up)
 
+    if facts.model_type not in MODEL_TYPES:
+        return None
+
     verdict = pp_verdict(facts.architectures)
+    if not facts.architectures:
+        return VllmLayoutError(
+            f"{facts.model}: the config names no architectures, and vLLM 0.32 decides "
+            "pipeline-parallel support by the model class they name (registry.py "
+            "inspect_model_cls: 'No model architectures are specified'); use "
+            "--pipeline-parallel-size 1")
     if verdict is None:
-        named = ", ".join(facts.architectures) or "none"
+        named = ", ".join(facts.architectures)
         return VllmLayoutError(
             f"{facts.model}: kvledger does not know whether vLLM 0.32 serves architectures "
             f"[{named}] with pipeline parallelism (it refuses every model class without "
