@@ -130,7 +130,9 @@ def check_attention_heads(facts: ModelFacts, tp: int) -> None:
 
 def check_kv_heads(facts: ModelFacts, tp: int) -> None:
     """The second rule of ``check_tensor_parallel``: KV heads split or replicate exactly."""
-    for kv_heads in sorted(_kv_head_counts(facts.layers)):
+    # once per facts (a walk over every layer; the check runs for each plan of them)
+    counts = facts.cached(("vllm kv head counts",), lambda: sorted(_kv_head_counts(facts.layers)))
+    for kv_heads in counts:
         if kv_heads and tp > kv_heads and tp % kv_heads:
             raise VllmStartupError(
                 f"{tp} is not divisible by {kv_heads}: {kv_heads} KV heads are replicated over "
