@@ -15,6 +15,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -235,3 +237,12 @@ def test_fit_proposes_no_pp_layout_for_a_model_without_supportspp() -> None:
                       concurrency=512, context=32768)
     assert (1, 2) in [(a.tensor_parallel_size, a.pipeline_parallel_size)
                       for a in llama.attempts]
+
+
+def test_a_pp_1_catalog_plan_does_not_import_the_table() -> None:
+    code = ("import sys; from kvledger.cli.main import main; "
+            "main(['plan', 'meta-llama/Meta-Llama-3.1-8B', '--kv-cache-memory-bytes', '16GiB', "
+            "'--json']); print('kvledger.plan.vllm.pp_support' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
