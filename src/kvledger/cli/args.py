@@ -1,52 +1,23 @@
-"""Argument parsing pieces for the CLI: a parser that raises instead of exiting, and value
-types that each name what they expected (argparse adds the flag's name)."""
+"""The CLI's value types: each names what it expected (argparse adds the flag's name).
+
+They raise ``argparse.ArgumentTypeError``, imported only when a value is refused: a normal
+command line is read without argparse (``cli.quick``), and a refused value is handed to the
+argparse parser (``cli.parser``), which words the error.
+"""
 
 from __future__ import annotations
 
-import argparse
 import math
-from collections.abc import Callable
-
-from kvledger.cli.errors import UsageError
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from collections.abc import Callable
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, but a rejected command line raises instead of printing usage and exiting.
+def _refused(message: str) -> Exception:
+    import argparse
 
-    argparse's default prints a multi-line usage block and calls ``sys.exit(2)``; the machine
-    interface wants exactly one line on stderr, and ``main`` must return its code, not exit.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: error: {message}", hint=f"see '{self.prog} --help'")
-
-    # argparse's add_argument builds a formatter only to check a metavar tuple against nargs;
-    # a default one reads the terminal width through shutil, whose import (zlib, bz2, lzma)
-    # costs ~6 ms of every start-up. That check never uses the width, so it gets a fixed one;
-    # help and usage text still get argparse's own formatter, sized to the terminal.
-    _checking_argument = False
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        self._checking_argument = True
-        try:
-            return super().add_argument(*args, **kwargs)
-        finally:
-            self._checking_argument = False
-
-    _checker: argparse.HelpFormatter | None = None
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        if self._checking_argument:
-            # One for every check of this parser: the check only formats a metavar.
-            if self._checker is None:
-                formatter_class: Any = self.formatter_class  # typeshed's protocol omits width
-                self._checker = formatter_class(prog=self.prog, width=80)
-            return self._checker
-        return super()._get_formatter()
+    return argparse.ArgumentTypeError(message)
 
 
 # -- argument types: each names what it expected, argparse adds the flag -------------------
@@ -57,9 +28,9 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            raise _refused(f"expected an integer, got {text!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+            raise _refused(f"must be >= {minimum}, got {value}")
         return value
 
     parse.__name__ = "integer"
@@ -77,9 +48,9 @@ def fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise _refused(f"expected a number, got {text!r}") from None
     if not math.isfinite(value) or not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+        raise _refused(f"must be in (0, 1], got {text!r}")
     return value
 
 
@@ -97,7 +68,7 @@ def _sized(unit: str, minimum: int) -> Callable[[str], int]:
         try:
             return size(text, unit=unit, minimum=minimum)
         except SizeError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise _refused(str(exc)) from None
 
     parse.__name__ = unit
     return parse

@@ -5,11 +5,13 @@ and the machine interface (``kvledger plan MODEL ... --json``) is kept stable be
 checks call it.
 
 Start-up cost matters: the target for ``kvledger plan <catalog model> --json`` is at most 3× a
-bare ``python -c pass`` (``bench/startup.py`` measures it). So only ``argparse``, ``json`` and
-``sys`` are imported here; the library is imported inside the command that needs it, only the
-called command's parser is built, and ``rich`` (via ``cli.render``) is imported only when a
-table is printed for a person. Tempting alternative rejected: a click/typer app — both import
-far more at start-up than argparse, for no gain in a CLI this size.
+bare ``python -c pass`` (``bench/startup.py`` measures it). So only ``json``, ``math`` and
+``sys`` are imported here; the library is imported inside the command that needs it; a plain
+command line is read by ``cli.quick`` from the same definitions without importing argparse,
+and only when it declines is the called command's argparse parser built (``cli.parser``); and
+``rich`` (via ``cli.render``) is imported only when a table is printed for a person. Tempting
+alternative rejected: a click/typer app — both import far more at start-up than argparse, for
+no gain in a CLI this size.
 
 Errors never escape as tracebacks: everything is turned into one line on stderr and exit 2 by
 ``cli.errors``.
@@ -17,14 +19,11 @@ Errors never escape as tracebacks: everything is turned into one line on stderr 
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
 
 from kvledger.cli.args import (
-    Parser,
     block_size,
     bytes_at_least,
     fraction,
@@ -39,7 +38,11 @@ from kvledger.plan.layout import DEFAULT_ENGINE, LAYOUTS
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
     from typing import Any
+
+    from kvledger.cli.quick import Flags
 
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
@@ -60,7 +63,7 @@ FIT_SETS = {
 }
 
 
-def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
+def _add_engine_options(p: Flags, *, for_fit: bool = False) -> None:
     """vLLM's option names and defaults, shared by ``plan`` and ``fit``.
 
     ``fit`` searches GPU layouts, so it takes neither a direct byte budget nor a GPU total:
@@ -111,7 +114,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                    "--max-num-batched-tokens if smaller)")
     p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1), default=8192,
                    metavar="N", help="tokens per scheduler step (default 8192)")
-    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction,
+    p.add_argument("--enable-prefix-caching", action="boolean_optional",
                    default=None, help="default: the engine's choice for the model")
     p.add_argument("--num-speculative-tokens", type=int_at_least(0), default=0, metavar="K")
     p.add_argument("--speculative-method", default=None, metavar="METHOD",
@@ -131,7 +134,7 @@ def _add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) ->
                               "(overrides the preset)")
 
 
-def _add_sglang_options(p: argparse.ArgumentParser) -> None:
+def _add_sglang_options(p: Flags) -> None:
     """SGLang's own server arguments (``--engine sglang`` only), under SGLang's names."""
     g = p.add_argument_group("SGLang options (--engine sglang; SGLang's names and defaults)")
     g.add_argument("--mem-fraction-static", type=fraction, default=None, metavar="F",
@@ -172,7 +175,7 @@ def _sglang_options(ns: argparse.Namespace) -> Any:
     return SglangOptions(**given)
 
 
-def _add_model_local_options(p: argparse.ArgumentParser) -> None:
+def _add_model_local_options(p: Flags) -> None:
     """Seed A's declarations (read by ``cli.model_local`` only when one is given)."""
     group = p.add_argument_group(
         "model-local KV caches (seed A: caches a model keeps itself, planned inside the "
@@ -191,7 +194,7 @@ def _add_model_local_options(p: argparse.ArgumentParser) -> None:
                        "declaration's module (default 0, the first; repeatable)")
 
 
-def _fill_plan(plan: argparse.ArgumentParser) -> None:
+def _fill_plan(plan: Flags) -> None:
     _add_model(plan)
     _add_engine_options(plan)
     _add_model_local_options(plan)
@@ -201,7 +204,7 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
     plan.set_defaults(handler=_cmd_plan)
 
 
-def _fill_fit(fit: argparse.ArgumentParser) -> None:
+def _fill_fit(fit: Flags) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
     fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N")
@@ -213,7 +216,7 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     fit.set_defaults(handler=_cmd_fit, command_name="fit")
 
 
-def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
+def _fill_inspect(inspect: Flags) -> None:
     _add_model(inspect)
     inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
     inspect.add_argument("--json", action="store_true", help="one JSON object for machines")
@@ -233,7 +236,7 @@ def _explain(ns: argparse.Namespace) -> int:
     return run(ns, _emit_json)
 
 
-def _fill_models(models: argparse.ArgumentParser) -> None:
+def _fill_models(models: Flags) -> None:
     models.add_argument("--json", action="store_true",
                         help="one JSON object for machines (catalog ids and model types)")
     models.set_defaults(handler=_cmd_models)
@@ -259,10 +262,17 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
+# The commands whose plain command lines cli.quick reads without argparse (their fillers use
+# only what it models). explain and report import their own modules to build a parser anyway.
+QUICK: dict[str, Callable[[Flags], None]] = {
+    "plan": _fill_plan, "fit": _fill_fit, "inspect": _fill_inspect, "models": _fill_models,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole CLI (for ``--help`` and for anything that is not a known command)."""
+    from kvledger.cli.parser import Parser
+
     parser = Parser(
         prog="kvledger",
         description="Every byte of attention-cache memory: derived from real configs, "
@@ -284,12 +294,25 @@ def command_parser(name: str) -> argparse.ArgumentParser:
     Why not always the whole tree: building every subcommand's parser costs several
     milliseconds of start-up for options the call cannot use (measured by bench/startup.py).
     """
+    from kvledger.cli.parser import Parser
+
     name = _ALIASES.get(name, name)
     help_line, fill, _ = COMMANDS[name]
     parser = Parser(prog=f"kvledger {name}", description=help_line)
     assert fill is not None
     fill(parser)
     return parser
+
+
+def quick_parse(name: str, args: list[str]) -> Any:
+    """The namespace of a plain command line, read by ``cli.quick`` without building argparse
+    (about a tenth of a catalog plan's start-up), or None: then ``command_parser`` reads it."""
+    fill = QUICK.get(_ALIASES.get(name, name))
+    if fill is None:
+        return None
+    from kvledger.cli.quick import read
+
+    return read(fill, args)
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -480,7 +503,9 @@ def _run(argv: list[str]) -> int:
         planned: int = ns.handler(ns)
         return planned
     if argv and (argv[0] in COMMANDS or argv[0] in _ALIASES):
-        ns = command_parser(argv[0]).parse_args(argv[1:])
+        ns = quick_parse(argv[0], argv[1:])
+        if ns is None:
+            ns = command_parser(argv[0]).parse_args(argv[1:])
         result: int = ns.handler(ns)
         return result
     parser = build_parser()

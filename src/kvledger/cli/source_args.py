@@ -8,14 +8,15 @@ reads it (``HF_TOKEN`` or the saved login, ``HF_ENDPOINT``, ``HF_HOME`` / ``HF_H
 
 from __future__ import annotations
 
-import argparse
-
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
+    from kvledger.cli.quick import Flags
 
-def add_model(p: argparse.ArgumentParser) -> None:
+
+def add_model(p: Flags) -> None:
     p.add_argument(
         "model",
         metavar="MODEL",

@@ -8,7 +8,7 @@ Lazy by design: a handler module is imported only when a config routed to it is 
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Callable
 
 from kvledger.derive.config import Config
@@ -99,7 +99,9 @@ def handler_for(row: Resolved) -> Handler:
             f"unsupported: model type {row.name!r} has no handler in the table",
             model_type=row.name,
         )
-    found: Handler = getattr(importlib.import_module(f"{HANDLER_PACKAGE}.{module}"), function)
+    name = f"{HANDLER_PACKAGE}.{module}"
+    __import__(name)  # not importlib.import_module: importing importlib costs start-up
+    found: Handler = getattr(sys.modules[name], function)
     return found
 
 

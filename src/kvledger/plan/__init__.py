@@ -6,7 +6,7 @@ every start — must not pull in every layout, family and budget module.
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'kvledger.plan' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # not importlib.import_module: importing importlib costs start-up
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value

@@ -43,7 +43,7 @@ How a new layout plugs in (SGLang, say):
 
 from __future__ import annotations
 
-import importlib
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -208,7 +208,8 @@ def get_layout(name: str) -> Layout:
     if name not in LAYOUTS:
         raise ValueError(f"engine must be one of {', '.join(LAYOUTS)}, got {name!r}")
     module, _, cls = LAYOUTS[name][0].partition(":")
-    layout = getattr(importlib.import_module(module), cls)()
+    __import__(module)  # not importlib.import_module: importing importlib costs start-up
+    layout = getattr(sys.modules[module], cls)()
     if not isinstance(layout, Layout):
         raise TypeError(f"{LAYOUTS[name][0]} is not a kvledger.plan.layout.Layout")
     layout.name = name

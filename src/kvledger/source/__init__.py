@@ -9,7 +9,7 @@ it needs, and ``huggingface_hub`` is imported only when the Hub is actually aske
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'kvledger.source' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # not importlib.import_module: importing importlib costs start-up
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value

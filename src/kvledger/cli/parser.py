@@ -1,0 +1,59 @@
+"""The CLI's argparse parser: it raises instead of exiting, and it is built only when needed.
+
+A normal one-shot command line (``kvledger plan MODEL --gpu H200 --json``) is read by
+``cli.quick`` without importing argparse at all; this parser is built for ``--help``, for any
+line ``cli.quick`` declines, and for the commands it does not read (explain, report, the
+serve-line form). So this is the only CLI module that imports argparse at its top.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kvledger.cli.errors import UsageError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a rejected command line raises instead of printing usage and exiting.
+
+    argparse's default prints a multi-line usage block and calls ``sys.exit(2)``; the machine
+    interface wants exactly one line on stderr, and ``main`` must return its code, not exit.
+
+    ``action="boolean_optional"`` names argparse's ``BooleanOptionalAction``, so the command
+    definitions in ``cli.main`` can be read by ``cli.quick`` without argparse being imported.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "boolean_optional", argparse.BooleanOptionalAction)
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message}", hint=f"see '{self.prog} --help'")
+
+    # argparse's add_argument builds a formatter only to check a metavar tuple against nargs;
+    # a default one reads the terminal width through shutil, whose import (zlib, bz2, lzma)
+    # costs ~6 ms of every start-up. That check never uses the width, so it gets a fixed one;
+    # help and usage text still get argparse's own formatter, sized to the terminal.
+    _checking_argument = False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._checking_argument = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking_argument = False
+
+    _checker: argparse.HelpFormatter | None = None
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._checking_argument:
+            # One for every check of this parser: the check only formats a metavar.
+            if self._checker is None:
+                formatter_class: Any = self.formatter_class  # typeshed's protocol omits width
+                self._checker = formatter_class(prog=self.prog, width=80)
+            return self._checker
+        return super()._get_formatter()
