@@ -179,20 +179,20 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
     if facts.model_type not in MODEL_TYPES:
         return None
 
-    verdict = pp_verdict(facts.architectures)
     if not facts.architectures:
         return VllmLayoutError(
             f"{facts.model}: the config names no architectures, and vLLM 0.32 decides "
             "pipeline-parallel support by the model class they name (registry.py "
             "inspect_model_cls: 'No model architectures are specified'); use "
             "--pipeline-parallel-size 1")
+    verdict = pp_verdict(facts.architectures)
     if verdict is None:
         named = ", ".join(facts.architectures)
         return VllmLayoutError(
             f"{facts.model}: kvledger does not know whether vLLM 0.32 serves architectures "
             f"[{named}] with pipeline parallelism (it refuses every model class without "
-            "SupportsPP, and none of these is in kvledger's table, plan/vllm/pp_support.py); "
-            "use --pipeline-parallel-size 1")
+            "SupportsPP, and kvledger's table, plan/vllm/pp_support.py, has no verdict for "
+            "the class vLLM would pick); use --pipeline-parallel-size 1")
     arch, supported, where = verdict
     if supported:
         return None
