@@ -47,6 +47,7 @@ def fit_model(
     from kvledger.plan.answers import fit_candidates
     from kvledger.plan.fit_result import FitAttempt, FitResult
     from kvledger.plan.gpus import gpu_preset
+    from kvledger.plan.layout import get_layout
 
     request = request or PlanRequest()
     gpu = gpu if gpu is not None else request.gpu
@@ -59,6 +60,11 @@ def fit_model(
     preset = gpu_preset(gpu)
     facts, source = load_facts(model, request)
     decoder = len(facts.by_role(Role.DECODER))
+    # An engine that will not pipeline this model (vLLM: no SupportsPP) gets no PP layout.
+    no_pp = get_layout(request.engine).pipeline_parallel_refusal(facts) \
+        if any(pp > 1 for pp in pp_sizes) else ""
+    if no_pp:
+        pp_sizes = (1,)
     attempts: list[FitAttempt] = []
     for tp, pp in fit_candidates(decoder, tp_sizes, pp_sizes):
         try:
@@ -94,5 +100,7 @@ def fit_model(
                              tuple(attempts), plan)
     reason = (f"no layout up to {max(tp_sizes)} TP × {max(pp_sizes)} PP of {preset.name} holds "
               f"{concurrency} requests of {context} tokens")
+    if no_pp:
+        reason += f"; pipeline parallelism not tried: {no_pp}"
     return FitResult(facts.model, preset.name, request.engine, concurrency, context,
                      tuple(attempts), None, reason)

@@ -6,6 +6,8 @@ only through ``Layout``; none of them knows an engine's name. What a layout owns
 - ``derive(source, request)`` — the model's facts as this engine serves them (the default:
   ``derive_model`` with the requested KV dtype; native serves a float32 checkpoint in bf16).
 - ``check(request)`` — refuse, by name, an option this layout does not reproduce.
+- ``pipeline_parallel_refusal(facts)`` — why the engine will not run this model with PP > 1
+  ("" when it will; vLLM: a model class without ``SupportsPP``), so ``fit`` skips PP for it.
 - ``gpu_budget(inp)`` — the KV bytes per GPU from a GPU preset, the engine's own way. The
   default is vLLM's profiling formula, ``int(total × gpu_memory_utilization) − weights −
   activation peak − CUDA graphs − non-torch`` (``kvledger.plan.budget.gpu_budget``); SGLang
@@ -163,6 +165,11 @@ class Layout(ABC):
 
     def check(self, request: PlanRequest) -> None:  # noqa: B027 - a default, not abstract
         """Refuse, naming the option, what this layout does not reproduce. Default: nothing."""
+
+    def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
+        """Why this engine will not serve ``facts`` with PP > 1 ("" when it will): ``fit``
+        then proposes no PP layout for it. Default: no model is refused."""
+        return ""
 
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
         """vLLM's profiling budget (``kvledger.plan.budget.gpu_budget``)."""

@@ -24,6 +24,7 @@ from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 if TYPE_CHECKING:
+    from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.sglang.layout import SglangPlan
     from kvledger.plan.sglang.options import SglangOptions
@@ -92,11 +93,23 @@ class SglangEngine(Layout):
             self._last = (inp, _plan(inp))
         return self._last[1]
 
+    def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
+        """SGLang's refusal of pp_size > 1 for a Transformers-backend model with no pipeline
+        plan (``served.pipeline_parallel_refusal``); "" otherwise."""
+        from kvledger.plan.sglang.served import NotServed, pipeline_parallel_refusal
+
+        try:
+            reason = pipeline_parallel_refusal(facts.architectures)
+        except NotServed:
+            return ""  # refused whatever the layout: each candidate says why
+        return f"SGLang 0.5.23 refuses to start: {reason}" if reason else ""
+
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
         from kvledger.plan.sglang.budget import sglang_gpu_budget
         from kvledger.plan.sglang.memory import gpu_arch, memory_settings
         from kvledger.plan.sglang.model import (
             MULTIMODAL_PREFILL_GRAPH_ARCHS,
+            SglangLayoutError,
             build,
             vision_tower,
         )
@@ -104,6 +117,10 @@ class SglangEngine(Layout):
         request, options = inp.request, _options(inp)
         gpu_arch(inp.preset.name)  # refuses platforms whose defaults are not reproduced
         model = build(inp.facts)
+        if request.pipeline_parallel_size > 1 and \
+                (no_pp := self.pipeline_parallel_refusal(inp.facts)):
+            # SGLang stops while it builds the model, before it sizes the pools
+            raise SglangLayoutError(no_pp)
         total = request.gpu_total_bytes or inp.preset.total_bytes
         fraction = options.mem_fraction_static if options.mem_fraction_static is not None \
             else request.gpu_memory_utilization

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
-from kvledger.plan.sglang import dsv4, encoder_decoder, log
+from kvledger.plan.sglang import dsv4, encoder_decoder, log, served
 from kvledger.plan.sglang.cells import (
     DSA_QUANT_BLOCK,
     TORCH_NAMES,
@@ -493,6 +493,8 @@ def plan_sglang(
                          default_chunked_prefill_size)
     res = resolve(model, request, options, platform, default_chunked_prefill_size)
     pp = request.pipeline_parallel_size
+    if pp > 1 and (no_pp := served.pipeline_parallel_refusal(facts.architectures)):
+        raise SglangLayoutError(f"SGLang 0.5.23 refuses to start: {no_pp}")
     if pp > 1 and model.architecture in encoder_decoder.ARCHS:
         raise SglangLayoutError(f"{model.architecture} under pipeline parallelism: SGLang's "
                                 "model class does not split its layers into stages "

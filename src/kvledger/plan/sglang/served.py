@@ -40,6 +40,17 @@ TRANSFORMERS_BACKEND: Mapping[str, str] = {
     "SmolVLMForConditionalGeneration": "cov-smolvlm",
 }
 
+# Transformers-backend architectures SGLang cannot split into pipeline stages:
+# models/transformers.py ``TransformersBase.pipeline_parallel`` raises ValueError("<class> does
+# not support pipeline parallel yet!") at model construction when pp_size > 1 and
+# ``_get_model_pp_plan`` is empty — the base model has no ``_pp_plan`` and neither its config
+# nor its text config states ``base_model_pp_plan``. Read from transformers 5.19 (the version
+# SGLang 0.5.23 runs with) for every architecture above, on the config of its oracle case:
+# only NemotronModel has none. Architecture → the transformers base-model class in the message.
+TRANSFORMERS_BACKEND_NO_PP: Mapping[str, str] = {
+    "NemotronForCausalLM": "transformers.models.nemotron.modeling_nemotron.NemotronModel",
+}
+
 _INCOMPATIBLE = ("has no SGlang implementation and the Transformers implementation is not "
                  "compatible with SGLang (model_loader/utils.py: resolve_transformers_arch)")
 # SGLang refuses to load these; the reason is SGLang's own (oracle case in brackets).
@@ -78,3 +89,16 @@ def backend(architectures: tuple[str, ...]) -> str:
     raise NotServed(
         f"SGLang 0.5.23 has no model class {arch}; whether its Transformers backend serves it "
         "(resolve_transformers_arch) has not been checked against SGLang: not reproduced yet")
+
+
+def pipeline_parallel_refusal(architectures: tuple[str, ...]) -> str:
+    """SGLang's reason not to run these architectures with pp_size > 1 ("" when it does)."""
+    if not architectures or backend(architectures) != "transformers":
+        return ""
+    base = TRANSFORMERS_BACKEND_NO_PP.get(RENAMED.get(architectures[0], architectures[0]))
+    if base is None:
+        return ""
+    return (f"<class '{base}'> does not support pipeline parallel yet! (SGLang 0.5.23 serves "
+            f"{architectures[0]} with its Transformers backend, whose "
+            "TransformersBase.pipeline_parallel needs the model's pipeline plan, and "
+            "transformers states none for it)")

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from kvledger import records
 from kvledger.derive.layers import Role
-from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
+from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from kvledger.derive.layers import ModelFacts
+    from kvledger.plan.budget import Budget
     from kvledger.plan.vllm.layout import VllmPlan
 
 
@@ -57,6 +59,26 @@ def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
 
 class VllmEngine(Layout):
     """vLLM 0.32.0's KV cache allocator (``kvledger.plan.vllm``)."""
+
+    def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
+        """vLLM's refusal of PP for a model class without ``SupportsPP`` (``startup.py``)."""
+        from kvledger.plan.vllm.startup import PREFIX, pipeline_parallel_refusal
+
+        refusal = pipeline_parallel_refusal(facts)
+        if refusal is None:
+            return ""
+        reason = getattr(refusal, "reason", None)  # vLLM's words, without kvledger's fix hint
+        return f"{PREFIX}: {reason}" if reason else str(refusal)
+
+    def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
+        """The default GPU budget, after vLLM's configuration refusals: vLLM refuses a
+        setting (PP on a model without SupportsPP, TP that does not divide the heads) while
+        it builds its config, before it loads weights or profiles memory, so that reason
+        comes first even when the budget would be too small too."""
+        from kvledger.plan.vllm.layout import check_served
+
+        check_served(inp.facts, inp.request)
+        return super().gpu_budget(inp)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         plan = _plan(inp)

@@ -154,10 +154,16 @@ def not_in_vllm(model_type: str) -> str:
     return resolve_row(model_type).not_in_vllm
 
 
-def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
+def check_served(facts: ModelFacts, request: PlanRequest) -> None:
+    """vLLM has a model for ``facts`` and starts with ``request``'s settings — what vLLM
+    decides from its configuration, before it profiles memory (so before any budget)."""
     if absent := not_in_vllm(facts.model_type):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
     check_startup(facts, request)
+
+
+def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
+    check_served(facts, request)
     res = resolve(facts, request)
     kv_notes: list[str] = []
     if facts.model_type in MODEL_TYPES and resolve_row(facts.model_type).vllm_no_cache_config:

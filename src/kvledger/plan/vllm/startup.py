@@ -11,10 +11,11 @@ the function), and stops with vLLM's own reason. One rule for how a refusal show
   still computed (it is what vLLM's planner computes before it raises) and the JSON says
   ``vllm_refuses_to_start: true`` with ``vllm_refusal_reason`` (``memory_refusal_reason``).
 
-Rules elsewhere in the layout that are start-up refusals too: the sparse-MLA and MiniMax-M3
-kernel block sizes (``hybrid.py``), nvfp4 / fp8_e5m2 on MLA (``resolve.py``), KV schemes vLLM
-rejects (``cache_dtype.py``), and KV heads that do not split over TP
-(``derive.layers.split_heads``).
+Pipeline parallelism on a model class without ``SupportsPP`` is refused here too; which classes
+have it is data (``pp_support.py``). Rules elsewhere in the layout that are start-up refusals
+too: the sparse-MLA and MiniMax-M3 kernel block sizes (``hybrid.py``), nvfp4 / fp8_e5m2 on
+MLA (``resolve.py``), KV schemes vLLM rejects (``cache_dtype.py``), and KV heads that do not
+split over TP (``derive.layers.split_heads``).
 """
 
 from __future__ import annotations
@@ -69,10 +70,18 @@ def text_config(facts: ModelFacts) -> Mapping[str, Any]:
 
 
 def check_startup(facts: ModelFacts, request: PlanRequest) -> None:
-    """Every start-up refusal of this module for ``facts`` served with ``request``."""
-    check_tensor_parallel(facts, request.tensor_parallel_size)
+    """Every start-up refusal of this module for ``facts`` served with ``request``, in the
+    order vLLM meets them (the first one is what vLLM says): ``EngineArgs.create_engine_config``
+    builds ``ModelConfig`` (max_model_len), then ``SchedulerConfig`` (batched tokens), then
+    ``VllmConfig``, whose ``ModelConfig.verify_with_parallel_config`` checks the attention
+    heads against TP and then pipeline-parallel support; the KV-head split is met only when
+    the model is built. (Oracle: ``tests/oracles/vllm-0.32-pp-startup.jsonl``.)"""
+    tp = request.tensor_parallel_size
     check_max_model_len(facts, request)
     check_scheduler(request)
+    check_attention_heads(facts, tp)
+    check_pipeline_parallel(facts, request.pipeline_parallel_size)
+    check_kv_heads(facts, tp)
 
 
 # -- tensor parallelism ------------------------------------------------------------------------
@@ -105,13 +114,25 @@ def check_tensor_parallel(facts: ModelFacts, tp: int) -> None:
     divides ``intermediate_size``); the head rule above already rules out every TP of the
     released configs that those would.
     """
+    check_attention_heads(facts, tp)
+    check_kv_heads(facts, tp)
+
+
+def check_attention_heads(facts: ModelFacts, tp: int) -> None:
+    """The first rule of ``check_tensor_parallel``: attention heads divide by TP."""
     heads = attention_heads(facts)
     if heads % tp:
         raise VllmStartupError(
             f"Total number of attention heads ({heads}) must be divisible by tensor parallel "
             f"size ({tp}).", "ModelConfig.verify_with_parallel_config",
             f"use a --tensor-parallel-size that divides {heads}")
-    for kv_heads in sorted(_kv_head_counts(facts.layers)):
+
+
+def check_kv_heads(facts: ModelFacts, tp: int) -> None:
+    """The second rule of ``check_tensor_parallel``: KV heads split or replicate exactly."""
+    # once per facts (a walk over every layer; the check runs for each plan of them)
+    counts = facts.cached(("vllm kv head counts",), lambda: sorted(_kv_head_counts(facts.layers)))
+    for kv_heads in counts:
         if kv_heads and tp > kv_heads and tp % kv_heads:
             raise VllmStartupError(
                 f"{tp} is not divisible by {kv_heads}: {kv_heads} KV heads are replicated over "
@@ -129,6 +150,58 @@ def _kv_head_counts(layers: Iterable[LayerCache]) -> set[int]:
         if isinstance(layer, Attention) and not isinstance(layer, CrossAttention)
         and layer.owns_memory
     }
+
+
+# -- pipeline parallelism ----------------------------------------------------------------------
+
+
+def check_pipeline_parallel(facts: ModelFacts, pp: int) -> None:
+    """vllm/config/model.py ``ModelConfig.verify_with_parallel_config``: with
+    ``pipeline_parallel_size > 1`` the model class vLLM resolves from ``architectures`` must
+    implement ``SupportsPP`` (``ModelRegistry.is_pp_supported_model``), else vLLM raises
+    NotImplementedError (``pipeline_parallel_refusal``)."""
+    if pp > 1 and (refusal := pipeline_parallel_refusal(facts)) is not None:
+        raise refusal
+
+
+def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
+    """Why vLLM 0.32 will not run ``facts`` with PP > 1, or None when it will.
+
+    The verdicts are data (``pp_support.py``: vLLM's registry's own answer per architecture).
+    For a config kvledger derived, an architecture list with no verdict is refused too, naming
+    the architectures, rather than planned on a guess: vLLM refuses every class without
+    SupportsPP, and kvledger cannot tell which class it would build. Facts built by hand (a
+    model type with no row in the model-type table) name no class vLLM has, so there is
+    nothing to look up: they are planned, as ``not_in_vllm`` plans them."""
+    from kvledger.derive.model_types import MODEL_TYPES
+    from kvledger.plan.vllm.pp_support import pp_verdict  # only for PP > 1 (start-up)
+
+    if facts.model_type not in MODEL_TYPES:
+        return None
+
+    if not facts.architectures:
+        return VllmLayoutError(
+            f"{facts.model}: the config names no architectures, and vLLM 0.32 decides "
+            "pipeline-parallel support by the model class they name (registry.py "
+            "inspect_model_cls: 'No model architectures are specified'); use "
+            "--pipeline-parallel-size 1")
+    verdict = pp_verdict(facts.architectures)
+    if verdict is None:
+        named = ", ".join(facts.architectures)
+        return VllmLayoutError(
+            f"{facts.model}: kvledger does not know whether vLLM 0.32 serves architectures "
+            f"[{named}] with pipeline parallelism (it refuses every model class without "
+            "SupportsPP, and kvledger's table, plan/vllm/pp_support.py, has no verdict for "
+            "the class vLLM would pick); use --pipeline-parallel-size 1")
+    arch, supported, where = verdict
+    if supported:
+        return None
+    return VllmStartupError(
+        "Pipeline parallelism is not supported for this model. Supported models implement "
+        f"the `SupportsPP` interface. ({arch}: {where} does not)",
+        "ModelConfig.verify_with_parallel_config",
+        "use --pipeline-parallel-size 1 (split the model over GPUs with "
+        "--tensor-parallel-size instead)")
 
 
 # -- block size --------------------------------------------------------------------------------
