@@ -289,6 +289,15 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
      {"tp": 2, "page_size": 64}),
     ("muse-glimmer-ratio05", "meta-models--Muse-Glimmer-30B.json", 32768,
      {"server_args": {"context_length": 32768, "swa_full_tokens_ratio": 0.5}}),
+    # Coverage wave 3: model types that had no case of their own (tests/plan/
+    # test_sglang_every_type.py walks them). Text-only checkpoints of types seen before only
+    # inside a wrapper, plain Mamba-1, Qwen1.5-MoE.
+    ("gemma3-text", "google--gemma-3-1b-it.json", 32768, {}),
+    # models/mamba.py, like falcon_mamba.py, cannot be imported on CPU (causal_conv1d_fn);
+    # a GPU registers MambaForCausalLM (its EntryClass).
+    ("mamba", "state-spaces--mamba-130m-hf.mbridge.json", 2048,
+     {"cpu_import_only": "MambaForCausalLM"}),
+    ("qwen2-moe", "Qwen--Qwen1.5-MoE-A2.7B-Chat.ABRIDGED.CONVERTED.json", 32768, {}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}

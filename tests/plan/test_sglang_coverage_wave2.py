@@ -169,13 +169,21 @@ def test_kv_sharing_under_an_unchecked_architecture_is_still_refused() -> None:
                     16 * GIB)
 
 
-def test_plain_mamba_stays_refused_until_an_oracle_case_checks_it() -> None:
-    # MambaForCausalLM follows FalconMamba's path in SGLang's source, but no oracle case has
-    # checked it: the layout refuses it by name rather than reuse the rule unchecked.
-    raw = {"model_type": "mamba", "architectures": ["MambaForCausalLM"],
-           "num_hidden_layers": 24, "hidden_size": 768, "intermediate_size": 1536,
-           "state_size": 16, "conv_kernel": 4, "max_position_embeddings": 2048}
-    facts = derive_model(raw)
-    with pytest.raises(SglangLayoutError, match="pure state-space model"):
-        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=2048),
-                    16 * GIB)
+def test_plain_mamba_is_a_pure_mamba1_state_pool_like_falcon_mamba() -> None:
+    # SGLang configs/model_config.py PURE_MAMBA1_ARCHITECTURES holds MambaForCausalLM beside
+    # FalconMamba; configs/mamba.py MambaConfig → _mamba1_cache_params (full rank, TP 1).
+    # mamba-130m-hf states torch_dtype float32, which SGLang's auto dtype runs as float16:
+    # conv 1536 × (4 − 1) × 2 B = 9,216 per layer; temporal 1536 × 16 × 4 B (float32) = 98,304
+    # per layer; × 24 layers = 2,580,480 B per slot. Slots at ratio 0.9:
+    # int(16 GiB × 0.9 / 1.9 / 2,580,480 − 1) = int(3153.86 − 1) = 3152. No attention layer:
+    # the KV pool is the context length, 2048 tokens. Requests: 3 slots each (no Mamba radix
+    # strategy) gives 1050, but at most half the tokens (resolve_max_num_reqs): 1024.
+    assert backend(("MambaForCausalLM",)) == "native"
+    plan = _plan("state-spaces--mamba-130m-hf.mbridge.json", 2048)
+    assert plan.state_bytes is not None and plan.state is not None
+    assert plan.state_bytes.conv_bytes_per_slot == 24 * 9216
+    assert plan.state_bytes.temporal_bytes_per_slot == 24 * 98304
+    assert plan.state.max_mamba_cache_size == 3152
+    assert plan.kv_cache_tokens == 2048
+    assert plan.max_running_requests == min(3152 // 3, 2048 // 2) == 1024
+    assert CASES["cov-mamba"]["expected"]["mamba"]["max_mamba_cache_size"] == 3152

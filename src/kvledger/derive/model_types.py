@@ -1037,7 +1037,16 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "mamba": T(handler="mamba:mamba1",
                    keys={"num_hidden_layers", "hidden_size", "expand", "intermediate_size",
                          "state_size", "conv_kernel"},
-                   harmless=_MAMBA2_HARMLESS,
+                   # The mamba_ssm names a converted checkpoint keeps beside transformers' own
+                   # (state-spaces/mamba-130m-hf): MambaConfig stores them as plain attributes
+                   # and neither vLLM's mamba.py nor SGLang's configs/mamba.py reads them (they
+                   # read hidden_size, intermediate_size, num_hidden_layers).
+                   harmless={**_MAMBA2_HARMLESS,
+                             "d_model": "mamba_ssm's name for hidden_size; not read",
+                             "d_inner": "mamba_ssm's name for intermediate_size; not read",
+                             "n_layer": "mamba_ssm's name for num_hidden_layers; not read",
+                             "ssm_cfg": "mamba_ssm's constructor options (empty in the "
+                                        "converted checkpoints); not read"},
                    config_class="MambaConfig",
                    defaults={"hidden_size": 768, "expand": 2, "state_size": 16,
                              "conv_kernel": 4},

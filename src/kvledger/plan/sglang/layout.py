@@ -87,9 +87,10 @@ MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
 # neither list above: _mamba_radix_cache_resolution declares nothing for them, so the radix
 # cache runs without a Mamba strategy (no extra buffer, the overlap scheduler untouched) and
 # _calculate_mamba_ratio keeps its base of 3 slots per request. Oracle case cov-lfm2-vl.
-# FalconMamba (no linear-attention spec either) is one of them too: oracle case cov-falcon-mamba.
+# FalconMamba and Mamba (no linear-attention spec either) are among them too: oracle cases
+# cov-falcon-mamba and cov-mamba.
 MAMBA_PLAIN_RADIX_ARCHS = frozenset({"Lfm2VlForConditionalGeneration",
-                                     "FalconMambaForCausalLM"})
+                                     "FalconMambaForCausalLM", "MambaForCausalLM"})
 # SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
 KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
              "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}

@@ -100,11 +100,10 @@ KDA_ARCHS = frozenset({
 # configs/model_config.py PURE_MAMBA1_ARCHITECTURES: pure selective-scan (Mamba-1) models, no
 # attention layer (AttentionArch.SSM). Their configs (configs/mamba.py: _mamba1_cache_params)
 # pool one full-rank state per layer, and DefaultPoolConfigurator sizes the empty KV pool at
-# the context length (pool_configurator.py: _zero_kv_max_tokens). Only the architectures an
-# oracle case checked are listed: MambaForCausalLM takes the same path in SGLang's source
-# (configs/mamba.py MambaConfig) but no real config of it was at hand for a case, so it stays
-# refused.
-PURE_MAMBA1_ARCHS = frozenset({"FalconMambaForCausalLM"})
+# the context length (pool_configurator.py: _zero_kv_max_tokens). Both of SGLang's are
+# listed, each checked by an oracle case: cov-falcon-mamba, and cov-mamba
+# (state-spaces/mamba-130m-hf; configs/mamba.py MambaConfig has the same hooks).
+PURE_MAMBA1_ARCHS = frozenset({"FalconMambaForCausalLM", "MambaForCausalLM"})
 # configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
 MULTIMODAL_DISABLED_ARCHS = frozenset({
     "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
