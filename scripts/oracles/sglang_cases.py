@@ -298,6 +298,16 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("mamba", "state-spaces--mamba-130m-hf.mbridge.json", 2048,
      {"cpu_import_only": "MambaForCausalLM"}),
     ("qwen2-moe", "Qwen--Qwen1.5-MoE-A2.7B-Chat.ABRIDGED.CONVERTED.json", 32768, {}),
+    # A wrapper's text_config lifted to the top with SGLang's text-only class
+    # (tests/oracles/make_configs.py TEXT_ONLY): the path a text-only checkpoint takes.
+    ("lfm2-text", "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json", 32768, {}),
+    ("kimi-linear-text", "moonshotai--Kimi-K3.TEXT.MODIFIED.json", 32768, {}),
+    ("llama4-text", "meta-llama--Llama-4-Scout-17B-16E-Instruct.TEXT.MODIFIED.json", 32768, {}),
+    ("qwen3-5-text", "Qwen--Qwen3.5-9B.TEXT.MODIFIED.json", 32768, {}),
+    # SGLang's config load rejects a top-level gemma4_text (served.py CONFIG_NOT_LOADED).
+    ("gemma4-text", "google--gemma-4-E2B-it.TEXT.MODIFIED.json", 32768, {}),
+    # SmolVLM2's config retyped as SmolVLM v1 states it (idefics3; make_configs.py RETYPED).
+    ("idefics3", "HuggingFaceTB--SmolVLM2-500M-Video-Instruct.IDEFICS3.MODIFIED.json", 8192, {}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}

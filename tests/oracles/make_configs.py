@@ -56,14 +56,45 @@ MADE = {
 TEXT_ONLY = {
     "Qwen--Qwen3.6-35B-A3B.TEXT.MODIFIED.json":
         ("Qwen--Qwen3.6-35B-A3B.json", "Qwen3_5MoeForCausalLM"),
+    # SGLang 0.5.23 oracle cases for text-only checkpoints of types kvledger had seen only
+    # inside a wrapper (SOURCES-sglang-every.md); the architecture is SGLang's text class.
+    "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json":
+        ("LiquidAI--LFM2.5-VL-1.6B.json", "Lfm2ForCausalLM"),
+    "moonshotai--Kimi-K3.TEXT.MODIFIED.json": ("moonshotai--Kimi-K3.json", "KimiLinearForCausalLM"),
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct.TEXT.MODIFIED.json":
+        ("meta-llama--Llama-4-Scout-17B-16E-Instruct.json", "Llama4ForCausalLM"),
+    "Qwen--Qwen3.5-9B.TEXT.MODIFIED.json": ("Qwen--Qwen3.5-9B.json", "Qwen3_5ForCausalLM"),
+    "google--gemma-4-E2B-it.TEXT.MODIFIED.json":
+        ("google--gemma-4-E2B-it.json", "Gemma4ForCausalLM"),
 }
+
+
+# name: (real config, the model_type and architecture it is given instead). SmolVLM's first
+# release (HuggingFaceTB/SmolVLM-Instruct) states model_type idefics3 and
+# Idefics3ForConditionalGeneration with the same schema SmolVLM2 states as smolvlm; no
+# idefics3 config.json was at hand, so SmolVLM2's is retyped to ask SGLang about that class.
+RETYPED = {
+    "HuggingFaceTB--SmolVLM2-500M-Video-Instruct.IDEFICS3.MODIFIED.json":
+        ("HuggingFaceTB--SmolVLM2-500M-Video-Instruct.CONVERTED.json", "idefics3",
+         "Idefics3ForConditionalGeneration"),
+}
+
+
+def _real(name: str) -> Path:
+    """A real config: the repo's coverage copy (``configs/``) first, else ../shared/configs."""
+    local = HERE / "configs" / name
+    return local if local.is_file() else SHARED / name
 
 
 def main() -> None:
     for name, (source, arch) in TEXT_ONLY.items():
-        outer = json.loads((SHARED / source).read_text())
+        outer = json.loads(_real(source).read_text())
         text = {**outer["text_config"], "architectures": [arch]}
         (HERE / "configs" / name).write_text(json.dumps(text, indent=2) + "\n")
+    for name, (source, model_type, arch) in RETYPED.items():
+        config = json.loads(_real(source).read_text())
+        config.update(model_type=model_type, architectures=[arch])
+        (HERE / "configs" / name).write_text(json.dumps(config, indent=2) + "\n")
     for name, (source, block, hf_quant) in MADE.items():
         config = json.loads((SHARED / source).read_text())
         if block is not None:

@@ -14,7 +14,7 @@ import pytest
 
 from kvledger.derive import derive_model
 from kvledger.plan.sglang import SglangLayoutError, plan_sglang
-from sglang_cases import load, model_of, request_of
+from sglang_cases import UNSCORED, load, model_of, request_of
 
 CASES = load()
 pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
@@ -24,13 +24,6 @@ pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
 REFUSED: dict[str, str] = {
     "cov-glm5-next": "recurrent state kind kda is not reproduced",
     "cov-minimax-m3-vl": "indexer caches outside SGLang's DSA architectures",
-}
-# Cases where the CPU oracle stopped with an error kvledger does not reproduce either way (not
-# scored; listed so none goes unnoticed).
-UNSCORED = {
-    # SGLang rejects NVFP4 prefill on trtllm_mla without an FP8 workspace (a backend check the
-    # CPU oracle reaches); kvledger's MLA nvfp4 cell is worked by hand in test_sglang_rules.
-    "deepseek-v31-nvfp4-kv",
 }
 # Cases whose model SGLang's loader refuses (get_model_architecture raised, or the config
 # itself cannot load): kvledger must refuse them too, whatever the pool would have been. A

@@ -72,6 +72,10 @@ MAMBA_RADIX_CACHE_ARCHS = frozenset({
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
     "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
     "GraniteMoeHybridForCausalLM",
+    # Text-only LFM2 (not its VL wrapper, below): a radix strategy, but no extra buffer (not
+    # in _MAMBA_EXTRA_BUFFER_ARCHS, no linear-attention spec), so "no_buffer" with the
+    # overlap scheduler off. Oracle case cov-lfm2-text.
+    "Lfm2ForCausalLM",
 })
 # arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS (supports_mamba_cache_extra_buffer,
 # with the default triton linear-attention backend): "auto" resolves to extra_buffer here

@@ -352,7 +352,7 @@ def build(facts: ModelFacts) -> SglangModel:
     config = facts.config
     text = _text(config)
     try:
-        loader = served.backend(facts.architectures)
+        loader = served.backend(facts.architectures, facts.model_type)
     except served.NotServed as exc:
         raise _refuse(facts, f"SGLang 0.5.23 cannot load this model: {exc}") from None
     if arch in HYBRID_SWA_NOT_REPRODUCED:

@@ -32,6 +32,7 @@ RENAMED: Mapping[str, str] = {"Olmo3ForCausalLM": "Olmo2ForCausalLM"}
 TRANSFORMERS_BACKEND: Mapping[str, str] = {
     "Ernie4_5ForCausalLM": "cov-ernie4-5",
     "GPTNeoXForCausalLM": "cov-gpt-neox",
+    "Idefics3ForConditionalGeneration": "cov-idefics3",
     "Exaone4_5_ForConditionalGeneration": "cov-exaone4-5",
     "LlavaNextForConditionalGeneration": "cov-llava-next",
     "NemotronForCausalLM": "cov-nemotron",
@@ -70,12 +71,32 @@ NOT_SERVED: Mapping[str, str] = {
 }
 
 
+# Top-level model types whose config SGLang's own config load rejects, whatever the
+# architecture (model_type → SGLang's reason, oracle case in brackets). utils/hf_transformers/
+# config.py ``get_config`` copies each key of the text config onto the config unless
+# ``hasattr(config, key)``; for a text-only Gemma-4 config the text config is the config
+# itself, and transformers 5.19's Gemma4TextConfig is heterogeneous (``__post_init__`` gives
+# every full-attention layer its own ``head_dim``, global_head_dim), so ``hasattr(config,
+# "head_dim")`` raises. Inside the Gemma-4 wrapper the copy reads the wrapper's attributes and
+# the load succeeds (cov-gemma4).
+CONFIG_NOT_LOADED: Mapping[str, str] = {
+    "gemma4_text": (
+        "its config load stops at utils/hf_transformers/config.py get_config: "
+        "AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a per-layer attribute and may "
+        "vary across layers (transformers 5.19's Gemma4TextConfig, read as a top-level "
+        "config; the Gemma-4 multimodal wrapper loads) [cov-gemma4-text]"),
+}
+
+
 class NotServed(ValueError):
     """SGLang 0.5.23 would not load this model (``str`` is SGLang's reason)."""
 
 
-def backend(architectures: tuple[str, ...]) -> str:
-    """"native" or "transformers" (the class SGLang's loader builds), or ``NotServed``."""
+def backend(architectures: tuple[str, ...], model_type: str = "") -> str:
+    """"native" or "transformers" (the class SGLang's loader builds), or ``NotServed`` (also
+    for a top-level ``model_type`` whose config SGLang cannot load)."""
+    if model_type in CONFIG_NOT_LOADED:
+        raise NotServed(CONFIG_NOT_LOADED[model_type])
     if not architectures:
         raise NotServed("the config names no architectures; SGLang's loader picks the model "
                         "class from them (ModelRegistry.resolve_model_cls)")

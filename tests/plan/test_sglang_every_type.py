@@ -1,0 +1,137 @@
+"""Every model type kvledger derives has an SGLang 0.5.23 oracle case, or says why not.
+
+``--engine sglang`` answers for any model kvledger derives; an answer no SGLang case checks is
+a guess. This walks every derivable row (``supported_types``: the model types and the rows
+reached by architecture) and fails when one is neither exercised by a case in
+``tests/oracles/sglang-0.5.23/cases.jsonl`` (``scripts/oracles/sglang_cases.py``) nor listed
+in ``WITHOUT_CASE`` with its reason — so a new model type must bring an SGLang case.
+
+A case exercises the row of its config's top level (the architecture's row when
+``ARCHITECTURES`` names one, else its ``model_type``) and, for a wrapper, each row down to the
+language model (the text config's own ``model_type``, or the wrapper's default inner type),
+as derive walks them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvledger.derive import derive_model
+from kvledger.derive.model_types import ARCHITECTURES, resolve, supported_types
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.sglang import SglangLayoutError, plan_sglang
+from sglang_cases import CATALOG, UNSCORED, load, model_of
+
+# Derivable rows without an SGLang case; kvledger refuses each under --engine sglang (the
+# test below checks it), so no unchecked number is given.
+WITHOUT_CASE: dict[str, str] = {
+    "mamba2": "no real Mamba2ForCausalLM config.json was at hand (none in the repo or "
+              "../shared, none found with the search tool); SGLang registers the class "
+              "(configs/model_config.py PURE_SSM_ARCHITECTURES), but its pure Mamba-2 pool is "
+              "not reproduced without a case, so kvledger refuses it",
+    "llama_eagle3": "an EAGLE-3 draft is served only beside its target: kvledger refuses a "
+                    "draft planned alone under --engine sglang, and a separate draft model "
+                    "with a target is refused too (layout.py DRAFT_MODEL_METHODS), so there "
+                    "is no SGLang answer to check",
+}
+
+# What kvledger must answer for each row of WITHOUT_CASE: a model of that row and the phrase
+# of its refusal. The configs only need to reach the layout (the refusal is the point); the
+# EAGLE-3 one is the bundled catalog's real draft config.
+REFUSALS: dict[str, tuple[Any, str]] = {
+    "mamba2": ({"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"],
+                "torch_dtype": "bfloat16", "hidden_size": 768, "expand": 2, "num_heads": 24,
+                "head_dim": 64, "n_groups": 1, "state_size": 128, "conv_kernel": 4,
+                "num_hidden_layers": 2}, "pure state-space model"),
+    "llama_eagle3": ("sgl-project/SpecForge-llama3-8B-eagle3", "draft model alone"),
+}
+
+
+def _raw(case: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    found = model_of(case)
+    assert found is not None, case["config"]
+    name = found[0]
+    path = Path(name) if Path(name).is_file() else CATALOG / case["config"]
+    raw: dict[str, Any] = json.loads(path.read_text())
+    return raw, name
+
+
+def rows_of(raw: dict[str, Any], model: str) -> list[str]:
+    """The table rows a config passes through, top level first (as derive walks them)."""
+    archs = raw.get("architectures") or []
+    top = next((ARCHITECTURES[a] for a in archs if a in ARCHITECTURES), None) \
+        or raw.get("model_type") or derive_model(model).model_type  # Zyphra's native schema
+    rows, level, row = [str(top)], raw, resolve(str(top))
+    while row.is_wrapper:
+        sub = level.get(row.text_key)
+        stated = sub.get("model_type") if isinstance(sub, dict) else None
+        inner = str(stated or row.inner[0])
+        rows.append(inner)
+        if isinstance(sub, dict):
+            level = sub
+        row = resolve(inner)
+    return rows
+
+
+def covered() -> dict[str, list[str]]:
+    """Row → the scored SGLang cases that exercise it."""
+    out: dict[str, list[str]] = {}
+    for case in load():
+        if case["id"] in UNSCORED or model_of(case) is None:
+            continue
+        raw, model = _raw(case)
+        for row in rows_of(raw, model):
+            out.setdefault(row, []).append(case["id"])
+    return out
+
+
+CASES = load()
+pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
+
+
+def test_every_derivable_row_has_an_sglang_case_or_a_reason() -> None:
+    from sglang_cases import SHARED_CONFIGS
+
+    if any(model_of(c) is None for c in CASES) and not SHARED_CONFIGS.is_dir():
+        pytest.skip("../shared/configs is not beside this checkout")
+    have = covered()
+    missing = [t for t in supported_types() if t not in have and t not in WITHOUT_CASE]
+    assert not missing, f"model types with no SGLang oracle case and no reason: {missing}"
+
+
+def test_the_table_of_rows_without_a_case_is_current() -> None:
+    from sglang_cases import SHARED_CONFIGS
+
+    if any(model_of(c) is None for c in CASES) and not SHARED_CONFIGS.is_dir():
+        pytest.skip("../shared/configs is not beside this checkout")
+    have = covered()
+    assert set(WITHOUT_CASE) <= set(supported_types())
+    stale = sorted(t for t in WITHOUT_CASE if t in have)
+    assert not stale, f"these now have an SGLang case; drop them from WITHOUT_CASE: {stale}"
+    assert set(REFUSALS) == set(WITHOUT_CASE)
+
+
+@pytest.mark.parametrize("row", sorted(WITHOUT_CASE))
+def test_rows_without_a_case_are_refused_under_sglang(row: str) -> None:
+    model, phrase = REFUSALS[row]
+    facts = derive_model(model)
+    assert resolve(facts.model_type).name == row or row in ARCHITECTURES.values()
+    with pytest.raises(SglangLayoutError, match=phrase):
+        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=4096),
+                    16 << 30)
+
+
+def test_a_wrapper_case_covers_its_language_model_row() -> None:
+    # Gemma-3-27B's config holds a gemma3_text text_config; Qwen2-VL-2B's states its text
+    # keys at the top level (text_inline), where Qwen2VLConfig builds a qwen2_vl_text config.
+    gemma = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+             "text_config": {"model_type": "gemma3_text"}}
+    assert rows_of(gemma, "<dict>") == ["gemma3", "gemma3_text"]
+    assert rows_of({"model_type": "qwen2_vl", "architectures": ["Qwen2VLForConditionalGeneration"]},
+                   "<dict>") == ["qwen2_vl", "qwen2_vl_text"]
+    draft = {"model_type": "llama", "architectures": ["LlamaForCausalLMEagle3"]}
+    assert rows_of(draft, "<dict>") == ["llama_eagle3"]
