@@ -308,6 +308,18 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("gemma4-text", "google--gemma-4-E2B-it.TEXT.MODIFIED.json", 32768, {}),
     # SmolVLM2's config retyped as SmolVLM v1 states it (idefics3; make_configs.py RETYPED).
     ("idefics3", "HuggingFaceTB--SmolVLM2-500M-Video-Instruct.IDEFICS3.MODIFIED.json", 8192, {}),
+    # Variants of the wave-3 types: Qwen1.5-MoE's 16 KV heads over TP 4, fp8 KV on Gemma-3-1B's
+    # single KV head, text-only LFM2's no_buffer strategy against the radix cache off and
+    # 16-token pages (which SGLang refuses: validate_mamba_no_buffer), plain Mamba's full-rank
+    # state split over TP 2.
+    ("qwen2-moe-tp4", "Qwen--Qwen1.5-MoE-A2.7B-Chat.ABRIDGED.CONVERTED.json", 32768, {"tp": 4}),
+    ("gemma3-text-fp8", "google--gemma-3-1b-it.json", 32768, {"kv_cache_dtype": "fp8_e4m3"}),
+    ("lfm2-text-noradix", "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json", 32768,
+     {"server_args": {"context_length": 32768, "disable_radix_cache": True,
+                      "max_running_requests": 64}}),
+    ("lfm2-text-page16", "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json", 32768, {"page_size": 16}),
+    ("mamba-tp2", "state-spaces--mamba-130m-hf.mbridge.json", 2048,
+     {"tp": 2, "cpu_import_only": "MambaForCausalLM"}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}

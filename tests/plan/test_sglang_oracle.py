@@ -51,6 +51,12 @@ def _plan(case: dict[str, Any]) -> Any:
 
 ANSWERED = [c for c in CASES if c["id"] not in REFUSED and "error" not in c["expected"]
             and c not in NOT_LOADED and c["expected"].get("max_total_num_tokens") is not None]
+# Cases SGLang's loader resolved a class for but whose start-up SGLang itself refused (its
+# server-argument checks raised: the oracle's ``error``): kvledger must refuse them too, in
+# SGLang's words.
+STARTUP_REFUSED = [c for c in CASES if c["expected"].get("error")
+                   and c["expected"].get("model_class") is not None
+                   and c["id"] not in REFUSED and c["id"] not in UNSCORED]
 
 
 @pytest.mark.parametrize("case", ANSWERED, ids=_ids)
@@ -112,6 +118,15 @@ def test_models_sglang_cannot_load_are_refused_with_its_reason(case: dict[str, A
         assert error.strip().splitlines()[-1].split(": ", 1)[-1] in str(refused.value)
 
 
+@pytest.mark.parametrize("case", STARTUP_REFUSED, ids=_ids)
+def test_start_up_refusals_are_refused_in_sglangs_words(case: dict[str, Any]) -> None:
+    words = case["expected"]["error"].strip().splitlines()[-1].split(": ", 1)[-1]
+    with pytest.raises(SglangLayoutError) as refused:
+        _plan(case)
+    assert "SGLang 0.5.23 refuses to start" in str(refused.value)
+    assert words in str(refused.value)
+
+
 def test_every_case_config_is_found() -> None:
     """A case whose config went missing would skip silently: each must be found (bundled, in
     tests/oracles/configs, or in ../shared/configs when that checkout is beside the repo)."""
@@ -126,6 +141,6 @@ def test_every_case_config_is_found() -> None:
 def test_every_case_is_scored_or_refused() -> None:
     """No oracle case may fall through the filters above unchecked."""
     scored = {c["id"] for c in ANSWERED} | set(REFUSED) | {c["id"] for c in NOT_LOADED} | \
-        UNSCORED
+        {c["id"] for c in STARTUP_REFUSED} | UNSCORED
     assert {c["id"] for c in CASES} == scored
     assert set(REFUSED) <= {c["id"] for c in CASES}

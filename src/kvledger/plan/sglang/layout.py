@@ -296,6 +296,20 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
             else:
                 strategy = "no_buffer"
                 overlap = False
+                # model_hook.py handle_mamba_radix_cache → mamba_hook.py
+                # validate_mamba_no_buffer asserts page_size 1 (SGLang's words below) and a
+                # backend other than trtllm_mha. Oracle case cov-lfm2-text-page16.
+                if page > 1:
+                    raise SglangLayoutError(
+                        f"SGLang 0.5.23 refuses to start: no_buffer only supports page_size=1. "
+                        f"({model.architecture} takes the no_buffer Mamba radix strategy, "
+                        f"page size {page}; --disable-radix-cache avoids it)")
+                if platform not in HOPPER_LIKE:
+                    raise SglangLayoutError(
+                        f"the no_buffer Mamba radix strategy on {platform}: SGLang refuses it "
+                        "with the trtllm_mha attention backend (validate_mamba_no_buffer), and "
+                        "which backend SGLang picks there is not reproduced; pass "
+                        "--disable-radix-cache")
     requested = options.max_running_requests
     if requested is None and request.num_speculative_tokens > 0 and request.speculative_method:
         # speculative_hook.py _handle_eagle_family: "Max running requests is reset to 48 for

@@ -1,0 +1,76 @@
+"""SGLang 0.5.23 rules the every-type wave brought in (text-only LFM2's radix strategy, the
+text-only Gemma-4 config load, Idefics3 on the Transformers backend), worked by hand from the
+config and from SGLang's source (cited in the modules under test), beside the oracle cases
+``cov-<type>`` that ``test_sglang_oracle.py`` scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvledger.derive import derive_model
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.sglang import SglangLayoutError, SglangOptions, plan_sglang
+from kvledger.plan.sglang.served import backend
+from sglang_cases import load
+from sglang_cases import plan_repo_config as _plan
+
+GIB = 1 << 30
+CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
+CASES = {c["id"]: c for c in load()}
+LFM2_TEXT = CONFIGS / "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json"
+
+
+def test_text_only_lfm2_takes_no_buffer_and_turns_the_overlap_scheduler_off() -> None:
+    # overrides.py: Lfm2ForCausalLM is in _MAMBA_RADIX_CACHE_ARCHS but not in
+    # _MAMBA_EXTRA_BUFFER_ARCHS, so "auto" resolves to no_buffer with the overlap scheduler
+    # off (the VL wrapper, in neither list, keeps a plain radix cache).
+    plan = _plan(LFM2_TEXT.name, 32768)
+    assert plan.resolved.mamba_strategy == "no_buffer" and not plan.resolved.overlap
+    assert CASES["cov-lfm2-text"]["expected"]["resolved_mamba_radix_cache_strategy"] == \
+        "no_buffer"
+    vl = _plan("LiquidAI--LFM2.5-VL-1.6B.json", 32768)
+    assert vl.resolved.mamba_strategy is None and vl.resolved.overlap
+
+
+def test_no_buffer_refuses_pages_above_one_in_sglangs_words() -> None:
+    # mamba_hook.py validate_mamba_no_buffer: assert page_size in (1, None).
+    facts = derive_model(str(LFM2_TEXT))
+    request = PlanRequest(engine="sglang", block_size=16, max_model_len=32768)
+    with pytest.raises(SglangLayoutError, match="no_buffer only supports page_size=1"):
+        plan_sglang(facts, request, 16 * GIB)
+    # Without the radix cache there is no strategy to validate: 16-token pages are planned.
+    plan = plan_sglang(facts, request, 16 * GIB,
+                       options=SglangOptions(disable_radix_cache=True))
+    assert plan.page_size == 16
+
+
+def test_no_buffer_off_hopper_is_refused_as_not_reproduced() -> None:
+    # The same validator refuses the trtllm_mha backend; which backend SGLang picks on
+    # Blackwell is not reproduced, so kvledger refuses rather than guess.
+    facts = derive_model(str(LFM2_TEXT))
+    request = PlanRequest(engine="sglang", block_size=1, max_model_len=32768)
+    with pytest.raises(SglangLayoutError, match="no_buffer Mamba radix strategy on sm100"):
+        plan_sglang(facts, request, 16 * GIB, platform="sm100")
+
+
+def test_a_top_level_gemma4_text_config_is_refused_with_sglangs_load_error() -> None:
+    # utils/hf_transformers/config.py get_config: hasattr(config, "head_dim") on transformers'
+    # heterogeneous Gemma4TextConfig raises; the wrapper (cov-gemma4) loads.
+    facts = derive_model(str(CONFIGS / "google--gemma-4-E2B-it.TEXT.MODIFIED.json"))
+    assert facts.model_type == "gemma4_text"
+    with pytest.raises(SglangLayoutError, match="'head_dim' is a per-layer attribute"):
+        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=32768),
+                    16 * GIB)
+    assert "head_dim" in CASES["cov-gemma4-text"]["expected"]["error"]
+
+
+def test_idefics3_is_served_by_the_transformers_backend_like_smolvlm() -> None:
+    # Both wrap a Llama text model of 32 layers × 5 KV heads × 64 (SmolVLM2-500M's sizes):
+    # 2 × 32 × 5 × 64 × 2 B = 40,960 B/token; 16 GiB / 40,960 = 419,430 tokens.
+    assert backend(("Idefics3ForConditionalGeneration",)) == "transformers"
+    plan = _plan("HuggingFaceTB--SmolVLM2-500M-Video-Instruct.IDEFICS3.MODIFIED.json", 8192)
+    assert plan.cell_bytes_per_token == 40960
+    assert plan.kv_cache_tokens == 16 * GIB // 40960 == 419430
+    assert any("Transformers backend" in w for w in plan.warnings)
