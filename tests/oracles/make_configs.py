@@ -3,7 +3,9 @@ quantization block added, to ask vLLM 0.32 how it treats that block (see SOURCES
 ``TEXT_ONLY``, a multimodal config's ``text_config`` lifted to the top (the form a text-only
 checkpoint takes: vLLM's speculative config names ``qwen3_5_moe_text`` for it), because the
 oracle cannot build a multimodal model's runner without its processor files, and
-speculative decoding needs that runner.
+speculative decoding needs that runner. ``TEXT_ONLY`` also gives the SGLang oracle the
+text-only form of types seen before only inside a wrapper, and ``RETYPED`` restates a real
+config under another model type / architecture with the same schema (SOURCES-sglang-every.md).
 
 Run from the repository root: ``python tests/oracles/make_configs.py``.
 """
