@@ -306,6 +306,12 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("qwen3-5-text", "Qwen--Qwen3.5-9B.TEXT.MODIFIED.json", 32768, {}),
     # SGLang's config load rejects a top-level gemma4_text (served.py CONFIG_NOT_LOADED).
     ("gemma4-text", "google--gemma-4-E2B-it.TEXT.MODIFIED.json", 32768, {}),
+    # Mamba-Codestral (pure Mamba-2; no max-positions key: 2048, SGLang's fallback).
+    ("mamba2", "mistralai--Mamba-Codestral-7B-v0.1.CONVERTED.json", 2048, {}),
+    ("mamba2-tp2", "mistralai--Mamba-Codestral-7B-v0.1.CONVERTED.json", 2048, {"tp": 2}),
+    ("mamba2-noradix", "mistralai--Mamba-Codestral-7B-v0.1.CONVERTED.json", 2048,
+     {"server_args": {"context_length": 2048, "disable_radix_cache": True,
+                      "max_running_requests": 8}}),
     # SmolVLM2's config retyped as SmolVLM v1 states it (idefics3; make_configs.py RETYPED).
     ("idefics3", "HuggingFaceTB--SmolVLM2-500M-Video-Instruct.IDEFICS3.MODIFIED.json", 8192, {}),
     # Variants of the wave-3 types: Qwen1.5-MoE's 16 KV heads over TP 4, fp8 KV on Gemma-3-1B's

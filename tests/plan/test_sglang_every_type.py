@@ -29,10 +29,6 @@ from sglang_cases import CATALOG, UNSCORED, load, model_of
 # Derivable rows without an SGLang case; kvledger refuses each under --engine sglang (the
 # test below checks it), so no unchecked number is given.
 WITHOUT_CASE: dict[str, str] = {
-    "mamba2": "no real Mamba2ForCausalLM config.json was at hand (none in the repo or "
-              "../shared, none found with the search tool); SGLang registers the class "
-              "(configs/model_config.py PURE_SSM_ARCHITECTURES), but its pure Mamba-2 pool is "
-              "not reproduced without a case, so kvledger refuses it",
     "llama_eagle3": "an EAGLE-3 draft is served only beside its target: kvledger refuses a "
                     "draft planned alone under --engine sglang, and a separate draft model "
                     "with a target is refused too (layout.py DRAFT_MODEL_METHODS), so there "
@@ -40,13 +36,8 @@ WITHOUT_CASE: dict[str, str] = {
 }
 
 # What kvledger must answer for each row of WITHOUT_CASE: a model of that row and the phrase
-# of its refusal. The configs only need to reach the layout (the refusal is the point); the
-# EAGLE-3 one is the bundled catalog's real draft config.
+# of its refusal (the bundled catalog's real EAGLE-3 draft config).
 REFUSALS: dict[str, tuple[Any, str]] = {
-    "mamba2": ({"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"],
-                "torch_dtype": "bfloat16", "hidden_size": 768, "expand": 2, "num_heads": 24,
-                "head_dim": 64, "n_groups": 1, "state_size": 128, "conv_kernel": 4,
-                "num_hidden_layers": 2}, "pure state-space model"),
     "llama_eagle3": ("sgl-project/SpecForge-llama3-8B-eagle3", "draft model alone"),
 }
 

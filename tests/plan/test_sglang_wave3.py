@@ -74,3 +74,23 @@ def test_idefics3_is_served_by_the_transformers_backend_like_smolvlm() -> None:
     assert plan.cell_bytes_per_token == 40960
     assert plan.kv_cache_tokens == 16 * GIB // 40960 == 419430
     assert any("Transformers backend" in w for w in plan.warnings)
+
+
+def test_pure_mamba2_is_a_state_pool_with_an_empty_kv_pool() -> None:
+    # configs/mamba2.py Mamba2Config.mamba2_cache_params → Mamba2StateShape.create (TP 1):
+    # conv (intermediate 8192 + 2 × 8 groups × state 128 = 10,240) × (4 − 1) × 2 B = 61,440
+    # per layer; temporal 128 heads × 64 × 128 × 4 B (float32, Mamba2CacheParams' default
+    # dtype) = 4,194,304 per layer; × 64 layers = 272,367,616 B per slot. Slots at ratio 0.9:
+    # int(16 GiB × 0.9 / 1.9 / 272,367,616 − 1) = int(29.88 − 1) = 28. No attention layer:
+    # the KV pool is the context length, 2048. Requests: 3 slots each (no Mamba radix
+    # strategy: not in overrides.py _MAMBA_RADIX_CACHE_ARCHS) → 28 // 3 = 9.
+    assert backend(("Mamba2ForCausalLM",)) == "native"
+    plan = _plan("mistralai--Mamba-Codestral-7B-v0.1.CONVERTED.json", 2048)
+    assert plan.state_bytes is not None and plan.state is not None
+    assert plan.state_bytes.conv_bytes_per_slot == 64 * 61440
+    assert plan.state_bytes.temporal_bytes_per_slot == 64 * 4194304
+    assert plan.state.max_mamba_cache_size == 28
+    assert plan.kv_cache_tokens == 2048
+    assert plan.max_running_requests == 28 // 3 == 9
+    assert CASES["cov-mamba2"]["expected"]["mamba"]["mamba_cache_per_req_bytes"] == \
+        64 * (61440 + 4194304)

@@ -35,7 +35,7 @@ from kvledger.plan.sglang.cells import (
 )
 from kvledger.plan.sglang.model import (
     DEEPSEEK_FAMILY_ARCHS,
-    PURE_MAMBA1_ARCHS,
+    PURE_SSM_ARCHS,
     SglangLayoutError,
     SglangModel,
     build,
@@ -91,10 +91,11 @@ MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
 # neither list above: _mamba_radix_cache_resolution declares nothing for them, so the radix
 # cache runs without a Mamba strategy (no extra buffer, the overlap scheduler untouched) and
 # _calculate_mamba_ratio keeps its base of 3 slots per request. Oracle case cov-lfm2-vl.
-# FalconMamba and Mamba (no linear-attention spec either) are among them too: oracle cases
-# cov-falcon-mamba and cov-mamba.
+# FalconMamba, Mamba and Mamba2 (no linear-attention spec either) are among them too: oracle
+# cases cov-falcon-mamba, cov-mamba and cov-mamba2.
 MAMBA_PLAIN_RADIX_ARCHS = frozenset({"Lfm2VlForConditionalGeneration",
-                                     "FalconMambaForCausalLM", "MambaForCausalLM"})
+                                     "FalconMambaForCausalLM", "MambaForCausalLM",
+                                     "Mamba2ForCausalLM"})
 # SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
 KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
              "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
@@ -538,11 +539,12 @@ def plan_sglang(
         budget_gb = stage_budget / GIB
         stage_state: StatePool | None = None
         if model.mambaish:
-            # configs/mamba.py builds Mamba-1 params with the default dtype
-            # (mamba2_state_dtype(None)), as KDA does: the config's mamba_ssm_dtype is not read.
+            # configs/mamba.py (Mamba-1) and configs/mamba2.py (pure Mamba-2) build their
+            # params with Mamba2CacheParams' default dtype (mamba2_state_dtype(None)), as KDA
+            # does: the config's mamba_ssm_dtype is not read.
             temporal = ssm_dtype(model.config, options.mamba_ssm_dtype,
                                  reads_config=not model.kda
-                                 and model.architecture not in PURE_MAMBA1_ARCHS)
+                                 and model.architecture not in PURE_SSM_ARCHS)
             sbytes = state_bytes(model.states, res.attn_tp, temporal)
             ids = tuple(s.index for s in model.states)
             biggest = max(len(_in(ids, rng)) for rng in ranges)

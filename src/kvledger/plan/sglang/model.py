@@ -104,6 +104,11 @@ KDA_ARCHS = frozenset({
 # listed, each checked by an oracle case: cov-falcon-mamba, and cov-mamba
 # (state-spaces/mamba-130m-hf; configs/mamba.py MambaConfig has the same hooks).
 PURE_MAMBA1_ARCHS = frozenset({"FalconMambaForCausalLM", "MambaForCausalLM"})
+# configs/model_config.py PURE_SSM_ARCHITECTURES: the Mamba-1 ones and Mamba2ForCausalLM
+# (configs/mamba2.py Mamba2Config: Mamba2StateShape.create over every layer, as the Mamba2
+# hybrids', with Mamba2CacheParams' default dtype). No attention layer: the KV pool is sized
+# at the context length like Mamba-1's. Oracle case cov-mamba2 (Mamba-Codestral).
+PURE_SSM_ARCHS = PURE_MAMBA1_ARCHS | {"Mamba2ForCausalLM"}
 # configs/model_config.py ModelConfig.__init__: multimodal is off by default for these.
 MULTIMODAL_DISABLED_ARCHS = frozenset({
     "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
@@ -411,7 +416,7 @@ def build(facts: ModelFacts) -> SglangModel:
     if indexers and arch not in DSA_ARCHS:
         raise _refuse(facts, "sparse-attention indexer caches outside SGLang's DSA "
                              "architectures are not reproduced")
-    if states and not (attention or mla) and arch not in PURE_MAMBA1_ARCHS:
+    if states and not (attention or mla) and arch not in PURE_SSM_ARCHS:
         raise _refuse(facts, "a pure state-space model (no attention KV); SGLang's pure-SSM "
                              "pools are not reproduced")
     if any(s.state_kind == "mamba1" for s in states) and arch not in PURE_MAMBA1_ARCHS:
