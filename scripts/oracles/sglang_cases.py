@@ -312,6 +312,11 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("mamba2-noradix", "mistralai--Mamba-Codestral-7B-v0.1.CONVERTED.json", 2048,
      {"server_args": {"context_length": 2048, "disable_radix_cache": True,
                       "max_running_requests": 8}}),
+    # Zyphra's native Zamba2 file given transformers' model_type and architecture: which
+    # class SGLang builds for Zamba2ForCausalLM (make_configs.py RETYPED).
+    ("zamba2-hf-arch", "Zyphra--Zamba2-2.7B-native.HF-ARCH.MODIFIED.json", 2048, {}),
+    # A config naming only PhiModel (the base model, no LM head): what SGLang's loader does.
+    ("phi-model", "hf-internal-testing--tiny-random-PhiModel.json", 512, {}),
     # SmolVLM2's config retyped as SmolVLM v1 states it (idefics3; make_configs.py RETYPED).
     ("idefics3", "HuggingFaceTB--SmolVLM2-500M-Video-Instruct.IDEFICS3.MODIFIED.json", 8192, {}),
     # Variants of the wave-3 types: Qwen1.5-MoE's 16 KV heads over TP 4, fp8 KV on Gemma-3-1B's

@@ -79,6 +79,10 @@ RETYPED = {
     "HuggingFaceTB--SmolVLM2-500M-Video-Instruct.IDEFICS3.MODIFIED.json":
         ("HuggingFaceTB--SmolVLM2-500M-Video-Instruct.CONVERTED.json", "idefics3",
          "Idefics3ForConditionalGeneration"),
+    # Zyphra's native Zamba2 file names no model_type or architecture; given transformers'
+    # (zamba2, Zamba2ForCausalLM) it asks SGLang which class it builds for that architecture.
+    "Zyphra--Zamba2-2.7B-native.HF-ARCH.MODIFIED.json":
+        ("Zyphra--Zamba2-2.7B-native.json", "zamba2", "Zamba2ForCausalLM"),
 }
 
 

@@ -9,7 +9,8 @@ in ``WITHOUT_CASE`` with its reason — so a new model type must bring an SGLang
 A case exercises the row of its config's top level (the architecture's row when
 ``ARCHITECTURES`` names one, else its ``model_type``) and, for a wrapper, each row down to the
 language model (the text config's own ``model_type``, or the wrapper's default inner type),
-as derive walks them.
+as derive walks them. The architectures those types carry are walked the same way
+(``ARCHITECTURES_WITHOUT_CASE``): SGLang picks its model class from them.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def covered() -> dict[str, list[str]]:
 
 
 CASES = load()
+CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
 
 
@@ -112,6 +114,52 @@ def test_rows_without_a_case_are_refused_under_sglang(row: str) -> None:
     facts = derive_model(model)
     assert resolve(facts.model_type).name == row or row in ARCHITECTURES.values()
     with pytest.raises(SglangLayoutError, match=phrase):
+        plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=4096),
+                    16 << 30)
+
+
+# -- architectures ------------------------------------------------------------------------
+# SGLang picks the model class from ``architectures``, so a model type can be served one way
+# under one architecture and refused under another. The architectures derivable model types
+# carry are those vLLM's registry was asked about (tests/oracles/vllm-0.32-pp-support.json,
+# written by tests/oracles/run_pp_oracle.py from every real config); each must appear in an
+# SGLang case's config, or be listed here with why not.
+PP_TABLE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.32-pp-support.json"
+ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
+    "LlamaForCausalLMEagle3": "an EAGLE-3 draft (row llama_eagle3): see WITHOUT_CASE",
+    "Eagle3LlamaForCausalLM": "an EAGLE-3 draft (row llama_eagle3): see WITHOUT_CASE; SGLang "
+                              "registers no class of this name either",
+    "Ernie4_5_ForCausalLM": "the remote-code ERNIE-4.5 architecture: kvledger's derive refuses "
+                            "it for every engine (vLLM 0.32 has no such class; row "
+                            "ernie4_5_remote_code), before any layout",
+}
+
+
+def test_every_architecture_of_a_derivable_type_has_an_sglang_case_or_a_reason() -> None:
+    from sglang_cases import SHARED_CONFIGS
+
+    if any(model_of(c) is None for c in CASES) and not SHARED_CONFIGS.is_dir():
+        pytest.skip("../shared/configs is not beside this checkout")
+    carried = json.loads(PP_TABLE.read_text())["architectures"]
+    named: set[str] = set()
+    for case in CASES:
+        if case["id"] not in UNSCORED:
+            named.update(_raw(case)[0].get("architectures") or [])
+    missing = sorted(a for a in carried if a not in named and a not in ARCHITECTURES_WITHOUT_CASE)
+    assert not missing, f"architectures with no SGLang oracle case and no reason: {missing}"
+    stale = sorted(a for a in ARCHITECTURES_WITHOUT_CASE if a in named or a not in carried)
+    assert not stale, f"drop these from ARCHITECTURES_WITHOUT_CASE: {stale}"
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHITECTURES_WITHOUT_CASE))
+def test_architectures_without_a_case_are_refused_under_sglang(arch: str) -> None:
+    if arch == "Ernie4_5_ForCausalLM":
+        with pytest.raises(ValueError, match="Ernie4_5_ForCausalLM"):
+            derive_model(str(CONFIGS / "baidu--ERNIE-4.5-0.3B-PT.json"))
+        return
+    draft = json.loads((CATALOG / "sgl-project--SpecForge-llama3-8B-eagle3.json").read_text())
+    facts = derive_model({**draft, "architectures": [arch]})
+    with pytest.raises(SglangLayoutError, match=r"draft model alone|cannot load this model"):
         plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=4096),
                     16 << 30)
 

@@ -37,6 +37,7 @@ TRANSFORMERS_BACKEND: Mapping[str, str] = {
     "LlavaNextForConditionalGeneration": "cov-llava-next",
     "NemotronForCausalLM": "cov-nemotron",
     "PaliGemmaForConditionalGeneration": "cov-paligemma",
+    "PhiModel": "cov-phi-model",
     "Qwen2_5OmniForConditionalGeneration": "cov-qwen2-5-omni",
     "SmolVLMForConditionalGeneration": "cov-smolvlm",
 }
@@ -59,6 +60,7 @@ NOT_SERVED: Mapping[str, str] = {
     "BloomForCausalLM": f"BloomForCausalLM {_INCOMPATIBLE} [cov-bloom]",
     "FalconForCausalLM": f"FalconForCausalLM {_INCOMPATIBLE} [cov-falcon]",
     "JambaForCausalLM": f"JambaForCausalLM {_INCOMPATIBLE} [cov-jamba]",
+    "Zamba2ForCausalLM": f"Zamba2ForCausalLM {_INCOMPATIBLE} [cov-zamba2-hf-arch]",
     "MiniMaxM1ForCausalLM": (
         "SGLang 0.5.23 has no MiniMaxM1ForCausalLM class, and the config's own class is remote "
         "code (auto_map), which only --trust-remote-code with the checkpoint's files could hand "
