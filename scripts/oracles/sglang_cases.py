@@ -289,6 +289,9 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
      {"tp": 2, "page_size": 64}),
     ("muse-glimmer-ratio05", "meta-models--Muse-Glimmer-30B.json", 32768,
      {"server_args": {"context_length": 32768, "swa_full_tokens_ratio": 0.5}}),
+    # persimmon (PersimmonConfig's defaults: tests/oracles/configs/SOURCES-tfbackend.md);
+    # SGLang 0.5.23 registers PersimmonForCausalLM natively (srt/models/persimmon.py).
+    ("persimmon", "transformers--PersimmonConfig-defaults.CLASS.json", 16384, {}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}
