@@ -259,7 +259,8 @@ TRANSFORMERS_BACKEND = re.compile(
     r"[^()]+ v(?P<last>[0-9.]+)[^()]*\) and hands it to its Transformers backend "
     r"\(Transformers\w+\): .+"
 )
-KINDS = {"remote": REMOTE_CODE, "was supported in vLLM until": DROPPED,
+KINDS = {"only with --trust-remote-code, running": REMOTE_CODE,
+         "was supported in vLLM until": DROPPED,
          "hands it to its Transformers backend": TRANSFORMERS_BACKEND}
 
 

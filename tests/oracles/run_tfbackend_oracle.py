@@ -101,6 +101,10 @@ RUNS: list[tuple[str, str, list[str], dict[str, Any], str]] = [
      "aya_vision",
      ["--max-model-len", "8192"], {},
      "aya_vision (dropped after v0.24.0): the multimodal Transformers backend"),
+    ("mosaicml--mpt-7b.json", "none", ["--max-model-len", "2048"], {},
+     "mpt (dropped after v0.28.0): transformers' MptForCausalLM does not take vLLM's attention "
+     "(is_backend_compatible and _can_set_attn_implementation both false), so the fallback "
+     "fails and vLLM says 'was supported until'"),
 ]
 
 
@@ -237,7 +241,9 @@ def _one(index: int) -> None:
         tool._emit_json({**head, "vllm_refuses_to_start_with": str(refused)})
         return
     except Exception as err:  # vLLM stopped building the config or the model
-        first = str(err).splitlines()[0] if str(err) else ""
+        # pydantic wraps what ModelConfig's validators raise; its own message is the useful one
+        detail = err.errors()[0].get("msg", "") if callable(getattr(err, "errors", None)) else ""
+        first = detail or (str(err).splitlines() or [""])[0]
         tool._emit_json({**head, "vllm_refuses_to_start_with": f"{type(err).__name__}: {first}"})
         return
     inputs = got["inputs"]

@@ -78,10 +78,22 @@ def T(**row: Any) -> Row:
 
 
 # -- refusals: one wording per kind, each row giving only its own facts ------------------------
-def _dropped(model_type: str, architecture: str, last: str, *, also: str = "") -> str:
+def _dropped(model_type: str, architecture: str, last: str, *, also: str = "",
+             remote: bool = False) -> str:
     """``refused`` / ``not_in_vllm`` for an architecture vLLM 0.32 dropped: it lists it in
     ``_PREVIOUSLY_SUPPORTED_MODELS`` (model_executor/models/registry.py) and refuses it in
-    ``_raise_for_unsupported``'s words, quoted."""
+    ``_raise_for_unsupported``'s words, quoted — once its Transformers-backend fallback
+    (``_try_resolve_transformers``) has failed, as it does when transformers 5.19 has no such
+    class or the class does not take vLLM's attention (MPT: tests/oracles/
+    vllm-0.32-tfbackend.jsonl). ``remote``: the model_type has no transformers 5.19 or vLLM
+    0.32 config class, so vLLM gets that far only with --trust-remote-code, and what the
+    fallback then does depends on the checkpoint's own model code."""
+    if remote:
+        note = (f"vLLM reaches that only with --trust-remote-code, since model_type "
+                f"'{model_type}' has no transformers 5.19 or vLLM 0.32 config class (without "
+                "the flag it stops at config loading; with it, its Transformers backend may "
+                "first take the checkpoint's own model class, which kvledger does not run)")
+        also = f"{also}; {note}" if also else note
     return (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
             f"{architecture} was supported in vLLM until v{last}, and is not supported "
             "anymore')" + (f"; {also}" if also else ""))
@@ -597,12 +609,15 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # (model_executor/models/registry.py), or the model_type has no transformers 5.19 /
         # vLLM config class, so vLLM loads it only by running the checkpoint's own code.
         "baichuan": T(refused=_dropped("baichuan", "BaichuanForCausalLM", "0.23.0",
-                                       also="BaiChuanForCausalLM (Baichuan-7B) likewise")),
+                                       also="BaiChuanForCausalLM (Baichuan-7B) likewise",
+                                       remote=True)),
         "qwen": T(refused=_dropped("qwen", "QWenLMHeadModel", "0.23.0",
-                                   also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2")),
-        "xverse": T(refused=_dropped("xverse", "XverseForCausalLM", "0.23.0")),
+                                   also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2",
+                                   remote=True)),
+        "xverse": T(refused=_dropped("xverse", "XverseForCausalLM", "0.23.0", remote=True)),
         "internlm": T(refused=_dropped("internlm", "InternLMForCausalLM", "0.23.0",
-                                       also="InternLM v1; InternLM3 is served as internlm3")),
+                                       also="InternLM v1; InternLM3 is served as internlm3",
+                                       remote=True)),
         "mpt": T(refused=_dropped("mpt", "MptForCausalLM", "0.28.0",
                                   also="MPTForCausalLM likewise")),
         "RefinedWeb": T(refused=_dropped("RefinedWeb", "RWForCausalLM", "0.28.0",
@@ -615,10 +630,10 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                                    "checkpoint is served")),
         "stablelm_epoch": T(refused=_dropped("stablelm_epoch", "StableLMEpochForCausalLM",
                                              "0.28.0", also="vLLM serves StableLM as "
-                                                            "model_type 'stablelm'")),
+                                                            "model_type 'stablelm'", remote=True)),
         "aquila": T(refused=_dropped("aquila", "AquilaForCausalLM", "0.24.0",
-                                     also="AquilaModel likewise")),
-        "jais": T(refused=_dropped("jais", "JAISLMHeadModel", "0.22.0")),
+                                     also="AquilaModel likewise", remote=True)),
+        "jais": T(refused=_dropped("jais", "JAISLMHeadModel", "0.22.0", remote=True)),
         "telechat": T(refused=_remote("telechat", "TeleChat2ForCausalLM",
                                       also="the TelechatForCausalLM spelling (TeleChat2-115B) "
                                            "is not in its registry at all ('Model "
@@ -652,7 +667,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                            "mup_attn_multiplier": _SCORE,
                            "attention_dropout_prob": _DROPOUT},
                        vllm="phi3_small.py (vLLM <= 0.9.2)",
-                       not_in_vllm=_dropped("phi3small", "Phi3SmallForCausalLM", "0.9.2")),
+                       not_in_vllm=_dropped("phi3small", "Phi3SmallForCausalLM", "0.9.2",
+                                            remote=True)),
         "gpt2": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
                   harmless={"n_ctx": "GPT-2's context length: positions, not per-token size",
                             "n_inner": _MLP},
@@ -803,7 +819,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                  "layernorm_mlp_beta"), "DeepNorm residual scales"),
                             "shared_moe_mode": _MOE},
                         vllm="minimax_text_01.py (vLLM <= 0.23.0)",
-                        not_in_vllm=_dropped("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0")),
+                        not_in_vllm=_dropped("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0",
+                                             remote=True)),
         "minimax_m3": T(handler="minimax:m3",
                         keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
                               "hidden_size", "num_attention_heads", "sparse_attention_config",
