@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,17 @@ from .hub_server import FakeHub, Repo, serve
 
 BUDGET = ["--kv-cache-memory-bytes", "10737418240"]
 TOKEN = "hf_loopbacktesttoken"
+
+
+def plan_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    """``kvledger plan ARGV --json`` in-process: the JSON object (the run must succeed)."""
+    from kvledger.cli.main import main
+
+    code = main(["plan", *argv, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
 
 
 def sha(text: str) -> str:

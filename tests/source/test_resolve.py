@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,6 +20,8 @@ from kvledger.cli.main import main
 from kvledger.source import load_source
 from kvledger.source.errors import SourceError
 from kvledger.source.sentence import SENTENCE_CONFIGS
+
+from .conftest import plan_json
 
 CATALOG = Path(__file__).parents[2] / "src" / "kvledger" / "derive" / "catalog"
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
@@ -46,14 +47,6 @@ def _cache(root: Path, repo_id: str, files: dict[str, bytes], *, refs: tuple[str
 
 def _qwen_config() -> bytes:
     return (CATALOG / "Qwen--Qwen3-8B.json").read_bytes()
-
-
-def _plan(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
-    code = main(["plan", *argv, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    data: dict[str, Any] = json.loads(out)
-    return data
 
 
 def _fails(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -101,8 +94,8 @@ def test_hf_cache_is_read_offline(tmp_path: Path, capsys: pytest.CaptureFixture[
     cache = Path(os.environ["HF_HUB_CACHE"])
     _cache(cache, "Qwen/Qwen3-8B-Base", {"config.json": _qwen_config()},
            no_exist=("hf_quant_config.json", *SENTENCE_CONFIGS))
-    cached = _plan(capsys, "Qwen/Qwen3-8B-Base", *BUDGET)
-    bundled = _plan(capsys, "Qwen/Qwen3-8B", *BUDGET)  # the same config, from the catalog
+    cached = plan_json(capsys, "Qwen/Qwen3-8B-Base", *BUDGET)
+    bundled = plan_json(capsys, "Qwen/Qwen3-8B", *BUDGET)  # the same config, from the catalog
     assert {k: v for k, v in cached.items() if k not in ("model", "source")} == \
         {k: v for k, v in bundled.items() if k not in ("model", "source")}
     assert cached["source"]["kind"] == "hf-cache" and cached["source"]["revision"] == COMMIT
@@ -115,7 +108,7 @@ def test_hf_cache_comes_before_the_catalog(capsys: pytest.CaptureFixture[str]) -
     config["num_hidden_layers"] = 16  # so the two can be told apart: half the KV per token
     _cache(Path(os.environ["HF_HUB_CACHE"]), LLAMA, {"config.json": json.dumps(config).encode()},
            no_exist=("hf_quant_config.json",))
-    data = _plan(capsys, LLAMA, *BUDGET)
+    data = plan_json(capsys, LLAMA, *BUDGET)
     assert data["source"]["kind"] == "hf-cache"
     # 16 layers × 8 KV heads × 128 dims × 2 (K and V) × 2 B = 65,536 B per token.
     assert data["layers"][0]["bytes_per_token"] * data["layers"][0]["count"] == 65_536
@@ -124,7 +117,7 @@ def test_hf_cache_comes_before_the_catalog(capsys: pytest.CaptureFixture[str]) -
 def test_unknown_companion_file_is_a_warning_offline(
         capsys: pytest.CaptureFixture[str]) -> None:
     _cache(Path(os.environ["HF_HUB_CACHE"]), "Qwen/Qwen3-8B-Base", {"config.json": _qwen_config()})
-    data = _plan(capsys, "Qwen/Qwen3-8B-Base", *BUDGET)
+    data = plan_json(capsys, "Qwen/Qwen3-8B-Base", *BUDGET)
     assert any("hf_quant_config.json" in w and "offline" in w for w in data["warnings"])
 
 
@@ -135,9 +128,12 @@ def test_cache_folder_and_revisions(tmp_path: Path, capsys: pytest.CaptureFixtur
                     no_exist=("hf_quant_config.json",))
     _cache(root, "Qwen/Qwen3-8B-Base", {"config.json": _qwen_config()}, refs=("v1",),
            commit=other, no_exist=("hf_quant_config.json",))
-    assert _plan(capsys, str(folder), *BUDGET)["source"]["revision"] == COMMIT
-    assert _plan(capsys, str(folder), "--revision", "v1", *BUDGET)["source"]["revision"] == other
-    assert _plan(capsys, str(folder), "--revision", other, *BUDGET)["source"]["revision"] == other
+    def revision(*argv: str) -> str:
+        return str(plan_json(capsys, str(folder), *argv, *BUDGET)["source"]["revision"])
+
+    assert revision() == COMMIT
+    assert revision("--revision", "v1") == other
+    assert revision("--revision", other) == other
     line = _fails(capsys, "plan", str(folder), "--revision", "v2", *BUDGET)
     assert "'v2'" in line and "refs: main, v1" in line
 
