@@ -36,8 +36,8 @@ def block(data: dict[str, Any]) -> str:
         f"**{len(types)} model types** derive today: {len(types) - len(wrappers)} language "
         f"models (decoders, hybrids and encoder-decoders) and {len(wrappers)} multimodal "
         "wrappers, which plan the cache of the language model they hold (the encoders keep "
-        f"none). {len(data['refused'])} more are refused by name with the reason vLLM 0.32 "
-        f"cannot serve them, and {len(data['architectures'])} draft architectures reuse a "
+        f"none). {len(data['refused'])} more are refused by name, each saying what vLLM 0.32 "
+        f"does with it, and {len(data['architectures'])} draft architectures reuse a "
         "target's type. By the family module that derives them (`kvledger models` lists them "
         "the same way, `--json` for machines; * = multimodal wrapper):")
     lines = [

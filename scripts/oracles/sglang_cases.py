@@ -331,6 +331,9 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("lfm2-text-page16", "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json", 32768, {"page_size": 16}),
     ("mamba-tp2", "state-spaces--mamba-130m-hf.mbridge.json", 2048,
      {"tp": 2, "cpu_import_only": "MambaForCausalLM"}),
+    # persimmon (PersimmonConfig's defaults: tests/oracles/configs/SOURCES-tfbackend.md);
+    # SGLang 0.5.23 registers PersimmonForCausalLM natively (srt/models/persimmon.py).
+    ("persimmon", "transformers--PersimmonConfig-defaults.CLASS.json", 16384, {}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}

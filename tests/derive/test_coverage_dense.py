@@ -348,7 +348,6 @@ def test_refused_with_vllms_reason(stem: str, reason: str) -> None:
     ("RefinedWebModel", "RWForCausalLM", "0.28.0"),
     ("stablelm_epoch", "StableLMEpochForCausalLM", "0.28.0"),
     ("aquila", "AquilaForCausalLM", "0.24.0"),
-    ("persimmon", "PersimmonForCausalLM", "0.25.0"),
     ("jais", "JAISLMHeadModel", "0.22.0"),
 ])
 def test_dropped_architectures_refused(model_type: str, architecture: str, version: str) -> None:
@@ -369,8 +368,6 @@ def test_internlm3_is_remote_code_only() -> None:
 
 # -- types kvledger knows that vLLM 0.32 dropped: the vLLM layout refuses, native plans -----
 NOT_IN_VLLM = [
-    ("meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json", "mllama",
-     "MllamaForConditionalGeneration", "0.10.2"),
     ("microsoft--Phi-3-small-8k-instruct.MODIFIED.json", "phi3small", "Phi3SmallForCausalLM",
      "0.9.2"),
     ("MiniMaxAI--MiniMax-M1.json", "minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0"),
@@ -389,6 +386,28 @@ def test_vllm_layout_refuses_what_vllm_dropped(
     assert out == ""
     assert (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
             f"{architecture} was supported in vLLM until v{version}") in err
+    assert "use --engine native" in err
+    assert main([*argv, "--engine", "native"]) == 0
+    out, _ = capsys.readouterr()
+    assert json.loads(out)["kv_cache_tokens"] > 0
+
+
+def test_vllm_layout_refuses_llama_32_vision_where_vllm_stops(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # vLLM 0.32 dropped mllama.py, yet hands MllamaForConditionalGeneration to its
+    # Transformers backend, which stops while vLLM starts (tests/oracles/
+    # vllm-0.32-tfbackend.jsonl, run 0): the refusal quotes that, not the "was supported
+    # until" message vLLM never reaches. Native still plans it.
+    argv = ["plan", str(CATALOG / "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json"),
+            "--kv-cache-memory-bytes", str(2**34), "--max-model-len", "4096", "--json"]
+    assert main([*argv, "--engine", "vllm"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "hands it to its Transformers backend (TransformersMultiModalForCausalLM)" in err
+    assert ("AttributeError: 'MllamaProcessor' object has no attribute "
+            "'_get_num_multimodal_tokens'") in err
+    assert "was supported in vLLM until" not in err
     assert "use --engine native" in err
     assert main([*argv, "--engine", "native"]) == 0
     out, _ = capsys.readouterr()

@@ -254,7 +254,14 @@ DROPPED = re.compile(
     r"(?P<arch>\w+) was supported in vLLM until v(?P<last>[0-9.]+), and is not supported "
     r"anymore'\)(?:; .+)?"
 )
-KINDS = {"remote": REMOTE_CODE, "was supported in vLLM until": DROPPED}
+TRANSFORMERS_BACKEND = re.compile(
+    r"vLLM 0\.32 has no model of its own for model_type '(?P<type>[^']+)' \((?P<arch>\w+), "
+    r"[^()]+ v(?P<last>[0-9.]+)[^()]*\) and hands it to its Transformers backend "
+    r"\(Transformers\w+\): .+"
+)
+KINDS = {"only with --trust-remote-code, running": REMOTE_CODE,
+         "was supported in vLLM until": DROPPED,
+         "hands it to its Transformers backend": TRANSFORMERS_BACKEND}
 
 
 @pytest.mark.parametrize("name", ROWS)

@@ -86,8 +86,8 @@ def test_every_derivable_model_type_has_a_pp_verdict() -> None:
     """Each model type kvledger derives and vLLM serves is either carried by an architecture
     with a verdict, or only ever a wrapper's language model — then vLLM judges the wrapper's
     architecture (config.json's ``architectures``), which has one."""
-    judged = {t for arch, row in TABLE["architectures"].items()
-              for t in row["model_types"] if PP_SUPPORT[arch][0] is not None}
+    judged = {t for arch, row in TABLE["architectures"].items() for t in row["model_types"]
+              if PP_SUPPORT[arch][0] is not None or arch in TRANSFORMERS_BACKEND}
     inner_of: dict[str, list[str]] = {}
     for name in MODEL_TYPES:
         row = resolve(name)

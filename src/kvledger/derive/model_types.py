@@ -78,13 +78,38 @@ def T(**row: Any) -> Row:
 
 
 # -- refusals: one wording per kind, each row giving only its own facts ------------------------
-def _dropped(model_type: str, architecture: str, last: str, *, also: str = "") -> str:
+def _dropped(model_type: str, architecture: str, last: str, *, also: str = "",
+             remote: bool = False) -> str:
     """``refused`` / ``not_in_vllm`` for an architecture vLLM 0.32 dropped: it lists it in
     ``_PREVIOUSLY_SUPPORTED_MODELS`` (model_executor/models/registry.py) and refuses it in
-    ``_raise_for_unsupported``'s words, quoted."""
+    ``_raise_for_unsupported``'s words, quoted — once its Transformers-backend fallback
+    (``_try_resolve_transformers``) has failed, as it does when transformers 5.19 has no such
+    class or the class does not take vLLM's attention (MPT: tests/oracles/
+    vllm-0.32-tfbackend.jsonl). ``remote``: the model_type has no transformers 5.19 or vLLM
+    0.32 config class, so vLLM gets that far only with --trust-remote-code, and what the
+    fallback then does depends on the checkpoint's own model code."""
+    if remote:
+        note = (f"vLLM reaches that only with --trust-remote-code, since model_type "
+                f"'{model_type}' has no transformers 5.19 or vLLM 0.32 config class (without "
+                "the flag it stops at config loading; with it, its Transformers backend may "
+                "first take the checkpoint's own model class, which kvledger does not run)")
+        also = f"{also}; {note}" if also else note
     return (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
             f"{architecture} was supported in vLLM until v{last}, and is not supported "
             "anymore')" + (f"; {also}" if also else ""))
+
+
+def _tf_backend(model_type: str, architecture: str, last: str, backend: str,
+                what: str, *, history: str = "") -> str:
+    """``refused`` / ``not_in_vllm`` for an architecture vLLM 0.32 dropped from its own models
+    (``_PREVIOUSLY_SUPPORTED_MODELS``) but still serves: its registry tries the Transformers
+    backend first (model_executor/models/registry.py ``inspect_model_cls`` →
+    ``_try_resolve_transformers``: transformers 5.19 has the class and it takes vLLM's
+    attention), so the "was supported until" message is never reached. ``what`` says what
+    vLLM then does and why kvledger does not plan it (tests/oracles/run_tfbackend_oracle.py)."""
+    history = history or f"served by its own model until v{last}"
+    return (f"vLLM 0.32 has no model of its own for model_type '{model_type}' ({architecture}, "
+            f"{history}) and hands it to its Transformers backend ({backend}): {what}")
 
 
 def _remote(model_type: str, architecture: str, *, what: str = "", also: str = "") -> str:
@@ -463,6 +488,18 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "olmo2": T(handler="standard:derive", keys=STANDARD_KEYS, config_class="Olmo2Config",
                    defaults={"max_position_embeddings": 2048},
                    vllm="Transformers backend (Olmo2ForCausalLM)"),
+        # Persimmon: dropped from vLLM's own models after v0.25.0 (_PREVIOUSLY_SUPPORTED_MODELS),
+        # yet served: with no registered architecture the registry tries the Transformers
+        # backend before that message (inspect_model_cls → _try_resolve_transformers;
+        # PersimmonForCausalLM is backend-compatible), and TransformersForCausalLM gives every
+        # layer one full-attention KV cache (tests/oracles/vllm-0.32-tfbackend.jsonl).
+        # PersimmonConfig has no num_key_value_heads (64 query heads, 64 KV heads) and no
+        # head_dim (hidden_size // heads).
+        "persimmon": T(handler="standard:derive", keys=STANDARD_KEYS,
+                       config_class="PersimmonConfig",
+                       defaults={"max_position_embeddings": 16384},
+                       vllm="Transformers backend (PersimmonForCausalLM; vLLM <= 0.25.0 had "
+                            "persimmon.py)"),
         "olmo3": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
                    config_class="Olmo3Config",
                    defaults={"sliding_window": 4096, "max_position_embeddings": 2048},
@@ -572,12 +609,15 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # (model_executor/models/registry.py), or the model_type has no transformers 5.19 /
         # vLLM config class, so vLLM loads it only by running the checkpoint's own code.
         "baichuan": T(refused=_dropped("baichuan", "BaichuanForCausalLM", "0.23.0",
-                                       also="BaiChuanForCausalLM (Baichuan-7B) likewise")),
+                                       also="BaiChuanForCausalLM (Baichuan-7B) likewise",
+                                       remote=True)),
         "qwen": T(refused=_dropped("qwen", "QWenLMHeadModel", "0.23.0",
-                                   also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2")),
-        "xverse": T(refused=_dropped("xverse", "XverseForCausalLM", "0.23.0")),
+                                   also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2",
+                                   remote=True)),
+        "xverse": T(refused=_dropped("xverse", "XverseForCausalLM", "0.23.0", remote=True)),
         "internlm": T(refused=_dropped("internlm", "InternLMForCausalLM", "0.23.0",
-                                       also="InternLM v1; InternLM3 is served as internlm3")),
+                                       also="InternLM v1; InternLM3 is served as internlm3",
+                                       remote=True)),
         "mpt": T(refused=_dropped("mpt", "MptForCausalLM", "0.28.0",
                                   also="MPTForCausalLM likewise")),
         "RefinedWeb": T(refused=_dropped("RefinedWeb", "RWForCausalLM", "0.28.0",
@@ -590,11 +630,10 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                                    "checkpoint is served")),
         "stablelm_epoch": T(refused=_dropped("stablelm_epoch", "StableLMEpochForCausalLM",
                                              "0.28.0", also="vLLM serves StableLM as "
-                                                            "model_type 'stablelm'")),
+                                                            "model_type 'stablelm'", remote=True)),
         "aquila": T(refused=_dropped("aquila", "AquilaForCausalLM", "0.24.0",
-                                     also="AquilaModel likewise")),
-        "persimmon": T(refused=_dropped("persimmon", "PersimmonForCausalLM", "0.25.0")),
-        "jais": T(refused=_dropped("jais", "JAISLMHeadModel", "0.22.0")),
+                                     also="AquilaModel likewise", remote=True)),
+        "jais": T(refused=_dropped("jais", "JAISLMHeadModel", "0.22.0", remote=True)),
         "telechat": T(refused=_remote("telechat", "TeleChat2ForCausalLM",
                                       also="the TelechatForCausalLM spelling (TeleChat2-115B) "
                                            "is not in its registry at all ('Model "
@@ -628,7 +667,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                            "mup_attn_multiplier": _SCORE,
                            "attention_dropout_prob": _DROPOUT},
                        vllm="phi3_small.py (vLLM <= 0.9.2)",
-                       not_in_vllm=_dropped("phi3small", "Phi3SmallForCausalLM", "0.9.2")),
+                       not_in_vllm=_dropped("phi3small", "Phi3SmallForCausalLM", "0.9.2",
+                                            remote=True)),
         "gpt2": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
                   harmless={"n_ctx": "GPT-2's context length: positions, not per-token size",
                             "n_inner": _MLP},
@@ -697,19 +737,41 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      config_class="WhisperConfig",
                      defaults={"max_source_positions": 1500, "max_target_positions": 448},
                      vllm="whisper.py"),
+        # vLLM 0.32 dropped its own mllama.py (0.10.2) but its registry hands the architecture
+        # to the Transformers backend (TransformersMultiModalForCausalLM), which fails while
+        # vLLM starts: tests/oracles/vllm-0.32-tfbackend.jsonl (run_tfbackend_oracle.py).
         "mllama": T(text_key="text_config", inner=("mllama_text_model",),
                     harmless={"image_token_index": _TOKEN}, config_class="MllamaConfig",
                     vllm="mllama.py (vLLM <= 0.10.2)",
-                    not_in_vllm=_dropped("mllama", "MllamaForConditionalGeneration", "0.10.2")),
+                    not_in_vllm=_tf_backend(
+                        "mllama", "MllamaForConditionalGeneration", "0.10.2",
+                        "TransformersMultiModalForCausalLM",
+                        "vLLM then stops while it starts, with \"AttributeError: "
+                        "'MllamaProcessor' object has no attribute "
+                        "'_get_num_multimodal_tokens'\" (its multimodal budget, "
+                        "vllm/multimodal/encoder_budget.py MultiModalBudget, asks "
+                        "transformers 5.19's processor for a token count MllamaProcessor "
+                        "cannot give). With --language-model-only it starts text-only and "
+                        "gives every text layer, the cross-attention ones too, an ordinary "
+                        "full-attention KV cache, a layout kvledger does not plan (it does "
+                        "not take that flag)")),
         "mllama_text_model": T(handler="encdec:mllama",
                                keys=STANDARD_KEYS | {"cross_attention_layers"},
                                config_class="MllamaTextConfig",
                                defaults={"num_key_value_heads": 8,
                                          "max_position_embeddings": 131072},
                                vllm="mllama.py (vLLM <= 0.10.2)",
-                               not_in_vllm=_dropped("mllama_text_model",
-                                                    "MllamaForConditionalGeneration",
-                                                    "0.10.2")),
+                               not_in_vllm=_tf_backend(
+                                   "mllama_text_model", "MllamaForCausalLM", "0.10.2",
+                                   "TransformersForCausalLM",
+                                   "vLLM then stops building the model, with \"ValueError: "
+                                   "Unrecognized configuration class <class "
+                                   "'transformers.models.mllama.configuration_mllama."
+                                   "MllamaTextConfig'> for this kind of AutoModel: "
+                                   "AutoModel.\" (transformers' AutoModel has no text-only "
+                                   "Mllama)",
+                                   history="its own mllama.py, gone after v0.10.2, built this "
+                                           "text model only inside the wrapper")),
         # -- multi-head latent attention and DSA (families/mla.py) ---------------------------
         "deepseek_v2": T(handler="mla:derive", keys=_MLA_KEYS, harmless=_MLA_HARMLESS,
                          config_class="DeepseekV2Config",
@@ -757,7 +819,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                  "layernorm_mlp_beta"), "DeepNorm residual scales"),
                             "shared_moe_mode": _MOE},
                         vllm="minimax_text_01.py (vLLM <= 0.23.0)",
-                        not_in_vllm=_dropped("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0")),
+                        not_in_vllm=_dropped("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0",
+                                             remote=True)),
         "minimax_m3": T(handler="minimax:m3",
                         keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
                               "hidden_size", "num_attention_heads", "sparse_attention_config",
@@ -955,10 +1018,23 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "phi3_v": T(refused=_remote("phi3_v", "Phi3VForCausalLM")),
         "phi4mm": T(refused=_remote("phi4mm", "Phi4MMForCausalLM")),
         "minicpmv": T(refused=_remote("minicpmv", "MiniCPMV")),
-        "aya_vision": T(refused=_dropped(
-            "aya_vision", "AyaVisionForConditionalGeneration", "0.24.0")),
-        "phi4_multimodal": T(refused=_dropped(
-            "phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0")),
+        # Both dropped from vLLM's own models; its registry hands them to the Transformers
+        # backend (run_tfbackend_oracle.py, its last run). Neither is planned: see the reasons.
+        "aya_vision": T(refused=_tf_backend(
+            "aya_vision", "AyaVisionForConditionalGeneration", "0.24.0",
+            "TransformersMultiModalForCausalLM",
+            "vLLM starts (an oracle run on AyaVisionConfig's defaults: 30 sliding-window and 10 "
+            "full-attention layers from the Cohere-2 text config's layer_types), but kvledger "
+            "derives no cohere2 text config and has no real aya_vision config.json to check "
+            "one against")),
+        "phi4_multimodal": T(refused=_tf_backend(
+            "phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0",
+            "TransformersMultiModalForCausalLM",
+            "by vLLM's source it then stops while it starts, as Llama-3.2-Vision does, "
+            "since transformers 5.19's Phi4MultimodalProcessor has no "
+            "_get_num_multimodal_tokens either (not confirmed by an oracle run: its image "
+            "processor needs torchvision, which the oracle's venv lacks); kvledger derives "
+            "no phi4_multimodal config")),
         # -- multimodal-2 (coverage wave 2, vLLM registry) ---------------------------------
         # Gemma 3n: vLLM gemma3n_mm.py builds Gemma3nForCausalLM on text_config
         # (init_vllm_registered_model, architectures=["Gemma3nForCausalLM"]); its vision

@@ -147,6 +147,7 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
         "PhiForCausalLM": (
             True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
         "PhiMoEForCausalLM": (True, "vllm/model_executor/models/phimoe.py PhiMoEForCausalLM"),
+        "PersimmonForCausalLM": (None, ""),
         "PhiModel": (None, ""),
         "Qwen2AudioForConditionalGeneration": (
             True, "vllm/model_executor/models/qwen2_audio.py Qwen2AudioForConditionalGeneration"),
@@ -192,7 +193,8 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
 
 # Unregistered architectures vLLM's ``_try_resolve_transformers`` hands to the Transformers
 # backend (oracle: ``transformers_backend`` in vllm-0.32-pp-support.json).
-TRANSFORMERS_BACKEND = frozenset({"MllamaForConditionalGeneration", "PhiModel"})
+TRANSFORMERS_BACKEND = frozenset(
+    {"MllamaForConditionalGeneration", "PersimmonForCausalLM", "PhiModel"})
 TRANSFORMERS_BACKEND_WHERE = "vllm/model_executor/models/transformers/ (Transformers backend)"
 
 

@@ -1,0 +1,161 @@
+"""Model types vLLM 0.32 dropped from its own models but hands to its Transformers backend:
+what vLLM really does with them (tests/oracles/vllm-0.32-tfbackend.jsonl, made by
+tests/oracles/run_tfbackend_oracle.py with the processor files the shared tool cannot supply),
+replayed through the library.
+
+- A run vLLM served, for a model type kvledger plans (persimmon): the plan is vLLM's, exact.
+- A run where vLLM stopped (Llama-3.2-Vision with images on, Mllama's text model alone):
+  kvledger's vLLM layout refuses, quoting vLLM's own message, and no longer claims the
+  "was supported until" message vLLM never reaches for them. MPT, whose transformers class
+  does not take vLLM's attention, does get that message, and kvledger quotes it.
+- A run that only a flag kvledger does not take makes work (--language-model-only), or of a
+  type kvledger derives nothing for (aya_vision): the refusal says what vLLM does, and the
+  numbers it states are the run's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvledger.derive import UnsupportedArchitecture, derive_model
+from kvledger.derive.errors import ConfigError
+from kvledger.derive.model_types import MODEL_TYPES
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.vllm import plan_vllm
+from kvledger.plan.vllm.errors import VllmLayoutError
+
+ROOT = Path(__file__).resolve().parents[2]
+FILE = ROOT / "tests" / "oracles" / "vllm-0.32-tfbackend.jsonl"
+CASES = [json.loads(line) for line in FILE.read_text().splitlines() if line.strip()]
+FOLDERS = (ROOT / "tests" / "oracles" / "configs", ROOT / "src" / "kvledger" / "derive" / "catalog")
+
+
+def _config(case: dict[str, Any]) -> dict[str, Any]:
+    """The config.json the run put in its model directory (run_tfbackend_oracle._config)."""
+    name, *lifted = case["config"].split(":")
+    folder = next(f for f in FOLDERS if (f / name).is_file())
+    raw: dict[str, Any] = json.loads((folder / name).read_text())
+    if lifted:
+        key, arch = lifted
+        raw = {**raw[key], "architectures": [arch]}
+    return raw
+
+
+def _request(case: dict[str, Any]) -> PlanRequest:
+    inp = case["inputs"]
+    return PlanRequest(
+        engine="vllm", kv_cache_memory_bytes=inp["kv_cache_memory_bytes"],
+        block_size=int(inp["block_size"]), max_model_len=inp["max_model_len"],
+        kv_cache_dtype=inp["kv_cache_dtype"], tensor_parallel_size=inp["tensor_parallel_size"],
+        max_num_seqs=inp["max_num_seqs"], max_num_batched_tokens=inp["max_num_batched_tokens"],
+        enable_prefix_caching=inp["enable_prefix_caching"],
+    )
+
+
+SERVED = [c for c in CASES if "expected" in c and not c["engine_args"]
+          and not c["config"].startswith("class:")]
+STOPPED = [c for c in CASES if "vllm_refuses_to_start_with" in c]
+TEXT_ONLY = [c for c in CASES if c["engine_args"].get("language_model_only")]
+
+
+def _id(case: dict[str, Any]) -> str:
+    return case["command"].rsplit(" ", 1)[-1] + "-" + case["config"].split(":")[0][:40]
+
+
+def test_the_file_holds_every_kind_of_answer() -> None:
+    assert len(SERVED) >= 4 and len(STOPPED) >= 3 and len(TEXT_ONLY) >= 3
+
+
+@pytest.mark.parametrize("case", SERVED, ids=[_id(c) for c in SERVED])
+def test_served_through_the_transformers_backend_as_vllm(case: dict[str, Any]) -> None:
+    assert case["vllm_resolved"]["architecture"] == "TransformersForCausalLM"
+    request = _request(case)
+    plan = plan_vllm(derive_model(_config(case)), request, request.kv_cache_memory_bytes)
+    want = case["expected"]
+    got = (plan.num_blocks, plan.kv_cache_tokens, plan.block_size,
+           round(plan.max_concurrency, 2), plan.vllm_refuses_to_start, plan.bytes_per_block)
+    assert got == (want["num_blocks"], want["kv_cache_tokens"], want["block_size"],
+                   round(want["max_concurrency"], 2), want["vllm_refuses_to_start"],
+                   want["bytes_per_block"])
+    groups = [(g.spec, g.num_layers, g.block_size, g.page_size_bytes,
+               g.max_memory_usage_bytes_per_request) for g in plan.groups]
+    assert groups == [(g["spec"], g["num_layers"], g["block_size"], g["page_size_bytes"],
+                       g["max_memory_usage_bytes_per_request"])
+                      for g in case["kv_cache_groups"]]
+
+
+def test_persimmon_by_hand() -> None:
+    # PersimmonConfig defaults: 36 layers, 64 heads (KV heads = heads, no
+    # num_key_value_heads), hidden 4096 -> head dim 64. A bf16 block of 16 tokens per layer:
+    # 2 (K, V) * 16 * 64 * 64 * 2 B = 262,144 B; 36 layers -> 9,437,184 B a block;
+    # 16 GiB // 9,437,184 = 1,820 blocks (the oracle's run 5 says the same).
+    case = next(c for c in SERVED if c["inputs"]["max_model_len"] == 8192
+                and c["inputs"]["kv_cache_dtype"] == "auto")
+    request = _request(case)
+    plan = plan_vllm(derive_model(_config(case)), request, request.kv_cache_memory_bytes)
+    assert plan.bytes_per_block == 2 * 16 * 64 * 64 * 2 * 36
+    assert plan.num_blocks == 16 * 2**30 // (2 * 16 * 64 * 64 * 2 * 36) == 1820
+
+
+@pytest.mark.parametrize("case", STOPPED, ids=[_id(c) for c in STOPPED])
+def test_where_vllm_stops_kvledger_refuses_in_vllms_words(case: dict[str, Any]) -> None:
+    raw = _config(case)
+    row = MODEL_TYPES[raw["model_type"]]
+    reason = row.get("not_in_vllm") or row["refused"]
+    said = case["vllm_refuses_to_start_with"]
+    if "was supported in vLLM until" in said:
+        # the Transformers backend did not take it (mpt): the dropped wording, quoted
+        quoted = re.search(r"\('(.+)'\)", reason)
+        assert quoted is not None and quoted[1] in said
+        with pytest.raises(UnsupportedArchitecture, match=re.escape(quoted[1])):
+            derive_model(raw)
+        return
+    assert said in reason
+    assert "was supported in vLLM until" not in reason  # vLLM never gets that far
+    if raw["model_type"] == "mllama_text_model":
+        # derive refuses the lifted text config first: it sizes nothing without its wrapper
+        with pytest.raises(ConfigError, match="outside its wrapper"):
+            derive_model(raw)
+        return
+    with pytest.raises(VllmLayoutError) as err:
+        plan_vllm(derive_model(raw), _request_or_default(case), 2**34)
+    assert str(err.value).endswith(f"{reason}; use --engine native")
+
+
+def _request_or_default(case: dict[str, Any]) -> PlanRequest:
+    return PlanRequest(engine="vllm", kv_cache_memory_bytes=2**34,
+                       max_model_len=int(case["oracle_args"][1]))
+
+
+@pytest.mark.parametrize("case", TEXT_ONLY, ids=[_id(c) for c in TEXT_ONLY])
+def test_text_only_mllama_is_what_the_refusal_says(case: dict[str, Any]) -> None:
+    # The refusal says: with --language-model-only every text layer, the cross-attention
+    # ones too, gets an ordinary full-attention KV cache. The config's text model: 4 layers
+    # (layer 2 cross-attention), 8 KV heads, head dim 8192 // 64 = 128.
+    text = _config(case)["text_config"]
+    assert case["vllm_resolved"]["architecture"] == "TransformersMultiModalForCausalLM"
+    [spec] = case["layer_specs"]
+    assert spec["spec"] == "FullAttentionSpec" and spec["sliding_window"] is None
+    assert spec["num_layers"] == text["num_hidden_layers"] == 4
+    assert text["cross_attention_layers"] == [2]
+    tp = case["inputs"]["tensor_parallel_size"]
+    assert spec["num_kv_heads"] == text["num_key_value_heads"] // tp
+    assert spec["head_size"] == text["hidden_size"] // text["num_attention_heads"] == 128
+    assert "--language-model-only" in MODEL_TYPES["mllama"]["not_in_vllm"]
+
+
+def test_aya_vision_refusal_states_the_runs_layers() -> None:
+    [case] = [c for c in CASES if "AyaVisionConfig" in c["config"]]
+    assert case["vllm_resolved"]["architecture"] == "TransformersMultiModalForCausalLM"
+    count = {s["spec"]: s["num_layers"] for s in case["layer_specs"]}
+    with pytest.raises(UnsupportedArchitecture) as err:
+        derive_model({"model_type": "aya_vision",
+                      "architectures": ["AyaVisionForConditionalGeneration"]})
+    assert re.search(rf"{count['SlidingWindowSpec']} sliding-window and "
+                     rf"{count['FullAttentionSpec']} full-attention layers", str(err.value))
+    assert "vLLM starts" in str(err.value)
