@@ -78,6 +78,21 @@ SETS = {
 # Sets kept out of the "all cases" totals (scored apart, in their own column).
 APART = ("heldout",)
 REFUSALS_FROM = "tests/oracles/vllm-0.32-*.jsonl (lines with vLLM's error)"
+# Files of that glob written by other runners than the shared oracle tool, about inputs a
+# question here cannot carry (the tests replay them): not asked.
+NOT_ASKED = {
+    "vllm-0.32-pp-startup.jsonl": "pipeline-parallel start-up (run_pp_oracle.py): no question "
+                                  "here takes a PP size",
+    "vllm-0.32-tokenizer-len.jsonl": "max_model_len beside tokenizer / sentence-transformers "
+                                     "files (run_tokenizer_len_oracle.py): no KV budget asked",
+}
+
+
+def _askable(case: dict[str, Any]) -> bool:
+    """A line the questions can pose: its config is a file (not a config class built by the
+    runner) and it needs no engine argument beyond the question's (``--language-model-only``
+    in run_tfbackend_oracle.py)."""
+    return not case.get("engine_args") and config_file(case["config"]).is_file()
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -188,10 +203,12 @@ def repo_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     answered: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
     for path in sorted(REPO_ORACLES.glob(REPO_GLOB)):
-        if HELDOUT_TAG in path.stem:
+        if HELDOUT_TAG in path.stem or path.name in NOT_ASKED:
             continue
         tag = path.stem.removeprefix("vllm-0.32-")
         for n, case in enumerate(_lines(path)):
+            if not _askable(case):
+                continue
             case["_source"] = path.name
             qid = f"repo-{tag}-{n:03d}"
             if "expected" in case:
