@@ -51,6 +51,19 @@ DERIVED = [
     # EXAONE-4.0-32B: 64 layers, 8 KV × head_dim 128, bf16: 64 × 2 × 8 × 128 × 2 = 262,144;
     # layer_types LLLG: 48 sliding (4096) + 16 full.
     ("LGAI-EXAONE--EXAONE-4.0-32B", "exaone4", 262_144, {(8, 128, 4096): 48, (8, 128, None): 16}),
+    # Remote-code types planned from their stated keys (derive/remote_code.py; vLLM's answers:
+    # tests/plan/test_vllm_remote.py). EXAONE-3.5-7.8B: num_layers 32, 8 KV × head_dim 128,
+    # the config's float32: 32 × 2 × 8 × 128 × 4 = 262,144 (vLLM serves it bf16: the plan
+    # halves it, as the oracle cases show).
+    ("LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct", "exaone", 262_144, {(8, 128, None): 32}),
+    # InternLM2-7B: 32 layers, 8 KV, 4096 / 32 = 128: 32 × 2 × 8 × 128 × 2 = 131,072.
+    ("internlm--internlm2-7b", "internlm2", 131_072, {(8, 128, None): 32}),
+    # MiniCPM4-8B: 32 layers, 2 KV, 4096 / 32 = 128: 32 × 2 × 2 × 128 × 2 = 32,768.
+    ("openbmb--MiniCPM4-8B", "minicpm", 32_768, {(2, 128, None): 32}),
+    # MiniCPM-MoE-8x2B: 40 layers, 36 KV, 2304 / 36 = 64: 40 × 2 × 36 × 64 × 2 = 368,640.
+    ("openbmb--MiniCPM-MoE-8x2B.mlc", "minicpm", 368_640, {(36, 64, None): 40}),
+    # Orion-14B: 40 layers, 40 KV, 5120 / 40 = 128: 40 × 2 × 40 × 128 × 2 = 819,200.
+    ("OrionStarAI--Orion-14B.mlc", "orion", 819_200, {(40, 128, None): 40}),
     # Falcon-40B: new_decoder_architecture → num_kv_heads 8; head 8192 / 128 = 64;
     # 60 × 2 × 8 × 64 × 2 (bf16) = 122,880.
     ("tiiuae--falcon-40b", "falcon", 122_880, {(8, 64, None): 60}),
@@ -123,6 +136,10 @@ def test_layers_match_vllm_layer_specs(case: dict[str, Any]) -> None:
 
 def test_every_derived_config_has_a_vllm_case_but_bloom() -> None:
     ran = {c["config"].removesuffix(".json") for c in CASES}
+    # the remote-code types' cases are their own runner's (tests/plan/test_vllm_remote.py)
+    remote = HERE / "vllm-0.32-remote.jsonl"
+    ran |= {json.loads(line)["config"].removesuffix(".json")
+            for line in remote.read_text().splitlines() if line.strip()}
     assert {d[0] for d in DERIVED} - ran == {"bigscience--bloom-1layer-TEST"}
 
 
@@ -311,14 +328,8 @@ def test_bad_length_is_a_config_error() -> None:
 
 # -- refusals ------------------------------------------------------------------------------
 REFUSED = [
-    ("LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct", "model_type 'exaone' has no transformers 5.19 "
-     "or vLLM 0.32 config class, so vLLM 0.32 serves ExaoneForCausalLM only with "
-     "--trust-remote-code"),
-    ("internlm--internlm2-7b", "serves InternLM2ForCausalLM only with --trust-remote-code"),
-    # (the moe-hybrid group's minicpm row, in vLLM's words)
-    ("openbmb--MiniCPM4-8B", "serves MiniCPMForCausalLM only with --trust-remote-code"),
-    ("openbmb--MiniCPM-MoE-8x2B.mlc", "serves MiniCPMForCausalLM only with --trust-remote-code"),
-    ("OrionStarAI--Orion-14B.mlc", "serves OrionForCausalLM only with --trust-remote-code"),
+    # (exaone, internlm2, minicpm and orion are planned from their stated keys now:
+    # tests/plan/test_vllm_remote.py)
     ("Tele-AI--TeleChat2-115B", "'Model architectures ['TelechatForCausalLM'] are not "
      "supported for now'"),
     ("baichuan-inc--Baichuan2-7B-Chat", "'Model architecture BaichuanForCausalLM was "

@@ -64,7 +64,9 @@ def _read_by(row_name: str) -> frozenset[str]:
     row = resolve(row_name)
     module = f"{HANDLER_PACKAGE}.{row.handler.split(':')[0]}"
     core = frozenset().union(*(_strings(m) for m in CORE_MODULES))
-    return _strings(module) | core
+    # a key an option names is read through that option (standard's layers_key="num_layers")
+    named = frozenset(v for v in row.options.values() if isinstance(v, str))
+    return _strings(module) | core | named
 
 
 @pytest.mark.parametrize("name", ROWS)

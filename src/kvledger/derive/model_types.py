@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 #   not_in_vllm  vLLM 0.32 has no model for this type, but kvledger's facts stand (another
 #             engine, or an older vLLM, serves it): the vLLM layout refuses with this reason,
 #             ``--engine native`` still plans it (a row's own field: like= does not inherit it)
+#   stated    remote-code model types (derive/remote_code.py): keys config.json must state,
+#             because no config class kvledger can read fills them in (their default lives in
+#             the checkpoint's own configuration code); a config omitting one is refused
 #   vllm_no_cache_config  vLLM's model file builds its Attention without cache_config, so
 #             --kv-cache-dtype never reaches the layers (why, citing the file): the vLLM
 #             layout keeps them at the model dtype (fp8 only for a compressed-tensors scheme)
@@ -64,7 +67,7 @@ if TYPE_CHECKING:  # an alias for annotations only
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
      "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "refused",
-     "not_in_vllm", "vllm_no_cache_config"}
+     "not_in_vllm", "vllm_no_cache_config", "stated"}
 )
 
 
@@ -192,6 +195,14 @@ STANDARD_KEYS = frozenset(
      "hidden_size"}
 )
 _WINDOW_KEYS = STANDARD_KEYS | {"sliding_window", "layer_types"}
+# Remote-code types (derive/remote_code.py): what config.json must state for vLLM's model file
+# to size the cache without a config class's default. The length key too: without one vLLM
+# derives max_model_len from the remote class's default, which kvledger cannot know.
+_REMOTE_STATED = frozenset(
+    {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
+     "max_position_embeddings"}
+)
+_REMOTE_CLASS = "none in transformers 5.19 or vLLM 0.32 (the checkpoint's remote code)"
 _QWEN_WINDOW_OFF = {
     "max_window_layers": "which layers slide when use_sliding_window is true; that switch must "
     "be off here, and then Qwen2Config drops the window altogether",
@@ -639,14 +650,35 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                            "is not in its registry at all ('Model "
                                            "architectures ['TelechatForCausalLM'] are not "
                                            "supported for now')")),
-        "exaone": T(refused=_remote("exaone", "ExaoneForCausalLM",
-                                    also="EXAONE-4 is served as exaone4")),
-        "internlm2": T(refused=_remote("internlm2", "InternLM2ForCausalLM")),
+        # Remote-code types planned from the keys config.json states (derive/remote_code.py;
+        # vLLM's answers: tests/oracles/vllm-0.32-remote.jsonl, run_remote_oracle.py).
+        # internlm2.py InternLM2Attention.__init__: num_key_value_heads K/V heads of
+        # hidden_size // num_attention_heads, no window; InternLM2Model builds
+        # num_hidden_layers decoder layers.
+        "internlm2": T(handler="standard:derive", keys=STANDARD_KEYS, stated=_REMOTE_STATED,
+                       config_class=_REMOTE_CLASS, options={"stated_head_dim": False},
+                       vllm="internlm2.py (hidden_size // num_attention_heads)"),
+        # exaone.py ExaoneAttention.__init__: head_dim = getattr(config, "head_dim", None) or
+        # hidden_size // num_attention_heads; K/V heads getattr(config, "num_key_value_heads",
+        # num_attention_heads); ExaoneModel builds config.num_hidden_layers layers, which the
+        # remote ExaoneConfig maps to num_layers (attribute_map {"num_hidden_layers":
+        # "num_layers"}, and __init__ sets num_hidden_layers = num_layers: LG's
+        # configuration_exaone.py as SGLang 0.5.23 carries it, sglang/srt/configs/exaone.py).
+        # A file stating num_hidden_layers as well is refused by the guard (not a key here).
+        "exaone": T(handler="standard:derive",
+                    keys=STANDARD_KEYS - {"num_hidden_layers"} | {"num_layers"},
+                    stated={"num_layers", "num_attention_heads", "hidden_size",
+                            "max_position_embeddings"},
+                    config_class=_REMOTE_CLASS, options={"layers_key": "num_layers"},
+                    vllm="exaone.py (head_dim or hidden_size // num_attention_heads)"),
         "internlm3": T(refused=_remote("internlm3", "InternLM3ForCausalLM",
                                        also="vLLM routes it to llama.py once the remote "
                                             "config has loaded")),
-        # minicpm (MiniCPM, MiniCPM4, MiniCPM-MoE) is refused by the moe-hybrid group's row.
-        "orion": T(refused=_remote("orion", "OrionForCausalLM")),
+        # orion.py OrionAttention.__init__: num_key_value_heads K/V heads of
+        # hidden_size // num_attention_heads, no window.
+        "orion": T(handler="standard:derive", keys=STANDARD_KEYS, stated=_REMOTE_STATED,
+                   config_class=_REMOTE_CLASS, options={"stated_head_dim": False},
+                   vllm="orion.py (hidden_size // num_attention_heads)"),
         # -- dense decoders with their own arithmetic (families/dense.py) --------------------
         "minimax_m2": T(handler="dense:minimax_m2",
                         keys=STANDARD_KEYS | {"attn_type_list", "use_mtp", "num_mtp_modules",
@@ -1261,15 +1293,42 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                      what="Tencent Hunyuan-A13B's own schema",
                                      also="vLLM serves HunYuanMoEV1ForCausalLM without "
                                           "remote code only as model_type 'hunyuan_v1_moe'")),
-        "deepseek": T(refused=_remote("deepseek", "DeepseekForCausalLM",
-                                      what="DeepSeek-MoE v1")),
-        "bailing_moe": T(refused=_remote("bailing_moe", "BailingMoeForCausalLM",
-                                         what="Ling v1")),
+        # DeepSeek-MoE v1: deepseek_v2.py DeepseekV2DecoderLayer takes DeepseekAttention
+        # whenever config.model_type == "deepseek" (use_mha): num_key_value_heads K/V heads of
+        # hidden_size // num_attention_heads, full K/V, not MLA; the experts hold no cache.
+        "deepseek": T(handler="standard:derive", keys=STANDARD_KEYS, stated=_REMOTE_STATED,
+                      config_class=_REMOTE_CLASS, options={"stated_head_dim": False},
+                      vllm="deepseek_v2.py DeepseekForCausalLM (DeepseekAttention: "
+                           "hidden_size // num_attention_heads)"),
+        # Ling v1: bailing_moe.py BailingAttention.__init__ takes num_key_value_heads K/V heads
+        # of config.head_dim or hidden_size // num_attention_heads — an attribute read, so
+        # head_dim must be stated too (the published Ling-lite/plus files leave it to their
+        # remote class: refused); no window; the experts hold no cache.
+        "bailing_moe": T(handler="standard:derive", keys=STANDARD_KEYS,
+                         stated=_REMOTE_STATED | {"head_dim"},
+                         harmless={"use_qkv_bias": "a bias on the QKV projection: weights",
+                                   "num_shared_experts": _MOE,
+                                   "norm_head": "normalises the LM head's weights at load "
+                                                "(bailing_moe.py load_weights): no cache"},
+                         config_class=_REMOTE_CLASS,
+                         vllm="bailing_moe.py (head_dim or hidden_size // num_attention_heads)"),
         "bailing_moe_v2": T(refused=_remote("bailing_moe_v2", "BailingMoeV2ForCausalLM",
                                             what="Ling 2.0")),
-        "minicpm": T(refused=_remote("minicpm", "MiniCPMForCausalLM",
-                                     what="MiniCPM, MiniCPM4, MiniCPM-MoE")),
-        "mimo": T(refused=_remote("mimo", "MiMoForCausalLM")),
+        # MiniCPM, MiniCPM4, MiniCPM-MoE: minicpm.py MiniCPMAttention.__init__ takes
+        # num_key_value_heads K/V heads of hidden_size // num_attention_heads, no window; the
+        # muP scales and the experts hold no cache.
+        "minicpm": T(handler="standard:derive", keys=STANDARD_KEYS, stated=_REMOTE_STATED,
+                     config_class=_REMOTE_CLASS, options={"stated_head_dim": False},
+                     vllm="minicpm.py (hidden_size // num_attention_heads)"),
+        # vLLM 0.32 serves MiMoForCausalLM (mimo.py, on qwen2.py) with the flag, but the
+        # window depends on the remote class: tests/oracles/vllm-0.32-remote.jsonl.
+        "mimo": T(refused=_remote(
+            "mimo", "MiMoForCausalLM",
+            also="which layers slide depends on that code: given the keys MiMo-7B's "
+                 "config.json states (sliding_window 32768, use_sliding_window false) vLLM "
+                 "windows every layer, while a Qwen2Config subclass, as MiMo's published "
+                 "configuration_mimo.py is, drops the window when use_sliding_window is "
+                 "false")),
         # -- moe-hybrid-2 (coverage wave 2, vLLM registry) ---------------------------------
         # OLMoE: every layer full attention; olmoe.py OlmoeAttention.__init__ takes
         # num_key_value_heads K/V heads of hidden_size // num_attention_heads (no head_dim,
@@ -1367,7 +1426,7 @@ class Resolved:
     use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
 
     __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
-                 "name", "not_in_vllm", "off", "options", "refused", "text_defaults",
+                 "name", "not_in_vllm", "off", "options", "refused", "stated", "text_defaults",
                  "text_harmless", "text_inline", "text_key", "vllm", "vllm_no_cache_config")
 
     def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
@@ -1377,6 +1436,7 @@ class Resolved:
         self.keys: frozenset[str] = merged["keys"]
         self.harmless: Mapping[str, str] = _ro(merged["harmless"])
         self.off: frozenset[str] = merged["off"]
+        self.stated: frozenset[str] = merged["stated"]
         self.defaults: Mapping[str, Any] = _ro(merged["defaults"])
         self.config_class: str = merged["config_class"]
         self.options: Mapping[str, Any] = _ro(merged["options"])
@@ -1420,6 +1480,7 @@ def resolve(name: str) -> Resolved:
         cur = MODEL_TYPES[cur].get("like", "")
     merged: dict[str, Any] = {
         "handler": "", "keys": frozenset(), "harmless": {}, "off": frozenset(),
+        "stated": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
         "text_defaults": {}, "text_inline": False, "text_harmless": {}, "vllm": "",
         "refused": "", "not_in_vllm": "", "vllm_no_cache_config": "",
@@ -1431,6 +1492,7 @@ def resolve(name: str) -> Resolved:
             raise ValueError(f"model_types: row {row_name!r} has unknown fields {sorted(unknown)}")
         merged["keys"] = merged["keys"] | frozenset(row.get("keys", ()))
         merged["off"] = merged["off"] | frozenset(row.get("off", ()))
+        merged["stated"] = merged["stated"] | frozenset(row.get("stated", ()))
         for field in ("harmless", "defaults", "options", "text_defaults", "text_harmless"):
             merged[field] = {**merged[field], **row.get(field, {})}
         for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner",

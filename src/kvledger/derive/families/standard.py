@@ -168,12 +168,14 @@ def derive(
     layer_windows: bool = True,
     window_switch: str | None = None,
     stated_head_dim: bool = True,
+    layers_key: str = "num_hidden_layers",
 ) -> Derived:
     """Every layer caches K and V for ``num_key_value_heads`` × head dim; windows per the
-    module docstring. Options come from the model type's row."""
+    module docstring. Options come from the model type's row (``layers_key``: a schema that
+    names the layer count otherwise, as EXAONE 3's ``num_layers``)."""
     notes: list[str] = []
     warnings: list[str] = []
-    n = cfg.int("num_hidden_layers")
+    n = cfg.int(layers_key)
     heads = cfg.int("num_attention_heads")
     kv_heads = cfg.int("num_key_value_heads", heads)
     dim = _head_dim(cfg, heads, stated_head_dim, warnings)

@@ -35,11 +35,15 @@ from types import MappingProxyType
 PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
     {
         "AfmoeForCausalLM": (True, "vllm/model_executor/models/afmoe.py AfmoeForCausalLM"),
+        "BailingMoeForCausalLM": (
+            True, "vllm/model_executor/models/bailing_moe.py BailingMoeForCausalLM"),
         "BloomForCausalLM": (True, "vllm/model_executor/models/bloom.py BloomForCausalLM"),
         "ChatGLMModel": (True, "vllm/model_executor/models/chatglm.py ChatGLMForCausalLM"),
         "CohereForCausalLM": (True, "vllm/model_executor/models/commandr.py CohereForCausalLM"),
         "DbrxForCausalLM": (True, "vllm/model_executor/models/dbrx.py DbrxForCausalLM"),
         "DeciLMForCausalLM": (True, "vllm/model_executor/models/nemotron_nas.py DeciLMForCausalLM"),
+        "DeepseekForCausalLM": (
+            True, "vllm/model_executor/models/deepseek_v2.py DeepseekForCausalLM"),
         "DeepseekV2ForCausalLM": (
             True, "vllm/model_executor/models/deepseek_v2.py DeepseekV2ForCausalLM"),
         "DeepseekV32ForCausalLM": (True, "vllm/models/deepseek_v32/ DeepseekV32ForCausalLM"),
@@ -55,6 +59,7 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
         "Exaone4ForCausalLM": (True, "vllm/model_executor/models/exaone4.py Exaone4ForCausalLM"),
         "Exaone4_5_ForConditionalGeneration": (
             True, "vllm/model_executor/models/exaone4_5.py Exaone4_5_ForConditionalGeneration"),
+        "ExaoneForCausalLM": (True, "vllm/model_executor/models/exaone.py ExaoneForCausalLM"),
         "FalconForCausalLM": (True, "vllm/model_executor/models/falcon.py FalconForCausalLM"),
         "FalconH1ForCausalLM": (
             True, "vllm/model_executor/models/falcon_h1.py FalconH1ForCausalLM"),
@@ -90,6 +95,8 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
             True, "vllm/model_executor/models/granitemoehybrid.py GraniteMoeHybridForCausalLM"),
         "Idefics3ForConditionalGeneration": (
             False, "vllm/model_executor/models/idefics3.py Idefics3ForConditionalGeneration"),
+        "InternLM2ForCausalLM": (
+            True, "vllm/model_executor/models/internlm2.py InternLM2ForCausalLM"),
         "JambaForCausalLM": (True, "vllm/model_executor/models/jamba.py JambaForCausalLM"),
         "KimiK25ForConditionalGeneration": (
             True, "vllm/model_executor/models/kimi_k25.py KimiK25ForConditionalGeneration"),
@@ -115,6 +122,7 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
         "MiMoV2FlashForCausalLM": (
             True, "vllm/model_executor/models/mimo_v2.py MiMoV2FlashForCausalLM"),
         "MiniCPM3ForCausalLM": (True, "vllm/model_executor/models/minicpm3.py MiniCPM3ForCausalLM"),
+        "MiniCPMForCausalLM": (True, "vllm/model_executor/models/minicpm.py MiniCPMForCausalLM"),
         "MiniCPMV4_6ForConditionalGeneration": (
             True, "vllm/model_executor/models/minicpmv4_6.py MiniCPMV4_6ForConditionalGeneration"),
         "MiniMaxM1ForCausalLM": (None, ""),
@@ -140,14 +148,15 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
         "Olmo3ForCausalLM": (
             True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
         "OlmoeForCausalLM": (True, "vllm/model_executor/models/olmoe.py OlmoeForCausalLM"),
+        "OrionForCausalLM": (True, "vllm/model_executor/models/orion.py OrionForCausalLM"),
         "PaliGemmaForConditionalGeneration": (
             True, "vllm/model_executor/models/paligemma.py PaliGemmaForConditionalGeneration"),
+        "PersimmonForCausalLM": (None, ""),
         "Phi3ForCausalLM": (True, "vllm/model_executor/models/phi3.py Phi3ForCausalLM"),
         "Phi3SmallForCausalLM": (None, ""),
         "PhiForCausalLM": (
             True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
         "PhiMoEForCausalLM": (True, "vllm/model_executor/models/phimoe.py PhiMoEForCausalLM"),
-        "PersimmonForCausalLM": (None, ""),
         "PhiModel": (None, ""),
         "Qwen2AudioForConditionalGeneration": (
             True, "vllm/model_executor/models/qwen2_audio.py Qwen2AudioForConditionalGeneration"),

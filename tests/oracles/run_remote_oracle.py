@@ -1,0 +1,212 @@
+"""Ask vLLM 0.32 what KV cache it builds for remote-code model types, given exactly the keys
+their config.json states; write the answers.
+
+A research tool, never imported by the package or the tests. It needs the oracle venv
+(``../shared/oracles/tool/README.md``), from the repository root, one run at a time::
+
+    /work/oracle/vllm-venv/bin/python tests/oracles/run_remote_oracle.py \
+        > tests/oracles/vllm-0.32-remote.jsonl
+    /work/oracle/vllm-venv/bin/python tests/oracles/run_remote_oracle.py 3 8 \
+        > some.jsonl          # some runs, by index in RUNS (merge them by "command")
+
+Why a script of its own: these model types (internlm2, minicpm, mimo, exaone, deepseek, orion,
+bailing_moe, ...) have no config class in transformers 5.19 or in vLLM 0.32's
+``_CONFIG_REGISTRY``, so vLLM loads their config.json only with --trust-remote-code, by running
+the checkpoint's own ``configuration_*.py`` (transformers_utils/config.py
+``HFConfigParser.parse`` → ``AutoConfig.from_pretrained``). That Python is not here, and
+kvledger never runs it. vLLM's *model* for each is its own (model_executor/models/registry.py
+``_TEXT_GENERATION_MODELS``), reading attributes of whatever config object it is handed.
+
+So this script gives vLLM the config as kvledger reads it: a plain ``PretrainedConfig`` carrying
+exactly the keys the file states (a subclass whose only content is ``model_type``, registered
+with ``AutoConfig.register`` in this process, so ``AutoConfig.from_pretrained`` builds it with
+``from_dict``), with --trust-remote-code on as a user would pass it. The file's ``auto_map`` is
+dropped from the copy vLLM reads (it only points at the Python that is not here; the run says
+so in ``dropped_keys``). A key the remote class would fill in that the file omits is then
+absent, and vLLM's model either raises (the run records it) or takes its own ``getattr``
+default: kvledger's rows for these types require every key vLLM's model file reads to be
+stated, so neither case is planned from a guessed default.
+
+The shared ``vllm_oracle.py`` does the rest (imported, unchanged: its ``run``), with two of its
+functions swapped: ``_model_dir_for`` writes the copy, and ``build_engine_args`` turns on
+``trust_remote_code``. Where a remote class is public and does more than hold the keys
+(EXAONE's ``attribute_map``), ``CLASS_ATTRIBUTES`` gives the plain class that too, and the run
+records it. No run uses ``--tp`` > 1: the tool runs each TP rank in a spawned
+process, which imports the tool afresh, without the registration.
+
+Output: one JSON line per run in ``vllm-0.32-more.jsonl``'s format (``make_vllm_cases.py``),
+plus ``why``, ``command``, ``dropped_keys`` and ``oracle_args``; a run vLLM refused carries
+``vllm_refuses_to_start_with`` (type and first line of the error) instead of the plan.
+``tests/plan/test_vllm_remote.py`` replays every line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parents[1] / ".." / "shared"
+TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
+DROPPED = ("auto_map",)
+# What a remote class does beyond holding the stated keys, where it is public and cache-relevant:
+# LG's ExaoneConfig (configuration_exaone.py, as SGLang 0.5.23 carries it in
+# sglang/srt/configs/exaone.py) maps num_hidden_layers to the file's num_layers.
+CLASS_ATTRIBUTES: dict[str, dict[str, Any]] = {
+    "exaone": {"attribute_map": {"num_hidden_layers": "num_layers"}},
+}
+
+# (config file, oracle arguments, why). A file is looked up in tests/oracles/configs, then
+# ../shared/configs.
+RUNS: list[tuple[str, list[str], str]] = [
+    ("internlm--internlm2-7b.json", [], "internlm2 at its derived length, bf16"),
+    ("internlm--internlm2-7b.json", ["--max-model-len", "8192", "--kv-cache-dtype", "fp8"],
+     "internlm2 with an fp8 cache"),
+    ("openbmb--MiniCPM4-8B.json", [], "minicpm (MiniCPM4, dense) at its derived length"),
+    ("openbmb--MiniCPM4-8B.json", ["--max-model-len", "8192", "--block-size", "32"],
+     "minicpm with blocks of 32 tokens"),
+    ("openbmb--MiniCPM-MoE-8x2B.mlc.json", [], "minicpm MoE (num_experts 8)"),
+    ("XiaomiMiMo--MiMo-7B-Base.json", [], "mimo: sliding_window stated with "
+     "use_sliding_window false; given the stated keys alone vLLM windows every layer"),
+    ("XiaomiMiMo--MiMo-7B-Base.json", ["--max-model-len", "8192", "--kv-cache-dtype", "fp8"],
+     "mimo with an fp8 cache"),
+    ("LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct.json", [], "exaone v1 (num_layers, head_dim)"),
+    ("LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct.json",
+     ["--max-model-len", "8192", "--kv-cache-dtype", "fp8"], "exaone with an fp8 cache"),
+    ("deepseek-ai--deepseek-moe-16b.mlc.json", [], "deepseek v1 MoE (full K/V, not MLA)"),
+    ("deepseek-ai--deepseek-moe-16b.mlc.json", ["--kv-cache-dtype", "fp8"],
+     "deepseek v1 with an fp8 cache"),
+    ("OrionStarAI--Orion-14B.mlc.json", [], "orion"),
+    ("OrionStarAI--Orion-14B.mlc.json", ["--kv-cache-dtype", "fp8"], "orion, fp8 cache"),
+    ("inclusionAI--Ling-lite.json", [], "bailing_moe (Ling-lite): states no head_dim, which "
+     "bailing_moe.py reads as an attribute"),
+    ("inclusionAI--Ling-plus.json", ["--max-model-len", "8192"],
+     "bailing_moe (Ling-plus): states no head_dim either"),
+    ("inclusionAI--Ling-lite.HEAD-DIM.MODIFIED.json", [],
+     "bailing_moe: Ling-lite with head_dim stated (configs/SOURCES-remote.md)"),
+    ("inclusionAI--Ling-lite.HEAD-DIM.MODIFIED.json",
+     ["--max-model-len", "8192", "--kv-cache-dtype", "fp8", "--block-size", "32"],
+     "bailing_moe with an fp8 cache and blocks of 32 tokens"),
+    ("Tele-AI--TeleChat2-115B.json", [],
+     "telechat: TeleChat2-115B names TelechatForCausalLM, which vLLM 0.32 does not register"),
+]
+
+
+def _config_path(name: str) -> Path:
+    for folder in (HERE / "configs", SHARED / "configs"):
+        if (folder / name).is_file():
+            return folder / name
+    raise SystemExit(f"{name}: not in tests/oracles/configs or ../shared/configs")
+
+
+def _one(index: int) -> None:
+    """Run ``RUNS[index]`` through the shared tool's ``run`` in this process; print its line."""
+    name, extra, why = RUNS[index]
+    raw = json.loads(_config_path(name).read_text())
+    dropped = [k for k in DROPPED if k in raw]
+    stated = {k: v for k, v in raw.items() if k not in DROPPED}
+
+    from transformers import AutoConfig, PretrainedConfig
+
+    model_type = str(stated["model_type"])
+
+    def init(self: Any, **kwargs: Any) -> None:
+        # As a remote class's __init__ does (self.x = x, then super().__init__): transformers
+        # 5.19's rope standardisation (PreTrainedConfig.__post_init__ →
+        # standardize_rope_params) reads max_position_embeddings before it would otherwise
+        # set the remaining keys. No key gets a value the file does not state.
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+        PretrainedConfig.__init__(self, **kwargs)
+
+    plain = type(f"Stated_{model_type}", (PretrainedConfig,),
+                 {"model_type": model_type, "__init__": init,
+                  **CLASS_ATTRIBUTES.get(model_type, {})})
+    AutoConfig.register(model_type, plain, exist_ok=True)
+
+    spec = importlib.util.spec_from_file_location("vllm_oracle", TOOL)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+
+    def model_dir_for(config_path: str, hf_quant_config: str | None = None) -> tuple[str, bool]:
+        folder = tempfile.mkdtemp(prefix="vllm_remote_model_")
+        Path(folder, "config.json").write_text(json.dumps(stated, indent=2))
+        return folder, True
+
+    build_engine_args = tool.build_engine_args
+
+    def trusting(args: Any, model_dir: str) -> Any:
+        engine_args = build_engine_args(args, model_dir)
+        engine_args.trust_remote_code = True
+        return engine_args
+
+    tool._model_dir_for = model_dir_for
+    tool.build_engine_args = trusting
+    argv = [name, "--kv-cache-memory-bytes", "16GiB", *extra]
+    args = tool.build_parser().parse_args(argv)
+    tool._redirect_stdout_to_stderr()
+    head = {"config": name, "why": why, "command": f"tests/oracles/run_remote_oracle.py {index}",
+            "dropped_keys": dropped, "class_attributes": CLASS_ATTRIBUTES.get(model_type, {}),
+            "oracle_args": extra}
+    try:
+        got = tool.run(args)
+    except Exception as err:  # vLLM stopped building the config or the model
+        detail = err.errors()[0].get("msg", "") if callable(getattr(err, "errors", None)) else ""
+        first = detail or (str(err).splitlines() or [""])[0]
+        tool._emit_json({**head, "vllm_refuses_to_start_with": f"{type(err).__name__}: {first}"})
+        return
+    inputs = got["inputs"]
+    specs = [{"num_layers": u["num_layers"], "first_layer": u["first_layer"], **u["spec"]}
+             for u in got["unique_layer_specs"]]
+    tool._emit_json({
+        **head,
+        "inputs": {
+            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"],
+            "block_size": inputs["block_size_requested"],
+            "max_model_len": inputs["max_model_len_requested"],
+            "kv_cache_dtype": inputs["kv_cache_dtype"], "tensor_parallel_size": inputs["tp"],
+            "max_num_seqs": inputs["max_num_seqs"],
+            "max_num_batched_tokens": inputs["max_num_batched_tokens"],
+            "num_speculative_tokens": inputs["num_speculative_tokens"],
+            "speculative_method": inputs["speculative_method"],
+            "enable_prefix_caching": got["resolved"]["enable_prefix_caching"],
+        },
+        "vllm_resolved": got["resolved"],
+        "expected": {
+            "num_blocks": got["num_blocks"], "kv_cache_tokens": got["gpu_kv_cache_size_tokens"],
+            "max_concurrency": got["max_concurrency"],
+            "block_size": got["block_size"]["final_cache_config_block_size"],
+            "bytes_per_block": got["bytes_per_block"],
+            "vllm_refuses_to_start": got["vllm_refuses_to_start"],
+            "vllm_log_line": got["vllm_log_line"],
+        },
+        "kv_cache_groups": got["kv_cache_groups"],
+        "layer_specs": specs,
+        "spec_collection": got["provenance"].get("spec_collection"),
+    })
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--one"]:
+        _one(int(argv[1]))  # the tool's own stdout handling: logs to stderr, the line to stdout
+        return 0
+    chosen = [int(a) for a in argv] or list(range(len(RUNS)))
+    for index in chosen:
+        # one process per run: vLLM keeps distributed and config state per process
+        proc = subprocess.run([sys.executable, __file__, "--one", str(index)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or not proc.stdout.strip():
+            sys.stderr.write(proc.stderr[-4000:])
+            raise SystemExit(f"run {index} ({RUNS[index][0]}) failed")
+        print(proc.stdout.strip(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
