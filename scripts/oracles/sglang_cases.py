@@ -334,6 +334,18 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     # persimmon (PersimmonConfig's defaults: tests/oracles/configs/SOURCES-tfbackend.md);
     # SGLang 0.5.23 registers PersimmonForCausalLM natively (srt/models/persimmon.py).
     ("persimmon", "transformers--PersimmonConfig-defaults.CLASS.json", 16384, {}),
+    # Remote-code types kvledger plans from the keys config.json states (derive/remote_code.py):
+    # SGLang 0.5.23 registers each class natively (srt/models/internlm2.py, minicpm.py,
+    # exaone.py, deepseek.py, orion.py, bailing_moe.py); the configs load as plain
+    # PretrainedConfigs of their stated keys (EXAONE through SGLang's own ExaoneConfig).
+    ("internlm2", "internlm--internlm2-7b.json", 32768, {"remote_plain": True}),
+    ("minicpm", "openbmb--MiniCPM4-8B.json", 32768, {"remote_plain": True}),
+    ("minicpm-moe", "openbmb--MiniCPM-MoE-8x2B.mlc.json", 4096, {"remote_plain": True}),
+    ("exaone", "LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct.json", 32768, {"remote_plain": True}),
+    ("deepseek-v1", "deepseek-ai--deepseek-moe-16b.mlc.json", 4096, {"remote_plain": True}),
+    ("orion", "OrionStarAI--Orion-14B.mlc.json", 4096, {"remote_plain": True}),
+    ("bailing-moe", "inclusionAI--Ling-lite.HEAD-DIM.MODIFIED.json", 16384,
+     {"remote_plain": True}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}

@@ -182,16 +182,29 @@ def main() -> None:
 
         auto_config = hf_config_module.AutoConfig
 
+        class _Stated(PretrainedConfig):
+            """The stated keys, set before PretrainedConfig's own __init__ as a remote class's
+            __init__ does: transformers' rope standardisation reads max_position_embeddings
+            before it would set the remaining keys itself (a rope_scaling config fails)."""
+
+            def __init__(self, **kwargs: object) -> None:
+                for key, value in kwargs.items():
+                    setattr(self, key, value)
+                super().__init__(**kwargs)
+
         class _PlainForRemoteCode:
             @staticmethod
             def from_pretrained(model: str, *args: object, **kwargs: object) -> object:
                 try:
                     return auto_config.from_pretrained(model, *args, **kwargs)
                 except ValueError as exc:
-                    if "custom code" not in str(exc):
+                    # with auto_map: "custom code"; a converted copy without one (the .mlc
+                    # presets): transformers "does not recognize this architecture"
+                    if ("custom code" not in str(exc)
+                            and "does not recognize this architecture" not in str(exc)):
                         raise
                 extra_out["remote_config_stand_in"] = "PretrainedConfig"
-                plain = PretrainedConfig.from_pretrained(model)
+                plain = _Stated.from_pretrained(model)
                 # Nested records (DeciLM's block_configs) are objects in the remote class:
                 # give their dicts attribute access, as that class's dataclasses would.
                 for key, value in list(vars(plain).items()):
