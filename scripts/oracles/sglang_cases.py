@@ -346,6 +346,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("orion", "OrionStarAI--Orion-14B.mlc.json", 4096, {"remote_plain": True}),
     ("bailing-moe", "inclusionAI--Ling-lite.HEAD-DIM.MODIFIED.json", 16384,
      {"remote_plain": True}),
+    ("minicpm-tp4", "openbmb--MiniCPM4-8B.json", 32768, {"remote_plain": True, "tp": 4}),
 ]
 CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size": 1,
            "server_args": {"context_length": context}, **extra}

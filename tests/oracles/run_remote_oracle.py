@@ -27,12 +27,12 @@ absent, and vLLM's model either raises (the run records it) or takes its own ``g
 default: kvledger's rows for these types require every key vLLM's model file reads to be
 stated, so neither case is planned from a guessed default.
 
-The shared ``vllm_oracle.py`` does the rest (imported, unchanged: its ``run``), with two of its
-functions swapped: ``_model_dir_for`` writes the copy, and ``build_engine_args`` turns on
-``trust_remote_code``. Where a remote class is public and does more than hold the keys
-(EXAONE's ``attribute_map``), ``CLASS_ATTRIBUTES`` gives the plain class that too, and the run
-records it. No run uses ``--tp`` > 1: the tool runs each TP rank in a spawned
-process, which imports the tool afresh, without the registration.
+The shared ``vllm_oracle.py`` does the rest (imported, unchanged: its ``run``, with its own
+``--trust-remote-code``), with ``_model_dir_for`` swapped to write the copy. Where a remote
+class is public and does more than hold the keys (EXAONE's ``attribute_map``),
+``CLASS_ATTRIBUTES`` gives the plain class that too, and the run records it. For ``--tp`` > 1
+the tool runs each TP rank in a spawned process, which imports this file as ``__mp_main__``:
+the registration is redone there from an environment variable.
 
 Output: one JSON line per run in ``vllm-0.32-more.jsonl``'s format (``make_vllm_cases.py``),
 plus ``why``, ``command``, ``dropped_keys`` and ``oracle_args``; a run vLLM refused carries
@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,9 @@ RUNS: list[tuple[str, list[str], str]] = [
      "bailing_moe with an fp8 cache and blocks of 32 tokens"),
     ("Tele-AI--TeleChat2-115B.json", [],
      "telechat: TeleChat2-115B names TelechatForCausalLM, which vLLM 0.32 does not register"),
+    ("internlm--internlm2-7b.json", ["--tp", "2"], "internlm2 over TP 2: 4 KV heads a rank"),
+    ("openbmb--MiniCPM4-8B.json", ["--tp", "4", "--max-model-len", "8192"],
+     "minicpm over TP 4: 2 KV heads, replicated to one a rank"),
 ]
 
 
@@ -104,16 +108,13 @@ def _config_path(name: str) -> Path:
     raise SystemExit(f"{name}: not in tests/oracles/configs or ../shared/configs")
 
 
-def _one(index: int) -> None:
-    """Run ``RUNS[index]`` through the shared tool's ``run`` in this process; print its line."""
-    name, extra, why = RUNS[index]
-    raw = json.loads(_config_path(name).read_text())
-    dropped = [k for k in DROPPED if k in raw]
-    stated = {k: v for k, v in raw.items() if k not in DROPPED}
+ENV = "KVLEDGER_REMOTE_ORACLE_MODEL_TYPE"
 
+
+def _register(model_type: str) -> None:
+    """Make ``AutoConfig`` build ``model_type`` as a plain ``PretrainedConfig`` of the stated
+    keys (plus ``CLASS_ATTRIBUTES``), in this process."""
     from transformers import AutoConfig, PretrainedConfig
-
-    model_type = str(stated["model_type"])
 
     def init(self: Any, **kwargs: Any) -> None:
         # As a remote class's __init__ does (self.x = x, then super().__init__): transformers
@@ -129,9 +130,26 @@ def _one(index: int) -> None:
                   **CLASS_ATTRIBUTES.get(model_type, {})})
     AutoConfig.register(model_type, plain, exist_ok=True)
 
+
+def _one(index: int) -> None:
+    """Run ``RUNS[index]`` through the shared tool's ``run`` in this process; print its line."""
+    name, extra, why = RUNS[index]
+    raw = json.loads(_config_path(name).read_text())
+    dropped = [k for k in DROPPED if k in raw]
+    stated = {k: v for k, v in raw.items() if k not in DROPPED}
+
+    model_type = str(stated["model_type"])
+    # TP ranks run in spawned processes that import this file as __mp_main__: they register
+    # the same class from this variable (see the end of the file).
+    os.environ[ENV] = model_type
+    _register(model_type)
+
     spec = importlib.util.spec_from_file_location("vllm_oracle", TOOL)
     assert spec is not None and spec.loader is not None
     tool = importlib.util.module_from_spec(spec)
+    # importable by name, so the spawned TP ranks can unpickle the tool's worker entry point
+    sys.modules["vllm_oracle"] = tool
+    sys.path.insert(0, str(TOOL.parent))
     spec.loader.exec_module(tool)
 
     def model_dir_for(config_path: str, hf_quant_config: str | None = None) -> tuple[str, bool]:
@@ -139,16 +157,8 @@ def _one(index: int) -> None:
         Path(folder, "config.json").write_text(json.dumps(stated, indent=2))
         return folder, True
 
-    build_engine_args = tool.build_engine_args
-
-    def trusting(args: Any, model_dir: str) -> Any:
-        engine_args = build_engine_args(args, model_dir)
-        engine_args.trust_remote_code = True
-        return engine_args
-
     tool._model_dir_for = model_dir_for
-    tool.build_engine_args = trusting
-    argv = [name, "--kv-cache-memory-bytes", "16GiB", *extra]
+    argv = [name, "--kv-cache-memory-bytes", "16GiB", "--trust-remote-code", *extra]
     args = tool.build_parser().parse_args(argv)
     tool._redirect_stdout_to_stderr()
     head = {"config": name, "why": why, "command": f"tests/oracles/run_remote_oracle.py {index}",
@@ -210,3 +220,5 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+elif __name__ == "__mp_main__" and os.environ.get(ENV):  # a spawned TP rank of a run
+    _register(os.environ[ENV])

@@ -98,13 +98,27 @@ def test_internlm2_by_hand() -> None:
     # 2 (K, V) * 16 * 8 * 128 * 2 B = 65,536 B; 32 layers -> 2,097,152 B a block;
     # 16 GiB // 2,097,152 = 8,192 blocks = 131,072 tokens; at its 32,768 positions 4.00x.
     [case] = [c for c in SERVED if c["config"] == "internlm--internlm2-7b.json"
-              and c["inputs"]["kv_cache_dtype"] == "auto"]
+              and c["inputs"]["kv_cache_dtype"] == "auto"
+              and c["inputs"]["tensor_parallel_size"] == 1]
     request = _request(case)
     plan = plan_vllm(derive_model(_config(case)), request, request.kv_cache_memory_bytes)
     assert plan.bytes_per_block == 2 * 16 * 8 * 128 * 2 * 32 == 2_097_152
     assert plan.num_blocks == 16 * 2**30 // 2_097_152 == 8192
     assert plan.kv_cache_tokens == 8192 * 16
     assert plan.max_concurrency == 8192 * 16 / 32768 == 4.0
+
+
+def test_minicpm_over_tp4_replicates_its_two_kv_heads() -> None:
+    # MiniCPM4-8B: 2 KV heads over TP 4 -> one head a rank (vLLM's MiniCPMAttention:
+    # max(1, 2 // 4)); a rank's bf16 block: 2 * 16 * 1 * 128 * 2 B * 32 layers = 262,144 B;
+    # 16 GiB // 262,144 = 65,536 blocks = 1,048,576 tokens, 128x at 8,192.
+    [case] = [c for c in SERVED if c["inputs"]["tensor_parallel_size"] == 4]
+    assert case["config"] == "openbmb--MiniCPM4-8B.json"
+    request = _request(case)
+    plan = plan_vllm(derive_model(_config(case)), request, request.kv_cache_memory_bytes)
+    assert plan.bytes_per_block == 2 * 16 * 1 * 128 * 2 * 32 == 262_144
+    assert plan.num_blocks == 16 * 2**30 // 262_144 == 65_536
+    assert plan.max_concurrency == 65_536 * 16 / 8192 == 128.0
 
 
 def test_exaone_layers_come_from_num_layers() -> None:
