@@ -1288,11 +1288,18 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                "projector_use_layernorm": "a norm in the vision projector: "
                                                           "weights"},
                      config_class="Lfm2VlConfig", vllm="lfm2_vl.py"),
-        # Checkpoints of this group vLLM 0.32 cannot load without their remote code.
+        # Checkpoints of this group vLLM 0.32 cannot load without their remote code. Hunyuan's
+        # class goes to the Transformers backend (registry.py _TRANSFORMERS_SUPPORTED_MODELS),
+        # whose Base.__init__ (transformers/base.py) builds AutoModel.from_config(...,
+        # trust_remote_code): the checkpoint's modeling code, which kvledger cannot read.
         "hunyuan": T(refused=_remote("hunyuan", "HunYuanMoEV1ForCausalLM",
                                      what="Tencent Hunyuan-A13B's own schema",
-                                     also="vLLM serves HunYuanMoEV1ForCausalLM without "
-                                          "remote code only as model_type 'hunyuan_v1_moe'")),
+                                     also="vLLM 0.32 hands HunYuanMoEV1ForCausalLM to its "
+                                          "Transformers backend (TransformersMoEForCausalLM), "
+                                          "which for this model_type builds the checkpoint's "
+                                          "own modeling code too; vLLM serves "
+                                          "HunYuanMoEV1ForCausalLM without remote code only as "
+                                          "model_type 'hunyuan_v1_moe'")),
         # DeepSeek-MoE v1: deepseek_v2.py DeepseekV2DecoderLayer takes DeepseekAttention
         # whenever config.model_type == "deepseek" (use_mha): num_key_value_heads K/V heads of
         # hidden_size // num_attention_heads, full K/V, not MLA; the experts hold no cache.
