@@ -35,3 +35,21 @@ def test_a_catalog_plan_imports_none_of_the_heavy_modules() -> None:
     # is 2 MiB, and 10 GiB holds 5,120 of them.
     assert json.loads("\n".join(plan))["num_blocks"] == 5120
     assert loaded == "[]"
+
+
+# Each kvledger module on the path costs about 0.1 ms before its body runs (finder, stat, read,
+# unmarshal: bench/startup.py --breakdown), some 0.01× of a bare interpreter. This many are on
+# the path at this commit; one more is a start-up decision, not an accident (a check a rare
+# config needs is imported where it is called: derive/guard.py's remote_code).
+MODULES_ON_THE_PATH = 48
+
+
+def test_a_catalog_plan_imports_no_more_kvledger_modules_than_it_did() -> None:
+    code = (
+        "import sys; from kvledger.cli.main import main; code = main(sys.argv[1:]); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kvledger')); sys.exit(code)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, *ARGS], capture_output=True, text=True,
+                          check=True)
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert loaded.count("'kvledger") <= MODULES_ON_THE_PATH, loaded

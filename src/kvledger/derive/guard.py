@@ -19,7 +19,6 @@ from kvledger.derive.config import Config
 from kvledger.derive.errors import UnknownCacheKey, UnsupportedArchitecture
 from kvledger.derive.model_types import CORE_KEYS, HARMLESS, Resolved
 from kvledger.derive.quant import check_blocks, level_blocks
-from kvledger.derive.remote_code import check_stated
 
 # Words in a key name that may affect the cache, matched ignoring case anywhere in the name.
 CACHE_AFFECTING = (
@@ -97,6 +96,8 @@ def check_level(
                 architectures=cfg.architectures,
             )
     if row.stated:  # a remote-code type: sizes come from the file alone (remote_code.py)
+        from kvledger.derive.remote_code import check_stated  # only then: start-up
+
         check_stated(cfg, row)
     known = (known_keys(row) | (known_keys(also) if also is not None else frozenset())
              | frozenset(extra))
