@@ -85,3 +85,38 @@ def case_model(case: dict[str, Any]) -> str | dict[str, Any]:
         return str(path)
     loaded: dict[str, Any] = json.loads(path.read_text())
     return loaded
+
+
+def request_of(inputs: dict[str, Any]) -> Any:
+    """The ``PlanRequest`` of an oracle run's ``inputs`` (vLLM's resolved values)."""
+    from kvledger.plan.request import PlanRequest
+
+    block = inputs["block_size"]
+    return PlanRequest(
+        engine="vllm", kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
+        block_size=None if block == "auto" else int(block),
+        max_model_len=inputs["max_model_len"], kv_cache_dtype=inputs["kv_cache_dtype"],
+        tensor_parallel_size=inputs["tensor_parallel_size"],
+        max_num_seqs=inputs["max_num_seqs"],
+        max_num_batched_tokens=inputs["max_num_batched_tokens"],
+        enable_prefix_caching=inputs["enable_prefix_caching"],
+        num_speculative_tokens=inputs.get("num_speculative_tokens", 0),
+        speculative_method=inputs.get("speculative_method"),
+    )
+
+
+def assert_plan_is(plan: Any, case: dict[str, Any]) -> None:
+    """A vLLM-layout plan equals the oracle run's: blocks, tokens, block size, concurrency,
+    the refusal flag, bytes a block, and every KV cache group's spec, layers, block size, page
+    and per-request bytes."""
+    want = case["expected"]
+    got = (plan.num_blocks, plan.kv_cache_tokens, plan.block_size,
+           round(plan.max_concurrency, 2), plan.vllm_refuses_to_start, plan.bytes_per_block)
+    assert got == (want["num_blocks"], want["kv_cache_tokens"], want["block_size"],
+                   round(want["max_concurrency"], 2), want["vllm_refuses_to_start"],
+                   want["bytes_per_block"])
+    groups = [(g.spec, g.num_layers, g.block_size, g.page_size_bytes,
+               g.max_memory_usage_bytes_per_request) for g in plan.groups]
+    assert groups == [(g["spec"], g["num_layers"], g["block_size"], g["page_size_bytes"],
+                       g["max_memory_usage_bytes_per_request"])
+                      for g in case["kv_cache_groups"]]

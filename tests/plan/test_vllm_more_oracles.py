@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from kvledger.derive import derive_model
-from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
-from oracle_cases import CONFIGS
+from oracle_cases import CONFIGS, assert_plan_is, request_of
 
 MORE = Path(__file__).parents[1] / "oracles" / "vllm-0.32-more.jsonl"
 CASES = [json.loads(line) for line in MORE.read_text().splitlines() if line.strip()]
@@ -26,18 +25,7 @@ def _plan(case: dict[str, Any]) -> Any:
     assert case["inputs"]["weights_quant_stripped"]
     raw.pop("quantization_config", None)  # the weights-only part the CPU oracle lacks
     inp = case["inputs"]
-    block = inp["block_size"]
-    request = PlanRequest(
-        engine="vllm", kv_cache_memory_bytes=inp["kv_cache_memory_bytes"],
-        block_size=None if block == "auto" else int(block),
-        max_model_len=inp["max_model_len"], kv_cache_dtype=inp["kv_cache_dtype"],
-        tensor_parallel_size=inp["tensor_parallel_size"], max_num_seqs=inp["max_num_seqs"],
-        max_num_batched_tokens=inp["max_num_batched_tokens"],
-        enable_prefix_caching=inp["enable_prefix_caching"],
-        num_speculative_tokens=inp["num_speculative_tokens"],
-        speculative_method=inp["speculative_method"],
-    )
-    return plan_vllm(derive_model(raw), request, inp["kv_cache_memory_bytes"])
+    return plan_vllm(derive_model(raw), request_of(inp), inp["kv_cache_memory_bytes"])
 
 
 IDS = [f"{c['config'].removesuffix('.json')}-{c['inputs']['kv_cache_dtype']}"
@@ -47,14 +35,4 @@ IDS = [f"{c['config'].removesuffix('.json')}-{c['inputs']['kv_cache_dtype']}"
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_matches_vllm(case: dict[str, Any]) -> None:
     plan = _plan(case)
-    want = case["expected"]
-    got = (plan.num_blocks, plan.kv_cache_tokens, plan.block_size,
-           round(plan.max_concurrency, 2), plan.vllm_refuses_to_start, plan.bytes_per_block)
-    assert got == (want["num_blocks"], want["kv_cache_tokens"], want["block_size"],
-                   round(want["max_concurrency"], 2), want["vllm_refuses_to_start"],
-                   want["bytes_per_block"])
-    groups = [(g.spec, g.num_layers, g.block_size, g.page_size_bytes,
-               g.max_memory_usage_bytes_per_request) for g in plan.groups]
-    assert groups == [(g["spec"], g["num_layers"], g["block_size"], g["page_size_bytes"],
-                       g["max_memory_usage_bytes_per_request"])
-                      for g in case["kv_cache_groups"]]
+    assert_plan_is(plan, case)

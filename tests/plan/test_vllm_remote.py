@@ -24,6 +24,7 @@ from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.model_types import resolve
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
+from oracle_cases import assert_plan_is, request_of
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32-remote.jsonl"
@@ -39,14 +40,8 @@ def _config(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _request(case: dict[str, Any]) -> PlanRequest:
-    inp = case["inputs"]
-    return PlanRequest(
-        engine="vllm", kv_cache_memory_bytes=inp["kv_cache_memory_bytes"],
-        block_size=int(inp["block_size"]), max_model_len=inp["max_model_len"],
-        kv_cache_dtype=inp["kv_cache_dtype"], tensor_parallel_size=inp["tensor_parallel_size"],
-        max_num_seqs=inp["max_num_seqs"], max_num_batched_tokens=inp["max_num_batched_tokens"],
-        enable_prefix_caching=inp["enable_prefix_caching"],
-    )
+    request: PlanRequest = request_of(case["inputs"])
+    return request
 
 
 def _planned(case: dict[str, Any]) -> bool:
@@ -78,18 +73,8 @@ def test_planned_as_vllm_serves_the_stated_keys(case: dict[str, Any]) -> None:
     request = _request(case)
     facts = derive_model(raw)
     plan = plan_vllm(facts, request, request.kv_cache_memory_bytes)
-    want = case["expected"]
-    got = (plan.num_blocks, plan.kv_cache_tokens, plan.block_size,
-           round(plan.max_concurrency, 2), plan.vllm_refuses_to_start, plan.bytes_per_block)
-    assert got == (want["num_blocks"], want["kv_cache_tokens"], want["block_size"],
-                   round(want["max_concurrency"], 2), want["vllm_refuses_to_start"],
-                   want["bytes_per_block"])
+    assert_plan_is(plan, case)
     assert plan.max_model_len == case["vllm_resolved"]["max_model_len"]
-    groups = [(g.spec, g.num_layers, g.block_size, g.page_size_bytes,
-               g.max_memory_usage_bytes_per_request) for g in plan.groups]
-    assert groups == [(g["spec"], g["num_layers"], g["block_size"], g["page_size_bytes"],
-                       g["max_memory_usage_bytes_per_request"])
-                      for g in case["kv_cache_groups"]]
 
 
 def test_internlm2_by_hand() -> None:
