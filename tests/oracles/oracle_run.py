@@ -189,3 +189,59 @@ def ask_shown(args: list[str], command: str) -> dict[str, Any]:
 def shown(name: str, args: list[str]) -> str:
     """The command a line records: the tool, the config's file name, the arguments after it."""
     return " ".join(["vllm_oracle.py", name, *args[1:]])
+
+
+def first_error_line(err: Exception) -> str:
+    """What a run that vLLM stopped records: the exception's type and its first line (pydantic
+    wraps what ModelConfig's validators raise; its own message is the useful one)."""
+    detail = err.errors()[0].get("msg", "") if callable(getattr(err, "errors", None)) else ""
+    first = detail or (str(err).splitlines() or [""])[0]
+    return f"{type(err).__name__}: {first}"
+
+
+def tool_case_line(head: dict[str, Any], got: dict[str, Any]) -> dict[str, Any]:
+    """A case line of the in-process runners (run_remote_oracle.py, run_tfbackend_oracle.py,
+    which call the shared tool's ``run`` themselves): ``head`` and the tool's answer, with the
+    inputs as requested."""
+    inputs = got["inputs"]
+    specs = [{"num_layers": u["num_layers"], "first_layer": u["first_layer"], **u["spec"]}
+             for u in got["unique_layer_specs"]]
+    return {
+        **head,
+        "inputs": {
+            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"],
+            "block_size": inputs["block_size_requested"],
+            "max_model_len": inputs["max_model_len_requested"],
+            "kv_cache_dtype": inputs["kv_cache_dtype"], "tensor_parallel_size": inputs["tp"],
+            "max_num_seqs": inputs["max_num_seqs"],
+            "max_num_batched_tokens": inputs["max_num_batched_tokens"],
+            "num_speculative_tokens": inputs["num_speculative_tokens"],
+            "speculative_method": inputs["speculative_method"],
+            "enable_prefix_caching": got["resolved"]["enable_prefix_caching"],
+        },
+        "vllm_resolved": got["resolved"],
+        "expected": {
+            "num_blocks": got["num_blocks"], "kv_cache_tokens": got["gpu_kv_cache_size_tokens"],
+            "max_concurrency": got["max_concurrency"],
+            "block_size": got["block_size"]["final_cache_config_block_size"],
+            "bytes_per_block": got["bytes_per_block"],
+            "vllm_refuses_to_start": got["vllm_refuses_to_start"],
+            "vllm_log_line": got["vllm_log_line"],
+        },
+        "kv_cache_groups": got["kv_cache_groups"],
+        "layer_specs": specs,
+        "spec_collection": got["provenance"].get("spec_collection"),
+    }
+
+
+def run_each(script: str, labels: list[str], argv: list[str]) -> None:
+    """Run ``script --one K`` for each index in ``argv`` (all when empty), one process per
+    run — vLLM keeps distributed and config state per process — and print each line."""
+    chosen = [int(a) for a in argv] or list(range(len(labels)))
+    for index in chosen:
+        proc = subprocess.run([sys.executable, script, "--one", str(index)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or not proc.stdout.strip():
+            sys.stderr.write(proc.stderr[-4000:])
+            raise SystemExit(f"run {index} ({labels[index]}) failed")
+        print(proc.stdout.strip(), flush=True)

@@ -51,13 +51,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from oracle_run import first_error_line, run_each, tool_case_line  # noqa: E402
+
 SHARED = HERE.parents[1] / ".." / "shared"
 TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
 MLLAMA = "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json"
@@ -241,55 +243,16 @@ def _one(index: int) -> None:
         tool._emit_json({**head, "vllm_refuses_to_start_with": str(refused)})
         return
     except Exception as err:  # vLLM stopped building the config or the model
-        # pydantic wraps what ModelConfig's validators raise; its own message is the useful one
-        detail = err.errors()[0].get("msg", "") if callable(getattr(err, "errors", None)) else ""
-        first = detail or (str(err).splitlines() or [""])[0]
-        tool._emit_json({**head, "vllm_refuses_to_start_with": f"{type(err).__name__}: {first}"})
+        tool._emit_json({**head, "vllm_refuses_to_start_with": first_error_line(err)})
         return
-    inputs = got["inputs"]
-    specs = [{"num_layers": u["num_layers"], "first_layer": u["first_layer"], **u["spec"]}
-             for u in got["unique_layer_specs"]]
-    tool._emit_json({
-        **head,
-        "inputs": {
-            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"],
-            "block_size": inputs["block_size_requested"],
-            "max_model_len": inputs["max_model_len_requested"],
-            "kv_cache_dtype": inputs["kv_cache_dtype"], "tensor_parallel_size": inputs["tp"],
-            "max_num_seqs": inputs["max_num_seqs"],
-            "max_num_batched_tokens": inputs["max_num_batched_tokens"],
-            "num_speculative_tokens": inputs["num_speculative_tokens"],
-            "speculative_method": inputs["speculative_method"],
-            "enable_prefix_caching": got["resolved"]["enable_prefix_caching"],
-        },
-        "vllm_resolved": got["resolved"],
-        "expected": {
-            "num_blocks": got["num_blocks"], "kv_cache_tokens": got["gpu_kv_cache_size_tokens"],
-            "max_concurrency": got["max_concurrency"],
-            "block_size": got["block_size"]["final_cache_config_block_size"],
-            "bytes_per_block": got["bytes_per_block"],
-            "vllm_refuses_to_start": got["vllm_refuses_to_start"],
-            "vllm_log_line": got["vllm_log_line"],
-        },
-        "kv_cache_groups": got["kv_cache_groups"],
-        "layer_specs": specs,
-        "spec_collection": got["provenance"].get("spec_collection"),
-    })
+    tool._emit_json(tool_case_line(head, got))
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--one"]:
         _one(int(argv[1]))  # the tool's own stdout handling: logs to stderr, the line to stdout
         return 0
-    chosen = [int(a) for a in argv] or list(range(len(RUNS)))
-    for index in chosen:
-        # one process per run: vLLM keeps distributed and config state per process
-        proc = subprocess.run([sys.executable, __file__, "--one", str(index)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0 or not proc.stdout.strip():
-            sys.stderr.write(proc.stderr[-4000:])
-            raise SystemExit(f"run {index} ({RUNS[index][0]}) failed")
-        print(proc.stdout.strip(), flush=True)
+    run_each(__file__, [run[0] for run in RUNS], argv)
     return 0
 
 
