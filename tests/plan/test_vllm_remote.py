@@ -24,7 +24,10 @@ from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.model_types import resolve
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.vllm import plan_vllm
-from oracle_cases import assert_plan_is, request_of
+from oracle_cases import CONFIGS, assert_plan_is, request_of
+
+if not CONFIGS.is_dir():  # the real configs of these types are in ../shared/configs
+    pytest.skip("../shared is not beside the repo", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32-remote.jsonl"
