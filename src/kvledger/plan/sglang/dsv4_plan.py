@@ -10,10 +10,11 @@ from typing import Any
 
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.sglang import dsv4
-from kvledger.plan.sglang.layout import Resolved, SglangPlan, StagePlan, context_length
+from kvledger.plan.sglang.layout import SglangPlan, StagePlan
 from kvledger.plan.sglang.model import SglangLayoutError, SglangModel
 from kvledger.plan.sglang.options import SglangOptions
 from kvledger.plan.sglang.pools import max_running_requests, validate_swa_pool
+from kvledger.plan.sglang.settings import Resolved, context_length
 
 
 def plan_dsv4(model: SglangModel, request: PlanRequest, available_bytes: int,

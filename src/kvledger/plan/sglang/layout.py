@@ -2,10 +2,10 @@
 
 ``plan_sglang(facts, request, available_bytes, ...)`` runs SGLang's sequence on kvledger's
 facts: resolve the settings SGLang resolves (KV dtype, page size, context length, attention
-TP/DP), build SGLang's view of the model (``model.build``), carve out the recurrent-state pool
-(``pools.mamba_state_pool``), size each pipeline stage's pool (``cells`` + ``pools``), take
-the smallest token count over stages, apply ``--max-total-tokens``, and resolve
-``max_running_requests``. It returns ``SglangPlan``: ``kv_cache_tokens`` is SGLang's
+TP/DP: ``settings.py``), build SGLang's view of the model (``model.build``), carve out the
+recurrent-state pool (``pools.mamba_state_pool``), size each pipeline stage's pool (``cells``
++ ``pools``), take the smallest token count over stages, apply ``--max-total-tokens``, and
+resolve ``max_running_requests``. It returns ``SglangPlan``: ``kv_cache_tokens`` is SGLang's
 ``max_total_num_tokens`` (the "#tokens" of its "KV Cache is allocated" line, which
 ``sglang_log_line`` reproduces).
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
+from kvledger.plan.request import PlanRequest
 from kvledger.plan.sglang import dsv4, encoder_decoder, log, served
 from kvledger.plan.sglang.cells import (
     DSA_QUANT_BLOCK,
@@ -34,7 +34,6 @@ from kvledger.plan.sglang.cells import (
     mla_row_dim,
 )
 from kvledger.plan.sglang.model import (
-    DEEPSEEK_FAMILY_ARCHS,
     PURE_SSM_ARCHS,
     SglangLayoutError,
     SglangModel,
@@ -57,55 +56,11 @@ from kvledger.plan.sglang.pools import (
     swa_tokens,
     validate_swa_pool,
 )
+from kvledger.plan.sglang.settings import Resolved, resolve
 from kvledger.plan.sglang.states import StateBytes, ssm_dtype, state_bytes
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
-
-# arg_groups/overrides.py: _MAMBA_RADIX_CACHE_ARCHS (those kvledger has facts for): the
-# hybrid models whose radix cache _mamba_radix_cache_resolution resolves a strategy for
-# (GraniteMoeHybrid only with a "mamba" layer, which every hybrid of it has). Another hybrid
-# takes a path not reproduced here, and is refused.
-MAMBA_RADIX_CACHE_ARCHS = frozenset({
-    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
-    "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
-    "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
-    "GraniteMoeHybridForCausalLM",
-    # Text-only LFM2 (not its VL wrapper, below): a radix strategy, but no extra buffer (not
-    # in _MAMBA_EXTRA_BUFFER_ARCHS, no linear-attention spec), so "no_buffer" with the
-    # overlap scheduler off. Oracle case cov-lfm2-text.
-    "Lfm2ForCausalLM",
-})
-# arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS (supports_mamba_cache_extra_buffer,
-# with the default triton linear-attention backend): "auto" resolves to extra_buffer here
-# when the overlap scheduler is on or pages are > 1; the other radix archs take no_buffer.
-MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
-    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
-    "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
-    "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
-    "GraniteMoeHybridForCausalLM",
-})
-# Hybrids whose states SGLang pools (configs/hybrid_arch.py: mamba2_config) but that are in
-# neither list above: _mamba_radix_cache_resolution declares nothing for them, so the radix
-# cache runs without a Mamba strategy (no extra buffer, the overlap scheduler untouched) and
-# _calculate_mamba_ratio keeps its base of 3 slots per request. Oracle case cov-lfm2-vl.
-# FalconMamba, Mamba and Mamba2 (no linear-attention spec either) are among them too: oracle
-# cases cov-falcon-mamba, cov-mamba and cov-mamba2.
-MAMBA_PLAIN_RADIX_ARCHS = frozenset({"Lfm2VlForConditionalGeneration",
-                                     "FalconMambaForCausalLM", "MambaForCausalLM",
-                                     "Mamba2ForCausalLM"})
-# SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
-KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
-             "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
-HOPPER_LIKE = ("sm90", "sm80", "sm86", "sm89")
-
-
-def sm_major(platform: str) -> int:
-    """"sm90" → 9, "sm100" → 10, "sm120" → 12."""
-    return int(platform[2:-1])
-
 
 def pp_indices(num_layers: int, pp: int) -> list[tuple[int, int]]:
     """SGLang's ``get_pp_indices`` (``srt/distributed/utils.py``, no
@@ -122,28 +77,6 @@ def pp_indices(num_layers: int, pp: int) -> list[tuple[int, int]]:
         else:
             out.append((rank * base, rank * base + base))
     return out
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """The settings SGLang resolves before sizing, with where each came from."""
-
-    kv_cache_dtype: str  # storage dtype name (kvledger registry)
-    kv_dtype_source: str
-    page_size: int
-    page_size_source: str
-    context_len: int
-    attn_tp: int
-    attn_dp: int
-    draft_layers: int
-    swa_full_tokens_ratio: float
-    mamba_full_memory_ratio: float
-    chunked_prefill_size: int
-    overlap: bool
-    mamba_strategy: str | None  # "extra_buffer" / "no_buffer" / None (no states)
-    max_running_requests: int | None  # --max-running-requests, or 48 with speculation
-    dsa_scaled_fp8: bool
-    platform: str
 
 
 @dataclass(frozen=True)
@@ -189,146 +122,6 @@ class SglangPlan:
     # Pool entries each request's encoder input takes beside its own tokens (Whisper's
     # padded audio frames, encoder_decoder.encoder_tokens); 0 for decoder-only models.
     encoder_tokens: int = 0
-
-
-# -- settings -----------------------------------------------------------------------------
-
-
-def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str) -> tuple[str, str]:
-    asked = request.kv_cache_dtype
-    if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
-        # arg_groups/overrides.py: _dsa_kv_cache_dtype_default.
-        if asked == "auto":
-            major = sm_major(platform)
-            chosen = "fp8_e4m3" if major >= 10 else "bfloat16"
-            return chosen, f"DSA default on {platform} (_dsa_kv_cache_dtype_default)"
-        name = KV_DTYPES.get(asked)
-        if name not in ("bfloat16", "fp8_e4m3"):
-            raise SglangLayoutError(f"SGLang's DSA KV cache is bfloat16 or fp8_e4m3, not "
-                                    f"{asked!r}")
-        return name, "option"
-    if asked == "auto":
-        if model.checkpoint_kv_fp8:
-            return "fp8_e4m3", "checkpoint quant config kv_cache_quant_algo FP8"
-        return model.model_dtype, "model dtype (auto)"
-    name = KV_DTYPES.get(asked)
-    if name is None:
-        raise SglangLayoutError(
-            f"--kv-cache-dtype {asked}: SGLang 0.5.23 has no such choice (it takes auto, "
-            "bf16/bfloat16, fp8_e4m3, fp8_e5m2, nvfp4, ...)")
-    return name, "option"
-
-
-def _page_size(model: SglangModel, request: PlanRequest, platform: str) -> tuple[int, str]:
-    if request.block_size is not None:
-        page = request.block_size
-        if model.dsa is not None and page % (64 * model.dsa.index_kpool) and \
-                model.architecture in DEEPSEEK_FAMILY_ARCHS:
-            raise SglangLayoutError(
-                f"page size {page}: SGLang's DSA pool needs 64-token index pages "
-                f"(page = 64 × index_kpool = {64 * model.dsa.index_kpool})")
-        return page, "option"
-    if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
-        # model_overrides/deepseek_v2.py: "Setting page size to {64 * index_kpool} for DSA".
-        return 64 * model.dsa.index_kpool, "DSA (64 × index_kpool)"
-    if platform in HOPPER_LIKE:
-        # overrides.py _page_size_default: 1 unless a backend forces another; on Hopper the
-        # default backends (fa3; MLA fa3) and on Ampere/Ada (flashinfer / triton) keep 1.
-        return 1, f"SGLang default on {platform} (fa3 / flashinfer / triton backends)"
-    raise SglangLayoutError(
-        f"page size auto on {platform}: SGLang picks it from the attention backend there "
-        "(trtllm_mha / trtllm_mla: 64, fa4: 128, flashinfer: 1); pass --page-size")
-
-
-def context_length(model: SglangModel, request: PlanRequest) -> int:
-    """``--context-length`` (kvledger's ``max_model_len``), at most the model's derived length:
-    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
-    if request.max_model_len is None:
-        return model.context_len
-    if request.max_model_len > model.context_len:
-        raise ValueError(
-            f"--context-length {request.max_model_len} exceeds the model's derived context "
-            f"length {model.context_len}; SGLang refuses it (unless "
-            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)")
-    return request.max_model_len
-
-
-def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
-            platform: str, default_chunked: int) -> Resolved:
-    tp, dp = request.tensor_parallel_size, request.data_parallel_size
-    if options.enable_dp_attention:
-        if tp % dp:
-            raise ValueError(f"--enable-dp-attention: tensor_parallel_size {tp} is not a "
-                             f"multiple of data_parallel_size {dp}")
-        attn_tp, attn_dp = tp // dp, dp
-    else:
-        attn_tp, attn_dp = tp, 1
-    kv_dtype, kv_source = _kv_dtype(model, request, platform)
-    page, page_source = _page_size(model, request, platform)
-    context = context_length(model, request)
-    draft = 0
-    if request.num_speculative_tokens > 0:
-        method = (request.speculative_method or "").lower()
-        if method in DRAFT_MODEL_METHODS:
-            raise SglangLayoutError(
-                f"speculative method {method!r} under --engine sglang: the draft model's "
-                "layer count and KV are not in this plan; not reproduced")
-        if method in MTP_METHODS:
-            if model.mambaish or model.hybrid_swa:
-                raise SglangLayoutError(
-                    "speculative decoding with a recurrent-state or sliding-window pool "
-                    "(intermediate states, draft SWA layers) is not reproduced for SGLang")
-            # spec_aux_hidden_state.py: a path-less NEXTN/MTP draft takes the target's
-            # num_nextn_predict_layers; without it SGLang sizes no draft KV in the cell.
-            draft = model.nextn_layers
-    strategy: str | None = None
-    overlap = not options.disable_overlap_schedule
-    if model.mambaish:
-        if model.architecture not in MAMBA_RADIX_CACHE_ARCHS | MAMBA_PLAIN_RADIX_ARCHS:
-            raise SglangLayoutError(f"{model.model} ({model.architecture}): SGLang's Mamba "
-                                    "radix strategy for this architecture is not reproduced")
-        if not options.disable_radix_cache and \
-                model.architecture not in MAMBA_PLAIN_RADIX_ARCHS:
-            # overrides.py _mamba_radix_cache_resolution ("auto"): extra_buffer when the
-            # overlap scheduler is on or pages are > 1 and the architecture supports it,
-            # else no_buffer (overlap off).
-            if (overlap or page > 1) and model.architecture in MAMBA_EXTRA_BUFFER_ARCHS:
-                strategy = "extra_buffer"
-            else:
-                strategy = "no_buffer"
-                overlap = False
-                # model_hook.py handle_mamba_radix_cache → mamba_hook.py
-                # validate_mamba_no_buffer asserts page_size 1 (SGLang's words below) and a
-                # backend other than trtllm_mha. Oracle case cov-lfm2-text-page16.
-                if page > 1:
-                    raise SglangLayoutError(
-                        f"SGLang 0.5.23 refuses to start: no_buffer only supports page_size=1. "
-                        f"({model.architecture} takes the no_buffer Mamba radix strategy, "
-                        f"page size {page}; --disable-radix-cache avoids it)")
-                if platform not in HOPPER_LIKE:
-                    raise SglangLayoutError(
-                        f"the no_buffer Mamba radix strategy on {platform}: SGLang refuses it "
-                        "with the trtllm_mha attention backend (validate_mamba_no_buffer), and "
-                        "which backend SGLang picks there is not reproduced; pass "
-                        "--disable-radix-cache")
-    requested = options.max_running_requests
-    if requested is None and request.num_speculative_tokens > 0 and request.speculative_method:
-        # speculative_hook.py _handle_eagle_family: "Max running requests is reset to 48 for
-        # speculative decoding" unless given (after the memory defaults were resolved).
-        requested = 48
-    return Resolved(
-        max_running_requests=requested,
-        kv_cache_dtype=kv_dtype, kv_dtype_source=kv_source, page_size=page,
-        page_size_source=page_source, context_len=context, attn_tp=attn_tp, attn_dp=attn_dp,
-        draft_layers=draft, swa_full_tokens_ratio=options.swa_ratio,
-        mamba_full_memory_ratio=options.mamba_ratio,
-        chunked_prefill_size=options.chunked_prefill_size or default_chunked, overlap=overlap,
-        mamba_strategy=strategy,
-        # calculate_mla_kv_cache_dim: fp8 DSA rows carry scales except on trtllm (Blackwell
-        # default, _dsa_split_backend_resolution) and tilelang.
-        dsa_scaled_fp8=sm_major(platform) < 10,
-        platform=platform,
-    )
 
 
 # -- sizing -------------------------------------------------------------------------------
