@@ -245,3 +245,17 @@ def run_each(script: str, labels: list[str], argv: list[str]) -> None:
             sys.stderr.write(proc.stderr[-4000:])
             raise SystemExit(f"run {index} ({labels[index]}) failed")
         print(proc.stdout.strip(), flush=True)
+
+
+def real_configs(paths: Iterable[Path]) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(path, object) of each config.json-like file among ``paths``: companions
+    (``*hf_quant_config*``), unreadable files and non-objects are passed over."""
+    for path in paths:
+        if "hf_quant_config" in path.name:
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict):
+            yield path, data

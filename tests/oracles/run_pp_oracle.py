@@ -51,6 +51,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from oracle_run import real_configs  # noqa: E402
+
 ROOT = HERE.parents[1]
 SHARED = ROOT / ".." / "shared"
 TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
@@ -105,14 +108,8 @@ def _config_architectures() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     paths = [*SHARED.glob("configs/*.json"), *ROOT.glob("src/kvledger/derive/catalog/*.json"),
              *ROOT.glob("tests/**/*.json")]
-    for path in paths:
-        if "hf_quant_config" in path.name:
-            continue
-        try:
-            data = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError):
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("model_type"), str):
+    for _path, data in real_configs(paths):
+        if not isinstance(data.get("model_type"), str):
             continue
         for arch in data.get("architectures") or ():
             found.setdefault(data["model_type"], set()).add(arch)

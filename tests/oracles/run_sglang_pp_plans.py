@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from oracle_run import real_configs  # noqa: E402
+
 ROOT = HERE.parents[1]
 SHARED = ROOT / ".." / "shared"
 
@@ -36,14 +39,8 @@ def _configs() -> dict[str, Path]:
     """First architecture → one real config naming it (tests/ first, then ../shared)."""
     found: dict[str, Path] = {}
     paths = sorted(ROOT.glob("tests/**/*.json")) + sorted(SHARED.glob("configs/*.json"))
-    for path in paths:
-        if "hf_quant_config" in path.name:
-            continue
-        try:
-            data = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError):
-            continue
-        archs = data.get("architectures") if isinstance(data, dict) else None
+    for path, data in real_configs(paths):
+        archs = data.get("architectures")
         if isinstance(archs, list) and archs and isinstance(archs[0], str):
             found.setdefault(archs[0], path)
     return found
