@@ -24,6 +24,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_run import tool_case_line
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
@@ -42,7 +46,7 @@ RUNS = [
 ]
 
 
-def case(name: str, kv_dtype: str, block_size: str = "auto") -> dict[str, object]:
+def case(name: str, kv_dtype: str, block_size: str = "auto") -> dict[str, Any]:
     raw = json.loads((CONFIGS / name).read_text())
     raw.pop("quantization_config", None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,36 +58,11 @@ def case(name: str, kv_dtype: str, block_size: str = "auto") -> dict[str, object
     got = json.loads(out)
     if not got.get("ok"):
         raise SystemExit(f"{name}: {got.get('error')}")
-    inputs = got["inputs"]
-    specs = [{"num_layers": u["num_layers"], "first_layer": u["first_layer"], **u["spec"]}
-             for u in got["unique_layer_specs"]]
-    return {
-        "config": name,
-        "hf_quant_config": False,
-        "inputs": {
-            "kv_cache_memory_bytes": inputs["kv_cache_memory_bytes"],
-            "block_size": block_size if block_size == "auto" else int(block_size),
-            "max_model_len": inputs["max_model_len_requested"],
-            "kv_cache_dtype": inputs["kv_cache_dtype"], "tensor_parallel_size": inputs["tp"],
-            "max_num_seqs": inputs["max_num_seqs"],
-            "max_num_batched_tokens": inputs["max_num_batched_tokens"],
-            "num_speculative_tokens": inputs["num_speculative_tokens"],
-            "speculative_method": inputs["speculative_method"],
-            "enable_prefix_caching": got["resolved"]["enable_prefix_caching"],
-            "weights_quant_stripped": True,
-        },
-        "vllm_resolved": got["resolved"],
-        "expected": {
-            "num_blocks": got["num_blocks"], "kv_cache_tokens": got["gpu_kv_cache_size_tokens"],
-            "max_concurrency": got["max_concurrency"],
-            "block_size": got["block_size"]["final_cache_config_block_size"],
-            "bytes_per_block": got["bytes_per_block"],
-            "vllm_refuses_to_start": got["vllm_refuses_to_start"],
-            "vllm_log_line": got["vllm_log_line"],
-        },
-        "kv_cache_groups": got["kv_cache_groups"],
-        "layer_specs": specs,
-    }
+    line = tool_case_line({"config": name, "hf_quant_config": False}, got)
+    line["inputs"].update(block_size=block_size if block_size == "auto" else int(block_size),
+                          weights_quant_stripped=True)
+    del line["spec_collection"]  # this file's lines never carried it
+    return line
 
 
 if __name__ == "__main__":
