@@ -6,7 +6,8 @@ and 25 attention layers. Why a real family's config rather than facts built by h
 derive path validates it exactly as it would a user's model, so the numbers measure what a
 user pays.
 
-Three rows per layout (every name ``kvledger.plan.layout.engine_names()`` lists), each as plans
+Three rows per layout (every name ``kvledger.plan.engines.registry.engine_names()`` lists), each as
+plans
 per wall-clock second and per CPU second of this process (the two agree on an idle machine;
 on a loaded one the CPU figure is the code's own cost):
 - "plan only": ``plan_model(facts, request)`` from already-derived ``ModelFacts`` — what a
@@ -114,7 +115,7 @@ def main() -> int:
 
     from kvledger.derive import Kind, derive_model
     from kvledger.plan import api
-    from kvledger.plan.layout import engine_names
+    from kvledger.plan.engines.registry import engine_names
     from kvledger.plan.request import PlanRequest
 
     plan_model = api.plan_model

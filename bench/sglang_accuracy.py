@@ -81,8 +81,8 @@ def _config(name: str) -> tuple[Path, Path | None] | None:
 def ask(case: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """kvledger's answer for one case, or its refusal."""
     from kvledger.plan.api import plan_model
+    from kvledger.plan.engines.sglang import SglangOptions
     from kvledger.plan.request import PlanRequest
-    from kvledger.plan.sglang import SglangOptions
 
     found = _config(case["config"])
     if found is None:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.derive import derive_model
+from kvledger.plan.engines.sglang import SglangOptions, plan_sglang
+from kvledger.plan.engines.sglang.layout import SglangPlan
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangOptions, plan_sglang
-from kvledger.plan.sglang.layout import SglangPlan
 
 HERE = Path(__file__).resolve().parent
 CASES_FILE = HERE / "oracles" / "sglang-0.5.23" / "cases.jsonl"

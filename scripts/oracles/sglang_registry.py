@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate ``src/kvledger/plan/sglang/registry.py``: the model classes SGLang 0.5.23 ships.
+"""Regenerate ``src/kvledger/plan/engines/sglang/registry.py``: the model classes SGLang 0.5.23
+ships.
 
 Research tool, never imported by kvledger, never run by CI. SGLang's ``ModelRegistry``
 (``srt/models/registry.py``: ``import_model_classes``) registers every class a module under

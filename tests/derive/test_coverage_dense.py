@@ -28,8 +28,8 @@ from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import Kind
 from kvledger.derive.max_len import MAX_LEN_KEYS, max_len
 from kvledger.derive.model_types import CORE_KEYS, resolve
+from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
 from oracle_cases import CONFIGS as SHARED_CONFIGS
 from oracle_cases import config_path
 
@@ -254,7 +254,7 @@ def test_bloom_names_its_width_and_heads_two_ways() -> None:
         derive_model(raw)
 
 
-# -- falcon.py hands its Attention no cache_config (plan/vllm/no_cache_config.py) ----------
+# -- falcon.py hands its Attention no cache_config (plan/engines/vllm/no_cache_config.py) ----------
 def _falcon_plan(raw: dict[str, Any], kv_cache_dtype: str) -> Any:
     request = PlanRequest(engine="vllm", kv_cache_memory_bytes=2**34, max_model_len=2048,
                           kv_cache_dtype=kv_cache_dtype)

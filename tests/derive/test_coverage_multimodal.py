@@ -24,8 +24,8 @@ from derive.coverage import oracle_attention as _oracle
 from derive.coverage import raw_config as _raw
 from kvledger.derive import ConfigError, UnknownCacheKey, UnsupportedArchitecture, derive_model
 from kvledger.derive.layers import Kind, RecurrentState, Role
+from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import VllmLayoutError, plan_vllm
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
 CASES_FILE = HERE / "vllm-0.32-coverage-multimodal.jsonl"

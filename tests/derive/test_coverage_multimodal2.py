@@ -26,8 +26,8 @@ from derive.coverage import wrapper_note as _note
 from kvledger import records
 from kvledger.derive import UnknownCacheKey, UnsupportedArchitecture, derive_model
 from kvledger.derive.layers import Role
+from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
 SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "configs"

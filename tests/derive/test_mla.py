@@ -15,8 +15,8 @@ import pytest
 from kvledger.derive import Kind, Role, UnknownCacheKey, derive_model
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.source import load_source
+from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import VllmLayoutError, plan_vllm
 from oracle_cases import ORACLE_FILE
 
 ORACLE = ORACLE_FILE

@@ -26,7 +26,8 @@ vllm/config/model.py ``ModelConfig.verify_with_parallel_config``::
 real configs in this repository and ``../shared/configs``, and the generation classes
 transformers 5.19 maps the model type to, kept where vLLM 0.32's registry has them), vLLM's
 own ``_ModelInfo.supports_pp`` and the module/class it comes from — the data behind
-``src/kvledger/plan/vllm/pp_support.py``. For an architecture the registry lacks, whether vLLM's
+``src/kvledger/plan/engines/vllm/pp_support.py``. For an architecture the registry lacks, whether
+vLLM's
 own fallback (``_try_resolve_transformers``) hands it to the Transformers backend, and every
 Transformers-backend class's ``supports_pp``.
 

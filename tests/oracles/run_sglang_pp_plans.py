@@ -52,7 +52,7 @@ def main() -> dict[str, Any]:
     from transformers import AutoConfig, AutoModel
 
     sys.path.insert(0, str(ROOT / "src"))
-    from kvledger.plan.sglang.served import TRANSFORMERS_BACKEND
+    from kvledger.plan.engines.sglang.served import TRANSFORMERS_BACKEND
 
     configs = _configs()
     out: dict[str, Any] = {}

@@ -9,7 +9,7 @@ It first writes two modified configs into ``configs/`` (a real config with one k
 reach one rule), then writes ``vllm-0.32-startup.jsonl``: one line per run with the exact
 ``command``, ``why`` it was asked, and either vLLM's ``error`` (its exception, first line) or
 what it settled on (``max_model_len``, ``block_size``, ``num_blocks``).
-``tests/plan/test_vllm_startup.py`` replays every line against ``plan/vllm/startup.py``.
+``tests/plan/test_vllm_startup.py`` replays every line against ``plan/engines/vllm/startup.py``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ POOL_KEYS = {"name", "pool", "entries", "entry_bytes", "entries_per_req", "reser
 def test_issue_acceptance_vllm_engine() -> None:
     # 32 layers × 2 × 8 × 128 × 2 B = 131,072 B/token; × 16 = 2 MiB per block;
     # 10 GiB / 2 MiB = 5,120 blocks = 81,920 tokens; 81,920 / 32,768 = 2.5.
-    pytest.importorskip("kvledger.plan.vllm")  # the vLLM layout (written in parallel)
+    pytest.importorskip("kvledger.plan.engines.vllm")  # the vLLM layout (written in parallel)
     result = plan_model(LLAMA, PlanRequest(engine="vllm", kv_cache_memory_bytes=10737418240,
                                            max_model_len=32768))
     data = result.to_json()

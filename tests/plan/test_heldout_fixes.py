@@ -22,9 +22,9 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
+from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm
+from kvledger.plan.engines.vllm.cache_dtype import cache_dtype_for
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import VllmLayoutError, plan_vllm
-from kvledger.plan.vllm.cache_dtype import cache_dtype_for
 
 GIB16 = 16 << 30
 

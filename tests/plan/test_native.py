@@ -20,7 +20,7 @@ from kvledger.derive.layers import (
     SlidingAttention,
     StateTensor,
 )
-from kvledger.plan.native import native_layout, plan_native
+from kvledger.plan.engines.native.layout import native_layout, plan_native
 from kvledger.plan.request import PlanRequest
 from kvledger.records import record
 from oracle_cases import load_cases
@@ -267,7 +267,7 @@ def test_native_vs_vllm_on_every_catalog_model_at_8_gib() -> None:
     from kvledger.derive import UnsupportedArchitecture, catalog_ids, derive_model
 
     try:
-        from kvledger.plan.vllm import VllmLayoutError, plan_vllm
+        from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm
     except ImportError:  # pragma: no cover - the vLLM layout is written in parallel
         pytest.skip("vLLM layout not available")
     from kvledger.plan.api import plan_model

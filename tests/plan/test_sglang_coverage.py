@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from kvledger.derive import derive_model
+from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
+from kvledger.plan.engines.sglang.context import context_length, text_config
+from kvledger.plan.engines.sglang.model import model_dtype
+from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
+from kvledger.plan.engines.sglang.served import NOT_SERVED, RENAMED, TRANSFORMERS_BACKEND, backend
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangLayoutError, plan_sglang
-from kvledger.plan.sglang.context import context_length, text_config
-from kvledger.plan.sglang.model import model_dtype
-from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
-from kvledger.plan.sglang.served import NOT_SERVED, RENAMED, TRANSFORMERS_BACKEND, backend
 from sglang_cases import load, plan_repo_config
 from sglang_cases import repo_config as _config
 
@@ -144,7 +144,7 @@ def test_gemma4_shared_kv_layers_keep_their_pool_slots() -> None:
 def test_a_layer_split_sglang_makes_differently_is_refused() -> None:
     # get_hybrid_layer_ids reads layer_types; a config whose layer_types disagree with the
     # layers kvledger derives (here: no layer_types at all) cannot be sized as SGLang would.
-    from kvledger.plan.sglang import hybrid_swa
+    from kvledger.plan.engines.sglang import hybrid_swa
 
     assert hybrid_swa.sglang_swa_layers("LagunaForCausalLM", {}, 4) == ()
     assert hybrid_swa.sglang_swa_layers("MiMoV2FlashForCausalLM",

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from kvledger.derive import derive_model
+from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
+from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
+from kvledger.plan.engines.sglang.served import backend
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangLayoutError, plan_sglang
-from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
-from kvledger.plan.sglang.served import backend
 from kvledger.records import replace
 from sglang_cases import load
 from sglang_cases import plan_repo_config as _plan

@@ -1,5 +1,5 @@
 """SGLang 0.5.23's DeepSeek-V4 pools (``DSV4PoolConfigurator``), worked by hand from the
-DeepSeek-V4-Flash config and SGLang's rules as ``kvledger/plan/sglang/dsv4.py`` cites them
+DeepSeek-V4-Flash config and SGLang's rules as ``kvledger/plan/engines/sglang/dsv4.py`` cites them
 (``model_executor/pool_configurator.py``, ``mem_cache/deepseek_v4_memory_pool.py``,
 ``kernels/ops/attention/dsv4/kv_layout.py``, ``arg_groups/model_overrides/deepseek_v4.py``,
 ``arg_groups/deepseek_v4_hook.py``). Oracle case cov-deepseek-v4 checks the default against
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from kvledger.derive import derive_model
+from kvledger.plan.engines.sglang import SglangLayoutError, SglangOptions, plan_sglang
+from kvledger.plan.engines.sglang.dsv4 import paged_bytes_per_token
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangLayoutError, SglangOptions, plan_sglang
-from kvledger.plan.sglang.dsv4 import paged_bytes_per_token
 from sglang_cases import catalog_config as _config
 
 GIB = 1 << 30

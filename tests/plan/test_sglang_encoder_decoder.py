@@ -1,5 +1,5 @@
 """SGLang 0.5.23's token pool for Mllama and Whisper, worked by hand from the configs' own
-values and SGLang's rule (``kvledger/plan/sglang/encoder_decoder.py`` cites the source:
+values and SGLang's rule (``kvledger/plan/engines/sglang/encoder_decoder.py`` cites the source:
 ``ModelConfig._derive_model_shapes``' Whisper branch, ``models/whisper.py``'s layer ids,
 ``models/mllama.py``'s cross-attention ``RadixAttention`` per layer id,
 ``DefaultPoolConfigurator._compute_cell_size``). The oracle cases cov-whisper / cov-mllama
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from kvledger.derive import derive_model
+from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangLayoutError, plan_sglang
 
 GIB = 1 << 30
 CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
@@ -106,6 +106,6 @@ def test_each_whisper_request_also_holds_its_audio_frames() -> None:
 def test_sglang_serves_whisper_as_multimodal() -> None:
     # configs/model_config.py: multimodal_model_archs lists WhisperForConditionalGeneration
     # (is_multimodal_model), though its config has no vision_config / audio_config key.
-    from kvledger.plan.sglang.model import build
+    from kvledger.plan.engines.sglang.model import build
 
     assert build(derive_model(_config("openai--whisper-tiny"))).multimodal

@@ -23,8 +23,8 @@ import pytest
 
 from kvledger.derive import derive_model
 from kvledger.derive.model_types import ARCHITECTURES, resolve, supported_types
+from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangLayoutError, plan_sglang
 from sglang_cases import CATALOG, UNSCORED, load, model_of
 
 # Derivable rows without an SGLang case; kvledger refuses each under --engine sglang (the

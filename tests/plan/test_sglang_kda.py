@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from kvledger.derive import derive_model
+from kvledger.plan.engines.sglang import SglangLayoutError, SglangOptions, plan_sglang
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangLayoutError, SglangOptions, plan_sglang
 from sglang_cases import catalog_config as _config
 
 GIB = 1 << 30

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kvledger.derive import derive_model
-from kvledger.plan.sglang import SglangLayoutError, plan_sglang
+from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
 from sglang_cases import UNSCORED, load, model_of, request_of
 
 CASES = load()

@@ -14,9 +14,9 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 
 from kvledger.cli.main import main
+from kvledger.plan.engines.sglang import served
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import served
 from oracle_cases import LOCAL_DIR
 
 PLANS = json.loads((LOCAL_DIR / "sglang-0.5.23-pp-plans.json").read_text())

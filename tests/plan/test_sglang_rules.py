@@ -8,18 +8,18 @@ import pytest
 
 from kvledger import records
 from kvledger.derive import derive_model
-from kvledger.plan.gpus import gpu_preset
-from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import SglangLayoutError, SglangOptions, plan_sglang
-from kvledger.plan.sglang.budget import sglang_gpu_budget
-from kvledger.plan.sglang.layout import pp_indices
-from kvledger.plan.sglang.memory import memory_settings, prefill_graph_sizes
-from kvledger.plan.sglang.model import context_length, model_dtype
-from kvledger.plan.sglang.pools import (
+from kvledger.plan.engines.sglang import SglangLayoutError, SglangOptions, plan_sglang
+from kvledger.plan.engines.sglang.budget import sglang_gpu_budget
+from kvledger.plan.engines.sglang.layout import pp_indices
+from kvledger.plan.engines.sglang.memory import memory_settings, prefill_graph_sizes
+from kvledger.plan.engines.sglang.model import context_length, model_dtype
+from kvledger.plan.engines.sglang.pools import (
     mamba_slots_per_request,
     max_running_requests,
     swa_request_cap,
 )
+from kvledger.plan.gpus import gpu_preset
+from kvledger.plan.request import PlanRequest
 from kvledger.plan.weights import Weights
 
 GIB = 1 << 30
@@ -169,7 +169,7 @@ def test_vision_models_lower_mem_fraction_static() -> None:
     # sglang_vlm_fraction.py): 0.83 → 0.7675554687499999 for Qwen3.5's tower (layers read as
     # SGLang's default 24, hidden 1152: ratio 24 × 1152² / (24 × 1024²) = 1.265625, factor
     # 0.95 × (1 − 0.0265625)); 27 × 1152 → 0.75508115234375; 34 × 1408 → 0.6561593098958333.
-    from kvledger.plan.sglang.memory import vlm_fraction
+    from kvledger.plan.engines.sglang.memory import vlm_fraction
 
     assert vlm_fraction(0.83, 24, 1152) == 0.7675554687499999
     assert vlm_fraction(0.83, 27, 1152) == 0.75508115234375
@@ -178,7 +178,7 @@ def test_vision_models_lower_mem_fraction_static() -> None:
 
 def test_which_models_sglang_serves_as_multimodal() -> None:
     # ModelConfig.is_multimodal, as SGLang's own run reported it (sglang_vlm_fraction.py).
-    from kvledger.plan.sglang.model import build
+    from kvledger.plan.engines.sglang.model import build
 
     assert build(derive_model("Qwen/Qwen3.5-397B-A17B")).multimodal
     assert not build(derive_model("google/gemma-3-27b-it")).multimodal

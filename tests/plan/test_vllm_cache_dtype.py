@@ -2,7 +2,7 @@
 
 Expected values are vLLM's own: ``vllm_resolved.cache_dtype`` and the error message of every
 oracle case (``../shared/oracles/vllm-0.32``, ``tests/oracles/``). The rules under test are
-read from vLLM's source (``kvledger.plan.vllm.cache_dtype`` cites each function); the
+read from vLLM's source (``kvledger.plan.engines.vllm.cache_dtype`` cites each function); the
 hand-made cases at the end each quote the source line that decides them.
 """
 
@@ -16,9 +16,9 @@ import pytest
 
 from kvledger.derive import derive_model
 from kvledger.derive.layers import Kind
+from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm
+from kvledger.plan.engines.vllm.cache_dtype import cache_dtype_for
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import VllmLayoutError, plan_vllm
-from kvledger.plan.vllm.cache_dtype import cache_dtype_for
 from oracle_cases import (
     LOCAL_DIR,
     case_model,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kvledger.derive import derive_model
-from kvledger.plan.vllm import plan_vllm
+from kvledger.plan.engines.vllm import plan_vllm
 from oracle_cases import CONFIGS, assert_plan_is, request_of
 
 MORE = Path(__file__).parents[1] / "oracles" / "vllm-0.32-more.jsonl"

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from kvledger.derive import derive_model
+from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
 from oracle_cases import (
     case_model,
     hf_quant_config,

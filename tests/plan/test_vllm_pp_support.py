@@ -27,12 +27,12 @@ from kvledger.cli.main import main
 from kvledger.derive import derive_model
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.model_types import MODEL_TYPES, resolve, supported_types
+from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.pp_support import PP_SUPPORT, TRANSFORMERS_BACKEND, pp_verdict
+from kvledger.plan.engines.vllm.startup import VllmStartupError, pipeline_parallel_refusal
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
-from kvledger.plan.vllm.errors import VllmLayoutError
-from kvledger.plan.vllm.pp_support import PP_SUPPORT, TRANSFORMERS_BACKEND, pp_verdict
-from kvledger.plan.vllm.startup import VllmStartupError, pipeline_parallel_refusal
 from oracle_cases import CONFIGS, LOCAL_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -242,7 +242,7 @@ def test_fit_proposes_no_pp_layout_for_a_model_without_supportspp() -> None:
 def test_a_pp_1_catalog_plan_does_not_import_the_table() -> None:
     code = ("import sys; from kvledger.cli.main import main; "
             "main(['plan', 'meta-llama/Meta-Llama-3.1-8B', '--kv-cache-memory-bytes', '16GiB', "
-            "'--json']); print('kvledger.plan.vllm.pp_support' in sys.modules)")
+            "'--json']); print('kvledger.plan.engines.vllm.pp_support' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip().splitlines()[-1] == "False"

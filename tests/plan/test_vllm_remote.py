@@ -22,8 +22,8 @@ import pytest
 
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.model_types import resolve
+from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
 from oracle_cases import CONFIGS, assert_plan_is, request_of
 
 if not CONFIGS.is_dir():  # the real configs of these types are in ../shared/configs

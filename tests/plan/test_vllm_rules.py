@@ -21,9 +21,9 @@ from kvledger.derive.layers import (
     SlidingAttention,
     StateTensor,
 )
+from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.resolve import concurrent_batches, kv_dtype_name
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
-from kvledger.plan.vllm.resolve import concurrent_batches, kv_dtype_name
 from kvledger.records import record
 
 GIB = 1 << 30
@@ -163,7 +163,7 @@ def test_kv_dtype_is_reported_by_name(cache_dtype: str, name: str) -> None:
 def test_preferred_block_size_for_backends(
     backends: list[tuple[int | tuple[str, int], ...]], expected: int
 ) -> None:
-    from kvledger.plan.vllm.hybrid import preferred_block_size
+    from kvledger.plan.engines.vllm.hybrid import preferred_block_size
 
     assert preferred_block_size(backends) == expected
 
@@ -189,7 +189,7 @@ def test_minimax_m3_auto_block_is_128() -> None:
 
 
 def test_minimax_m3_block_not_a_multiple_of_128_stops_vllm() -> None:
-    from kvledger.plan.vllm.resolve import VllmLayoutError
+    from kvledger.plan.engines.vllm.resolve import VllmLayoutError
 
     # prepare_kernel_block_sizes → select_common_block_size(64, [MINIMAX_M3_SPARSE, ...])
     # finds no kernel size dividing 64 and raises "No common block size for 64".
@@ -199,7 +199,7 @@ def test_minimax_m3_block_not_a_multiple_of_128_stops_vllm() -> None:
 
 
 def test_minimax_m3_nvfp4_is_not_modelled() -> None:
-    from kvledger.plan.vllm.resolve import VllmLayoutError
+    from kvledger.plan.engines.vllm.resolve import VllmLayoutError
 
     with pytest.raises(VllmLayoutError, match="MiniMax-M3 nvfp4"):
         _minimax_m3(kv_cache_dtype="nvfp4")

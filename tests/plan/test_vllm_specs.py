@@ -25,9 +25,8 @@ from kvledger.derive.layers import (
     SlidingAttention,
     StateTensor,
 )
-from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import VllmLayoutError, plan_vllm, plan_vllm_stage, pp_stages
-from kvledger.plan.vllm.specs import (
+from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm, plan_vllm_stage, pp_stages
+from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TOKEN_HEAD,
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -35,6 +34,7 @@ from kvledger.plan.vllm.specs import (
     SlidingWindowSpec,
     SpecContext,
 )
+from kvledger.plan.request import PlanRequest
 from kvledger.records import record
 
 GIB = 1 << 30
@@ -360,8 +360,8 @@ def test_speculation_widens_gdn_conv_state() -> None:
     whatever the speculative method (ngram here: MTP needs the MTP layer kvledger does not
     derive for Qwen3-Next yet, and the layout refuses rather than plan without it)."""
     from kvledger.derive import derive_model
+    from kvledger.plan.engines.vllm import plan_vllm
     from kvledger.plan.request import PlanRequest
-    from kvledger.plan.vllm import plan_vllm
 
     facts = derive_model("Qwen/Qwen3-Next-80B-A3B-Thinking")
     budget = 8 << 30
@@ -390,9 +390,9 @@ def test_mtp_without_mtp_layers_is_refused() -> None:
 
 def test_model_vllm_lacks_is_refused_not_guessed() -> None:
     from kvledger.derive import derive_model
+    from kvledger.plan.engines.vllm import plan_vllm
+    from kvledger.plan.engines.vllm.resolve import VllmLayoutError
     from kvledger.plan.request import PlanRequest
-    from kvledger.plan.vllm import plan_vllm
-    from kvledger.plan.vllm.resolve import VllmLayoutError
 
     facts = derive_model("MiniMaxAI/MiniMax-M3")
     with pytest.raises(VllmLayoutError, match=r"no model for model_type .minimax_m3."):

@@ -1,4 +1,4 @@
-"""vLLM 0.32's start-up refusals (plan/vllm/startup.py), each against the oracle's answer.
+"""vLLM 0.32's start-up refusals (plan/engines/vllm/startup.py), each against the oracle's answer.
 
 ``tests/oracles/vllm-0.32-startup.jsonl`` holds what vLLM itself did for each setting
 (``tests/oracles/run_startup_oracle.py`` ran it): refused, with its message, or started, with
@@ -19,13 +19,13 @@ import pytest
 
 from kvledger.cli.main import main
 from kvledger.derive import derive_model
-from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
-from kvledger.plan.vllm.startup import (
+from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.startup import (
     VllmStartupError,
     default_max_model_len,
     derived_max_model_len,
 )
+from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, LOCAL_DIR, config_path, needs_shared
 
 STARTUP_FILE = LOCAL_DIR / "vllm-0.32-startup.jsonl"

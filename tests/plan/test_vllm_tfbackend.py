@@ -25,9 +25,9 @@ import pytest
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.model_types import MODEL_TYPES
+from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.errors import VllmLayoutError
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm import plan_vllm
-from kvledger.plan.vllm.errors import VllmLayoutError
 from oracle_cases import assert_plan_is, request_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import kvledger.derive
 from kvledger import records
 from kvledger.derive import facts_cache
 from kvledger.plan.api import plan_model
-from kvledger.plan.layout import LAYOUTS
+from kvledger.plan.engines.registry import LAYOUTS
 from kvledger.plan.request import PlanRequest
 from kvledger.report import series
 from kvledger.report.series import (

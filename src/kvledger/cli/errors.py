@@ -108,7 +108,7 @@ def describe(exc: BaseException) -> tuple[str, str]:
         return f"error: {text}", _flagify(one_line(_budget_hint(exc)))
     if isinstance(exc, TypeError | ValueError):
         # The library's messages name the option and, where there is one, the fix. vLLM's
-        # own start-up refusals (plan/vllm/startup.py) are quoted as vLLM words them.
+        # own start-up refusals (plan/engines/vllm/startup.py) are quoted as vLLM words them.
         if text.startswith("vLLM 0.32 refuses to start"):
             return f"error: {text}", ""
         return f"error: {_flagify(text)}", ""

@@ -34,7 +34,7 @@ from kvledger.cli.args import (
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.source_args import add_model as _add_model
 from kvledger.cli.source_args import model_source
-from kvledger.plan.layout import DEFAULT_ENGINE, LAYOUTS
+from kvledger.plan.engines.registry import DEFAULT_ENGINE, LAYOUTS
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
-ENGINES = tuple(LAYOUTS)  # the layout registry (kvledger.plan.layout) is the one list
+ENGINES = tuple(LAYOUTS)  # the engine registry (kvledger.plan.engines.registry) is the one list
 
 
 # -- parser ---------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def _sglang_options(ns: argparse.Namespace) -> Any:
         return None
     if not given:
         return None
-    from kvledger.plan.sglang.options import SglangOptions
+    from kvledger.plan.engines.sglang.options import SglangOptions
 
     return SglangOptions(**given)
 

@@ -4,7 +4,7 @@
 their method's vocabulary by ``quant.py``) and hf_quant_config.json; ``resolve_kv_dtype``
 picks an explicit option, else that declaration, else the config's dtype. What an *engine*
 does with the declaration under ``--kv-cache-dtype auto`` is the engine's rule and lives with
-its layout (``kvledger.plan.vllm.cache_dtype`` for vLLM).
+its layout (``kvledger.plan.engines.vllm.cache_dtype`` for vLLM).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ The keys come from real configs (``../shared/configs``) and from what vLLM 0.32 
 
 The KV scheme a block declares is read by ``kvdtype.py`` (the checkpoint's own declaration,
 which the native layout follows); what an engine does with it is the engine's rule, with its
-layout (``kvledger.plan.vllm.cache_dtype`` for vLLM).
+layout (``kvledger.plan.engines.vllm.cache_dtype`` for vLLM).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 It joins derive (per-layer facts), the budget (given, or a GPU preset as the engine computes
 it), model-local declarations (seed A: ``kvledger.plan.model_local``), the engine's layout
-(``kvledger.plan.layout``: looked up by ``request.engine`` in the registry — this module knows
+(``kvledger.plan.engines.base``: looked up by ``request.engine`` in the registry — this module knows
 no engine by name) and the answers. ``fit_model`` (``kvledger.plan.fit``) calls it per
 candidate.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from kvledger import records
 from kvledger.derive.layers import ModelFacts
 from kvledger.plan.budget import Budget, Reserves, given_budget
-from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, engine_label, get_layout
+from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, engine_label, get_layout
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult
 from kvledger.source.model_source import ModelSource

@@ -45,9 +45,9 @@ def fit_model(
     """
     from kvledger.declare.pools import InsufficientPoolBudget
     from kvledger.plan.answers import fit_candidates
+    from kvledger.plan.engines.base import get_layout
     from kvledger.plan.fit_result import FitAttempt, FitResult
     from kvledger.plan.gpus import gpu_preset
-    from kvledger.plan.layout import get_layout
 
     request = request or PlanRequest()
     gpu = gpu if gpu is not None else request.gpu

@@ -33,14 +33,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from kvledger.plan.layout import DEFAULT_ENGINE, engine_names
+from kvledger.plan.engines.registry import DEFAULT_ENGINE, engine_names
 from kvledger.records import record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from kvledger.plan.sglang.options import SglangOptions
+    from kvledger.plan.engines.sglang.options import SglangOptions
 
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
 MAX_BYTES = 1 << 60
@@ -59,7 +59,8 @@ SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS)
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
-# Kept for callers that imported the tuple; the registry in kvledger.plan.layout is the source.
+# Kept for callers that imported the tuple; the registry in kvledger.plan.engines.registry is the
+# source.
 ENGINES = engine_names()
 
 
@@ -100,7 +101,7 @@ class PlanRequest:
     block_size: int | None = None
     max_model_len: int | None = None  # None: the config's max_position_embeddings
     # vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a max_model_len above the config's is planned
-    # (vLLM warns) instead of refused as vLLM refuses it (plan/vllm/startup.py).
+    # (vLLM warns) instead of refused as vLLM refuses it (plan/engines/vllm/startup.py).
     allow_long_max_model_len: bool = False
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = 1
@@ -176,7 +177,7 @@ class PlanRequest:
             _count("concurrency", self.concurrency, minimum=1)
         self._check_model_local()
         if self.sglang is not None:
-            from kvledger.plan.sglang.options import SglangOptions
+            from kvledger.plan.engines.sglang.options import SglangOptions
 
             if not isinstance(self.sglang, SglangOptions):
                 raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")

@@ -129,13 +129,13 @@ class ReportData:
 
 
 def layout_names() -> tuple[str, ...]:
-    """The registered layouts (``kvledger.plan.layout.LAYOUTS``), known ones in reading
+    """The registered layouts (``kvledger.plan.engines.registry.LAYOUTS``), known ones in reading
     order, any other after them.
 
     Read from the registry rather than written here, so a layout registered with the planner
     (SGLang) appears in the report without a change to it.
     """
-    from kvledger.plan.layout import engine_names
+    from kvledger.plan.engines.registry import engine_names
 
     names = engine_names()
     known = [name for name in _LAYOUT_ORDER if name in names]
@@ -296,7 +296,7 @@ def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: in
     (``available_bytes``: before any model-local declarations; ``taken``: what they take off
     it for a layout that does not pool them)."""
     from kvledger.plan.api import load_facts
-    from kvledger.plan.layout import get_layout
+    from kvledger.plan.engines.base import get_layout
 
     curves = []
     for name in layout_names():
@@ -329,7 +329,7 @@ def gpu_grid(
     ``chosen_gpu`` only, as it does in the headline plan."""
     from kvledger.plan.api import _budget
     from kvledger.plan.budget import BudgetTooSmall
-    from kvledger.plan.layout import get_layout
+    from kvledger.plan.engines.base import get_layout
 
     layout = get_layout(request.engine)
     taken = 0 if layout.pools_model_local else _local_taken(
@@ -397,7 +397,7 @@ def build_report_data(
         # They shrink one stage's budget; the curves share one budget over stages.
         raise ValueError("the report plans model-local declarations on a GPU budget with one "
                          "pipeline stage only; use kvledger plan for pipeline_parallel_size > 1")
-    from kvledger.plan.layout import get_layout
+    from kvledger.plan.engines.base import get_layout
 
     source = load_source(model)
     plan = plan_model(source, request)

@@ -73,9 +73,9 @@ def _logged_budget(ctx: Context) -> tuple[int, int, int, str] | str:
 
 
 def _layout() -> Any | None:
-    """kvledger's SGLang layout when this build has one (``plan.sglang.plan_sglang``)."""
+    """kvledger's SGLang layout when this build has one (``plan.engines.sglang.plan_sglang``)."""
     try:
-        module = importlib.import_module("kvledger.plan.sglang")
+        module = importlib.import_module("kvledger.plan.engines.sglang")
         getattr(module, "plan_sglang")  # noqa: B009 - a lazy module attribute
     except (ImportError, AttributeError):
         return None

@@ -3,7 +3,7 @@
 The flag list is SGLang's (``sglang-0.5.23.json``, dumped from ``ServerArgs.add_cli_args``);
 the tests check this table covers it exactly. SGLang sizes its pool as
 ``free memory before loading × mem_fraction_static − weights`` (see H4's
-``plan/sglang/memory.py``), so the classes read:
+``plan/engines/sglang/memory.py``), so the classes read:
 
 - ``RESERVE``: changes the reserve SGLang's *default* ``mem_fraction_static`` formula leaves
   for CUDA graphs and communication (``arg_groups/memory_hook.py``) — refused unless

@@ -51,7 +51,7 @@ INDEXER_SCALE_BYTES = 4
 # Which KV element types an engine's MLA backends can store is the engine's rule, not a fact
 # of the model: derive states the latent at whatever element type it is given, and each
 # layout refuses what its engine refuses (vLLM: nvfp4 and fp8_e5m2 on MLA, with vLLM's own
-# reason, plan/vllm/resolve.py). Refusing here hid that reason behind this family's.
+# reason, plan/engines/vllm/resolve.py). Refusing here hid that reason behind this family's.
 
 
 @record(frozen=True, kw_only=True)

@@ -1,7 +1,8 @@
 """The native layout as the API sees it (``--engine native``): kvledger's byte-exact layout.
 
 No engine runs this layout: it is the seeds' design, planned with no page padding, for people
-who build engines (``kvledger.plan.native`` has the rules). Here: each pipeline stage planned on
+who build engines (``kvledger.plan.engines.native.layout`` has the rules). Here: each pipeline
+stage planned on
 its budget, STATE slots and page counts reconciled across stages, the result as rows.
 
 Model-local declarations are classes of its own pools (``pools_model_local``): a FIXED one a
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from kvledger import records
 from kvledger.derive.layers import ceil_div
-from kvledger.plan.layout import Layout, LayoutInput, LayoutPlan
+from kvledger.plan.engines.base import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult, group_summary
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from kvledger.declare.pools import InsufficientPoolBudget
     from kvledger.derive.layers import LayerCache, ModelFacts
     from kvledger.plan.budget import Budget
-    from kvledger.plan.native import NativePlan
+    from kvledger.plan.engines.native.layout import NativePlan
     from kvledger.source.model_source import ModelSource
 
 
@@ -69,7 +70,7 @@ def _one_request_bytes(layers: Sequence[LayerCache], request: PlanRequest,
     """What one ``max_model_len`` request takes on a stage with every window kept as a ring:
     its pages (``ceil(max_model_len / block_size)`` blocks) plus one slot of every STATE class.
     """
-    from kvledger.plan.native import native_layout
+    from kvledger.plan.engines.native.layout import native_layout
 
     layout = native_layout(layers, request, max_model_len=max_model_len)
     return sum(c.entry_bytes * (ceil_div(max_model_len, layout.block_size) if c.pool == "page"
@@ -112,7 +113,7 @@ def _plan_stages(
     inp: LayoutInput, request: PlanRequest, max_model_len: int
 ) -> tuple[list[RankResult], dict[tuple[int, str], str], list[str], list[NativePlan]]:
     from kvledger.declare.pools import InsufficientPoolBudget
-    from kvledger.plan.native import cached_layers, plan_native
+    from kvledger.plan.engines.native.layout import cached_layers, plan_native
     from kvledger.plan.parallel import reconcile_min, split_stages
 
     facts = inp.facts
@@ -199,7 +200,7 @@ def _capacity_warnings(plans: list[NativePlan], max_model_len: int) -> list[str]
 
 
 class NativeEngine(Layout):
-    """kvledger's byte-exact layout (``kvledger.plan.native``)."""
+    """kvledger's byte-exact layout (``kvledger.plan.engines.native.layout``)."""
 
     pools_model_local = True
 

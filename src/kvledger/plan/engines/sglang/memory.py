@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.plan.sglang.model import SglangLayoutError
+from kvledger.plan.engines.sglang.model import SglangLayoutError
 
 MIB = 1 << 20
 GIB = 1 << 30

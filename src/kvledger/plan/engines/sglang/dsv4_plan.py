@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.plan.engines.sglang import dsv4
+from kvledger.plan.engines.sglang.layout import SglangPlan, StagePlan
+from kvledger.plan.engines.sglang.model import SglangLayoutError, SglangModel
+from kvledger.plan.engines.sglang.options import SglangOptions
+from kvledger.plan.engines.sglang.pools import max_running_requests, validate_swa_pool
+from kvledger.plan.engines.sglang.settings import Resolved, context_length
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import dsv4
-from kvledger.plan.sglang.layout import SglangPlan, StagePlan
-from kvledger.plan.sglang.model import SglangLayoutError, SglangModel
-from kvledger.plan.sglang.options import SglangOptions
-from kvledger.plan.sglang.pools import max_running_requests, validate_swa_pool
-from kvledger.plan.sglang.settings import Resolved, context_length
 
 
 def plan_dsv4(model: SglangModel, request: PlanRequest, available_bytes: int,

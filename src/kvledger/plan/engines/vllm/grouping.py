@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kvledger.derive.layers import ceil_div
-from kvledger.plan.vllm.resolve import VllmLayoutError
-from kvledger.plan.vllm.specs import (
+from kvledger.plan.engines.vllm.resolve import VllmLayoutError
+from kvledger.plan.engines.vllm.specs import (
     AttentionSpec,
     CircularBufferSpec,
     KVCacheSpec,

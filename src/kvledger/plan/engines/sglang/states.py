@@ -43,7 +43,7 @@ from kvledger.derive.states import (
     ShortConvState,
     extra_groups_for_head_shards,
 )
-from kvledger.plan.sglang.model import SglangLayoutError
+from kvledger.plan.engines.sglang.model import SglangLayoutError
 
 _ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 CONV_DTYPE = "bfloat16"

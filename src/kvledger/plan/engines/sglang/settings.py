@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
-from kvledger.plan.sglang.model import (
+from kvledger.plan.engines.sglang.model import (
     DEEPSEEK_FAMILY_ARCHS,
     SglangLayoutError,
     SglangModel,
 )
-from kvledger.plan.sglang.options import SglangOptions
+from kvledger.plan.engines.sglang.options import SglangOptions
+from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 
 if TYPE_CHECKING:
     pass

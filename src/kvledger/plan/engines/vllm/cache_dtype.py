@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvledger.derive.layers import Kind, ModelFacts
-from kvledger.plan.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.errors import VllmLayoutError
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:

@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kvledger.plan.request import PlanRequest
-from kvledger.plan.sglang import dsv4, encoder_decoder, log, served
-from kvledger.plan.sglang.cells import (
+from kvledger.plan.engines.sglang import dsv4, encoder_decoder, log, served
+from kvledger.plan.engines.sglang.cells import (
     DSA_QUANT_BLOCK,
     TORCH_NAMES,
     Cell,
@@ -33,14 +32,14 @@ from kvledger.plan.sglang.cells import (
     mha_bytes_per_layer,
     mla_row_dim,
 )
-from kvledger.plan.sglang.model import (
+from kvledger.plan.engines.sglang.model import (
     PURE_SSM_ARCHS,
     SglangLayoutError,
     SglangModel,
     build,
 )
-from kvledger.plan.sglang.options import SglangOptions
-from kvledger.plan.sglang.pools import (
+from kvledger.plan.engines.sglang.options import SglangOptions
+from kvledger.plan.engines.sglang.pools import (
     GIB,
     Requests,
     StatePool,
@@ -56,8 +55,9 @@ from kvledger.plan.sglang.pools import (
     swa_tokens,
     validate_swa_pool,
 )
-from kvledger.plan.sglang.settings import Resolved, resolve
-from kvledger.plan.sglang.states import StateBytes, ssm_dtype, state_bytes
+from kvledger.plan.engines.sglang.settings import Resolved, resolve
+from kvledger.plan.engines.sglang.states import StateBytes, ssm_dtype, state_bytes
+from kvledger.plan.request import PlanRequest
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
@@ -300,7 +300,7 @@ def plan_sglang(
     model = build(facts)
     if model.architecture == dsv4.ARCH:
         # Imported here: its module builds this module's plan records (no import cycle).
-        from kvledger.plan.sglang.dsv4_plan import plan_dsv4
+        from kvledger.plan.engines.sglang.dsv4_plan import plan_dsv4
 
         return plan_dsv4(model, request, available_bytes, options, platform,
                          default_chunked_prefill_size)

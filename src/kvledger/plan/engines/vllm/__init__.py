@@ -6,7 +6,7 @@ concept: ``specs`` (spec kinds and their arithmetic), ``resolve`` (settings vLLM
 cache groups), ``blocks`` (block count and the logged numbers), ``layout`` (the plan).
 """
 
-from kvledger.plan.vllm.layout import (
+from kvledger.plan.engines.vllm.layout import (
     GroupInfo,
     VllmLayoutError,
     VllmPlan,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.plan.sglang.model import DsaIndexer, Heads, SglangLayoutError, SglangModel
+from kvledger.plan.engines.sglang.model import DsaIndexer, Heads, SglangLayoutError, SglangModel
 
 # mem_cache/memory_pool.py: DSATokenToKVPool.quant_block_size / rope_storage_dtype (bf16).
 DSA_QUANT_BLOCK = 128

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kvledger.plan.sglang.registry import NATIVE_ARCHITECTURES
+from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
 
 # Config classes SGLang registers that rename the architecture before the loader sees it:
 # configs/olmo3.py (Olmo3Config: "uses Olmo3ForCausalLM in transformers but

@@ -1,6 +1,7 @@
 """The vLLM layout as the API sees it (``--engine vllm``, the default).
 
-A thin adapter from ``kvledger.plan.layout.Layout`` to ``plan_vllm``: each pipeline stage on its
+A thin adapter from ``kvledger.plan.engines.base.Layout`` to ``plan_vllm``: each pipeline stage on
+its
 own budget (``LayoutInput.stage_budgets``: a stage whose GPUs also hold a model-local cache
 has less), the stage plans as rows, and vLLM's own JSON key ``vllm_refuses_to_start``. vLLM does
 not know model-local caches, so they never reach this module: the API has already subtracted
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 from kvledger import records
 from kvledger.derive.layers import Role
-from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
+from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
-    from kvledger.plan.vllm.layout import VllmPlan
+    from kvledger.plan.engines.vllm.layout import VllmPlan
 
 
 def _stage_ranges(inp: LayoutInput) -> list[tuple[int, int]]:
@@ -47,7 +48,9 @@ def _ranks(inp: LayoutInput, plan: VllmPlan) -> tuple[RankResult, ...]:
 
 
 def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
-    from kvledger.plan.vllm import plan_vllm  # the vLLM layout is only imported when asked for
+    from kvledger.plan.engines.vllm import (
+        plan_vllm,  # the vLLM layout is only imported when asked for
+    )
 
     request = inp.request
     if max_model_len is not None:
@@ -58,11 +61,11 @@ def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
 
 
 class VllmEngine(Layout):
-    """vLLM 0.32.0's KV cache allocator (``kvledger.plan.vllm``)."""
+    """vLLM 0.32.0's KV cache allocator (``kvledger.plan.engines.vllm``)."""
 
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """vLLM's refusal of PP for a model class without ``SupportsPP`` (``startup.py``)."""
-        from kvledger.plan.vllm.startup import PREFIX, pipeline_parallel_refusal
+        from kvledger.plan.engines.vllm.startup import PREFIX, pipeline_parallel_refusal
 
         refusal = pipeline_parallel_refusal(facts)
         if refusal is None:
@@ -75,7 +78,7 @@ class VllmEngine(Layout):
         setting (PP on a model without SupportsPP, TP that does not divide the heads) while
         it builds its config, before it loads weights or profiles memory, so that reason
         comes first even when the budget would be too small too."""
-        from kvledger.plan.vllm.layout import check_served
+        from kvledger.plan.engines.vllm.layout import check_served
 
         check_served(inp.facts, inp.request)
         return super().gpu_budget(inp)

@@ -31,8 +31,8 @@ from kvledger.plan.budget import (
     BudgetLine,
     BudgetTooSmall,
 )
+from kvledger.plan.engines.sglang.memory import VLM_CACHE_RESERVATION, MemorySettings
 from kvledger.plan.gpus import GpuPreset
-from kvledger.plan.sglang.memory import VLM_CACHE_RESERVATION, MemorySettings
 from kvledger.plan.weights import Weights
 
 MIB = 1 << 20

@@ -24,19 +24,20 @@ only through ``Layout``; none of them knows an engine's name. What a layout owns
 - ``concurrency_at(inp, context)`` — requests of ``context`` tokens that fit on the same
   budget (``--concurrency`` bisects over it); 0.0 when none does.
 
-The registry ``LAYOUTS`` is data: name → (``module:Class``, label). Classes are imported on
-first use, so ``--engine vllm`` never imports the native layout and the CLI can list engines
-without importing any.
+The registry (``kvledger.plan.engines.registry``, a leaf) is data: name → (``module:Class``,
+label). Classes are imported on first use, so ``--engine vllm`` never imports the native layout
+and the CLI can list engines without importing any.
 
 How a new layout plugs in (SGLang, say):
 
-1. Its planner lives in its own folder, ``plan/sglang/``, and need not know this module
+1. Its planner lives in its own folder, ``plan/engines/sglang/``, and need not know this module
    (e.g. ``plan_sglang(facts, request, available_bytes)``).
-2. ``plan/sglang/engine.py`` defines ``class SglangEngine(Layout)`` implementing ``plan`` and
+2. ``plan/engines/sglang/engine.py`` defines ``class SglangEngine(Layout)`` implementing ``plan``
+and
    ``concurrency_at`` (and ``gpu_budget`` / ``check`` where SGLang differs from the defaults).
    ``plan`` reads ``inp.stage_budgets[k]`` (model-local caches already subtracted) for stage
    ``k`` and returns a ``LayoutPlan``; its engine-only JSON keys go in ``engine_fields``.
-3. One entry in ``LAYOUTS``: ``"sglang": ("kvledger.plan.sglang.engine:SglangEngine",
+3. One entry in ``LAYOUTS``: ``"sglang": ("kvledger.plan.engines.sglang.engine:SglangEngine",
    "SGLang 0.5.x's allocator")``. ``PlanRequest``'s validation, the CLI's ``--engine``
    choices, ``fit`` and ``--concurrency`` pick it up from there; nothing else changes.
 """
@@ -48,6 +49,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from kvledger.plan.engines.registry import DEFAULT_ENGINE, LAYOUTS, engine_label, engine_names
 from kvledger.records import record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -61,28 +63,6 @@ if TYPE_CHECKING:
     from kvledger.plan.result import RankResult
     from kvledger.plan.weights import Weights
     from kvledger.source.model_source import ModelSource
-
-DEFAULT_ENGINE = "vllm"
-
-# name → ("module:Class", label). The label is what the numbers mean (help, README, JSON).
-LAYOUTS: dict[str, tuple[str, str]] = {
-    "vllm": ("kvledger.plan.vllm.engine:VllmEngine",
-             "vLLM 0.32.0's KV cache allocator, to the block (the default)"),
-    "native": ("kvledger.plan.native_engine:NativeEngine",
-               "kvledger's byte-exact layout, for engine builders: no page padding, no engine "
-               "runs it, so no deployment shows these numbers"),
-    "sglang": ("kvledger.plan.sglang.engine:SglangEngine",
-               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
-}
-
-
-def engine_names() -> tuple[str, ...]:
-    return tuple(LAYOUTS)
-
-
-def engine_label(name: str) -> str:
-    return LAYOUTS[name][1]
-
 
 # The three carriers below are records (``kvledger.records``): they are built on every
 # ``kvledger plan`` start-up, where neither dataclasses nor NamedTuple (typing) are imported.
@@ -211,7 +191,13 @@ def get_layout(name: str) -> Layout:
     __import__(module)  # not importlib.import_module: importing importlib costs start-up
     layout = getattr(sys.modules[module], cls)()
     if not isinstance(layout, Layout):
-        raise TypeError(f"{LAYOUTS[name][0]} is not a kvledger.plan.layout.Layout")
+        raise TypeError(f"{LAYOUTS[name][0]} is not a kvledger.plan.engines.base.Layout")
     layout.name = name
     _LOADED[name] = layout
     return layout
+
+
+__all__ = [
+    "DEFAULT_ENGINE", "LAYOUTS", "GpuBudgetInput", "Layout", "LayoutInput", "LayoutPlan",
+    "engine_label", "engine_names", "get_layout",
+]

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 from kvledger.derive.layers import ceil_div
-from kvledger.plan.vllm.grouping import Group, block_outermost
-from kvledger.plan.vllm.specs import SpecContext
+from kvledger.plan.engines.vllm.grouping import Group, block_outermost
+from kvledger.plan.engines.vllm.specs import SpecContext
 from kvledger.records import record
 
 

@@ -27,8 +27,8 @@ from kvledger.derive.config import TEXT_CONFIG_KEYS
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import Attention, CrossAttention, LayerCache, ModelFacts
 from kvledger.derive.limits import MAX_POSITIONS
+from kvledger.plan.engines.vllm.errors import VllmLayoutError
 from kvledger.plan.request import PlanRequest
-from kvledger.plan.vllm.errors import VllmLayoutError
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
     model type with no row in the model-type table) name no class vLLM has, so there is
     nothing to look up: they are planned, as ``not_in_vllm`` plans them."""
     from kvledger.derive.model_types import MODEL_TYPES
-    from kvledger.plan.vllm.pp_support import pp_verdict  # only for PP > 1 (start-up)
+    from kvledger.plan.engines.vllm.pp_support import pp_verdict  # only for PP > 1 (start-up)
 
     if facts.model_type not in MODEL_TYPES:
         return None
@@ -191,7 +191,7 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
         return VllmLayoutError(
             f"{facts.model}: kvledger does not know whether vLLM 0.32 serves architectures "
             f"[{named}] with pipeline parallelism (it refuses every model class without "
-            "SupportsPP, and kvledger's table, plan/vllm/pp_support.py, has no verdict for "
+            "SupportsPP, and kvledger's table, plan/engines/vllm/pp_support.py, has no verdict for "
             "the class vLLM would pick); use --pipeline-parallel-size 1")
     arch, supported, where = verdict
     if supported:

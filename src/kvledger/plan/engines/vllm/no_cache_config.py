@@ -17,9 +17,9 @@ from kvledger import records
 from kvledger.derive.layers import ModelFacts
 from kvledger.derive.model_types import MODEL_TYPES
 from kvledger.derive.model_types import resolve as resolve_row
-from kvledger.plan.vllm.cache_dtype import resolve_cache_dtype
-from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, kv_dtype_name
-from kvledger.plan.vllm.specs import QUANT_FP8_PER_TENSOR, QUANT_NONE
+from kvledger.plan.engines.vllm.cache_dtype import resolve_cache_dtype
+from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, kv_dtype_name
+from kvledger.plan.engines.vllm.specs import QUANT_FP8_PER_TENSOR, QUANT_NONE
 
 
 def layer_kv_dtype(facts: ModelFacts, res: Resolved) -> tuple[Resolved, list[str]]:

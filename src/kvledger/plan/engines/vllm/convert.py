@@ -24,10 +24,9 @@ from kvledger.derive.layers import (
     SlidingAttention,
     StateTensor,
 )
-from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
-from kvledger.plan.vllm.hybrid import MINIMAX_M3_KERNEL_BLOCK
-from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
-from kvledger.plan.vllm.specs import (
+from kvledger.plan.engines.vllm.hybrid import MINIMAX_M3_KERNEL_BLOCK
+from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
+from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NVFP4,
     ChunkedLocalAttentionSpec,
@@ -40,6 +39,7 @@ from kvledger.plan.vllm.specs import (
     MultipleOf,
     SlidingWindowSpec,
 )
+from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 
 
 def layer_takes_part(layer: LayerCache, request: PlanRequest) -> bool:

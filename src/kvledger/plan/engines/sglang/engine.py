@@ -1,6 +1,6 @@
 """The SGLang layout as the API sees it (``--engine sglang``): ``SglangEngine(Layout)``.
 
-A thin adapter from ``kvledger.plan.layout.Layout`` to ``plan_sglang``:
+A thin adapter from ``kvledger.plan.engines.base.Layout`` to ``plan_sglang``:
 
 * ``gpu_budget`` — SGLang's own budget on a GPU preset (``budget.py``):
   ``mem_fraction_static`` is ``--mem-fraction-static``, else ``--gpu-memory-utilization`` when
@@ -20,29 +20,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kvledger.plan.layout import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
+from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
-    from kvledger.plan.sglang.layout import SglangPlan
-    from kvledger.plan.sglang.options import SglangOptions
+    from kvledger.plan.engines.sglang.layout import SglangPlan
+    from kvledger.plan.engines.sglang.options import SglangOptions
 
 MIB = 1 << 20
 HOPPER_80GB_MIB = 81559  # the chunked-prefill default with no GPU named (H100-80GB)
 
 
 def _options(inp: GpuBudgetInput | LayoutInput) -> SglangOptions:
-    from kvledger.plan.sglang.options import SglangOptions
+    from kvledger.plan.engines.sglang.options import SglangOptions
 
     return inp.request.sglang or SglangOptions()
 
 
 def _plan(inp: LayoutInput) -> SglangPlan:
+    from kvledger.plan.engines.sglang.layout import plan_sglang
+    from kvledger.plan.engines.sglang.memory import default_chunked_prefill_size, gpu_arch
     from kvledger.plan.gpus import gpu_preset
-    from kvledger.plan.sglang.layout import plan_sglang
-    from kvledger.plan.sglang.memory import default_chunked_prefill_size, gpu_arch
 
     request = inp.request
     gpu = gpu_preset(request.gpu).name if request.gpu is not None else None
@@ -82,7 +82,7 @@ def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
 
 
 class SglangEngine(Layout):
-    """SGLang 0.5.23's KV pools (``kvledger.plan.sglang``)."""
+    """SGLang 0.5.23's KV pools (``kvledger.plan.engines.sglang``)."""
 
     def __init__(self) -> None:
         # concurrency_at is asked many contexts for one input: plan it once.
@@ -96,7 +96,7 @@ class SglangEngine(Layout):
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """SGLang's refusal of pp_size > 1 for a Transformers-backend model with no pipeline
         plan (``served.pipeline_parallel_refusal``); "" otherwise."""
-        from kvledger.plan.sglang.served import NotServed, pipeline_parallel_refusal
+        from kvledger.plan.engines.sglang.served import NotServed, pipeline_parallel_refusal
 
         try:
             reason = pipeline_parallel_refusal(facts.architectures)
@@ -105,9 +105,9 @@ class SglangEngine(Layout):
         return f"SGLang 0.5.23 refuses to start: {reason}" if reason else ""
 
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
-        from kvledger.plan.sglang.budget import sglang_gpu_budget
-        from kvledger.plan.sglang.memory import gpu_arch, memory_settings
-        from kvledger.plan.sglang.model import (
+        from kvledger.plan.engines.sglang.budget import sglang_gpu_budget
+        from kvledger.plan.engines.sglang.memory import gpu_arch, memory_settings
+        from kvledger.plan.engines.sglang.model import (
             MULTIMODAL_PREFILL_GRAPH_ARCHS,
             SglangLayoutError,
             build,
@@ -183,7 +183,7 @@ class SglangEngine(Layout):
         )
 
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:
-        from kvledger.plan.sglang.pools import max_running_requests
+        from kvledger.plan.engines.sglang.pools import max_running_requests
 
         plan = self._planned(inp)
         res = plan.resolved

@@ -15,13 +15,12 @@ from collections.abc import Sequence, Set
 from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
 from kvledger.derive.model_types import MODEL_TYPES
 from kvledger.derive.model_types import resolve as resolve_row
-from kvledger.plan.request import MTP_METHODS, PlanRequest
-from kvledger.plan.vllm.blocks import BlockMath, block_math
-from kvledger.plan.vllm.convert import layer_spec, layer_takes_part
-from kvledger.plan.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
-from kvledger.plan.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
-from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError, resolve
-from kvledger.plan.vllm.specs import (
+from kvledger.plan.engines.vllm.blocks import BlockMath, block_math
+from kvledger.plan.engines.vllm.convert import layer_spec, layer_takes_part
+from kvledger.plan.engines.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
+from kvledger.plan.engines.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
+from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, resolve
+from kvledger.plan.engines.vllm.specs import (
     AttentionSpec,
     CircularBufferSpec,
     KVCacheSpec,
@@ -31,12 +30,13 @@ from kvledger.plan.vllm.specs import (
     UniformTypeSpecs,
     spec_name,
 )
-from kvledger.plan.vllm.startup import (
+from kvledger.plan.engines.vllm.startup import (
     check_block_size,
     check_startup,
     memory_refusal_reason,
     sentence_len_notes,
 )
+from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.records import field, record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -100,7 +100,7 @@ class VllmPlan:
     # [start, end) decoder layer indices of this stage (vLLM ``get_pp_indices``).
     layer_range: tuple[int, int] | None = None
     stages: tuple[VllmPlan, ...] = field(default=())
-    # Why vLLM would not start on this budget (vLLM's words, plan/vllm/startup.py); "" if it
+    # Why vLLM would not start on this budget (vLLM's words, plan/engines/vllm/startup.py); "" if it
     # would.
     refusal_reason: str = ""
 
@@ -168,7 +168,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     kv_notes: list[str] = []
     if facts.model_type in MODEL_TYPES and resolve_row(facts.model_type).vllm_no_cache_config:
         # Imported only for the model files it concerns (start-up: bench/startup.py).
-        from kvledger.plan.vllm.no_cache_config import layer_kv_dtype
+        from kvledger.plan.engines.vllm.no_cache_config import layer_kv_dtype
 
         res, kv_notes = layer_kv_dtype(facts, res)
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS

@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 _EXPORTS = {
-    "SglangLayoutError": "kvledger.plan.sglang.model",
-    "SglangOptions": "kvledger.plan.sglang.options",
-    "SglangPlan": "kvledger.plan.sglang.layout",
-    "plan_sglang": "kvledger.plan.sglang.layout",
+    "SglangLayoutError": "kvledger.plan.engines.sglang.model",
+    "SglangOptions": "kvledger.plan.engines.sglang.options",
+    "SglangPlan": "kvledger.plan.engines.sglang.layout",
+    "plan_sglang": "kvledger.plan.engines.sglang.layout",
 }
 
 __all__ = sorted(_EXPORTS)

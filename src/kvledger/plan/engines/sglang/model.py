@@ -42,8 +42,8 @@ from kvledger.derive.layers import (
     Role,
     SlidingAttention,
 )
-from kvledger.plan.sglang import dsv4, encoder_decoder, hybrid_swa, served
-from kvledger.plan.sglang.context import context_length, text_config
+from kvledger.plan.engines.sglang import dsv4, encoder_decoder, hybrid_swa, served
+from kvledger.plan.engines.sglang.context import context_length, text_config
 
 
 class SglangLayoutError(ValueError):

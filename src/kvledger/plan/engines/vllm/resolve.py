@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
-from kvledger.plan.request import MTP_METHODS, PlanRequest
-from kvledger.plan.vllm.cache_dtype import resolve_cache_dtype
-from kvledger.plan.vllm.errors import VllmLayoutError
-from kvledger.plan.vllm.specs import (
+from kvledger.plan.engines.vllm.cache_dtype import resolve_cache_dtype
+from kvledger.plan.engines.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NONE,
     QUANT_NVFP4,
 )
+from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.records import record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -218,8 +218,8 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     storage, quant = _kv_storage(cache.cache_dtype, model_dtype)
 
     # vLLM's default is the length it derives from every length key of the config (Command-R:
-    # model_max_length 131,072 over max_position_embeddings 8,192), plan/vllm/startup.py.
-    from kvledger.plan.vllm.startup import default_max_model_len
+    # model_max_length 131,072 over max_position_embeddings 8,192), plan/engines/vllm/startup.py.
+    from kvledger.plan.engines.vllm.startup import default_max_model_len
 
     max_model_len = request.max_model_len or default_max_model_len(facts)
     if max_model_len is None:

@@ -14,8 +14,8 @@ import math
 from collections.abc import Sequence
 
 from kvledger.derive.layers import ceil_div
-from kvledger.plan.vllm.resolve import Resolved, VllmLayoutError
-from kvledger.plan.vllm.specs import (
+from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
+from kvledger.plan.engines.vllm.specs import (
     QUANT_NONE,
     AttentionSpec,
     CircularBufferSpec,

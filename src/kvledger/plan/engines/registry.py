@@ -1,0 +1,34 @@
+"""The engines kvledger plans for: names, what their numbers mean, and the default.
+
+A leaf module (it imports nothing of kvledger), so the request, the CLI's ``--engine``
+choices and ``kvledger models`` can list engines without importing any of them. Each row is
+``name → ("module:Class", label)``; the class is imported on first use
+(``kvledger.plan.engines.base.get_layout``), so ``--engine vllm`` never imports the native
+layout.
+
+Adding an engine is a folder under ``plan/engines/`` with a ``Layout`` subclass and one row
+here; nothing in ``plan/request.py``, ``cli/`` or ``derive/`` changes for it.
+"""
+
+from __future__ import annotations
+
+DEFAULT_ENGINE = "vllm"
+
+# name → ("module:Class", label). The label is what the numbers mean (help, README, JSON).
+LAYOUTS: dict[str, tuple[str, str]] = {
+    "vllm": ("kvledger.plan.engines.vllm.engine:VllmEngine",
+             "vLLM 0.32.0's KV cache allocator, to the block (the default)"),
+    "native": ("kvledger.plan.engines.native.engine:NativeEngine",
+               "kvledger's byte-exact layout, for engine builders: no page padding, no engine "
+               "runs it, so no deployment shows these numbers"),
+    "sglang": ("kvledger.plan.engines.sglang.engine:SglangEngine",
+               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
+}
+
+
+def engine_names() -> tuple[str, ...]:
+    return tuple(LAYOUTS)
+
+
+def engine_label(name: str) -> str:
+    return LAYOUTS[name][1]
