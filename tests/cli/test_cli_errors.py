@@ -58,7 +58,8 @@ def _llama_config() -> dict:
         ("--gpu-memory-utilization", "0", "must be in (0, 1]"),
         ("--gpu-memory-utilization", "lots", "expected a number"),
         ("--kv-cache-dtype", "int3", "invalid choice"),
-        ("--engine", "tensorrt", "invalid choice"),
+        ("--engine", "tensorrt", "expected one of vllm, native, sglang"),
+        ("--engine", "vllm==", "no release after"),
     ],
 )
 def test_bad_option_values(

@@ -57,7 +57,7 @@ def test_models_lists_model_types_by_handler(capsys: pytest.CaptureFixture[str])
     # Llama-like decoders are rows routed to the standard handler; a wrapper is marked with
     # the type of the language model it holds.
     assert " llama," in standard and "qwen3_vl* → qwen3_vl_text" in standard
-    assert "refused (vLLM 0.32 cannot serve them):" in out and "mimo:" in out
+    assert "recognized, not derived (with the default engine's reason):" in out and "mimo:" in out
 
 
 def test_models_json_and_catalog_alias(capsys: pytest.CaptureFixture[str]) -> None:

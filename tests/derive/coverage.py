@@ -39,6 +39,20 @@ def derive_file(stem: str, folder: Path = LOCAL_CONFIGS, **kw: Any) -> ModelFact
     return derive_model(str(folder / f"{stem}.json"), **kw)
 
 
+def vllm_facts(model: Any, **kw: Any) -> ModelFacts:
+    """``model``'s facts as vLLM 0.32's layout derives them: derive is engine-neutral, and the
+    vLLM layout refuses a model type that release does not serve in vLLM's own words."""
+    from kvledger.plan.api import load_facts
+    from kvledger.plan.request import PlanRequest
+
+    return load_facts(model, PlanRequest(engine="vllm==0.32", **kw))[0]
+
+
+def vllm_derive_file(stem: str, folder: Path = LOCAL_CONFIGS) -> ModelFacts:
+    """``vllm_facts`` of ``folder/stem.json`` (the path form: companions are read)."""
+    return vllm_facts(str(folder / f"{stem}.json"))
+
+
 def attention_groups(facts: ModelFacts) -> AttentionGroups:
     """(KV heads, head dim, window or None) → layers, over the decoder's attention layers (K
     and V of one geometry, as every group checked here has)."""

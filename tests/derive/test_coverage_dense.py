@@ -17,7 +17,7 @@ import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import attention_groups as _groups
-from derive.coverage import check_by_hand, check_inspect
+from derive.coverage import check_by_hand, check_inspect, vllm_derive_file, vllm_facts
 from derive.coverage import derive_file as _facts
 from derive.coverage import oracle_attention as _oracle_groups
 from derive.coverage import raw_config as _raw
@@ -338,8 +338,6 @@ REFUSED = [
      "until v0.23.0, and is not supported anymore'"),
     ("xverse--XVERSE-7B", "'Model architecture XverseForCausalLM was supported in vLLM until "
      "v0.23.0, and is not supported anymore'"),
-    ("mosaicml--mpt-7b", "'Model architecture MptForCausalLM was supported in vLLM until "
-     "v0.28.0, and is not supported anymore'"),
     ("internlm--internlm-7b.mlc", "'Model architecture InternLMForCausalLM was supported in "
      "vLLM until v0.23.0, and is not supported anymore'"),
 ]
@@ -348,7 +346,7 @@ REFUSED = [
 @pytest.mark.parametrize(("stem", "reason"), REFUSED, ids=[r[0] for r in REFUSED])
 def test_refused_with_vllms_reason(stem: str, reason: str) -> None:
     with pytest.raises(UnsupportedArchitecture) as err:
-        _facts(stem)
+        vllm_derive_file(stem)
     assert str(err.value).startswith("unsupported: ")
     assert reason in str(err.value)
 
@@ -366,7 +364,7 @@ def test_dropped_architectures_refused(model_type: str, architecture: str, versi
     # (_PREVIOUSLY_SUPPORTED_MODELS) for the architecture such a config names.
     with pytest.raises(UnsupportedArchitecture, match=(
             f"Model architecture {architecture} was supported in vLLM until v{version}")):
-        derive_model({"model_type": model_type, "architectures": [architecture]})
+        vllm_facts({"model_type": model_type, "architectures": [architecture]})
 
 
 def test_internlm3_is_remote_code_only() -> None:
@@ -374,7 +372,7 @@ def test_internlm3_is_remote_code_only() -> None:
     # none either: the checkpoint's configuration_internlm3.py must run (--trust-remote-code).
     with pytest.raises(UnsupportedArchitecture, match=(
             "serves InternLM3ForCausalLM only with --trust-remote-code")):
-        derive_model({"model_type": "internlm3", "architectures": ["InternLM3ForCausalLM"]})
+        vllm_facts({"model_type": "internlm3", "architectures": ["InternLM3ForCausalLM"]})
 
 
 # -- types kvledger knows that vLLM 0.32 dropped: the vLLM layout refuses, native plans -----
@@ -425,10 +423,14 @@ def test_vllm_layout_refuses_llama_32_vision_where_vllm_stops(
     assert json.loads(out)["kv_cache_tokens"] > 0
 
 
-def test_not_in_vllm_is_not_inherited() -> None:
-    # minimax_m3_text is like= minimax_m3; vLLM serves the former, not the latter.
-    assert resolve("minimax_m3").not_in_vllm
-    assert not resolve("minimax_m3_text").not_in_vllm
+def test_whether_vllm_serves_a_type_is_not_inherited() -> None:
+    # minimax_m3_text is like= minimax_m3; vLLM serves the former, not the latter. The verdict
+    # is the vLLM release's, keyed by model_type alone (derive's like= chains do not reach it).
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    assert resolve("minimax_m3").derivable and resolve("minimax_m3_text").derivable
+    assert vllm_release("0.32").not_served.get("minimax_m3")
+    assert not vllm_release("0.32").not_served.get("minimax_m3_text")
 
 
 # -- kvledger inspect over the group's configs (sibling of test_inspect_every_config) -------
@@ -438,7 +440,8 @@ REFUSED_FILES = {f"{stem}.json": reason for stem, reason in REFUSED}
 
 
 def test_the_group_configs_are_all_listed() -> None:
-    assert len(GROUP) == len(DERIVED) + len(REFUSED) + 1  # + the MULTIQUERY variant
+    # + the MULTIQUERY variant and MPT-7B (derived for the native layout, refused by vLLM's)
+    assert len(GROUP) == len(DERIVED) + len(REFUSED) + 2
 
 
 @pytest.mark.parametrize("path", GROUP, ids=[p.name.removesuffix(".json") for p in GROUP])
@@ -451,3 +454,28 @@ def test_inspect_derives_or_refuses_with_vllms_reason(
 def test_kinds_are_plain_attention() -> None:
     for stem, *_ in DERIVED:
         assert {layer.kind for layer in _facts(stem).layers} <= {Kind.FULL, Kind.SLIDING}
+
+
+# -- MPT: derived from its own schema (the native layout plans it), refused by vLLM's --------
+MPT_VLLM = ("'Model architecture MptForCausalLM was supported in vLLM until v0.28.0, and is "
+            "not supported anymore'")
+
+
+def test_mpt_derives_for_the_native_layout_and_vllm_refuses_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(CONFIGS / "mosaicml--mpt-7b.json")
+    facts = _facts("mosaicml--mpt-7b")
+    # config: n_layers 32, n_heads 32, d_model 4096 → head_dim 4096 / 32 = 128, MHA.
+    # K and V: 2 × 32 heads × 128 × 2 B (bfloat16) = 16,384 B per layer per token; × 32 layers
+    # = 524,288 B/token.
+    assert facts.bytes_per_token() == 2 * 32 * 128 * 2 * 32 == 524_288
+    code = main(["plan", path, "--engine", "native", "--kv-cache-memory-bytes", "8GiB",
+                 "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    # 8 GiB / 524,288 B = 16,384 tokens; max_seq_len 2048 → 8.00 requests.
+    assert json.loads(out)["kv_cache_tokens"] == 8 * 2**30 // 524_288 == 16_384
+    code = main(["plan", path, "--engine", "vllm", "--kv-cache-memory-bytes", "8GiB"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert MPT_VLLM in err and "use --engine native" in err and err.count("\n") == 1

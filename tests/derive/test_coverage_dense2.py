@@ -16,8 +16,14 @@ from typing import Any
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
-from derive.coverage import check_by_hand, check_inspect, fact_specs, oracle_specs
-from derive.coverage import derive_file as _facts
+from derive.coverage import (
+    check_by_hand,
+    check_inspect,
+    fact_specs,
+    oracle_specs,
+    vllm_derive_file,
+    vllm_facts,
+)
 from derive.coverage import raw_config as _raw
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.layers import Attention, Role
@@ -140,7 +146,7 @@ def test_ernie_remote_code_architecture_is_refused_with_vllms_words() -> None:
     # stops with "Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now".
     with pytest.raises(UnsupportedArchitecture, match=re.escape(
             "'Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now'")):
-        _facts("baidu--ERNIE-4.5-0.3B-PT")
+        vllm_derive_file("baidu--ERNIE-4.5-0.3B-PT")
 
 
 # -- remote-code-only types: refused with vLLM's reason ---------------------------------------
@@ -157,7 +163,7 @@ REMOTE_CODE = [
 @pytest.mark.parametrize(("model_type", "architecture"), REMOTE_CODE)
 def test_remote_code_only_types_are_refused(model_type: str, architecture: str) -> None:
     with pytest.raises(UnsupportedArchitecture) as err:
-        derive_model({"model_type": model_type, "architectures": [architecture]})
+        vllm_facts({"model_type": model_type, "architectures": [architecture]})
     text = str(err.value)
     assert text.startswith("unsupported: ")
     assert f"serves {architecture} only with --trust-remote-code" in text

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
-from derive.coverage import check_inspect, fact_specs, oracle_specs
+from derive.coverage import check_inspect, fact_specs, oracle_specs, vllm_derive_file, vllm_facts
 from derive.coverage import derive_file as _facts
 from derive.coverage import raw_config as _raw
 from kvledger.derive import UnsupportedArchitecture, derive_model
@@ -331,7 +331,7 @@ REMOTE_CODE = {
 def test_remote_code_checkpoints_are_refused_with_vllms_words(name: str,
                                                               model_type: str) -> None:
     with pytest.raises(UnsupportedArchitecture) as err:
-        _facts(name)
+        vllm_derive_file(name)
     message = str(err.value)
     assert f"model_type '{model_type}'" in message
     assert "contains custom code which must be executed" in message
@@ -340,7 +340,7 @@ def test_remote_code_checkpoints_are_refused_with_vllms_words(name: str,
 
 def test_ling_v2_is_refused() -> None:
     with pytest.raises(UnsupportedArchitecture, match="bailing_moe_v2"):
-        derive_model({"model_type": "bailing_moe_v2",
+        vllm_facts({"model_type": "bailing_moe_v2",
                       "architectures": ["BailingMoeV2ForCausalLM"]})
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
-from derive.coverage import check_inspect, fact_specs, oracle_specs
+from derive.coverage import check_inspect, fact_specs, oracle_specs, vllm_facts
 from derive.coverage import derive_file as _facts
 from derive.coverage import raw_config as _raw
 from kvledger.derive import UnsupportedArchitecture, derive_model
@@ -282,7 +282,7 @@ def test_remote_code_only_types_are_refused_with_vllms_reason(model_type: str,
     # No transformers 5.19 config class and none in vLLM 0.32's _CONFIG_REGISTRY: vLLM stops
     # at config loading without --trust-remote-code.
     with pytest.raises(UnsupportedArchitecture) as err:
-        derive_model({"model_type": model_type, "architectures": [architecture]})
+        vllm_facts({"model_type": model_type, "architectures": [architecture]})
     assert f"model_type '{model_type}' has no transformers 5.19 or vLLM 0.32 config class" \
         in str(err.value)
     assert f"serves {architecture} only with --trust-remote-code" in str(err.value)

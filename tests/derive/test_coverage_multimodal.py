@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
-from derive.coverage import WrapperRow, check_inspect, check_wrapper, find_case
+from derive.coverage import (
+    WrapperRow,
+    check_inspect,
+    check_wrapper,
+    find_case,
+    vllm_derive_file,
+    vllm_facts,
+)
 from derive.coverage import attention_groups as _attention
 from derive.coverage import derive_file as _facts
 from derive.coverage import oracle_attention as _oracle
@@ -275,7 +282,7 @@ REMOTE = "contains custom code which must be executed to correctly load the mode
 @pytest.mark.parametrize("stem", sorted(REFUSED))
 def test_refused_with_vllms_reason(stem: str) -> None:
     with pytest.raises(UnsupportedArchitecture) as err:
-        _facts(stem)
+        vllm_derive_file(stem)
     message = str(err.value)
     assert REFUSED[stem] in message
     if "model_type" in REFUSED[stem]:
@@ -293,7 +300,7 @@ def test_wrappers_vllm_hands_to_its_transformers_backend_are_refused_saying_so(
     # inspect_model_cls tries _try_resolve_transformers first, and transformers 5.19's class
     # takes vLLM's attention, so that message is never what vLLM says.
     with pytest.raises(UnsupportedArchitecture) as err:
-        derive_model({"model_type": model_type, "architectures": [arch]})
+        vllm_facts({"model_type": model_type, "architectures": [arch]})
     assert (f"vLLM 0.32 has no model of its own for model_type '{model_type}' ({arch}, served "
             f"by its own model until v{version}) and hands it to its Transformers backend "
             "(TransformersMultiModalForCausalLM)") in str(err.value)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from derive.coverage import LOCAL_CONFIGS as CONFIGS
-from derive.coverage import WrapperRow, check_inspect, check_wrapper, find_case
+from derive.coverage import WrapperRow, check_inspect, check_wrapper, find_case, vllm_facts
 from derive.coverage import attention_groups as _attention
 from derive.coverage import derive_file as _facts
 from derive.coverage import oracle_attention as _oracle
@@ -212,7 +212,7 @@ REMOTE = "contains custom code which must be executed to correctly load the mode
 ])
 def test_remote_code_wrappers_are_refused(model_type: str, arch: str) -> None:
     with pytest.raises(UnsupportedArchitecture) as err:
-        derive_model({"model_type": model_type, "architectures": [arch]})
+        vllm_facts({"model_type": model_type, "architectures": [arch]})
     message = str(err.value)
     assert f"model_type '{model_type}'" in message and REMOTE in message
     assert "--trust-remote-code" in message and arch in message

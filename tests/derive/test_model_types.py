@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from derive.coverage import vllm_facts
 from kvledger.derive import UnknownCacheKey, UnsupportedArchitecture, derive_model
 from kvledger.derive.guard import CACHE_AFFECTING
 from kvledger.derive.model_types import (
@@ -75,8 +76,13 @@ def test_row_resolves(name: str) -> None:
     assert row.chain[0] == name
     for link in row.chain[1:]:
         assert link in MODEL_TYPES, f"{name}: like={link!r} is not a row"
-    if row.refused:
-        assert not row.handler and len(row.refused) > 40, f"{name}: a refusal says why"
+    if not row.derivable:
+        # A type kvledger recognizes but does not derive: the default engine says why it
+        # does not serve it (derive itself knows no engine).
+        from kvledger.plan.engines.vllm.releases import vllm_release
+
+        why = vllm_release("0.32").not_served.get(name, "")
+        assert len(why) > 40, f"{name}: a refusal says why"
         return
     if row.is_wrapper:
         assert not row.handler, f"{name}: a wrapper's handler is its inner row's"
@@ -206,7 +212,7 @@ def test_off_key_on_an_inner_level_is_refused_naming_it() -> None:
 
 def test_refused_model_type_says_why() -> None:
     with pytest.raises(UnsupportedArchitecture, match="Transformers does not recognize"):
-        derive_model({"model_type": "mimo", "num_hidden_layers": 2})
+        vllm_facts({"model_type": "mimo", "num_hidden_layers": 2})
 
 
 def test_unknown_model_type_lists_the_table() -> None:
@@ -268,7 +274,9 @@ KINDS = {"only with --trust-remote-code, running": REMOTE_CODE,
 
 @pytest.mark.parametrize("name", ROWS)
 def test_each_kind_of_refusal_has_one_wording(name: str) -> None:
-    for reason in (MODEL_TYPES[name].get("refused", ""), MODEL_TYPES[name].get("not_in_vllm", "")):
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    for reason in (vllm_release("0.32").not_served.get(name, ""),):
         for marker, wording in KINDS.items():
             if marker in reason:
                 found = wording.fullmatch(reason)

@@ -34,12 +34,19 @@ WITHOUT_CASE: dict[str, str] = {
                     "draft planned alone under --engine sglang, and a separate draft model "
                     "with a target is refused too (layout.py DRAFT_MODEL_METHODS), so there "
                     "is no SGLang answer to check",
+    "mpt": "SGLang 0.5.23 registers no MptForCausalLM (nor does vLLM since 0.28): derive "
+           "reads MPT for the native layout only, and kvledger refuses it under --engine "
+           "sglang",
 }
 
 # What kvledger must answer for each row of WITHOUT_CASE: a model of that row and the phrase
 # of its refusal (the bundled catalog's real EAGLE-3 draft config).
 REFUSALS: dict[str, tuple[Any, str]] = {
     "llama_eagle3": ("sgl-project/SpecForge-llama3-8B-eagle3", "draft model alone"),
+    # MPT-7B's stated sizes (mosaicml/mpt-7b config.json).
+    "mpt": ({"model_type": "mpt", "architectures": ["MptForCausalLM"], "d_model": 4096,
+             "n_heads": 32, "n_layers": 32, "max_seq_len": 2048},
+            "has no model class MptForCausalLM"),
 }
 
 

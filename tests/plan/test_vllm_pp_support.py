@@ -30,6 +30,7 @@ from kvledger.derive.model_types import MODEL_TYPES, resolve, supported_types
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.engines.vllm.errors import VllmLayoutError
 from kvledger.plan.engines.vllm.pp_support import PP_SUPPORT, TRANSFORMERS_BACKEND, pp_verdict
+from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.engines.vllm.startup import VllmStartupError, pipeline_parallel_refusal
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
@@ -56,7 +57,7 @@ def _config(name: str) -> Path:
 
 
 def _served_by_vllm(model_type: str) -> bool:
-    return not resolve(model_type).not_in_vllm
+    return not vllm_release().not_served.get(model_type)
 
 
 # -- the table is vLLM's answer ------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from derive.coverage import vllm_facts
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.model_types import resolve
 from kvledger.plan.engines.vllm import plan_vllm
@@ -49,7 +50,7 @@ def _request(case: dict[str, Any]) -> PlanRequest:
 
 def _planned(case: dict[str, Any]) -> bool:
     row = resolve(_config(case)["model_type"])
-    return "expected" in case and not row.refused
+    return "expected" in case and row.derivable
 
 
 SERVED = [c for c in CASES if _planned(c)]
@@ -122,7 +123,7 @@ def test_where_vllm_stops_kvledger_refuses(case: dict[str, Any]) -> None:
     raw = _config(case)
     said = case["vllm_refuses_to_start_with"]
     with pytest.raises(UnsupportedArchitecture) as err:
-        derive_model(raw)
+        vllm_facts(raw)
     message = str(err.value)
     if said.startswith("AttributeError"):
         # vLLM's model read an attribute the file does not state: kvledger names that key
@@ -140,7 +141,7 @@ def test_mimo_refusal_says_what_vllm_does_with_the_stated_keys() -> None:
     assert spec["spec"] == "SlidingWindowSpec" and spec["sliding_window"] == raw["sliding_window"]
     assert spec["num_layers"] == raw["num_hidden_layers"] and raw["use_sliding_window"] is False
     with pytest.raises(UnsupportedArchitecture, match="vLLM windows every layer"):
-        derive_model(raw)
+        vllm_facts(raw)
 
 
 @pytest.mark.parametrize(("model_type", "key"), [

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
+from derive.coverage import vllm_facts
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.errors import ConfigError
-from kvledger.derive.model_types import MODEL_TYPES
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.engines.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.request import PlanRequest
 from oracle_cases import assert_plan_is, request_of
 
@@ -90,15 +91,16 @@ def test_persimmon_by_hand() -> None:
 @pytest.mark.parametrize("case", STOPPED, ids=[_id(c) for c in STOPPED])
 def test_where_vllm_stops_kvledger_refuses_in_vllms_words(case: dict[str, Any]) -> None:
     raw = _config(case)
-    row = MODEL_TYPES[raw["model_type"]]
-    reason = row.get("not_in_vllm") or row["refused"]
+    reason = vllm_release("0.32").not_served[raw["model_type"]]
     said = case["vllm_refuses_to_start_with"]
     if "was supported in vLLM until" in said:
         # the Transformers backend did not take it (mpt): the dropped wording, quoted
         quoted = re.search(r"\('(.+)'\)", reason)
         assert quoted is not None and quoted[1] in said
-        with pytest.raises(UnsupportedArchitecture, match=re.escape(quoted[1])):
-            derive_model(raw)
+        # derive reads MPT's schema (transformers' MptAttention, for the native layout); the
+        # vLLM layout refuses it, in vLLM's words, once the facts are known.
+        with pytest.raises(VllmLayoutError, match=re.escape(quoted[1])):
+            plan_vllm(derive_model(raw), _request_or_default(case), 2**34)
         return
     assert said in reason
     assert "was supported in vLLM until" not in reason  # vLLM never gets that far
@@ -131,7 +133,7 @@ def test_text_only_mllama_is_what_the_refusal_says(case: dict[str, Any]) -> None
     tp = case["inputs"]["tensor_parallel_size"]
     assert spec["num_kv_heads"] == text["num_key_value_heads"] // tp
     assert spec["head_size"] == text["hidden_size"] // text["num_attention_heads"] == 128
-    assert "--language-model-only" in MODEL_TYPES["mllama"]["not_in_vllm"]
+    assert "--language-model-only" in vllm_release("0.32").not_served["mllama"]
 
 
 def test_aya_vision_refusal_states_the_runs_layers() -> None:
@@ -139,8 +141,8 @@ def test_aya_vision_refusal_states_the_runs_layers() -> None:
     assert case["vllm_resolved"]["architecture"] == "TransformersMultiModalForCausalLM"
     count = {s["spec"]: s["num_layers"] for s in case["layer_specs"]}
     with pytest.raises(UnsupportedArchitecture) as err:
-        derive_model({"model_type": "aya_vision",
-                      "architectures": ["AyaVisionForConditionalGeneration"]})
+        vllm_facts({"model_type": "aya_vision",
+                    "architectures": ["AyaVisionForConditionalGeneration"]})
     assert re.search(rf"{count['SlidingWindowSpec']} sliding-window and "
                      rf"{count['FullAttentionSpec']} full-attention layers", str(err.value))
     assert "vLLM starts" in str(err.value)

@@ -86,3 +86,21 @@ def bytes_at_least(minimum: int) -> Callable[[str], int]:
 def tokens_at_least(minimum: int) -> Callable[[str], int]:
     """A token count in vLLM's forms: 32768, 32k (= 32,000), 32K (= 32,768), 1e5."""
     return _sized("tokens", minimum)
+
+
+def engine_spec(text: str) -> str:
+    """An engine name, optionally pinned (``vllm==0.32``): the name is checked here; the
+    release is checked by the engine when the request is built (it knows its releases)."""
+    from kvledger.plan.engines.registry import engine_names
+
+    name, _, version = text.strip().partition("==")
+    names = engine_names()
+    if name.strip().lower() not in names:
+        raise _refused(f"expected one of {', '.join(names)} (optionally with a release, e.g. "
+                       f"vllm==0.32), got {text!r}")
+    if _ and not version.strip():
+        raise _refused(f"no release after '==' in {text!r}")
+    return text.strip()
+
+
+engine_spec.__name__ = "engine"

@@ -109,7 +109,8 @@ def describe(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, TypeError | ValueError):
         # The library's messages name the option and, where there is one, the fix. vLLM's
         # own start-up refusals (plan/engines/vllm/startup.py) are quoted as vLLM words them.
-        if text.startswith("vLLM 0.32 refuses to start"):
+        if _is_instance(exc, "kvledger.plan.engines.vllm.startup", "VllmStartupError") or (
+                " refuses to start" in text.split(":", 1)[0]):
             return f"error: {text}", ""
         return f"error: {_flagify(text)}", ""
     if isinstance(exc, OSError):

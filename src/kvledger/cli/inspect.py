@@ -21,6 +21,21 @@ def index_ranges(indices: list[int]) -> str:
     return ",".join(parts)
 
 
+def _engine_reason(exc: Exception) -> Exception:
+    """derive's refusal, or the default engine's reason for not serving the model type where
+    it has one (a user asks kvledger about a model they mean to serve)."""
+    from kvledger.derive import UnsupportedArchitecture
+    from kvledger.plan.engines.base import get_layout
+    from kvledger.plan.engines.registry import DEFAULT_ENGINE
+
+    model_type = getattr(exc, "model_type", "")
+    why = get_layout(DEFAULT_ENGINE).not_served(model_type) if model_type else ""
+    if not why:
+        return exc
+    return UnsupportedArchitecture(f"unsupported: {why}", model_type=model_type,
+                                   architectures=getattr(exc, "architectures", ()))
+
+
 def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
     """The JSON ``kvledger inspect --json`` prints: model facts, per-layer and run-length groups.
 
@@ -28,9 +43,13 @@ def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
     interleaved pattern (Gemma's 5 sliding : 1 full) stays visible instead of being folded
     into two totals that hide the order.
     """
-    from kvledger.derive import derive_model
+    from kvledger.derive import UnsupportedArchitecture, derive_model
 
-    facts = derive_model(model, kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype)
+    try:
+        facts = derive_model(model,
+                             kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype)
+    except UnsupportedArchitecture as exc:
+        raise _engine_reason(exc) from None
     layers = [layer.describe() for layer in facts.layers]
     groups: list[dict[str, Any]] = []
     for row in layers:

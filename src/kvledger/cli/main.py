@@ -26,6 +26,7 @@ import sys
 from kvledger.cli.args import (
     block_size,
     bytes_at_least,
+    engine_spec,
     fraction,
     int_at_least,
     nonneg_bytes,
@@ -34,7 +35,7 @@ from kvledger.cli.args import (
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.source_args import add_model as _add_model
 from kvledger.cli.source_args import model_source
-from kvledger.plan.engines.registry import DEFAULT_ENGINE, LAYOUTS
+from kvledger.plan.engines.registry import DEFAULT_ENGINE, LAYOUTS, engine_label
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -69,16 +70,18 @@ def _add_engine_options(p: Flags, *, for_fit: bool = False) -> None:
     ``fit`` searches GPU layouts, so it takes neither a direct byte budget nor a GPU total:
     the preset is the question (its ``--gpu`` is required and added by ``fit`` itself).
     """
-    p.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
-                   help="; ".join(f"{name}: {label}" for name, (_, label) in LAYOUTS.items()))
+    p.add_argument("--engine", type=engine_spec, default=DEFAULT_ENGINE, metavar="ENGINE",
+                   help="{" + ",".join(ENGINES) + "}, optionally pinned to a release as pip "
+                   "writes it (vllm==0.32; default: the newest kvledger knows); " + "; ".join(
+                       f"{name}: {engine_label(name)}" for name in ENGINES))
     if not for_fit:
         p.add_argument("--kv-cache-memory-bytes", type=nonneg_bytes, default=None,
                        metavar="N", help="KV budget per GPU in bytes (skips the GPU budget)")
         p.add_argument("--gpu", default=None, metavar="NAME",
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
-                   help="fraction of GPU memory the engine may use (default: the engine's, "
-                   "vLLM 0.32: 0.92)")
+                   help="fraction of GPU memory the engine may use (default: the engine "
+                   "release's, e.g. vLLM's 0.92)")
     # Not given = vLLM's own default: 16, unless the attention backend needs another size
     # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
     p.add_argument("--block-size", "--page-size", type=block_size, default=None,
@@ -162,7 +165,7 @@ SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens
 
 def _sglang_options(ns: argparse.Namespace) -> Any:
     given = {k: getattr(ns, k) for k in SGLANG_FLAGS if getattr(ns, k, None) is not None}
-    if ns.engine != "sglang":
+    if ns.engine.partition("==")[0] != "sglang":
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)
             raise UsageError(f"kvledger: error: {flags} apply to --engine sglang only",

@@ -14,17 +14,22 @@ def models_payload() -> dict[str, Any]:
     Rows reached by architecture (EAGLE3 drafts) are listed apart: they are not model types.
     """
     from kvledger.derive.model_types import ARCHITECTURES, MODEL_TYPES, resolve
+    from kvledger.plan.engines.base import get_layout
+    from kvledger.plan.engines.registry import DEFAULT_ENGINE
     from kvledger.source.catalog import catalog_ids
+
+    default = get_layout(DEFAULT_ENGINE)
 
     by_architecture = set(ARCHITECTURES.values())
     types: list[dict[str, Any]] = []
     refused: list[dict[str, str]] = []
     for name in sorted(MODEL_TYPES):
         row = resolve(name)
-        if row.refused:
+        if not row.derivable:
             via = sorted(a for a, n in ARCHITECTURES.items() if n == name)
             refused.append({"what": f"architecture {via[0]}" if via else name,
-                            "reason": row.refused})
+                            "reason": default.not_served(name)
+                            or "kvledger has no handler for this config schema"})
             continue
         if name in by_architecture:
             continue
@@ -43,7 +48,7 @@ def models_payload() -> dict[str, Any]:
         })
     archs = [
         {"architecture": arch, "row": name, "handler": resolve(name).handler}
-        for arch, name in sorted(ARCHITECTURES.items()) if not resolve(name).refused
+        for arch, name in sorted(ARCHITECTURES.items()) if resolve(name).derivable
     ]
     return {"catalog": catalog_ids(), "model_types": types, "architectures": archs,
             "refused": refused}
@@ -69,6 +74,6 @@ def render_models(data: dict[str, Any]) -> str:
         lines += ["", "architectures (drafts that reuse a target's model_type):"]
         lines += [f"  {a['architecture']} → {a['handler']}" for a in data["architectures"]]
     if data["refused"]:
-        lines += ["", "refused (vLLM 0.32 cannot serve them):"]
+        lines += ["", "recognized, not derived (with the default engine's reason):"]
         lines += [f"  {r['what']}: {r['reason']}" for r in data["refused"]]
     return "\n".join(lines) + "\n"

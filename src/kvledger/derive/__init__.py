@@ -24,7 +24,7 @@ from kvledger.derive.limits import MAX_CACHE_LAYERS, check_layers
 from kvledger.derive.max_len import max_len, sentence_max_len
 from kvledger.derive.model_types import Resolved, resolve
 from kvledger.derive.quant import ignored_blocks
-from kvledger.derive.registry import derive_level, refuse_if_refused, row_for
+from kvledger.derive.registry import derive_level, refuse_if_underived, row_for
 from kvledger.source.catalog import catalog_ids
 from kvledger.source.model_source import ModelSource
 from kvledger.source.resolve import load_source
@@ -155,7 +155,7 @@ def _inner(cfg: Config, row: Resolved) -> tuple[Resolved, Config, bool]:
             model_type=cfg.model_type,
             architectures=cfg.architectures,
         )
-    text_row = refuse_if_refused(resolve(inner_type), inner_type, cfg.architectures)
+    text_row = refuse_if_underived(resolve(inner_type), inner_type, cfg.architectures)
     defaults = {**text_row.defaults, **row.text_defaults.get(inner_type, {})}
     if inline:
         return text_row, Config(cfg.raw, model=cfg.model, parent=cfg.parent,

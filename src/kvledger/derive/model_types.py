@@ -52,22 +52,18 @@ if TYPE_CHECKING:
 #                        text config from the top-level keys (older Qwen2-VL / GLM-4.1V files)
 #   text_harmless        wrapper: {key: why} its text config may carry beyond what the inner
 #                        row lists (the wrapper's own training flags in a llama text_config)
-#   refused   vLLM 0.32 cannot serve this; derive refuses with this reason
-#   not_in_vllm  vLLM 0.32 has no model for this type, but kvledger's facts stand (another
-#             engine, or an older vLLM, serves it): the vLLM layout refuses with this reason,
-#             ``--engine native`` still plans it (a row's own field: like= does not inherit it)
 #   stated    remote-code model types (derive/remote_code.py): keys config.json must state,
 #             because no config class kvledger can read fills them in (their default lives in
 #             the checkpoint's own configuration code); a config omitting one is refused
-#   vllm_no_cache_config  vLLM's model file builds its Attention without cache_config, so
-#             --kv-cache-dtype never reaches the layers (why, citing the file): the vLLM
-#             layout keeps them at the model dtype (fp8 only for a compressed-tensors scheme)
+# A row with no handler and no text_key names a model type kvledger recognizes but does not
+# derive (no handler reads its schema): derive refuses it, engine-neutrally. Whether an
+# engine release serves a model type, and why not, is that engine's data
+# (plan/engines/vllm/releases/model_type_verdicts.py), never a field here.
 if TYPE_CHECKING:  # an alias for annotations only
     Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
-     "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "refused",
-     "not_in_vllm", "vllm_no_cache_config", "stated"}
+     "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "stated"}
 )
 
 
@@ -78,57 +74,6 @@ def _ro(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
 def T(**row: Any) -> Row:
     """A table row (see the field list above)."""
     return row
-
-
-# -- refusals: one wording per kind, each row giving only its own facts ------------------------
-def _dropped(model_type: str, architecture: str, last: str, *, also: str = "",
-             remote: bool = False) -> str:
-    """``refused`` / ``not_in_vllm`` for an architecture vLLM 0.32 dropped: it lists it in
-    ``_PREVIOUSLY_SUPPORTED_MODELS`` (model_executor/models/registry.py) and refuses it in
-    ``_raise_for_unsupported``'s words, quoted — once its Transformers-backend fallback
-    (``_try_resolve_transformers``) has failed, as it does when transformers 5.19 has no such
-    class or the class does not take vLLM's attention (MPT: tests/oracles/
-    vllm-0.32-tfbackend.jsonl). ``remote``: the model_type has no transformers 5.19 or vLLM
-    0.32 config class, so vLLM gets that far only with --trust-remote-code, and what the
-    fallback then does depends on the checkpoint's own model code."""
-    if remote:
-        note = (f"vLLM reaches that only with --trust-remote-code, since model_type "
-                f"'{model_type}' has no transformers 5.19 or vLLM 0.32 config class (without "
-                "the flag it stops at config loading; with it, its Transformers backend may "
-                "first take the checkpoint's own model class, which kvledger does not run)")
-        also = f"{also}; {note}" if also else note
-    return (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
-            f"{architecture} was supported in vLLM until v{last}, and is not supported "
-            "anymore')" + (f"; {also}" if also else ""))
-
-
-def _tf_backend(model_type: str, architecture: str, last: str, backend: str,
-                what: str, *, history: str = "") -> str:
-    """``refused`` / ``not_in_vllm`` for an architecture vLLM 0.32 dropped from its own models
-    (``_PREVIOUSLY_SUPPORTED_MODELS``) but still serves: its registry tries the Transformers
-    backend first (model_executor/models/registry.py ``inspect_model_cls`` →
-    ``_try_resolve_transformers``: transformers 5.19 has the class and it takes vLLM's
-    attention), so the "was supported until" message is never reached. ``what`` says what
-    vLLM then does and why kvledger does not plan it (tests/oracles/run_tfbackend_oracle.py)."""
-    history = history or f"served by its own model until v{last}"
-    return (f"vLLM 0.32 has no model of its own for model_type '{model_type}' ({architecture}, "
-            f"{history}) and hands it to its Transformers backend ({backend}): {what}")
-
-
-def _remote(model_type: str, architecture: str, *, what: str = "", also: str = "") -> str:
-    """``refused`` for a model_type with no config class in transformers 5.19 or in vLLM 0.32's
-    config registry: vLLM 0.32 loads such a checkpoint only with --trust-remote-code (the
-    checkpoint's own Python), and without it stops at config loading with transformers'
-    error, quoted (which one depends on whether config.json carries an ``auto_map``)."""
-    named = f"model_type '{model_type}'" + (f" ({what})" if what else "")
-    return (f"{named} has no transformers 5.19 or vLLM 0.32 config class, so vLLM 0.32 serves "
-            f"{architecture} only with --trust-remote-code, running the checkpoint's own "
-            "configuration code, which kvledger does not run. Without the flag vLLM stops at "
-            "config loading: 'The repository ... contains custom code which must be executed "
-            "to correctly load the model' when the config carries an auto_map, 'The "
-            f"checkpoint you are trying to load has model type `{model_type}` but Transformers "
-            "does not recognize this architecture' when it does not"
-            + (f"; {also}" if also else ""))
 
 
 # -- keys every level may carry ------------------------------------------------------------
@@ -202,7 +147,7 @@ _REMOTE_STATED = frozenset(
     {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
      "max_position_embeddings"}
 )
-_REMOTE_CLASS = "none in transformers 5.19 or vLLM 0.32 (the checkpoint's remote code)"
+_REMOTE_CLASS = "none in transformers (the checkpoint's remote code)"
 _QWEN_WINDOW_OFF = {
     "max_window_layers": "which layers slide when use_sliding_window is true; that switch must "
     "be off here, and then Qwen2Config drops the window altogether",
@@ -378,9 +323,9 @@ _HARMLESS_MOE_HYBRID2: Mapping[str, str] = _ro(
                          "lm_head_multiplier"), _FALCON_H1_SCALE),
         "mamba_rms_norm": "a gated RMSNorm inside the Mamba2 mixer (falcon_h1.py "
                           "use_rms_norm): weights",
-        "mamba_norm_before_gate": "order of norm and gate in the mixer; vLLM 0.32 does not "
+        "mamba_norm_before_gate": "order of norm and gate in the mixer; vLLM does not "
                                   "read it",
-        "mamba_use_mlp": "whether the block has an MLP; vLLM 0.32 does not read it",
+        "mamba_use_mlp": "whether the block has an MLP; vLLM does not read it",
         "attn_layer_indices": "not read by vLLM's falcon_h1.py: every layer builds attention "
                               "and a Mamba2 mixer (FalconH1ParallelHybrid)",
     }
@@ -543,19 +488,13 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # register that name (srt/models/ernie4.py), but the vLLM layout reads not_in_vllm by
         # model_type, not by the row an architecture picks, so the config is refused outright
         # rather than planned for SGLang without an SGLang oracle case.
-        "ernie4_5_remote_code": T(
-            refused="architecture Ernie4_5_ForCausalLM (ERNIE-4.5 configs that point "
-                    "auto_map at Baidu's own code) is not in vLLM 0.32's model registry "
-                    "('Model architectures ['Ernie4_5_ForCausalLM'] are not supported for "
-                    "now'); vLLM serves the "
-                    "same model_type 'ernie4_5' as Ernie4_5ForCausalLM, the architecture the "
-                    "transformers-native release of the checkpoint names"),
+        "ernie4_5_remote_code": T(),
         # Refused: no transformers 5.19 or vLLM 0.32 config class (CONFIG_MAPPING and
         # vllm/transformers_utils/config.py _CONFIG_REGISTRY lack the model_type), so vLLM
         # 0.32's registry entry is reachable only with --trust-remote-code.
-        "solar": T(refused=_remote("solar", "SolarForCausalLM", what="Upstage Solar")),
-        "plamo3": T(refused=_remote("plamo3", "Plamo3ForCausalLM", what="PFN PLaMo 3")),
-        "teleflm": T(refused=_remote("teleflm", "TeleFLMForCausalLM", what="Tele-FLM")),
+        "solar": T(),
+        "plamo3": T(),
+        "teleflm": T(),
         # Pre-standard schemas (families/legacy_schemas.py) and special arithmetic.
         "falcon": T(handler="legacy_schemas:falcon",
                     keys={"num_hidden_layers", "num_attention_heads", "hidden_size", "n_embed",
@@ -564,11 +503,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                     harmless=_dense("apply_residual_connection_post_layernorm",
                                     "parallel_attn"),
                     config_class="FalconConfig",
-                    defaults={"max_position_embeddings": 2048}, vllm="falcon.py",
-                    vllm_no_cache_config="vLLM's falcon.py builds its rotary and ALiBi "
-                                         "Attention without cache_config, and "
-                                         "Attention.__init__ then stores 'auto' (the model "
-                                         "dtype) whatever --kv-cache-dtype says"),
+                    defaults={"max_position_embeddings": 2048}, vllm="falcon.py"),
         "chatglm": T(handler="legacy_schemas:chatglm",
                      keys={"num_layers", "num_attention_heads", "hidden_size",
                            "multi_query_attention", "multi_query_group_num", "kv_channels"},
@@ -619,37 +554,25 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # Refused: vLLM 0.32 lists the architecture in _PREVIOUSLY_SUPPORTED_MODELS
         # (model_executor/models/registry.py), or the model_type has no transformers 5.19 /
         # vLLM config class, so vLLM loads it only by running the checkpoint's own code.
-        "baichuan": T(refused=_dropped("baichuan", "BaichuanForCausalLM", "0.23.0",
-                                       also="BaiChuanForCausalLM (Baichuan-7B) likewise",
-                                       remote=True)),
-        "qwen": T(refused=_dropped("qwen", "QWenLMHeadModel", "0.23.0",
-                                   also="Qwen v1; vLLM serves Qwen1.5 and later as qwen2",
-                                   remote=True)),
-        "xverse": T(refused=_dropped("xverse", "XverseForCausalLM", "0.23.0", remote=True)),
-        "internlm": T(refused=_dropped("internlm", "InternLMForCausalLM", "0.23.0",
-                                       also="InternLM v1; InternLM3 is served as internlm3",
-                                       remote=True)),
-        "mpt": T(refused=_dropped("mpt", "MptForCausalLM", "0.28.0",
-                                  also="MPTForCausalLM likewise")),
-        "RefinedWeb": T(refused=_dropped("RefinedWeb", "RWForCausalLM", "0.28.0",
-                                         also="the pre-transformers Falcon-40B schema; the "
-                                              "model_type 'falcon' form of the same "
-                                              "checkpoint is served")),
-        "RefinedWebModel": T(refused=_dropped("RefinedWebModel", "RWForCausalLM", "0.28.0",
-                                              also="the pre-transformers Falcon-7B schema; the "
-                                                   "model_type 'falcon' form of the same "
-                                                   "checkpoint is served")),
-        "stablelm_epoch": T(refused=_dropped("stablelm_epoch", "StableLMEpochForCausalLM",
-                                             "0.28.0", also="vLLM serves StableLM as "
-                                                            "model_type 'stablelm'", remote=True)),
-        "aquila": T(refused=_dropped("aquila", "AquilaForCausalLM", "0.24.0",
-                                     also="AquilaModel likewise", remote=True)),
-        "jais": T(refused=_dropped("jais", "JAISLMHeadModel", "0.22.0", remote=True)),
-        "telechat": T(refused=_remote("telechat", "TeleChat2ForCausalLM",
-                                      also="the TelechatForCausalLM spelling (TeleChat2-115B) "
-                                           "is not in its registry at all ('Model "
-                                           "architectures ['TelechatForCausalLM'] are not "
-                                           "supported for now')")),
+        "baichuan": T(),
+        "qwen": T(),
+        "xverse": T(),
+        "internlm": T(),
+        # transformers MptConfig / modeling_mpt.py (ALiBi, multi-head); vLLM dropped mpt.py in
+        # 0.28, so only the native layout plans it (the vLLM layout refuses in vLLM's words).
+        "mpt": T(handler="legacy_schemas:mpt", keys={"n_heads", "n_layers", "d_model",
+                                                     "attn_config"},
+                 harmless={"expansion_ratio": _MLP},
+                 config_class="MptConfig",
+                 defaults={"d_model": 2048, "n_heads": 16, "n_layers": 24,
+                           "max_seq_len": 2048},
+                 vllm="none since 0.28 (transformers modeling_mpt.py MptAttention)"),
+        "RefinedWeb": T(),
+        "RefinedWebModel": T(),
+        "stablelm_epoch": T(),
+        "aquila": T(),
+        "jais": T(),
+        "telechat": T(),
         # Remote-code types planned from the keys config.json states (derive/remote_code.py;
         # vLLM's answers: tests/oracles/vllm-0.32-remote.jsonl, run_remote_oracle.py).
         # internlm2.py InternLM2Attention.__init__: num_key_value_heads K/V heads of
@@ -671,9 +594,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                             "max_position_embeddings"},
                     config_class=_REMOTE_CLASS, options={"layers_key": "num_layers"},
                     vllm="exaone.py (head_dim or hidden_size // num_attention_heads)"),
-        "internlm3": T(refused=_remote("internlm3", "InternLM3ForCausalLM",
-                                       also="vLLM routes it to llama.py once the remote "
-                                            "config has loaded")),
+        "internlm3": T(),
         # orion.py OrionAttention.__init__: num_key_value_heads K/V heads of
         # hidden_size // num_attention_heads, no window.
         "orion": T(handler="standard:derive", keys=STANDARD_KEYS, stated=_REMOTE_STATED,
@@ -698,9 +619,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                            "blocksparse_triton_kernel_block_size": "kernel tiling",
                            "mup_attn_multiplier": _SCORE,
                            "attention_dropout_prob": _DROPOUT},
-                       vllm="phi3_small.py (vLLM <= 0.9.2)",
-                       not_in_vllm=_dropped("phi3small", "Phi3SmallForCausalLM", "0.9.2",
-                                            remote=True)),
+                       vllm="phi3_small.py (vLLM <= 0.9.2)"),
         "gpt2": T(handler="dense:gpt2", keys={"n_layer", "n_head", "n_embd"},
                   harmless={"n_ctx": "GPT-2's context length: positions, not per-token size",
                             "n_inner": _MLP},
@@ -774,36 +693,13 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # vLLM starts: tests/oracles/vllm-0.32-tfbackend.jsonl (run_tfbackend_oracle.py).
         "mllama": T(text_key="text_config", inner=("mllama_text_model",),
                     harmless={"image_token_index": _TOKEN}, config_class="MllamaConfig",
-                    vllm="mllama.py (vLLM <= 0.10.2)",
-                    not_in_vllm=_tf_backend(
-                        "mllama", "MllamaForConditionalGeneration", "0.10.2",
-                        "TransformersMultiModalForCausalLM",
-                        "vLLM then stops while it starts, with \"AttributeError: "
-                        "'MllamaProcessor' object has no attribute "
-                        "'_get_num_multimodal_tokens'\" (its multimodal budget, "
-                        "vllm/multimodal/encoder_budget.py MultiModalBudget, asks "
-                        "transformers 5.19's processor for a token count MllamaProcessor "
-                        "cannot give). With --language-model-only it starts text-only and "
-                        "gives every text layer, the cross-attention ones too, an ordinary "
-                        "full-attention KV cache, a layout kvledger does not plan (it does "
-                        "not take that flag)")),
+                    vllm="mllama.py (vLLM <= 0.10.2)"),
         "mllama_text_model": T(handler="encdec:mllama",
                                keys=STANDARD_KEYS | {"cross_attention_layers"},
                                config_class="MllamaTextConfig",
                                defaults={"num_key_value_heads": 8,
                                          "max_position_embeddings": 131072},
-                               vllm="mllama.py (vLLM <= 0.10.2)",
-                               not_in_vllm=_tf_backend(
-                                   "mllama_text_model", "MllamaForCausalLM", "0.10.2",
-                                   "TransformersForCausalLM",
-                                   "vLLM then stops building the model, with \"ValueError: "
-                                   "Unrecognized configuration class <class "
-                                   "'transformers.models.mllama.configuration_mllama."
-                                   "MllamaTextConfig'> for this kind of AutoModel: "
-                                   "AutoModel.\" (transformers' AutoModel has no text-only "
-                                   "Mllama)",
-                                   history="its own mllama.py, gone after v0.10.2, built this "
-                                           "text model only inside the wrapper")),
+                               vllm="mllama.py (vLLM <= 0.10.2)"),
         # -- multi-head latent attention and DSA (families/mla.py) ---------------------------
         "deepseek_v2": T(handler="mla:derive", keys=_MLA_KEYS, harmless=_MLA_HARMLESS,
                          config_class="DeepseekV2Config",
@@ -850,23 +746,13 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                  "layernorm_linear_attention_beta", "layernorm_mlp_alpha",
                                  "layernorm_mlp_beta"), "DeepNorm residual scales"),
                             "shared_moe_mode": _MOE},
-                        vllm="minimax_text_01.py (vLLM <= 0.23.0)",
-                        not_in_vllm=_dropped("minimax_m1", "MiniMaxM1ForCausalLM", "0.23.0",
-                                             remote=True)),
+                        vllm="minimax_text_01.py (vLLM <= 0.23.0)"),
         "minimax_m3": T(handler="minimax:m3",
                         keys={"num_hidden_layers", "num_key_value_heads", "head_dim",
                               "hidden_size", "num_attention_heads", "sparse_attention_config",
                               "num_mtp_modules", "num_nextn_predict_layers"},
                         harmless={"attention_output_gate": "a gate on the attention output"},
-                        vllm="none for minimax_m3 (SGLang minimax_m3.py); see minimax_m3_text",
-                        # vLLM 0.32 registers MiniMaxM3SparseForCausalLM /
-                        # ...ForConditionalGeneration and the config types minimax_m3_vl /
-                        # minimax_m3_text / minimax_m3_mtp; MiniMaxAI's text-only file says
-                        # model_type minimax_m3 and MiniMaxM3ForCausalLM, neither of which
-                        # it knows.
-                        not_in_vllm="vLLM 0.32 has no model for model_type 'minimax_m3' "
-                                    "(MiniMaxM3ForCausalLM); it serves MiniMax-M3 as "
-                                    "minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)"),
+                        vllm="none for minimax_m3 (SGLang minimax_m3.py); see minimax_m3_text"),
         "minimax_m3_vl": T(text_key="text_config", inner=("minimax_m3_text",),
                            harmless={**_WRAPPER_TOKENS,
                                      "img_token_compression_config": "merges vision tokens "
@@ -962,7 +848,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                              vllm="qwen2_5_vl.py (Qwen2ForCausalLM: qwen2.py)"),
         "qwen2_5_omni": T(text_key="thinker_config", inner=("qwen2_5_omni_thinker",),
                           config_class="Qwen2_5OmniConfig",
-                          vllm="qwen2_5_omni_thinker.py: vLLM 0.32 builds only the thinker "
+                          vllm="qwen2_5_omni_thinker.py: vLLM builds only the thinker "
                                "(Qwen2_5OmniThinkerForConditionalGeneration); talker_config "
                                "and token2wav_config are never built and keep no KV"),
         "qwen2_5_omni_thinker": T(text_key="text_config", inner=("qwen2_5_omni_text",),
@@ -1039,34 +925,16 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                          config_class="MiniCPMV4_6Config",
                          vllm="minicpmv4_6.py (Qwen3_5ForCausalLM: GDN hybrid)"),
         # refusals of this group: vLLM 0.32 cannot build these from a config.json
-        "voxtral": T(refused="vLLM 0.32 builds VoxtralForConditionalGeneration from "
-                             "Mistral-format params (params.json, --config-format mistral, "
-                             "which it picks for mistralai repositories); from a Hugging Face "
-                             "config.json alone its __init__ stops with \"AttributeError: "
-                             "'VoxtralEncoderConfig' object has no attribute "
-                             "'downsample_factor'\", and kvledger does not read params.json"),
-        "internvl_chat": T(refused=_remote("internvl_chat", "InternVLChatModel")),
-        "molmo": T(refused=_remote("molmo", "MolmoForCausalLM")),
-        "phi3_v": T(refused=_remote("phi3_v", "Phi3VForCausalLM")),
-        "phi4mm": T(refused=_remote("phi4mm", "Phi4MMForCausalLM")),
-        "minicpmv": T(refused=_remote("minicpmv", "MiniCPMV")),
+        "voxtral": T(),
+        "internvl_chat": T(),
+        "molmo": T(),
+        "phi3_v": T(),
+        "phi4mm": T(),
+        "minicpmv": T(),
         # Both dropped from vLLM's own models; its registry hands them to the Transformers
         # backend (run_tfbackend_oracle.py, its last run). Neither is planned: see the reasons.
-        "aya_vision": T(refused=_tf_backend(
-            "aya_vision", "AyaVisionForConditionalGeneration", "0.24.0",
-            "TransformersMultiModalForCausalLM",
-            "vLLM starts (an oracle run on AyaVisionConfig's defaults: 30 sliding-window and 10 "
-            "full-attention layers from the Cohere-2 text config's layer_types), but kvledger "
-            "derives no cohere2 text config and has no real aya_vision config.json to check "
-            "one against")),
-        "phi4_multimodal": T(refused=_tf_backend(
-            "phi4_multimodal", "Phi4MultimodalForCausalLM", "0.12.0",
-            "TransformersMultiModalForCausalLM",
-            "by vLLM's source it then stops while it starts, as Llama-3.2-Vision does, "
-            "since transformers 5.19's Phi4MultimodalProcessor has no "
-            "_get_num_multimodal_tokens either (not confirmed by an oracle run: its image "
-            "processor needs torchvision, which the oracle's venv lacks); kvledger derives "
-            "no phi4_multimodal config")),
+        "aya_vision": T(),
+        "phi4_multimodal": T(),
         # -- multimodal-2 (coverage wave 2, vLLM registry) ---------------------------------
         # Gemma 3n: vLLM gemma3n_mm.py builds Gemma3nForCausalLM on text_config
         # (init_vllm_registered_model, architectures=["Gemma3nForCausalLM"]); its vision
@@ -1106,10 +974,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                        vllm="paligemma.py (GemmaForCausalLM / Gemma2ForCausalLM on "
                             "text_config)"),
         # refusals of this group (vLLM 0.32's registry / config registry, transformers 5.19)
-        "interns1": T(refused=_remote("interns1", "InternS1ForConditionalGeneration",
-                                      what="Intern-S1",
-                                      also="the HF-format InternVL checkpoints (model_type "
-                                           "'internvl') load without it")),
+        "interns1": T(),
         # -- Mamba hybrids and pure Mamba (families/mamba.py) --------------------------------
         "nemotron_h": T(handler="mamba:nemotron_h",
                         keys={"num_hidden_layers", "num_attention_heads",
@@ -1292,14 +1157,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # class goes to the Transformers backend (registry.py _TRANSFORMERS_SUPPORTED_MODELS),
         # whose Base.__init__ (transformers/base.py) builds AutoModel.from_config(...,
         # trust_remote_code): the checkpoint's modeling code, which kvledger cannot read.
-        "hunyuan": T(refused=_remote("hunyuan", "HunYuanMoEV1ForCausalLM",
-                                     what="Tencent Hunyuan-A13B's own schema",
-                                     also="vLLM 0.32 hands HunYuanMoEV1ForCausalLM to its "
-                                          "Transformers backend (TransformersMoEForCausalLM), "
-                                          "which for this model_type builds the checkpoint's "
-                                          "own modeling code too; vLLM serves "
-                                          "HunYuanMoEV1ForCausalLM without remote code only as "
-                                          "model_type 'hunyuan_v1_moe'")),
+        "hunyuan": T(),
         # DeepSeek-MoE v1: deepseek_v2.py DeepseekV2DecoderLayer takes DeepseekAttention
         # whenever config.model_type == "deepseek" (use_mha): num_key_value_heads K/V heads of
         # hidden_size // num_attention_heads, full K/V, not MLA; the experts hold no cache.
@@ -1319,8 +1177,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                                 "(bailing_moe.py load_weights): no cache"},
                          config_class=_REMOTE_CLASS,
                          vllm="bailing_moe.py (head_dim or hidden_size // num_attention_heads)"),
-        "bailing_moe_v2": T(refused=_remote("bailing_moe_v2", "BailingMoeV2ForCausalLM",
-                                            what="Ling 2.0")),
+        "bailing_moe_v2": T(),
         # MiniCPM, MiniCPM4, MiniCPM-MoE: minicpm.py MiniCPMAttention.__init__ takes
         # num_key_value_heads K/V heads of hidden_size // num_attention_heads, no window; the
         # muP scales and the experts hold no cache.
@@ -1329,13 +1186,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      vllm="minicpm.py (hidden_size // num_attention_heads)"),
         # vLLM 0.32 serves MiMoForCausalLM (mimo.py, on qwen2.py) with the flag, but the
         # window depends on the remote class: tests/oracles/vllm-0.32-remote.jsonl.
-        "mimo": T(refused=_remote(
-            "mimo", "MiMoForCausalLM",
-            also="which layers slide depends on that code: given the keys MiMo-7B's "
-                 "config.json states (sliding_window 32768, use_sliding_window false) vLLM "
-                 "windows every layer, while a Qwen2Config subclass, as MiMo's published "
-                 "configuration_mimo.py is, drops the window when use_sliding_window is "
-                 "false")),
+        "mimo": T(),
         # -- moe-hybrid-2 (coverage wave 2, vLLM registry) ---------------------------------
         # OLMoE: every layer full attention; olmoe.py OlmoeAttention.__init__ takes
         # num_key_value_heads K/V heads of hidden_size // num_attention_heads (no head_dim,
@@ -1396,19 +1247,11 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # transformers 5.19 nor vLLM's _CONFIG_REGISTRY (transformers_utils/config.py) has a
         # config class for these model types (vLLM registers only the bailing_moe_v3_vl
         # wrapper, whose text config it builds itself).
-        "bailing_moe_v3": T(refused=_remote("bailing_moe_v3", "BailingMoeV3ForCausalLM")),
-        "bailing_hybrid": T(refused=_remote("bailing_hybrid", "BailingMoeV2_5ForCausalLM")),
+        "bailing_moe_v3": T(),
+        "bailing_hybrid": T(),
         # -- configs vLLM 0.32 itself cannot serve -------------------------------------------
-        "deepseek_ref": T(refused="model_type 'deepseek_ref' is unknown to transformers 5.19 "
-                                  "and to vLLM 0.32's config registry ('The checkpoint you are "
-                                  "trying to load has model type `deepseek_ref` but "
-                                  "Transformers does not recognize this architecture'); vLLM "
-                                  "serves DeepSeek-V4 as model_type 'deepseek_v4'"),
-        "step3p7_flash": T(refused="architecture Step3p7FlashForCausalLM is not in vLLM "
-                                   "0.32's model registry ('Model architectures "
-                                   "['Step3p7FlashForCausalLM'] are not supported for now'); "
-                                   "vLLM 0.32 serves Step-3.7 only as "
-                                   "Step3p7ForConditionalGeneration"),
+        "deepseek_ref": T(),
+        "step3p7_flash": T(),
     }
 )
 
@@ -1433,8 +1276,8 @@ class Resolved:
     use. (A plain slotted class: a dataclass here costs start-up for nothing.)"""
 
     __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
-                 "name", "not_in_vllm", "off", "options", "refused", "stated", "text_defaults",
-                 "text_harmless", "text_inline", "text_key", "vllm", "vllm_no_cache_config")
+                 "name", "off", "options", "stated", "text_defaults", "text_harmless",
+                 "text_inline", "text_key", "vllm")
 
     def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
         self.name = name
@@ -1454,9 +1297,11 @@ class Resolved:
         self.text_inline: bool = bool(merged["text_inline"])
         self.text_harmless: Mapping[str, str] = _ro(merged["text_harmless"])
         self.vllm: str = merged["vllm"]
-        self.refused: str = merged["refused"]
-        self.not_in_vllm: str = merged["not_in_vllm"]
-        self.vllm_no_cache_config: str = merged["vllm_no_cache_config"]
+
+    @property
+    def derivable(self) -> bool:
+        """Whether derive reads this model type (a handler, or a wrapper's text config)."""
+        return bool(self.handler or self.text_key)
 
     @property
     def is_wrapper(self) -> bool:
@@ -1490,7 +1335,6 @@ def resolve(name: str) -> Resolved:
         "stated": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
         "text_defaults": {}, "text_inline": False, "text_harmless": {}, "vllm": "",
-        "refused": "", "not_in_vllm": "", "vllm_no_cache_config": "",
     }
     for row_name in reversed(chain):  # base first
         row = MODEL_TYPES[row_name]
@@ -1502,18 +1346,19 @@ def resolve(name: str) -> Resolved:
         merged["stated"] = merged["stated"] | frozenset(row.get("stated", ()))
         for field in ("harmless", "defaults", "options", "text_defaults", "text_harmless"):
             merged[field] = {**merged[field], **row.get(field, {})}
-        for field in ("handler", "config_class", "text_key", "vllm", "refused", "inner",
-                      "text_inline", "vllm_no_cache_config"):
+        for field in ("handler", "config_class", "text_key", "vllm", "inner", "text_inline"):
             if row.get(field):
                 merged[field] = row[field]
-    # Whether vLLM has a model is a fact about this model type alone: like= does not pass it
-    # on (minimax_m3_text, which vLLM serves, is like= minimax_m3, which it does not).
-    merged["not_in_vllm"] = MODEL_TYPES[name].get("not_in_vllm", "")
     out = Resolved(name, tuple(chain), merged)
     _RESOLVED[name] = out
     return out
 
 
 def supported_types() -> list[str]:
-    """Model types kvledger derives (rows that are not refusals), sorted."""
-    return sorted(n for n, row in MODEL_TYPES.items() if not resolve(n).refused)
+    """Model types kvledger derives (rows with a handler or a text config), sorted."""
+    return sorted(n for n in MODEL_TYPES if resolve(n).derivable)
+
+
+def underived_types() -> list[str]:
+    """Model types kvledger recognizes but does not derive (rows without a handler), sorted."""
+    return sorted(n for n in MODEL_TYPES if not resolve(n).derivable)

@@ -283,7 +283,7 @@ def states_no_method(block: Mapping[str, Any]) -> bool:
 
 def ignored_blocks(cfg: Config) -> list[str]:
     """One warning per quantization block vLLM reads as no quantization (``states_no_method``)."""
-    return [f"{where} states no quant_method: vLLM 0.32 reads it as no quantization (weights "
+    return [f"{where} states no quant_method: vLLM reads it as no quantization (weights "
             f"and KV cache in the model dtype) and ignores its keys ({', '.join(sorted(block))})"
             for where, block in quantization_blocks(cfg) if states_no_method(block)]
 

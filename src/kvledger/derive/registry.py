@@ -73,20 +73,35 @@ def row_for(model_type: str, architectures: tuple[str, ...] = ()) -> Resolved:
     if name is None:
         raise UnsupportedArchitecture(
             f"unsupported: model_type {model_type or '(none)'!r} "
-            f"(architectures {list(architectures)}) has no row in kvledger's model-type table; "
-            f"known model types: {', '.join(supported_types())}",
+            f"(architectures {list(architectures)}) has no row in kvledger's model-type table"
+            + _closest(model_type) + "; `kvledger models` lists every supported type",
             model_type=model_type,
             architectures=architectures,
         )
-    return refuse_if_refused(resolve(name), model_type, architectures)
+    return refuse_if_underived(resolve(name), model_type, architectures)
 
 
-def refuse_if_refused(
+def _closest(model_type: str) -> str:
+    """``; closest supported: a, b`` (by spelling), or "" when none is close."""
+    from difflib import get_close_matches  # only on this error path
+
+    near = get_close_matches(model_type.lower(), supported_types(), n=3, cutoff=0.6)
+    return f"; closest supported: {', '.join(near)}" if near else ""
+
+
+def refuse_if_underived(
     row: Resolved, model_type: str, architectures: tuple[str, ...] = ()
 ) -> Resolved:
-    if row.refused:
+    """``row``, or ``UnsupportedArchitecture`` when kvledger recognizes the model type but no
+    handler reads its schema. Engine-neutral: an engine that does not serve the type either
+    replaces this with its own reason (``Layout.derive``)."""
+    if not row.derivable:
+        what = f"model_type {model_type!r}" + (
+            "" if model_type == row.name else f" as architectures {list(architectures)}")
         raise UnsupportedArchitecture(
-            f"unsupported: {row.refused}", model_type=model_type, architectures=architectures
+            f"unsupported: kvledger does not derive {what}: no handler in its model-type "
+            "table reads this config schema; `kvledger models` lists every supported type",
+            model_type=row.name, architectures=architectures,
         )
     return row
 

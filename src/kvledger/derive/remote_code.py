@@ -44,7 +44,7 @@ def check_stated(cfg: Config, row: Resolved) -> None:
             name = cfg.model_type or row.name
             raise UnsupportedArchitecture(
                 f"unsupported: {name} config does not state {key}; model_type '{name}' has no "
-                "transformers 5.19 or vLLM 0.32 config class (vLLM loads it with "
+                "transformers 5.19 or vLLM config class (vLLM loads it with "
                 f"--trust-remote-code), so {key} would take the default of the checkpoint's "
                 "own configuration code, which kvledger does not run; vLLM's "
                 f"{row.vllm or 'model'} reads it",

@@ -190,7 +190,8 @@ def plan_model(
         budget=budget, ranks=planned.ranks, tensor_parallel_size=tp,
         pipeline_parallel_size=pp, data_parallel_size=dp, max_num_seqs=request.max_num_seqs,
         kv_cache_dtype=planned.kv_cache_dtype, answers=answers,
-        engine_label=engine_label(request.engine), refuses_to_start=planned.refuses_to_start,
+        engine_label=engine_label(request.engine, _release_label(layout, request)),
+        engine_release=_release_version(layout, request), refuses_to_start=planned.refuses_to_start,
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
         attention_dp_size=planned.attention_dp_size,
         source=source.describe() if source is not None else None,
@@ -209,3 +210,15 @@ def _max_context(layout: Layout, inp: LayoutInput, concurrency: int, hi: int) ->
         out["max_context_note"] = (f"{concurrency} concurrent requests do not fit even at "
                                    "one token each")
     return out
+
+
+def _release_version(layout: Layout, request: PlanRequest) -> str:
+    """The release planned ("0.32.0"); "" for a layout without releases."""
+    release = layout.release(request.engine_release)
+    return release.version if release else ""
+
+
+def _release_label(layout: Layout, request: PlanRequest) -> str | None:
+    """``vLLM 0.32.0`` for the release planned; None for a layout without releases."""
+    release = layout.release(request.engine_release)
+    return release.label if release else None

@@ -95,6 +95,9 @@ class PlanRequest:
     """
 
     engine: str = DEFAULT_ENGINE
+    # The engine release to plan as, in full ("0.32.0"); None: the engine's newest. Also
+    # given in pip's spelling through ``engine`` ("vllm==0.32"), which sets this field.
+    engine_release: str | None = None
     # Budget per GPU, given directly (vLLM's --kv-cache-memory-bytes). None: derive from a GPU.
     kv_cache_memory_bytes: int | None = None
     # None (or "auto"): the engine picks (vLLM: 16, or what the attention backend needs).
@@ -130,9 +133,7 @@ class PlanRequest:
     sglang: SglangOptions | None = None
 
     def __post_init__(self) -> None:
-        names = engine_names()
-        if self.engine not in names:
-            raise ValueError(f"engine must be one of {', '.join(names)}, got {self.engine!r}")
+        self._check_engine()
         for name in ("kv_cache_memory_bytes", "activation_peak_bytes", "cuda_graph_bytes",
                      "non_torch_bytes"):
             value = getattr(self, name)
@@ -181,6 +182,30 @@ class PlanRequest:
 
             if not isinstance(self.sglang, SglangOptions):
                 raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")
+
+    def _check_engine(self) -> None:
+        """``engine`` is a registered name, optionally pinned (``vllm==0.32``); the release
+        is the engine's to know (``Layout.release``), stored in full ("0.32.0")."""
+        from kvledger.plan.engines.release import split_engine
+
+        name, pinned = split_engine(self.engine)
+        names = engine_names()
+        if name not in names:
+            raise ValueError(f"engine must be one of {', '.join(names)} (optionally with a "
+                             f"release, e.g. vllm==0.32), got {self.engine!r}")
+        asked = self.engine_release
+        if asked is not None and not isinstance(asked, str):
+            raise TypeError(f"engine_release must be a version string, got {asked!r}")
+        if pinned and asked and pinned != asked:
+            raise ValueError(f"engine {self.engine!r} and engine_release {asked!r} disagree")
+        from kvledger.plan.engines.base import get_layout
+
+        release = get_layout(name).release(pinned or asked)
+        object.__setattr__(self, "engine", name)
+        # Stored only when named (in full): an unnamed release stays None, the engine's newest
+        # at planning time, so a copy with another engine does not carry a stale release.
+        named = release.version if release is not None and (pinned or asked) else None
+        object.__setattr__(self, "engine_release", named)
 
     def _check_model_local(self) -> None:
         """Declarations, charged names and stages: tuples of checked values."""

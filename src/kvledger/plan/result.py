@@ -196,6 +196,7 @@ class PlanResult:
     kv_cache_dtype: str = ""
     answers: dict[str, Any] = field(default_factory=dict)
     engine_label: str = ""
+    engine_release: str = ""  # the release planned ("0.32.0"); "" for the native layout
     # The engine would refuse to start (one max_model_len request does not fit).
     refuses_to_start: bool = False
     # JSON keys only this engine has (vllm_refuses_to_start, max_running_requests, ...).
@@ -227,6 +228,7 @@ class PlanResult:
             **({"source": dict(self.source)} if self.source is not None else {}),
             "engine": self.engine,
             "engine_label": self.engine_label,
+            "engine_release": self.engine_release or None,
             "block_size": self.block_size,
             "num_blocks": self.num_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,

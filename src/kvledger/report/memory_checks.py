@@ -103,8 +103,8 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
     substituted wherever it printed them; (bytes, the arithmetic, the lines that are
     estimates) or why not."""
     if ctx.gpu is None:
-        return ("the log states no GPU memory total (vLLM 0.11+ prints 'Free memory on device "
-                "(free/total GiB)'); pass --gpu NAME")
+        return ("the log states no GPU memory total (vLLM prints 'Free memory on device "
+                "(free/total GiB)' from release 0.11 on); pass --gpu NAME")
     if ctx.facts is None or ctx.request is None:
         return ctx.why_not()
 

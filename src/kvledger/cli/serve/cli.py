@@ -60,10 +60,15 @@ def plan_args(argv: list[str],
     baseline = parser.parse_args([_PLACEHOLDER])
     user = parser.parse_args([_PLACEHOLDER, *before])
     out = translate(line, _context(user, _choices(parser, "kv_cache_dtype")))
-    if out.engine not in _choices(parser, "engine"):
+    from kvledger.plan.engines.registry import engine_names
+
+    if out.engine not in engine_names():
         raise ServeLineError(f"{out.launcher}: {_LAYOUT_MISSING}")
     check_model(out)
-    from_line = [*out.argv(), "--engine", out.engine]
+    # The release the user pinned before '--' (--engine vllm==0.32) is the line's context.
+    asked = str(getattr(user, "engine", "") or "")
+    engine = asked if asked.partition("==")[0].strip().lower() == out.engine else out.engine
+    from_line = [*out.argv(), "--engine", engine]
     _refuse_conflicts(parser.parse_args(from_line), user, baseline, out)
     defaults: list[str] = []
     for flag, value in list(out.defaults.items()):

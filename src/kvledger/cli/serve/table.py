@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 _HERE = Path(__file__).resolve().parent
-TABLES = {"vllm": "vllm-0.32.0.json", "sglang": "sglang-0.5.23.json"}
+def _table_file(engine: str) -> str:
+    """The flag table of ``engine``'s newest release (its profile names the file)."""
+    from kvledger.plan.engines.base import get_layout
+
+    release = get_layout(engine).release()
+    name = getattr(release, "flag_table", "")
+    if not name:
+        raise ValueError(f"engine {engine!r} has no server-flag table")
+    return str(name)
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,7 @@ def _flag(row: dict[str, Any]) -> Flag:
 @cache
 def load(engine: str) -> FlagTable:
     """The table of ``engine`` ("vllm" or "sglang"), read once."""
-    data = json.loads((_HERE / TABLES[engine]).read_text(encoding="utf-8"))
+    data = json.loads((_HERE / _table_file(engine)).read_text(encoding="utf-8"))
     flags = tuple(_flag(row) for row in data["flags"])
     by_option: dict[str, Flag] = {}
     by_dest: dict[str, Flag] = {}

@@ -159,7 +159,7 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
                                                                 "num_speculative_tokens"})
     if unknown:
         raise ServeLineError(f"{out.launcher}: --speculative-config: {', '.join(unknown)} "
-                             "is not a vllm 0.32 SpeculativeConfig field")
+                             f"is not a {out.engine_label} SpeculativeConfig field")
     for key in sorted(set(spec) & _SPEC_REFUSED):
         out.refused.append(f"--speculative-config {key} sizes the draft's own KV or "
                            "parallelism, which kvledger does not model")

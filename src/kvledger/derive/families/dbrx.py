@@ -48,5 +48,5 @@ def _check_ffn_act_fn(cfg: Config) -> None:
     if act is not None and not isinstance(act, dict):
         raise ConfigError(
             f"{cfg.model}: ffn_config.ffn_act_fn must be an object such as "
-            f'{{"name": "silu"}} (transformers\' DbrxFFNConfig), got {act!r}; vLLM 0.32 '
+            f'{{"name": "silu"}} (transformers\' DbrxFFNConfig), got {act!r}; vLLM '
             "cannot load this config")

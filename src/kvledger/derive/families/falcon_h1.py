@@ -36,7 +36,7 @@ from kvledger.derive.states import Mamba2State
 def _refuse(cfg: Config, why: str) -> UnsupportedArchitecture:
     return UnsupportedArchitecture(
         f"unsupported: falcon_h1 {why}; transformers' FalconH1Config rejects this config "
-        "(validate_architecture), so vLLM 0.32 cannot load it",
+        "(validate_architecture), so vLLM cannot load it",
         model_type=cfg.model_type,
     )
 

@@ -50,7 +50,7 @@ def _share_targets(cfg: Config, types: list[str], shared: int) -> dict[int, int]
         if types[target] != types[i]:
             raise UnsupportedArchitecture(
                 f"unsupported: gemma3n_text layer {i} ({types[i]}) would read layer {target}'s "
-                f"cache ({types[target]}) by vLLM 0.32's fixed sharing offsets; kvledger has "
+                f"cache ({types[target]}) by vLLM's fixed sharing offsets; kvledger has "
                 "not been checked against a shared cache of another attention type",
                 model_type=cfg.model_type,
             )

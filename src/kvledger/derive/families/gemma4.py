@@ -78,7 +78,7 @@ def _share_targets(types: list[str], shared: int) -> dict[int, int]:
         if types[i] not in owners:
             raise UnsupportedArchitecture(
                 f"unsupported: gemma4_text layer {i} ({types[i]}) is KV-shared but no earlier "
-                "layer of its type owns a cache; vLLM 0.32 fails to build it"
+                "layer of its type owns a cache; vLLM fails to build it"
             )
         out[i] = first - 1 - owners[::-1].index(types[i])
     return out

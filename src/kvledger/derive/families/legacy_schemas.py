@@ -50,8 +50,8 @@ def falcon(cfg: Config, kv_dtype: str) -> Derived:
         if not cfg.stated(field):
             raise UnsupportedArchitecture(
                 f"unsupported: falcon config states {legacy}={cfg.get(legacy)!r} but not "
-                f"{field}; FalconConfig (transformers 5.19) has no {legacy} field, so vLLM "
-                f"0.32 would build the class default {field} instead",
+                f"{field}; FalconConfig (transformers 5.19) has no {legacy} field, so an "
+                f"engine loading it through that class builds the default {field} instead",
                 model_type=cfg.model_type,
             )
         if cfg.int(legacy) != cfg.int(field):
@@ -128,3 +128,39 @@ def bloom(cfg: Config, kv_dtype: str) -> Derived:
     n = _one_of(cfg, "n_layer", "num_hidden_layers")
     return Derived(_layers(n, heads, hidden // heads, kv_dtype),
                    ["ALiBi position biases: no cache of their own"])
+
+
+# MptAttentionConfig's attention kinds (transformers configuration_mpt.py): only multi-head
+# attention is built by transformers' MptAttention (modeling_mpt.py, one K and V head per
+# query head); llm-foundry's multi-query / grouped-query variants are refused by name.
+_MPT_ATTENTION = "multihead_attention"
+
+
+def mpt(cfg: Config, kv_dtype: str) -> Derived:
+    """MPT (transformers ``MptForCausalLM``, modeling_mpt.py ``MptAttention``): ``n_layers``
+    blocks of multi-head attention, ``n_heads`` K/V heads of ``d_model // n_heads``; ALiBi
+    instead of RoPE, which caches nothing. ``MptConfig`` (transformers 5.x) defaults
+    ``d_model`` 2048, ``n_heads`` 16, ``n_layers`` 24 and ``attn_config.attn_type``
+    "multihead_attention"; ``max_seq_len`` (2048) is its length, which derive's length rule
+    reads. No engine kvledger plans for serves MPT today (vLLM dropped its model in 0.28):
+    these facts are the reference implementation's, for the native layout."""
+    attn = cfg.get("attn_config") or {}
+    if not isinstance(attn, dict):
+        raise ConfigError(f"{cfg.model}: attn_config must be an object, got {attn!r}")
+    kind = attn.get("attn_type", _MPT_ATTENTION)
+    if kind != _MPT_ATTENTION:
+        raise UnsupportedArchitecture(
+            f"unsupported: mpt attn_config.attn_type {kind!r}: transformers' MptAttention "
+            f"builds only {_MPT_ATTENTION!r}, and kvledger has not checked another",
+            model_type=cfg.model_type, architectures=cfg.architectures)
+    for key in ("kv_n_heads", "sliding_window_size"):
+        if attn.get(key) not in (None, -1) and key in attn:
+            raise UnsupportedArchitecture(
+                f"unsupported: mpt attn_config.{key}={attn[key]!r} is an llm-foundry option "
+                "transformers' MptAttention does not read; kvledger has not checked it",
+                model_type=cfg.model_type, architectures=cfg.architectures)
+    heads = cfg.int("n_heads")
+    width = cfg.int("d_model")
+    if width % heads:
+        raise ConfigError(f"{cfg.model}: d_model={width} is not divisible by n_heads={heads}")
+    return Derived(_layers(cfg.int("n_layers"), heads, width // heads, kv_dtype))

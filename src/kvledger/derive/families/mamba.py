@@ -262,7 +262,7 @@ def _derive_mamba2(cfg: Config) -> Derived:
         raise UnsupportedArchitecture(
             f"unsupported: mamba2 hidden_size x expand ({inner}) != num_heads x head_dim "
             f"({heads * head_dim}); transformers' Mamba2Config rejects this config "
-            "('Inconsistent configuration'), so vLLM 0.32 cannot load it",
+            "('Inconsistent configuration'), so vLLM cannot load it",
             model_type="mamba2",
         )
     state = Mamba2State(

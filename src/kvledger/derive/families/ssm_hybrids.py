@@ -85,7 +85,7 @@ def granitemoehybrid(cfg: Config, kv_dtype: str) -> Derived:
         raise UnsupportedArchitecture(
             f"unsupported: granitemoehybrid mamba_n_heads x mamba_d_head ({heads} x "
             f"{head_dim}) != mamba_expand x hidden_size ({inner}); transformers' "
-            "GraniteMoeHybridConfig rejects this config, so vLLM 0.32 cannot load it",
+            "GraniteMoeHybridConfig rejects this config, so vLLM cannot load it",
             model_type=cfg.model_type,
         )
     state = Mamba2State(

@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from kvledger.plan.engines.registry import DEFAULT_ENGINE, LAYOUTS, engine_label, engine_names
+from kvledger.plan.engines.release import Release, pick
 from kvledger.records import record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -129,10 +130,32 @@ class Layout(ABC):
 
     name: str = ""
     pools_model_local: bool = False
-    # vLLM 0.32.0: CacheConfig.gpu_memory_utilization = Field(default=0.92)
-    # (vllm/config/cache.py; LLM() and EngineArgs take the same default).
-    default_gpu_memory_utilization: float = 0.92
-    default_utilization_label: str = "vLLM 0.32's default"
+    # The engine's releases by full version (its ``releases/`` profiles) and the one planned
+    # when none is named; empty for a layout no engine release runs (native).
+    releases: Mapping[str, Release] = MappingProxyType({})
+    newest: str = ""
+
+    def release(self, asked: str | None = None) -> Release | None:
+        """The release profile ``asked`` names (``"0.32"``), the newest when None; None for a
+        layout without releases. An unknown release is a ``ValueError`` listing the known
+        ones."""
+        if not self.releases:
+            if asked:
+                raise ValueError(f"engine {self.name!r} has no releases to choose from "
+                                 f"(got {self.name}=={asked})")
+            return None
+        return pick(self.releases, asked, self.newest)
+
+    def not_served(self, model_type: str, release: str | None = None) -> str:
+        """Why this engine (``release``: its newest when None) does not serve ``model_type``,
+        in the engine's words; "" when it does or when the layout does not say."""
+        return ""
+
+    def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
+        """(``gpu_memory_utilization`` when the request gives none, whose default it is). The
+        base layout keeps vLLM's figure, 0.92 (``CacheConfig.gpu_memory_utilization``), for a
+        layout no engine runs; an engine with releases takes its release's."""
+        return 0.92, "vLLM's default"
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
         """The model's facts with the requested KV dtype (``auto``: the model's own), derived
@@ -157,15 +180,16 @@ class Layout(ABC):
 
         req = inp.request
         util = req.gpu_memory_utilization
+        default, whose = self.default_utilization(req)
         return gpu_budget(
             inp.preset,
-            gpu_memory_utilization=self.default_gpu_memory_utilization if util is None else util,
+            gpu_memory_utilization=default if util is None else util,
             weights=inp.weights, request=req, cfg=inp.text_config,
             model_dtype=inp.facts.model_dtype,
             reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes,
                               req.non_torch_bytes),
             total_bytes=req.gpu_total_bytes,
-            utilization_default=self.default_utilization_label if util is None else None,
+            utilization_default=whose if util is None else None,
         )
 
     @abstractmethod

@@ -14,21 +14,25 @@ from __future__ import annotations
 
 DEFAULT_ENGINE = "vllm"
 
-# name → ("module:Class", label). The label is what the numbers mean (help, README, JSON).
+# name → ("module:Class", label). The label is what the numbers mean (help, README, JSON);
+# ``{release}`` stands for the release planned ("vLLM 0.32.0"), or the engine's name where
+# no release is meant (``PRODUCTS``).
 LAYOUTS: dict[str, tuple[str, str]] = {
     "vllm": ("kvledger.plan.engines.vllm.engine:VllmEngine",
-             "vLLM 0.32.0's KV cache allocator, to the block (the default)"),
+             "{release}'s KV cache allocator, to the block (the default)"),
     "native": ("kvledger.plan.engines.native.engine:NativeEngine",
                "kvledger's byte-exact layout, for engine builders: no page padding, no engine "
                "runs it, so no deployment shows these numbers"),
     "sglang": ("kvledger.plan.engines.sglang.engine:SglangEngine",
-               "SGLang 0.5.23's KV pools, to the token (max_total_num_tokens)"),
+               "{release}'s KV pools, to the token (max_total_num_tokens)"),
 }
+PRODUCTS: dict[str, str] = {"vllm": "vLLM", "native": "kvledger", "sglang": "SGLang"}
 
 
 def engine_names() -> tuple[str, ...]:
     return tuple(LAYOUTS)
 
 
-def engine_label(name: str) -> str:
-    return LAYOUTS[name][1]
+def engine_label(name: str, release: str | None = None) -> str:
+    """What ``name``'s numbers mean, naming ``release`` ("vLLM 0.32.0") where given."""
+    return LAYOUTS[name][1].format(release=release or PRODUCTS.get(name, name))

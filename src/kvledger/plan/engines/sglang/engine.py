@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
+from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
 from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 if TYPE_CHECKING:
@@ -82,7 +83,11 @@ def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
 
 
 class SglangEngine(Layout):
-    """SGLang 0.5.23's KV pools (``kvledger.plan.engines.sglang``)."""
+    """SGLang's KV pools (``kvledger.plan.engines.sglang``), as the requested release
+    (``releases/``) sizes them."""
+
+    releases = RELEASES
+    newest = NEWEST
 
     def __init__(self) -> None:
         # concurrency_at is asked many contexts for one input: plan it once.

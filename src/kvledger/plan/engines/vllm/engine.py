@@ -11,8 +11,10 @@ them from the budget (``pools_model_local`` is False).
 from __future__ import annotations
 
 from kvledger import records
+from kvledger.derive.errors import UnsupportedArchitecture
 from kvledger.derive.layers import Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
+from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES, vllm_release
 from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.vllm.layout import VllmPlan
+    from kvledger.plan.request import PlanRequest
+    from kvledger.source.model_source import ModelSource
 
 
 def _stage_ranges(inp: LayoutInput) -> list[tuple[int, int]]:
@@ -61,7 +65,34 @@ def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
 
 
 class VllmEngine(Layout):
-    """vLLM 0.32.0's KV cache allocator (``kvledger.plan.engines.vllm``)."""
+    """vLLM's KV cache allocator (``kvledger.plan.engines.vllm``), as the requested release
+    (``releases/``) builds it."""
+
+    releases = RELEASES
+    newest = NEWEST
+
+    def not_served(self, model_type: str, release: str | None = None) -> str:
+        return vllm_release(release).not_served.get(model_type, "")
+
+    def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
+        release = vllm_release(request.engine_release)
+        return release.default_gpu_memory_utilization, f"{release.short}'s default"
+
+    def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
+        """derive's facts, or this release's reason for not serving the model type: a type
+        derive cannot read is refused in vLLM's words when vLLM refuses it too (whose
+        reason, not kvledger's, is what a vLLM user needs); one derive reads is refused
+        after derive (``check_served``), so ``--engine native`` still plans it."""
+        release = vllm_release(request.engine_release)
+        try:
+            return super().derive(source, request)
+        except UnsupportedArchitecture as exc:
+            why = release.not_served.get(exc.model_type)
+            if why:
+                raise UnsupportedArchitecture(
+                    f"unsupported: {why}", model_type=exc.model_type,
+                    architectures=exc.architectures) from None
+            raise
 
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """vLLM's refusal of PP for a model class without ``SupportsPP`` (``startup.py``)."""

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 
 from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
-from kvledger.derive.model_types import MODEL_TYPES
-from kvledger.derive.model_types import resolve as resolve_row
 from kvledger.plan.engines.vllm.blocks import BlockMath, block_math
 from kvledger.plan.engines.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.engines.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
 from kvledger.plan.engines.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
+from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.engines.vllm.specs import (
     AttentionSpec,
@@ -144,20 +143,18 @@ class _Prepared:
     warnings: tuple[str, ...]
 
 
-def not_in_vllm(model_type: str) -> str:
-    """Why vLLM 0.32 has no model for ``model_type`` ('' when it has one): the model-type
-    table's ``not_in_vllm`` field. Those types' facts come from another engine's (or an
-    older vLLM's) implementation, so "what vLLM allocates" has no answer and the layout
-    refuses; ``--engine native`` still plans them."""
-    if model_type not in MODEL_TYPES:
-        return ""  # facts built by hand, not from a row
-    return resolve_row(model_type).not_in_vllm
+def not_in_vllm(model_type: str, release: str | None = None) -> str:
+    """Why the vLLM ``release`` (default: the newest) has no model for ``model_type`` (''
+    when it has one): the release profile's ``not_served`` table. Those types' facts come
+    from another engine's (or an older vLLM's) implementation, so "what vLLM allocates" has
+    no answer and the layout refuses; ``--engine native`` still plans them."""
+    return vllm_release(release).not_served.get(model_type, "")
 
 
 def check_served(facts: ModelFacts, request: PlanRequest) -> None:
     """vLLM has a model for ``facts`` and starts with ``request``'s settings — what vLLM
     decides from its configuration, before it profiles memory (so before any budget)."""
-    if absent := not_in_vllm(facts.model_type):
+    if absent := not_in_vllm(facts.model_type, request.engine_release):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
     check_startup(facts, request)
 
@@ -166,11 +163,11 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     check_served(facts, request)
     res = resolve(facts, request)
     kv_notes: list[str] = []
-    if facts.model_type in MODEL_TYPES and resolve_row(facts.model_type).vllm_no_cache_config:
+    if facts.model_type in vllm_release(request.engine_release).no_cache_config:
         # Imported only for the model files it concerns (start-up: bench/startup.py).
         from kvledger.plan.engines.vllm.no_cache_config import layer_kv_dtype
 
-        res, kv_notes = layer_kv_dtype(facts, res)
+        res, kv_notes = layer_kv_dtype(facts, res, vllm_release(request.engine_release))
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(g.layer.role is Role.MTP for g in facts.groups)):
         # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes

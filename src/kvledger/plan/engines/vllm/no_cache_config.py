@@ -15,20 +15,21 @@ from __future__ import annotations
 
 from kvledger import records
 from kvledger.derive.layers import ModelFacts
-from kvledger.derive.model_types import MODEL_TYPES
-from kvledger.derive.model_types import resolve as resolve_row
 from kvledger.plan.engines.vllm.cache_dtype import resolve_cache_dtype
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, kv_dtype_name
 from kvledger.plan.engines.vllm.specs import QUANT_FP8_PER_TENSOR, QUANT_NONE
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from kvledger.plan.engines.vllm.releases import VllmRelease
 
-def layer_kv_dtype(facts: ModelFacts, res: Resolved) -> tuple[Resolved, list[str]]:
+
+def layer_kv_dtype(facts: ModelFacts, res: Resolved,
+                   release: VllmRelease) -> tuple[Resolved, list[str]]:
     """``res`` with the attention layers' storage dtype such a model file really gets, and a
     note when it differs from the resolved cache dtype; ``res`` itself for every other
     model."""
-    if facts.model_type not in MODEL_TYPES:
-        return res, []
-    why = resolve_row(facts.model_type).vllm_no_cache_config
+    why = release.no_cache_config.get(facts.model_type, "")
     if not why:
         return res, []
     # What the checkpoint alone makes of "auto": a compressed-tensors kv_cache_scheme reaches
@@ -37,7 +38,7 @@ def layer_kv_dtype(facts: ModelFacts, res: Resolved) -> tuple[Resolved, list[str
     own = resolve_cache_dtype(facts, "auto")
     if own.source == "checkpoint" and own.cache_dtype != "fp8":
         raise VllmLayoutError(
-            f"{facts.model}: {why}; kvledger has not checked how vLLM 0.32 then treats the "
+            f"{facts.model}: {why}; kvledger has not checked how {release.short} then treats the "
             f"checkpoint's own KV dtype ({own.reason})"
         )
     if own.cache_dtype == "fp8":

@@ -1,0 +1,31 @@
+"""vLLM 0.32.0 (October 2026), as kvledger reproduces it.
+
+Every figure here was read in vLLM 0.32.0's source (the file named beside it) and is
+replayed by the oracle cases in ``tests/oracles/vllm-0.32-*.jsonl`` and
+``../shared/oracles/vllm-0.32/``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
+from kvledger.plan.engines.vllm.releases.profile import VllmRelease
+
+_NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.32", "transformers 5.19")
+
+RELEASE = VllmRelease(
+    engine="vllm",
+    product="vLLM",
+    version="0.32.0",
+    transformers="transformers 5.19",
+    # vllm/config/cache.py: CacheConfig.gpu_memory_utilization = Field(default=0.92).
+    default_gpu_memory_utilization=0.92,
+    # vllm/engine/arg_utils.py EngineArgs: max_num_seqs / max_num_batched_tokens for the
+    # offline LLM class (the serve tiers are get_batch_defaults').
+    default_max_num_seqs=256,
+    default_max_num_batched_tokens=8192,
+    flag_table="vllm-0.32.0.json",
+    not_served=MappingProxyType(dict(_NOT_SERVED)),
+    no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+)

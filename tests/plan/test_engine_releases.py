@@ -1,0 +1,117 @@
+"""Engine releases as data: choosing one (``vllm``, ``vllm==0.32``), the unknown-release error,
+the release the JSON names, and no release named in string literals outside ``plan/engines/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kvledger.cli.main import main
+from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES
+from kvledger.plan.request import PlanRequest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kvledger"
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"  # a catalog id: runs offline
+BUDGET = ["--kv-cache-memory-bytes", "10737418240", "--max-model-len", "32768", "--json"]
+
+
+def test_a_pin_names_a_release_in_full() -> None:
+    assert PlanRequest(engine="vllm==0.32").engine_release == "0.32.0"
+    assert PlanRequest(engine="vllm==0.32.0").engine == "vllm"
+    assert PlanRequest(engine="vllm", engine_release="0.32").engine_release == "0.32.0"
+    # Unnamed: None, the engine's newest at planning time (so a copy with another engine
+    # carries no stale release).
+    assert PlanRequest().engine_release is None
+
+
+@pytest.mark.parametrize("spec", ["vllm==0.99", "vllm==0.32.7", "sglang==0.32"])
+def test_an_unknown_release_lists_the_known_ones(spec: str) -> None:
+    with pytest.raises(ValueError, match=r"is not a release kvledger knows \(known: \w+=="):
+        PlanRequest(engine=spec)
+
+
+def test_native_has_no_releases() -> None:
+    with pytest.raises(ValueError, match="has no releases"):
+        PlanRequest(engine="native==1.0")
+
+
+def test_unknown_release_on_the_cli_is_one_line_and_exit_2(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", LLAMA, "--engine", "vllm==0.99", *BUDGET])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "vllm==0.32.0" in err and "0.99" in err
+
+
+def test_the_json_names_the_release_planned(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", LLAMA, *BUDGET]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["engine"] == "vllm" and default["engine_release"] == NEWEST
+    assert f"vLLM {NEWEST}" in default["engine_label"]
+    assert main(["plan", LLAMA, "--engine", "vllm==0.32", *BUDGET]) == 0
+    pinned = json.loads(capsys.readouterr().out)
+    assert pinned["engine_release"] == "0.32.0"
+    # Llama-3.1-8B, bf16, block 16: 2 × 16 × 8 × 128 × 2 B × 32 layers = 2 MiB a block;
+    # 10 GiB / 2 MiB = 5,120 blocks, as vLLM 0.32 logs it.
+    assert pinned["num_blocks"] == 10 * 2**30 // (2 * 16 * 8 * 128 * 2 * 32) == 5120
+    assert main(["plan", LLAMA, "--engine", "native", *BUDGET]) == 0
+    assert json.loads(capsys.readouterr().out)["engine_release"] is None
+
+
+def test_a_serve_line_takes_the_pinned_release(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "--engine", "vllm==0.32", "--kv-cache-memory-bytes", "10737418240",
+                 "--json", "--", "vllm", "serve", LLAMA, "--max-model-len", "32768"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["engine_release"] == "0.32.0"
+
+
+def test_each_release_profile_states_its_defaults() -> None:
+    # vllm/config/cache.py 0.32.0: CacheConfig.gpu_memory_utilization = Field(default=0.92).
+    release = RELEASES["0.32.0"]
+    assert release.default_gpu_memory_utilization == 0.92
+    assert release.short == "vLLM 0.32" and release.pin == "vllm==0.32.0"
+    assert "mpt" in release.not_served and "falcon" in release.no_cache_config
+
+
+# A release named in a literal a user can read (not a docstring: those cite the source a rule
+# was read from). Outside plan/engines/, text takes the release from the profile.
+RELEASE_WORDS = re.compile(r"\b(vLLM|SGLang|vllm|sglang)[ -]v?\d+\.\d+")
+
+
+def _literals_naming_a_release(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+                          | ast.ClassDef)
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+    return [f"{path.relative_to(SRC)}:{node.lineno}: {node.value[:80]!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docs and RELEASE_WORDS.search(node.value)]
+
+
+def test_no_literal_outside_plan_engines_names_a_release() -> None:
+    found = [hit for path in sorted(SRC.rglob("*.py"))
+             if not path.relative_to(SRC).as_posix().startswith("plan/engines/")
+             for hit in _literals_naming_a_release(path)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_scan_finds_a_release_literal(tmp_path: Path) -> None:
+    # The scan itself can fail: a literal naming a release is found, a docstring is not.
+    sample = SRC / "_release_scan_sample.py"
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""Read in vLLM 0.32.0."""\nX = "vLLM 0.32 refuses"\n')
+    try:
+        sample.write_text(probe.read_text())
+        hits = _literals_naming_a_release(sample)
+    finally:
+        sample.unlink()
+    assert len(hits) == 1 and "refuses" in hits[0]
