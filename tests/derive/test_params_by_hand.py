@@ -218,11 +218,26 @@ def test_wrong_types_are_refused_not_skipped() -> None:
         count_parameters({**DEEPSEEK_TINY, "n_routed_experts": "4"})
 
 
-def test_unmodelled_mixers_say_so() -> None:
-    # MiniMax-M1's lightning attention has no exact formula here: the count says so.
-    cfg = json.loads((CATALOG / "MiniMaxAI--MiniMax-M1.json").read_text())
+def test_unmodelled_layouts_say_so() -> None:
+    # Whisper's encoder has no formula here: the count says so, with the error it makes.
+    cfg = json.loads((CATALOG / "openai--whisper-tiny.json").read_text())
     p = count_parameters(cfg)
-    assert any("likely error" in w for w in p.warnings)
+    assert any("encoder is not counted" in w and "%" in w for w in p.warnings)
+
+
+def test_minimax_lightning_attention_by_hand() -> None:
+    # Two layers, attn_type_list [0, 1]: hidden 16, 2 heads × 8, 1 KV head, 2 experts of 32.
+    # Lightning layer: qkv 16 × 3 × 16 = 768, output_gate 16 × 16 = 256, out 16 × 16 = 256,
+    #   its norm 16 → 1,280 + 16. Softmax layer: q 16 × 16 + k, v 2 × 16 × 8 + o 16 × 16
+    #   = 256 + 256 + 256 = 768. Each layer: experts 2 × 3 × 16 × 32 = 3,072, router 32, two
+    #   norms 32. Embeddings 2 × 10 × 16 = 320, final norm 16.
+    # Total 1,296 + 768 + 2 × (3,072 + 32 + 32) + 320 + 16 = 8,672.
+    cfg = {"model_type": "minimax_m1", "hidden_size": 16, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8,
+           "intermediate_size": 32, "num_local_experts": 2, "vocab_size": 10,
+           "attn_type_list": [0, 1], "tie_word_embeddings": False}
+    p = count_parameters(cfg)
+    assert p.total == 8_672 and p.warnings == ()
 
 
 def test_a_tower_without_sizes_is_named_with_its_likely_size() -> None:

@@ -265,8 +265,10 @@ def _quant_scheme(
                                f"got {bits_value!r}")
         size = qc.get("group_size", qc.get("q_group_size"))
         group_bits = (16 + bits_value) / size if isinstance(size, int) and size > 0 else 0.0
+        # vLLM awq.py is_layer_skipped_awq: a module stays dense when any listed name is a
+        # substring of its prefix ("mlp" keeps every MLP dense).
         ignored = [str(p) for p in qc.get("modules_to_not_convert") or ()]
-        cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
+        cats = frozenset(c for c in linear if not any(p in _PROBES[c] for p in ignored))
         return f"{method} {bits_value}-bit", bits_value + group_bits, cats
     raise WeightsError(
         f"quantization_config.quant_method {method!r} has no known storage size; pass "
@@ -337,10 +339,23 @@ def estimate_weights(
                 if speculative_mtp else
                 f", without its {mtp} MTP layer{s} (vLLM loads them only when speculating "
                 "with an MTP method)")
+    warnings = params.warnings
+    if stored and not _states_dtype(cfg):
+        warnings = (*warnings, "the config states no dtype: its checkpoint is counted at "
+                    "float32 (transformers' default); a checkpoint saved in 16 bits holds half "
+                    "(BLOOM-176B's does)")
     by_dtype = {dense_dtype: int(-(-total_bits // 8))}
     if quant_bits and scheme is not None:
         by_dtype[scheme[0]] = int(-(-quant_bits // 8))
-    return Estimate(total, how, n_params, params.warnings, by_dtype)
+    return Estimate(total, how, n_params, warnings, by_dtype)
+
+
+def _states_dtype(cfg: Mapping[str, Any]) -> bool:
+    """Whether the config (or its text config) states a dtype (``Config.dtype``)."""
+    from kvledger.derive.config import Config
+
+    top = Config(cfg, model="config")
+    return top.dtype() is not None or top.text().dtype() is not None
 
 
 def estimate_total_bytes(
