@@ -1146,9 +1146,21 @@ def _text_level(config: Mapping[str, Any], model: str) -> tuple[Config, str, str
     top = Config(config, model=model)
     try:
         row = row_for(top.model_type, top.architectures)
-    except Exception:  # an unknown or refused type: counted generically, with a warning
+    except Exception:  # an unknown or refused wrapper: its language model's row, if any
         text = top.text()
-        return text, text.model_type or top.model_type, ""
+        text_type = text.model_type or top.model_type
+        if text is top:
+            return text, text_type, ""
+        try:
+            inner_row = resolve(text_type)
+        except KeyError:
+            return text, text_type, ""
+        if inner_row.refused or inner_row.is_wrapper:
+            return text, text_type, ""
+        out = Config(text.raw, model=model, parent=text.parent, defaults=inner_row.defaults,
+                     model_type=text_type)
+        out.path = text.path
+        return out, text_type, inner_row.handler
     text = top.text()
     text_type = text.model_type if text is not top else top.model_type
     defaults = dict(row.defaults)
@@ -1156,12 +1168,12 @@ def _text_level(config: Mapping[str, Any], model: str) -> tuple[Config, str, str
     if row.is_wrapper:
         inner = text_type if text is not top and text_type in row.inner else row.inner[0]
         try:
-            inner_row = resolve(inner)
+            wrapped = resolve(inner)
         except KeyError:
-            inner_row = None
-        if inner_row is not None:
-            defaults = {**inner_row.defaults, **row.text_defaults.get(inner, {})}
-            handler = inner_row.handler
+            wrapped = None
+        if wrapped is not None:
+            defaults = {**wrapped.defaults, **row.text_defaults.get(inner, {})}
+            handler = wrapped.handler
         text_type = inner
     out = Config(text.raw, model=model, parent=text.parent, defaults=defaults,
                  model_type=text_type)

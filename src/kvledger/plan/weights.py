@@ -28,14 +28,16 @@ stored bytes. Rules, from vLLM 0.32.0's source:
 An index's ``metadata.total_size`` without the shards has no split by dtype: it is counted as
 stored, and the label says so.
 
-Estimated path (labelled so everywhere it is shown): a generic decoder — embeddings, attention
-(GQA or MLA projections), dense or mixture-of-experts MLP, LM head — counted per category, each
-category stored at the element size the quantization config gives it. Layers the generic
-formula does not describe exactly (Mamba / linear-attention mixers) are counted as attention
-layers; the number is an estimate and the report says so. Quantized weights are counted at
-storage size, scales included: fp8 ≈ 8 bits (+ one fp32 scale per 128×128 block), nvfp4 =
-4 bits + one fp8 scale per 16 = 4.5 bits, mxfp4 = 4 bits + one 8-bit scale per 32 = 4.25 bits.
-An unrecognised quantization method raises rather than guessing 16 bits.
+Estimated path (labelled so everywhere it is shown): the parameters the architecture holds,
+counted from the config by ``derive/params.py`` (embeddings and head, attention as each family
+builds it, MLPs and experts, norms and biases, SSM / linear-attention mixers, MTP layers and
+vision / audio towers apart; a warning where a family's count is not exact), each category
+stored at the element size the quantization config gives it: fp8 ≈ 8 bits (+ one fp32 scale
+per 128×128 block), nvfp4 = 4 bits + one fp8 scale per 16 = 4.5 bits, mxfp4 = 4 bits + one
+8-bit scale per 32 = 4.25 bits, AWQ / GPTQ = bits + (16 + bits) / group_size; norms, biases
+and towers stay at the dense dtype. An unrecognised quantization method raises rather than
+guessing 16 bits. ``estimate_weights(..., stored=True)`` is what the checkpoint's safetensors
+hold (the config's own dtype, MTP layers included); the default is what vLLM holds.
 
 Per rank: tensor parallelism and pipeline stages split the weights; the per-GPU share is the
 total divided evenly (``ceil(total / (tp × pp))``), an estimate even when the total is exact
