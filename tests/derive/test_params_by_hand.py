@@ -249,3 +249,26 @@ def test_a_tower_without_sizes_is_named_with_its_likely_size() -> None:
     p = count_parameters(cfg)
     assert p.towers == 0
     assert any("not counted" in w and "0.3" in w for w in p.warnings)
+
+
+def test_implausible_sizes_are_refused_not_printed() -> None:
+    # A tower config is guarded here (derive guards the text config only): a merge size of
+    # 2 × 10^9 is refused, as is a count that multiplies out beyond 2^50 parameters, a NAS
+    # block that is no object, and per-layer widths that do not match the layer count.
+    wrapper = {"model_type": "qwen2_vl", "architectures": ["Qwen2VLForConditionalGeneration"],
+               "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+               "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": 10,
+               "vision_config": {"spatial_merge_size": 2_000_000_000}}
+    with pytest.raises(ConfigError, match="spatial_merge_size"):
+        count_parameters(wrapper)
+    huge = {"model_type": "llama", "hidden_size": 1 << 20, "num_hidden_layers": 1 << 12,
+            "num_attention_heads": 1 << 10, "intermediate_size": 1 << 22, "vocab_size": 10}
+    with pytest.raises(ConfigError, match="parameters"):
+        count_parameters(huge)
+    nas = {"model_type": "nemotron-nas", "hidden_size": 16, "num_hidden_layers": 1,
+           "num_attention_heads": 2, "vocab_size": 10, "block_configs": [{"ffn": 1e30}]}
+    with pytest.raises(ConfigError, match="block_configs"):
+        count_parameters(nas)
+    with pytest.raises(ConfigError, match="widths"):
+        count_parameters({**huge, "hidden_size": 8, "num_hidden_layers": 2,
+                          "num_attention_heads": 2, "intermediate_size": [16]})

@@ -58,6 +58,10 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "mtp": ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_hidden_layers"),
 }
 
+# No checkpoint holds more (the largest released models have ~10^12): a count above it is a
+# config error, refused rather than printed.
+MAX_PARAMETERS = 1 << 50
+
 CATEGORIES = ("embed", "lm_head", "attn", "dense_mlp", "shared_experts", "routed_experts",
               "router", "other")
 
@@ -337,6 +341,9 @@ def _decoder(k: _Count, *, mla: bool = False) -> None:
     if isinstance(widths, list):
         per_layer_inter = [checked_count(w, "intermediate_size", where=cfg.model)
                            for w in widths]
+        if len(per_layer_inter) != layers:
+            raise ConfigError(f"{cfg.model}: intermediate_size lists {len(per_layer_inter)} "
+                              f"widths for {layers} layers")
         inter = max(per_layer_inter) if per_layer_inter else 4 * hidden
     else:
         inter = k.alias("inter", default=4 * hidden)
@@ -504,8 +511,11 @@ def _nas(k: _Count) -> None:
         raise ConfigError(f"{cfg.model}: block_configs must be a list")
     k.head(hidden, vocab, k.model_type)
     for i, block in enumerate(blocks):
-        attn = block.get("attention") or {} if isinstance(block, Mapping) else {}
-        ffn = block.get("ffn") or {} if isinstance(block, Mapping) else {}
+        attn = block.get("attention") if isinstance(block, Mapping) else None
+        ffn = block.get("ffn") if isinstance(block, Mapping) else None
+        if not isinstance(attn, Mapping) or not isinstance(ffn, Mapping):
+            raise ConfigError(f"{cfg.model}: block_configs[{i}] must hold an attention and an "
+                              "ffn object")
         if attn.get("replace_with_linear"):
             k.add("attn", hidden * hidden)
             k.add("other", hidden)
@@ -959,12 +969,31 @@ _UNSIZED_TOWER_KEYS = ("img_processor", "mm_vision_tower", "vision_backbone", "v
 _UNCOUNTED_PARTS = ("talker_config", "token2wav_config")
 
 
+# A tower size beyond this is no real encoder (the largest ViTs are ~10^4 wide).
+_TOWER_SIZE_MAX = 1 << 20
+
+
+def _tv(cfg: Mapping[str, Any], key: str, default: Any) -> int:
+    """A tower config's size ``key`` (``default`` when absent or null), checked as a count
+    below ``_TOWER_SIZE_MAX``: a tower config is not guarded by derive, so it is checked here."""
+    value = cfg.get(key)
+    if value is None:
+        value = default
+    return checked_count(value, f"tower {key}", where="config", minimum=0,
+                         maximum=_TOWER_SIZE_MAX)
+
+
 def _vit(cfg: Mapping[str, Any], *, gated: bool, ln: bool, qkv_bias: bool = True,
          mlp_bias: bool = True, qk_norm: int = 0, norms: int = 2) -> tuple[int, int]:
     """(hidden, params) of a ViT's encoder layers: attention (4 × h², biases), MLP, norms."""
-    h = int(cfg.get("hidden_size") or cfg.get("embed_dim") or 0)
-    depth = int(cfg.get("num_hidden_layers") or cfg.get("depth") or 0)
-    inter = int(cfg.get("intermediate_size") or 0) or int(h * float(cfg.get("mlp_ratio", 4)))
+    h = _tv(cfg, "hidden_size", 0) or _tv(cfg, "embed_dim", 0)
+    depth = _tv(cfg, "num_hidden_layers", 0) or _tv(cfg, "depth", 0)
+    ratio = cfg.get("mlp_ratio", 4)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or \
+            not 0 < ratio <= 64:  # also refuses NaN and infinity
+        raise ConfigError(f"config: a tower's mlp_ratio must be a number in (0, 64], got "
+                          f"{ratio!r}")
+    inter = _tv(cfg, "intermediate_size", 0) or int(h * float(ratio))
     per = 4 * h * h + (4 * h if qkv_bias else 0)
     per += (3 if gated else 2) * h * inter + ((2 if gated else 1) * inter + h if mlp_bias else 0)
     per += norms * (2 * h if ln else h) + qk_norm
@@ -1032,8 +1061,8 @@ def towers_not_loaded(config: Mapping[str, Any]) -> int:
     mt = str(v.get("model_type") or "")
     if mt not in ("clip_vision_model", "siglip_vision_model"):
         return 0
-    h = int(v.get("hidden_size", 768))
-    depth = int(v.get("num_hidden_layers", 12))
+    h = _tv(v, "hidden_size", 768)
+    depth = _tv(v, "num_hidden_layers", 12)
     _, one = _vit({"hidden_size": h, "num_hidden_layers": 1,
                    "intermediate_size": v.get("intermediate_size", 3072)}, gated=False, ln=True)
     dropped = min(depth, -layer - 1)
@@ -1049,42 +1078,42 @@ def _vision(config: Mapping[str, Any], v: Mapping[str, Any],
         # with fused biased qkv and a plain GELU MLP (embed_dim × mlp_ratio), the patch merger
         # (LayerNorm, 4·e → 4·e → hidden). Qwen2VLVisionConfig defaults: depth 32,
         # embed_dim 1280, mlp_ratio 4, in_chans 3, patch 14, temporal 2, merge 2.
-        e = int(v.get("embed_dim", 1280))
-        d = {"hidden_size": e, "depth": int(v.get("depth", 32)),
+        e = _tv(v, "embed_dim", 1280)
+        d = {"hidden_size": e, "depth": _tv(v, "depth", 32),
              "mlp_ratio": v.get("mlp_ratio", 4)}
         _, blocks = _vit(d, gated=False, ln=True)
-        patch = int(v.get("in_chans", v.get("in_channels", 3))) * \
-            int(v.get("temporal_patch_size", 2)) * int(v.get("spatial_patch_size",
-                                                            v.get("patch_size", 14))) ** 2 * e
-        merge = int(v.get("spatial_merge_size", 2)) ** 2 * e
-        out = int(v.get("hidden_size", text_hidden))
+        patch = _tv(v, "in_chans", v.get("in_channels", 3)) * \
+            _tv(v, "temporal_patch_size", 2) * _tv(v, "spatial_patch_size",
+                                                         v.get("patch_size", 14)) ** 2 * e
+        merge = _tv(v, "spatial_merge_size", 2) ** 2 * e
+        out = _tv(v, "hidden_size", text_hidden)
         merger = 2 * e + merge * merge + merge + merge * out + out
         return patch + blocks + merger, []
     if top == "qwen2_5_vl" or mt == "qwen2_5_vl":
         # Qwen2_5_VisionTransformer (qwen2_5_vl.py): RMSNorm blocks, biased qkv/proj, gated
         # biased MLP (intermediate_size), merger RMSNorm + 4·e → 4·e → out_hidden_size.
-        e = int(v.get("hidden_size", 1280))
-        inter = int(v.get("intermediate_size", 3420))
-        d = {"hidden_size": e, "depth": int(v.get("depth", 32)), "intermediate_size": inter}
+        e = _tv(v, "hidden_size", 1280)
+        inter = _tv(v, "intermediate_size", 3420)
+        d = {"hidden_size": e, "depth": _tv(v, "depth", 32), "intermediate_size": inter}
         _, blocks = _vit(d, gated=True, ln=False)
-        patch = int(v.get("in_chans", v.get("in_channels", 3))) * \
-            int(v.get("temporal_patch_size", 2)) * int(v.get("patch_size", 14)) ** 2 * e
-        merge = int(v.get("spatial_merge_size", 2)) ** 2 * e
-        out = int(v.get("out_hidden_size", text_hidden))
+        patch = _tv(v, "in_chans", v.get("in_channels", 3)) * \
+            _tv(v, "temporal_patch_size", 2) * _tv(v, "patch_size", 14) ** 2 * e
+        merge = _tv(v, "spatial_merge_size", 2) ** 2 * e
+        out = _tv(v, "out_hidden_size", text_hidden)
         return patch + blocks + e + merge * merge + merge + merge * out + out, []
     if mt == "gemma4_vision":
         # Gemma4VisionModel (transformers gemma4): patch Linear(3·p², h), a 2-D position
         # table (2 × position_embedding_size × h), gated MLP layers with q/k/v norms and four
         # norms a layer, no biases; the projector RMSNorm-free Linear(h, text hidden).
-        h = int(v.get("hidden_size", 1152))
-        p = int(v.get("patch_size", 16))
-        heads = int(v.get("num_attention_heads", 16))
-        hd = int(v.get("head_dim", h // heads))
+        h = _tv(v, "hidden_size", 1152)
+        p = _tv(v, "patch_size", 16)
+        heads = _tv(v, "num_attention_heads", 16)
+        hd = _tv(v, "head_dim", h // heads)
         d = {"hidden_size": h, "num_hidden_layers": v.get("num_hidden_layers", 27),
              "intermediate_size": v.get("intermediate_size", 4304)}
         _, blocks = _vit(d, gated=True, ln=False, qkv_bias=False, mlp_bias=False,
                          qk_norm=2 * hd, norms=4)
-        pos = 2 * int(v.get("position_embedding_size", 10240)) * h
+        pos = 2 * _tv(v, "position_embedding_size", 10240) * h
         return 3 * p * p * h + pos + blocks + h * text_hidden, [
             "gemma4_vision tower: counted from its config (patch, positions, layers, "
             "projector); small norms not checked, likely error under 0.1 % of the tower"]
@@ -1093,9 +1122,9 @@ def _vision(config: Mapping[str, Any], v: Mapping[str, Any],
         # positions ((image/patch)² [+1 class token for CLIP]), LayerNorm blocks with biased
         # attention and plain MLP, post LayerNorm; the wrapper's projector (Gemma 3:
         # RMSNorm + hidden × text hidden; LLaVA: two biased linears).
-        h = int(v.get("hidden_size", 768))
-        p = int(v.get("patch_size", 16 if "siglip" in mt else 32))
-        img = int(v.get("image_size", 224))
+        h = _tv(v, "hidden_size", 768)
+        p = _tv(v, "patch_size", 16 if "siglip" in mt else 32)
+        img = _tv(v, "image_size", 224)
         d = {"hidden_size": h, "num_hidden_layers": v.get("num_hidden_layers", 12),
              "intermediate_size": v.get("intermediate_size", 3072)}
         _, blocks = _vit(d, gated=False, ln=True)
@@ -1284,6 +1313,10 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
                               "as decoder layers with DeepSeek's eh_proj and norms: likely "
                               "error ±1 % of the MTP part")
     tower, tower_warnings = towers(config, k.alias("hidden"))
+    total = sum(k.c.values()) + sum(mtp.values()) + tower
+    if total > MAX_PARAMETERS or any(n < 0 for n in (*k.c.values(), *mtp.values())):
+        raise ConfigError(f"{model}: the config describes {total:.3g} parameters; kvledger "
+                          f"sizes at most {MAX_PARAMETERS:.3g} (far above any released model)")
     return Parameters(model_type=model_type, categories=dict(k.c), mtp=mtp,
                       mtp_layers=mtp_count, towers=tower,
                       towers_not_loaded=towers_not_loaded(config) if tower else 0,
