@@ -131,7 +131,7 @@ class Parameters:
     mtp: Mapping[str, int] = field(default_factory=dict)  # its MTP layers, by category
     mtp_layers: int = 0
     towers: int = 0  # vision / audio towers and projectors counted from their configs
-    towers_not_loaded: int = 0  # of those, what vLLM does not build (``towers_not_loaded``)
+    towers_unused: int = 0  # of those, layers the model never runs (``towers_unused``)
     warnings: tuple[str, ...] = ()
     basis: str = "architecture"
 
@@ -1024,8 +1024,8 @@ def towers(config: Mapping[str, Any], text_hidden: int) -> tuple[int, list[str]]
     for key in _UNCOUNTED_PARTS:
         if isinstance(config.get(key), Mapping):
             warnings.append(f"{key}: a part the checkpoint stores beside the language model "
-                            "(a speech generator / vocoder) is not counted; vLLM's thinker-only "
-                            "model does not load it, the stored bytes are low by its size")
+                            "(a speech generator / vocoder) is not counted; a thinker-only model "
+                            "does not load it; the stored bytes are low by its size")
     vision = config.get("vision_config")
     if isinstance(vision, Mapping):
         n, warn = _vision(config, vision, text_hidden)
@@ -1047,12 +1047,12 @@ def towers(config: Mapping[str, Any], text_hidden: int) -> tuple[int, list[str]]
     return total, warnings
 
 
-def towers_not_loaded(config: Mapping[str, Any]) -> int:
-    """Tower parameters a checkpoint stores that vLLM does not build: LLaVA-style wrappers
-    feed the projector from ``vision_feature_layer`` (negative: counted from the end), and
-    vLLM builds the CLIP / SigLIP encoder only up to that layer, without its post-LayerNorm
-    (vLLM 0.32 llava.py ``_get_num_hidden_layers``; clip.py / siglip.py build
-    ``post_layernorm`` only with every layer)."""
+def towers_unused(config: Mapping[str, Any]) -> int:
+    """Tower parameters the model never uses: a LLaVA-style wrapper feeds its projector from
+    ``vision_feature_layer`` (negative: counted from the end), so the CLIP / SigLIP layers
+    after it and the encoder's post-LayerNorm take no part in the forward pass (transformers
+    llava ``get_image_features`` reads ``hidden_states[vision_feature_layer]``). An engine
+    may leave them unloaded (plan/weights.py says which)."""
     v = config.get("vision_config")
     layer = config.get("vision_feature_layer")
     if not isinstance(v, Mapping) or isinstance(layer, bool) or not isinstance(layer, int) or \
@@ -1319,5 +1319,5 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
                           f"sizes at most {MAX_PARAMETERS:.3g} (far above any released model)")
     return Parameters(model_type=model_type, categories=dict(k.c), mtp=mtp,
                       mtp_layers=mtp_count, towers=tower,
-                      towers_not_loaded=towers_not_loaded(config) if tower else 0,
+                      towers_unused=towers_unused(config) if tower else 0,
                       warnings=(*k.warnings, *tower_warnings))

@@ -318,7 +318,10 @@ def estimate_weights(
     dense_dtype = resolve_dtype(model_dtype).name if stored else serving_dtype(model_dtype)
     dense_bits = resolve_dtype(dense_dtype).bits
     scheme = _quant_scheme(cfg, hf_quant)
-    towers = params.towers if stored else params.towers - params.towers_not_loaded
+    # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
+    # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
+    # siglip.py build post_layernorm only with every layer): the unused layers are not held.
+    towers = params.towers if stored else params.towers - params.towers_unused
     total_bits = float(towers * dense_bits)
     quant_bits = 0.0
     for category, n in counts.items():
