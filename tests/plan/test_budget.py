@@ -70,10 +70,12 @@ def test_llama_8b_parameter_count_by_hand() -> None:
     assert counts["embed"] == counts["lm_head"] == 525_336_576
     assert counts["attn"] == 32 * 41_943_040
     assert counts["dense_mlp"] == 32 * 176_160_768
-    # total 2 × 525,336,576 + 32 × 218,103,808 = 8,029,995,008 params × 2 B
-    # = 16,059,990,016 B (the real checkpoint's 8,030,261,248 adds 65 × 4,096 norm weights)
+    # norms: two RMSNorms a layer and the final one, (2 × 32 + 1) × 4,096 = 266,240.
+    # total 2 × 525,336,576 + 32 × 218,103,808 + 266,240 = 8,030,261,248 params (the real
+    # checkpoint's count) × 2 B = 16,060,522,496 B
+    assert counts["other"] == 266_240
     total, how = estimate_total_bytes(LLAMA_8B, "bfloat16")
-    assert total == 16_059_990_016
+    assert total == 16_060_522_496
     assert "8.03B" in how
 
 
@@ -83,7 +85,8 @@ def test_fp8_weights_at_storage_size() -> None:
                                               "weight_block_size": [128, 128]})
     total, _ = estimate_total_bytes(cfg, "bfloat16")
     linear = 32 * (41_943_040 + 176_160_768)
-    expected_bits = 2 * 525_336_576 * 16 + linear * (8 + 32 / 16384)
+    norms = 266_240  # (2 × 32 + 1) × 4,096 RMSNorm weights, left at bf16
+    expected_bits = (2 * 525_336_576 + norms) * 16 + linear * (8 + 32 / 16384)
     assert abs(total - expected_bits / 8) <= 1  # rounded up to a whole byte
 
 
@@ -92,19 +95,20 @@ def test_nvfp4_hf_quant_config_excludes_lm_head() -> None:
     quant = {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}}
     total, how = estimate_total_bytes(LLAMA_8B, "bfloat16", quant)
     linear = 32 * (41_943_040 + 176_160_768)
-    assert abs(total - (2 * 525_336_576 * 2 + linear * 4.5 / 8)) < 2
+    norms = 266_240  # (2 × 32 + 1) × 4,096 RMSNorm weights, left at bf16
+    assert abs(total - ((2 * 525_336_576 + norms) * 2 + linear * 4.5 / 8)) < 2
     assert "NVFP4" in how
 
 
 def test_block_without_quant_method_is_unquantized() -> None:
     # vLLM 0.32 reads a quantization_config that states no quant_method (and that ModelOpt did
     # not write) as no quantization (derive/quant.py states_no_method): FastDeploy's Paddle
-    # block (ERNIE-4.5's test config) leaves every weight at bf16, 16,059,990,016 B as above.
+    # block (ERNIE-4.5's test config) leaves every weight at bf16, 16,060,522,496 B as above.
     cfg = dict(LLAMA_8B, quantization_config={"dense_quant_type": "wint8",
                                               "moe_quant_type": "w4a8",
                                               "kv_cache_quant_type": "int8"})
     total, how = estimate_total_bytes(cfg, "bfloat16")
-    assert total == 16_059_990_016
+    assert total == 16_060_522_496
     assert "8.03B" in how
 
 
@@ -201,7 +205,7 @@ def test_float32_checkpoint_weights_at_serving_dtype() -> None:
     # A config stating float32 (or nothing) is served in bfloat16: 2 B per parameter.
     fp32 = dict(LLAMA_8B, torch_dtype="float32")
     total, how = estimate_total_bytes(fp32, "float32")
-    assert total == 16_059_990_016 and "bfloat16" in how
+    assert total == 16_060_522_496 and "bfloat16" in how
 
 
 def test_sparse_multimodal_text_config_weights_take_the_class_defaults() -> None:
@@ -212,11 +216,20 @@ def test_sparse_multimodal_text_config_weights_take_the_class_defaults() -> None
     # embed = lm_head = 32,064 × 4,096 = 131,334,144 (untied);
     # attention per layer: 4,096 × (32 + 2 × 32) × 128 + 32 × 128 × 4,096 = 67,108,864;
     # MLP per layer: 3 × 4,096 × 11,008 = 135,266,304; × 32 layers = 6,476,005,376;
-    # total 6,738,673,664 parameters (Vicuna-7B's 6.74B) × 2 B (float16) = 13,477,347,328 B.
+    # norms (2 × 32 + 1) × 4,096 = 266,240 → 6,738,939,904 text parameters (Vicuna-7B's).
+    # The CLIP ViT-L/14-336 tower vLLM builds beside it (clip.py): patch conv 3 × 14² × 1,024
+    # = 602,112 (no bias), class embedding 1,024, positions (336 / 14)² + 1 = 577 × 1,024 =
+    # 590,848, pre-LayerNorm 2,048; a layer: q/k/v/o 4 × 1,024² + 4 × 1,024 = 4,198,400, MLP
+    # 2 × 1,024 × 4,096 + 4,096 + 1,024 = 8,393,728, two LayerNorms 4,096 → 12,596,224.
+    # vision_feature_layer -2: vLLM builds 23 of the 24 layers and no post-LayerNorm
+    # (llava.py), 23 × 12,596,224 = 289,713,152. Projector 1,024 × 4,096 + 4,096 + 4,096² +
+    # 4,096 = 20,979,712. Tower 602,112 + 1,024 + 590,848 + 2,048 + 289,713,152 + 20,979,712 =
+    # 311,888,896. Total 6,738,939,904 + 311,888,896 = 7,050,828,800 × 2 B (float16)
+    # = 14,101,657,600 B.
     from kvledger.plan.api import plan_model
 
     path = Path(__file__).parents[1] / "oracles" / "configs" / "llava-hf--llava-1.5-7b-hf.json"
     result = plan_model(str(path), PlanRequest(gpu="H100-80GB", max_model_len=4096))
     [weights] = [line for line in result.to_json()["budget"] if line["key"] == "weights"]
-    assert weights["bytes"] == 13_477_347_328
+    assert weights["bytes"] == 14_101_657_600
     assert weights["basis"] == "estimated"

@@ -88,15 +88,17 @@ def test_mtp_named_tensors_left_out(tmp_path: Path) -> None:
 def test_estimate_adds_the_mtp_layers_only_when_speculating() -> None:
     # hidden 8, 2 layers, vocab 10, 2 heads of 4 (2 KV heads), MLP 16, one next-n layer:
     # embed = lm_head = 80; a layer: attention 8 × (2 + 2 × 2) × 4 + 2 × 4 × 8 = 256, MLP
-    # 3 × 8 × 16 = 384 → 640. Without MTP: 160 + 2 × 640 = 1,440 parameters × 2 B = 2,880 B.
-    # With its MTP layer: + 640 + eh_proj 2 × 8 × 8 = 128 → 2,208 × 2 B = 4,416 B.
+    # 3 × 8 × 16 = 384, two RMSNorms 2 × 8 = 16 → 656; the final norm 8. Without MTP:
+    # 160 + 2 × 656 + 8 = 1,480 parameters × 2 B = 2,960 B.
+    # With its MTP layer: + 656 + eh_proj 2 × 8 × 8 = 128 + enorm, hnorm and the shared head's
+    # norm 3 × 8 = 24 → 2,288 × 2 B = 4,576 B (embedding and head shared, not loaded twice).
     cfg = {"hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10,
            "num_attention_heads": 2, "num_key_value_heads": 2, "intermediate_size": 16,
            "num_nextn_predict_layers": 1}
     plain, how = estimate_total_bytes(cfg, "bfloat16")
-    assert plain == 2_880 and "without its 1 MTP layer" in how
+    assert plain == 2_960 and "without its 1 MTP layer" in how
     spec, how = estimate_total_bytes(cfg, "bfloat16", speculative_mtp=True)
-    assert spec == 4_416 and "with its 1 MTP layer" in how
+    assert spec == 4_576 and "with its 1 MTP layer" in how
 
 
 def test_header_cache_keeps_the_layer_groups(tmp_path: Path) -> None:

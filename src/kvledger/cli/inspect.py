@@ -72,6 +72,7 @@ def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
         kind["count"] = len(kind["indices"])
         kind["layers"] = index_ranges(kind.pop("indices"))
     describe = getattr(model, "describe", None)  # a ModelSource says where it came from
+    weights = _weights(model, facts)
     return {
         "model": facts.model,
         **({"source": describe()} if callable(describe) else {}),
@@ -87,6 +88,19 @@ def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
         "groups": groups,
         "kinds": kinds,
         "layers": layers,
+        "weights": weights,
         "notes": list(facts.notes),
         "warnings": list(facts.warnings),
     }
+
+
+def _weights(model: Any, facts: Any) -> dict[str, Any]:
+    """The whole checkpoint's weights (``plan/weights.py`` ``checkpoint_weights``): exact
+    from its safetensors headers when ``model`` is a source that has them, else estimated
+    from the architecture."""
+    from kvledger.plan.weights import checkpoint_weights
+
+    read = getattr(model, "safetensors", None)  # a ModelSource can read its headers
+    exact = read() if callable(read) else None
+    return checkpoint_weights(facts.config, model_dtype=facts.model_dtype, exact=exact,
+                              hf_quant=facts.hf_quant_config)

@@ -108,6 +108,20 @@ def _kind(facts: Mapping[str, Any]) -> str:
     return f"{kind} ({state})" if state else kind
 
 
+def weights_line(weights: Mapping[str, Any]) -> str:
+    """``inspect``'s one line on the checkpoint's weights (``plan/weights.py``
+    ``checkpoint_weights``)."""
+    if weights.get("basis") == "unavailable":
+        return f"weights: not sized ({weights.get('why')})"
+    params = weights.get("parameters")
+    count = f"{params / 1e9:.2f}B parameters" if isinstance(params, int) else "parameters ?"
+    stored, served = weights.get("stored_bytes"), weights.get("served_bytes")
+    line = (f"weights: {count}  ·  stored {_num(stored)} B  ·  served (vLLM, --dtype auto) "
+            f"{_num(served)} B  ({weights.get('basis')})")
+    n = len(weights.get("warnings") or ())
+    return line + (f"  ·  {n} weight warning{'s' if n > 1 else ''} in --json" if n else "")
+
+
 def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> None:
     con = console or _console()
     con.print(
@@ -119,6 +133,9 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
         f"(from {data.get('kv_dtype_source')})  ·  max positions "
         f"{_num(data.get('max_position_embeddings'))}  ·  {data.get('num_layers')} layer entries"
     )
+    weights = data.get("weights")
+    if isinstance(weights, Mapping):
+        con.print(weights_line(weights))
     kinds = data.get("kinds") or ()
     if len(kinds) < len(data.get("groups") or ()):
         summary = Table(title="layer kinds", box=box.SIMPLE_HEAD, title_justify="left")

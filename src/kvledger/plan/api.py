@@ -76,6 +76,7 @@ def _budget(
         tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=request.pipeline_parallel_size,
         speculative_mtp=speculates_with_mtp(request),
+        config=facts.config or None,
     )
     budget = layout.gpu_budget(GpuBudgetInput(facts, request, preset, weights, text))
     if weights.basis != "exact":

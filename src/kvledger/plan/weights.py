@@ -28,14 +28,16 @@ stored bytes. Rules, from vLLM 0.32.0's source:
 An index's ``metadata.total_size`` without the shards has no split by dtype: it is counted as
 stored, and the label says so.
 
-Estimated path (labelled so everywhere it is shown): a generic decoder — embeddings, attention
-(GQA or MLA projections), dense or mixture-of-experts MLP, LM head — counted per category, each
-category stored at the element size the quantization config gives it. Layers the generic
-formula does not describe exactly (Mamba / linear-attention mixers) are counted as attention
-layers; the number is an estimate and the report says so. Quantized weights are counted at
-storage size, scales included: fp8 ≈ 8 bits (+ one fp32 scale per 128×128 block), nvfp4 =
-4 bits + one fp8 scale per 16 = 4.5 bits, mxfp4 = 4 bits + one 8-bit scale per 32 = 4.25 bits.
-An unrecognised quantization method raises rather than guessing 16 bits.
+Estimated path (labelled so everywhere it is shown): the parameters the architecture holds,
+counted from the config by ``derive/params.py`` (embeddings and head, attention as each family
+builds it, MLPs and experts, norms and biases, SSM / linear-attention mixers, MTP layers and
+vision / audio towers apart; a warning where a family's count is not exact), each category
+stored at the element size the quantization config gives it: fp8 ≈ 8 bits (+ one fp32 scale
+per 128×128 block), nvfp4 = 4 bits + one fp8 scale per 16 = 4.5 bits, mxfp4 = 4 bits + one
+8-bit scale per 32 = 4.25 bits, AWQ / GPTQ = bits + (16 + bits) / group_size; norms, biases
+and towers stay at the dense dtype. An unrecognised quantization method raises rather than
+guessing 16 bits. ``estimate_weights(..., stored=True)`` is what the checkpoint's safetensors
+hold (the config's own dtype, MTP layers included); the default is what vLLM holds.
 
 Per rank: tensor parallelism and pipeline stages split the weights; the per-GPU share is the
 total divided evenly (``ceil(total / (tp × pp))``), an estimate even when the total is exact
@@ -51,11 +53,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
+from kvledger.derive.params import ALIASES
 from kvledger.derive.quant import states_no_method
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from kvledger.derive.params import Parameters
     from kvledger.source.headers import SafetensorsTotals
 
 EXACT = "exact"
@@ -82,6 +86,10 @@ class Weights:
     per_rank_basis: str
     detail: str
     stored_bytes: int | None = None  # the checkpoint's own bytes, when its headers were read
+    # Where the estimate is not exact: what the count could not model, with the likely error
+    # (derive/params.py). Empty for exact totals and for architectures counted exactly.
+    warnings: tuple[str, ...] = ()
+    parameters: int | None = None  # the parameters an estimate counted
 
 
 class WeightsError(ValueError):
@@ -167,84 +175,25 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
     return default
 
 
-def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
-    """Parameters per category for a generic decoder (see the module docstring)."""
-    hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
-    layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer", "decoder_layers")
-    vocab = _int(cfg, "vocab_size")
-    if not hidden or not layers or not vocab:
+def count_parameters(cfg: Mapping[str, Any]) -> Parameters:
+    """The architecture's parameter count (``derive/params.py``), a config it cannot count
+    refused as ``WeightsError``. ``cfg``: the whole config.json (towers and the text config
+    found as derive finds them), or a language model's config alone."""
+    from kvledger.derive.errors import DeriveError
+    from kvledger.derive.params import count_parameters as count
+
+    try:
+        return count(cfg)
+    except DeriveError as exc:
         raise WeightsError(
-            "cannot estimate weights: config lacks hidden_size / num_hidden_layers / vocab_size; "
-            "give the KV budget with kv_cache_memory_bytes, or a model directory with "
-            "safetensors for exact weights"
-        )
-    heads = _int(cfg, "num_attention_heads", "n_head", "decoder_attention_heads", default=1)
-    kv_heads = _int(cfg, "num_key_value_heads", default=heads)
-    head_dim = _int(cfg, "head_dim", default=hidden // max(1, heads))
-    if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi-K2, GLM-5)
-        nope, rope = _int(cfg, "qk_nope_head_dim"), _int(cfg, "qk_rope_head_dim")
-        v_dim, kv_lora = _int(cfg, "v_head_dim"), _int(cfg, "kv_lora_rank")
-        q_lora = _int(cfg, "q_lora_rank")
-        q = hidden * q_lora + q_lora * heads * (nope + rope) if q_lora else \
-            hidden * heads * (nope + rope)
-        attn = q + hidden * (kv_lora + rope) + kv_lora * heads * (nope + v_dim) + \
-            heads * v_dim * hidden
-    else:
-        attn = hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
-    widths = cfg.get("intermediate_size")
-    if isinstance(widths, list) and len(widths) == layers:
-        # One MLP width per layer (Gemma 3n): the dense MLPs below sum them.
-        per_layer = [_int({"intermediate_size": w}, "intermediate_size") for w in widths]
-        inter = sum(per_layer) // layers
-    else:
-        per_layer = []
-        inter = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
-    experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
-    counts = {k: 0 for k in _PROBES}
-    counts["embed"] = vocab * hidden
-    counts["lm_head"] = 0 if cfg.get("tie_word_embeddings") is True else vocab * hidden
-    pattern = cfg.get("hybrid_override_pattern")
-    if isinstance(pattern, str) and pattern:
-        return _hybrid_pattern_counts(cfg, pattern, counts, attn, hidden, inter, experts)
-    counts["attn"] = layers * attn
-    if experts:
-        moe_inter = _int(cfg, "moe_intermediate_size", default=inter)
-        dense_layers = min(layers, _int(cfg, "first_k_dense_replace"))
-        moe_layers = layers - dense_layers
-        shared_inter = _int(cfg, "shared_expert_intermediate_size") or \
-            _int(cfg, "n_shared_experts") * moe_inter
-        counts["dense_mlp"] = dense_layers * 3 * hidden * inter
-        counts["routed_experts"] = moe_layers * experts * 3 * hidden * moe_inter
-        counts["shared_experts"] = moe_layers * 3 * hidden * shared_inter
-        counts["router"] = moe_layers * hidden * experts
-    else:
-        counts["dense_mlp"] = 3 * hidden * (sum(per_layer) if per_layer else layers * inter)
-    return counts
+            f"cannot estimate weights: {exc}; give the KV budget with kv_cache_memory_bytes, "
+            "or a model directory with safetensors for exact weights") from None
 
 
-def _hybrid_pattern_counts(
-    cfg: Mapping[str, Any], pattern: str, counts: dict[str, int], attn: int, hidden: int,
-    inter: int, experts: int,
-) -> dict[str, int]:
-    """Nemotron-H style ``hybrid_override_pattern``: one mixer per layer — ``M`` Mamba2, ``*``
-    attention, ``-`` MLP, ``E`` mixture of experts (counted under ``attn`` / ``dense_mlp`` /
-    ``routed_experts`` / ``shared_experts`` for the quantization scopes)."""
-    mats = 2 if cfg.get("mlp_hidden_act") == "relu2" else 3  # relu² MLPs have no gate
-    heads = _int(cfg, "mamba_num_heads")
-    d_inner = heads * _int(cfg, "mamba_head_dim")
-    groups_state = 2 * _int(cfg, "n_groups", default=1) * _int(cfg, "ssm_state_size")
-    mamba = hidden * (2 * d_inner + groups_state + heads) + d_inner * hidden
-    latent = _int(cfg, "moe_latent_size", default=hidden)
-    moe_inter = _int(cfg, "moe_intermediate_size", default=inter)
-    shared = _int(cfg, "moe_shared_expert_intermediate_size", "shared_expert_intermediate_size")
-    counts["attn"] = pattern.count("M") * mamba + pattern.count("*") * attn
-    counts["dense_mlp"] = pattern.count("-") * mats * hidden * inter
-    moe_layers = pattern.count("E")
-    counts["routed_experts"] = moe_layers * experts * mats * latent * moe_inter
-    counts["shared_experts"] = moe_layers * (mats * hidden * shared +
-                                             (2 * hidden * latent if latent != hidden else 0))
-    counts["router"] = moe_layers * hidden * experts
-    return counts
+def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """Parameters per category of the decoder the engine always loads (``derive/params.py``
+    ``CATEGORIES``; MTP layers and towers apart)."""
+    return dict(count_parameters(cfg).categories)
 
 
 def _matches(patterns: Iterable[str], name: str) -> bool:
@@ -306,54 +255,121 @@ def _quant_scheme(
         ignored = [str(p) for p in qc.get("ignore") or ()]
         cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
         return f"compressed-tensors {num_bits}-bit", bits, cats
+    if method in ("awq", "gptq"):
+        # Packed int4/int8 (vLLM awq.py / gptq.py): qweight holds ``bits`` per weight, and per
+        # group of ``group_size`` input rows one float16 scale and one packed zero point per
+        # output column: bits + (16 + bits) / group_size. (GPTQ's g_idx, one int32 per input
+        # row, adds 32 / out_features bits: under 0.01 bit, not counted.)
+        bits_value = qc.get("bits", qc.get("w_bit"))
+        if isinstance(bits_value, bool) or not isinstance(bits_value, int) or \
+                not 0 < bits_value <= 16:
+            raise WeightsError(f"{method} quantization_config has no bits / w_bit in 1..16, "
+                               f"got {bits_value!r}")
+        size = qc.get("group_size", qc.get("q_group_size"))
+        group_bits = (16 + bits_value) / size if isinstance(size, int) and size > 0 else 0.0
+        # vLLM awq.py is_layer_skipped_awq: a module stays dense when any listed name is a
+        # substring of its prefix ("mlp" keeps every MLP dense).
+        ignored = [str(p) for p in qc.get("modules_to_not_convert") or ()]
+        cats = frozenset(c for c in linear if not any(p in _PROBES[c] for p in ignored))
+        return f"{method} {bits_value}-bit", bits_value + group_bits, cats
     raise WeightsError(
         f"quantization_config.quant_method {method!r} has no known storage size; pass "
         "--kv-cache-memory-bytes, or a model directory with safetensors for exact weights"
     )
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """Bytes of the parameters ``derive/params.py`` counts, at a dtype and quantization."""
+
+    bytes: int
+    how: str
+    parameters: int  # the parameters these bytes hold
+    warnings: tuple[str, ...] = ()
+    by_dtype: Mapping[str, int] | None = None  # bytes per stored element type, estimated
+
+
+def estimate_weights(
+    cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None,
+    *, speculative_mtp: bool = False, stored: bool = False,
+) -> Estimate:
+    """The weights' bytes from the architecture's parameter count (``derive/params.py``).
+
+    ``stored=False``: what vLLM holds at ``--dtype auto`` (``serving_dtype``): the decoder,
+    its towers (vLLM builds a multimodal model's encoders), and its MTP layers only when the
+    engine speculates with an MTP method (``mtp_part``) — each as one more decoder layer with
+    its ``eh_proj`` and norms, the embedding and head shared with the model's (vLLM's proposer
+    shares them when their shapes agree). ``stored=True``: what the checkpoint's safetensors
+    hold: everything, at the config's own dtype (a float32 checkpoint: 4 bytes a weight), the
+    MTP layers with the embedding and head copies the checkpoint keeps.
+
+    Quantized categories are counted at the method's storage size (``_quant_scheme``); norms,
+    biases, SSM vectors (``other``) and towers stay at the dense dtype.
+    """
+    params = count_parameters(cfg)
+    counts = dict(params.categories)
+    mtp = params.mtp_layers
+    with_mtp = stored or speculative_mtp
+    if mtp and with_mtp:
+        for category, n in params.mtp.items():
+            if category in ("embed", "lm_head") and not stored:
+                continue
+            counts[category] = counts.get(category, 0) + n
+    dense_dtype = resolve_dtype(model_dtype).name if stored else serving_dtype(model_dtype)
+    dense_bits = resolve_dtype(dense_dtype).bits
+    scheme = _quant_scheme(cfg, hf_quant)
+    # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
+    # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
+    # siglip.py build post_layernorm only with every layer): the unused layers are not held.
+    towers = params.towers if stored else params.towers - params.towers_unused
+    total_bits = float(towers * dense_bits)
+    quant_bits = 0.0
+    for category, n in counts.items():
+        if scheme is not None and category in scheme[2]:
+            quant_bits += n * scheme[1]
+        else:
+            total_bits += n * dense_bits
+    total = int(-(-(total_bits + quant_bits) // 8))
+    n_params = sum(counts.values()) + towers
+    how = f"{n_params / 1e9:.2f}B parameters at {dense_dtype}"
+    if towers:
+        how += f" (towers {towers / 1e9:.2f}B included)"
+    if scheme is not None:
+        how += f", {'/'.join(sorted(scheme[2]))} at {scheme[0]} ({scheme[1]:g} bits)"
+    s = "s" if mtp > 1 else ""
+    if mtp and stored:
+        how += f", with its {mtp} MTP layer{s} (the checkpoint stores them)"
+    elif mtp:
+        how += (f", with its {mtp} MTP layer{s} (speculating with an MTP method)"
+                if speculative_mtp else
+                f", without its {mtp} MTP layer{s} (vLLM loads them only when speculating "
+                "with an MTP method)")
+    warnings = params.warnings
+    if stored and not _states_dtype(cfg):
+        warnings = (*warnings, "the config states no dtype: its checkpoint is counted at "
+                    "float32 (transformers' default); a checkpoint saved in 16 bits holds half "
+                    "(BLOOM-176B's does)")
+    by_dtype = {dense_dtype: int(-(-total_bits // 8))}
+    if quant_bits and scheme is not None:
+        by_dtype[scheme[0]] = int(-(-quant_bits // 8))
+    return Estimate(total, how, n_params, warnings, by_dtype)
+
+
+def _states_dtype(cfg: Mapping[str, Any]) -> bool:
+    """Whether the config (or its text config) states a dtype (``Config.dtype``)."""
+    from kvledger.derive.config import Config
+
+    top = Config(cfg, model="config")
+    return top.dtype() is not None or top.text().dtype() is not None
+
+
 def estimate_total_bytes(
     cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None,
     *, speculative_mtp: bool = False,
 ) -> tuple[int, str]:
-    """(bytes, how) from the config's parameter count at storage size.
-
-    The count is of the ``num_hidden_layers`` decoder layers; a checkpoint's MTP layers
-    (``mtp_layer_count``) are added only when the engine speculates with an MTP method, as
-    vLLM loads them only then (``mtp_part``): each as one more decoder layer of the model's
-    kind plus its ``eh_proj`` (2 × hidden → hidden; ``deepseek_mtp.py``), the embedding and
-    head shared with the model's (vLLM's proposer shares them when their shapes agree).
-    """
-    counts = parameter_counts(cfg)
-    mtp = mtp_layer_count(cfg)
-    if speculative_mtp and mtp:
-        layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer", "decoder_layers")
-        more = parameter_counts({**cfg, "num_hidden_layers": layers + mtp})
-        for category in counts:
-            if category not in ("embed", "lm_head"):
-                counts[category] = more[category]
-        counts["attn"] += mtp * 2 * _int(cfg, "hidden_size", "d_model", "n_embd") ** 2
-    # Weights sit in GPU memory at the serving dtype: a float32 checkpoint (or a config that
-    # states no dtype) is served in bfloat16, as vLLM's ModelConfig dtype "auto" does.
-    serving = serving_dtype(model_dtype)
-    dense_bits = resolve_dtype(serving).bits
-    scheme = _quant_scheme(cfg, hf_quant)
-    total_bits = 0.0
-    for category, params in counts.items():
-        bits = float(dense_bits)
-        if scheme is not None and category in scheme[2]:
-            bits = scheme[1]
-        total_bits += params * bits
-    params = sum(counts.values())
-    how = f"{params / 1e9:.2f}B parameters at {serving}"
-    if scheme is not None:
-        how += f", {'/'.join(sorted(scheme[2]))} at {scheme[0]} ({scheme[1]:g} bits)"
-    if mtp:
-        how += (f", with its {mtp} MTP layer{'s' if mtp > 1 else ''} (speculating with an MTP "
-                "method)" if speculative_mtp else
-                f", without its {mtp} MTP layer{'s' if mtp > 1 else ''} (vLLM loads them only "
-                "when speculating with an MTP method)")
-    return int(-(-total_bits // 8)), how
+    """(bytes, how) on the GPUs at the serving dtype (``estimate_weights``)."""
+    est = estimate_weights(cfg, model_dtype, hf_quant, speculative_mtp=speculative_mtp)
+    return est.bytes, est.how
 
 
 # -- a checkpoint's MTP layers ------------------------------------------------------------------
@@ -363,7 +379,7 @@ def estimate_total_bytes(
 # deepseek_v2.py, deepseek_v32, glm4_moe.py ``skip_spec_layers``), ``num_mtp_modules``
 # (minimax_m2.py), ``mtp_num_hidden_layers`` (Qwen3-Next / Qwen3.5, whose MTP tensors are named
 # ``mtp.*``).
-MTP_COUNT_KEYS = ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_hidden_layers")
+MTP_COUNT_KEYS = ALIASES["mtp"]
 
 
 def mtp_layer_count(cfg: Mapping[str, Any]) -> int:
@@ -413,6 +429,7 @@ def model_weights(
     pipeline_parallel_size: int = 1,
     exact: SafetensorsTotals | None = None,
     speculative_mtp: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> Weights:
     """The weights' total on the GPUs and per-GPU share (module docstring: both paths, and
     the serving dtype ``model_dtype`` decides).
@@ -420,12 +437,16 @@ def model_weights(
     ``exact``: the checkpoint's safetensors totals (``ModelSource.safetensors()``); else the
     safetensors files of a local ``directory``; else the estimate. A checkpoint's MTP layers
     count only with ``speculative_mtp`` (the engine speculates with an MTP method: ``mtp_part``).
+    ``config``: the whole config.json, when ``cfg`` is a wrapper's language model: the
+    estimate then counts the vision / audio towers vLLM builds beside it.
     """
     if exact is None and directory is not None:
         from kvledger.source.headers import index_totals, local_totals
 
         exact = local_totals(str(directory)) or index_totals(str(directory))
     stored: int | None = None
+    warnings: tuple[str, ...] = ()
+    parameters: int | None = None
     if exact is not None:
         serving = serving_dtype(model_dtype)
         mtp = mtp_part(exact, cfg)
@@ -444,12 +465,59 @@ def model_weights(
                     "whether or not the engine loads them")
         basis = EXACT
     else:
-        total, how = estimate_total_bytes(cfg, model_dtype, hf_quant,
-                                          speculative_mtp=speculative_mtp)
+        est = estimate_weights(config if config is not None else cfg, model_dtype, hf_quant,
+                               speculative_mtp=speculative_mtp)
+        total, how, warnings, parameters = est.bytes, est.how, est.warnings, est.parameters
+        if warnings:
+            how += f"; not exact: {'; '.join(warnings)}"
         basis = ESTIMATED
     ranks = tensor_parallel_size * pipeline_parallel_size
     per_rank = -(-total // ranks)
     per_rank_basis = basis if ranks == 1 else ESTIMATED
     if ranks > 1:
         how += f"; per GPU: total / ({tensor_parallel_size} TP × {pipeline_parallel_size} PP)"
-    return Weights(total, per_rank, basis, per_rank_basis, how, stored)
+    return Weights(total, per_rank, basis, per_rank_basis, how, stored, warnings, parameters)
+
+
+# -- the whole checkpoint (kvledger inspect) ----------------------------------------------------
+
+_SAFETENSORS_NAME = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", "float64": "F64"}
+
+
+def checkpoint_weights(
+    config: Mapping[str, Any], *, model_dtype: str, exact: SafetensorsTotals | None = None,
+    hf_quant: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The whole checkpoint's weights, as ``kvledger inspect`` reports them.
+
+    ``parameters``: the architecture's count (``derive/params.py``: decoder, MTP layers and
+    towers). ``stored_bytes``: what its safetensors hold (MTP layers and towers included) —
+    the headers' total when ``exact`` is given, else the estimate at the config's dtype.
+    ``served_bytes``: what vLLM holds over all ranks at ``--dtype auto`` without MTP
+    speculation (``model_weights``). ``by_dtype``: stored bytes per safetensors dtype (the
+    estimate's: per dense dtype and quantization method). ``basis``: exact or estimated.
+    ``warnings``: where the count is not exact. A config the count refuses gives
+    ``basis`` "unavailable" and ``why``, the other fields null.
+    """
+    try:
+        params = count_parameters(config)
+        n_params: int | None = params.total
+        warnings = list(params.warnings)
+    except WeightsError as exc:
+        n_params, warnings = None, [str(exc)]
+    try:
+        served = model_weights(config, model_dtype=model_dtype, exact=exact,
+                               hf_quant=hf_quant, config=config)
+        if exact is not None:
+            stored: int = exact.total_bytes
+            by_dtype: dict[str, int] = dict(exact.by_dtype)
+        else:
+            est = estimate_weights(config, model_dtype, hf_quant, stored=True)
+            stored = est.bytes
+            by_dtype = {_SAFETENSORS_NAME.get(k, k): v for k, v in (est.by_dtype or {}).items()}
+    except WeightsError as exc:
+        return {"parameters": n_params, "stored_bytes": None, "served_bytes": None,
+                "basis": "unavailable", "by_dtype": None, "why": str(exc),
+                "warnings": warnings}
+    return {"parameters": n_params, "stored_bytes": stored, "served_bytes": served.total_bytes,
+            "basis": served.basis, "by_dtype": by_dtype, "warnings": warnings}
