@@ -65,6 +65,10 @@ class AtomEngine(Layout):
         refuse_unserved(str(config.get("model_type") or text.get("model_type") or "?"),
                         tuple(config.get("architectures") or ()))
         kv = "fp8_e4m3" if KV_DTYPES.get(request.kv_cache_dtype) == "fp8" else "bfloat16"
+        if any("DeepseekV4" in str(a) for a in config.get("architectures") or ()):
+            # The facts only describe the layers here (ATOM's V4 row space is priced in
+            # ``v4``); kvledger's fp8 V4 facts are vLLM's packed layout, so derive them in bf16.
+            kv = "bfloat16"
         return super().derive(source, records.replace(request, kv_cache_dtype=kv))
 
     def check(self, request: PlanRequest) -> None:
