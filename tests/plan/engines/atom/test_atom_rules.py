@@ -147,3 +147,48 @@ def test_minimax_m3_sparse_needs_its_block_size() -> None:
     cfg["architectures"] = ["MiniMaxM3SparseForCausalLM"]
     with pytest.raises(AtomConfigError, match="divisible by 128"):
         _plan(cfg, tensor_parallel_size=4)
+
+
+def test_pipeline_stages_reconcile_to_the_fewest_blocks() -> None:
+    # ModelRunner._get_total_num_layers: the stage's layers (models/utils.py get_pp_indices:
+    # 61 over 2 → 30 each, the remainder to the second-last stage → [0, 31), [31, 61)).
+    # Stage 0: 31 × 16 × 576 × 2 = 571,392 B → 64 GiB // 571,392 = 120,266;
+    # stage 1: 30 × … = 552,960 B → 124,275. get_num_blocks: all_reduce MIN → 120,266 both.
+    plan = _plan("deepseek-ai/DeepSeek-V3", pipeline_parallel_size=2)
+    assert [(r.layers_range, r.pools[0].entry_bytes, r.num_blocks) for r in plan.ranks] == [
+        ((0, 31), 571392, 120266), ((31, 61), 552960, 120266)]
+
+
+def test_pipeline_parallel_refusals() -> None:
+    from kvledger.plan.engines.atom.layout import AtomNotReproduced
+    from kvledger.plan.engines.atom.refusal import AtomRefusesToStart
+
+    # get_num_blocks: V4's StateTransfer.copy → "PAGE-backed state checkpoints do not yet
+    # support pipeline parallelism".
+    with pytest.raises(AtomRefusesToStart, match="PAGE-backed state checkpoints"):
+        _plan("deepseek-ai/DeepSeek-V4-Flash", pipeline_parallel_size=2)
+    # GDN under PP: ATOM computes num_draft = stage layers − num_hidden_layers (negative);
+    # kvledger refuses rather than guess.
+    with pytest.raises(AtomNotReproduced, match="pipeline parallelism"):
+        _plan("Qwen/Qwen3-Next-80B-A3B-Thinking", pipeline_parallel_size=2)
+
+
+def test_speculation_atom_does_not_take() -> None:
+    from kvledger.plan.engines.atom.layout import AtomNotReproduced
+    from kvledger.plan.engines.atom.refusal import AtomRefusesToStart
+
+    # arg_utils.py --method choices mtp / eagle3 / dspark; eagle3 needs a draft config.
+    with pytest.raises(AtomNotReproduced, match="eagle3"):
+        _plan("meta-llama/Meta-Llama-3.1-8B", speculative_method="eagle3",
+              num_speculative_tokens=2)
+    # config.py SpeculativeConfig.__post_init__: 1 ≤ num_speculative_tokens ≤ 4 for MTP.
+    with pytest.raises(AtomRefusesToStart, match="between 1 and 4, got 5"):
+        _plan("deepseek-ai/DeepSeek-V3", speculative_method="mtp", num_speculative_tokens=5)
+
+
+def test_max_model_len_is_capped_at_the_config() -> None:
+    # atom/config.py Config.__post_init__: max_model_len = min(given, max_position_embeddings).
+    plan = _plan("meta-llama/Meta-Llama-3.1-8B", max_model_len=1 << 20,
+                 allow_long_max_model_len=True)
+    assert plan.max_model_len == 131072
+    assert any("min(max_model_len" in w for w in plan.warnings)
