@@ -192,3 +192,18 @@ def test_max_model_len_is_capped_at_the_config() -> None:
                  allow_long_max_model_len=True)
     assert plan.max_model_len == 131072
     assert any("min(max_model_len" in w for w in plan.warnings)
+
+
+def test_minimax_m3_sparse_index_cache() -> None:
+    # AiterAttentionMetadataBuilder.sub_pool_specs with sparse_attention_config (MiniMax-M3's
+    # Sparse classes): P = sparse_block_size 128, --block-size 128; 60 layers, 4 KV heads → 1
+    # at TP 4, head_dim 128, bf16; 57 of 60 sparse_attention_freq entries on, sparse_index_dim
+    # 128, index cache at the KV dtype (_resolve_index_cache_dtype: bf16, 2 B):
+    #   kv 2 × 60 × 128 × 1 × 128 × 2 = 3,932,160; scale 2 × 60 × 1 × 128 × 4 = 61,440;
+    #   index 57 × 128 × 128 × 2 = 1,867,776 → 5,861,376 B; 60 GiB // that = 10,991.
+    cfg: dict[str, Any] = json.loads((Path(__file__).resolve().parents[4] / "src" / "kvledger" /
+                                      "derive" / "catalog" / "MiniMaxAI--MiniMax-M3.json")
+                                     .read_text())
+    cfg["architectures"] = ["MiniMaxM3SparseForCausalLM"]
+    plan = _plan(cfg, tensor_parallel_size=4, block_size=128, kv_cache_memory_bytes=60 * GIB)
+    assert _pools(plan) == {"kv": (5861376, 0, 10991)}
