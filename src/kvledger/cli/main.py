@@ -35,7 +35,12 @@ from kvledger.cli.args import (
 from kvledger.cli.errors import UsageError, report
 from kvledger.cli.source_args import add_model as _add_model
 from kvledger.cli.source_args import model_source
-from kvledger.plan.engines.registry import DEFAULT_ENGINE, LAYOUTS, engine_label
+from kvledger.plan.engines.registry import (
+    DEFAULT_ENGINE,
+    DEFAULT_MAX_NUM_SEQS,
+    LAYOUTS,
+    engine_label,
+)
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -373,7 +378,7 @@ def _request(ns: argparse.Namespace, **overrides: Any) -> Any:
         pipeline_parallel_size=ns.pipeline_parallel_size,
         data_parallel_size=ns.data_parallel_size,
         max_num_seqs=ns.max_num_seqs if ns.max_num_seqs is not None else
-        min(256, ns.max_num_batched_tokens),
+        DEFAULT_MAX_NUM_SEQS.get(ns.engine.partition("==")[0], min(256, ns.max_num_batched_tokens)),
         max_num_batched_tokens=ns.max_num_batched_tokens,
         enable_prefix_caching=ns.enable_prefix_caching,
         num_speculative_tokens=ns.num_speculative_tokens,

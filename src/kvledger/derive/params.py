@@ -1184,7 +1184,7 @@ def _text_level(config: Mapping[str, Any], model: str) -> tuple[Config, str, str
             inner_row = resolve(text_type)
         except KeyError:
             return text, text_type, ""
-        if inner_row.refused or inner_row.is_wrapper:
+        if not inner_row.derivable or inner_row.is_wrapper:
             return text, text_type, ""
         out = Config(text.raw, model=model, parent=text.parent, defaults=inner_row.defaults,
                      model_type=text_type)

@@ -25,8 +25,16 @@ LAYOUTS: dict[str, tuple[str, str]] = {
                "runs it, so no deployment shows these numbers"),
     "sglang": ("kvledger.plan.engines.sglang.engine:SglangEngine",
                "{release}'s KV pools, to the token (max_total_num_tokens)"),
+    "atom": ("kvledger.plan.engines.atom.engine:AtomEngine",
+             "AMD ATOM's sub-pool plan (commit ffdf3bb5d), to the block (num_kvcache_blocks)"),
 }
-PRODUCTS: dict[str, str] = {"vllm": "vLLM", "native": "kvledger", "sglang": "SGLang"}
+PRODUCTS: dict[str, str] = {"vllm": "vLLM", "native": "kvledger", "sglang": "SGLang",
+                            "atom": "ATOM"}
+
+# An engine's own max_num_seqs default, where it is not vLLM's min(256, max_num_batched_tokens)
+# (ATOM: atom/config.py Config.max_num_seqs = 512). The CLI reads it when --max-num-seqs is not
+# given.
+DEFAULT_MAX_NUM_SEQS: dict[str, int] = {"atom": 512}
 
 
 def engine_names() -> tuple[str, ...]:
