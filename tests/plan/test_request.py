@@ -124,7 +124,8 @@ def test_absurd_budget_on_the_cli_is_one_line(capsys: pytest.CaptureFixture[str]
 
 def test_cli_builds_exactly_the_library_request() -> None:
     # The CLI's defaults are the library's: the same object comes out of no flags at all.
-    from kvledger.cli.main import _request, command_parser
+    from kvledger.cli.main import command_parser
+    from kvledger.cli.plan_options import build_request as _request
 
     ns = command_parser("plan").parse_args([LLAMA, "--kv-cache-memory-bytes", "1024"])
     assert _request(ns) == PlanRequest(kv_cache_memory_bytes=1024)

@@ -39,6 +39,7 @@ from types import MappingProxyType
 
 from kvledger.declare.counts import require_int, require_text
 from kvledger.declare.poolkind import Pool as Pool  # defined apart (start-up time); re-exported
+from kvledger.errors import KvledgerError
 
 PAGED_CLASS = "kv"
 ENGINE_SOURCE = "engine"
@@ -143,7 +144,7 @@ def merge_specs(specs: Iterable[SubPoolSpec]) -> dict[str, SubPoolSpec]:
     return merged
 
 
-class InsufficientPoolBudget(RuntimeError):
+class InsufficientPoolBudget(KvledgerError, RuntimeError):
     """The STATE/FIXED floor alone leaves nothing to page with.
 
     Carries the numbers; the caller has the context (GPU, utilization) to suggest a fix — see

@@ -2,14 +2,16 @@
 
 One frozen value shared by every layout, the CLI and the answers, so that an option means the
 same thing — with the same default — everywhere: ``kvledger plan`` builds exactly this object
-from its flags (``cli.main._request``), field for field. Validation happens here, once: wrong
-types are ``TypeError``, out of range values ``ValueError``, each naming the option.
+from its flags (``cli.plan_options.build_request``), field for field. Validation happens here,
+once: wrong types are ``TypeError``, out of range values ``ValueError``, each naming the
+option.
 
 Defaults are the engine's: ``engine="vllm"`` (the number a deployment shows; ``"native"`` is
 kvledger's byte-exact layout, for engine builders), ``block_size="auto"`` (the engine picks:
 vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), vLLM's
-``max_num_seqs`` 256 and ``max_num_batched_tokens`` 8192, and ``gpu_memory_utilization=None``
-meaning the engine's own default (vLLM 0.32: 0.92).
+``max_num_batched_tokens`` 8192 and, for ``max_num_seqs`` not given, vLLM's
+``min(256, max_num_batched_tokens)`` (stored resolved: ``replace`` keeps the number), and
+``gpu_memory_utilization=None`` meaning the engine's own default (vLLM 0.32: 0.92).
 
 The budget is either ``kv_cache_memory_bytes`` (the KV pool per GPU, given) or ``gpu`` (a
 preset name) × utilization − weights − reserves; the three reserves are given here in bytes,
@@ -34,7 +36,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from kvledger.plan.engines.registry import DEFAULT_ENGINE, engine_names
-from kvledger.records import record
+from kvledger.records import field, record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -56,6 +58,15 @@ MTP_METHODS = (
 DRAFT_MODEL_METHODS = ("eagle", "eagle3", "draft_model", "medusa", "mlp_speculator")
 KV_FREE_METHODS = ("ngram", "suffix")
 SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS)
+# vLLM's default max_num_seqs when none is given (SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and the
+# default of get_batch_defaults below 70 GiB of GPU memory), then capped by the token budget:
+# EngineArgs._set_default_max_num_seqs_and_batched_tokens_args (vllm/engine/arg_utils.py) sets
+# max_num_seqs = min(default, max_num_batched_tokens) only when max_num_seqs was not given. A
+# max_num_seqs *given* above max_num_batched_tokens is refused at start-up
+# (SchedulerConfig.verify_max_model_len; plan/engines/vllm/startup.py check_scheduler).
+DEFAULT_MAX_NUM_SEQS = 256
+# The KV element types a request may name (vLLM's --kv-cache-dtype choices that kvledger
+# plans): the one list, which the CLI offers as its choices.
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
@@ -107,7 +118,9 @@ class PlanRequest:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
-    max_num_seqs: int = 256
+    # Not given (None): vLLM's default, min(256, max_num_batched_tokens) — resolved here, so
+    # the stored value is always the int the engine runs with (module docstring).
+    max_num_seqs: int = field(default=None)
     max_num_batched_tokens: int = 8192
     enable_prefix_caching: bool | None = None  # None: the engine's default for the model
     num_speculative_tokens: int = 0
@@ -154,8 +167,11 @@ class PlanRequest:
         _count("tensor_parallel_size", self.tensor_parallel_size, minimum=1)
         _count("pipeline_parallel_size", self.pipeline_parallel_size, minimum=1)
         _count("data_parallel_size", self.data_parallel_size, minimum=1)
-        _count("max_num_seqs", self.max_num_seqs, minimum=1)
         _count("max_num_batched_tokens", self.max_num_batched_tokens, minimum=1)
+        if self.max_num_seqs is None:
+            object.__setattr__(self, "max_num_seqs",
+                               min(DEFAULT_MAX_NUM_SEQS, self.max_num_batched_tokens))
+        _count("max_num_seqs", self.max_num_seqs, minimum=1)
         _count("num_speculative_tokens", self.num_speculative_tokens, minimum=0)
         if self.speculative_method is not None and (
             self.speculative_method not in SPECULATIVE_METHODS

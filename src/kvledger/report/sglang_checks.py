@@ -15,7 +15,7 @@ import importlib
 from typing import Any
 
 from kvledger import records
-from kvledger.report.explain import Check, Context, gib
+from kvledger.report.findings import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
 from kvledger.report.memory_checks import unlogged_weights, weights_check
 

@@ -102,7 +102,7 @@ class SafetensorsTotals:
 
 
 def malformed(where: str, why: str, what: str = "safetensors header") -> Exception:
-    from kvledger.source.errors import SafetensorsError
+    from kvledger.errors import SafetensorsError
 
     return SafetensorsError(
         f"{where}: malformed {what} ({why})",

@@ -62,7 +62,7 @@ def _attach_hint(exc: InsufficientPoolBudget, budget: Budget, request: PlanReque
             f"{exc.available_bytes:,} B given; reduce max_num_seqs to at most {fit}, or give "
             f"kv_cache_memory_bytes > {exc.reserved_bytes:,}"
         )
-    exc.hint = hint  # type: ignore[attr-defined]
+    exc.hint = hint
 
 
 def _one_request_bytes(layers: Sequence[LayerCache], request: PlanRequest,
@@ -100,7 +100,7 @@ def _attach_local_hint(
     if not local_bytes or local_bytes + needed <= budget_bytes:
         return False
     budget = inp.budget
-    exc.hint = model_local_fix_hint(  # type: ignore[attr-defined]
+    exc.hint = model_local_fix_hint(
         [(s.name, str(s.rows), s.row_count(seqs), s.bytes_per_row) for s in paid],
         local_bytes=local_bytes, budget_bytes=budget_bytes, needed_bytes=needed,
         max_num_seqs=seqs, total_bytes=budget.total_bytes,

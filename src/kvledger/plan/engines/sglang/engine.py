@@ -26,8 +26,8 @@ from kvledger.plan.result import PoolRow, RankResult, facts_summary
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
-    from kvledger.plan.engines.sglang.layout import SglangPlan
     from kvledger.plan.engines.sglang.options import SglangOptions
+    from kvledger.plan.engines.sglang.result import SglangPlan
 
 MIB = 1 << 20
 HOPPER_80GB_MIB = 81559  # the chunked-prefill default with no GPU named (H100-80GB)
