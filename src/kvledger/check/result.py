@@ -10,10 +10,10 @@ when the declaration describes what the cache means to hold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 from kvledger.declare.model_local import ModelLocalKVSpec
+from kvledger.records import record
 
 
 class Verdict(StrEnum):
@@ -31,7 +31,7 @@ class Basis(StrEnum):
     PINNED = "pinned"  # storage the allocator cannot reclaim (views pin their base)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeclarationAudit:
     """One declaration's measured vs declared bytes.
 
@@ -55,7 +55,7 @@ class DeclarationAudit:
         return f"{self.owner_path or '<root>'}:{self.spec.name}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UndeclaredCache:
     path: str
     kind: str
@@ -65,7 +65,7 @@ class UndeclaredCache:
     verdict: Verdict = Verdict.UNDECLARED
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AuditResult:
     max_num_seqs: int
     tolerance: float

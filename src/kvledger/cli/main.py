@@ -1,17 +1,18 @@
 """``kvledger`` command line: parse flags, call the library, print a table or JSON.
 
-A thin shell by design (see ARCHITECTURE.md, "cli/"): every number comes from the library,
+A thin shell by design (docs/ARCHITECTURE.md): every number comes from the library,
 and the machine interface (``kvledger plan MODEL ... --json``) is kept stable because external
 checks call it.
 
-Start-up cost matters: the target for ``kvledger plan <catalog model> --json`` is at most 3× a
-bare ``python -c pass`` (``bench/startup.py`` measures it). So only ``json``, ``math`` and
-``sys`` are imported here; the library is imported inside the command that needs it; a plain
-command line is read by ``cli.quick`` from the same definitions without importing argparse,
-and only when it declines is the called command's argparse parser built (``cli.parser``); and
-``rich`` (via ``cli.render``) is imported only when a table is printed for a person. Tempting
-alternative rejected: a click/typer app — both import far more at start-up than argparse, for
-no gain in a CLI this size.
+Start-up cost matters (``bench/startup.py`` measures ``kvledger plan <catalog model> --json``
+against a bare ``python -c pass``). So only ``json``, ``math`` and ``sys`` are imported here;
+the library is imported inside the command that needs it; only the called command's argparse
+parser is built (``command_parser``), argparse being the one reader of a command line; and
+``rich`` (via ``cli.render``) is imported only when a table is printed for a person. Rejected:
+a second, argparse-free reader of plain command lines (it saved about 3.5 ms of a 38 ms run,
+at the price of a second parser that had to agree with argparse on every line), and a
+click/typer app — both import far more at start-up than argparse, for no gain in a CLI this
+size.
 
 Errors never escape as tracebacks: everything is turned into one line on stderr and exit 2 by
 ``cli.errors``.
@@ -41,13 +42,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-    from kvledger.cli.quick import Flags
 
 
 # -- parser ---------------------------------------------------------------------------------
 
 
-def _fill_plan(plan: Flags) -> None:
+def _fill_plan(plan: argparse.ArgumentParser) -> None:
     _add_model(plan)
     add_engine_options(plan)
     add_model_local_options(plan)
@@ -57,7 +57,7 @@ def _fill_plan(plan: Flags) -> None:
     plan.set_defaults(handler=_cmd_plan)
 
 
-def _fill_fit(fit: Flags) -> None:
+def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
     fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N")
@@ -69,7 +69,7 @@ def _fill_fit(fit: Flags) -> None:
     fit.set_defaults(handler=_cmd_fit, command_name="fit")
 
 
-def _fill_inspect(inspect: Flags) -> None:
+def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
     _add_model(inspect)
     inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
     inspect.add_argument("--json", action="store_true", help="one JSON object for machines")
@@ -89,7 +89,7 @@ def _explain(ns: argparse.Namespace) -> int:
     return run(ns, _emit_json)
 
 
-def _fill_models(models: Flags) -> None:
+def _fill_models(models: argparse.ArgumentParser) -> None:
     models.add_argument("--json", action="store_true",
                         help="one JSON object for machines (catalog ids and model types)")
     models.set_defaults(handler=_cmd_models)
@@ -115,11 +115,6 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
-# The commands whose plain command lines cli.quick reads without argparse (their fillers use
-# only what it models). explain and report import their own modules to build a parser anyway.
-QUICK: dict[str, Callable[[Flags], None]] = {
-    "plan": _fill_plan, "fit": _fill_fit, "inspect": _fill_inspect, "models": _fill_models,
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,17 +150,6 @@ def command_parser(name: str) -> argparse.ArgumentParser:
     assert fill is not None
     fill(parser)
     return parser
-
-
-def quick_parse(name: str, args: list[str]) -> Any:
-    """The namespace of a plain command line, read by ``cli.quick`` without building argparse
-    (about a tenth of a catalog plan's start-up), or None: then ``command_parser`` reads it."""
-    fill = QUICK.get(_ALIASES.get(name, name))
-    if fill is None:
-        return None
-    from kvledger.cli.quick import read
-
-    return read(fill, args)
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -285,10 +269,8 @@ def _cmd_models(ns: argparse.Namespace) -> int:
 
 def _cmd_audit(argv: list[str]) -> int:
     """Hand ``kvledger audit ...`` to the check helper's CLI, imported only when asked for."""
-    import importlib
-
     try:
-        audit = importlib.import_module("kvledger.cli.audit")
+        from kvledger.cli import audit
     except ModuleNotFoundError as exc:
         if exc.name not in ("kvledger.cli.audit", "torch"):
             raise
@@ -315,9 +297,7 @@ def _run(argv: list[str]) -> int:
         planned: int = ns.handler(ns)
         return planned
     if argv and (argv[0] in COMMANDS or argv[0] in _ALIASES):
-        ns = quick_parse(argv[0], argv[1:])
-        if ns is None:
-            ns = command_parser(argv[0]).parse_args(argv[1:])
+        ns = command_parser(argv[0]).parse_args(argv[1:])
         result: int = ns.handler(ns)
         return result
     parser = build_parser()

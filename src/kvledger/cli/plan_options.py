@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from kvledger.cli.quick import Flags
 
 ENGINES = tuple(LAYOUTS)  # the engine registry (kvledger.plan.engines.registry) is the one list
 # A flag not given takes the library's default: the request's own, read from its fields.
@@ -42,7 +41,7 @@ FIT_SETS = {
 }
 
 
-def add_engine_options(p: Flags, *, for_fit: bool = False) -> None:
+def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
     """vLLM's option names and defaults, shared by ``plan`` and ``fit``.
 
     ``fit`` searches GPU layouts, so it takes neither a direct byte budget nor a GPU total:
@@ -118,7 +117,7 @@ def add_engine_options(p: Flags, *, for_fit: bool = False) -> None:
                               "(overrides the preset)")
 
 
-def _add_sglang_options(p: Flags) -> None:
+def _add_sglang_options(p: argparse.ArgumentParser) -> None:
     """SGLang's own server arguments (``--engine sglang`` only), under SGLang's names."""
     g = p.add_argument_group("SGLang options (--engine sglang; SGLang's names and defaults)")
     g.add_argument("--mem-fraction-static", type=fraction, default=None, metavar="F",
@@ -159,7 +158,7 @@ def _sglang_options(ns: argparse.Namespace) -> Any:
     return SglangOptions(**given)
 
 
-def add_model_local_options(p: Flags) -> None:
+def add_model_local_options(p: argparse.ArgumentParser) -> None:
     """Seed A's declarations (read by ``cli.model_local`` only when one is given)."""
     group = p.add_argument_group(
         "model-local KV caches (seed A: caches a model keeps itself, planned inside the "

@@ -15,9 +15,9 @@ budget itself is checked separately (``available_kv_bytes``), against kvledger's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kvledger.records import field, record
 from kvledger.report.findings import Check, Context, Suggestion
 from kvledger.report.logparse import Gib, ParsedLog, parse_log
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from kvledger.plan.request import PlanRequest
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Explanation:
     """What ``kvledger explain --json`` prints."""
 

@@ -7,10 +7,10 @@ context and gathers what they return.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger import records
+from kvledger.records import field, record
 from kvledger.report.logparse import GIB, ParsedLog
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kvledger.source.model_source import ModelSource
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Check:
     """One logged number against its re-derivation. ``derived``/``match`` are None when it
     cannot be derived (``why`` says what is missing); ``range`` is the derived interval when
@@ -44,7 +44,7 @@ class Check:
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Suggestion:
     change: str
     effect: str
@@ -56,7 +56,7 @@ class Suggestion:
 # -- context: the log, its request, the model ------------------------------------------------
 
 
-@dataclass
+@record()
 class Context:
     """The parsed log plus what the checks share: the request, the model's facts, the GPU."""
 

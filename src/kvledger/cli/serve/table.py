@@ -9,16 +9,17 @@ can change memory is decided elsewhere (``vllm_flags.py``, ``sglang_flags.py``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from kvledger.records import field, record
 
 _HERE = Path(__file__).resolve().parent
 TABLES = {"vllm": "vllm-0.32.0.json", "sglang": "sglang-0.5.23.json"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Flag:
     """One argparse action of the engine's parser."""
 
@@ -43,7 +44,7 @@ class Flag:
         return max(longs, key=len) if longs else (self.options[0] if self.options else self.dest)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FlagTable:
     engine: str
     version: str

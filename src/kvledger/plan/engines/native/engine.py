@@ -13,7 +13,6 @@ model_local_stages``, default the first).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -153,7 +152,7 @@ def _plan_stages(
     if pp > 1 and slots and len(set(slots)) > 1:
         fewest_slots = min(slots)
         again = plan_all(records.replace(request, max_num_seqs=fewest_slots), False)
-        plans = [dataclasses.replace(p, requested_max_num_seqs=request.max_num_seqs)
+        plans = [records.replace(p, requested_max_num_seqs=request.max_num_seqs)
                  for p in again]
     paged = [p.num_blocks for p in plans if p.has_pages]
     if paged and pp > 1:

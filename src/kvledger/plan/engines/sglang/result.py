@@ -5,15 +5,15 @@ sizing (``dsv4_plan.py``), which both build them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.plan.engines.sglang.pools import StatePool
 from kvledger.plan.engines.sglang.settings import Resolved
 from kvledger.plan.engines.sglang.states import StateBytes
+from kvledger.records import field, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StagePlan:
     """One pipeline stage (one GPU of it) before and after the MIN over stages."""
 
@@ -28,7 +28,7 @@ class StagePlan:
     available_bytes: int  # this stage's budget (before its state pool)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SglangPlan:
     """What ``plan_sglang`` returns: SGLang's numbers for one GPU, and how it got them."""
 
