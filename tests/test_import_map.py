@@ -22,8 +22,13 @@ PACKAGE = "kvledger"
 # by its sorted members.
 KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 
+# plan's engine-neutral core: below every engine (it may name the engines' leaf registry).
+PLAN_CORE = ("request", "budget", "gpus", "weights", "parallel", "speculative", "model_local",
+             "answers", "result", "fit_result")
 # (importer prefix, imported prefix, why that arrow would run back up).
 FORBIDDEN = (
+    *((f"kvledger.plan.{core}", f"kvledger.plan.engines.{engine}", "the core knows no engine")
+      for core in PLAN_CORE for engine in ("base", "vllm", "sglang", "native")),
     ("kvledger.derive", "kvledger.plan", "derive knows no engine"),
     ("kvledger.derive", "kvledger.cli", "derive knows no command line"),
     ("kvledger.derive", "kvledger.report", "derive knows no report"),

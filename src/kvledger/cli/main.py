@@ -175,15 +175,6 @@ def _emit_json(data: Any) -> None:
     sys.stdout.write(text + "\n")
 
 
-def _as_dict(payload: Any) -> dict[str, Any]:
-    """``to_json()`` may hand back a dict or a JSON string; the CLI wants the dict."""
-    if isinstance(payload, str):
-        payload = json.loads(payload)
-    if not isinstance(payload, dict):
-        raise TypeError(f"planner returned {type(payload).__name__}, expected a JSON object")
-    return payload
-
-
 def _cmd_plan(ns: argparse.Namespace) -> int:
     if ns.kv_cache_memory_bytes is None and ns.gpu is None:
         raise UsageError(
@@ -194,7 +185,7 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
     from kvledger.plan.api import plan_model
 
     result = plan_model(model_source(ns), request)
-    data = _as_dict(result.to_json())
+    data = result.to_json()
     serve_line = getattr(ns, "serve_line", None)
     if ns.json:
         if serve_line is not None:
@@ -227,7 +218,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
                        pipeline_parallel_size=max(pp_sizes) if ns.model_local_kv_stage else 1)
     result = fit_model(model_source(ns), request, context=ns.context,
                        tp_sizes=(tp,) if tp is not None else TP_SIZES, pp_sizes=pp_sizes)
-    data = _as_dict(result.to_json())
+    data = result.to_json()
     if ns.json:
         _emit_json(data)
     else:

@@ -55,8 +55,8 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
         p.add_argument("--gpu", default=None, metavar="NAME",
                        help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
-                   help="fraction of GPU memory the engine may use (default: the engine's, "
-                   "vLLM 0.32: 0.92)")
+                   help="fraction of GPU memory the engine may use (default: the engine "
+                   "release's own, e.g. vLLM's 0.92)")
     # Not given = vLLM's own default: 16, unless the attention backend needs another size
     # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
     p.add_argument("--block-size", "--page-size", type=block_size, default=None,

@@ -42,8 +42,6 @@ TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from kvledger.plan.engines.sglang.options import SglangOptions
-
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
 MAX_BYTES = 1 << 60
 AUTO = "auto"
@@ -138,9 +136,11 @@ class PlanRequest:
     model_local_kv: tuple[Any, ...] = ()
     model_local_already_charged: tuple[str, ...] = ()
     model_local_stages: tuple[tuple[str, int], ...] = ()
-    # -- SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...);
-    # None: SGLang's defaults. Page size, context length etc. are the shared fields above.
-    sglang: SglangOptions | None = None
+    # -- SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...): a
+    # ``SglangOptions`` (kvledger.plan.engines.sglang.options), which the SGLang engine checks
+    # when it plans: the request, below every engine, names none of them. None: SGLang's
+    # defaults. Page size, context length etc. are the shared fields above.
+    sglang: Any = None
 
     def __post_init__(self) -> None:
         names = engine_names()
@@ -192,11 +192,6 @@ class PlanRequest:
         if self.concurrency is not None:
             _count("concurrency", self.concurrency, minimum=1)
         self._check_model_local()
-        if self.sglang is not None:
-            from kvledger.plan.engines.sglang.options import SglangOptions
-
-            if not isinstance(self.sglang, SglangOptions):
-                raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")
 
     def _check_model_local(self) -> None:
         """Declarations, charged names and stages: tuples of checked values."""

@@ -36,7 +36,10 @@ HOPPER_80GB_MIB = 81559  # the chunked-prefill default with no GPU named (H100-8
 def _options(inp: GpuBudgetInput | LayoutInput) -> SglangOptions:
     from kvledger.plan.engines.sglang.options import SglangOptions
 
-    return inp.request.sglang or SglangOptions()
+    given = inp.request.sglang
+    if given is not None and not isinstance(given, SglangOptions):
+        raise TypeError(f"sglang must be SglangOptions, got {given!r}")
+    return given or SglangOptions()
 
 
 def _plan(inp: LayoutInput) -> SglangPlan:
