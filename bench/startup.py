@@ -16,15 +16,14 @@ commands so that a noisy neighbour hits both alike.
 self-times (the fastest of 3 runs per module), kvledger modules by name, the rest summed as
 "stdlib / third party".
 
-``--floor`` adds three reference rows, timed in the same alternation: the CLI shell alone (the
+``--floor`` adds two reference rows, timed in the same alternation: the CLI shell alone (the
 console script's ``re``, ``kvledger.cli.main`` with ``json``, and the plan command line read by
-``cli.quick``; the library's planning code not yet imported); that shell with the plan
-command's argparse parser built and used instead (argparse imports ``gettext``, and ``locale``
-on its first message lookup); and the shell plus ``import dataclasses`` (which imports
-``inspect``, ``ast``, ``dis``, ``tokenize``). The first is what any library code has left to
-spend; the second is why a plain command line is read by ``cli.quick``; the third is why the
-classes on the plan path are ``kvledger.records`` records, not dataclasses: on Python 3.11
-that import alone is about 1× a bare interpreter on the 2-core box the target was set on.
+its argparse parser, which imports ``gettext``, and ``locale`` on its first message lookup; the
+library's planning code not yet imported); and that shell plus ``import dataclasses`` (which
+imports ``inspect``, ``ast``, ``dis``, ``tokenize``). The first is what any library code has
+left to spend; the second is why the value classes are ``kvledger.records`` records, not
+dataclasses: on Python 3.11 that import alone is about 1× a bare interpreter on the 2-core box
+the target was set on.
 
 Usage: python bench/startup.py [--runs N] [--breakdown] [--floor]
 """
@@ -110,23 +109,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--breakdown", action="store_true", help="import time per module")
     parser.add_argument("--floor", action="store_true",
-                        help="also time the CLI shell alone, with argparse, and with "
-                        "dataclasses")
+                        help="also time the CLI shell alone, and with dataclasses")
     args = parser.parse_args()
 
     bare = [sys.executable, "-c", "pass"]
     plan = [*_kvledger_command(), *PLAN_ARGS]
-    shell = f"import re; import kvledger.cli.main as m; m.quick_parse('plan', {PLAN_ARGS[1:]!r})"
-    with_argparse = (f"import re; import kvledger.cli.main as m; "
-                     f"m.command_parser('plan').parse_args({PLAN_ARGS[1:]!r})")
+    shell = (f"import re; import kvledger.cli.main as m; "
+             f"m.command_parser('plan').parse_args({PLAN_ARGS[1:]!r})")
     commands = {"bare": bare, "plan": plan}
     names = {"bare": "python -c pass", "plan": "kvledger plan … --json"}
     if args.floor:
         commands["shell"] = [sys.executable, "-c", shell]
-        commands["shell+ap"] = [sys.executable, "-c", with_argparse]
         commands["shell+dc"] = [sys.executable, "-c", shell + "; import dataclasses"]
         names["shell"] = "floor: CLI shell"
-        names["shell+ap"] = "floor: shell, argparse"
         names["shell+dc"] = "floor: shell + dataclasses"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kvledger-bench-pyc-")

@@ -100,23 +100,3 @@ def _names_shared(exc: BaseException) -> bool:
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return Path(str(exc.filename)).resolve().is_relative_to(SHARED)
     return any(f"shared/{part}/" in str(exc) for part in ("configs", "oracles"))
-
-
-@pytest.fixture(autouse=True)
-def _quick_reads_as_argparse(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every command line a test hands to ``kvledger.cli.main`` in-process: where
-    ``cli.quick`` reads it without argparse, argparse must read it the same (cli/quick.py)."""
-    from kvledger.cli import main as cli
-    from quick_reading import argparse_reading, same_reading
-
-    real = cli.quick_parse
-
-    def checked(name: str, args: list[str]) -> object:
-        quick = real(name, args)
-        if quick is not None:
-            expected = argparse_reading(name, args)
-            assert same_reading(vars(quick), expected), (
-                f"cli.quick read {args!r} as {vars(quick)}, argparse as {expected}")
-        return quick
-
-    monkeypatch.setattr(cli, "quick_parse", checked)

@@ -120,3 +120,20 @@ def test_repr_pickle_and_copy() -> None:
     assert repr(child) == ("Child(index=1, dtype='float16', notes=[], heads=8)")
     assert pickle.loads(pickle.dumps(child)) == child
     assert copy.deepcopy(child) == child
+
+
+def test_one_value_type_mechanism() -> None:
+    # Every value class is a record: no module of the package imports dataclasses.
+    import ast
+    from pathlib import Path
+
+    import kvledger
+
+    found = []
+    for path in sorted(Path(kvledger.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if "dataclasses" in names:
+                found.append(path.name)
+    assert not found, found

@@ -10,7 +10,7 @@ import sys
 def test_check_package_and_plugin_import_without_torch() -> None:
     code = (
         "import sys, kvledger, kvledger.check, kvledger.check.pytest_plugin,"
-        " kvledger.check.audit, kvledger.check.result, kvledger.check.report,"
+        " kvledger.check.audit, kvledger.check.result,"
         " kvledger.check.arena, kvledger.check.distributed, kvledger.cli.audit;"
         "print(','.join(m for m in ('torch', 'transformers') if m in sys.modules))"
     )

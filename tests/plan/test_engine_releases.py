@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kvledger.cli.main import main
+from kvledger.plan.api import plan_model
 from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES
 from kvledger.plan.request import PlanRequest
 
@@ -20,24 +21,26 @@ LLAMA = "meta-llama/Meta-Llama-3.1-8B"  # a catalog id: runs offline
 BUDGET = ["--kv-cache-memory-bytes", "10737418240", "--max-model-len", "32768", "--json"]
 
 
-def test_a_pin_names_a_release_in_full() -> None:
-    assert PlanRequest(engine="vllm==0.32").engine_release == "0.32.0"
+def test_a_pin_names_a_release() -> None:
+    assert PlanRequest(engine="vllm==0.32").engine_release == "0.32"
     assert PlanRequest(engine="vllm==0.32.0").engine == "vllm"
-    assert PlanRequest(engine="vllm", engine_release="0.32").engine_release == "0.32.0"
+    assert PlanRequest(engine="vllm", engine_release="0.32").engine_release == "0.32"
     # Unnamed: None, the engine's newest at planning time (so a copy with another engine
     # carries no stale release).
     assert PlanRequest().engine_release is None
+    with pytest.raises(ValueError, match="disagree"):
+        PlanRequest(engine="vllm==0.32", engine_release="0.33")
 
 
 @pytest.mark.parametrize("spec", ["vllm==0.99", "vllm==0.32.7", "sglang==0.32"])
 def test_an_unknown_release_lists_the_known_ones(spec: str) -> None:
     with pytest.raises(ValueError, match=r"is not a release kvledger knows \(known: \w+=="):
-        PlanRequest(engine=spec)
+        plan_model(LLAMA, PlanRequest(engine=spec, kv_cache_memory_bytes=1 << 30))
 
 
 def test_native_has_no_releases() -> None:
     with pytest.raises(ValueError, match="has no releases"):
-        PlanRequest(engine="native==1.0")
+        plan_model(LLAMA, PlanRequest(engine="native==1.0", kv_cache_memory_bytes=1 << 30))
 
 
 def test_unknown_release_on_the_cli_is_one_line_and_exit_2(

@@ -124,7 +124,8 @@ def test_absurd_budget_on_the_cli_is_one_line(capsys: pytest.CaptureFixture[str]
 
 def test_cli_builds_exactly_the_library_request() -> None:
     # The CLI's defaults are the library's: the same object comes out of no flags at all.
-    from kvledger.cli.main import _request, command_parser
+    from kvledger.cli.main import command_parser
+    from kvledger.cli.plan_options import build_request as _request
 
     ns = command_parser("plan").parse_args([LLAMA, "--kv-cache-memory-bytes", "1024"])
     assert _request(ns) == PlanRequest(kv_cache_memory_bytes=1024)
@@ -160,3 +161,11 @@ def test_cli_json_budget_has_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", LLAMA, "--gpu", "H100-80GB", "--max-model-len", "8192", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {ln["key"] for ln in data["budget"]} >= {"gpu_total", "weights", "kv_budget"}
+
+
+def test_sglang_options_are_checked_by_the_sglang_engine() -> None:
+    # The request, below every engine, names no engine's option class; SGLang's engine checks
+    # its options' type when it plans, with the message the request used to give.
+    request = PlanRequest(engine="sglang", kv_cache_memory_bytes=2**30, sglang={"x": 1})
+    with pytest.raises(TypeError, match="sglang must be SglangOptions, got"):
+        plan_model(LLAMA, request)

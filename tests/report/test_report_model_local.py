@@ -8,7 +8,6 @@ The talker is the seed's Ming talker: 2 (K, V) × 24 layers × 2 heads × 64 × 
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 import re
@@ -60,7 +59,7 @@ def test_curves_and_grid_equal_plan_model_with_the_declarations(engine: str) -> 
 def test_declarations_that_leave_no_memory_are_a_grid_cell_reason() -> None:
     # 3,000 rows × 25,165,824 B = 75,497,472,000 B: more than an H100's whole KV budget
     # (~60 GB), less than an H200's (143,771 MiB × 0.92 − ~16 GB of weights ≈ 122 GB).
-    big = dataclasses.replace(TALKER, rows_fixed=3000)
+    big = records.replace(TALKER, rows_fixed=3000)
     request = records.replace(REQUEST, gpu="H200", model_local_kv=(big,))
     data = build_report_data(LLAMA, request, gpus=["H100-80GB"], tp_sizes=(1,))
     (cell,) = data.grid

@@ -12,7 +12,7 @@ import pytest
 
 from kvledger.cli.main import main
 from kvledger.derive import ConfigError
-from kvledger.source.resolve import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, read_json
+from kvledger.source.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, read_json
 
 CASES = {
     "deep.json": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),

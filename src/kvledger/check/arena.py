@@ -20,14 +20,14 @@ The pool of a class is read from ``plan.pools``; for a plan built by hand withou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.check._torch import torch_module
 from kvledger.declare.pools import Pool, PoolPlan
+from kvledger.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Slot:
     """Where one class lives: ``pool`` buffer bytes ``[start, stop)``."""
 
@@ -36,7 +36,7 @@ class Slot:
     stop: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Arena:
     buffers: Mapping[Pool, Any]  # pool → 1-D uint8 tensor
     views: Mapping[str, Any]  # class name → (entries, entry_bytes) uint8 view into its pool

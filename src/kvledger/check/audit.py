@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.check.measure import Bytes, Holding, find_holdings, tally
@@ -61,6 +60,7 @@ from kvledger.check.result import (
 from kvledger.declare.collect import collect_model_local_kv_specs, unwrap_model
 from kvledger.declare.counts import require_int
 from kvledger.declare.model_local import ModelLocalKVSpec
+from kvledger.records import field, record
 
 DEFAULT_TOLERANCE = 0.10
 # Forward hooks go on modules at most this deep below the root or below a declaring owner
@@ -69,7 +69,7 @@ DEFAULT_TOLERANCE = 0.10
 SAMPLE_DEPTH = 2
 
 
-@dataclass
+@record()
 class _Owner:
     path: str
     obj: Any

@@ -32,10 +32,10 @@ Parameters are weights, never cache, and are never counted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.check._torch import torch_module
+from kvledger.records import record
 
 # How deep to follow plain (non-cache, non-module) objects from an owner: enough for
 # ``owner.state.caches[0]``, shallow enough that a stray reference to a tokenizer or a
@@ -48,7 +48,7 @@ _CACHE_BASES = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorRecord:
     """One tensor found inside a holding."""
 
@@ -66,7 +66,7 @@ class TensorRecord:
         return len(self.shape) == 0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Holding:
     """One cache object (or one owner-kept tensor) found at ``path`` below where the walk
     started. ``kind`` is the class name (``"DynamicCache"``) or ``"tensor"``/``"buffer"``.
@@ -84,7 +84,7 @@ class Holding:
         return tally(self.tensors)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Bytes:
     logical: int
     pinned: int

@@ -1,8 +1,7 @@
 """The CLI's value types: each names what it expected (argparse adds the flag's name).
 
-They raise ``argparse.ArgumentTypeError``, imported only when a value is refused: a normal
-command line is read without argparse (``cli.quick``), and a refused value is handed to the
-argparse parser (``cli.parser``), which words the error.
+They raise ``argparse.ArgumentTypeError``, which the parser (``cli.parser``) turns into one
+line naming the flag.
 """
 
 from __future__ import annotations

@@ -3,22 +3,30 @@
 Why one line and not a traceback: the CLI is called by scripts and by people; a script needs a
 stable exit code and something it can log, a person needs to know what to change. A traceback
 gives neither and hides the one number that matters. The library raises errors that carry
-their numbers (see ``kvledger.derive.errors``, ``PlanRequest``'s validation,
-``InsufficientPoolBudget``); this module only chooses the words.
+their numbers, each in the one tree ``kvledger.errors`` (``KvledgerError`` and its families);
+this module chooses the words by the error's type, never by its text.
 
 Why even unexpected exceptions exit 2 rather than 1: the CLI cannot tell an unanticipated
 ``KeyError`` deep inside a family (a config missing a field nobody guarded) from a bug, and the
 machine interface promises "bad input → exit 2, never a traceback". The message says it was
 unexpected so a person knows to report it.
 
-Nothing here imports the library at module level: the start-up path stays light, and the
-classes are looked up only when an error is being reported.
+Only the error tree is imported at module level (a leaf of a few classes); the pool
+budget's error is imported when an error is being reported.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+
+from kvledger.errors import (
+    DeriveError,
+    EngineStartupRefusal,
+    KvledgerError,
+    SourceError,
+    UnsupportedArchitecture,
+)
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -62,16 +70,6 @@ def _flagify(message: str) -> str:
     return re.sub(_OPTION_PATTERN, lambda m: _OPTION_FLAGS[m.group(1)], message)
 
 
-def _is_instance(exc: BaseException, module: str, name: str) -> bool:
-    """``isinstance`` against a class that may not exist yet (library written in parallel).
-
-    Compared by walking the MRO by module and name, so nothing is imported to report an error.
-    """
-    return any(
-        cls.__module__ == module and cls.__name__ == name for cls in type(exc).__mro__
-    )
-
-
 def _budget_hint(exc: BaseException) -> str:
     """The three-way hint for ``InsufficientPoolBudget`` when the library offers one."""
     for attr in ("hint", "fix_hint"):
@@ -91,28 +89,27 @@ def _budget_hint(exc: BaseException) -> str:
 
 def describe(exc: BaseException) -> tuple[str, str]:
     """(message, hint) for ``exc``. The message is one line; the hint may be empty."""
+    from kvledger.declare.pools import InsufficientPoolBudget
+
     if isinstance(exc, UsageError):
         return one_line(str(exc)), exc.hint
     text = one_line(str(exc)) or type(exc).__name__
-    if _is_instance(exc, "kvledger.derive.errors", "UnsupportedArchitecture"):
-        if not text.startswith("unsupported:"):
-            text = f"unsupported: {text}"
+    if isinstance(exc, UnsupportedArchitecture):
         # The library's message already names the model type / key and why; nothing to add.
         return text, ""
-    if _is_instance(exc, "kvledger.source.errors", "SourceError"):
+    if isinstance(exc, SourceError):
         # Where MODEL was looked for and the way out (a token, --revision, --offline, a path).
-        return f"error: {text}", one_line(getattr(exc, "hint", ""))
-    if _is_instance(exc, "kvledger.derive.errors", "DeriveError"):
+        return f"error: {text}", one_line(exc.hint)
+    if isinstance(exc, DeriveError):
         return f"error: {text}", "check the model's config.json, or use a catalog id"
-    if _is_instance(exc, "kvledger.declare.pools", "InsufficientPoolBudget"):
+    if isinstance(exc, InsufficientPoolBudget):
         return f"error: {text}", _flagify(one_line(_budget_hint(exc)))
-    if isinstance(exc, TypeError | ValueError):
-        # The library's messages name the option and, where there is one, the fix. vLLM's
-        # own start-up refusals (plan/engines/vllm/startup.py) are quoted as vLLM words them.
-        if _is_instance(exc, "kvledger.plan.engines.vllm.startup", "VllmStartupError") or (
-                " refuses to start" in text.split(":", 1)[0]):
-            return f"error: {text}", ""
-        return f"error: {_flagify(text)}", ""
+    if isinstance(exc, EngineStartupRefusal):
+        # The engine's own reason, quoted as it words it: its option names stay its own.
+        return f"error: {text}", one_line(exc.hint)
+    if isinstance(exc, KvledgerError | TypeError | ValueError):
+        # The library's messages name the option and, where there is one, the fix.
+        return f"error: {_flagify(text)}", _flagify(one_line(getattr(exc, "hint", "") or ""))
     if isinstance(exc, OSError):
         return f"error: {text}", ""
     return (

@@ -13,9 +13,8 @@ import sys
 from typing import Any
 
 from kvledger.cli.args import int_at_least, tokens_at_least
+from kvledger.plan.request import KV_CACHE_DTYPES
 
-KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2",
-                   "nvfp4")
 GPU_HELP = "GPU preset for the budget estimate when the log prints no device total"
 
 

@@ -1,9 +1,7 @@
-"""The CLI's argparse parser: it raises instead of exiting, and it is built only when needed.
+"""The CLI's argparse parser, the one reader of a command line: it raises instead of exiting.
 
-A normal one-shot command line (``kvledger plan MODEL --gpu H200 --json``) is read by
-``cli.quick`` without importing argparse at all; this parser is built for ``--help``, for any
-line ``cli.quick`` declines, and for the commands it does not read (explain, report, the
-serve-line form). So this is the only CLI module that imports argparse at its top.
+One command's parser is built per call (``cli.main.command_parser``), the whole tree only for
+``--help`` and for a line that names no known command.
 """
 
 from __future__ import annotations
@@ -23,8 +21,8 @@ class Parser(argparse.ArgumentParser):
     argparse's default prints a multi-line usage block and calls ``sys.exit(2)``; the machine
     interface wants exactly one line on stderr, and ``main`` must return its code, not exit.
 
-    ``action="boolean_optional"`` names argparse's ``BooleanOptionalAction``, so the command
-    definitions in ``cli.main`` can be read by ``cli.quick`` without argparse being imported.
+    ``action="boolean_optional"`` names argparse's ``BooleanOptionalAction``, so the modules
+    that define options need not import argparse at their top.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

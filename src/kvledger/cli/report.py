@@ -16,7 +16,7 @@ from typing import Any
 
 from kvledger.cli.args import int_at_least
 from kvledger.cli.errors import UsageError
-from kvledger.cli.main import _add_engine_options, _add_model_local_options, _request
+from kvledger.cli.plan_options import add_engine_options, add_model_local_options, build_request
 from kvledger.cli.source_args import add_model, model_source
 
 HELP = "write a self-contained HTML report (plan, budget, plots) for a model"
@@ -24,8 +24,8 @@ HELP = "write a self-contained HTML report (plan, budget, plots) for a model"
 
 def fill_report(p: argparse.ArgumentParser) -> None:
     add_model(p)
-    _add_engine_options(p)
-    _add_model_local_options(p)
+    add_engine_options(p)
+    add_model_local_options(p)
     p.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                    help="also answer: the longest context N concurrent requests can hold")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html",
@@ -79,7 +79,7 @@ def cmd_report(ns: argparse.Namespace) -> int:
                          f"{folder}", hint="create it, or choose another -o path")
     from kvledger.report.html import write_report
 
-    data = write_report(model_source(ns), _request(ns), ns.output, command=command_line(ns))
+    data = write_report(model_source(ns), build_request(ns), ns.output, command=command_line(ns))
     plan = data.plan
     sys.stdout.write(
         f"wrote {ns.output}: {plan.model}, {plan.engine} layout, {plan.kv_cache_tokens:,} KV "

@@ -13,10 +13,9 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from kvledger.cli.quick import Flags
 
 
-def add_model(p: Flags) -> None:
+def add_model(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "model",
         metavar="MODEL",

@@ -16,15 +16,15 @@ accident with an engine class of the same name.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 
 from kvledger.declare.model_local import ModelLocalKVSpec, RowDriver
 from kvledger.declare.pools import SubPoolSpec, fixed_pool, state_pool
+from kvledger.records import field, record
 
 LOCAL_PREFIX = "local:"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelLocalPoolSpecs:
     """What the bridge hands to ``plan_pools``: classes to reserve, and bytes already charged."""
 

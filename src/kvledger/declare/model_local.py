@@ -13,12 +13,12 @@ window (window - 1 positions), a decode-loop trip count, an encoder frame limit 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from kvledger.declare.counts import MAX_BYTES, require_int, require_text
 from kvledger.declare.dtypes import KVDType, resolve_dtype
+from kvledger.records import record
 
 
 class ModelLocalKVScope(StrEnum):
@@ -42,7 +42,7 @@ class RowDriver(StrEnum):
     MAX_NUM_SEQS = "max_num_seqs"  # one row per in-flight sequence; only the engine knows it
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelLocalKVSpec:
     """One model-local cache of one lifetime.
 

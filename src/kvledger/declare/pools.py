@@ -34,17 +34,18 @@ Decisions the seed left open (each tested):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from kvledger.declare.counts import require_int, require_text
 from kvledger.declare.poolkind import Pool as Pool  # defined apart (start-up time); re-exported
+from kvledger.errors import KvledgerError
+from kvledger.records import field, record, replace
 
 PAGED_CLASS = "kv"
 ENGINE_SOURCE = "engine"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SubPoolSpec:
     """One entry class. ``source`` says where its bytes come from (``"engine"`` or the name of
     the model-local declaration); merged classes keep every source."""
@@ -143,7 +144,7 @@ def merge_specs(specs: Iterable[SubPoolSpec]) -> dict[str, SubPoolSpec]:
     return merged
 
 
-class InsufficientPoolBudget(RuntimeError):
+class InsufficientPoolBudget(KvledgerError, RuntimeError):
     """The STATE/FIXED floor alone leaves nothing to page with.
 
     Carries the numbers; the caller has the context (GPU, utilization) to suggest a fix — see
@@ -178,7 +179,7 @@ def _frozen(d: Mapping[str, int] | None = None) -> Mapping[str, int]:
     return MappingProxyType(dict(d or {}))
 
 
-@dataclass(frozen=True, eq=True)
+@record(frozen=True, eq=True)
 class PoolPlan:
     """The outcome: per class, entries and bytes. Dicts are read-only views."""
 

@@ -19,7 +19,14 @@ from kvledger.derive.errors import (
 )
 from kvledger.derive.guard import check_level
 from kvledger.derive.kvdtype import model_dtype, resolve_kv_dtype
-from kvledger.derive.layers import Kind, LayerCache, ModelFacts, RecurrentState, Role
+from kvledger.derive.layers import (
+    Kind,
+    LayerCache,
+    ModelFacts,
+    RecurrentState,
+    Role,
+    group_layers,
+)
 from kvledger.derive.limits import MAX_CACHE_LAYERS, check_layers
 from kvledger.derive.max_len import max_len, sentence_max_len
 from kvledger.derive.model_types import Resolved, resolve
@@ -76,7 +83,7 @@ def derive_model(
     for layer in derived.layers:
         if isinstance(layer, RecurrentState):
             layer.tensors()  # state shapes are computed lazily: validate them once, here
-    check_layers(derived.layers, where=source.label)
+    check_layers(group_layers(derived.layers), where=source.label)
     if not derived.layers:
         raise ConfigError(
             f"{source.label}: the config describes no layers (check num_hidden_layers)"

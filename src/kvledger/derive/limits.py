@@ -26,7 +26,6 @@ import math
 from collections.abc import Iterable, Mapping
 
 from kvledger.derive.errors import ConfigError
-from kvledger.derive.layers import group_layers
 from kvledger.records import fields
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -224,14 +223,16 @@ MAX_TOKEN_BYTES = 1 << 40
 MAX_REQUEST_BYTES = 1 << 60
 
 
-def check_layers(layers: Iterable[Any], *, where: str) -> None:
+def check_layers(groups: Iterable[Any], *, where: str) -> None:
     """Every integer field of every derived layer <= ``MAX_COUNT``, and the model's bytes per
     token and per request within their bounds: one line naming the layer and the field, so a
-    value no table lists cannot become a 400-digit plan."""
-    # Planned per group of equal layers (``group_layers``): one check per distinct layer, its
-    # bytes counted once per member.
+    value no table lists cannot become a 400-digit plan.
+
+    ``groups``: the layers as groups of equal layers (``derive.layers.group_layers``, a
+    ``LayerGroup`` each), as they are planned: one check per distinct layer, its bytes
+    counted once per member."""
     per_token = per_request = 0
-    for group in group_layers(list(layers)):
+    for group in groups:
         layer, members = group.layer, len(group.indices)
         for f in fields(layer):
             value = getattr(layer, f.name)

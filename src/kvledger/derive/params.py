@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.derive.config import TEXT_CONFIG_KEYS, Config
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.limits import checked_count
+from kvledger.records import field, record
 
 # The one place the weight count's key aliases live: the first key a config states wins.
 # (derive's handlers read the cache-affecting keys by their own names; these are the sizes
@@ -122,7 +122,7 @@ _PROFILES: Mapping[str, Mapping[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Parameters:
     """Parameters of one checkpoint, by category (module docstring)."""
 

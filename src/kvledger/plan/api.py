@@ -137,6 +137,7 @@ def plan_model(
         "model_local_already_charged": model_local_already_charged,
     })
     layout = get_layout(request.engine)
+    layout.release(request.engine_release)  # an unknown release is refused before anything
     layout.check(request)
     facts, source = load_facts(model, request)
     spec_warnings: list[str] = []
@@ -166,7 +167,9 @@ def plan_model(
 
         check_room(local, request, plain_budget, stage_budgets, planned.one_request_bytes,
                    planned.refuses_to_start, planned.max_model_len)
-    if local and planned.model_local_seqs is not None:
+    if local and planned.model_local_seqs not in (None, request.max_num_seqs):
+        # The engine holds the declarations at another row count than the request asked
+        # (native: the state slots it could give): the rows say the bytes at that count.
         from kvledger.plan.model_local import local_rows
 
         local = local_rows(request, budget_given=request.kv_cache_memory_bytes is not None,

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvledger.declare.dtypes import resolve_dtype
+from kvledger.errors import PlanError
 from kvledger.plan.request import MAX_BYTES, PlanRequest, finite_fraction
 from kvledger.records import record
 
@@ -131,7 +132,7 @@ class Budget:
                 for ln in self.lines]
 
 
-class BudgetTooSmall(ValueError):
+class BudgetTooSmall(PlanError):
     """Weights and reserves leave no KV memory on one GPU. Carries every line."""
 
     def __init__(self, lines: tuple[BudgetLine, ...], available_bytes: int):

@@ -6,14 +6,15 @@ start-up; ``kvledger.plan.result`` still exports both names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from kvledger.records import record
 
 if TYPE_CHECKING:
     from kvledger.plan.result import PlanResult
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FitAttempt:
     tensor_parallel_size: int
     pipeline_parallel_size: int
@@ -36,7 +37,7 @@ class FitAttempt:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FitResult:
     model: str
     gpu: str

@@ -25,7 +25,7 @@ issue is cited, the row says so. Datasheet rows are ``estimated``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvledger.records import record
 
 MIB = 1 << 20
 KIB = 1 << 10
@@ -35,7 +35,7 @@ EXACT = "exact"  # reported by a device (nvidia-smi / NVML, rocminfo)
 ESTIMATED = "estimated"  # vendor datasheet capacity; no device report found
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GpuPreset:
     name: str
     total_bytes: int

@@ -35,9 +35,7 @@ three-way fix (fewer rows, shorter capacity, more memory: ``declare.hints``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvledger import records
@@ -51,6 +49,7 @@ from kvledger.plan.budget import (
     Budget,
     BudgetLine,
 )
+from kvledger.records import record
 
 if TYPE_CHECKING:
     from kvledger.declare.model_local import ModelLocalKVSpec
@@ -62,7 +61,7 @@ BESIDE_POOL = "beside_pool"
 POOLED = "pooled"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LocalRow:
     """One declaration as the plan reports it (JSON ``model_local_kv``, one object each)."""
 
@@ -79,7 +78,7 @@ class LocalRow:
     capacity_source: str
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {f.name: getattr(self, f.name) for f in records.fields(self)}
 
 
 def declarations(request: PlanRequest) -> list[tuple[str | None, ModelLocalKVSpec]]:

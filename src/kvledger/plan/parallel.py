@@ -20,9 +20,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kvledger.derive.layers import LayerCache, Role, group_layers
+from kvledger.records import record
 
 
 def pp_partition(num_layers: int, pp: int) -> list[tuple[int, int]]:
@@ -47,7 +47,7 @@ def pp_partition(num_layers: int, pp: int) -> list[tuple[int, int]]:
     return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Stage:
     """One pipeline stage: which decoder layers it owns and its TP-split facts."""
 

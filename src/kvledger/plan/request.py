@@ -2,14 +2,16 @@
 
 One frozen value shared by every layout, the CLI and the answers, so that an option means the
 same thing — with the same default — everywhere: ``kvledger plan`` builds exactly this object
-from its flags (``cli.main._request``), field for field. Validation happens here, once: wrong
-types are ``TypeError``, out of range values ``ValueError``, each naming the option.
+from its flags (``cli.plan_options.build_request``), field for field. Validation happens here,
+once: wrong types are ``TypeError``, out of range values ``ValueError``, each naming the
+option.
 
 Defaults are the engine's: ``engine="vllm"`` (the number a deployment shows; ``"native"`` is
 kvledger's byte-exact layout, for engine builders), ``block_size="auto"`` (the engine picks:
 vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), vLLM's
-``max_num_seqs`` 256 and ``max_num_batched_tokens`` 8192, and ``gpu_memory_utilization=None``
-meaning the engine's own default (vLLM 0.32: 0.92).
+``max_num_batched_tokens`` 8192 and, for ``max_num_seqs`` not given, vLLM's
+``min(256, max_num_batched_tokens)`` (stored resolved: ``replace`` keeps the number), and
+``gpu_memory_utilization=None`` meaning the engine's own default (vLLM 0.32: 0.92).
 
 The budget is either ``kv_cache_memory_bytes`` (the KV pool per GPU, given) or ``gpu`` (a
 preset name) × utilization − weights − reserves; the three reserves are given here in bytes,
@@ -34,13 +36,12 @@ import math
 from collections.abc import Iterable, Mapping
 
 from kvledger.plan.engines.registry import DEFAULT_ENGINE, engine_names
-from kvledger.records import record
+from kvledger.plan.engines.registry import DEFAULT_MAX_NUM_SEQS as ENGINE_MAX_NUM_SEQS
+from kvledger.records import field, record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
-
-    from kvledger.plan.engines.sglang.options import SglangOptions
 
 # 1 EiB; kvledger.declare.counts.MAX_BYTES (not imported: this module is on every start-up).
 MAX_BYTES = 1 << 60
@@ -56,6 +57,15 @@ MTP_METHODS = (
 DRAFT_MODEL_METHODS = ("eagle", "eagle3", "draft_model", "medusa", "mlp_speculator")
 KV_FREE_METHODS = ("ngram", "suffix")
 SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS)
+# vLLM's default max_num_seqs when none is given (SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and the
+# default of get_batch_defaults below 70 GiB of GPU memory), then capped by the token budget:
+# EngineArgs._set_default_max_num_seqs_and_batched_tokens_args (vllm/engine/arg_utils.py) sets
+# max_num_seqs = min(default, max_num_batched_tokens) only when max_num_seqs was not given. A
+# max_num_seqs *given* above max_num_batched_tokens is refused at start-up
+# (SchedulerConfig.verify_max_model_len; plan/engines/vllm/startup.py check_scheduler).
+DEFAULT_MAX_NUM_SEQS = 256
+# The KV element types a request may name (vLLM's --kv-cache-dtype choices that kvledger
+# plans): the one list, which the CLI offers as its choices.
 KV_CACHE_DTYPES = (
     "auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 )
@@ -95,7 +105,7 @@ class PlanRequest:
     """
 
     engine: str = DEFAULT_ENGINE
-    # The engine release to plan as, in full ("0.32.0"); None: the engine's newest. Also
+    # The engine release to plan as ("0.32" or "0.32.0"); None: the engine's newest. Also
     # given in pip's spelling through ``engine`` ("vllm==0.32"), which sets this field.
     engine_release: str | None = None
     # Budget per GPU, given directly (vLLM's --kv-cache-memory-bytes). None: derive from a GPU.
@@ -110,7 +120,9 @@ class PlanRequest:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
-    max_num_seqs: int = 256
+    # Not given (None): vLLM's default, min(256, max_num_batched_tokens) — resolved here, so
+    # the stored value is always the int the engine runs with (module docstring).
+    max_num_seqs: int = field(default=None)
     max_num_batched_tokens: int = 8192
     enable_prefix_caching: bool | None = None  # None: the engine's default for the model
     num_speculative_tokens: int = 0
@@ -128,9 +140,11 @@ class PlanRequest:
     model_local_kv: tuple[Any, ...] = ()
     model_local_already_charged: tuple[str, ...] = ()
     model_local_stages: tuple[tuple[str, int], ...] = ()
-    # -- SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...);
-    # None: SGLang's defaults. Page size, context length etc. are the shared fields above.
-    sglang: SglangOptions | None = None
+    # -- SGLang-only server arguments (--mem-fraction-static, --max-running-requests, ...): a
+    # ``SglangOptions`` (kvledger.plan.engines.sglang.options), which the SGLang engine checks
+    # when it plans: the request, below every engine, names none of them. None: SGLang's
+    # defaults. Page size, context length etc. are the shared fields above.
+    sglang: Any = None
 
     def __post_init__(self) -> None:
         self._check_engine()
@@ -155,8 +169,14 @@ class PlanRequest:
         _count("tensor_parallel_size", self.tensor_parallel_size, minimum=1)
         _count("pipeline_parallel_size", self.pipeline_parallel_size, minimum=1)
         _count("data_parallel_size", self.data_parallel_size, minimum=1)
-        _count("max_num_seqs", self.max_num_seqs, minimum=1)
         _count("max_num_batched_tokens", self.max_num_batched_tokens, minimum=1)
+        if self.max_num_seqs is None:
+            # An engine with its own default (registry.DEFAULT_MAX_NUM_SEQS: ATOM's 512) takes
+            # it; else vLLM's rule above.
+            own = ENGINE_MAX_NUM_SEQS.get(self.engine)
+            object.__setattr__(self, "max_num_seqs", own if own is not None else
+                               min(DEFAULT_MAX_NUM_SEQS, self.max_num_batched_tokens))
+        _count("max_num_seqs", self.max_num_seqs, minimum=1)
         _count("num_speculative_tokens", self.num_speculative_tokens, minimum=0)
         if self.speculative_method is not None and (
             self.speculative_method not in SPECULATIVE_METHODS
@@ -177,15 +197,10 @@ class PlanRequest:
         if self.concurrency is not None:
             _count("concurrency", self.concurrency, minimum=1)
         self._check_model_local()
-        if self.sglang is not None:
-            from kvledger.plan.engines.sglang.options import SglangOptions
-
-            if not isinstance(self.sglang, SglangOptions):
-                raise TypeError(f"sglang must be SglangOptions, got {self.sglang!r}")
 
     def _check_engine(self) -> None:
         """``engine`` is a registered name, optionally pinned (``vllm==0.32``); the release
-        is the engine's to know (``Layout.release``), stored in full ("0.32.0")."""
+        is stored as given ("0.32") and is the engine's to check (``Layout.release``)."""
         from kvledger.plan.engines.release import split_engine
 
         name, pinned = split_engine(self.engine)
@@ -198,14 +213,10 @@ class PlanRequest:
             raise TypeError(f"engine_release must be a version string, got {asked!r}")
         if pinned and asked and pinned != asked:
             raise ValueError(f"engine {self.engine!r} and engine_release {asked!r} disagree")
-        from kvledger.plan.engines.base import get_layout
-
-        release = get_layout(name).release(pinned or asked)
+        # Which releases exist is the engine's to know: the layout checks the release when it
+        # plans (``Layout.release``), so the core imports no engine.
         object.__setattr__(self, "engine", name)
-        # Stored only when named (in full): an unnamed release stays None, the engine's newest
-        # at planning time, so a copy with another engine does not carry a stale release.
-        named = release.version if release is not None and (pinned or asked) else None
-        object.__setattr__(self, "engine_release", named)
+        object.__setattr__(self, "engine_release", pinned or asked)
 
     def _check_model_local(self) -> None:
         """Declarations, charged names and stages: tuples of checked values."""

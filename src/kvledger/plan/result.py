@@ -29,19 +29,6 @@ if TYPE_CHECKING:
 
     from kvledger.plan.model_local import LocalRow
 
-# FitAttempt and FitResult live in ``kvledger.plan.fit_result`` (only ``kvledger fit`` builds
-# them; two dataclasses fewer on ``kvledger plan``'s start-up path) and are still importable
-# from here.
-_MOVED = {"FitAttempt", "FitResult"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from kvledger.plan import fit_result
-
-        return getattr(fit_result, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 @record(frozen=True)
 class PoolRow:

@@ -8,8 +8,8 @@ a silently low number.
 
 from __future__ import annotations
 
-from kvledger.derive.errors import UnsupportedArchitecture
 from kvledger.derive.layers import ModelFacts, Role
+from kvledger.errors import UnsupportedArchitecture
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 
 

@@ -49,12 +49,12 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.params import ALIASES
 from kvledger.derive.quant import states_no_method
+from kvledger.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -78,7 +78,7 @@ _PROBES = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Weights:
     total_bytes: int  # on the GPUs, at the serving dtype
     per_rank_bytes: int
@@ -278,7 +278,7 @@ def _quant_scheme(
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Estimate:
     """Bytes of the parameters ``derive/params.py`` counts, at a dtype and quantization."""
 

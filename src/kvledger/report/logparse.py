@@ -17,9 +17,9 @@ the CLI): nothing can be explained from it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.records import field, record
 from kvledger.report.loglines import SGLANG_LINES, SGLANG_MARKERS, VLLM_LINES, VLLM_MARKERS
 from kvledger.report.pyrepr import ReprError, parse_kwargs, parse_literal
 from kvledger.report.settings import command_settings, normalize
@@ -31,7 +31,7 @@ class LogError(ValueError):
     """The text is not a start-up log kvledger can explain (says what is missing)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Gib:
     """A memory figure as logged: the value and its printed text, in GiB.
 
@@ -67,7 +67,7 @@ class Gib:
         return f"{self.text} GiB"
 
 
-@dataclass
+@record()
 class ParsedLog:
     """What a log says: engine, version, model, settings and the figures it printed."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger import records
-from kvledger.report.explain import Check, Context, gib
+from kvledger.report.findings import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
 from kvledger.report.vllm_defaults import default_utilization, version_tuple
 

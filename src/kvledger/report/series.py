@@ -29,10 +29,10 @@ No matplotlib here: this module is pure data, tested without the plotting extra.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger import records
+from kvledger.records import field, record
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
@@ -54,7 +54,7 @@ NO_WEIGHTS = "weights"  # weights and reserves leave no KV memory at all
 INVALID = "invalid"  # the layout refuses this TP size (or model) outright
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemoryBar:
     """One GPU of one pipeline stage, split the way the budget splits it (bytes)."""
 
@@ -70,7 +70,7 @@ class MemoryBar:
         return self.weights + self.reserves + self.kv + self.free
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Curve:
     """Max concurrency against context length for one layout (or one GPU × TP cell).
 
@@ -86,7 +86,7 @@ class Curve:
         return dict(self.points).get(context)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GridCell:
     """One GPU preset at one TP size: does ``max_model_len`` fit, and the curve around it."""
 
@@ -99,7 +99,7 @@ class GridCell:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KindBytes:
     """Bytes one GPU keeps per token (and per request) for every layer of one kind."""
 
@@ -109,7 +109,7 @@ class KindBytes:
     bytes_per_request: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReportData:
     model: str
     engine: str

@@ -11,16 +11,10 @@ layout's rule; until that layout exists the token and budget checks say so and s
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from kvledger import records
-from kvledger.report.explain import Check, Context, gib
+from kvledger.report.findings import Check, Context, gib
 from kvledger.report.logparse import GIB, Gib
 from kvledger.report.memory_checks import unlogged_weights, weights_check
-
-NO_LAYOUT = ("not derived: the SGLang layout is not available yet in kvledger (the pool "
-             "sizing from mem_fraction_static is its rule)")
 
 
 def sglang_checks(ctx: Context) -> list[Check]:
@@ -34,8 +28,7 @@ def sglang_checks(ctx: Context) -> list[Check]:
     budget = _logged_budget(ctx)
     if isinstance(budget, tuple):
         low, mid, high, how = budget
-        tail = ("the tokens are checked against it (kv_cache_tokens)" if _layout() is not None
-                else NO_LAYOUT.removeprefix("not derived: "))
+        tail = "the tokens are checked against it (kv_cache_tokens)"
         checks.append(Check("available_kv_bytes", mid, None, None, f"{how}; {tail}",
                             (low, high)))
     else:
@@ -72,35 +65,25 @@ def _logged_budget(ctx: Context) -> tuple[int, int, int, str] | str:
     return low, mid, high, how
 
 
-def _layout() -> Any | None:
-    """kvledger's SGLang layout when this build has one (``plan.engines.sglang.plan_sglang``)."""
-    try:
-        module = importlib.import_module("kvledger.plan.engines.sglang")
-        getattr(module, "plan_sglang")  # noqa: B009 - a lazy module attribute
-    except (ImportError, AttributeError):
-        return None
-    return module
-
-
 def _tokens_check(
     ctx: Context, logged: int, budget: tuple[int, int, int, str] | str
 ) -> Check:
-    layout = _layout()
-    if layout is None:
-        return Check("kv_cache_tokens", logged, None, None, NO_LAYOUT)
+    from kvledger.plan.engines.sglang.layout import plan_sglang
+    from kvledger.plan.engines.sglang.options import SglangOptions
+
     if isinstance(budget, str):
         return Check("kv_cache_tokens", logged, None, None, f"not derived: {budget}")
     if ctx.facts is None or ctx.request is None:
         return Check("kv_cache_tokens", logged, None, None, f"not derived: {ctx.why_not()}")
     s = ctx.log.settings
     try:
-        options = layout.SglangOptions(
+        options = SglangOptions(
             mem_fraction_static=s.get("mem_fraction_static"),
             max_running_requests=s.get("max_running_requests"),
             disable_radix_cache=bool(s.get("disable_radix_cache", False)))
         request = records.replace(ctx.request, engine="sglang",
                                       block_size=s.get("block_size"))
-        plans = [layout.plan_sglang(ctx.facts, request, b, options=options)
+        plans = [plan_sglang(ctx.facts, request, b, options=options)
                  for b in budget[:3]]
     except (TypeError, ValueError) as exc:
         return Check("kv_cache_tokens", logged, None, None, f"not derived: {exc}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvledger.report.explain import Context, Suggestion
+from kvledger.report.findings import Context, Suggestion
 from kvledger.report.logparse import Gib
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kvledger.report.explain import Check, Context, gib
+from kvledger.report.findings import Check, Context, gib
 from kvledger.report.logparse import Gib
 from kvledger.report.memory_checks import (
     NOT_LOGGED,

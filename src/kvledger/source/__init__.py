@@ -19,8 +19,8 @@ _EXPORTS: dict[str, str] = {
     "ModelSource": "kvledger.source.model_source",
     "load_source": "kvledger.source.resolve",
     "catalog_ids": "kvledger.source.catalog",
-    "SourceError": "kvledger.source.errors",
-    "SafetensorsError": "kvledger.source.errors",
+    "SourceError": "kvledger.errors",
+    "SafetensorsError": "kvledger.errors",
     "SafetensorsTotals": "kvledger.source.headers",
 }
 

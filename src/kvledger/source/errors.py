@@ -1,24 +1,12 @@
-"""Errors raised while finding a model: each one line, naming the model and the way out.
+"""The errors raised while finding a model, by the names callers import them under.
 
-They subclass derive's ``ConfigError`` so a caller that already catches config problems
-catches these too; each carries a ``hint`` (the CLI prints it after the message). This module
-imports ``kvledger.derive.errors`` and is therefore imported only where an error is raised:
-``kvledger.derive`` imports this package at start-up, and a module-level import here would
-be circular.
+Each is one line naming the model and carries a ``hint`` (the way out: a token, --revision,
+--offline, a path). The classes live in the one error tree, ``kvledger.errors``, below both
+source and derive: finding a model imports nothing of deriving it.
 """
 
 from __future__ import annotations
 
-from kvledger.derive.errors import ConfigError
+from kvledger.errors import SafetensorsError, SourceError
 
-
-class SourceError(ConfigError):
-    """The model cannot be found or read where MODEL says (path, cache, Hub, catalog)."""
-
-    def __init__(self, message: str, *, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint
-
-
-class SafetensorsError(SourceError):
-    """A safetensors header (or its index) is malformed: its bytes cannot be called exact."""
+__all__ = ["SafetensorsError", "SourceError"]

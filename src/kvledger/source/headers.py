@@ -40,8 +40,9 @@ import os
 import re
 import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from kvledger.records import field, record
 
 # safetensors 0.8.0's dtypes → bits per element.
 DTYPE_BITS: dict[str, int] = {
@@ -72,7 +73,7 @@ _INDEX = "safetensors index"
 _USIZE_LIMIT = 1 << 64  # the parser's usize: shapes, offsets and byte counts must fit
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SafetensorsTotals:
     """A checkpoint's tensor bytes, per safetensors dtype, and where they were read."""
 
@@ -102,7 +103,7 @@ class SafetensorsTotals:
 
 
 def malformed(where: str, why: str, what: str = "safetensors header") -> Exception:
-    from kvledger.source.errors import SafetensorsError
+    from kvledger.errors import SafetensorsError
 
     return SafetensorsError(
         f"{where}: malformed {what} ({why})",

@@ -110,8 +110,8 @@ def _names(exc: BaseException) -> set[str]:
 
 def hub_error(exc: Exception, repo_id: str, revision: str | None, what: str) -> Exception:
     """One line for a failed Hub call, naming the model and the way out."""
+    from kvledger.errors import SourceError
     from kvledger.source.catalog import did_you_mean
-    from kvledger.source.errors import SourceError
 
     names = _names(exc)
     where = hf_cache.endpoint()

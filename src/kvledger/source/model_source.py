@@ -58,7 +58,10 @@ class ModelSource:
         if "totals" not in self._memo:
             from kvledger.source.weights import find_safetensors
 
-            self._memo["totals"], self._memo["why"] = find_safetensors(self)
+            self._memo["totals"], self._memo["why"] = find_safetensors(
+                directory=None if self.directory is None else str(self.directory),
+                repo_id=self.repo_id, revision=self.revision, offline=self.offline,
+                kind=self.kind)
         totals: SafetensorsTotals | None = self._memo["totals"]
         return totals
 

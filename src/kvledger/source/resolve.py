@@ -31,12 +31,13 @@ error says to drop ``--revision`` for the bundled copy rather than silently fall
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
+from kvledger.errors import ConfigError
 from kvledger.source import hf_cache
 from kvledger.source.catalog import catalog_files
+from kvledger.source.config_file import read_json
 from kvledger.source.model_source import ModelSource
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -52,90 +53,9 @@ _REPO_ID = r"^(?:[\w.-]{1,96}/)?[\w.-]{1,96}$"
 
 
 def _error(message: str, hint: str = "") -> Exception:
-    from kvledger.source.errors import SourceError
+    from kvledger.errors import SourceError
 
     return SourceError(message, hint=hint)
-
-
-def _config_error(message: str) -> Exception:
-    from kvledger.derive.errors import ConfigError
-
-    return ConfigError(message)
-
-
-# A config.json is a few kB; the largest real ones (compressed-tensors ignore lists of every
-# layer's modules) are a few hundred kB. 16 MiB is far above that and keeps a stray file
-# (a safetensors shard named config.json, a log) from being read whole into memory.
-MAX_CONFIG_BYTES = 16 << 20
-# Real configs nest 3-5 levels (text_config.rope_parameters.full_attention, ...); deeper is a
-# broken or hostile file whose walk could exhaust the stack somewhere after parsing.
-MAX_CONFIG_DEPTH = 64
-
-
-def read_json(path: Path | str) -> dict[str, Any]:
-    """A JSON object from ``path``, or one ``ConfigError`` line saying what is wrong with it.
-
-    UTF-8 (what the JSON spec and transformers' ``open(..., encoding="utf-8")`` read), at most
-    ``MAX_CONFIG_BYTES``, an object at the top, nested at most ``MAX_CONFIG_DEPTH`` levels, and
-    no key stated twice with two different values (Python's json, like transformers, would
-    silently keep the last; which one the author meant is not ours to guess).
-    """
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise _config_error(f"{path}: cannot read ({exc.strerror})") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise _config_error(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, which no model "
-                            "config is; is it the right file?")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _config_error(f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
-                            f"{exc.start})") from None
-    try:
-        data = json.loads(text, object_pairs_hook=_no_conflicting_keys)
-    except json.JSONDecodeError as exc:
-        raise _config_error(f"{path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise _config_error(f"{path}: malformed JSON (nested too deeply)") from None
-    except _DuplicateKey as exc:
-        raise _config_error(f"{path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise _config_error(f"{path}: expected a JSON object, got {type(data).__name__}")
-    depth = _depth(data)
-    if depth > MAX_CONFIG_DEPTH:
-        raise _config_error(f"{path}: nested {depth} levels deep; a model config nests a few "
-                            f"(kvledger reads at most {MAX_CONFIG_DEPTH})")
-    return data
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_conflicting_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out and out[key] != value:
-            first, last = (json.dumps(v)[:40] for v in (out[key], value))
-            raise _DuplicateKey(f"states {key!r} twice with different values ({first}, then "
-                                f"{last}); remove one")
-        out[key] = value
-    return out
-
-
-def _depth(data: Any) -> int:
-    """Nesting depth of parsed JSON, without recursion (a deep file must not crash here)."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        if level > MAX_CONFIG_DEPTH:
-            return level
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, level + 1) for c in children if isinstance(c, dict | list))
-    return deepest
 
 
 def _may_be_on_disk(text: str) -> bool:
@@ -209,7 +129,7 @@ def _from_directory(directory: Path, label: str,
                     given: dict[str, Any] | None = None) -> ModelSource:
     config_path = directory / "config.json"
     if not config_path.is_file():
-        raise _config_error(f"{directory}: no config.json in this directory")
+        raise ConfigError(f"{directory}: no config.json in this directory")
     quant_path = directory / QUANT_FILE
     quant = given if given is not None else (
         read_json(quant_path) if quant_path.is_file() else None)
@@ -233,7 +153,7 @@ def _from_snapshot(snap: hf_cache.Snapshot, kind: str, offline: bool) -> ModelSo
     warnings: list[str] = []
     state = hf_cache.file_state(snap, QUANT_FILE)
     if state == "unknown" and not offline:
-        from kvledger.source.errors import SourceError
+        from kvledger.errors import SourceError
         from kvledger.source.hub import fetch_companion
 
         try:
@@ -345,7 +265,7 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
             hint=("drop --revision to plan the bundled catalog copy" if bundled else
                   "run once online to cache it, or pass a config.json or model directory; "
                   "'kvledger models' lists the bundled ids"))
-    from kvledger.source.errors import SourceError
+    from kvledger.errors import SourceError
     from kvledger.source.hub import fetch
 
     try:
@@ -381,7 +301,7 @@ def load_source(
     if callable(to_dict):
         data = to_dict()
         if not isinstance(data, Mapping):
-            raise _config_error("config object's to_dict() did not return a mapping")
+            raise ConfigError("config object's to_dict() did not return a mapping")
         label = str(data.get("_name_or_path") or type(model).__name__)
         return ModelSource(label, dict(data), quant, location=type(model).__name__)
     from_text = isinstance(model, str)
@@ -391,7 +311,7 @@ def load_source(
         from_text = isinstance(model, Path)
     if from_text:
         return _from_text(str(model), quant, revision, offline)
-    raise _config_error(
+    raise ConfigError(
         f"cannot read a model config from a {type(model).__name__}; pass a path, a directory, "
         "a dict, a config object, a catalog id or a Hub id"
     )

@@ -63,7 +63,7 @@ def in_snapshot(snapshot: Snapshot, offline: bool) -> tuple[tuple[str, dict[str,
     elif unknown:
         from concurrent.futures import ThreadPoolExecutor
 
-        from kvledger.source.errors import SourceError
+        from kvledger.errors import SourceError
         from kvledger.source.hub import fetch_companion
 
         def ask(name: str) -> str:
@@ -86,7 +86,7 @@ def in_snapshot(snapshot: Snapshot, offline: bool) -> tuple[tuple[str, dict[str,
 
 def in_directory_names(directory: Path, names: list[str]) -> tuple[str, dict[str, Any]] | None:
     """``in_directory`` over ``names`` only (those known to be present), in vLLM's order."""
-    from kvledger.source.resolve import read_json
+    from kvledger.source.config_file import read_json
 
     for name in names:
         data = read_json(directory / name)

@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
 from kvledger.source import hf_cache
 from kvledger.source.headers import SafetensorsTotals, index_totals, local_totals
-
-if TYPE_CHECKING:
-    from kvledger.source.model_source import ModelSource
 
 # 2: ``aux_by_dtype`` (quantization companions) beside ``by_dtype``. A format-1 entry is still
 # read when it describes an unquantized checkpoint: it has no companions to tell apart.
@@ -94,20 +90,24 @@ def _store(repo_id: str, commit: str, totals: SafetensorsTotals) -> None:
         pass  # a read-only home: the headers are read again next time
 
 
-def find_safetensors(source: ModelSource) -> tuple[SafetensorsTotals | None, str]:
-    """(exact totals or None, why None)."""
-    directory = str(source.directory) if source.directory is not None else None
+def find_safetensors(
+    *, directory: str | None, repo_id: str | None, revision: str | None, offline: bool,
+    kind: str,
+) -> tuple[SafetensorsTotals | None, str]:
+    """(exact totals or None, why None) for a model's files: its ``directory``, the Hub
+    snapshot ``repo_id`` at commit ``revision`` (not asked when ``offline``), and where the
+    config came from (``kind``, as ``ModelSource.kind``)."""
     if directory is not None:
         found = local_totals(directory)
         if found is not None:
             return found, ""
-    repo_id, commit = source.repo_id, source.revision
+    commit = revision
     if repo_id is not None and commit is not None and hf_cache.is_commit(commit):
         cached = _load_cached(repo_id, commit)
         if cached is not None:
             return cached, ""
-        if not source.offline:
-            from kvledger.source.errors import SafetensorsError, SourceError
+        if not offline:
+            from kvledger.errors import SafetensorsError, SourceError
             from kvledger.source.hub import remote_totals
 
             try:
@@ -125,10 +125,10 @@ def find_safetensors(source: ModelSource) -> tuple[SafetensorsTotals | None, str
         from_index = index_totals(directory)
         if from_index is not None:
             return from_index, ""
-    if source.kind == "catalog":
+    if kind == "catalog":
         return None, "a bundled catalog config has no checkpoint; a Hub id or a model " \
                      "directory with safetensors makes them exact"
-    if repo_id is not None and source.offline and source.kind in ("hf-cache", "hub"):
+    if repo_id is not None and offline and kind in ("hf-cache", "hub"):
         return None, f"offline, and the safetensors headers of {repo_id} were never read; " \
                      "one online run caches them"
     if directory is not None:

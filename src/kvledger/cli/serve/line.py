@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
 
 from kvledger.cli.serve.errors import ServeLineError
+from kvledger.records import field, record
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)?)?")
@@ -41,7 +41,7 @@ EXPECTED = ("expected a serve line such as 'vllm serve MODEL --tensor-parallel-s
             "'python -m sglang.launch_server --model-path MODEL --tp 4'")
 
 
-@dataclass
+@record()
 class ServeLine:
     engine: str  # "vllm" or "sglang"
     launcher: str

@@ -24,8 +24,9 @@ flag's own default from the engine's table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from kvledger.records import record
 
 MAPPED = "mapped"
 INERT = "inert"
@@ -36,7 +37,7 @@ KV = "kv"
 CLASSES = (MAPPED, INERT, ESTIMATE, WEIGHTS, RESERVE, KV)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rule:
     cls: str
     why: str = ""

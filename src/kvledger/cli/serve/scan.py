@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.cli.serve.errors import ServeLineError
 from kvledger.cli.serve.table import Flag, FlagTable
 from kvledger.cli.sizes import SizeError, sglang_int, vllm_int, vllm_int_or_auto
+from kvledger.records import field, record
 
 # argparse's _negative_number_matcher (Python 3.11).
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -34,7 +34,7 @@ _JSON_STRING = re.compile(r'("(?:[^"\\]|\\.)*")')
 _JSON_HUMAN = re.compile(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Given:
     """One flag as it appeared on the line, with its value converted by the flag's type."""
 
@@ -44,7 +44,7 @@ class Given:
     raw: tuple[str, ...] = ()
 
 
-@dataclass
+@record()
 class Scanned:
     positionals: list[str] = field(default_factory=list)
     given: list[Given] = field(default_factory=list)

@@ -9,10 +9,11 @@ can change memory is decided elsewhere (``vllm_flags.py``, ``sglang_flags.py``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from kvledger.records import field, record
 
 _HERE = Path(__file__).resolve().parent
 def _table_file(engine: str) -> str:
@@ -26,7 +27,7 @@ def _table_file(engine: str) -> str:
     return str(name)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Flag:
     """One argparse action of the engine's parser."""
 
@@ -51,7 +52,7 @@ class Flag:
         return max(longs, key=len) if longs else (self.options[0] if self.options else self.dest)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FlagTable:
     engine: str
     version: str

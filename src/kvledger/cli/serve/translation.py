@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.cli.serve.errors import ServeLineError
 from kvledger.cli.serve.rules import ESTIMATE, INERT, KV, RESERVE, WEIGHTS, Rule, changes
 from kvledger.cli.serve.scan import Given, Scanned
+from kvledger.records import field, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Context:
     """What the rest of the kvledger command line tells the translation."""
 
@@ -20,7 +20,7 @@ class Context:
     kv_cache_dtypes: tuple[str, ...] = ()  # what kvledger's --kv-cache-dtype accepts
 
 
-@dataclass
+@record()
 class Translation:
     engine: str  # kvledger's --engine
     engine_label: str  # "vllm 0.32"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.declare.dtypes import resolve_dtype
@@ -34,6 +33,7 @@ from kvledger.plan.engines.atom.releases import (
 )
 from kvledger.plan.engines.atom.releases import budget_line as log_budget_line
 from kvledger.plan.request import MTP_METHODS, PlanRequest
+from kvledger.records import field, record
 
 # The gfx target of each AMD preset (kvledger.plan.gpus), for the two V4 defaults that read
 # it (fp8 KV only on gfx950 / gfx1250; FP4 indexer except on gfx942).
@@ -55,7 +55,7 @@ class AtomNotReproduced(ValueError):
     """An ATOM setting kvledger does not reproduce (named; kvledger's refusal, not ATOM's)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StagePlan:
     index: int
     layer_range: tuple[int, int]
@@ -65,7 +65,7 @@ class StagePlan:
     available_bytes: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AtomPlan:
     backend: str
     block_size: int
@@ -192,7 +192,7 @@ def plan_atom(facts: ModelFacts, request: PlanRequest, stage_budgets: Sequence[i
             pools = plan_pools(classes.specs, max(0, available), request.max_num_seqs)
         except InsufficientPoolBudget as exc:
             exc.available_bytes = available
-            exc.hint = state_floor_message(exc, budget, request.max_num_seqs)  # type: ignore[attr-defined]
+            exc.hint = state_floor_message(exc, budget, request.max_num_seqs)
             raise
         stages.append(StagePlan(k, (start, end), layers, classes, pools, available))
     fewest = min(st.pools.paged_entries for st in stages)

@@ -12,11 +12,11 @@ size, ``e`` the KV element size (aiter ``d_dtypes``: bf16 2, fp8 1).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.declare.pools import SubPoolSpec, page_pool, state_pool
 from kvledger.plan.engines.atom.releases import KV_DTYPE_BYTES
+from kvledger.records import record
 
 # atom/model_engine/kv_block.py: STATE_SLOT_CLASS = "state" — the per-request slot class
 # every STATE-declaring backend imports.
@@ -29,7 +29,7 @@ class AtomConfigError(ValueError):
     """ATOM would stop on this configuration (an assertion or a missing key), in its words."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     """What a builder reads besides the config (``ModelRunner`` / ``Config`` fields)."""
 
@@ -51,7 +51,7 @@ class Settings:
         return self.layers - self.num_hidden_layers
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EntryClasses:
     specs: tuple[SubPoolSpec, ...]
     terms: dict[str, int]  # each product of the sum, named as ATOM's comment names it
@@ -176,7 +176,7 @@ def mla(cfg: Mapping[str, Any], s: Settings) -> EntryClasses:
     return EntryClasses((page_pool(sum(terms.values())),), terms, 1)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LinearState:
     """The linear-attention geometry ``GDNStateMixin._state_shape_for_runner`` reads."""
 

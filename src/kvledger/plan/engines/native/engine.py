@@ -13,7 +13,6 @@ model_local_stages``, default the first).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -62,7 +61,7 @@ def _attach_hint(exc: InsufficientPoolBudget, budget: Budget, request: PlanReque
             f"{exc.available_bytes:,} B given; reduce max_num_seqs to at most {fit}, or give "
             f"kv_cache_memory_bytes > {exc.reserved_bytes:,}"
         )
-    exc.hint = hint  # type: ignore[attr-defined]
+    exc.hint = hint
 
 
 def _one_request_bytes(layers: Sequence[LayerCache], request: PlanRequest,
@@ -100,7 +99,7 @@ def _attach_local_hint(
     if not local_bytes or local_bytes + needed <= budget_bytes:
         return False
     budget = inp.budget
-    exc.hint = model_local_fix_hint(  # type: ignore[attr-defined]
+    exc.hint = model_local_fix_hint(
         [(s.name, str(s.rows), s.row_count(seqs), s.bytes_per_row) for s in paid],
         local_bytes=local_bytes, budget_bytes=budget_bytes, needed_bytes=needed,
         max_num_seqs=seqs, total_bytes=budget.total_bytes,
@@ -153,7 +152,7 @@ def _plan_stages(
     if pp > 1 and slots and len(set(slots)) > 1:
         fewest_slots = min(slots)
         again = plan_all(records.replace(request, max_num_seqs=fewest_slots), False)
-        plans = [dataclasses.replace(p, requested_max_num_seqs=request.max_num_seqs)
+        plans = [records.replace(p, requested_max_num_seqs=request.max_num_seqs)
                  for p in again]
     paged = [p.num_blocks for p in plans if p.has_pages]
     if paged and pp > 1:

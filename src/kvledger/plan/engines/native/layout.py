@@ -53,12 +53,11 @@ nothing (they run once per request, in activation memory).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
+from kvledger import records
 from kvledger.declare.bridge import model_local_to_pool_specs
 from kvledger.declare.model_local import ModelLocalKVSpec
 from kvledger.declare.pools import (
@@ -72,6 +71,7 @@ from kvledger.declare.pools import (
 )
 from kvledger.derive.layers import Kind, LayerCache, RecurrentState, Role, ceil_div, group_layers
 from kvledger.plan.request import MTP_METHODS, PlanRequest
+from kvledger.records import field, record
 
 DEFAULT_BLOCK_SIZE = 16
 PAGED_KINDS = frozenset({Kind.FULL, Kind.MLA, Kind.INDEXER, Kind.COMPRESSED})
@@ -80,7 +80,7 @@ RING_KINDS = frozenset({Kind.SLIDING, Kind.CHUNKED})
 ModelLocalInput = ModelLocalKVSpec | tuple[str, ModelLocalKVSpec]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NativeClass:
     """One entry class and the layers whose bytes it carries (for people and for tests)."""
 
@@ -93,7 +93,7 @@ class NativeClass:
     members: tuple[tuple[int, str], ...] = ()  # (layer index, kind): one index may hold two
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NativeLayout:
     block_size: int
     classes: tuple[NativeClass, ...]
@@ -273,7 +273,7 @@ def native_layout(
     return NativeLayout(bs, tuple(classes), tuple(notes), paged_windows)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NativePlan:
     """One stage's native plan. ``max_num_seqs`` is the number of sequences whose STATE floors
     are reserved (``state_slots``), at most the requested ``max_num_seqs``."""
@@ -331,7 +331,7 @@ class NativePlan:
         return int(self.page_concurrency(self.max_model_len) * self.max_model_len)
 
     def with_paged_entries(self, count: int) -> NativePlan:
-        return dataclasses.replace(self, pools=self.pools.with_paged_entries(count))
+        return records.replace(self, pools=self.pools.with_paged_entries(count))
 
 
 def _plan_one(
@@ -450,7 +450,7 @@ def plan_native(
         notes.append("no paged class: context is not bounded by KV memory; kv_cache_tokens "
                      f"reports the reserved slots × max_model_len ({best.max_num_seqs} × "
                      f"{max_model_len:,}), num_blocks is 0")
-    return dataclasses.replace(best, warnings=tuple(notes))
+    return records.replace(best, warnings=tuple(notes))
 
 
 def _paged_count(plan: NativePlan) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 _EXPORTS = {
     "SglangLayoutError": "kvledger.plan.engines.sglang.model",
     "SglangOptions": "kvledger.plan.engines.sglang.options",
-    "SglangPlan": "kvledger.plan.engines.sglang.layout",
+    "SglangPlan": "kvledger.plan.engines.sglang.result",
     "plan_sglang": "kvledger.plan.engines.sglang.layout",
 }
 

@@ -27,9 +27,8 @@ Every formula is SGLang's integer arithmetic, cited by file and function:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvledger.plan.engines.sglang.model import DsaIndexer, Heads, SglangLayoutError, SglangModel
+from kvledger.records import record
 
 # mem_cache/memory_pool.py: DSATokenToKVPool.quant_block_size / rope_storage_dtype (bf16).
 DSA_QUANT_BLOCK = 128
@@ -98,7 +97,7 @@ def dsa_indexer_cell(dsa: DsaIndexer, num_indexer_layers: int) -> int:
     return row * num_indexer_layers
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cell:
     """Bytes per token of the default (non-SWA) pool, and its parts."""
 

@@ -43,8 +43,9 @@ cov-deepseek-v4 ran with ``--page-size 1``), so it is warned about, not refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from kvledger.records import record
 
 ARCH = "DeepseekV4ForCausalLM"
 PAGE_SIZE = 256  # _deepseek_v4_overrides (CUDA)
@@ -63,7 +64,7 @@ class Unreproduced(ValueError):
     """A DeepSeek-V4 setting outside SGLang's default path reproduced here."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Dsv4Geometry:
     """What ``DSV4PoolConfigurator.__init__`` reads from the config."""
 
@@ -143,7 +144,7 @@ def c128_state_bytes(geo: Dsv4Geometry, requests_per_worker: int) -> int:
     return rows * 2 * geo.attn_head_dim * STATE_DTYPE_BYTES * geo.ratio128_layers
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Dsv4Sizes:
     full_tokens: int
     swa_tokens: int

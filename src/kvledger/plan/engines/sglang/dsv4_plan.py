@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.plan.engines.sglang import dsv4
-from kvledger.plan.engines.sglang.layout import SglangPlan, StagePlan
 from kvledger.plan.engines.sglang.model import SglangLayoutError, SglangModel
 from kvledger.plan.engines.sglang.options import SglangOptions
 from kvledger.plan.engines.sglang.pools import max_running_requests, validate_swa_pool
+from kvledger.plan.engines.sglang.result import SglangPlan, StagePlan
 from kvledger.plan.engines.sglang.settings import Resolved, context_length
 from kvledger.plan.request import PlanRequest
 

@@ -40,17 +40,17 @@ Neither model class splits its layers across pipeline stages (no ``start_layer``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.derive.layers import Attention
+from kvledger.records import record
 
 MLLAMA = "MllamaForConditionalGeneration"
 WHISPER = "WhisperForConditionalGeneration"
 ARCHS = frozenset({MLLAMA, WHISPER})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SlotPool:
     """SGLang's view of an encoder-decoder model's token pool: ``slots`` layers of one
     geometry (``kv_heads`` × ``head_dim`` for K and for V)."""

@@ -27,8 +27,8 @@ from kvledger.plan.result import PoolRow, RankResult, facts_summary
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
-    from kvledger.plan.engines.sglang.layout import SglangPlan
     from kvledger.plan.engines.sglang.options import SglangOptions
+    from kvledger.plan.engines.sglang.result import SglangPlan
 
 MIB = 1 << 20
 HOPPER_80GB_MIB = 81559  # the chunked-prefill default with no GPU named (H100-80GB)
@@ -37,7 +37,10 @@ HOPPER_80GB_MIB = 81559  # the chunked-prefill default with no GPU named (H100-8
 def _options(inp: GpuBudgetInput | LayoutInput) -> SglangOptions:
     from kvledger.plan.engines.sglang.options import SglangOptions
 
-    return inp.request.sglang or SglangOptions()
+    given = inp.request.sglang
+    if given is not None and not isinstance(given, SglangOptions):
+        raise TypeError(f"sglang must be SglangOptions, got {given!r}")
+    return given or SglangOptions()
 
 
 def _plan(inp: LayoutInput) -> SglangPlan:

@@ -18,7 +18,6 @@ standard attention; ROCm; page-size "auto" off Hopper / Ampere; the architecture
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.engines.sglang import dsv4, encoder_decoder, log, served
@@ -32,6 +31,7 @@ from kvledger.plan.engines.sglang.cells import (
     mha_bytes_per_layer,
     mla_row_dim,
 )
+from kvledger.plan.engines.sglang.dsv4_plan import plan_dsv4
 from kvledger.plan.engines.sglang.model import (
     PURE_SSM_ARCHS,
     SglangLayoutError,
@@ -55,6 +55,7 @@ from kvledger.plan.engines.sglang.pools import (
     swa_tokens,
     validate_swa_pool,
 )
+from kvledger.plan.engines.sglang.result import SglangPlan, StagePlan
 from kvledger.plan.engines.sglang.settings import Resolved, resolve
 from kvledger.plan.engines.sglang.states import StateBytes, ssm_dtype, state_bytes
 from kvledger.plan.request import PlanRequest
@@ -77,51 +78,6 @@ def pp_indices(num_layers: int, pp: int) -> list[tuple[int, int]]:
         else:
             out.append((rank * base, rank * base + base))
     return out
-
-
-@dataclass(frozen=True)
-class StagePlan:
-    """One pipeline stage (one GPU of it) before and after the MIN over stages."""
-
-    stage: int
-    layer_range: tuple[int, int]
-    full_layers: int
-    swa_layers: int
-    own_tokens: int  # what this stage's budget alone gives
-    cell_bytes_per_token: float
-    kv_bytes: int  # bytes the final token count reserves on this stage
-    log_lines: tuple[str, ...]
-    available_bytes: int  # this stage's budget (before its state pool)
-
-
-@dataclass(frozen=True)
-class SglangPlan:
-    """What ``plan_sglang`` returns: SGLang's numbers for one GPU, and how it got them."""
-
-    model: str
-    kv_cache_tokens: int  # max_total_num_tokens (the full pool for hybrid SWA)
-    swa_tokens: int | None  # the sliding-window pool (hybrid SWA only)
-    max_running_requests: int
-    max_running_requests_capped_by: str
-    page_size: int
-    context_len: int
-    kv_cache_dtype: str
-    cell_bytes_per_token: float  # SGLang's _cell_size on the first stage
-    available_bytes: int  # the budget the configurator was given
-    kv_budget_bytes: int  # after the state pool
-    reserved_bytes: int  # KV pool + state pool on the binding stage
-    max_concurrency: float
-    state: StatePool | None
-    state_bytes: StateBytes | None
-    stages: tuple[StagePlan, ...]
-    resolved: Resolved
-    sglang_log_line: str
-    sglang_log_lines: tuple[str, ...]
-    warnings: tuple[str, ...] = ()
-    pool_rows: tuple[dict[str, Any], ...] = field(default=())
-    # Pool entries each request's encoder input takes beside its own tokens (Whisper's
-    # padded audio frames, encoder_decoder.encoder_tokens); 0 for decoder-only models.
-    encoder_tokens: int = 0
 
 
 # -- sizing -------------------------------------------------------------------------------
@@ -299,9 +255,6 @@ def plan_sglang(
     options = options or SglangOptions()
     model = build(facts)
     if model.architecture == dsv4.ARCH:
-        # Imported here: its module builds this module's plan records (no import cycle).
-        from kvledger.plan.engines.sglang.dsv4_plan import plan_dsv4
-
         return plan_dsv4(model, request, available_bytes, options, platform,
                          default_chunked_prefill_size)
     res = resolve(model, request, options, platform, default_chunked_prefill_size)

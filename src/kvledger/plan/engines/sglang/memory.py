@@ -26,9 +26,8 @@ multimodal models also give up SGLang's multimodal reservation (``mm_runtime_res
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvledger.plan.engines.sglang.model import SglangLayoutError
+from kvledger.records import record
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -100,7 +99,7 @@ def prefill_graph_sizes(max_bs: int) -> list[int]:
     return [s for s in sizes if s <= max_bs]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemorySettings:
     """What ``handle_gpu_memory_settings`` resolves, with the reserve it subtracted."""
 

@@ -28,7 +28,6 @@ What decides each pool, with where SGLang decides it:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.derive.layers import (
@@ -44,6 +43,7 @@ from kvledger.derive.layers import (
 )
 from kvledger.plan.engines.sglang import dsv4, encoder_decoder, hybrid_swa, served
 from kvledger.plan.engines.sglang.context import context_length, text_config
+from kvledger.records import record
 
 
 class SglangLayoutError(ValueError):
@@ -128,7 +128,7 @@ DEEPSEEK_FAMILY_ARCHS = frozenset({
 })
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Heads:
     """One pool's K/V geometry as SGLang's ModelConfig holds it (whole model, before TP)."""
 
@@ -138,21 +138,21 @@ class Heads:
     dtype: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MlaDims:
     kv_lora_rank: int
     qk_rope_head_dim: int
     dtype: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DsaIndexer:
     index_head_dim: int
     index_kpool: int
     layers: tuple[int, ...]  # layers that keep their own index keys
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SglangModel:
     """What SGLang's pool configurators read, for one model."""
 

@@ -15,8 +15,9 @@ Defaults, each from SGLang 0.5.23's own field declarations:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
+
+from kvledger.records import record
 
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -38,7 +39,7 @@ def _ratio(name: str, value: Any, *, upper: float | None) -> None:
         raise ValueError(f"{name} must be {bound}, got {value!r}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SglangOptions:
     """SGLang-only options (``--mem-fraction-static`` and friends), validated once here."""
 

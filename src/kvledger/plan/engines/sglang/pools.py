@@ -18,7 +18,7 @@ ones SGLang computes (Python floats are the IEEE doubles SGLang uses).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvledger.records import record
 
 GIB = 1 << 30
 
@@ -40,7 +40,7 @@ def ceil_align(tokens: int, page_size: int) -> int:
 # -- step 1: the recurrent-state pool ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StatePool:
     """``_handle_max_mamba_cache``'s result: slots, bytes per slot, and what is left."""
 
@@ -102,7 +102,7 @@ def default_tokens(available_bytes: int, cell: int, page_size: int, zero_cell_to
     return align(tokens, page_size)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SwaCells:
     """``HybridSWAPoolConfigurator``'s per-token bytes (per layer) and layer counts."""
 
@@ -128,7 +128,7 @@ class SwaCells:
         return self.full_cell_bytes() + ratio * self.swa_cell_bytes()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SwaTokens:
     full_tokens: int
     swa_tokens: int
@@ -191,7 +191,7 @@ def validate_swa_pool(swa_tokens: int, window: int | None, page_size: int) -> No
 # -- step 3: requests ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Requests:
     max_running_requests: int
     capped_by: str  # "estimate", "max_running_requests", "kv tokens" or "state pool"

@@ -10,7 +10,6 @@ memory arithmetic. ``dsv4_plan.py`` reads the same ``Resolved``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvledger.plan.engines.sglang.model import (
@@ -20,6 +19,7 @@ from kvledger.plan.engines.sglang.model import (
 )
 from kvledger.plan.engines.sglang.options import SglangOptions
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
+from kvledger.records import record
 
 if TYPE_CHECKING:
     pass
@@ -69,7 +69,7 @@ def sm_major(platform: str) -> int:
     return int(platform[2:-1])
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Resolved:
     """The settings SGLang resolves before sizing, with where each came from."""
 

@@ -31,7 +31,6 @@ field default ``mamba2_state_dtype(None)``: no config is read, so its temporal s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kvledger.derive.layers import RecurrentState
@@ -44,6 +43,7 @@ from kvledger.derive.states import (
     extra_groups_for_head_shards,
 )
 from kvledger.plan.engines.sglang.model import SglangLayoutError
+from kvledger.records import record
 
 _ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 CONV_DTYPE = "bfloat16"
@@ -57,7 +57,7 @@ def _exact(numerator: int, tp: int, what: str) -> int:
     return numerator // tp
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StateShape:
     conv_numel: int
     temporal_numel: int
@@ -111,7 +111,7 @@ def ssm_dtype(config: Mapping[str, Any], option: str | None, *, reads_config: bo
     return "float32"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StateBytes:
     """One rank's state pool geometry: bytes per request and the conv / temporal split."""
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvledger.derive.layers import Kind, ModelFacts
-from kvledger.plan.engines.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def normalized_quant_method(qc: Mapping[str, Any], where: str) -> str:
             elif upper == "NVFP4":
                 method = "modelopt_fp4"
             else:
-                raise VllmLayoutError(
+                raise VllmRefusesToStart(
                     f"vLLM 0.32 refuses to start: Unknown ModelOpt quant algo: {algo} "
                     f"({where}: only FP8 and NVFP4 are read from a ModelOpt "
                     "'quantization' block)"
@@ -156,19 +156,19 @@ def validate_compressed_tensors_kv_scheme(scheme: Mapping[str, Any]) -> None:
     """vLLM ``CompressedTensorsKVCacheMethod.validate_kv_cache_scheme``: what it accepts."""
     kind, bits = scheme.get("type"), scheme.get("num_bits")
     if kind != "float" or bits != 8:
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             "vLLM 0.32 refuses to start: Currently supported kv cache quantization is "
             f"num_bits=8, type=float, however received num_bits={bits}, type={kind} "
             "(compressed-tensors kv_cache_scheme)"
         )
     strategy = scheme.get("strategy")
     if strategy not in ("tensor", "attn_head"):
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             "vLLM 0.32 refuses to start: Invalid strategy for compressed-tensors KV cache "
             f"({strategy!r}); expected 'tensor' or 'attn_head'"
         )
     if not scheme.get("symmetric"):
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             "vLLM 0.32 refuses to start: Only support symmetric scaling factor for "
             f"compressed-tensors KV cache. However found symmetric: {scheme.get('symmetric')}"
         )
@@ -192,12 +192,12 @@ def cache_dtype_for(
     qc, origin = checkpoint_quant_config(config, hf_quant_config)
     method = normalized_quant_method(qc, origin) if qc is not None else ""
     if method and method not in VLLM_QUANTIZATION_METHODS:
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             f"vLLM 0.32 refuses to start: Unknown quantization method: {method} "
             f"({origin}; vLLM 0.32 has no such method)"
         )
     if method in VLLM_DEPRECATED_QUANTIZATION_METHODS:
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             f"vLLM 0.32 refuses to start: The quantization method {method} is deprecated and "
             "will be removed in future versions of vLLM. To bypass, set "
             f"`--allow-deprecated-quantization` ({origin}; vLLM then plans the cache as "
@@ -260,7 +260,7 @@ def _check_fp8_e5m2(option: str, method: str, ct_scheme: Mapping[str, Any] | Non
         or (method == "compressed-tensors" and ct_scheme is not None and has_attention)
     )
     if refuses:
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             "vLLM 0.32 refuses to start: fp8_e5m2 kv-cache is not supported with fp8 "
             f"checkpoints (quantization method {method})"
         )

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 
 from kvledger.derive.layers import ceil_div
+from kvledger.plan.engines.vllm.errors import VllmRefusesToStart
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.engines.vllm.specs import (
     QUANT_NONE,
@@ -73,7 +74,7 @@ def preferred_block_size(backends: list[KernelSizes]) -> int:
     for candidate in sorted({math.lcm(*combo) for combo in itertools.product(*per_backend)}):
         if all(_supports(b, candidate) for b in backends):
             return candidate
-    raise VllmLayoutError("vLLM 0.32 refuses to start: the attention backends share no "
+    raise VllmRefusesToStart("vLLM 0.32 refuses to start: the attention backends share no "
                           "supported KV cache block size")
 
 
@@ -93,7 +94,7 @@ def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
         backends = ([_FLASH_ATTN] if has_dense else []) + [_MINIMAX_M3_SPARSE] * 2
         return preferred_block_size(backends)
     if requested % MINIMAX_M3_KERNEL_BLOCK:
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             f"vLLM 0.32 refuses to start: No common block size for {requested} "
             f"(MINIMAX_M3_SPARSE: [{MINIMAX_M3_KERNEL_BLOCK}]); MiniMax-M3's sparse-attention "
             f"kernels take {MINIMAX_M3_KERNEL_BLOCK}-token blocks: use --block-size auto or a "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
 from kvledger.plan.engines.vllm.cache_dtype import resolve_cache_dtype
-from kvledger.plan.engines.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
 from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NONE,
@@ -202,7 +202,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         )
     if cache.cache_dtype.startswith("nvfp4") and use_mla:
         # vLLM ``VllmConfig.validate_nvfp4_kv_cache_with_mla`` (config/vllm.py).
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             "vLLM 0.32 refuses to start: nvfp4 KV cache is not supported with MLA "
             "(Multi-head Latent Attention) backends; use a different --kv-cache-dtype "
             f"(e.g. 'fp8' or 'auto') for MLA models ({cache.reason})"
@@ -211,7 +211,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         # platforms/cuda.py get_attn_backend_cls: no SM90 MLA backend lists fp8_e5m2 in its
         # supported_kv_cache_dtypes (FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA; sparse:
         # FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE_SM90).
-        raise VllmLayoutError(
+        raise VllmRefusesToStart(
             "vLLM 0.32 refuses to start: No valid attention backend found for cuda with "
             "kv_cache_dtype fp8_e5m2 and MLA (no SM90 MLA backend stores fp8_e5m2; use fp8)"
         )

@@ -27,7 +27,7 @@ from kvledger.derive.config import TEXT_CONFIG_KEYS
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import Attention, CrossAttention, LayerCache, ModelFacts
 from kvledger.derive.limits import MAX_POSITIONS
-from kvledger.plan.engines.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
 from kvledger.plan.request import PlanRequest
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -51,7 +51,7 @@ HEADS_ALIAS = {"gpt2": "n_head", "whisper": "encoder_attention_heads"}
 KERNEL_BLOCK_MULTIPLE = 16
 
 
-class VllmStartupError(VllmLayoutError):
+class VllmStartupError(VllmRefusesToStart):
     """vLLM 0.32 would raise this at start-up; the message starts with ``PREFIX``."""
 
     def __init__(self, reason: str, source: str, fix: str = "") -> None:

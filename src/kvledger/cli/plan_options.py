@@ -1,0 +1,219 @@
+"""The options ``plan``, ``fit`` and ``report`` share, and the ``PlanRequest`` they build.
+
+vLLM's option names and defaults (SGLang's under ``--engine sglang``), defined once so a flag
+means the same in every command; ``build_request`` turns them into the very ``PlanRequest`` a
+library caller builds, field for field, with the request's own defaults for what was not given.
+"""
+
+from __future__ import annotations
+
+from kvledger.cli.args import (
+    block_size,
+    bytes_at_least,
+    engine_spec,
+    fraction,
+    int_at_least,
+    nonneg_bytes,
+    tokens_at_least,
+)
+from kvledger.cli.errors import UsageError
+from kvledger.plan.engines.registry import LAYOUTS, engine_label
+from kvledger.plan.request import KV_CACHE_DTYPES, PlanRequest
+from kvledger.records import fields
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+
+ENGINES = tuple(LAYOUTS)  # the engine registry (kvledger.plan.engines.registry) is the one list
+# A flag not given takes the library's default: the request's own, read from its fields.
+DEFAULTS = {f.name: f.default for f in fields(PlanRequest)}
+
+
+# Flags fit answers from its own question: given to fit, each is refused by name (one line,
+# exit 2) rather than silently replaced.
+FIT_SETS = {
+    "data_parallel_size": "not taken by fit: it sizes one replica (data parallelism repeats "
+                          "it; plan each replica with 'kvledger plan -dp D')",
+    "max_model_len": "not taken by fit: it plans max_model_len = --context",
+    "max_num_seqs": "not taken by fit: it plans max_num_seqs = --concurrency",
+}
+
+
+def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
+    """vLLM's option names and defaults, shared by ``plan`` and ``fit``.
+
+    ``fit`` searches GPU layouts, so it takes neither a direct byte budget nor a GPU total:
+    the preset is the question (its ``--gpu`` is required and added by ``fit`` itself).
+    """
+    p.add_argument("--engine", type=engine_spec, default=DEFAULTS["engine"], metavar="ENGINE",
+                   help="{" + ",".join(ENGINES) + "}, optionally pinned to a release as pip "
+                   "writes it (vllm==0.32; default: the newest kvledger knows); " + "; ".join(
+                       f"{name}: {engine_label(name)}" for name in ENGINES))
+    if not for_fit:
+        p.add_argument("--kv-cache-memory-bytes", type=nonneg_bytes, default=None,
+                       metavar="N", help="KV budget per GPU in bytes (skips the GPU budget)")
+        p.add_argument("--gpu", default=None, metavar="NAME",
+                       help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
+                   help="fraction of GPU memory the engine may use (default: the engine "
+                   "release's own, e.g. vLLM's 0.92)")
+    # Not given = vLLM's own default: 16, unless the attention backend needs another size
+    # (FlashMLA sparse: 64). A fixed 16 would make sparse-MLA models fail by default.
+    p.add_argument("--block-size", "--page-size", type=block_size, default=None,
+                   metavar="B|auto",
+                   help="tokens per KV block (default: 16, or what the attention backend "
+                        "needs, e.g. 64 for sparse MLA; same as auto)")
+    p.add_argument("--max-model-len", "--context-length", type=tokens_at_least(1),
+                   default=None, metavar="L",
+                   help=FIT_SETS["max_model_len"] if for_fit else
+                   "longest request in tokens (default: the config's)")
+    p.add_argument("--allow-long-max-model-len", action="store_true",
+                   help="plan a --max-model-len above the config's, as vLLM does with "
+                   "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (default: refused, as vLLM refuses it)")
+    p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default=DEFAULTS["kv_cache_dtype"],
+                   help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
+    # fit searches TP × PP itself: a size given there fixes that axis of the search.
+    p.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1),
+                   default=None if for_fit else DEFAULTS["tensor_parallel_size"],
+                   metavar="T",
+                   help="fit: only layouts with T-way tensor parallelism are tried (default: "
+                        "1, 2, 4, 8)" if for_fit else None)
+    p.add_argument("--pipeline-parallel-size", "-pp", type=int_at_least(1),
+                   default=None if for_fit else DEFAULTS["pipeline_parallel_size"],
+                   metavar="P",
+                   help="fit: only layouts with P pipeline stages are tried (default: 1, 2, "
+                        "4, 8, 16)" if for_fit else None)
+    p.add_argument("--data-parallel-size", "-dp", type=int_at_least(1),
+                   default=None if for_fit else DEFAULTS["data_parallel_size"],
+                   metavar="D",
+                   help=FIT_SETS["data_parallel_size"] if for_fit else None)
+    # None = not given: vLLM then takes min(256, --max-num-batched-tokens) (EngineArgs.
+    # _set_default_max_num_seqs_and_batched_tokens), so a small token budget is no refusal.
+    p.add_argument("--max-num-seqs", type=int_at_least(1), default=None, metavar="S",
+                   help=FIT_SETS["max_num_seqs"] if for_fit else
+                   "concurrent requests the engine admits (default 256, or "
+                   "--max-num-batched-tokens if smaller)")
+    p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1),
+                   default=DEFAULTS["max_num_batched_tokens"], metavar="N",
+                   help=f"tokens per scheduler step (default {DEFAULTS['max_num_batched_tokens']})")
+    p.add_argument("--enable-prefix-caching", action="boolean_optional",
+                   default=None, help="default: the engine's choice for the model")
+    p.add_argument("--num-speculative-tokens", type=int_at_least(0),
+                   default=DEFAULTS["num_speculative_tokens"], metavar="K")
+    p.add_argument("--speculative-method", default=None, metavar="METHOD",
+                   help="mtp, eagle3, ... (needed with --num-speculative-tokens)")
+    _add_sglang_options(p)
+    reserves = p.add_argument_group(
+        "GPU budget reserves (default: documented estimates, labelled 'estimated')")
+    reserves.add_argument("--activation-peak-bytes", type=nonneg_bytes, default=None,
+                          metavar="N", help="peak activation memory of one forward pass")
+    reserves.add_argument("--cuda-graph-bytes", type=nonneg_bytes, default=None, metavar="N",
+                          help="CUDA graph pool (vLLM logs it after capture)")
+    reserves.add_argument("--non-torch-bytes", type=nonneg_bytes, default=None, metavar="N",
+                          help="CUDA context, NCCL buffers, fragmentation")
+    if not for_fit:
+        reserves.add_argument("--gpu-total-bytes", type=bytes_at_least(1), default=None,
+                              metavar="N", help="the GPU's memory as the device reports it "
+                              "(overrides the preset)")
+
+
+def _add_sglang_options(p: argparse.ArgumentParser) -> None:
+    """SGLang's own server arguments (``--engine sglang`` only), under SGLang's names."""
+    g = p.add_argument_group("SGLang options (--engine sglang; SGLang's names and defaults)")
+    g.add_argument("--mem-fraction-static", type=fraction, default=None, metavar="F",
+                   help="default: SGLang's formula from the GPU's memory")
+    g.add_argument("--max-running-requests", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--max-total-tokens", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--chunked-prefill-size", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--cuda-graph-max-bs", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--swa-full-tokens-ratio", type=fraction, default=None, metavar="R",
+                   help="SWA pool tokens per full pool token (default 0.8)")
+    g.add_argument("--mamba-full-memory-ratio", type=float, default=None, metavar="R",
+                   help="state pool memory per KV memory (default 0.9)")
+    g.add_argument("--disable-radix-cache", action="store_true", default=None)
+    g.add_argument("--disable-overlap-schedule", action="store_true", default=None)
+    g.add_argument("--enable-dp-attention", action="store_true", default=None)
+    g.add_argument("--mamba-ssm-dtype", choices=("float32", "bfloat16", "float16"),
+                   default=None)
+
+
+SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens",
+                "chunked_prefill_size", "cuda_graph_max_bs", "swa_full_tokens_ratio",
+                "mamba_full_memory_ratio", "disable_radix_cache", "disable_overlap_schedule",
+                "enable_dp_attention", "mamba_ssm_dtype")
+
+
+def _sglang_options(ns: argparse.Namespace) -> Any:
+    given = {k: getattr(ns, k) for k in SGLANG_FLAGS if getattr(ns, k, None) is not None}
+    if ns.engine.partition("==")[0] != "sglang":
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise UsageError(f"kvledger: error: {flags} apply to --engine sglang only",
+                             hint="add --engine sglang")
+        return None
+    if not given:
+        return None
+    from kvledger.plan.engines.sglang.options import SglangOptions
+
+    return SglangOptions(**given)
+
+
+def add_model_local_options(p: argparse.ArgumentParser) -> None:
+    """Seed A's declarations (read by ``cli.model_local`` only when one is given)."""
+    group = p.add_argument_group(
+        "model-local KV caches (seed A: caches a model keeps itself, planned inside the "
+        "engine's budget)")
+    group.add_argument("--model-local-kv", default=None, metavar="FILE.json",
+                       help="a JSON list of declarations in the seed's field names "
+                       "(see examples/omni-talker-kv.json)")
+    group.add_argument("--model-local-kv-from", default=None, metavar="MODULE:FUNCTION",
+                       help="build the model (FUNCTION returns it, or (model, run) as for "
+                       "'kvledger audit') and collect its declarations (needs torch)")
+    group.add_argument("--model-local-kv-charged", action="append", default=[],
+                       metavar="NAME", help="a declaration the engine's profiling already "
+                       "paid for: listed, not subtracted (repeatable)")
+    group.add_argument("--model-local-kv-stage", action="append", default=[],
+                       metavar="NAME=STAGE", help="the pipeline stage whose GPUs hold this "
+                       "declaration's module (default 0, the first; repeatable)")
+
+
+
+def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
+    """The one ``PlanRequest``, field for field from the flags (``fit`` has no
+    ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes``: they stay unset)."""
+    given: dict[str, Any] = dict(
+        engine=ns.engine,
+        kv_cache_memory_bytes=getattr(ns, "kv_cache_memory_bytes", None),
+        gpu=ns.gpu,
+        gpu_memory_utilization=ns.gpu_memory_utilization,
+        gpu_total_bytes=getattr(ns, "gpu_total_bytes", None),
+        activation_peak_bytes=ns.activation_peak_bytes,
+        cuda_graph_bytes=ns.cuda_graph_bytes,
+        non_torch_bytes=ns.non_torch_bytes,
+        concurrency=ns.concurrency,
+        block_size=ns.block_size,
+        max_model_len=ns.max_model_len,
+        allow_long_max_model_len=ns.allow_long_max_model_len,
+        kv_cache_dtype=ns.kv_cache_dtype,
+        tensor_parallel_size=ns.tensor_parallel_size,
+        pipeline_parallel_size=ns.pipeline_parallel_size,
+        data_parallel_size=ns.data_parallel_size,
+        max_num_seqs=ns.max_num_seqs,  # None: the request resolves vLLM's default
+        max_num_batched_tokens=ns.max_num_batched_tokens,
+        enable_prefix_caching=ns.enable_prefix_caching,
+        num_speculative_tokens=ns.num_speculative_tokens,
+        speculative_method=ns.speculative_method,
+        sglang=_sglang_options(ns),
+    )
+    if getattr(ns, "model_local_kv", None) is not None or \
+            getattr(ns, "model_local_kv_from", None) is not None or \
+            getattr(ns, "model_local_kv_charged", None) or \
+            getattr(ns, "model_local_kv_stage", None):
+        from kvledger.cli import model_local
+
+        given.update(model_local.request_fields(ns))
+    given.update(overrides)
+    return PlanRequest(**given)
