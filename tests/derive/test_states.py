@@ -26,7 +26,7 @@ from kvledger.derive.states import (
     ShortConvState,
     StateRole,
 )
-from oracle_cases import ORACLE_FILE
+from oracle_cases import ORACLE_FILE, SHARED_MISSING
 
 ORACLE = ORACLE_FILE
 
@@ -42,7 +42,7 @@ def _cases() -> list[dict[str, Any]]:
 
 
 CASES = _cases()
-needs_oracle = pytest.mark.skipif(not CASES, reason="../shared/oracles not present")
+needs_oracle = pytest.mark.skipif(not CASES, reason=SHARED_MISSING)
 
 
 def _model_id(config_file: str) -> str:

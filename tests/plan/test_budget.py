@@ -24,6 +24,7 @@ from kvledger.plan.weights import (
     parameter_counts,
     safetensors_total_bytes,
 )
+from oracle_cases import CONFIGS
 from plan.tiny_safetensors import write_safetensors
 
 MIB = 1 << 20
@@ -215,7 +216,7 @@ def test_sparse_multimodal_text_config_weights_take_the_class_defaults() -> None
     # total 6,738,673,664 parameters (Vicuna-7B's 6.74B) × 2 B (float16) = 13,477,347,328 B.
     from kvledger.plan.api import plan_model
 
-    path = Path(__file__).parents[1] / "oracles" / "configs" / "llava-hf--llava-1.5-7b-hf.json"
+    path = CONFIGS / "llava-hf--llava-1.5-7b-hf.json"
     result = plan_model(str(path), PlanRequest(gpu="H100-80GB", max_model_len=4096))
     [weights] = [line for line in result.to_json()["budget"] if line["key"] == "weights"]
     assert weights["bytes"] == 13_477_347_328

@@ -10,8 +10,8 @@ import types
 import pytest
 
 from kvledger.declare.pools import Pool
-from kvledger.plan.engines import base as layout_mod
 from kvledger.plan.api import plan_model
+from kvledger.plan.engines import base as layout_mod
 from kvledger.plan.engines.base import Layout, LayoutInput, LayoutPlan, get_layout
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult

@@ -17,10 +17,10 @@ from kvledger.cli.main import main
 from kvledger.plan.engines.sglang import served
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
-from oracle_cases import LOCAL_DIR
+from oracle_cases import CONFIGS, LOCAL_DIR
 
 PLANS = json.loads((LOCAL_DIR / "sglang-0.5.23-pp-plans.json").read_text())
-MINITRON = LOCAL_DIR / "configs" / "nvidia--Minitron-4B-Base.CONVERTED.json"
+MINITRON = CONFIGS / "nvidia--Minitron-4B-Base.CONVERTED.json"
 SGLANG_WORDS = "does not support pipeline parallel yet!"
 
 
