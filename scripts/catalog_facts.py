@@ -6,7 +6,8 @@ configs in ../shared/configs.
 
 The table holds, per model, the config values kvledger reads — not the file: a value is
 kept when it is one of the values that size a cache or the weights (``ALWAYS``), or when
-leaving it out changes what kvledger says about the model under any of ``VARIANTS``
+leaving it out or stating another value changes what kvledger says about the model under any
+of ``VARIANTS``
 (``inspect``, ``plan`` on three engines with a given budget and on an H200 — the weights —,
 tensor and pipeline parallel, an fp8 cache, MTP, ``fit``). Every value is the config's own,
 unchanged; each row names the file it came from (repository, path, commit, from the
@@ -91,6 +92,8 @@ ALWAYS = frozenset({
     "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "max_source_positions",
     "max_target_positions", "quant_algo", "kv_cache_quant_algo", "quant_method",
     "kv_cache_scheme", "producer", "quantization",
+    # The sparse indexer's (DSA): its presence decides the attention kind, its sizes a cache.
+    "index_topk", "index_n_heads", "index_head_dim", "indexer_types", "index_topk_freq",
 })
 # Kept whole: their members are read together (a rope rule, a quantization scheme).
 WHOLE = frozenset({"rope_scaling", "rope_parameters", "quantization_config", "layer_types"})
@@ -186,20 +189,56 @@ def minimal(model_id: str, config: dict[str, Any], quant: dict[str, Any] | None,
 
     def prune(node: dict[str, Any]) -> None:
         for key in list(node):
+            value = node[key]
             if key in ALWAYS:
-                if isinstance(node[key], dict) and key not in WHOLE:
-                    prune(node[key])
+                if isinstance(value, dict) and key not in WHOLE:
+                    prune(value)
                 continue
-            value = node.pop(key)
-            if same(full):
-                continue
-            node[key] = value
             if isinstance(value, dict):
+                del node[key]
+                if same(full):
+                    continue
+                node[key] = value
                 prune(value)
+                continue
+            # Kept when leaving it out or stating another value changes what kvledger says:
+            # a value derive reads only to cross-check another (full_attention_interval
+            # beside layer_types) changes nothing by its absence, but refuses when it differs.
+            del node[key]
+            unread = same(full)
+            for other in _others(value):
+                if not unread:
+                    break
+                node[key] = other
+                unread = same(full)
+            node[key] = value
+            if unread:
+                del node[key]
 
     # ``prune`` edits ``full`` in place: each trial is the whole config less one value.
     prune(full)
     return full
+
+
+def _other(value: Any) -> Any:
+    """A different value of the same shape, to see whether kvledger reads ``value``."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value * 2 + 1
+    if isinstance(value, str):
+        return value + "-other"
+    if isinstance(value, list):
+        return value[:-1] if len(value) > 1 else [*value, *value, 0]
+    return None if value is not None else 7
+
+
+def _others(value: Any) -> list[Any]:
+    """Other values to state in its place: for a list, one element fewer and its first
+    element changed (a per-layer list is read element by element)."""
+    if isinstance(value, list) and value and not isinstance(value[0], dict | list):
+        return [_other(value), [_other(value[0]), *value[1:]]]
+    return [_other(value)]
 
 
 def _ordered(original: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from kvledger.derive.states import (
     ShortConvState,
     StateRole,
 )
-from oracle_cases import ORACLE_FILE, SHARED_MISSING
+from oracle_cases import CONFIGS, ORACLE_FILE, SHARED_MISSING, bundled_id
 
 ORACLE = ORACLE_FILE
 
@@ -46,7 +46,7 @@ needs_oracle = pytest.mark.skipif(not CASES, reason=SHARED_MISSING)
 
 
 def _model_id(config_file: str) -> str:
-    return config_file.removesuffix(".json").replace("--", "/", 1)
+    return bundled_id(config_file) or str(CONFIGS / config_file)
 
 
 def _case_id(case: dict[str, Any]) -> str:

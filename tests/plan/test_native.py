@@ -250,8 +250,10 @@ def test_native_holds_at_least_vllm_tokens(case: dict[str, object]) -> None:
     """
     from kvledger.derive import UnsupportedArchitecture
     from kvledger.plan.api import plan_model
+    from oracle_cases import CONFIGS, bundled_id
 
-    model = str(case["config"]).removesuffix(".json").replace("--", "/", 1)
+    name = str(case["config"])
+    model = bundled_id(name) or str(CONFIGS / name)  # the catalog reproduces its file
     request = _request_from(case["inputs"], "native")  # type: ignore[arg-type]
     try:
         result = plan_model(model, request)
