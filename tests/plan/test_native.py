@@ -23,7 +23,7 @@ from kvledger.derive.layers import (
 from kvledger.plan.engines.native.layout import native_layout, plan_native
 from kvledger.plan.request import PlanRequest
 from kvledger.records import record
-from oracle_cases import load_cases
+from oracle_cases import load_cases, needs_shared
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -238,6 +238,7 @@ def _request_from(inputs: dict[str, object], engine: str) -> PlanRequest:
     )
 
 
+@needs_shared
 @pytest.mark.parametrize("case", _oracle_cases(),
                          ids=lambda c: f"{c['config']}-{c['inputs']['kv_cache_memory_bytes']}"
                          f"-L{c['inputs']['max_model_len']}-tp{c['inputs']['tensor_parallel_size']}")
