@@ -327,6 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", nargs="*", default=["kvledger", *PEERS],
                         help="subset of: kvledger hf-mem kvfit vllm-wizard")
     ns = parser.parse_args(argv)
+    if not (cases.SHARED / "configs").is_dir() or not ns.oracle_dir.is_dir():
+        print(f"bench/accuracy.py needs ../shared beside the repository: the real configs "
+              f"({(cases.SHARED / 'configs').resolve()}) and the oracle cases "
+              f"({ns.oracle_dir.resolve()})", file=sys.stderr)
+        return 2
     questions, repeats = cases.all_questions(ns.oracle_dir)
     tools = [t for t in ["kvledger", *PEERS] if t in ns.tools]
     got: dict[str, Any] = {}

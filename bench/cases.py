@@ -26,13 +26,11 @@ written from what came later:
   refuses.
 
 The question of an oracle case is the case's ``inputs`` on the case's config (and its
-``hf_quant_config.json`` where the case had one), found where the tests find it: this repo's
-``tests/oracles/configs/`` first, then the bundled catalog, then ``../shared/configs/`` (the
-catalog copies are byte-identical to the shared ones). Cases run with
-``inputs.weights_quant_stripped`` are asked with the verbatim config, as the tests plan them (the
-dropped block carries no KV scheme). Two runs that reach the same question (the same config,
-companion and resolved inputs: a run without ``--max-model-len`` beside one giving vLLM's own
-default) are asked once.
+``hf_quant_config.json`` where the case had one), found where the tests find it:
+``../shared/configs/``. Cases run with ``inputs.weights_quant_stripped`` are asked with the
+verbatim config, as the tests plan them (the dropped block carries no KV scheme). Two runs
+that reach the same question (the same config, companion and resolved inputs: a run without
+``--max-model-len`` beside one giving vLLM's own default) are asked once.
 
 True answers, per case:
 - ``bytes_per_token``: ``bytes_per_block / block_size``, vLLM's KV bytes per token per worker,
@@ -53,7 +51,6 @@ from typing import Any
 from score import reason_of
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOG = ROOT / "src" / "kvledger" / "derive" / "catalog"
 SHARED = ROOT.parent / "shared"
 ORACLE_DIR = SHARED / "oracles" / "vllm-0.32"
 ORACLE = ORACLE_DIR / "cases.jsonl"
@@ -117,9 +114,6 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 def config_file(name: str) -> Path:
     """Where the tests find a case's config (see the module docstring)."""
-    for folder in (REPO_ORACLES / "configs", CATALOG):
-        if (folder / name).is_file():
-            return folder / name
     return SHARED / "configs" / name
 
 
@@ -265,22 +259,24 @@ def _max_positions(config: dict[str, Any]) -> int | None:
 def catalog_only(covered: set[str]) -> list[dict[str, Any]]:
     """One default question for each bundled model no oracle case covers."""
     out = []
-    for path in sorted(CATALOG.glob("*.json")):
-        if path.name.endswith(".hf_quant_config.json") or model_id(path.name) in covered:
+    from kvledger.source.catalog import catalog_rows
+
+    for row in catalog_rows():
+        name = row["source"]["file"]  # the real file the row's values were read from
+        if model_id(name) in covered:
             continue
-        config = _read(path)
-        quant_path = path.with_name(path.stem + ".hf_quant_config.json")
+        config = row["config"]
         length = min(_max_positions(config) or 4096, DEFAULT_LEN_CAP)
         inputs = {"kv_cache_memory_bytes": DEFAULT_BUDGET, "block_size": "auto",
                   "max_model_len": length, "kv_cache_dtype": "auto", "tensor_parallel_size": 1}
         out.append({
-            "id": f"catalog:{model_id(path.name)}",
+            "id": f"catalog:{row['ids'][0]}",
             "set": "catalog",
             "source": "",
-            "model": model_id(path.name),
-            "config_file": path.name,
+            "model": row["ids"][0],
+            "config_file": name,
             "config": config,
-            "hf_quant_config": _read(quant_path) if quant_path.is_file() else None,
+            "hf_quant_config": row.get("hf_quant_config"),
             "inputs": inputs,
             "max_model_len": length,
             "kv_cache_memory_bytes": DEFAULT_BUDGET,

@@ -29,14 +29,11 @@ Usage: python bench/plans_per_second.py [--seconds S] [--sweep-model ID]
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-CATALOG = Path(__file__).resolve().parents[1] / "src" / "kvledger" / "derive" / "catalog"
-CONFIG = CATALOG / "Qwen--Qwen3-Next-80B-A3B-Thinking.json"
+MODEL = "Qwen/Qwen3-Next-80B-A3B-Thinking"  # a catalog id: its config, widened below
 LAYERS = 100
 SWEEP_MODEL = "meta-llama/Meta-Llama-3.1-70B"
 SWEEP_TP = (1, 2, 4, 8)
@@ -45,7 +42,9 @@ SWEEP_CONTEXTS = tuple([1024] + [4096 * k for k in range(1, 32)])
 
 
 def hybrid_config() -> dict[str, Any]:
-    config: dict[str, Any] = json.loads(CONFIG.read_text())
+    from kvledger.source.resolve import load_source
+
+    config: dict[str, Any] = load_source(MODEL).config
     config["num_hidden_layers"] = LAYERS
     if isinstance(config.get("layer_types"), list):
         interval = int(config.get("full_attention_interval", 4))

@@ -69,8 +69,7 @@ def not_asked(case: dict[str, Any]) -> str:
 
 
 def _config(name: str) -> tuple[Path, Path | None] | None:
-    for folder in (ROOT / "src" / "kvledger" / "derive" / "catalog",
-                   ROOT / "tests" / "oracles" / "configs", ROOT.parent / "shared" / "configs"):
+    for folder in (ROOT.parent / "shared" / "configs",):
         path = folder / name
         if path.is_file():
             quant = path.with_name(name.removesuffix(".json") + ".hf_quant_config.json")

@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,7 +81,8 @@ def _no_hub(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
 
 # ../shared (the shared configs and oracle cases) sits beside the repo in CI and on the
 # developers' machines. A clone without it must still pass: a test that reads a file from it
-# is skipped, naming the file, instead of failing (tests/oracle_cases.py states the rule).
+# is skipped with oracle_cases.SHARED_MISSING instead of failing (tests/oracle_cases.py states
+# the rule), and the summary says in one line how many were skipped and how to run them.
 SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared").resolve()
 
 
@@ -92,8 +94,22 @@ def pytest_runtest_call(item: pytest.Item) -> object:
         # A missing file reaches a test as FileNotFoundError, or as kvledger's one-line refusal
         # naming the path (the CLI's exit 2, a SourceError): either way it names ../shared.
         if not SHARED.is_dir() and _names_shared(exc):
-            pytest.skip("a file in ../shared, which is not beside this checkout")
+            from oracle_cases import SHARED_MISSING
+
+            pytest.skip(SHARED_MISSING)
         raise
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line: how many tests skipped for want of ../shared, and how to run them."""
+    from oracle_cases import SHARED_MISSING
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    count = sum(1 for report in skipped if SHARED_MISSING in str(report.longrepr))
+    if count:
+        terminalreporter.write_line(
+            f"{count} tests skipped: they need ../shared (the team's real configs and oracle "
+            f"cases); check it out beside this repository as {SHARED} and run pytest again")
 
 
 def _names_shared(exc: BaseException) -> bool:

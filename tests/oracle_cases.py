@@ -23,11 +23,13 @@ SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 ORACLE_DIR = SHARED / "oracles" / "vllm-0.32"
 ORACLE_FILE = ORACLE_DIR / "cases.jsonl"
 COVERAGE_FILE = ORACLE_DIR / "coverage-cases.jsonl"
-CONFIGS = SHARED / "configs"
-# For a test that reads ../shared in a way that surfaces as something other than a missing
-# file (a case looked up in the shared cases, a CLI run on a shared config).
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not beside the repo")
-# Cases this repository ran the oracle for (configs in ../shared/configs or tests/oracles/).
+CONFIGS = SHARED / "configs"  # every real config a test reads (origins: SOURCES*.md there)
+# The one reason every test that needs ../shared skips with when it is absent (tests/conftest.py
+# counts them in the summary by it): the marker below, ``skip_without_shared``, and the
+# suite-wide catch of a missing ../shared file in tests/conftest.py all give it.
+SHARED_MISSING = "needs ../shared (the team's real configs and oracle cases) beside the repo"
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_MISSING)
+# Cases this repository ran the oracle for (their configs are in ../shared/configs).
 LOCAL_DIR = Path(__file__).resolve().parent / "oracles"
 LOCAL_FILE = LOCAL_DIR / "vllm-0.32-cases.jsonl"
 
@@ -57,16 +59,72 @@ def load_local_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def shared_text(name: str) -> str:
+    """``../shared/configs/<name>`` (a SOURCES table) as text, or "" without ../shared: read
+    at collection, where a missing file would stop the whole run. A test that walks it is
+    marked ``needs_shared``."""
+    path = CONFIGS / name
+    return path.read_text() if SHARED.is_dir() else ""
+
+
+def skip_without_shared() -> None:
+    """Skip the running test (with ``SHARED_MISSING``) when ../shared is not beside the repo."""
+    if not SHARED.is_dir():
+        pytest.skip(SHARED_MISSING)
+
+
+def bundled_id(name: str) -> str | None:
+    """The catalog id whose values were read from ``../shared/configs/<name>`` (its row's
+    ``source.file``), or None. The catalog reproduces that file's facts and plans
+    (tests/source/test_catalog_facts.py), so a case on it runs without ../shared."""
+    from kvledger.source.catalog import catalog_rows
+
+    for row in catalog_rows():
+        if row["source"]["file"] == name:
+            listed: str = row["ids"][0]
+            return listed
+    return None
+
+
+def real_config(name: str) -> dict[str, Any]:
+    """``../shared/configs/<name>`` as a fresh dict — or, for a catalog model's file, the
+    catalog's values of it (what kvledger reads), so that the test runs without ../shared."""
+    model_id = bundled_id(name)
+    if model_id is not None:
+        from kvledger.source.resolve import load_source
+
+        return load_source(model_id).config
+    loaded: dict[str, Any] = json.loads((CONFIGS / name).read_text())
+    return loaded
+
+
 def config_path(case: dict[str, Any]) -> Path:
-    """The config a case ran: this repo's ``tests/oracles/configs/`` first, then the shared."""
-    local = LOCAL_DIR / "configs" / case["config"]
-    return local if local.is_file() else CONFIGS / case["config"]
+    """The config a case ran, in ../shared/configs."""
+    return CONFIGS / case["config"]
+
+
+def _bundled(case: dict[str, Any]) -> tuple[str, dict[str, Any] | None] | None:
+    """(catalog id, its hf_quant_config) when the case's config is a catalog model's file and
+    the case saw the companion exactly when the catalog has one; else None."""
+    model_id = bundled_id(case["config"])
+    if model_id is None:
+        return None
+    from kvledger.source.catalog import catalog_entry
+
+    found = catalog_entry(model_id)
+    assert found is not None
+    quant = found[2]
+    return (model_id, quant) if (quant is not None) == bool(case.get("hf_quant_config")) \
+        else None
 
 
 def hf_quant_config(case: dict[str, Any]) -> dict[str, Any] | None:
     """The companion hf_quant_config.json the oracle saw beside config.json, if any."""
     if not case.get("hf_quant_config"):
         return None
+    bundled = _bundled(case)
+    if bundled is not None:
+        return bundled[1]
     path = config_path(case)
     companion = path.with_name(path.name.removesuffix(".json") + ".hf_quant_config.json")
     loaded: dict[str, Any] = json.loads(companion.read_text())
@@ -76,10 +134,15 @@ def hf_quant_config(case: dict[str, Any]) -> dict[str, Any] | None:
 def case_model(case: dict[str, Any]) -> str | dict[str, Any]:
     """What to hand ``derive_model`` so it sees exactly what the oracle's vLLM saw.
 
-    A config path brings its ``<stem>.hf_quant_config.json`` companion along (as a model
-    directory does); a case that ran without the companion (``hf_quant_config`` false) gets
-    the config as a dict, which has none.
+    A catalog model's id when the case ran its file (and its companion exactly when the
+    catalog has one): then the case runs without ../shared. Otherwise a config path brings
+    its ``<stem>.hf_quant_config.json`` companion along (as a model directory does); a case
+    that ran without the companion (``hf_quant_config`` false) gets the config as a dict,
+    which has none.
     """
+    bundled = _bundled(case)
+    if bundled is not None:
+        return bundled[0]
     path = config_path(case)
     if case.get("hf_quant_config"):
         return str(path)

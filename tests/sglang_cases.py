@@ -2,8 +2,9 @@
 
 ``tests/oracles/sglang-0.5.23/cases.jsonl`` was made by ``scripts/oracles/sglang_cases.py``
 (SGLang's own sizing code, run on CPU; see that script). Each case names a config under
-``../shared/configs/``; kvledger reads the bundled catalog copy when there is one (same
-bytes), so most cases run without ``../shared``.
+``../shared/configs/``; a case on a catalog model's file asks the catalog id instead (the
+catalog reproduces that file's facts: tests/source/test_catalog_facts.py), so those cases run
+without ``../shared``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from kvledger.derive import derive_model
 from kvledger.plan.engines.sglang import SglangOptions, plan_sglang
 from kvledger.plan.engines.sglang.layout import SglangPlan
 from kvledger.plan.request import PlanRequest
+from kvledger.source.resolve import load_source
+from oracle_cases import CONFIGS, bundled_id
 
 HERE = Path(__file__).resolve().parent
 CASES_FILE = HERE / "oracles" / "sglang-0.5.23" / "cases.jsonl"
-SHARED_CONFIGS = HERE.parent / ".." / "shared" / "configs"
-REPO_CONFIGS = HERE / "oracles" / "configs"  # the coverage groups' real configs
-CATALOG = HERE.parent / "src" / "kvledger" / "derive" / "catalog"
 
 # SGLang server-argument names → SglangOptions fields (the same names).
 OPTION_KEYS = ("max_running_requests", "max_total_tokens", "swa_full_tokens_ratio",
@@ -41,22 +41,21 @@ UNSCORED = frozenset({
 })
 
 
-def catalog_config(stem: str) -> dict[str, Any]:
-    """The bundled catalog's ``stem.json`` as a fresh dict (safe to edit)."""
-    data: dict[str, Any] = json.loads((CATALOG / f"{stem}.json").read_text())
-    return data
+def catalog_config(model_id: str) -> dict[str, Any]:
+    """The bundled catalog's config of ``model_id`` as a fresh dict (safe to edit)."""
+    return load_source(model_id).config
 
 
 def repo_config(name: str) -> dict[str, Any]:
-    """A coverage group's real config (``tests/oracles/configs/name``) as a fresh dict."""
-    data: dict[str, Any] = json.loads((REPO_CONFIGS / name).read_text())
+    """A real config (``../shared/configs/name``) as a fresh dict."""
+    data: dict[str, Any] = json.loads((CONFIGS / name).read_text())
     return data
 
 
 def plan_repo_config(name: str, context: int) -> SglangPlan:
     """SGLang's plan for a coverage config derived from its path, on a 16 GiB pool with the
     oracle's CPU page of 1 token and ``context`` as the context length."""
-    facts = derive_model(str(REPO_CONFIGS / name))
+    facts = derive_model(str(CONFIGS / name))
     return plan_sglang(facts, PlanRequest(engine="sglang", block_size=1,
                                           max_model_len=context), GIB16)
 
@@ -70,16 +69,14 @@ def load() -> list[dict[str, Any]]:
 def model_of(case: dict[str, Any]) -> tuple[str, dict[str, Any] | None] | None:
     """(what to pass to derive_model, its hf_quant_config) or None when the config is absent.
 
-    The catalog copy is used when bundled (a catalog id also brings its hf_quant_config);
-    otherwise the repo's coverage copy (``tests/oracles/configs``) or the shared file, with
-    its ``.hf_quant_config.json`` sibling.
+    The catalog id when the file is a catalog model's (the id also brings its
+    hf_quant_config); otherwise the shared file, with its ``.hf_quant_config.json`` sibling.
     """
     name = case["config"]
-    if (CATALOG / name).is_file():
-        return name.removesuffix(".json").replace("--", "/", 1), None
-    path = REPO_CONFIGS / name
-    if not path.is_file():
-        path = SHARED_CONFIGS / name
+    model_id = bundled_id(name)
+    if model_id is not None:
+        return model_id, None
+    path = CONFIGS / name
     if not path.is_file():
         return None
     quant_path = path.with_name(name.removesuffix(".json") + ".hf_quant_config.json")

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+# Every config a case runs, real or derived from a real one (SOURCES*.md there say where each
+# is from).
 CONFIGS = ROOT / ".." / "shared" / "configs"
-# The coverage groups' real configs (tests/oracles/configs/SOURCES-*.md say where each is from).
-REPO_CONFIGS = ROOT / "tests" / "oracles" / "configs"
 OUT = ROOT / "tests" / "oracles" / "sglang-0.5.23" / "cases.jsonl"
 PLUS = Path(__file__).resolve().parent / "sglang_oracle_plus.py"
 GIB = 1 << 30
@@ -152,7 +152,7 @@ CASES: list[dict[str, Any]] = [
 
 
 # One real config per model type kvledger derives (``kvledger models --json``), added after
-# the layout was first checked: id suffix, config (tests/oracles/configs or ../shared/configs),
+# the layout was first checked: id suffix, config (../shared/configs),
 # --context-length (min(32768, the config's max positions)), and case options. Each runs at a
 # 16 GiB pool and page 1 (what SGLang picks on Hopper for these backends); a model SGLang
 # cannot load records SGLang's own ``model_class_error``.
@@ -331,7 +331,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("lfm2-text-page16", "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json", 32768, {"page_size": 16}),
     ("mamba-tp2", "state-spaces--mamba-130m-hf.mbridge.json", 2048,
      {"tp": 2, "cpu_import_only": "MambaForCausalLM"}),
-    # persimmon (PersimmonConfig's defaults: tests/oracles/configs/SOURCES-tfbackend.md);
+    # persimmon (PersimmonConfig's defaults: ../shared/configs/SOURCES-tfbackend.md);
     # SGLang 0.5.23 registers PersimmonForCausalLM natively (srt/models/persimmon.py).
     ("persimmon", "transformers--PersimmonConfig-defaults.CLASS.json", 16384, {}),
     # Remote-code types kvledger plans from the keys config.json states (derive/remote_code.py):
@@ -354,9 +354,8 @@ CASES += [{"id": "cov-" + name, "config": config, "bytes": 16 * GIB, "page_size"
 
 
 def config_path(name: str) -> Path:
-    """A case's config: the repo's coverage configs first, else ``../shared/configs``."""
-    local = REPO_CONFIGS / name
-    return local if local.is_file() else CONFIGS / name
+    """A case's config, in ``../shared/configs``."""
+    return CONFIGS / name
 
 
 def _args(case: dict[str, Any], stage: str | None = None,

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from kvledger.cli.main import main
+from kvledger.source.resolve import load_source
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 BUDGET = ["--kv-cache-memory-bytes", "10737418240"]
-CATALOG = Path(__file__).parents[2] / "src" / "kvledger" / "derive" / "catalog"
 
 
 def _fails(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -35,7 +35,7 @@ def _fails(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 def _llama_config() -> dict:
-    return json.loads((CATALOG / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    return load_source("meta-llama/Meta-Llama-3.1-8B").config
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
-from oracle_cases import CONFIGS
+from oracle_cases import real_config
 
 H100_TOTAL = 81_559 * 1_048_576  # 85,520,809,984 B (the preset's nvidia-smi figure)
 USABLE = 42_760_404_992  # int(85,520,809,984 × 0.5)
@@ -34,10 +34,8 @@ def _checkpoint(root: Path) -> Path:
     """Llama-3.1-8B's real config.json beside a safetensors file whose header says one BF16
     tensor of 8,000,000,000 elements (the data is a hole: the file is sparse)."""
     root.mkdir()
-    config = CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"
-    if not config.is_file():
-        pytest.skip("../shared/configs is not beside the repo")
-    (root / "config.json").write_bytes(config.read_bytes())
+    config = real_config("meta-llama--Meta-Llama-3.1-8B.json")  # the catalog's values of it
+    (root / "config.json").write_text(json.dumps(config))
     header = json.dumps({"model.embed_tokens.weight": {
         "dtype": "BF16", "shape": [8_000_000_000], "data_offsets": [0, WEIGHTS]}}).encode()
     with open(root / "model.safetensors", "wb") as fh:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
-from oracle_cases import CONFIGS, load_cases
+from oracle_cases import CONFIGS, SHARED_MISSING, load_cases
 
 
 def _cases() -> list[dict[str, Any]]:
@@ -85,7 +85,7 @@ def _model_arg(case: dict[str, Any], tmp_path: Path) -> str:
     return str(model_dir)
 
 
-@pytest.mark.skipif(not CASES, reason="../shared/oracles/vllm-0.32/cases.jsonl is absent")
+@pytest.mark.skipif(not CASES, reason=SHARED_MISSING)
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_oracle_case(
     case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]

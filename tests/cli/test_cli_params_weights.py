@@ -10,13 +10,13 @@ Before, the generic decoder formula counted every block as a full Llama-70B-like
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from kvledger.cli.main import main
-from plan.test_mtp_weights import CATALOG, DEEPSEEK_TENSORS
+from kvledger.source.resolve import load_source
+from plan.test_mtp_weights import DEEPSEEK_TENSORS
 from plan.tiny_safetensors import write_safetensors
 
 MODEL = "nvidia/Llama-3_3-Nemotron-Super-49B-v1"
@@ -69,7 +69,8 @@ def test_inspect_weights_exact_from_headers(tmp_path: Path,
     # 13.46B MTP).
     model = tmp_path / "deepseek-v3"
     model.mkdir()
-    shutil.copy(CATALOG / "deepseek-ai--DeepSeek-V3.json", model / "config.json")
+    (model / "config.json").write_text(
+        json.dumps(load_source("deepseek-ai/DeepSeek-V3").config))
     write_safetensors(model / "model.safetensors", DEEPSEEK_TENSORS)
     assert main(["inspect", str(model), "--json"]) == 0
     weights = json.loads(capsys.readouterr()[0])["weights"]

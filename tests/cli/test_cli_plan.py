@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
+from kvledger.source.resolve import load_source
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 TEN_GIB = str(10 * 2**30)  # 10,737,418,240
-CATALOG = Path(__file__).parents[2] / "src" / "kvledger" / "derive" / "catalog"
 
 # Llama-3.1-8B: 32 layers × 2 (K,V) × 8 KV heads × 128 head_dim × 2 B (bf16) = 131,072 B/token.
 LLAMA_BYTES_PER_TOKEN = 32 * 2 * 8 * 128 * 2
@@ -189,13 +189,14 @@ def test_default_utilization_on_a_given_total_is_given(
 def test_model_directory_picks_up_hf_quant_config(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    stem = "nvidia--Qwen3-32B-NVFP4"
+    model_id = "nvidia/Qwen3-32B-NVFP4"  # its catalog values, as a model directory
     with_quant = tmp_path / "with"
     without = tmp_path / "without"
     for d in (with_quant, without):
         d.mkdir()
-        shutil.copy(CATALOG / f"{stem}.json", d / "config.json")
-    shutil.copy(CATALOG / f"{stem}.hf_quant_config.json", with_quant / "hf_quant_config.json")
+        (d / "config.json").write_text(json.dumps(load_source(model_id).config))
+    quant = load_source(model_id).hf_quant_config
+    (with_quant / "hf_quant_config.json").write_text(json.dumps(quant))
     # The native layout follows the checkpoint's KV scheme (vLLM's --kv-cache-dtype auto
     # does not; its layout warns instead).
     budget = ["--engine", "native", "--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "4096"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from derive.coverage import check_inspect
-from oracle_cases import CONFIGS
+from oracle_cases import CONFIGS, SHARED_MISSING
 
 # config → what the one-line refusal must say (vLLM's own error, quoted in the reason).
 VLLM_CANNOT_SERVE = {
@@ -44,7 +44,7 @@ def _listed() -> list[Path]:
 
 
 FILES = _listed()
-pytestmark = pytest.mark.skipif(not FILES, reason="../shared/configs is not beside the repo")
+pytestmark = pytest.mark.skipif(not FILES, reason=SHARED_MISSING)
 
 
 def test_the_shared_configs_are_all_here() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from kvledger.derive import Kind, ModelFacts, Role
 from kvledger.derive.source import load_source
-from oracle_cases import ORACLE_FILE
+from oracle_cases import ORACLE_FILE, SHARED_MISSING
 
 ORACLE = ORACLE_FILE
 # vLLM KV-cache spec class for each of our position-indexed kinds.
@@ -58,7 +58,7 @@ def _oracle_groups(
     config_file: str, tp: int = 1
 ) -> Counter[tuple[str, int, int, int, int | None]]:
     if not ORACLE.is_file():
-        pytest.skip(f"vLLM oracle cases not present at {ORACLE}")
+        pytest.skip(SHARED_MISSING)
     for line in ORACLE.read_text().splitlines():
         case = json.loads(line)
         inputs = case["inputs"]

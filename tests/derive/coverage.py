@@ -18,9 +18,8 @@ import pytest
 from kvledger.cli.main import main
 from kvledger.derive import derive_model
 from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, Role
+from oracle_cases import CONFIGS
 
-# The coverage groups' own real configs (origins in SOURCES-*.md beside them).
-LOCAL_CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 AttentionGroups = Counter[tuple[int, int, int | None]]
 SpecGroups = Counter[tuple[Any, ...]]
 # A multimodal wrapper's row: (stem, model_type, where the language model sits, its type, KV
@@ -28,13 +27,13 @@ SpecGroups = Counter[tuple[Any, ...]]
 WrapperRow = tuple[str, str, str, str, str, int, int]
 
 
-def raw_config(stem: str, folder: Path = LOCAL_CONFIGS) -> dict[str, Any]:
+def raw_config(stem: str, folder: Path = CONFIGS) -> dict[str, Any]:
     """``folder/stem.json`` as a fresh dict (safe to edit)."""
     loaded: dict[str, Any] = json.loads((folder / f"{stem}.json").read_text())
     return loaded
 
 
-def derive_file(stem: str, folder: Path = LOCAL_CONFIGS, **kw: Any) -> ModelFacts:
+def derive_file(stem: str, folder: Path = CONFIGS, **kw: Any) -> ModelFacts:
     """Derive ``folder/stem.json`` as the CLI would (the path form: companions are read)."""
     return derive_model(str(folder / f"{stem}.json"), **kw)
 
@@ -48,7 +47,7 @@ def vllm_facts(model: Any, **kw: Any) -> ModelFacts:
     return load_facts(model, PlanRequest(engine="vllm==0.32", **kw))[0]
 
 
-def vllm_derive_file(stem: str, folder: Path = LOCAL_CONFIGS) -> ModelFacts:
+def vllm_derive_file(stem: str, folder: Path = CONFIGS) -> ModelFacts:
     """``vllm_facts`` of ``folder/stem.json`` (the path form: companions are read)."""
     return vllm_facts(str(folder / f"{stem}.json"))
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import attention_groups as _groups
 from derive.coverage import check_by_hand, check_inspect, vllm_derive_file, vllm_facts
 from derive.coverage import derive_file as _facts
@@ -30,13 +29,11 @@ from kvledger.derive.max_len import MAX_LEN_KEYS, max_len
 from kvledger.derive.model_types import CORE_KEYS, resolve
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
-from oracle_cases import CONFIGS as SHARED_CONFIGS
-from oracle_cases import config_path
+from oracle_cases import CONFIGS, bundled_id, config_path, needs_shared, shared_text
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
 CASES = [json.loads(line) for line in (HERE / "vllm-0.32-coverage-dense.jsonl")
          .read_text().splitlines() if line.strip()]
-CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
 
 
 # -- every type on its real config: bytes per token by hand --------------------------------
@@ -128,8 +125,6 @@ TP1 = [c for c in CASES if c["inputs"]["tensor_parallel_size"] == 1]
 
 @pytest.mark.parametrize("case", TP1, ids=[f"{c['config']}-{i}" for i, c in enumerate(TP1)])
 def test_layers_match_vllm_layer_specs(case: dict[str, Any]) -> None:
-    if not config_path(case).is_file():
-        pytest.skip("../shared/configs not present")
     facts = derive_model(str(config_path(case)))
     assert _groups(facts) == _oracle_groups(case)
 
@@ -295,8 +290,6 @@ def test_config_length_is_the_one_vllm_derives(case: dict[str, Any]) -> None:
     # Command-R (model_max_length 131072 over max_position_embeddings 8192) lives in
     # ../shared/configs; the others here.
     path = config_path(case)
-    if not path.is_file():
-        pytest.skip(f"{SHARED_CONFIGS} not present")
     assert derive_model(str(path)).max_position_embeddings == case["inputs"]["max_model_len"]
 
 
@@ -388,7 +381,7 @@ def test_vllm_layout_refuses_what_vllm_dropped(
     name: str, model_type: str, architecture: str, version: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["plan", str(CATALOG / name), "--kv-cache-memory-bytes", str(2**34),
+    argv = ["plan", bundled_id(name) or str(CONFIGS / name), "--kv-cache-memory-bytes", str(2**34),
             "--max-model-len", "4096", "--json"]
     assert main([*argv, "--engine", "vllm"]) == 2
     out, err = capsys.readouterr()
@@ -408,7 +401,7 @@ def test_vllm_layout_refuses_llama_32_vision_where_vllm_stops(
     # Transformers backend, which stops while vLLM starts (tests/oracles/
     # vllm-0.32-tfbackend.jsonl, run 0): the refusal quotes that, not the "was supported
     # until" message vLLM never reaches. Native still plans it.
-    argv = ["plan", str(CATALOG / "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json"),
+    argv = ["plan", str(CONFIGS / "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json"),
             "--kv-cache-memory-bytes", str(2**34), "--max-model-len", "4096", "--json"]
     assert main([*argv, "--engine", "vllm"]) == 2
     out, err = capsys.readouterr()
@@ -434,16 +427,18 @@ def test_whether_vllm_serves_a_type_is_not_inherited() -> None:
 
 
 # -- kvledger inspect over the group's configs (sibling of test_inspect_every_config) -------
-SOURCES = (HERE / "configs" / "SOURCES-dense.md").read_text()
+SOURCES = shared_text("SOURCES-dense.md")
 GROUP = sorted(p for p in CONFIGS.glob("*.json") if f"`{p.name}`" in SOURCES)
 REFUSED_FILES = {f"{stem}.json": reason for stem, reason in REFUSED}
 
 
+@needs_shared
 def test_the_group_configs_are_all_listed() -> None:
     # + the MULTIQUERY variant and MPT-7B (derived for the native layout, refused by vLLM's)
     assert len(GROUP) == len(DERIVED) + len(REFUSED) + 2
 
 
+@needs_shared
 @pytest.mark.parametrize("path", GROUP, ids=[p.name.removesuffix(".json") for p in GROUP])
 def test_inspect_derives_or_refuses_with_vllms_reason(
     path: Path, capsys: pytest.CaptureFixture[str]

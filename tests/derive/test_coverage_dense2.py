@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import (
     check_by_hand,
     check_inspect,
@@ -27,7 +26,7 @@ from derive.coverage import (
 from derive.coverage import raw_config as _raw
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.layers import Attention, Role
-from oracle_cases import config_path
+from oracle_cases import CONFIGS, config_path, needs_shared, shared_text
 
 ORACLES = Path(__file__).resolve().parents[1] / "oracles"
 CASES = [json.loads(line) for line in
@@ -174,17 +173,19 @@ def test_remote_code_only_types_are_refused(model_type: str, architecture: str) 
 # The files SOURCES-dense2.md lists (first column of its table).
 GROUP_FILES = sorted(
     CONFIGS / line.split("`")[1]
-    for line in (CONFIGS / "SOURCES-dense2.md").read_text().splitlines()
+    for line in shared_text("SOURCES-dense2.md").splitlines()
     if line.startswith("| `")
 )
 REFUSED = {"baidu--ERNIE-4.5-0.3B-PT.json": "Ernie4_5_ForCausalLM'] are not supported"}
 
 
+@needs_shared
 def test_group_files_are_listed() -> None:
     assert len(GROUP_FILES) == len(DERIVED) + len(REFUSED)
     assert {p.name.removesuffix(".json") for p in GROUP_FILES} >= {d[0] for d in DERIVED}
 
 
+@needs_shared
 @pytest.mark.parametrize("path", GROUP_FILES, ids=[p.name.removesuffix(".json")
                                                    for p in GROUP_FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:

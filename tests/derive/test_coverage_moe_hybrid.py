@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import check_inspect, fact_specs, oracle_specs, vllm_derive_file, vllm_facts
 from derive.coverage import derive_file as _facts
 from derive.coverage import raw_config as _raw
@@ -27,6 +26,7 @@ from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.errors import ConfigError, UnknownCacheKey
 from kvledger.derive.layers import Kind, Role
 from kvledger.derive.states import Mamba1State, Mamba2State, ShortConvState
+from oracle_cases import CONFIGS, needs_shared, shared_text
 
 ORACLES = Path(__file__).parents[1] / "oracles"
 CASES = [json.loads(line) for line in
@@ -353,7 +353,7 @@ def test_zero_width_state_dimension_is_allowed_but_negative_is_not() -> None:
 # The files SOURCES-moe-hybrid.md lists (first column of its table).
 GROUP_FILES = sorted(
     CONFIGS / line.split("`")[1]
-    for line in (CONFIGS / "SOURCES-moe-hybrid.md").read_text().splitlines()
+    for line in shared_text("SOURCES-moe-hybrid.md").splitlines()
     if line.startswith("| `")
 )
 # config → what its one-line refusal must say.
@@ -370,12 +370,14 @@ REFUSED = {
 INVALID = {"databricks--dbrx.json": "ffn_config.ffn_act_fn must be an object"}
 
 
+@needs_shared
 def test_group_files_are_listed() -> None:
     assert len(GROUP_FILES) == 19  # SOURCES-moe-hybrid.md rows (the NOQUANT copy is back)
     for name in [*REFUSED, *INVALID]:
         assert (CONFIGS / name).is_file(), name
 
 
+@needs_shared
 @pytest.mark.parametrize("path", GROUP_FILES, ids=[p.name.removesuffix(".json")
                                                    for p in GROUP_FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:

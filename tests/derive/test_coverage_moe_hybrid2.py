@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import check_inspect, fact_specs, oracle_specs, vllm_facts
 from derive.coverage import derive_file as _facts
 from derive.coverage import raw_config as _raw
@@ -25,6 +24,7 @@ from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.errors import UnknownCacheKey
 from kvledger.derive.layers import Attention, Kind
 from kvledger.derive.states import Mamba1State, Mamba2State
+from oracle_cases import CONFIGS, needs_shared, shared_text
 
 ORACLES = Path(__file__).parents[1] / "oracles"
 CASES = [json.loads(line) for line in
@@ -254,18 +254,20 @@ def test_falcon_mamba_without_intermediate_size_uses_expand_times_hidden() -> No
 # -- kvledger inspect over every config of the group ---------------------------------------
 GROUP_FILES = sorted(
     CONFIGS / line.split("`")[1]
-    for line in (CONFIGS / "SOURCES-moe-hybrid2.md").read_text().splitlines()
+    for line in shared_text("SOURCES-moe-hybrid2.md").splitlines()
     if line.startswith("| `")
 )
 REFUSED = {f"{FALCON_H1_ABRIDGED}.json": "mamba_n_heads must divide"}
 
 
+@needs_shared
 def test_group_files_are_listed() -> None:
     assert len(GROUP_FILES) == 7
     for path in GROUP_FILES:
         assert path.is_file(), path
 
 
+@needs_shared
 @pytest.mark.parametrize("path", GROUP_FILES, ids=[p.name.removesuffix(".json")
                                                    for p in GROUP_FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import (
     WrapperRow,
     check_inspect,
@@ -33,6 +32,7 @@ from kvledger.derive import ConfigError, UnknownCacheKey, UnsupportedArchitectur
 from kvledger.derive.layers import Kind, RecurrentState, Role
 from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm
 from kvledger.plan.request import PlanRequest
+from oracle_cases import CONFIGS, needs_shared
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
 CASES_FILE = HERE / "vllm-0.32-coverage-multimodal.jsonl"
@@ -312,10 +312,12 @@ FILES = sorted(p for p in CONFIGS.glob("*.json") if p.stem in {t[0] for t in TYP
                or p.stem in REFUSED)
 
 
+@needs_shared
 def test_every_config_of_the_group_is_classified() -> None:
     assert len(FILES) == len(TYPES) + len(REFUSED)
 
 
+@needs_shared
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_inspect_derives_or_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     check_inspect(path, REFUSED.get(path.stem), capsys)

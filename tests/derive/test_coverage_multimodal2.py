@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from derive.coverage import LOCAL_CONFIGS as CONFIGS
 from derive.coverage import WrapperRow, check_inspect, check_wrapper, find_case, vllm_facts
 from derive.coverage import attention_groups as _attention
 from derive.coverage import derive_file as _facts
@@ -28,9 +27,9 @@ from kvledger.derive import UnknownCacheKey, UnsupportedArchitecture, derive_mod
 from kvledger.derive.layers import Role
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
+from oracle_cases import CONFIGS, needs_shared
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
-SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "configs"
 CASES_FILE = HERE / "vllm-0.32-coverage-multimodal2.jsonl"
 _case = partial(find_case, CASES_FILE)
 
@@ -169,7 +168,7 @@ def test_paligemma2_holds_a_gemma2_language_model() -> None:
     # found, so the real Gemma-2-2B-it config stands in as its text_config: the wrapper derives
     # exactly the layers the text model derives alone — 26 layers alternating sliding (4096)
     # and full, 4 KV heads × 256 (gemma2 row, tests/derive/test_interleaved.py).
-    gemma2 = _raw("google--gemma-2-2b-it", SHARED_CONFIGS)
+    gemma2 = _raw("google--gemma-2-2b-it")
     raw = _raw(PALIGEMMA)
     raw["text_config"] = gemma2
     raw["torch_dtype"] = "bfloat16"  # the root dtype wins over the text config's (vLLM)
@@ -223,10 +222,12 @@ FILES = sorted(p for p in CONFIGS.glob("*.json")
                if p.stem in {t[0] for t in TYPES} | set(ORACLE_STEM.values()))
 
 
+@needs_shared
 def test_every_config_of_the_group_is_classified() -> None:
     assert len(FILES) == len(TYPES) + len(ORACLE_STEM)
 
 
+@needs_shared
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_inspect_derives(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     check_inspect(path, None, capsys)

@@ -18,6 +18,14 @@ from kvledger.derive import (
     UnsupportedArchitecture,
     derive_model,
 )
+from oracle_cases import CONFIGS
+
+# Real configs the catalog does not bundle (not Hub ids, or edited copies): ../shared/configs.
+EAGLE_LLAMA = str(CONFIGS / "sgl-project--SpecForge-llama3-8B-eagle3.json")
+EAGLE_DSV3 = str(CONFIGS / "sgl-project--SpecForge-deepseek-v3-671b-eagle3.json")
+QWEN_FP8_STATIC = str(CONFIGS / "Qwen--Qwen3-32B-FP8-Static-PerTensor.json")
+PHI3_MINI = str(CONFIGS / "microsoft--Phi-3-mini-4k-instruct.MODIFIED.json")
+PHI3_SMALL = str(CONFIGS / "microsoft--Phi-3-small-8k-instruct.MODIFIED.json")
 
 # id, resolved KV dtype, B/token by kind at that dtype, B/token by kind at fp8.
 CASES: list[tuple[str, str, dict[str, int], dict[str, int]]] = [
@@ -28,10 +36,10 @@ CASES: list[tuple[str, str, dict[str, int], dict[str, int]]] = [
     ("meta-llama/Meta-Llama-3.1-70B", "bfloat16", {"full": 327_680}, {"full": 163_840}),
     # EAGLE3 draft for Llama-3.1-8B: 2 × 1 draft layer × 8 kv × 128 (4096 / 32) × 2 B (float16)
     #   = 4,096; fp8 2,048
-    ("sgl-project/SpecForge-llama3-8B-eagle3", "float16", {"full/draft": 4_096},
+    (EAGLE_LLAMA, "float16", {"full/draft": 4_096},
      {"full/draft": 2_048}),
     # EAGLE3 draft for DeepSeek-V3: 2 × 1 layer × 8 kv × 128 (7168 / 56) × 2 B = 4,096; fp8 2,048
-    ("sgl-project/SpecForge-deepseek-v3-671b-eagle3", "float16", {"full/draft": 4_096},
+    (EAGLE_DSV3, "float16", {"full/draft": 4_096},
      {"full/draft": 2_048}),
     # Mistral-7B: 2 × 32 × 8 kv × 128 (4096 / 32) × 2 B = 131,072 (all sliding, window 4096)
     ("mistralai/Mistral-7B-v0.1", "bfloat16", {"sliding": 131_072}, {"sliding": 65_536}),
@@ -45,15 +53,15 @@ CASES: list[tuple[str, str, dict[str, int], dict[str, int]]] = [
     ("Qwen/Qwen3-32B", "bfloat16", {"full": 262_144}, {"full": 131_072}),
     # Qwen3-32B-FP8-Static: quantization_config.kv_cache_scheme "FP8" → fp8 KV:
     #   2 × 64 × 8 × 128 × 1 B = 131,072 (explicit fp8: the same)
-    ("Qwen/Qwen3-32B-FP8-Static-PerTensor", "fp8_e4m3", {"full": 131_072}, {"full": 131_072}),
+    (QWEN_FP8_STATIC, "fp8_e4m3", {"full": 131_072}, {"full": 131_072}),
     # Qwen3-32B-NVFP4: hf_quant_config kv_cache_quant_algo FP8 → 2 × 64 × 8 × 128 × 1 B = 131,072
     ("nvidia/Qwen3-32B-NVFP4", "fp8_e4m3", {"full": 131_072}, {"full": 131_072}),
     # Phi-3-mini-4k: 2 × 32 × 32 kv × 96 (3072 / 32) × 2 B = 393,216 (all sliding 2047);
     #   fp8 196,608
-    ("microsoft/Phi-3-mini-4k-instruct.MODIFIED", "bfloat16", {"sliding": 393_216},
+    (PHI3_MINI, "bfloat16", {"sliding": 393_216},
      {"sliding": 196_608}),
     # Phi-3-small-8k: 2 × 32 × 8 kv × 128 (4096 / 32) × 2 B = 131,072; fp8 65,536
-    ("microsoft/Phi-3-small-8k-instruct.MODIFIED", "bfloat16", {"full": 131_072},
+    (PHI3_SMALL, "bfloat16", {"full": 131_072},
      {"full": 65_536}),
     # GPT-2 large (no dtype stated → float32): 2 × 36 n_layer × 20 n_head × 64 (1280 / 20) × 4 B
     #   = 368,640; fp8: 2 × 36 × 20 × 64 × 1 B = 92,160
@@ -91,10 +99,10 @@ def test_bytes_per_token_by_kind(
 
 def test_explicit_dtype_beats_checkpoint_kv_scheme() -> None:
     # Qwen3-32B-FP8-Static asked for bf16 KV: 2 × 64 × 8 × 128 × 2 B = 262,144
-    facts = derive_model("Qwen/Qwen3-32B-FP8-Static-PerTensor", kv_cache_dtype="bfloat16")
+    facts = derive_model(QWEN_FP8_STATIC, kv_cache_dtype="bfloat16")
     assert (facts.kv_dtype, facts.kv_dtype_source) == ("bfloat16", "option")
     assert facts.bytes_per_token() == 262_144
-    assert derive_model("Qwen/Qwen3-32B-FP8-Static-PerTensor").kv_dtype_source == (
+    assert derive_model(QWEN_FP8_STATIC).kv_dtype_source == (
         "quantization_config"
     )
     assert derive_model("nvidia/Qwen3-32B-NVFP4").kv_dtype_source == "hf_quant_config"
@@ -109,9 +117,9 @@ ORACLE_FILES = {
     "Qwen/Qwen2.5-7B": "Qwen--Qwen2.5-7B.json",
     "Qwen/Qwen3-8B": "Qwen--Qwen3-8B.json",
     "Qwen/Qwen3-32B": "Qwen--Qwen3-32B.json",
-    "Qwen/Qwen3-32B-FP8-Static-PerTensor": "Qwen--Qwen3-32B-FP8-Static-PerTensor.json",
+    QWEN_FP8_STATIC: "Qwen--Qwen3-32B-FP8-Static-PerTensor.json",
     "nvidia/Qwen3-32B-NVFP4": "nvidia--Qwen3-32B-NVFP4.json",
-    "microsoft/Phi-3-mini-4k-instruct.MODIFIED": "microsoft--Phi-3-mini-4k-instruct.MODIFIED.json",
+    PHI3_MINI: "microsoft--Phi-3-mini-4k-instruct.MODIFIED.json",
     "openai-community/gpt2-large": "openai-community--gpt2-large.json",
     "CohereForAI/c4ai-command-r-v01": "CohereForAI--c4ai-command-r-v01.json",
     "MiniMaxAI/MiniMax-M2.5": "MiniMaxAI--MiniMax-M2.5.json",
@@ -143,7 +151,7 @@ def test_split_facts_agree_with_vllm_per_rank_specs(
 def test_windows_per_layer() -> None:
     mistral = derive_model("mistralai/Mistral-7B-v0.1")
     assert [getattr(x, "window", None) for x in mistral.layers] == [4096] * 32
-    phi3 = derive_model("microsoft/Phi-3-mini-4k-instruct.MODIFIED")
+    phi3 = derive_model(PHI3_MINI)
     assert {x.kind for x in phi3.layers} == {Kind.SLIDING}
     assert [getattr(x, "window", None) for x in phi3.layers] == [2047] * 32
     qwen = derive_model("Qwen/Qwen2.5-7B")  # sliding_window 131072 but use_sliding_window false
@@ -153,7 +161,7 @@ def test_windows_per_layer() -> None:
 
 
 def test_phi3_small_marks_dense_layers() -> None:
-    facts = derive_model("microsoft/Phi-3-small-8k-instruct.MODIFIED")
+    facts = derive_model(PHI3_SMALL)
     # dense_attention_every_n_layers 2: layer i is dense iff (i + 1) % 2 == 0 → 1, 3, 5, ...
     dense = [x.index for x in facts.layers if x.note == "dense attention"]
     assert dense == list(range(1, 32, 2))
@@ -170,8 +178,8 @@ def test_minimax_m2_mtp_layers_follow_the_decoder() -> None:
 
 
 def test_eagle3_drafts_are_draft_role_only() -> None:
-    for model in ("sgl-project/SpecForge-llama3-8B-eagle3",
-                  "sgl-project/SpecForge-deepseek-v3-671b-eagle3"):
+    for model in (EAGLE_LLAMA,
+                  EAGLE_DSV3):
         facts = derive_model(model)
         assert [(x.role, x.kind) for x in facts.layers] == [(Role.DRAFT, Kind.FULL)]
 
@@ -213,7 +221,7 @@ def test_variants_not_modeled_fail_closed(config_copy: Callable[[str], dict[str,
     qwen["use_sliding_window"] = True
     with pytest.raises(UnsupportedArchitecture, match="use_sliding_window"):
         derive_model(qwen)
-    eagle = config_copy("sgl-project/SpecForge-deepseek-v3-671b-eagle3")
+    eagle = config_copy(EAGLE_DSV3)
     eagle["eagle_config"]["some_new_knob"] = 1
     with pytest.raises(UnsupportedArchitecture, match=r"eagle_config\.some_new_knob"):
         derive_model(eagle)

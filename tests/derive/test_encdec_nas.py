@@ -19,10 +19,11 @@ from kvledger.derive import (
 )
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import CrossAttention
+from oracle_cases import CONFIGS
 
 NEMOTRON = "nvidia/Llama-3_3-Nemotron-Super-49B-v1"
 WHISPER = "openai/whisper-tiny"
-MLLAMA = "meta-llama/Llama-3.2-Vision-mllama-4layer-TEST"
+MLLAMA = str(CONFIGS / "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json")
 
 # id, KV dtype, B/token by kind, per-request B, then the same two at fp8.
 CASES: list[tuple[str, str, dict[str, int], int, dict[str, int], int]] = [

@@ -128,11 +128,9 @@ def test_llama_hidden_size_must_divide_by_heads() -> None:
 def test_a_nested_count_no_table_lists_is_bounded_on_the_layer() -> None:
     # DBRX's attn_config.kv_n_heads is read by its handler, not through Config.int: the
     # derived layer's k_heads carries the bound (found by the fuzz: a 401-digit plan).
-    from oracle_cases import LOCAL_DIR
+    from oracle_cases import CONFIGS
 
-    path = LOCAL_DIR / "configs" / "databricks--dbrx.OME-ABRIDGED.MODIFIED.json"
-    if not path.is_file():
-        pytest.skip("the DBRX config is not in tests/oracles/configs")
+    path = CONFIGS / "databricks--dbrx.OME-ABRIDGED.MODIFIED.json"
     import json
 
     cfg = json.loads(path.read_text())

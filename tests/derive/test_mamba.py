@@ -15,10 +15,11 @@ from kvledger.derive.errors import UnsupportedArchitecture
 from kvledger.derive.layers import FullAttention, Kind, ModelFacts, Role
 from kvledger.derive.source import load_source
 from kvledger.derive.states import Mamba1State, Mamba2State
+from oracle_cases import CONFIGS
 
 H56 = "nvidia/Nemotron-H-56B-Base-8K"
-SUPER = "nvidia/NVIDIA-Nemotron-3-Super-120B-NVFP4-FP8KV"
-ZAMBA = "Zyphra/Zamba2-2.7B-native"
+SUPER = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"
+ZAMBA = str(CONFIGS / "Zyphra--Zamba2-2.7B-native.json")
 
 
 def kv(facts: ModelFacts) -> int:

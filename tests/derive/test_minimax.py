@@ -15,7 +15,7 @@ from kvledger.derive.errors import ConfigError, UnsupportedArchitecture
 from kvledger.derive.families.minimax import LightningState
 from kvledger.derive.source import load_source
 
-M1 = "MiniMaxAI/MiniMax-M1"
+M1 = "MiniMaxAI/MiniMax-M1-80k"
 M3 = "MiniMaxAI/MiniMax-M3"
 
 

@@ -17,7 +17,7 @@ from kvledger.derive.errors import ConfigError
 from kvledger.derive.source import load_source
 from kvledger.plan.engines.vllm import VllmLayoutError, plan_vllm
 from kvledger.plan.request import PlanRequest
-from oracle_cases import ORACLE_FILE
+from oracle_cases import ORACLE_FILE, SHARED_MISSING
 
 ORACLE = ORACLE_FILE
 
@@ -249,7 +249,7 @@ def test_mla_nvfp4_is_a_fact_and_vllm_refuses_it() -> None:
 
 def _oracle_cases() -> list[dict[str, Any]]:
     if not ORACLE.is_file():
-        pytest.skip("vLLM oracle cases not present beside the repository")
+        pytest.skip(SHARED_MISSING)
     wanted = {
         "deepseek-ai--DeepSeek-V2-Lite.json": V2_LITE,
         "deepseek-ai--DeepSeek-V3.json": V3,

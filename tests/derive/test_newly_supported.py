@@ -21,14 +21,14 @@ from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.families.minimax import IndexCache
 from kvledger.derive.layers import Attention, Kind, ModelFacts, RecurrentState, Role
 from kvledger.derive.states import Mamba2State
-from oracle_cases import CONFIGS, SHARED
+from oracle_cases import CONFIGS, SHARED, SHARED_MISSING, skip_without_shared
 
 ORACLE_FILES = (
     SHARED / "oracles" / "vllm-0.32" / "cases.jsonl",
     SHARED / "oracles" / "vllm-0.32" / "coverage-cases.jsonl",
     Path(__file__).parents[1] / "oracles" / "vllm-0.32-more.jsonl",
 )
-pytestmark = pytest.mark.skipif(not CONFIGS.is_dir(), reason="../shared/configs not present")
+pytestmark = pytest.mark.skipif(not CONFIGS.is_dir(), reason=SHARED_MISSING)
 
 
 def _raw(name: str) -> dict[str, Any]:
@@ -47,6 +47,7 @@ def _case(name: str) -> dict[str, Any]:
             case = json.loads(line)
             if case["config"] == f"{name}.json" and case["inputs"]["tensor_parallel_size"] == 1:
                 return case
+    skip_without_shared()
     pytest.skip(f"no vLLM oracle case for {name}")
 
 

@@ -6,8 +6,6 @@ code under test produced.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +13,7 @@ import pytest
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.params import count_parameters, moe_layers, nas_intermediate_size
 from kvledger.plan.weights import estimate_weights
-
-CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
+from kvledger.source.resolve import load_source
 
 # Jamba-1.5-Mini's shape (ai21labs/AI21-Jamba-1.5-Mini config.json): 32 layers, attention
 # every 8th from 4, experts every 2nd from 1 (16 experts, top-2), Mamba elsewhere.
@@ -82,7 +79,7 @@ def test_nemotron_super_49b_block_configs_by_hand() -> None:
     # 128, vocab 128,256 untied, 80 blocks. Its block_configs: 49 blocks with attention
     # (n_heads_in_group 8 → 8 KV heads), 31 with no_op attention; FFN widths (ffn_mult):
     # 49 × 5.25, 6 × 2.625, 10 × 1.3125, 8 × 1.0, 6 × 0.5, 1 × 3.28125 (checked below).
-    cfg = json.loads((CATALOG / "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json").read_text())
+    cfg = load_source("nvidia/Llama-3_3-Nemotron-Super-49B-v1").config
     blocks = cfg["block_configs"]
     assert sum(1 for b in blocks if not b["attention"]["no_op"]) == 49
     mults = sorted(b["ffn"]["ffn_mult"] for b in blocks)
@@ -220,7 +217,7 @@ def test_wrong_types_are_refused_not_skipped() -> None:
 
 def test_unmodelled_layouts_say_so() -> None:
     # Whisper's encoder has no formula here: the count says so, with the error it makes.
-    cfg = json.loads((CATALOG / "openai--whisper-tiny.json").read_text())
+    cfg = load_source("openai/whisper-tiny").config
     p = count_parameters(cfg)
     assert any("encoder is not counted" in w and "%" in w for w in p.warnings)
 

@@ -11,6 +11,7 @@ import pytest
 
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.layers import Kind
+from oracle_cases import CONFIGS
 
 Copy = Callable[[str], dict[str, Any]]
 
@@ -89,7 +90,7 @@ def test_qwen_sliding_layers_without_a_window_refused(config_copy: Copy) -> None
 
 def test_phi3_refuses_layer_types(config_copy: Copy) -> None:
     # Phi3Config has no layer_types; the phi3 row does not read it, so it fails closed.
-    raw = config_copy("microsoft/Phi-3-mini-4k-instruct.MODIFIED")
+    raw = config_copy(str(CONFIGS / "microsoft--Phi-3-mini-4k-instruct.MODIFIED.json"))
     raw["layer_types"] = ["full_attention"] * 32
     with pytest.raises(UnsupportedArchitecture, match="layer_types"):
         derive_model(raw)

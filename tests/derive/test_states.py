@@ -26,7 +26,7 @@ from kvledger.derive.states import (
     ShortConvState,
     StateRole,
 )
-from oracle_cases import ORACLE_FILE
+from oracle_cases import CONFIGS, ORACLE_FILE, SHARED_MISSING, bundled_id
 
 ORACLE = ORACLE_FILE
 
@@ -42,11 +42,11 @@ def _cases() -> list[dict[str, Any]]:
 
 
 CASES = _cases()
-needs_oracle = pytest.mark.skipif(not CASES, reason="../shared/oracles not present")
+needs_oracle = pytest.mark.skipif(not CASES, reason=SHARED_MISSING)
 
 
 def _model_id(config_file: str) -> str:
-    return config_file.removesuffix(".json").replace("--", "/", 1)
+    return bundled_id(config_file) or str(CONFIGS / config_file)
 
 
 def _case_id(case: dict[str, Any]) -> str:

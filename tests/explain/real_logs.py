@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from oracle_cases import CONFIGS, skip_without_shared
 
 LOGS = Path(__file__).parent / "logs"
-SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "configs"
 
 GIB = 1 << 30
 
@@ -22,7 +21,5 @@ def read(name: str) -> str:
 
 def shared_config(name: str) -> str:
     """A config from ``../shared/configs`` (skip when the checkout has none beside it)."""
-    path = SHARED_CONFIGS / name
-    if not path.is_file():
-        pytest.skip(f"{name} is not in ../shared/configs")
-    return str(path)
+    skip_without_shared()
+    return str(CONFIGS / name)

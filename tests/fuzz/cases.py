@@ -5,8 +5,9 @@ Every case is a function of ``(seed, index)`` alone, so a failure is reproduced 
 ``hf_quant_config.json`` companion, in a model directory or as a lone file) and an argv for
 ``kvledger`` that names them.
 
-The configs are real (the bundled catalog, ``../shared/configs``, ``tests/oracles/configs``):
-mutating a real config reaches the keys real families read, which random JSON never does.
+The configs are real (``../shared/configs``; without it, the bundled catalog's values of its
+models' configs): mutating a real config reaches the keys real families read, which random
+JSON never does.
 Mutations: drop a key, give it a value of another type (bool, string, list, object, NaN,
 infinity, a 400-digit integer, a float), scale a count (0, negative, x1000, 2**63), nest a
 value thousands of levels deep, put the wrong container where an object belongs, add an
@@ -25,11 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = (
-    ROOT / "src" / "kvledger" / "derive" / "catalog",
-    ROOT / ".." / "shared" / "configs",
-    ROOT / "tests" / "oracles" / "configs",
-)
+SHARED_CONFIGS = ROOT / ".." / "shared" / "configs"
 QUANT_SUFFIX = ".hf_quant_config.json"
 
 NAN, INF = float("nan"), float("inf")
@@ -79,18 +76,29 @@ class Case:
     json_out: bool = False
 
 
-def config_files() -> list[Path]:
-    """Every real config the generator mutates (companions excluded), sorted."""
-    found: list[Path] = []
-    for folder in SOURCES:
-        if folder.is_dir():
-            found.extend(p for p in folder.glob("*.json") if not p.name.endswith(QUANT_SUFFIX))
-    return sorted(found, key=lambda p: (p.name, str(p)))
+# (file name, config.json text, hf_quant_config.json text or None)
+Source = tuple[str, str, str | None]
 
 
-def _companion(path: Path) -> Path | None:
-    quant = path.with_name(path.name.removesuffix(".json") + QUANT_SUFFIX)
-    return quant if quant.is_file() else None
+def config_files() -> list[Source]:
+    """Every real config the generator mutates, sorted by name: ../shared/configs (each with
+    its companion), else the bundled catalog's rows."""
+    found: list[Source] = []
+    if SHARED_CONFIGS.is_dir():
+        for path in SHARED_CONFIGS.glob("*.json"):
+            if path.name.endswith(QUANT_SUFFIX):
+                continue
+            quant = path.with_name(path.name.removesuffix(".json") + QUANT_SUFFIX)
+            found.append((path.name, path.read_text(),
+                          quant.read_text() if quant.is_file() else None))
+        return sorted(found)
+    from kvledger.source.catalog import catalog_rows
+
+    for row in catalog_rows():
+        quant = row.get("hf_quant_config")
+        found.append((row["source"]["file"], json.dumps(row["config"]),
+                      json.dumps(quant) if quant is not None else None))
+    return sorted(found)
 
 
 # -- mutating a parsed config --------------------------------------------------------------
@@ -249,13 +257,12 @@ def _serve_line(model: str, rng: random.Random, what: list[str]) -> list[str]:
 # -- a case --------------------------------------------------------------------------------
 
 
-def make_case(seed: int, index: int, configs: list[Path]) -> Case:
+def make_case(seed: int, index: int, configs: list[Source]) -> Case:
     rng = random.Random(seed * 1_000_003 + index)
-    source = configs[rng.randrange(len(configs))]
-    case = Case(index=index, argv=[], what=[source.name])
-    data: Any = json.loads(source.read_text())
-    companion = _companion(source)
-    quant: Any = json.loads(companion.read_text()) if companion else None
+    name, text, companion = configs[rng.randrange(len(configs))]
+    case = Case(index=index, argv=[], what=[name])
+    data: Any = json.loads(text)
+    quant: Any = json.loads(companion) if companion else None
     clean = rng.random() < 0.4
     if not clean:
         for _ in range(rng.choice((1, 1, 1, 2, 3))):

@@ -87,28 +87,27 @@ RETYPED = {
 
 
 def _real(name: str) -> Path:
-    """A real config: the repo's coverage copy (``configs/``) first, else ../shared/configs."""
-    local = HERE / "configs" / name
-    return local if local.is_file() else SHARED / name
+    """A real config of ../shared/configs."""
+    return SHARED / name
 
 
 def main() -> None:
     for name, (source, arch) in TEXT_ONLY.items():
         outer = json.loads(_real(source).read_text())
         text = {**outer["text_config"], "architectures": [arch]}
-        (HERE / "configs" / name).write_text(json.dumps(text, indent=2) + "\n")
+        (SHARED / name).write_text(json.dumps(text, indent=2) + "\n")
     for name, (source, model_type, arch) in RETYPED.items():
         config = json.loads(_real(source).read_text())
         config.update(model_type=model_type, architectures=[arch])
-        (HERE / "configs" / name).write_text(json.dumps(config, indent=2) + "\n")
+        (SHARED / name).write_text(json.dumps(config, indent=2) + "\n")
     for name, (source, block, hf_quant) in MADE.items():
         config = json.loads((SHARED / source).read_text())
         if block is not None:
             config["quantization_config"] = block
-        (HERE / "configs" / name).write_text(json.dumps(config, indent=2) + "\n")
+        (SHARED / name).write_text(json.dumps(config, indent=2) + "\n")
         if hf_quant is not None:
             companion = name.removesuffix(".json") + ".hf_quant_config.json"
-            (HERE / "configs" / companion).write_text(json.dumps(hf_quant, indent=2) + "\n")
+            (SHARED / companion).write_text(json.dumps(hf_quant, indent=2) + "\n")
 
 
 if __name__ == "__main__":

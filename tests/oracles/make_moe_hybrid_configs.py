@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "configs"
 
 
 def _load(name: str) -> dict[str, Any]:

@@ -38,9 +38,8 @@ def oracle_python() -> str:
 
 
 def config_path(name: str) -> Path:
-    """A config of ``configs/`` here, else of the shared configs."""
-    local = HERE / "configs" / name
-    return local if local.is_file() else SHARED / "configs" / name
+    """A config of ../shared/configs (the real ones and those derived from them)."""
+    return SHARED / "configs" / name
 
 
 def ask(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -88,7 +88,7 @@ RUNS: list[tuple[str, list[str], str]] = [
 
 
 def _config(name: str) -> Path:
-    return HERE / "configs" / name
+    return HERE.parents[1] / ".." / "shared" / "configs" / name
 
 
 def _companion(name: str) -> Path | None:

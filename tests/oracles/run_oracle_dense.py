@@ -90,7 +90,7 @@ def _write_modified() -> None:
     for name, (source, changes) in MODIFIED.items():
         raw = json.loads(_config_path(source).read_text())
         raw.update(changes)
-        (HERE / "configs" / name).write_text(json.dumps(raw, indent=2) + "\n")
+        (_config_path("") / name).write_text(json.dumps(raw, indent=2) + "\n")
 
 
 def _case(out: dict[str, Any], name: str, command: str, why: str) -> dict[str, Any]:

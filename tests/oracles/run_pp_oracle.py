@@ -67,7 +67,7 @@ GENERATION_MAPPINGS = (
 )
 
 # (config, engine arguments beside pipeline_parallel_size=2, why): each through vLLM's config
-# resolution. Configs are looked up in tests/oracles/configs, then ../shared/configs.
+# resolution. Configs are read from ../shared/configs.
 STARTUP_RUNS: list[tuple[str, dict[str, Any], str]] = [
     ("meta-llama--Meta-Llama-3.1-8B.json", {"max_model_len": 4096},
      "LlamaForCausalLM implements SupportsPP: accepted"),
@@ -107,8 +107,8 @@ def _kvledger_types() -> tuple[list[str], dict[str, str]]:
 def _config_architectures() -> dict[str, set[str]]:
     """model_type → architectures, over every real config this repository can read."""
     found: dict[str, set[str]] = {}
-    paths = [*SHARED.glob("configs/*.json"), *ROOT.glob("src/kvledger/derive/catalog/*.json"),
-             *ROOT.glob("tests/**/*.json")]
+    # (The bundled catalog's models are among ../shared/configs: its rows were read there.)
+    paths = [*SHARED.glob("configs/*.json"), *ROOT.glob("tests/**/*.json")]
     for _path, data in real_configs(paths):
         if not isinstance(data.get("model_type"), str):
             continue
@@ -183,9 +183,7 @@ def startup() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for config, kwargs, why in STARTUP_RUNS:
         tmp = tempfile.mkdtemp(prefix="pp-oracle-")
-        local = HERE / "configs" / config
-        shutil.copy(local if local.is_file() else SHARED / "configs" / config,
-                    Path(tmp) / "config.json")
+        shutil.copy(SHARED / "configs" / config, Path(tmp) / "config.json")
         line: dict[str, Any] = {"config": config, "why": why, "pipeline_parallel_size": 2,
                                 "engine_args": kwargs, "command": "run_pp_oracle.py startup"}
         try:

@@ -64,8 +64,7 @@ CLASS_ATTRIBUTES: dict[str, dict[str, Any]] = {
     "exaone": {"attribute_map": {"num_hidden_layers": "num_layers"}},
 }
 
-# (config file, oracle arguments, why). A file is looked up in tests/oracles/configs, then
-# ../shared/configs.
+# (config file, oracle arguments, why). A file is read from ../shared/configs.
 RUNS: list[tuple[str, list[str], str]] = [
     ("internlm--internlm2-7b.json", [], "internlm2 at its derived length, bf16"),
     ("internlm--internlm2-7b.json", ["--max-model-len", "8192", "--kv-cache-dtype", "fp8"],
@@ -104,10 +103,10 @@ RUNS: list[tuple[str, list[str], str]] = [
 
 
 def _config_path(name: str) -> Path:
-    for folder in (HERE / "configs", SHARED / "configs"):
+    for folder in (SHARED / "configs",):
         if (folder / name).is_file():
             return folder / name
-    raise SystemExit(f"{name}: not in tests/oracles/configs or ../shared/configs")
+    raise SystemExit(f"{name}: not in ../shared/configs")
 
 
 ENV = "KVLEDGER_REMOTE_ORACLE_MODEL_TYPE"

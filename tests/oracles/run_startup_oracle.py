@@ -72,15 +72,14 @@ BUDGET = "214748364800"  # 200 GiB: every accepted run fits one request
 
 
 def _config_path(name: str) -> Path:
-    local = HERE / "configs" / name
-    return local if local.is_file() else SHARED / "configs" / name
+    return SHARED / "configs" / name
 
 
 def write_modified() -> None:
     for name, (source, changes) in MODIFIED.items():
         data = json.loads((SHARED / "configs" / source).read_text())
         data.update(changes)
-        (HERE / "configs" / name).write_text(json.dumps(data, indent=2) + "\n")
+        (SHARED / "configs" / name).write_text(json.dumps(data, indent=2) + "\n")
 
 
 def run(name: str, extra: list[str], why: str, python: str) -> dict[str, Any]:

@@ -64,11 +64,11 @@ SHARED = HERE.parents[1] / ".." / "shared"
 TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
 MLLAMA = "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json"
 # PersimmonConfig().to_dict() of transformers 5.19 with architectures added (its defaults are
-# persimmon-8b's sizes); tests/oracles/configs/SOURCES-tfbackend.md
+# persimmon-8b's sizes); ../shared/configs/SOURCES-tfbackend.md
 PERSIMMON = "transformers--PersimmonConfig-defaults.CLASS.json"
 
 # (config, processor builder, oracle arguments, engine arguments beyond the tool's, why).
-# A config is a file (tests/oracles/configs, then ../shared/configs), "FILE:KEY:Architecture"
+# A config is a file of ../shared/configs, "FILE:KEY:Architecture"
 # (that file's KEY object alone, naming Architecture), or "class:ConfigClass:Architecture[:JSON]"
 # (transformers 5.19's defaults, with JSON's keyword arguments, for model types of which no real
 # config.json is at hand: they show what vLLM does with the type, never kvledger's sizes).
@@ -115,10 +115,10 @@ class _StartupRefused(Exception):
 
 
 def _config_path(name: str) -> Path:
-    for folder in (HERE / "configs", SHARED / "configs"):
+    for folder in (SHARED / "configs",):
         if (folder / name).is_file():
             return folder / name
-    raise SystemExit(f"{name}: not in tests/oracles/configs or ../shared/configs")
+    raise SystemExit(f"{name}: not in ../shared/configs")
 
 
 def _config(source: str) -> dict[str, Any]:

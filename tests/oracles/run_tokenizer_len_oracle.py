@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / ".." / "shared"
 QWEN = "Qwen--Qwen3-8B.json"  # bundled in the catalog; max_position_embeddings 40960, no RoPE
 LLAMA = "meta-llama--Meta-Llama-3.1-8B.json"  # 131072 with llama3 RoPE (factor not applied)
-PHI3 = "microsoft--Phi-3-mini-128k-instruct.json"  # longrope, original 4096 (tests/oracles/configs)
+PHI3 = "microsoft--Phi-3-mini-128k-instruct.json"  # longrope, original 4096 (../shared/configs)
 _POOLING = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
             {"idx": 1, "name": "1", "path": "1_Pooling",
              "type": "sentence_transformers.models.Pooling"}]
@@ -86,9 +86,7 @@ def run_case(config: str, changed: dict[str, Any], files: dict[str, Any],
 
     directory = Path(tempfile.mkdtemp(prefix="kvledger_toklen_"))
     try:
-        folder = SHARED / "configs" if (SHARED / "configs" / config).is_file() else \
-            HERE / "configs"
-        data = json.loads((folder / config).read_text())
+        data = json.loads((SHARED / "configs" / config).read_text())
         data.update(changed)
         (directory / "config.json").write_text(json.dumps(data))
         for name, content in files.items():

@@ -24,6 +24,7 @@ from kvledger.plan.weights import (
     parameter_counts,
     safetensors_total_bytes,
 )
+from oracle_cases import CONFIGS
 from plan.tiny_safetensors import write_safetensors
 
 MIB = 1 << 20
@@ -228,7 +229,7 @@ def test_sparse_multimodal_text_config_weights_take_the_class_defaults() -> None
     # = 14,101,657,600 B.
     from kvledger.plan.api import plan_model
 
-    path = Path(__file__).parents[1] / "oracles" / "configs" / "llava-hf--llava-1.5-7b-hf.json"
+    path = CONFIGS / "llava-hf--llava-1.5-7b-hf.json"
     result = plan_model(str(path), PlanRequest(gpu="H100-80GB", max_model_len=4096))
     [weights] = [line for line in result.to_json()["budget"] if line["key"] == "weights"]
     assert weights["bytes"] == 14_101_657_600

@@ -12,15 +12,14 @@ for main model"), glm4_moe.py through ``skip_spec_layers``. Qwen3-Next / Qwen3.5
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from kvledger.plan.api import plan_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.weights import estimate_total_bytes, model_weights
+from kvledger.source.resolve import load_source
 from plan.tiny_safetensors import write_safetensors
 
-CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
 # DeepSeek-V3's names (61 decoder layers, one MTP layer: model.layers.61.*), fp8 weights with
 # float32 block scales as its checkpoint stores them, at toy sizes:
 #   embed 16 × 8 BF16 = 256 B; layers 0 and 60: 8 × 8 F8 = 64 B + one F32 scale 4 B each;
@@ -45,7 +44,7 @@ DEEPSEEK_TENSORS = {
 def _deepseek_dir(tmp_path: Path) -> Path:
     model = tmp_path / "deepseek-v3"
     model.mkdir()
-    shutil.copy(CATALOG / "deepseek-ai--DeepSeek-V3.json", model / "config.json")
+    (model / "config.json").write_text(json.dumps(load_source("deepseek-ai/DeepSeek-V3").config))
     write_safetensors(model / "model.safetensors", DEEPSEEK_TENSORS)
     return model
 
@@ -121,6 +120,6 @@ def test_header_cache_keeps_the_layer_groups(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     old = cache._load_cached("deepseek-ai/DeepSeek-V3", commit)
     assert old is not None and old.groups is None
-    cfg = json.loads((CATALOG / "deepseek-ai--DeepSeek-V3.json").read_text())
+    cfg = load_source("deepseek-ai/DeepSeek-V3").config
     weights = model_weights(cfg, model_dtype="bfloat16", exact=old)
     assert weights.total_bytes == 972 and "cannot tell apart" in weights.detail

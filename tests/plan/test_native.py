@@ -23,7 +23,7 @@ from kvledger.derive.layers import (
 from kvledger.plan.engines.native.layout import native_layout, plan_native
 from kvledger.plan.request import PlanRequest
 from kvledger.records import record
-from oracle_cases import load_cases
+from oracle_cases import load_cases, needs_shared
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -238,6 +238,7 @@ def _request_from(inputs: dict[str, object], engine: str) -> PlanRequest:
     )
 
 
+@needs_shared
 @pytest.mark.parametrize("case", _oracle_cases(),
                          ids=lambda c: f"{c['config']}-{c['inputs']['kv_cache_memory_bytes']}"
                          f"-L{c['inputs']['max_model_len']}-tp{c['inputs']['tensor_parallel_size']}")
@@ -250,8 +251,10 @@ def test_native_holds_at_least_vllm_tokens(case: dict[str, object]) -> None:
     """
     from kvledger.derive import UnsupportedArchitecture
     from kvledger.plan.api import plan_model
+    from oracle_cases import CONFIGS, bundled_id
 
-    model = str(case["config"]).removesuffix(".json").replace("--", "/", 1)
+    name = str(case["config"])
+    model = bundled_id(name) or str(CONFIGS / name)  # the catalog reproduces its file
     request = _request_from(case["inputs"], "native")  # type: ignore[arg-type]
     try:
         result = plan_model(model, request)

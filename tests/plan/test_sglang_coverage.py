@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kvledger.derive import derive_model
@@ -14,11 +12,11 @@ from kvledger.plan.engines.sglang.model import model_dtype
 from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
 from kvledger.plan.engines.sglang.served import NOT_SERVED, RENAMED, TRANSFORMERS_BACKEND, backend
 from kvledger.plan.request import PlanRequest
+from oracle_cases import CONFIGS
 from sglang_cases import load, plan_repo_config
 from sglang_cases import repo_config as _config
 
 GIB = 1 << 30
-CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 CASES = {c["id"]: c for c in load()}
 
 

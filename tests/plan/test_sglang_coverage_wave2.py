@@ -4,8 +4,6 @@ config (arithmetic in the comments) and from SGLang's source (cited), beside the
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kvledger.derive import derive_model
@@ -14,11 +12,11 @@ from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
 from kvledger.plan.engines.sglang.served import backend
 from kvledger.plan.request import PlanRequest
 from kvledger.records import replace
+from oracle_cases import CONFIGS
 from sglang_cases import load
 from sglang_cases import plan_repo_config as _plan
 
 GIB = 1 << 30
-CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 CASES = {c["id"]: c for c in load()}
 
 

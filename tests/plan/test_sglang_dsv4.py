@@ -22,7 +22,7 @@ REQUEST = PlanRequest(engine="sglang", max_model_len=32768)
 
 
 def _facts() -> Any:
-    return derive_model(_config("deepseek-ai--DeepSeek-V4-Flash"))
+    return derive_model(_config("deepseek-ai/DeepSeek-V4-Flash"))
 
 
 def test_v4_layout_pages_pad_to_576_bytes() -> None:

@@ -8,8 +8,6 @@ check the same numbers against SGLang's own run."""
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,14 +15,13 @@ import pytest
 from kvledger.derive import derive_model
 from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
 from kvledger.plan.request import PlanRequest
+from oracle_cases import real_config
 
 GIB = 1 << 30
-CATALOG = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "derive" / "catalog"
 
 
 def _config(stem: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((CATALOG / f"{stem}.json").read_text())
-    return data
+    return real_config(f"{stem}.json")
 
 
 def test_whisper_pool_has_a_slot_per_encoder_decoder_and_cross_layer() -> None:

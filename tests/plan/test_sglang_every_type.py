@@ -25,7 +25,9 @@ from kvledger.derive import derive_model
 from kvledger.derive.model_types import ARCHITECTURES, resolve, supported_types
 from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
 from kvledger.plan.request import PlanRequest
-from sglang_cases import CATALOG, UNSCORED, load, model_of
+from kvledger.source.resolve import load_source
+from oracle_cases import CONFIGS, skip_without_shared
+from sglang_cases import UNSCORED, load, model_of
 
 # Derivable rows without an SGLang case; kvledger refuses each under --engine sglang (the
 # test below checks it), so no unchecked number is given.
@@ -42,7 +44,8 @@ WITHOUT_CASE: dict[str, str] = {
 # What kvledger must answer for each row of WITHOUT_CASE: a model of that row and the phrase
 # of its refusal (the bundled catalog's real EAGLE-3 draft config).
 REFUSALS: dict[str, tuple[Any, str]] = {
-    "llama_eagle3": ("sgl-project/SpecForge-llama3-8B-eagle3", "draft model alone"),
+    "llama_eagle3": (str(CONFIGS / "sgl-project--SpecForge-llama3-8B-eagle3.json"),
+                     "draft model alone"),
     # MPT-7B's stated sizes (mosaicml/mpt-7b config.json).
     "mpt": ({"model_type": "mpt", "architectures": ["MptForCausalLM"], "d_model": 4096,
              "n_heads": 32, "n_layers": 32, "max_seq_len": 2048},
@@ -54,9 +57,10 @@ def _raw(case: dict[str, Any]) -> tuple[dict[str, Any], str]:
     found = model_of(case)
     assert found is not None, case["config"]
     name = found[0]
-    path = Path(name) if Path(name).is_file() else CATALOG / case["config"]
-    raw: dict[str, Any] = json.loads(path.read_text())
-    return raw, name
+    if Path(name).is_file():
+        raw: dict[str, Any] = json.loads(Path(name).read_text())
+        return raw, name
+    return load_source(name).config, name
 
 
 def rows_of(raw: dict[str, Any], model: str) -> list[str]:
@@ -89,25 +93,20 @@ def covered() -> dict[str, list[str]]:
 
 
 CASES = load()
-CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 pytestmark = pytest.mark.skipif(not CASES, reason="no SGLang oracle cases")
 
 
 def test_every_derivable_row_has_an_sglang_case_or_a_reason() -> None:
-    from sglang_cases import SHARED_CONFIGS
-
-    if any(model_of(c) is None for c in CASES) and not SHARED_CONFIGS.is_dir():
-        pytest.skip("../shared/configs is not beside this checkout")
+    if any(model_of(c) is None for c in CASES):
+        skip_without_shared()
     have = covered()
     missing = [t for t in supported_types() if t not in have and t not in WITHOUT_CASE]
     assert not missing, f"model types with no SGLang oracle case and no reason: {missing}"
 
 
 def test_the_table_of_rows_without_a_case_is_current() -> None:
-    from sglang_cases import SHARED_CONFIGS
-
-    if any(model_of(c) is None for c in CASES) and not SHARED_CONFIGS.is_dir():
-        pytest.skip("../shared/configs is not beside this checkout")
+    if any(model_of(c) is None for c in CASES):
+        skip_without_shared()
     have = covered()
     assert set(WITHOUT_CASE) <= set(supported_types())
     stale = sorted(t for t in WITHOUT_CASE if t in have)
@@ -143,10 +142,8 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
 
 
 def test_every_architecture_of_a_derivable_type_has_an_sglang_case_or_a_reason() -> None:
-    from sglang_cases import SHARED_CONFIGS
-
-    if any(model_of(c) is None for c in CASES) and not SHARED_CONFIGS.is_dir():
-        pytest.skip("../shared/configs is not beside this checkout")
+    if any(model_of(c) is None for c in CASES):
+        skip_without_shared()
     carried = json.loads(PP_TABLE.read_text())["architectures"]
     named: set[str] = set()
     for case in CASES:
@@ -164,7 +161,7 @@ def test_architectures_without_a_case_are_refused_under_sglang(arch: str) -> Non
         with pytest.raises(ValueError, match="Ernie4_5_ForCausalLM"):
             derive_model(str(CONFIGS / "baidu--ERNIE-4.5-0.3B-PT.json"))
         return
-    draft = json.loads((CATALOG / "sgl-project--SpecForge-llama3-8B-eagle3.json").read_text())
+    draft = json.loads((CONFIGS / "sgl-project--SpecForge-llama3-8B-eagle3.json").read_text())
     facts = derive_model({**draft, "architectures": [arch]})
     with pytest.raises(SglangLayoutError, match=r"draft model alone|cannot load this model"):
         plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=4096),

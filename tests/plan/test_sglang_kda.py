@@ -32,7 +32,7 @@ def test_kimi_k3_state_pool_mla_cell_and_request_cap() -> None:
     # 9,091,170,304 // 27,648 = 328,818 tokens.
     # Requests: extra_buffer strategy with the overlap scheduler → 3 + 2 = 5 slots per
     # request; 17 // 5 = 3.
-    facts = derive_model(_config("moonshotai--Kimi-K3"))
+    facts = derive_model(_config("moonshotai/Kimi-K3"))
     plan = plan_sglang(facts, REQUEST, 16 * GIB)
     assert plan.state is not None and plan.state_bytes is not None
     assert plan.state_bytes.layers == 69
@@ -49,7 +49,7 @@ def test_kimi_k3_state_splits_heads_over_tp() -> None:
     # TP 2: 48 heads per rank. conv 3 × (6,144 + 2 × 6,144) = 55,296 bf16 = 110,592 B;
     # temporal 48 × 128 × 128 × 4 B = 3,145,728 B → 3,256,320 × 69 = 224,686,080 B.
     # The MLA latent is not split by TP: still 27,648 B/token.
-    facts = derive_model(_config("moonshotai--Kimi-K3"))
+    facts = derive_model(_config("moonshotai/Kimi-K3"))
     plan = plan_sglang(facts, PlanRequest(engine="sglang", max_model_len=32768,
                                           tensor_parallel_size=2), 16 * GIB)
     assert plan.state is not None
@@ -60,7 +60,7 @@ def test_kimi_k3_state_splits_heads_over_tp() -> None:
 def test_kda_temporal_dtype_is_the_option_else_float32() -> None:
     # --mamba-ssm-dtype bfloat16: temporal 1,572,864 × 2 B = 3,145,728; + conv 221,184
     # = 3,366,912 B × 69 = 232,316,928 B.
-    facts = derive_model(_config("moonshotai--Kimi-K3"))
+    facts = derive_model(_config("moonshotai/Kimi-K3"))
     plan = plan_sglang(facts, REQUEST, 16 * GIB,
                        options=SglangOptions(mamba_ssm_dtype="bfloat16"))
     assert plan.state is not None
@@ -74,6 +74,6 @@ def test_kda_temporal_dtype_is_the_option_else_float32() -> None:
 def test_glm5_next_kda_stays_refused_by_name() -> None:
     # GLM-5.3-Flash adds DSA indexers and mHC to the KDA hybrid; SGLang's own sizing of it
     # could not run on the CPU oracle, so kvledger refuses rather than guess.
-    facts = derive_model(_config("zai-org--GLM-5.3-Flash"))
+    facts = derive_model(_config("zai-org/GLM-5.3-Flash"))
     with pytest.raises(SglangLayoutError, match="recurrent state kind kda"):
         plan_sglang(facts, REQUEST, 16 * GIB)

@@ -14,6 +14,7 @@ import pytest
 
 from kvledger.derive import derive_model
 from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
+from oracle_cases import skip_without_shared
 from sglang_cases import UNSCORED, load, model_of, request_of
 
 CASES = load()
@@ -41,7 +42,8 @@ def _ids(case: dict[str, Any]) -> str:
 def _plan(case: dict[str, Any]) -> Any:
     found = model_of(case)
     if found is None:
-        pytest.skip(f"{case['config']} is neither bundled nor in ../shared/configs")
+        skip_without_shared()
+    assert found is not None, case["config"]
     model, quant = found
     facts = derive_model(model, hf_quant_config=quant)
     request, options, platform = request_of(case)
@@ -128,13 +130,11 @@ def test_start_up_refusals_are_refused_in_sglangs_words(case: dict[str, Any]) ->
 
 
 def test_every_case_config_is_found() -> None:
-    """A case whose config went missing would skip silently: each must be found (bundled, in
-    tests/oracles/configs, or in ../shared/configs when that checkout is beside the repo)."""
-    from sglang_cases import SHARED_CONFIGS
-
+    """A case whose config went missing would skip silently: each must be found (bundled, or
+    in ../shared/configs when that checkout is beside the repo)."""
     missing = [c["config"] for c in CASES if model_of(c) is None]
-    if missing and not SHARED_CONFIGS.is_dir():
-        pytest.skip("../shared/configs is not beside this checkout")
+    if missing:
+        skip_without_shared()
     assert not missing
 
 

@@ -17,10 +17,10 @@ from kvledger.cli.main import main
 from kvledger.plan.engines.sglang import served
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
-from oracle_cases import LOCAL_DIR
+from oracle_cases import CONFIGS, LOCAL_DIR, needs_shared
 
 PLANS = json.loads((LOCAL_DIR / "sglang-0.5.23-pp-plans.json").read_text())
-MINITRON = LOCAL_DIR / "configs" / "nvidia--Minitron-4B-Base.CONVERTED.json"
+MINITRON = CONFIGS / "nvidia--Minitron-4B-Base.CONVERTED.json"
 SGLANG_WORDS = "does not support pipeline parallel yet!"
 
 
@@ -46,6 +46,7 @@ def test_only_transformers_backend_models_without_a_plan_are_refused() -> None:
     assert served.pipeline_parallel_refusal(()) == ""
 
 
+@needs_shared
 def test_plan_refuses_pp_for_minitron_with_sglangs_words() -> None:
     argv = ("plan", str(MINITRON), "--engine", "sglang", "--kv-cache-memory-bytes", "16GiB",
             "--json")
@@ -59,6 +60,7 @@ def test_plan_refuses_pp_for_minitron_with_sglangs_words() -> None:
         assert "SGLang 0.5.23 refuses to start" in line and SGLANG_WORDS in line
 
 
+@needs_shared
 def test_fit_proposes_no_pp_layout_for_it_with_sglang_only() -> None:
     sglang = fit_model(str(MINITRON), PlanRequest(engine="sglang"), gpu="L4", concurrency=64,
                        context=4096)

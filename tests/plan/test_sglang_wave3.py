@@ -5,19 +5,17 @@ config and from SGLang's source (cited in the modules under test), beside the or
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kvledger.derive import derive_model
 from kvledger.plan.engines.sglang import SglangLayoutError, SglangOptions, plan_sglang
 from kvledger.plan.engines.sglang.served import backend
 from kvledger.plan.request import PlanRequest
+from oracle_cases import CONFIGS
 from sglang_cases import load
 from sglang_cases import plan_repo_config as _plan
 
 GIB = 1 << 30
-CONFIGS = Path(__file__).resolve().parents[1] / "oracles" / "configs"
 CASES = {c["id"]: c for c in load()}
 LFM2_TEXT = CONFIGS / "LiquidAI--LFM2.5-VL-1.6B.TEXT.MODIFIED.json"
 

@@ -7,6 +7,7 @@ import pytest
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.speculative import check_speculation
+from oracle_cases import CONFIGS
 
 MTP = PlanRequest(num_speculative_tokens=1, speculative_method="mtp")
 
@@ -42,6 +43,6 @@ def test_draft_model_method_warns_that_draft_kv_is_outside_the_plan() -> None:
     warnings = check_speculation(facts, PlanRequest(num_speculative_tokens=3,
                                                     speculative_method="eagle3"))
     assert len(warnings) == 1 and "draft" in warnings[0]
-    draft = derive_model("sgl-project/SpecForge-llama3-8B-eagle3")
+    draft = derive_model(str(CONFIGS / "sgl-project--SpecForge-llama3-8B-eagle3.json"))
     assert check_speculation(draft, PlanRequest(num_speculative_tokens=3,
                                                 speculative_method="eagle3")) == []

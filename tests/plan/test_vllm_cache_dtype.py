@@ -21,6 +21,7 @@ from kvledger.plan.engines.vllm.cache_dtype import cache_dtype_for
 from kvledger.plan.request import PlanRequest
 from oracle_cases import (
     LOCAL_DIR,
+    SHARED_MISSING,
     case_model,
     config_path,
     hf_quant_config,
@@ -36,7 +37,7 @@ REFUSALS = [json.loads(line) for path in REFUSALS_FILES if path.is_file()
             for line in path.read_text().splitlines() if line.strip()]
 
 
-@pytest.mark.skipif(not ALL_CASES, reason="../shared/oracles is not beside the repo")
+@pytest.mark.skipif(not ALL_CASES, reason=SHARED_MISSING)
 @pytest.mark.parametrize(
     "case", ALL_CASES,
     ids=[f"{i:03d}-{c['config'].removesuffix('.json')}-{c['inputs']['kv_cache_dtype']}"
@@ -99,7 +100,7 @@ MLA = frozenset({Kind.MLA})
 MODELOPT_HFQ = {"producer": {"name": "modelopt", "version": "0.23.0"},
                 "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}
 
-needs_configs = pytest.mark.skipif(not LLAMA_8B, reason="../shared/configs is not beside the repo")
+needs_configs = pytest.mark.skipif(not LLAMA_8B, reason=SHARED_MISSING)
 
 
 @needs_configs

@@ -14,11 +14,11 @@ import pytest
 
 from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
-from oracle_cases import CONFIGS, assert_plan_is, request_of
+from oracle_cases import CONFIGS, SHARED_MISSING, assert_plan_is, request_of
 
 MORE = Path(__file__).parents[1] / "oracles" / "vllm-0.32-more.jsonl"
 CASES = [json.loads(line) for line in MORE.read_text().splitlines() if line.strip()]
-pytestmark = pytest.mark.skipif(not CONFIGS.is_dir(), reason="../shared/configs not present")
+pytestmark = pytest.mark.skipif(not CONFIGS.is_dir(), reason=SHARED_MISSING)
 
 def _plan(case: dict[str, Any]) -> Any:
     raw = json.loads((CONFIGS / case["config"]).read_text())

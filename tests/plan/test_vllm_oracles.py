@@ -22,6 +22,7 @@ from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
 from oracle_cases import (
+    SHARED_MISSING,
     case_model,
     hf_quant_config,
     load_cases,
@@ -43,7 +44,7 @@ CASES = [
     for i, case in enumerate(cases)
 ]
 pytestmark = pytest.mark.skipif(not SOURCES["cases"],
-                                reason="../shared/oracles is not beside the repo")
+                                reason=SHARED_MISSING)
 
 
 def _request(inputs: dict[str, Any]) -> PlanRequest:

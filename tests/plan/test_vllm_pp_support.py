@@ -34,26 +34,24 @@ from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.engines.vllm.startup import VllmStartupError, pipeline_parallel_refusal
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
-from oracle_cases import CONFIGS, LOCAL_DIR
+from kvledger.source.catalog import catalog_ids
+from kvledger.source.resolve import load_source
+from oracle_cases import CONFIGS, LOCAL_DIR, bundled_id
 
 ROOT = Path(__file__).resolve().parents[2]
-CATALOG = ROOT / "src" / "kvledger" / "derive" / "catalog"
 TABLE = json.loads((LOCAL_DIR / "vllm-0.32-pp-support.json").read_text())
 STARTUP = [json.loads(line) for line in
            (LOCAL_DIR / "vllm-0.32-pp-startup.jsonl").read_text().splitlines() if line.strip()]
 VLLM_PP_WORDS = ("Pipeline parallelism is not supported for this model. Supported models "
                  "implement the `SupportsPP` interface.")
-GEMMA3N = LOCAL_DIR / "configs" / "unsloth--gemma-3n-E2B-it.json"
-WHISPER = CATALOG / "openai--whisper-tiny.json"
+GEMMA3N = CONFIGS / "unsloth--gemma-3n-E2B-it.json"
+WHISPER = "openai/whisper-tiny"  # a catalog id
 BUDGET = 16 << 30
 
 
-def _config(name: str) -> Path:
-    """A config the oracle ran: tests/oracles/configs, the catalog's identical copy, shared."""
-    for folder in (LOCAL_DIR / "configs", CATALOG, CONFIGS):
-        if (folder / name).is_file():
-            return folder / name
-    pytest.skip(f"{name} is not beside the repo")
+def _config(name: str) -> str:
+    """A config the oracle ran: the catalog id that reproduces it, else the shared file."""
+    return bundled_id(name) or str(CONFIGS / name)
 
 
 def _served_by_vllm(model_type: str) -> bool:
@@ -105,19 +103,19 @@ def test_every_derivable_model_type_has_a_pp_verdict() -> None:
     assert len(judged) > 80  # the walk saw the table (not an empty file)
 
 
-def _real_configs() -> list[Path]:
-    found = [*CATALOG.glob("*.json"), *(LOCAL_DIR / "configs").glob("*.json")]
-    if CONFIGS.is_dir():
-        found += CONFIGS.glob("*.json")
-    return sorted(p for p in found if not p.name.endswith(".hf_quant_config.json"))
+def _real_configs() -> list[str]:
+    """Every catalog id, and every real config in ../shared/configs when it is there."""
+    found = [str(p) for p in CONFIGS.glob("*.json")
+             if not p.name.endswith(".hf_quant_config.json")]
+    return catalog_ids() + sorted(found)
 
 
-@pytest.mark.parametrize("path", _real_configs(), ids=lambda p: p.name[:60])
-def test_every_real_config_gets_vllms_verdict(path: Path) -> None:
+@pytest.mark.parametrize("path", _real_configs(), ids=lambda p: Path(p).name[:60])
+def test_every_real_config_gets_vllms_verdict(path: str) -> None:
     """Every real config kvledger derives for vLLM resolves to a verdict: PP > 1 is planned or
     refused in vLLM's words, never refused for want of data."""
     try:
-        facts = derive_model(str(path))
+        facts = derive_model(path)
     except (ConfigError, ValueError):
         return  # kvledger refuses the config itself (its own tests cover why)
     if facts.model_type not in MODEL_TYPES or not _served_by_vllm(facts.model_type):
@@ -151,7 +149,7 @@ def test_the_first_registered_architecture_decides() -> None:
 
 
 def test_an_unknown_architecture_is_refused_naming_it(tmp_path: Path) -> None:
-    data = json.loads((CATALOG / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    data = load_source("meta-llama/Meta-Llama-3.1-8B").config
     data["architectures"] = ["LlamaForSomethingNew"]
     (tmp_path / "config.json").write_text(json.dumps(data))
     facts = derive_model(str(tmp_path / "config.json"))
@@ -180,7 +178,7 @@ def test_pp_startup_as_vllm(case: dict[str, Any]) -> None:
         kv_cache_memory_bytes=BUDGET, pipeline_parallel_size=case["pipeline_parallel_size"],
         max_model_len=args["max_model_len"],
         tensor_parallel_size=args.get("tensor_parallel_size", 1))
-    facts = derive_model(str(_config(case["config"])))
+    facts = derive_model(_config(case["config"]))
     if case["ok"]:
         plan = plan_vllm(facts, request, BUDGET)
         assert len(plan.stages) == 2
@@ -209,7 +207,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 
 def test_plan_refuses_pp_in_one_line_with_vllms_reason_first() -> None:
-    code, out, err = _run("plan", str(WHISPER), "--pipeline-parallel-size", "2",
+    code, out, err = _run("plan", WHISPER, "--pipeline-parallel-size", "2",
                           "--kv-cache-memory-bytes", "16GiB", "--json")
     line = err.strip()
     assert code == 2 and out == "" and "\n" not in line

@@ -25,22 +25,19 @@ from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.derive.model_types import resolve
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
-from oracle_cases import CONFIGS, assert_plan_is, request_of
+from oracle_cases import CONFIGS, SHARED_MISSING, assert_plan_is, real_config, request_of
 
 if not CONFIGS.is_dir():  # the real configs of these types are in ../shared/configs
-    pytest.skip("../shared is not beside the repo", allow_module_level=True)
+    pytest.skip(SHARED_MISSING, allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32-remote.jsonl"
 CASES = [json.loads(line) for line in FILE.read_text().splitlines() if line.strip()]
-FOLDERS = (ROOT / "tests" / "oracles" / "configs", ROOT / ".." / "shared" / "configs")
 
 
 def _config(case: dict[str, Any]) -> dict[str, Any]:
     """The config.json the run read (the runner gave vLLM it less ``dropped_keys``)."""
-    folder = next(f for f in FOLDERS if (f / case["config"]).is_file())
-    raw: dict[str, Any] = json.loads((folder / case["config"]).read_text())
-    return raw
+    return real_config(case["config"])
 
 
 def _request(case: dict[str, Any]) -> PlanRequest:

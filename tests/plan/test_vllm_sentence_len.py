@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
-from oracle_cases import CONFIGS
+from kvledger.source.resolve import load_source
+from oracle_cases import CONFIGS, bundled_id
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE.parent / "oracles" / "vllm-0.32-tokenizer-len.jsonl"
-CATALOG = HERE.parents[1] / "src" / "kvledger" / "derive" / "catalog"
 BUDGET = ["--kv-cache-memory-bytes", "1GiB"]
 
 
@@ -30,14 +30,13 @@ def _lines() -> list[dict[str, Any]]:
 
 def _model_dir(tmp_path: Path, config: str, changed: dict[str, Any],
                files: dict[str, Any]) -> Path:
-    """The directory vLLM was given: the real config (../shared/configs, the catalog's
-    byte-identical copy, or tests/oracles/configs), the keys the case changed, and the
-    companion files."""
-    found = [f / config for f in (CONFIGS, CATALOG, HERE.parent / "oracles" / "configs")
-             if (f / config).is_file()]
-    if not found:
-        pytest.skip(f"{config} is neither bundled nor in ../shared/configs")
-    data = json.loads(found[0].read_text())
+    """The directory vLLM was given: the real config (../shared/configs, or the catalog's
+    values of it), the keys the case changed, and the companion files."""
+    model_id = bundled_id(config)
+    if (CONFIGS / config).is_file() or model_id is None:
+        data = json.loads((CONFIGS / config).read_text())
+    else:
+        data = load_source(model_id).config
     data.update(changed)
     directory = tmp_path / "model"
     directory.mkdir()

@@ -29,19 +29,17 @@ from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.engines.vllm.errors import VllmLayoutError
 from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.request import PlanRequest
-from oracle_cases import assert_plan_is, request_of
+from oracle_cases import assert_plan_is, real_config, request_of
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32-tfbackend.jsonl"
 CASES = [json.loads(line) for line in FILE.read_text().splitlines() if line.strip()]
-FOLDERS = (ROOT / "tests" / "oracles" / "configs", ROOT / "src" / "kvledger" / "derive" / "catalog")
 
 
 def _config(case: dict[str, Any]) -> dict[str, Any]:
     """The config.json the run put in its model directory (run_tfbackend_oracle._config)."""
     name, *lifted = case["config"].split(":")
-    folder = next(f for f in FOLDERS if (f / name).is_file())
-    raw: dict[str, Any] = json.loads((folder / name).read_text())
+    raw = real_config(name)
     if lifted:
         key, arch = lifted
         raw = {**raw[key], "architectures": [arch]}

@@ -18,7 +18,7 @@ import pytest
 from kvledger.cli.main import main
 from kvledger.derive import derive_model
 from kvledger.source import load_source
-from oracle_cases import CONFIGS, LOCAL_DIR
+from oracle_cases import CONFIGS, SHARED_MISSING
 
 NAME = "nvidia--Llama-3.1-70B-Instruct-FP8"
 # Its companion, by hand: producer modelopt, quantization.kv_cache_quant_algo "FP8".
@@ -28,7 +28,7 @@ COMPANION_KV = "FP8"
 def _copy(tmp_path: Path, *, config_as: str, companion_as: str | None) -> Path:
     src = CONFIGS / f"{NAME}.json"
     if not src.is_file():
-        pytest.skip("../shared/configs is not beside the repo")
+        pytest.skip(SHARED_MISSING)
     shutil.copyfile(src, tmp_path / config_as)
     if companion_as is not None:
         shutil.copyfile(CONFIGS / f"{NAME}.hf_quant_config.json", tmp_path / companion_as)
@@ -103,7 +103,7 @@ def test_cli_shows_vllms_reason_for_nvfp4_on_mla(capsys: pytest.CaptureFixture[s
     # tests/oracles/vllm-0.32-refusals.jsonl: DeepSeek-V2-Lite with a ModelOpt NVFP4 KV
     # companion; vLLM refuses with "nvfp4 KV cache is not supported with MLA ...". The bare
     # config path brings the companion, and the user sees vLLM's reason, not derive's.
-    path = LOCAL_DIR / "configs" / "deepseek-ai--DeepSeek-V2-Lite.NVFP4KV-HFQ.MODIFIED.json"
+    path = CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.NVFP4KV-HFQ.MODIFIED.json"
     code = main(["plan", str(path), "--kv-cache-memory-bytes", str(16 << 30)])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""

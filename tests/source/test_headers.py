@@ -18,9 +18,9 @@ from kvledger.cli.main import main
 from kvledger.plan.weights import model_weights
 from kvledger.source.errors import SafetensorsError
 from kvledger.source.headers import local_totals, read_file_header
+from kvledger.source.resolve import load_source
 
-LLAMA_CONFIG = Path(__file__).parents[2] / "src" / "kvledger" / "derive" / "catalog" / \
-    "meta-llama--Meta-Llama-3.1-8B.json"
+LLAMA = json.dumps(load_source("meta-llama/Meta-Llama-3.1-8B").config)  # the catalog's values
 
 
 def _raw(path: Path, header: Any, data_len: int, *, length: int | None = None) -> Path:
@@ -107,7 +107,7 @@ def test_well_formed_headers_the_library_accepts(tmp_path: Path) -> None:
 def _model_dir(tmp_path: Path) -> Path:
     model = tmp_path / "model"
     model.mkdir()
-    (model / "config.json").write_bytes(LLAMA_CONFIG.read_bytes())
+    (model / "config.json").write_text(LLAMA)
     return model
 
 
@@ -142,6 +142,6 @@ def test_implausible_index_total_is_not_exact(tmp_path: Path, total: Any) -> Non
     model = _model_dir(tmp_path)
     (model / "model.safetensors.index.json").write_text(json.dumps(
         {"metadata": {"total_size": total}, "weight_map": {"x": "missing.safetensors"}}))
-    cfg = json.loads(LLAMA_CONFIG.read_text())
+    cfg = json.loads(LLAMA)
     weights = model_weights(cfg, model_dtype="bfloat16", directory=model)
     assert weights.basis == "estimated"

@@ -190,8 +190,8 @@ def test_gated(online: Online, capsys: pytest.CaptureFixture[str],
 
 def test_missing_model_suggests_the_catalog(online: Online,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    line = _fails(capsys, "inspect", "meta-llama/Llama-3.1-8B")  # today's name, not ours
-    assert "meta-llama/Llama-3.1-8B: no such model" in line
+    line = _fails(capsys, "inspect", "meta-llama/Meta-Llama-3.1-8C")  # a near miss
+    assert "meta-llama/Meta-Llama-3.1-8C: no such model" in line
     assert "did you mean meta-llama/Meta-Llama-3.1-8B" in line
     assert "kvledger models" in line
 

@@ -23,7 +23,6 @@ from kvledger.source.sentence import SENTENCE_CONFIGS
 
 from .conftest import plan_json
 
-CATALOG = Path(__file__).parents[2] / "src" / "kvledger" / "derive" / "catalog"
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 BUDGET = ["--kv-cache-memory-bytes", "10737418240"]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -46,7 +45,14 @@ def _cache(root: Path, repo_id: str, files: dict[str, bytes], *, refs: tuple[str
 
 
 def _qwen_config() -> bytes:
-    return (CATALOG / "Qwen--Qwen3-8B.json").read_bytes()
+    """Qwen3-8B's config as the catalog states it (a config.json of a model not bundled)."""
+    return json.dumps(load_source("Qwen/Qwen3-8B").config).encode()
+
+
+def _qwen_file(folder: Path) -> str:
+    path = folder / "Qwen--Qwen3-8B.json"
+    path.write_bytes(_qwen_config())
+    return str(path)
 
 
 def _fails(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -60,7 +66,7 @@ def test_catalog_ids_match_case_insensitively() -> None:
     source = load_source("META-LLAMA/meta-llama-3.1-8b")
     assert source.label == LLAMA
     assert source.describe() == {"kind": "catalog", "revision": None, "location":
-                                 "kvledger catalog (meta-llama--Meta-Llama-3.1-8B.json)"}
+                                 "kvledger catalog (meta-llama/Meta-Llama-3.1-8B)"}
 
 
 def test_source_in_inspect_json_and_plan_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,11 +74,11 @@ def test_source_in_inspect_json_and_plan_table(capsys: pytest.CaptureFixture[str
     assert json.loads(capsys.readouterr().out)["source"]["kind"] == "catalog"
     assert main(["plan", LLAMA, *BUDGET]) == 0
     table = capsys.readouterr().out
-    assert "catalog (kvledger catalog (meta-llama--Meta-Llama-3.1-8B.json))" in table
+    assert "catalog (kvledger catalog (meta-llama/Meta-Llama-3.1-8B))" in table
 
 
 def test_offline_miss_suggests_and_names_the_way_out(capsys: pytest.CaptureFixture[str]) -> None:
-    line = _fails(capsys, "plan", "meta-llama/Llama-3.1-8B", *BUDGET)
+    line = _fails(capsys, "plan", "meta-llama/Meta-Llama-3.1-8C", *BUDGET)
     assert "did you mean meta-llama/Meta-Llama-3.1-8B?" in line
     assert "HF_HUB_OFFLINE=1" in line and "kvledger models" in line
     line = _fails(capsys, "inspect", "zzz/nothing-like-it")
@@ -84,9 +90,9 @@ def test_mistyped_path_is_not_sent_to_the_hub(capsys: pytest.CaptureFixture[str]
     assert "no such file or directory" in line
 
 
-def test_revision_does_not_apply_to_a_path(capsys: pytest.CaptureFixture[str]) -> None:
-    line = _fails(capsys, "plan", str(CATALOG / "Qwen--Qwen3-8B.json"), "--revision", "main",
-                  *BUDGET)
+def test_revision_does_not_apply_to_a_path(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    line = _fails(capsys, "plan", _qwen_file(tmp_path), "--revision", "main", *BUDGET)
     assert "--revision main does not apply" in line
 
 
@@ -104,7 +110,7 @@ def test_hf_cache_is_read_offline(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_hf_cache_comes_before_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     """A cached copy of a catalog model is the user's own: it wins (and it has weights)."""
-    config = json.loads((CATALOG / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    config = load_source(LLAMA).config
     config["num_hidden_layers"] = 16  # so the two can be told apart: half the KV per token
     _cache(Path(os.environ["HF_HUB_CACHE"]), LLAMA, {"config.json": json.dumps(config).encode()},
            no_exist=("hf_quant_config.json",))
@@ -174,7 +180,7 @@ def test_no_huggingface_hub_import_without_the_hub(model: str, tmp_path: Path) -
     (~0.2 s) — and without the network: HF_HUB_OFFLINE is not set in this child."""
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     if model == "CATALOG_FILE":
-        model = str(CATALOG / "Qwen--Qwen3-8B.json")
+        model = _qwen_file(tmp_path)
     elif model == "CACHED":
         _cache(Path(env["HF_HUB_CACHE"]), "Qwen/Qwen3-8B-Base", {"config.json": _qwen_config()},
                no_exist=("hf_quant_config.json", *SENTENCE_CONFIGS))

@@ -1,49 +1,73 @@
-"""The bundled catalog: verbatim real configs shipped as package data (``derive/catalog``).
+"""The bundled catalog: kvledger's own table of the config values it reads, per model.
 
-``org--name.json`` is the config of ``org/name``; ``org--name.hf_quant_config.json`` its
-companion quantization file. Ids match case-insensitively (the Hub treats repository names
-that way too). Nothing here touches the network or imports more than ``os``/``json``:
-planning a catalog id is the CLI's measured start-up path. ``difflib`` is imported only to
-suggest a near miss.
+``catalog.json`` beside this module holds one row per model: its Hub ids (the first is the
+one kvledger names; another is the same repository under a newer Hub name), the values of
+its ``config.json`` that derive and the weights estimate read — as the file states them,
+never edited — and, when the checkpoint has one, its ``hf_quant_config.json`` values; each
+row names the file it came from (repository, path, commit). The config a catalog id plans is
+built from that row when it is asked for. scripts/catalog_facts.py wrote the table from the
+real files; tests/source/test_catalog_facts.py checks it against them.
+
+Ids match case-insensitively (the Hub treats repository names that way too). Nothing here
+touches the network or imports more than ``os``/``json``: planning a catalog id is the CLI's
+measured start-up path. ``difflib`` is imported only to suggest a near miss.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
-CATALOG_DIR = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "derive", "catalog")
-_QUANT_SUFFIX = ".hf_quant_config.json"
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
+_ROWS: list[dict[str, Any]] = []
+_BY_ID: dict[str, tuple[str, dict[str, Any]]] = {}  # lowered id → (id as listed, row)
 
 
-def _stems() -> list[str]:
-    try:
-        names = os.listdir(CATALOG_DIR)
-    except OSError:
-        return []
-    return [n[:-5] for n in names if n.endswith(".json") and not n.endswith(_QUANT_SUFFIX)]
+def _index() -> dict[str, tuple[str, dict[str, Any]]]:
+    if not _BY_ID:
+        with open(TABLE, encoding="utf-8") as handle:
+            _ROWS.extend(json.load(handle)["models"])
+        for row in _ROWS:
+            for model_id in row["ids"]:
+                _BY_ID[model_id.lower()] = (model_id, row)
+    return _BY_ID
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """Every row of the table (ids, source, config, and hf_quant_config where there is one)."""
+    _index()
+    return list(_ROWS)
 
 
 def catalog_ids() -> list[str]:
-    """The bundled model ids (``org--name.json`` is ``org/name``), sorted."""
-    return sorted(stem.replace("--", "/", 1) for stem in _stems())
+    """The bundled model ids, sorted."""
+    return sorted(model_id for model_id, _ in _index().values())
 
 
-def catalog_files(model_id: str) -> tuple[str, str, str | None] | None:
-    """(canonical id, config path, hf_quant_config path or None), or None when not bundled."""
-    if not model_id or "--" in model_id or model_id.count("/") != 1:
+def catalog_entry(
+    model_id: str,
+) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any]] | None:
+    """(the id as listed, a fresh config, a fresh hf_quant_config or None, the row's source),
+    or None when ``model_id`` is not bundled."""
+    if not model_id or model_id.count("/") != 1:
         return None
-    stem = model_id.replace("/", "--", 1)
-    path = os.path.join(CATALOG_DIR, f"{stem}.json")
-    if not os.path.isfile(path):  # the exact spelling is the common case: one stat
-        lowered = stem.lower()
-        match = next((s for s in _stems() if s.lower() == lowered), None)
-        if match is None:
-            return None
-        stem = match
-        path = os.path.join(CATALOG_DIR, f"{stem}.json")
-    quant = os.path.join(CATALOG_DIR, f"{stem}{_QUANT_SUFFIX}")
-    return stem.replace("--", "/", 1), path, quant if os.path.isfile(quant) else None
+    found = _index().get(model_id.lower())
+    if found is None:
+        return None
+    listed, row = found
+    # A fresh copy each time: a caller may edit the config it was given.
+    config: dict[str, Any] = json.loads(json.dumps(row["config"]))
+    quant = row.get("hf_quant_config")
+    return listed, config, json.loads(json.dumps(quant)) if quant is not None else None, \
+        row["source"]
+
+
+def is_catalog_id(model_id: str) -> bool:
+    return catalog_entry(model_id) is not None
 
 
 def suggestions(text: str, limit: int = 2) -> list[str]:

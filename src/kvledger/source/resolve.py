@@ -5,8 +5,8 @@ A MODEL string is looked for in this order, and the first that has it wins:
 1. **a path**: a config file, a model directory (its ``hf_quant_config.json`` and
    safetensors headers are read too), or a local HF cache folder ``.../hub/models--org--name``
    (the snapshot of ``revision``, default ``main``). A config file brings its companion as a
-   directory does: ``<stem>.hf_quant_config.json`` beside it (the catalog's naming,
-   ``org--name.json`` + ``org--name.hf_quant_config.json``), or, for a file named
+   directory does: ``<stem>.hf_quant_config.json`` beside it (``org--name.json`` +
+   ``org--name.hf_quant_config.json``, the naming of ../shared/configs), or, for a file named
    ``config.json``, the folder's ``hf_quant_config.json``. A model directory, a
    ``config.json``'s folder and a snapshot also bring a sentence-transformers config, whose
    ``max_seq_length`` sets vLLM's length (``source/sentence.py``);
@@ -18,15 +18,16 @@ A MODEL string is looked for in this order, and the first that has it wins:
 
 Otherwise one line says what was tried, with "did you mean" for a near catalog id.
 
-Why the catalog comes before the Hub: a catalog id is also a Hub id, and the bundled config is
-that model's real ``config.json``. Planning it needs no network, gives the same answer on
-every machine, and is the CLI's measured start-up path (``bench/startup.py``: no
-``huggingface_hub`` import, no request that could hang on a machine without network — the
-README's first command). The rejected order (Hub first, catalog as an offline fallback) would
-make the same command answer differently with and without network, and spend up to a
-timeout before planning offline. To plan the Hub's current files of a catalog model — and its
-exact weights — pass a revision (``--revision main``); if the Hub then cannot be reached, the
-error says to drop ``--revision`` for the bundled copy rather than silently falling back to it.
+Why the catalog comes before the Hub: a catalog id is also a Hub id, and the bundled config
+holds the values of that model's real ``config.json`` that kvledger reads (source/catalog.py).
+Planning it needs no network, gives the same answer on every machine, and is the CLI's measured
+start-up path (``bench/startup.py``: no ``huggingface_hub`` import, no request that could hang
+on a machine without network — the README's first command). The rejected order (Hub first,
+catalog as an offline fallback) would make the same command answer differently with and without
+network, and spend up to a timeout before planning offline. To plan the Hub's current files of
+a catalog model — and its exact weights — pass a revision (``--revision main``); if the Hub
+then cannot be reached, the error says to drop ``--revision`` for the bundled copy rather than
+silently falling back to it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from collections.abc import Mapping
 
 from kvledger.errors import ConfigError
 from kvledger.source import hf_cache
-from kvledger.source.catalog import catalog_files
+from kvledger.source.catalog import catalog_entry, is_catalog_id
 from kvledger.source.config_file import read_json
 from kvledger.source.model_source import ModelSource
 
@@ -89,7 +90,7 @@ def companion_of(config_path: Path) -> Path | None:
     """The ``hf_quant_config.json`` that belongs to a config file, if there is one.
 
     Why both names: a model directory holds ``config.json`` + ``hf_quant_config.json`` (what
-    vLLM reads); a folder of several models' configs (the catalog, ``../shared/configs``)
+    vLLM reads); a folder of several models' configs (``../shared/configs``)
     names them ``org--name.json`` + ``org--name.hf_quant_config.json``. A config planned
     without its companion silently loses a ModelOpt KV scheme (fp8 instead of bf16: half the
     tokens). The folder-wide ``hf_quant_config.json`` is taken only for a ``config.json``:
@@ -199,14 +200,12 @@ def _from_cache_folder(path: Path, repo_id: str, revision: str | None,
 
 
 def _from_catalog(model_id: str) -> ModelSource | None:
-    found = catalog_files(model_id)
+    found = catalog_entry(model_id)
     if found is None:
         return None
-    canonical, path, quant_path = found
-    quant = read_json(quant_path) if quant_path is not None else None
-    return ModelSource(canonical, read_json(path), quant, None, ("bundled catalog config",),
-                       kind="catalog", location=f"kvledger catalog ({os.path.basename(path)})",
-                       offline=True)
+    listed, config, quant, _ = found
+    return ModelSource(listed, config, quant, None, ("bundled catalog config",),
+                       kind="catalog", location=f"kvledger catalog ({listed})", offline=True)
 
 
 def _not_found(text: str) -> Exception:
@@ -258,7 +257,7 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
                 f"{revision!r} of it (it has: {', '.join(cached)}) and the Hub was not asked "
                 "(offline: --offline or HF_HUB_OFFLINE=1)",
                 hint="pass one of the cached revisions, or run once online")
-        bundled = catalog_files(text) is not None
+        bundled = is_catalog_id(text)
         raise _error(
             f"{text!r} is not in the local HF cache ({hf_cache.cache_dir()}) and the Hub was "
             f"not asked (offline: --offline or HF_HUB_OFFLINE=1){did_you_mean(text)}",
@@ -271,7 +270,7 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
     try:
         snap = fetch(text, revision)
     except SourceError as exc:
-        if revision is not None and catalog_files(text) is not None:
+        if revision is not None and is_catalog_id(text):
             exc.hint = f"{exc.hint}; or drop --revision to plan the bundled catalog copy"
         raise
     return _from_snapshot(snap, "hub", off)

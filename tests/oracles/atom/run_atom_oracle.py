@@ -44,7 +44,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-CATALOG = ROOT / "src" / "kvledger" / "derive" / "catalog"
+CATALOG = ROOT.parent / "shared" / "configs"  # the catalog rows' real files
 SHARED = ROOT.parent / "shared" / "configs"
 GIB = 1 << 30
 

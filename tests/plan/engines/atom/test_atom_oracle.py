@@ -15,10 +15,10 @@ import pytest
 from kvledger.declare.pools import InsufficientPoolBudget
 from kvledger.plan.api import plan_model
 from kvledger.plan.request import PlanRequest
+from oracle_cases import real_config
 
 ROOT = Path(__file__).resolve().parents[4]
 CASES = ROOT / "tests" / "oracles" / "atom" / "cases.jsonl"
-CATALOG = ROOT / "src" / "kvledger" / "derive" / "catalog"
 SHARED = ROOT.parent / "shared" / "configs"
 KV = {"bf16": "bfloat16", "fp8": "fp8"}
 # The gfx targets the cases read (V4 only): the preset kvledger maps to each.
@@ -29,9 +29,12 @@ def _cases() -> list[dict[str, Any]]:
     return [json.loads(line) for line in CASES.read_text().splitlines() if line.strip()]
 
 
-def _config(ref: str) -> Path:
+def _config(ref: str) -> Path | dict[str, Any]:
     where, stem = ref.split(":", 1)
-    path = (CATALOG if where == "catalog" else SHARED) / f"{stem}.json"
+    if where == "catalog":
+        # The catalog's facts table holds this file's values (tests/source/test_catalog_facts.py).
+        return real_config(f"{stem}.json")
+    path = SHARED / f"{stem}.json"
     if not path.exists():
         pytest.skip(f"{path} absent (../shared/configs is not beside this checkout)")
     return path
@@ -56,10 +59,10 @@ def test_the_cases_cover_every_backend() -> None:
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c["case"])
 def test_atom_case(case: dict[str, Any]) -> None:
-    path = _config(case["config"])
-    model: Any = str(path)
-    if case["edits"]:
-        model = {**json.loads(path.read_text()), **case["edits"]}
+    found = _config(case["config"])
+    raw = found if isinstance(found, dict) else json.loads(found.read_text())
+    model: Any = str(found) if isinstance(found, Path) and not case["edits"] else {
+        **raw, **case["edits"]}
     if "insufficient" in case:
         with pytest.raises(InsufficientPoolBudget) as err:
             plan_model(model, _request(case))

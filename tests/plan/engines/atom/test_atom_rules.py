@@ -6,7 +6,6 @@ reserves ``max_num_seqs × entries_per_req`` entries first, the PAGE class ("kv"
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from kvledger.plan.api import plan_model
 from kvledger.plan.engines.atom.served import NotServedByAtom
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult
+from kvledger.source.resolve import load_source
 
 GIB = 1 << 30
 SHARED = Path(__file__).resolve().parents[4].parent / "shared" / "configs"
@@ -141,9 +141,7 @@ def test_minimax_m3_sparse_needs_its_block_size() -> None:
     # AiterAttentionMetadataBuilder.__init__ asserts --block-size % sparse_block_size == 0.
     from kvledger.plan.engines.atom.specs import AtomConfigError
 
-    cfg: dict[str, Any] = json.loads((Path(__file__).resolve().parents[4] / "src" / "kvledger" /
-                                      "derive" / "catalog" / "MiniMaxAI--MiniMax-M3.json")
-                                     .read_text())
+    cfg: dict[str, Any] = load_source("MiniMaxAI/MiniMax-M3").config
     cfg["architectures"] = ["MiniMaxM3SparseForCausalLM"]
     with pytest.raises(AtomConfigError, match="divisible by 128"):
         _plan(cfg, tensor_parallel_size=4)
@@ -201,9 +199,7 @@ def test_minimax_m3_sparse_index_cache() -> None:
     # 128, index cache at the KV dtype (_resolve_index_cache_dtype: bf16, 2 B):
     #   kv 2 × 60 × 128 × 1 × 128 × 2 = 3,932,160; scale 2 × 60 × 1 × 128 × 4 = 61,440;
     #   index 57 × 128 × 128 × 2 = 1,867,776 → 5,861,376 B; 60 GiB // that = 10,991.
-    cfg: dict[str, Any] = json.loads((Path(__file__).resolve().parents[4] / "src" / "kvledger" /
-                                      "derive" / "catalog" / "MiniMaxAI--MiniMax-M3.json")
-                                     .read_text())
+    cfg: dict[str, Any] = load_source("MiniMaxAI/MiniMax-M3").config
     cfg["architectures"] = ["MiniMaxM3SparseForCausalLM"]
     plan = _plan(cfg, tensor_parallel_size=4, block_size=128, kv_cache_memory_bytes=60 * GIB)
     assert _pools(plan) == {"kv": (5861376, 0, 10991)}
