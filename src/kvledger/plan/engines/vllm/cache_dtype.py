@@ -31,6 +31,7 @@ from collections.abc import Mapping
 
 from kvledger.derive.layers import Kind, ModelFacts
 from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
+from kvledger.plan.engines.vllm.releases.current import short as release_short
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def normalized_quant_method(qc: Mapping[str, Any], where: str) -> str:
                 method = "modelopt_fp4"
             else:
                 raise VllmRefusesToStart(
-                    f"vLLM 0.32 refuses to start: Unknown ModelOpt quant algo: {algo} "
+                    f"{release_short()} refuses to start: Unknown ModelOpt quant algo: {algo} "
                     f"({where}: only FP8 and NVFP4 are read from a ModelOpt "
                     "'quantization' block)"
                 )
@@ -157,19 +158,19 @@ def validate_compressed_tensors_kv_scheme(scheme: Mapping[str, Any]) -> None:
     kind, bits = scheme.get("type"), scheme.get("num_bits")
     if kind != "float" or bits != 8:
         raise VllmRefusesToStart(
-            "vLLM 0.32 refuses to start: Currently supported kv cache quantization is "
+            f"{release_short()} refuses to start: Currently supported kv cache quantization is "
             f"num_bits=8, type=float, however received num_bits={bits}, type={kind} "
             "(compressed-tensors kv_cache_scheme)"
         )
     strategy = scheme.get("strategy")
     if strategy not in ("tensor", "attn_head"):
         raise VllmRefusesToStart(
-            "vLLM 0.32 refuses to start: Invalid strategy for compressed-tensors KV cache "
+            f"{release_short()} refuses to start: Invalid strategy for compressed-tensors KV cache "
             f"({strategy!r}); expected 'tensor' or 'attn_head'"
         )
     if not scheme.get("symmetric"):
         raise VllmRefusesToStart(
-            "vLLM 0.32 refuses to start: Only support symmetric scaling factor for "
+            f"{release_short()} refuses to start: Only support symmetric scaling factor for "
             f"compressed-tensors KV cache. However found symmetric: {scheme.get('symmetric')}"
         )
 
@@ -193,12 +194,13 @@ def cache_dtype_for(
     method = normalized_quant_method(qc, origin) if qc is not None else ""
     if method and method not in VLLM_QUANTIZATION_METHODS:
         raise VllmRefusesToStart(
-            f"vLLM 0.32 refuses to start: Unknown quantization method: {method} "
-            f"({origin}; vLLM 0.32 has no such method)"
+            f"{release_short()} refuses to start: Unknown quantization method: {method} "
+            f"({origin}; {release_short()} has no such method)"
         )
     if method in VLLM_DEPRECATED_QUANTIZATION_METHODS:
         raise VllmRefusesToStart(
-            f"vLLM 0.32 refuses to start: The quantization method {method} is deprecated and "
+            f"{release_short()} refuses to start: The quantization method {method} is "
+            f"deprecated and "
             "will be removed in future versions of vLLM. To bypass, set "
             f"`--allow-deprecated-quantization` ({origin}; vLLM then plans the cache as "
             "without it, an option kvledger does not take)"
@@ -235,7 +237,8 @@ def cache_dtype_for(
         if Kind.MLA in kinds:
             raise VllmLayoutError(
                 "compressed-tensors kv_cache_scheme on a model mixing MLA and standard "
-                "attention: vLLM 0.32 switches cache_config to fp8 from the first Attention "
+                f"attention: {release_short()} switches cache_config to fp8 from the first "
+                "Attention "
                 "layer it builds, so MLA layers built before it stay in the model dtype; "
                 "kvledger does not model that order (pass --kv-cache-dtype explicitly)"
             )
@@ -261,6 +264,6 @@ def _check_fp8_e5m2(option: str, method: str, ct_scheme: Mapping[str, Any] | Non
     )
     if refuses:
         raise VllmRefusesToStart(
-            "vLLM 0.32 refuses to start: fp8_e5m2 kv-cache is not supported with fp8 "
+            f"{release_short()} refuses to start: fp8_e5m2 kv-cache is not supported with fp8 "
             f"checkpoints (quantization method {method})"
         )

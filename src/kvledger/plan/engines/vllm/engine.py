@@ -15,6 +15,7 @@ from kvledger.derive.errors import UnsupportedArchitecture
 from kvledger.derive.layers import Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES, vllm_release
+from kvledger.plan.engines.vllm.releases.current import planning
 from kvledger.plan.result import PoolRow, RankResult, facts_summary
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -85,7 +86,8 @@ class VllmEngine(Layout):
         after derive (``check_served``), so ``--engine native`` still plans it."""
         release = vllm_release(request.engine_release)
         try:
-            return super().derive(source, request)
+            with planning(release.version):
+                return super().derive(source, request)
         except UnsupportedArchitecture as exc:
             why = release.not_served.get(exc.model_type)
             if why:
@@ -96,13 +98,13 @@ class VllmEngine(Layout):
 
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """vLLM's refusal of PP for a model class without ``SupportsPP`` (``startup.py``)."""
-        from kvledger.plan.engines.vllm.startup import PREFIX, pipeline_parallel_refusal
+        from kvledger.plan.engines.vllm.startup import pipeline_parallel_refusal, prefix
 
         refusal = pipeline_parallel_refusal(facts)
         if refusal is None:
             return ""
         reason = getattr(refusal, "reason", None)  # vLLM's words, without kvledger's fix hint
-        return f"{PREFIX}: {reason}" if reason else str(refusal)
+        return f"{prefix()}: {reason}" if reason else str(refusal)
 
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
         """The default GPU budget, after vLLM's configuration refusals: vLLM refuses a
@@ -111,8 +113,9 @@ class VllmEngine(Layout):
         comes first even when the budget would be too small too."""
         from kvledger.plan.engines.vllm.layout import check_served
 
-        check_served(inp.facts, inp.request)
-        return super().gpu_budget(inp)
+        with planning(inp.request.engine_release):
+            check_served(inp.facts, inp.request)
+            return super().gpu_budget(inp)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         plan = _plan(inp)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.engines.vllm.errors import VllmRefusesToStart
+from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.engines.vllm.specs import (
     QUANT_NONE,
@@ -74,7 +75,7 @@ def preferred_block_size(backends: list[KernelSizes]) -> int:
     for candidate in sorted({math.lcm(*combo) for combo in itertools.product(*per_backend)}):
         if all(_supports(b, candidate) for b in backends):
             return candidate
-    raise VllmRefusesToStart("vLLM 0.32 refuses to start: the attention backends share no "
+    raise VllmRefusesToStart(f"{release_short()} refuses to start: the attention backends share no "
                           "supported KV cache block size")
 
 
@@ -95,7 +96,7 @@ def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
         return preferred_block_size(backends)
     if requested % MINIMAX_M3_KERNEL_BLOCK:
         raise VllmRefusesToStart(
-            f"vLLM 0.32 refuses to start: No common block size for {requested} "
+            f"{release_short()} refuses to start: No common block size for {requested} "
             f"(MINIMAX_M3_SPARSE: [{MINIMAX_M3_KERNEL_BLOCK}]); MiniMax-M3's sparse-attention "
             f"kernels take {MINIMAX_M3_KERNEL_BLOCK}-token blocks: use --block-size auto or a "
             f"multiple of {MINIMAX_M3_KERNEL_BLOCK}"
@@ -147,7 +148,8 @@ def _auto_block_size(res: Resolved, notes: list[str]) -> int:
         return FLASH_MLA_ALIGNMENT
     if res.use_mla and res.kv_quant != QUANT_NONE:
         notes.append(
-            "block size 64: with an fp8 cache and --block-size auto, vLLM 0.32 on SM90 picks "
+            f"block size 64: with an fp8 cache and --block-size auto, {release_short()} on SM90 "
+            f"picks "
             "FLASHMLA for MLA (64-token kernel blocks); the vLLM CPU oracle lacks that kernel "
             "and reports 16, so this rule is read from source only"
         )

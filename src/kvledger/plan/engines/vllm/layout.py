@@ -18,6 +18,8 @@ from kvledger.plan.engines.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.engines.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
 from kvledger.plan.engines.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
 from kvledger.plan.engines.vllm.releases import vllm_release
+from kvledger.plan.engines.vllm.releases.current import planning
+from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.engines.vllm.specs import (
     AttentionSpec,
@@ -225,7 +227,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
            if layer.index in res.minimax_sparse_layers):
         warnings.append(
             "the config keeps an index value on some MiniMax-M3 sparse layers "
-            "(sparse_disable_index_value 0); vLLM 0.32's MiniMaxM3IndexerCache caches the "
+            f"(sparse_disable_index_value 0); {release_short()}'s MiniMaxM3IndexerCache caches the "
             "index key only, and so does this plan"
         )
     if res.mamba_cache_mode == "align" and any(
@@ -234,7 +236,8 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     ):
         warnings.append(
             "KDA layers in align mode are charged 2 state blocks per request, as vLLM's CPU "
-            "oracle does; on a CUDA GPU vLLM 0.32 picks the FlashKDA prefill backend for bf16 "
+            f"oracle does; on a CUDA GPU {release_short()} picks the FlashKDA prefill backend "
+            f"for bf16 "
             "head_dim-128 bounded-gate models and charges a third (prefill checkpoint) block"
         )
     return _Prepared(res, order.indices, order.roles, sizes, grouping, ctx, tuple(warnings))
@@ -305,7 +308,7 @@ def checkpoint_kv_notes(facts: ModelFacts, request: PlanRequest, res: Resolved) 
     if declared and facts.kv_dtype != res.kv_cache_dtype:
         return [
             f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}), "
-            f"but vLLM 0.32 does not adopt it under --kv-cache-dtype auto (it reads only a "
+            f"but {release_short()} does not adopt it under --kv-cache-dtype auto (it reads only a "
             f"ModelOpt quant_method in config.json, or an hf_quant_config.json with a ModelOpt "
             f"producer when config.json has no quantization_config, or a compressed-tensors "
             f"kv_cache_scheme): it stores {res.kv_cache_dtype}; pass --kv-cache-dtype fp8 to "
@@ -485,12 +488,25 @@ def plan_vllm(
     *,
     stage_available_bytes: Sequence[int] | None = None,
 ) -> VllmPlan:
-    """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker).
+    """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker), as the
+    request's release (``request.engine_release``; the newest when None) builds it.
 
     ``stage_available_bytes`` gives each pipeline stage's workers their own budget (vLLM
     ``get_kv_cache_configs`` takes one ``available_memory`` per worker): a stage whose GPUs
     also hold a model-local cache has less. Default: ``available_bytes`` on every stage.
     """
+    with planning(request.engine_release):
+        return _plan_vllm(facts, request, available_bytes,
+                          stage_available_bytes=stage_available_bytes)
+
+
+def _plan_vllm(
+    facts: ModelFacts,
+    request: PlanRequest,
+    available_bytes: int,
+    *,
+    stage_available_bytes: Sequence[int] | None = None,
+) -> VllmPlan:
     _check_budget(available_bytes)
     prep = _prepare(facts, request)
     pp = request.pipeline_parallel_size

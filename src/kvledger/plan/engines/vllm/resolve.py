@@ -13,6 +13,7 @@ from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
 from kvledger.plan.engines.vllm.cache_dtype import resolve_cache_dtype
 from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
+from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NONE,
@@ -197,13 +198,13 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         # MiniMaxM3SparseMSANvfp4Backend.customize_spec repacks each head's K and V into
         # slots of packed data + block scales under an LBHNC layout: not modelled here.
         raise VllmLayoutError(
-            "kvledger's vLLM layout does not model vLLM 0.32's MiniMax-M3 nvfp4 KV layout "
+            f"kvledger's vLLM layout does not model {release_short()}'s MiniMax-M3 nvfp4 KV layout "
             "(MiniMaxM3SparseMSANvfp4Backend per-head slots); use --kv-cache-dtype fp8 or auto"
         )
     if cache.cache_dtype.startswith("nvfp4") and use_mla:
         # vLLM ``VllmConfig.validate_nvfp4_kv_cache_with_mla`` (config/vllm.py).
         raise VllmRefusesToStart(
-            "vLLM 0.32 refuses to start: nvfp4 KV cache is not supported with MLA "
+            f"{release_short()} refuses to start: nvfp4 KV cache is not supported with MLA "
             "(Multi-head Latent Attention) backends; use a different --kv-cache-dtype "
             f"(e.g. 'fp8' or 'auto') for MLA models ({cache.reason})"
         )
@@ -212,7 +213,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         # supported_kv_cache_dtypes (FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA; sparse:
         # FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE_SM90).
         raise VllmRefusesToStart(
-            "vLLM 0.32 refuses to start: No valid attention backend found for cuda with "
+            f"{release_short()} refuses to start: No valid attention backend found for cuda with "
             "kv_cache_dtype fp8_e5m2 and MLA (no SM90 MLA backend stores fp8_e5m2; use fp8)"
         )
     storage, quant = _kv_storage(cache.cache_dtype, model_dtype)

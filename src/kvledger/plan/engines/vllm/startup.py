@@ -28,13 +28,16 @@ from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import Attention, CrossAttention, LayerCache, ModelFacts
 from kvledger.derive.limits import MAX_POSITIONS
 from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
+from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.request import PlanRequest
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
-PREFIX = "vLLM 0.32 refuses to start"
+def prefix() -> str:
+    """How a start-up refusal begins: ``vLLM 0.33 refuses to start`` (the release planned)."""
+    return f"{release_short()} refuses to start"
 
 # vLLM ``_get_and_verify_max_len``: RoPE types whose ``factor`` is *not* applied (their
 # max_position_embeddings is already the scaled length).
@@ -52,11 +55,11 @@ KERNEL_BLOCK_MULTIPLE = 16
 
 
 class VllmStartupError(VllmRefusesToStart):
-    """vLLM 0.32 would raise this at start-up; the message starts with ``PREFIX``."""
+    """vLLM would raise this at start-up; the message starts with ``prefix()``."""
 
     def __init__(self, reason: str, source: str, fix: str = "") -> None:
         tail = f"; {fix}" if fix else ""
-        super().__init__(f"{PREFIX}: {reason} ({source}){tail}")
+        super().__init__(f"{prefix()}: {reason} ({source}){tail}")
         self.reason = reason
 
 
@@ -181,7 +184,7 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
 
     if not facts.architectures:
         return VllmLayoutError(
-            f"{facts.model}: the config names no architectures, and vLLM 0.32 decides "
+            f"{facts.model}: the config names no architectures, and {release_short()} decides "
             "pipeline-parallel support by the model class they name (registry.py "
             "inspect_model_cls: 'No model architectures are specified'); use "
             "--pipeline-parallel-size 1")
@@ -189,7 +192,7 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
     if verdict is None:
         named = ", ".join(facts.architectures)
         return VllmLayoutError(
-            f"{facts.model}: kvledger does not know whether vLLM 0.32 serves architectures "
+            f"{facts.model}: kvledger does not know whether {release_short()} serves architectures "
             f"[{named}] with pipeline parallelism (it refuses every model class without "
             "SupportsPP, and kvledger's table, plan/engines/vllm/pp_support.py, has no verdict for "
             "the class vLLM would pick); use --pipeline-parallel-size 1")
@@ -371,7 +374,7 @@ def sentence_len_notes(facts: ModelFacts, request: PlanRequest) -> list[str]:
     alone = _from_config(facts)
     instead = "" if alone is None else \
         f" in place of the {int(alone[0]):,} it derives from config.json"
-    return [f"max_model_len {value:,} is {name}'s max_seq_length: vLLM 0.32 starts with it"
+    return [f"max_model_len {value:,} is {name}'s max_seq_length: {release_short()} starts with it"
             f"{instead} (ModelConfig._get_and_verify_max_len); SGLang does not read that file"]
 
 
