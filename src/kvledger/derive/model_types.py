@@ -151,8 +151,6 @@ _DROPOUT = "training-time dropout; inference keeps nothing for it"
 _EPS = "normalisation epsilon: arithmetic, nothing stored"
 _SCORE = "scales, caps or upcasts attention scores; the cached K and V are unchanged"
 _WEIGHTS = "a bias or norm inside the projections: weights, not cache"
-_RUNTIME = "a transformers runtime/output switch; vLLM does not read it"
-_ENCDEC = "transformers encoder-decoder plumbing; vLLM builds from the model file, not this flag"
 _HEAD = "an option of a head vLLM never builds (sequence / audio classification)"
 _MOE = "mixture-of-experts routing or layout: which experts run, not what is cached"
 _MLP = "an MLP / expert width: weights, not cache"
@@ -173,13 +171,6 @@ HARMLESS: Mapping[str, str] = _ro(
         **dict.fromkeys(
             ("attention_bias", "head_bias", "qkv_bias", "qk_layernorm", "use_qk_layernorm"),
             _WEIGHTS),
-        **dict.fromkeys(
-            ("use_cache", "output_attentions", "output_hidden_states", "pruned_heads",
-             "chunk_size_feed_forward"), _RUNTIME),
-        **dict.fromkeys(
-            ("is_encoder_decoder", "add_cross_attention", "decoder_start_token_id",
-             "cross_attention_hidden_size", "tie_encoder_decoder",
-             "encoder_no_repeat_ngram_size", "is_decoder"), _ENCDEC),
         "use_weighted_layer_sum": _HEAD,
         **dict.fromkeys(
             ("moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob",
@@ -271,7 +262,6 @@ _HARMLESS_DENSE = {
     "apply_residual_connection_post_layernorm": _RESIDUAL, "post_layer_norm": _RESIDUAL,
     "do_layer_norm_before": _RESIDUAL,
     "parallel_attn": "attention and MLP side by side in one block: wiring, not cache",
-    "attn_implementation": _RUNTIME,
     "pre_allocate_kv_cache": "transformers' own generate() buffer option; vLLM's paged cache "
                              "does not read it",
     "n_inner": _MLP,
@@ -323,7 +313,6 @@ _HARMLESS_MULTIMODAL = {
     "audio_token_index": _TOKEN,
     "ignore_index": "label id masked out of the training loss",
     "vision_feature_layer": "which vision-encoder layer feeds the projector; " + _ENCODER,
-    "_attn_implementation_autoset": _RUNTIME,
 }
 # A pre-transformers-5 file may repeat the text keys at its top level beside text_config; the
 # config class then builds the text config from the text_config object alone
@@ -575,7 +564,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      harmless=_dense("add_bias_linear", "add_qkv_bias",
                                      "apply_query_key_layer_scaling",
                                      "apply_residual_connection_post_layernorm",
-                                     "post_layer_norm", "attn_implementation"),
+                                     "post_layer_norm"),
                      config_class="vLLM ChatGLMConfig",
                      defaults={"multi_query_group_num": 1, "seq_length": 2048},
                      vllm="chatglm.py"),
@@ -741,7 +730,6 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                          keys=STANDARD_KEYS | {"attention_chunk_size", "no_rope_layers",
                                                "no_rope_layer_interval", "layer_types"},
                          harmless={"interleave_moe_layer_step": _MOE,
-                                   "_attn_implementation_autoset": _RUNTIME,
                                    "attn_temperature_tuning": _SCORE,
                                    "attn_scale": _SCORE,
                                    "for_llm_compressor": "llm-compressor's MoE weight layout",
