@@ -1397,6 +1397,17 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                    "['Step3p7FlashForCausalLM'] are not supported for now'); "
                                    "vLLM 0.32 serves Step-3.7 only as "
                                    "Step3p7ForConditionalGeneration"),
+        # -- breadth: generative architectures of vLLM's registry not covered before ------
+        # Each row's defaults were read from the transformers 5.19 config class it names
+        # (scripts/class_default_configs.py writes the class's own to_dict() to
+        # tests/data/class-default-configs/); its facts from the vLLM model file it names.
+        # GLM-4.7-Flash: DeepSeek-V2's MLA (glm4_moe_lite.py builds DeepseekV2MLAAttention;
+        # model_arch_config_convertor.py is_deepseek_mla lists glm4_moe_lite), an MTP layer
+        # in glm4_moe_lite_mtp.py; Glm4MoeLiteConfig has kv_lora_rank 512, qk_rope_head_dim
+        # 64 (as deepseek_v2's), q_lora_rank 768 and 202752 positions.
+        "glm4_moe_lite": T(like="deepseek_v2", config_class="Glm4MoeLiteConfig",
+                           defaults={"q_lora_rank": 768, "max_position_embeddings": 202752},
+                           vllm="glm4_moe_lite.py, glm4_moe_lite_mtp.py"),
     }
 )
 

@@ -75,13 +75,28 @@ def check_startup(facts: ModelFacts, request: PlanRequest) -> None:
     builds ``ModelConfig`` (max_model_len), then ``SchedulerConfig`` (batched tokens), then
     ``VllmConfig``, whose ``ModelConfig.verify_with_parallel_config`` checks the attention
     heads against TP and then pipeline-parallel support; the KV-head split is met only when
-    the model is built. (Oracle: ``tests/oracles/vllm-0.32-pp-startup.jsonl``.)"""
+    the model is built, after the model class's own reads of its config
+    (``new_type_verdicts.construction_refusal``). (Oracle:
+    ``tests/oracles/vllm-0.32-pp-startup.jsonl``, ``vllm-0.32-breadth.jsonl``.)"""
     tp = request.tensor_parallel_size
     check_max_model_len(facts, request)
     check_scheduler(request)
     check_attention_heads(facts, tp)
     check_pipeline_parallel(facts, request.pipeline_parallel_size)
+    check_model_class(facts)
     check_kv_heads(facts, tp)
+
+
+def check_model_class(facts: ModelFacts) -> None:
+    """vLLM's model class for ``facts`` stops in ``__init__`` on an attribute its config
+    lacks (``new_type_verdicts.py``: the wrapper-named flat text configs, keys read without a
+    class default)."""
+    from kvledger.plan.engines.vllm.new_type_verdicts import construction_refusal
+
+    refusal = construction_refusal(facts)
+    if refusal is not None:
+        reason, where = refusal
+        raise VllmStartupError(reason, where)
 
 
 # -- tensor parallelism ------------------------------------------------------------------------
