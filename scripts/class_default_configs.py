@@ -14,7 +14,8 @@ e.g. the vLLM oracle's venv, which holds the transformers vLLM runs with:
 
     /work/venvs/vllm032/bin/python scripts/class_default_configs.py [MODEL_TYPE ...]
 
-Without arguments it writes every model type below.
+Without arguments it writes every model type below, and the ``VARIANTS`` (the class given
+arguments, named ``<model_type>.<variant>.json``).
 """
 
 from __future__ import annotations
@@ -36,14 +37,30 @@ CLASSES: dict[str, tuple[str, str]] = {
     "lfm2_moe": ("Lfm2MoeConfig", "Lfm2MoeForCausalLM"),
     "exaone_moe": ("ExaoneMoeConfig", "ExaoneMoeForCausalLM"),
     "olmo_hybrid": ("OlmoHybridConfig", "OlmoHybridForCausalLM"),
+    # served by vLLM's Transformers backend (registry _TRANSFORMERS_SUPPORTED_MODELS)
+    "olmo": ("OlmoConfig", "OlmoForCausalLM"),
+    "glm": ("GlmConfig", "GlmForCausalLM"),
+    "arcee": ("ArceeConfig", "ArceeForCausalLM"),
+    "cwm": ("CwmConfig", "CwmForCausalLM"),
+    "jais2": ("Jais2Config", "Jais2ForCausalLM"),
+    "vaultgemma": ("VaultGemmaConfig", "VaultGemmaForCausalLM"),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM"),
+}
+# A class-default config with arguments, for a model type whose class leaves a key vLLM
+# indexes unset: name -> (model_type, the arguments given to the class)
+VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
+    # Lfm2MoeConfig builds no layer_types; every 4th layer attention, the others short conv.
+    "lfm2_moe.layer-types": ("lfm2_moe", {"layer_types": [
+        "full_attention" if i % 4 == 3 else "conv" for i in range(32)]}),
 }
 
 
-def generate(model_type: str) -> Path:
+def generate(name: str) -> Path:
     import transformers  # the scratch venv's, never the project's
 
+    model_type, arguments = VARIANTS.get(name, (name, {}))
     class_name, architecture = CLASSES[model_type]
-    config = getattr(transformers, class_name)()
+    config = getattr(transformers, class_name)(**arguments)
     if config.model_type != model_type:
         raise SystemExit(f"{class_name} is model_type {config.model_type!r}, not {model_type!r}")
     data = config.to_dict()
@@ -54,16 +71,17 @@ def generate(model_type: str) -> Path:
         "config_class": class_name,
         "transformers_version": transformers.__version__,
         "set_beyond_the_class": ["architectures", "dtype"],
+        "class_arguments": sorted(arguments),
     }
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{model_type}.json"
+    path = OUT / f"{name}.json"
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 
 
 def main(argv: list[str]) -> int:
-    wanted = argv or list(CLASSES)
-    unknown = [m for m in wanted if m not in CLASSES]
+    wanted = argv or [*CLASSES, *VARIANTS]
+    unknown = [m for m in wanted if m not in CLASSES and m not in VARIANTS]
     if unknown:
         print(f"class_default_configs: not in the table: {', '.join(unknown)}", file=sys.stderr)
         return 2

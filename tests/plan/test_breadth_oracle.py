@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kvledger.derive import derive_model
+from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.engines.vllm.startup import VllmStartupError
 from oracle_cases import CONFIGS, assert_plan_is, request_of
@@ -61,15 +61,44 @@ def test_the_cases_were_made_with_8_gib() -> None:
     assert all("--kv-cache-memory-bytes 8GiB" in c["command"] for c in _cases())
 
 
+# vLLM's planner refusing a budget short of one max_model_len request: kvledger still plans
+# and says vllm_refuses_to_start (startup.py, "a budget ... is not an error").
+BUDGET = "ValueError: To serve at least one request with the model's max seq len"
+
+
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['config']}|{c['why'][:40]}")
 def test_breadth_case(case: dict[str, Any]) -> None:
-    facts = derive_model(_config(case))
     if "error" in case:
         inputs = _request(case)
-        with pytest.raises(VllmStartupError) as refused:
-            plan_vllm(facts, request_of(inputs), inputs["kv_cache_memory_bytes"])
+        if case["error"].startswith(BUDGET):
+            plan = plan_vllm(derive_model(_config(case)), request_of(inputs),
+                             inputs["kv_cache_memory_bytes"])
+            assert plan.vllm_refuses_to_start
+            return
+        with pytest.raises((VllmStartupError, UnsupportedArchitecture)) as refused:
+            plan_vllm(derive_model(_config(case)), request_of(inputs),
+                      inputs["kv_cache_memory_bytes"])
         assert case["error"] in str(refused.value)
         return
+    facts = derive_model(_config(case))
     inputs = case["inputs"]
     plan = plan_vllm(facts, request_of(inputs), inputs["kv_cache_memory_bytes"])
     assert_plan_is(plan, case)
+
+
+NEXT = HERE / "oracles" / "vllm-0.33-breadth.jsonl"  # the same runs asked of vLLM 0.33
+
+
+def test_the_next_release_answers_these_runs_the_same() -> None:
+    # vLLM 0.33 (../shared/oracles/tool-0.33) on the same commands: the same blocks, tokens
+    # and errors, so these rows and refusals hold for it too.
+    older = {c["command"]: c for c in _cases()}
+    newer = [json.loads(line) for line in NEXT.read_text().splitlines() if line.strip()]
+    assert len(newer) >= 5
+    for case in newer:
+        old = older[case["command"]]
+        if "error" in case:
+            assert case["error"] == old["error"], case["command"]
+        else:
+            keys = ("num_blocks", "kv_cache_tokens", "bytes_per_block", "block_size")
+            assert [case["expected"][k] for k in keys] == [old["expected"][k] for k in keys]
