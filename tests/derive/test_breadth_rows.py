@@ -42,6 +42,16 @@ DENSE = [
     ("seed_oss", 64, 8, 128, 4_194_304, 2_048),
     # 32 x 32 x (4096 / 32): as apertus.
     ("granitemoeshared", 32, 32, 128, 8_388_608, 1_024),
+    # The Transformers-backend rows. olmo: 32 x 32 x (4096 / 32), as apertus.
+    ("olmo", 32, 32, 128, 8_388_608, 1_024),
+    # glm: 40 x 2 x 128, as glm4.
+    ("glm", 40, 2, 128, 655_360, 13_107),
+    # arcee: 32 x 32 x 80: 2 x 32 x 80 x 2 = 10,240 B; x 16 x 32 = 5,242,880 B; // = 1,638.
+    ("arcee", 32, 32, 80, 5_242_880, 1_638),
+    # jais2: 32 x 26 x 128: 13,312 B; x 16 x 32 = 6,815,744 B; 8 GiB // that = 1,260.
+    ("jais2", 32, 26, 128, 6_815_744, 1_260),
+    # smollm3: 36 x 4 x (2048 / 16 = 128): 2,048 B; x 16 x 36 = 1,179,648 B; // = 7,281.
+    ("smollm3", 36, 4, 128, 1_179_648, 7_281),
 ]
 
 
@@ -115,3 +125,21 @@ def test_lfm2_moe_by_hand() -> None:
     # page, which holds the 8,192 B state (padded to it). Groups of 8 layers (8 attention,
     # 3 x 8 conv): 8 x 32,768 = 262,144 B a block; 8 GiB // that = 32,768 blocks.
     assert (plan.block_size, plan.bytes_per_block, plan.num_blocks) == (16, 262_144, 32_768)
+
+
+def test_vaultgemma_slides_alternate_layers() -> None:
+    config = _config("vaultgemma")
+    assert (config["num_hidden_layers"], config["num_key_value_heads"], config["head_dim"],
+            config["sliding_window"]) == (26, 4, 256, 4096)
+    facts = derive_model(config)
+    windows = Counter(getattr(x, "window", None) for x in facts.by_role(Role.DECODER))
+    assert windows == Counter({4096: 13, None: 13})
+    plan = _plan(config, 2048)
+    # 2 x 4 x 256 x 2 = 4,096 B a layer a token, 65,536 B a layer-block; groups of 13 (13
+    # full, 13 sliding): 851,968 B a block; 8 GiB // that = 10,082 blocks.
+    assert (plan.bytes_per_block, plan.num_blocks) == (851_968, 10_082)
+
+
+def test_smollm3_refuses_its_sliding_switch() -> None:
+    with pytest.raises(UnsupportedArchitecture, match="use_sliding_window"):
+        derive_model(_config("smollm3", use_sliding_window=True, sliding_window=4096))

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kvledger.derive.layers import ModelFacts
-from kvledger.derive.model_types import MODEL_TYPES, resolve
+TYPE_CHECKING = False  # plain data at import: pp_support.py reads NEW_PP_SUPPORT from here
+if TYPE_CHECKING:
+    from kvledger.derive.layers import ModelFacts
 
 # architecture -> (the sub-config key its __init__ reads first, where)
 WRAPPER_NEEDS: Mapping[str, tuple[str, str]] = {
@@ -46,6 +47,8 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[str, tuple[str, object] | None, str]] =
 
 def _config_class(model_type: str) -> str:
     """The config class vLLM holds for ``model_type`` (the row's, when it is a class name)."""
+    from kvledger.derive.model_types import MODEL_TYPES, resolve
+
     if model_type in MODEL_TYPES:
         name = resolve(model_type).config_class
         if name.isidentifier():
@@ -74,3 +77,38 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
                     f"attribute '{key}' (the config omits it and the config class has no "
                     "default)", where)
     return None
+
+
+# Pipeline-parallel support of the breadth rows' architectures, as vLLM 0.32's registry
+# answered (tests/oracles/run_pp_oracle.py table → vllm-0.32-pp-support.json); merged into
+# pp_support.PP_SUPPORT.
+NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
+    "ApertusForCausalLM": (
+        True, "vllm/model_executor/models/apertus.py ApertusForCausalLM"),
+    "ArceeForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "Cohere2ForCausalLM": (
+        True, "vllm/model_executor/models/commandr.py CohereForCausalLM"),
+    "ExaoneMoeForCausalLM": (
+        True, "vllm/model_executor/models/exaone_moe.py ExaoneMoeForCausalLM"),
+    "Glm4ForCausalLM": (
+        True, "vllm/model_executor/models/glm4.py Glm4ForCausalLM"),
+    "Glm4MoeLiteForCausalLM": (
+        True, "vllm/model_executor/models/glm4_moe_lite.py Glm4MoeLiteForCausalLM"),
+    "GlmForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "GraniteMoeSharedForCausalLM": (
+        True, "vllm/model_executor/models/granitemoeshared.py GraniteMoeSharedForCausalLM"),
+    "Jais2ForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "Lfm2MoeForCausalLM": (
+        True, "vllm/model_executor/models/lfm2_moe.py Lfm2MoeForCausalLM"),
+    "OlmoForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "SeedOssForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "SmolLM3ForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "VaultGemmaForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+}
