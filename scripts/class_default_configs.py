@@ -45,6 +45,8 @@ CLASSES: dict[str, tuple[str, str]] = {
     "jais2": ("Jais2Config", "Jais2ForCausalLM"),
     "vaultgemma": ("VaultGemmaConfig", "VaultGemmaForCausalLM"),
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM"),
+    "flex_olmo": ("FlexOlmoConfig", "FlexOlmoForCausalLM"),
+    "hunyuan_v1_dense": ("HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM"),
 }
 # A class-default config with arguments, for a model type whose class leaves a key vLLM
 # indexes unset: name -> (model_type, the arguments given to the class)

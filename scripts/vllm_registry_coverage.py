@@ -291,15 +291,15 @@ def main(argv: list[str]) -> int:
         "transformers_auto": args.transformers_auto.name,
         "architectures": coverage(archs),
     }
+    if args.write:  # before printing: a closed stdout (| head) must not stop the write
+        DATA.parent.mkdir(parents=True, exist_ok=True)
+        DATA.write_text(json.dumps(data, indent=1) + "\n")
+        write_readme(readme_block(data))
     counts = summary(data["architectures"])
     print(", ".join(f"{k}: {v}" for k, v in counts.items()))
     for line in data["architectures"]:
         if line["verdict"] == "not covered":
             print(f"  not covered: {line['architecture']} {sorted(line['model_types'])}")
-    if args.write:
-        DATA.parent.mkdir(parents=True, exist_ok=True)
-        DATA.write_text(json.dumps(data, indent=1) + "\n")
-        write_readme(readme_block(data))
     return 0
 
 

@@ -52,6 +52,8 @@ DENSE = [
     ("jais2", 32, 26, 128, 6_815_744, 1_260),
     # smollm3: 36 x 4 x (2048 / 16 = 128): 2,048 B; x 16 x 36 = 1,179,648 B; // = 7,281.
     ("smollm3", 36, 4, 128, 1_179_648, 7_281),
+    # flex_olmo: 32 x 32 x (4096 / 32), as apertus.
+    ("flex_olmo", 32, 32, 128, 8_388_608, 1_024),
 ]
 
 
@@ -143,3 +145,33 @@ def test_vaultgemma_slides_alternate_layers() -> None:
 def test_smollm3_refuses_its_sliding_switch() -> None:
     with pytest.raises(UnsupportedArchitecture, match="use_sliding_window"):
         derive_model(_config("smollm3", use_sliding_window=True, sliding_window=4096))
+
+
+def test_cwm_slides_all_but_every_fourth_from_layer_0() -> None:
+    config = _config("cwm")
+    assert (config["num_hidden_layers"], config["num_key_value_heads"], config["head_dim"],
+            config["sliding_window"]) == (64, 8, 128, 8192)
+    built = config.pop("layer_types")  # what CwmConfig built; the row must build the same
+    facts = derive_model(config)
+    kinds = ["full_attention" if getattr(x, "window", None) is None else "sliding_attention"
+             for x in facts.by_role(Role.DECODER)]
+    assert kinds == built
+    assert kinds[:5] == ["full_attention"] + ["sliding_attention"] * 3 + ["full_attention"]
+    plan = _plan(config, 2048)
+    # 2 x 8 x 128 x 2 = 4,096 B a layer a token, 65,536 B a layer-block; groups of 16 (16
+    # full, 3 x 16 sliding): 1,048,576 B a block; 8 GiB // that = 8,192 blocks.
+    assert (plan.bytes_per_block, plan.num_blocks) == (1_048_576, 8_192)
+
+
+def test_hunyuan_dense_needs_a_head_dim() -> None:
+    # HunYuanDenseV1Config leaves head_dim None; the Transformers backend's attention then
+    # fails on head_dim ** -0.5 (vLLM's error, replayed in tests/plan/test_breadth_oracle.py).
+    config = _config("hunyuan_v1_dense")
+    assert config["head_dim"] is None
+    from kvledger.plan.engines.vllm.startup import VllmStartupError
+
+    with pytest.raises(VllmStartupError, match="NoneType"):
+        _plan(config, 2048)
+    # Stated as 4096 / 32 = 128: 32 x 32 x 128, as apertus (8,388,608 B a block, 1,024 blocks).
+    plan = _plan(_config("hunyuan_v1_dense", head_dim=128), 2048)
+    assert (plan.bytes_per_block, plan.num_blocks) == (8_388_608, 1_024)

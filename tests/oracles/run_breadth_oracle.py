@@ -95,6 +95,12 @@ RUNS: list[tuple[str, list[str], str]] = [
      "SmolLM3Config's defaults (Transformers backend): every layer full"),
     ("class-default:vaultgemma", [*base(8192), *AUTO],
      "VaultGemmaConfig's defaults (Transformers backend): sliding 4096 on alternate layers"),
+    ("class-default:flex_olmo", [*base(4096), *AUTO],
+     "FlexOlmoConfig's defaults (Transformers backend, MoE)"),
+    ("class-default:hunyuan_v1_dense", [*base(2048), *AUTO],
+     "HunYuanDenseV1Config's defaults (Transformers backend): head_dim None"),
+    ("class-default:cwm", [*base(), *AUTO],
+     "CwmConfig's defaults (Transformers backend): sliding 8192 on 3 of every 4, layer 0 full"),
     ("class-default:olmo_hybrid", [*base(), *AUTO],
      "OlmoHybridConfig's defaults: GDN linear attention with full attention every 4th"),
 ]

@@ -144,7 +144,8 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
         ("ApertusForCausalLM", "ArceeForCausalLM", "Cohere2ForCausalLM", "ExaoneMoeForCausalLM",
          "Glm4ForCausalLM", "Glm4MoeLiteForCausalLM", "GlmForCausalLM",
          "GraniteMoeSharedForCausalLM", "Jais2ForCausalLM", "Lfm2MoeForCausalLM",
-         "OlmoForCausalLM", "SeedOssForCausalLM", "SmolLM3ForCausalLM", "VaultGemmaForCausalLM"),
+         "OlmoForCausalLM", "SeedOssForCausalLM", "SmolLM3ForCausalLM", "VaultGemmaForCausalLM",
+         "FlexOlmoForCausalLM", "HunYuanDenseV1ForCausalLM", "CwmForCausalLM"),
         "a breadth row's architecture: its model type is refused under --engine sglang as not "
         "checked (see WITHOUT_CASE)"),
 }

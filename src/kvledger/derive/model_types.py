@@ -1493,6 +1493,19 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                         defaults={"num_key_value_heads": 4, "head_dim": 256,
                                   "sliding_window": 4096, "max_position_embeddings": 8192},
                         vllm="Transformers backend (VaultGemmaForCausalLM)"),
+        "flex_olmo": T(handler="standard:derive", keys=STANDARD_KEYS,
+                       config_class="FlexOlmoConfig", defaults={"max_position_embeddings": 4096},
+                       vllm="Transformers backend (FlexOlmoForCausalLM, MoE)"),
+        "hunyuan_v1_dense": T(handler="standard:derive", keys=STANDARD_KEYS,
+                              config_class="HunYuanDenseV1Config",
+                              defaults={"max_position_embeddings": 2048},
+                              vllm="Transformers backend (HunYuanDenseV1ForCausalLM)"),
+        # CwmConfig builds layer_types when the file has none: layer i full when i % 4 == 0.
+        "cwm": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS, config_class="CwmConfig",
+                 defaults={"num_key_value_heads": 8, "head_dim": 128, "sliding_window": 8192,
+                           "max_position_embeddings": 131072},
+                 options={"every": 4, "pattern_key": None, "first_full": True},
+                 vllm="Transformers backend (CwmForCausalLM)"),
     }
 )
 

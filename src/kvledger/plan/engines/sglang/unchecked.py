@@ -13,7 +13,8 @@ from collections.abc import Mapping
 
 UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
     ("glm4_moe_lite", "glm4", "apertus", "seed_oss", "granitemoeshared", "cohere2",
-     "lfm2_moe", "exaone_moe", "olmo", "glm", "arcee", "jais2", "smollm3", "vaultgemma"),
+     "lfm2_moe", "exaone_moe", "olmo", "glm", "arcee", "jais2", "smollm3", "vaultgemma",
+     "flex_olmo", "hunyuan_v1_dense", "cwm"),
     "checked against vLLM's own numbers only",
 )
 

@@ -13,6 +13,8 @@ that reason instead of planning a cache vLLM never builds. Two kinds, each a tab
 - ``READ_WITHOUT_DEFAULT``: a key a model file reads unconditionally for which the config class
   declares no default, so a config that omits it stops vLLM (a config class's own defaults,
   e.g., ``tests/data/class-default-configs/glm4_moe_lite.json``).
+- ``NONE_NOT_ACCEPTED``: a key whose class default is None and which the model class uses as
+  a number.
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[str, tuple[str, object] | None, str]] =
     "glm4_moe_lite": (
         "first_k_dense_replace", ("n_routed_experts", 64),
         "vllm/model_executor/models/glm4_moe_lite.py Glm4MoeLiteDecoderLayer.__init__"),
+}
+
+# model_type -> (key, the error, where): a key whose config-class default is None, which the
+# model class vLLM builds uses as a number, so a config that leaves it None (or omits it)
+# stops vLLM. HunYuanDenseV1Config's head_dim defaults to None; vLLM 0.32's Transformers
+# backend builds transformers' own HunYuanDenseV1Attention, whose __init__ computes
+# head_dim ** -0.5 (oracle: tests/oracles/vllm-0.32-breadth.jsonl).
+NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
+    "hunyuan_v1_dense": (
+        "head_dim", "TypeError: unsupported operand type(s) for ** or pow(): 'NoneType' and "
+        "'float'",
+        "transformers/models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py "
+        "HunYuanDenseV1Attention.__init__, built by vLLM's Transformers backend"),
 }
 
 
@@ -76,6 +91,10 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
             return (f"AttributeError: '{_config_class(facts.model_type)}' object has no "
                     f"attribute '{key}' (the config omits it and the config class has no "
                     "default)", where)
+    unset = NONE_NOT_ACCEPTED.get(facts.model_type)
+    if unset is not None and config.get(unset[0]) is None:
+        key, error, where = unset
+        return (f"{error} (the config leaves {key} None, its config class's default)", where)
     return None
 
 
@@ -110,5 +129,11 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
     "SmolLM3ForCausalLM": (
         True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
     "VaultGemmaForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "CwmForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    "FlexOlmoForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersMoEForCausalLM"),
+    "HunYuanDenseV1ForCausalLM": (
         True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
 }

@@ -49,9 +49,10 @@ HEADS_ALIAS = {"gpt2": "n_head", "whisper": "encoder_attention_heads"}
 # takes 64, a multiple) splits a block into kernel blocks of a multiple of 16
 # (``get_supported_kernel_block_sizes``, ``AttentionBackend.supports_block_size``).
 KERNEL_BLOCK_MULTIPLE = 16
-# The model types of new_type_verdicts.READ_WITHOUT_DEFAULT (the module is imported only for
-# these and for wrapper-named configs without a vision_config; a test keeps the two equal).
-MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite"})
+# The model types of new_type_verdicts.READ_WITHOUT_DEFAULT and NONE_NOT_ACCEPTED (the module
+# is imported only for these and for wrapper-named configs without a vision_config; a test
+# keeps them equal).
+MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense"})
 
 
 class VllmStartupError(VllmLayoutError):
