@@ -24,11 +24,13 @@ import pytest
 from kvledger.derive import derive_model
 from kvledger.derive.model_types import ARCHITECTURES, resolve, supported_types
 from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
+from kvledger.plan.engines.sglang.unchecked import UNCHECKED_MODEL_TYPES
 from kvledger.plan.request import PlanRequest
 from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, skip_without_shared
 from sglang_cases import UNSCORED, load, model_of
 
+_DEFAULTS = Path(__file__).resolve().parents[1] / "data" / "class-default-configs"
 # Derivable rows without an SGLang case; kvledger refuses each under --engine sglang (the
 # test below checks it), so no unchecked number is given.
 WITHOUT_CASE: dict[str, str] = {
@@ -39,6 +41,10 @@ WITHOUT_CASE: dict[str, str] = {
     "mpt": "SGLang 0.5.23 registers no MptForCausalLM (nor does vLLM since 0.28): derive "
            "reads MPT for the native layout only, and kvledger refuses it under --engine "
            "sglang",
+    # The breadth rows, checked against vLLM only: the SGLang layout refuses them as not
+    # checked (plan/engines/sglang/unchecked.py) until an SGLang oracle case exists.
+    **dict.fromkeys(UNCHECKED_MODEL_TYPES, "a breadth row with no SGLang oracle case yet: "
+                                           "refused as not checked (sglang/unchecked.py)"),
 }
 
 # What kvledger must answer for each row of WITHOUT_CASE: a model of that row and the phrase
@@ -50,6 +56,8 @@ REFUSALS: dict[str, tuple[Any, str]] = {
     "mpt": ({"model_type": "mpt", "architectures": ["MptForCausalLM"], "d_model": 4096,
              "n_heads": 32, "n_layers": 32, "max_seq_len": 2048},
             "has no model class MptForCausalLM"),
+    **{t: (str(_DEFAULTS / f"{'lfm2_moe.layer-types' if t == 'lfm2_moe' else t}.json"),
+           "has not been checked against SGLang") for t in UNCHECKED_MODEL_TYPES},
 }
 
 
@@ -138,6 +146,14 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
     "Ernie4_5_ForCausalLM": "the remote-code ERNIE-4.5 architecture: kvledger's derive refuses "
                             "it for every engine (vLLM 0.32 has no such class; row "
                             "ernie4_5_remote_code), before any layout",
+    **dict.fromkeys(
+        ("ApertusForCausalLM", "ArceeForCausalLM", "Cohere2ForCausalLM", "ExaoneMoeForCausalLM",
+         "Glm4ForCausalLM", "Glm4MoeLiteForCausalLM", "GlmForCausalLM",
+         "GraniteMoeSharedForCausalLM", "Jais2ForCausalLM", "Lfm2MoeForCausalLM",
+         "OlmoForCausalLM", "SeedOssForCausalLM", "SmolLM3ForCausalLM", "VaultGemmaForCausalLM",
+         "FlexOlmoForCausalLM", "HunYuanDenseV1ForCausalLM", "CwmForCausalLM"),
+        "a breadth row's architecture: its model type is refused under --engine sglang as not "
+        "checked (see WITHOUT_CASE)"),
 }
 
 
@@ -155,11 +171,24 @@ def test_every_architecture_of_a_derivable_type_has_an_sglang_case_or_a_reason()
     assert not stale, f"drop these from ARCHITECTURES_WITHOUT_CASE: {stale}"
 
 
+# architecture -> the breadth row's class-default config that names it
+_BREADTH = {json.loads(p.read_text())["architectures"][0]: str(p)
+            for p in sorted(_DEFAULTS.glob("*.json"))
+            if json.loads(p.read_text())["model_type"] in UNCHECKED_MODEL_TYPES
+            and p.name != "lfm2_moe.json"}
+
+
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES_WITHOUT_CASE))
 def test_architectures_without_a_case_are_refused_under_sglang(arch: str) -> None:
     if arch == "Ernie4_5_ForCausalLM":
         with pytest.raises(ValueError, match="Ernie4_5_ForCausalLM"):
             derive_model(str(CONFIGS / "baidu--ERNIE-4.5-0.3B-PT.json"))
+        return
+    if arch in _BREADTH:  # a breadth row's own class-default config
+        facts = derive_model(_BREADTH[arch])
+        with pytest.raises(SglangLayoutError, match="has not been checked against SGLang"):
+            plan_sglang(facts, PlanRequest(engine="sglang", block_size=1, max_model_len=4096),
+                        16 << 30)
         return
     draft = json.loads((CONFIGS / "sgl-project--SpecForge-llama3-8B-eagle3.json").read_text())
     facts = derive_model({**draft, "architectures": [arch]})

@@ -7,7 +7,9 @@ wrong number, the worst defect this project can have. So every row of the model-
 other key whose *name* looks cache-affecting is an error naming it.
 
 The name test is deliberately broad: a false alarm costs one line in a row's harmless list
-(with its reason), a miss costs a wrong plan.
+(with its reason), a miss costs a wrong plan. transformers' own bookkeeping keys (the ones
+its base config class writes into every file it saves, ``bookkeeping.BOOKKEEPING``) are one
+shared vocabulary known on every level of every row, never a row's exception.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from kvledger.derive.bookkeeping import BOOKKEEPING
 from kvledger.derive.config import Config
 from kvledger.derive.errors import UnknownCacheKey, UnsupportedArchitecture
 from kvledger.derive.model_types import CORE_KEYS, HARMLESS, Resolved
@@ -60,10 +63,11 @@ def check_keys(cfg: Config, known: Iterable[str], *, family: str) -> None:
 
 def known_keys(row: Resolved) -> frozenset[str]:
     """Every key ``row``'s level may carry without the guard stopping: the keys its handler
-    reads, the harmless ones (global and the row's own), the off keys (checked apart), derive's
-    own, and a wrapper's text-config key."""
+    reads, the harmless ones (global and the row's own), transformers' bookkeeping keys, the
+    off keys (checked apart), derive's own, and a wrapper's text-config key."""
     return (
-        row.keys | frozenset(row.harmless) | frozenset(HARMLESS) | row.off | CORE_KEYS
+        row.keys | frozenset(row.harmless) | frozenset(HARMLESS) | frozenset(BOOKKEEPING)
+        | row.off | CORE_KEYS
         | ({row.text_key} if row.text_key else frozenset())
     )
 

@@ -10,6 +10,11 @@ list the class would have built, then place windows as the model file does:
   (pattern default 4; the class cannot compute it from a string such as "LLLG").
 * OLMo-3 (Olmo3Config; vLLM's Transformers backend): ``(i + 1) % 4`` ≠ 0 slides.
 * Laguna (LagunaConfig, vLLM laguna.py): no ``layer_types`` means every layer is full.
+* Command R7B (Cohere2Config, vLLM commandr.py): ``(i + 1) % sliding_window_pattern`` ≠ 0
+  slides (default 4); the window is ``sliding_window + 1`` (``window_extra``) and the head
+  size ``hidden_size // num_attention_heads`` (the class overwrites a stated head_dim).
+* CWM (CwmConfig; vLLM's Transformers backend): ``i % 4`` ≠ 0 slides (layer 0 full;
+  ``first_full``), the pattern fixed at 4.
 * Muse Glimmer (vLLM's own MuseGlimmerTextConfig, muse_glimmer.py): the window follows
   ``no_rope_layers`` (RoPE layers slide, NoPE layers are full), default NoPE every 4th layer
   counted back from the last.
@@ -23,6 +28,7 @@ from kvledger.derive.families.standard import (
     FULL,
     SLIDING,
     attention,
+    divided_head_dim,
     head_dim,
     stated_layer_types,
 )
@@ -30,7 +36,8 @@ from kvledger.derive.layers import LayerCache
 from kvledger.derive.registry import Derived
 
 
-def _pattern_types(cfg: Config, n: int, every: int, pattern_key: str | None) -> list[str]:
+def _pattern_types(cfg: Config, n: int, every: int, pattern_key: str | None,
+                   first_full: bool = False) -> list[str]:
     pattern = cfg.get(pattern_key, every) if pattern_key else every
     if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
         raise UnsupportedArchitecture(
@@ -38,7 +45,8 @@ def _pattern_types(cfg: Config, n: int, every: int, pattern_key: str | None) -> 
             f"{pattern_key}={pattern!r}, from which its config class cannot build them",
             model_type=cfg.model_type,
         )
-    return [SLIDING if (i + 1) % pattern else FULL for i in range(n)]
+    shift = 0 if first_full else 1
+    return [SLIDING if (i + shift) % pattern else FULL for i in range(n)]
 
 
 def derive(
@@ -47,15 +55,30 @@ def derive(
     *,
     every: int | None = None,
     pattern_key: str | None = "sliding_window_pattern",
+    window_extra: int = 0,
+    stated_head_dim: bool = True,
+    first_full: bool = False,
 ) -> Derived:
     """K/V attention on every layer; ``layer_types`` as stated, else as the config class
     builds it: every ``every``-th layer full (``pattern_key``, when the config class reads
     one, may restate ``every``), or all full when ``every`` is None. Sliding layers keep
-    ``sliding_window`` positions; K/V heads and head dim as the standard handler reads them."""
+    ``sliding_window`` + ``window_extra`` positions; K/V heads and head dim as the standard
+    handler reads them (``stated_head_dim=False``: always hidden_size // heads, and a stated
+    head_dim that differs is refused, since the model file would not use it; ``first_full``:
+    the pattern counts from layer 0, which is full)."""
     n = cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads", minimum=1)
     kv_heads = cfg.int("num_key_value_heads", heads)
-    dim = head_dim(cfg, heads, hidden_key="hidden_size")
+    if stated_head_dim:
+        dim = head_dim(cfg, heads, hidden_key="hidden_size")
+    else:
+        dim = divided_head_dim(cfg, heads, hidden_key="hidden_size")
+        if cfg.stated("head_dim") and cfg.int("head_dim") != dim:
+            raise UnsupportedArchitecture(
+                f"unsupported: {cfg.model_type} config states head_dim {cfg.int('head_dim')}, "
+                f"but its config class sets hidden_size / num_attention_heads = {dim}",
+                model_type=cfg.model_type,
+            )
     notes: list[str] = []
     types = stated_layer_types(cfg, n, (FULL, SLIDING))
     if types is None:
@@ -63,7 +86,7 @@ def derive(
             types = [FULL] * n
             notes.append("no layer_types: the config class makes every layer full attention")
         else:
-            types = _pattern_types(cfg, n, every, pattern_key)
+            types = _pattern_types(cfg, n, every, pattern_key, first_full)
             notes.append(f"no layer_types: the config class builds them ({types.count(SLIDING)} "
                          f"sliding, {types.count(FULL)} full)")
     window: int | None = None
@@ -74,7 +97,7 @@ def derive(
                 "leaves no sliding_window",
                 model_type=cfg.model_type,
             )
-        window = cfg.int("sliding_window")
+        window = cfg.int("sliding_window") + window_extra
     layers: list[LayerCache] = [
         attention(i, kv_heads, dim, kv_dtype, window=window if t == SLIDING else None)
         for i, t in enumerate(types)

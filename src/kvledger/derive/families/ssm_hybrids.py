@@ -72,6 +72,28 @@ def _notes(kind: str, types: list[str], state: LayerCache) -> list[str]:
             f"{kind} state {state.bytes_per_request()} B per request per layer (model dtype)"]
 
 
+def lfm2_moe(cfg: Config, kv_dtype: str) -> Derived:
+    """LFM2-MoE (vLLM lfm2_moe.py): a layer is attention where ``config.layer_types`` says
+    full_attention, else a short convolution whose state is ``hidden_size`` wide
+    (``Lfm2MoeForCausalLM.get_mamba_state_shape_from_config``), kernel ``conv_L_cache``.
+    Lfm2MoeConfig leaves ``layer_types`` None and builds none, and the model file indexes it,
+    so a config that states none is refused."""
+    n = cfg.int("num_hidden_layers")
+    if cfg.get("layer_types") is None:
+        raise UnsupportedArchitecture(
+            f"unsupported: {cfg.model_type} config states no layer_types; Lfm2MoeConfig builds "
+            "none and vLLM's lfm2_moe.py indexes config.layer_types to place its attention "
+            "layers, so vLLM stops with \"TypeError: 'NoneType' object is not subscriptable\"",
+            model_type=cfg.model_type,
+        )
+    types = _types(cfg, n, [], ("full_attention", "conv"))
+    state = ShortConvState(index=0, intermediate_size=cfg.int("hidden_size", minimum=1),
+                           conv_kernel=cfg.int("conv_L_cache", minimum=2),
+                           conv_dtype=model_dtype(cfg))
+    layers = _assemble({"conv": state, "full_attention": _attention(cfg, kv_dtype)}, types)
+    return Derived(layers, _notes("short-conv", types, state))
+
+
 def granitemoehybrid(cfg: Config, kv_dtype: str) -> Derived:
     n = cfg.int("num_hidden_layers")
     hidden = cfg.int("hidden_size")

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
+from kvledger.plan.engines.sglang.unchecked import unchecked_reason
 
 # Config classes SGLang registers that rename the architecture before the loader sees it:
 # configs/olmo3.py (Olmo3Config: "uses Olmo3ForCausalLM in transformers but
@@ -99,6 +100,8 @@ def backend(architectures: tuple[str, ...], model_type: str = "") -> str:
     for a top-level ``model_type`` whose config SGLang cannot load)."""
     if model_type in CONFIG_NOT_LOADED:
         raise NotServed(CONFIG_NOT_LOADED[model_type])
+    if why := unchecked_reason(model_type):
+        raise NotServed(why)
     if not architectures:
         raise NotServed("the config names no architectures; SGLang's loader picks the model "
                         "class from them (ModelRegistry.resolve_model_cls)")

@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from kvledger.plan.engines.vllm.new_type_verdicts import NEW_PP_SUPPORT
+
 PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
     {
         "AfmoeForCausalLM": (True, "vllm/model_executor/models/afmoe.py AfmoeForCausalLM"),
@@ -196,6 +198,7 @@ PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
         "WhisperForConditionalGeneration": (
             False, "vllm/model_executor/models/whisper.py WhisperForConditionalGeneration"),
         "Zamba2ForCausalLM": (False, "vllm/model_executor/models/zamba2.py Zamba2ForCausalLM"),
+        **NEW_PP_SUPPORT,
     }
 )
 

@@ -1,0 +1,57 @@
+"""README's count of vLLM's generative architectures kvledger plans is the committed coverage
+file's (tests/data/vllm-0.33-registry-coverage.json, written by
+scripts/vllm_registry_coverage.py from vLLM's registry.py read as source), and every verdict
+in that file is what kvledger's model-type table gives today: a row change that moves an
+architecture between planned / refused / not covered fails here until the file and README are
+regenerated (``python scripts/vllm_registry_coverage.py --registry ... --transformers-auto ...
+--write``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "vllm-0.33-registry-coverage.json"
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "vllm_registry_coverage", ROOT / "scripts" / "vllm_registry_coverage.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _data() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DATA.read_text())
+    return loaded
+
+
+def test_readme_shows_the_files_count() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = _script().readme_block(_data())
+    assert block in readme, "README's registry coverage is stale: regenerate it"
+
+
+def test_the_file_lists_generative_architectures_only() -> None:
+    lines = _data()["architectures"]
+    names = [line["architecture"] for line in lines]
+    assert len(names) == len(set(names)) > 200
+    assert {line["registry"] for line in lines} <= {
+        "_TEXT_GENERATION_MODELS", "_MULTIMODAL_MODELS", "_TRANSFORMERS_SUPPORTED_MODELS"}
+    # A pooling head and a draft model are not generative serving targets.
+    assert "BertModel" not in names and "EagleLlamaForCausalLM" not in names
+    assert {"LlamaForCausalLM", "Glm4MoeLiteForCausalLM"} <= set(names)
+
+
+@pytest.mark.parametrize("line", _data()["architectures"], ids=lambda x: x["architecture"])
+def test_verdict_is_kvledgers_today(line: dict[str, Any]) -> None:
+    got = _script().verdict(line["architecture"], line["model_types"])
+    assert got == {k: line[k] for k in ("verdict", "model_type", "reason")}
