@@ -87,7 +87,10 @@ def dump(parser: argparse.ArgumentParser) -> list[dict[str, Any]]:
 def vllm_table() -> dict[str, Any]:
     import vllm
     import vllm.envs as envs
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    try:  # vLLM 0.32
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    except ModuleNotFoundError:  # vLLM 0.33 moved it to entrypoints/common/
+        from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))

@@ -156,7 +156,7 @@ def request_of(inputs: dict[str, Any]) -> Any:
 
     block = inputs["block_size"]
     return PlanRequest(
-        engine="vllm", kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
+        engine="vllm==0.32", kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
         block_size=None if block == "auto" else int(block),
         max_model_len=inputs["max_model_len"], kv_cache_dtype=inputs["kv_cache_dtype"],
         tensor_parallel_size=inputs["tensor_parallel_size"],

@@ -49,7 +49,7 @@ CASES = _cases()
 def _argv(case: dict[str, Any], model: str) -> list[str]:
     i = case["inputs"]
     argv = [
-        "plan", model, "--engine", "vllm", "--json",
+        "plan", model, "--engine", "vllm==0.32", "--json",
         "--kv-cache-memory-bytes", str(i["kv_cache_memory_bytes"]),
         "--block-size", str(i["block_size"]),
         "--max-model-len", str(i["max_model_len"]),

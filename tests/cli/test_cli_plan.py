@@ -63,8 +63,9 @@ def test_machine_interface_keys(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_vllm_is_the_default_engine(capsys: pytest.CaptureFixture[str]) -> None:
-    # Issue 10 item 1: without --engine, the numbers are vLLM's own. The oracle case
-    # (vLLM 0.32.0's planner, ../shared/oracles/vllm-0.32/cases.jsonl) for Mistral-7B at
+    # Without --engine, the numbers are the newest vLLM release's own (0.33.0). The oracle
+    # case (0.32's ../shared/oracles/vllm-0.32/cases.jsonl and 0.33's
+    # tests/oracles/vllm-0.33/cases.jsonl agree) for Mistral-7B at
     # 8 GiB and 32,768 tokens: 32 layers × 2 × 8 × 128 × 2 B = 131,072 B/token, 2 MiB blocks,
     # 8 GiB / 2 MiB = 4,096 blocks; vLLM logs 104,775 tokens and 3.1975x (the 4,096-token
     # sliding window bounds each request's blocks). The native layout said 39 requests here.
@@ -73,7 +74,8 @@ def test_vllm_is_the_default_engine(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["engine"] == "vllm" and data["vllm_refuses_to_start"] is False
     assert (data["num_blocks"], data["kv_cache_tokens"]) == (4_096, 104_775)
     assert round(data["max_concurrency"], 4) == 3.1975
-    assert data["engine_label"].startswith("vLLM 0.32.0")
+    assert data["engine_label"].startswith("vLLM 0.33.0")
+    assert data["engine_release"] == "0.33.0"
 
 
 def test_native_is_labelled_as_kvledgers_layout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,7 +132,7 @@ def test_gpu_budget_lines(capsys: pytest.CaptureFixture[str]) -> None:
     data = _plan(capsys, LLAMA, "--gpu", "H100-80GB", "--max-model-len", "32768")
     lines = data["budget"]
     # H100-80GB as nvidia-smi reports it: 81,559 MiB = 81,559 × 1,048,576 = 85,520,809,984 B;
-    # × 0.92 (vLLM 0.32.0's default: CacheConfig.gpu_memory_utilization in
+    # × 0.92 (vLLM 0.33.0's default, as 0.32.0's: CacheConfig.gpu_memory_utilization in
     # vllm/config/cache.py), truncated: 85,520,809,984 × 0.92 = 78,679,145,185.28 →
     # 78,679,145,185 B.
     assert lines[0]["bytes"] == 85_520_809_984
@@ -138,7 +140,7 @@ def test_gpu_budget_lines(capsys: pytest.CaptureFixture[str]) -> None:
     # Not given by the user: the label says whose default, and the basis is the total's
     # (a device-reported preset: exact), never "given".
     assert lines[1]["key"] == "utilization"
-    assert "0.92 (vLLM 0.32's default; not given)" in lines[1]["label"]
+    assert "0.92 (vLLM 0.33's default; not given)" in lines[1]["label"]
     assert lines[1]["basis"] == lines[0]["basis"] == "exact"
     # Every line is shown, and they add up: usable − weights − reserves = KV budget.
     assert lines[-1]["bytes"] == lines[1]["bytes"] - sum(ln["bytes"] for ln in lines[2:-1])

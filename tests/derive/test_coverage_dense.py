@@ -251,7 +251,7 @@ def test_bloom_names_its_width_and_heads_two_ways() -> None:
 
 # -- falcon.py hands its Attention no cache_config (plan/engines/vllm/no_cache_config.py) ----------
 def _falcon_plan(raw: dict[str, Any], kv_cache_dtype: str) -> Any:
-    request = PlanRequest(engine="vllm", kv_cache_memory_bytes=2**34, max_model_len=2048,
+    request = PlanRequest(engine="vllm==0.32", kv_cache_memory_bytes=2**34, max_model_len=2048,
                           kv_cache_dtype=kv_cache_dtype)
     return plan_vllm(derive_model(raw), request, 2**34)
 
@@ -383,7 +383,7 @@ def test_vllm_layout_refuses_what_vllm_dropped(
 ) -> None:
     argv = ["plan", bundled_id(name) or str(CONFIGS / name), "--kv-cache-memory-bytes", str(2**34),
             "--max-model-len", "4096", "--json"]
-    assert main([*argv, "--engine", "vllm"]) == 2
+    assert main([*argv, "--engine", "vllm==0.32"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert (f"vLLM 0.32 has no model for model_type '{model_type}' ('Model architecture "
@@ -403,7 +403,7 @@ def test_vllm_layout_refuses_llama_32_vision_where_vllm_stops(
     # until" message vLLM never reaches. Native still plans it.
     argv = ["plan", str(CONFIGS / "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json"),
             "--kv-cache-memory-bytes", str(2**34), "--max-model-len", "4096", "--json"]
-    assert main([*argv, "--engine", "vllm"]) == 2
+    assert main([*argv, "--engine", "vllm==0.32"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert "hands it to its Transformers backend (TransformersMultiModalForCausalLM)" in err
@@ -470,7 +470,7 @@ def test_mpt_derives_for_the_native_layout_and_vllm_refuses_it(
     assert code == 0, err
     # 8 GiB / 524,288 B = 16,384 tokens; max_seq_len 2048 → 8.00 requests.
     assert json.loads(out)["kv_cache_tokens"] == 8 * 2**30 // 524_288 == 16_384
-    code = main(["plan", path, "--engine", "vllm", "--kv-cache-memory-bytes", "8GiB"])
+    code = main(["plan", path, "--engine", "vllm==0.32", "--kv-cache-memory-bytes", "8GiB"])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert MPT_VLLM in err and "use --engine native" in err and err.count("\n") == 1

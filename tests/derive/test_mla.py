@@ -240,7 +240,7 @@ def test_mla_nvfp4_is_a_fact_and_vllm_refuses_it() -> None:
     # (vLLM VllmConfig.validate_nvfp4_kv_cache_with_mla).
     with pytest.raises(VllmLayoutError,
                        match=r"vLLM 0\.32 refuses to start: nvfp4 KV cache is not supported"):
-        plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 34,
+        plan_vllm(facts, PlanRequest(engine="vllm==0.32", kv_cache_memory_bytes=1 << 34,
                                      kv_cache_dtype="nvfp4"), 1 << 34)
 
 

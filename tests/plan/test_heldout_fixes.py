@@ -39,7 +39,7 @@ def _kinds(config: dict[str, Any]) -> Counter[tuple[str, int, int, int | None]]:
 
 
 def _plan(config: dict[str, Any], length: int) -> Any:
-    request = PlanRequest(engine="vllm", kv_cache_memory_bytes=GIB16, max_model_len=length)
+    request = PlanRequest(engine="vllm==0.32", kv_cache_memory_bytes=GIB16, max_model_len=length)
     return plan_vllm(derive_model(config), request, GIB16)
 
 

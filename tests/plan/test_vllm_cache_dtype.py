@@ -71,7 +71,7 @@ def _request(extra_args: list[str]) -> PlanRequest:
     opts = dict(zip(extra_args[::2], extra_args[1::2], strict=False))
     block = opts.get("--block-size", "16")
     return PlanRequest(
-        engine="vllm", kv_cache_memory_bytes=16 << 30,
+        engine="vllm==0.32", kv_cache_memory_bytes=16 << 30,
         block_size=None if block == "auto" else int(block),
         max_model_len=int(opts.get("--max-model-len", "32768")),
         kv_cache_dtype=opts.get("--kv-cache-dtype", "auto"),

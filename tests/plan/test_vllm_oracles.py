@@ -50,7 +50,7 @@ pytestmark = pytest.mark.skipif(not SOURCES["cases"],
 def _request(inputs: dict[str, Any]) -> PlanRequest:
     block = inputs["block_size"]
     return PlanRequest(
-        engine="vllm",
+        engine="vllm==0.32",
         kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
         block_size=None if block == "auto" else int(block),
         max_model_len=inputs["max_model_len"],

@@ -48,6 +48,7 @@ BUDGET = 214748364800  # the oracle runs' 200 GiB
 def _request(args: list[str]) -> PlanRequest:
     flags = dict(zip(args[::2], args[1::2], strict=True))
     return PlanRequest(
+        engine="vllm==0.32",  # the cases are vLLM 0.32's (run_startup_oracle.py)
         kv_cache_memory_bytes=BUDGET,
         tensor_parallel_size=int(flags.get("--tp", 1)),
         block_size=flags.get("--block-size", "auto") if flags.get("--block-size") == "auto"
@@ -131,7 +132,8 @@ def test_refusals_are_one_line_through_the_cli(tmp_path: Path) -> None:
                  ["--max-num-seqs", "512", "--max-num-batched-tokens", "256"]):
         err = io.StringIO()
         with redirect_stdout(io.StringIO()), redirect_stderr(err):
-            code = main(["plan", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory-bytes",
+            code = main(["plan", "meta-llama/Meta-Llama-3.1-8B", "--engine", "vllm==0.32",
+                         "--kv-cache-memory-bytes",
                          "20GiB", *argv])
         assert code == 2, argv
         line = err.getvalue().strip()

@@ -113,7 +113,7 @@ def test_where_vllm_stops_kvledger_refuses_in_vllms_words(case: dict[str, Any]) 
 
 
 def _request_or_default(case: dict[str, Any]) -> PlanRequest:
-    return PlanRequest(engine="vllm", kv_cache_memory_bytes=2**34,
+    return PlanRequest(engine="vllm==0.32", kv_cache_memory_bytes=2**34,
                        max_model_len=int(case["oracle_args"][1]))
 
 

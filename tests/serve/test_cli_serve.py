@@ -59,12 +59,13 @@ def test_serve_line_equals_the_same_plan_typed_as_flags(
 
 def test_unstated_utilization_is_the_engine_default_not_given(
         capsys: pytest.CaptureFixture[str]) -> None:
-    # vLLM 0.32's default 0.92 (config/cache.py): int(81,559 MiB × 0.92) of the H100 preset,
+    # vLLM 0.33's default 0.92, as 0.32's (config/cache.py): int(81,559 MiB × 0.92) of the
+    # H100 preset,
     # labelled as the default, with the GPU total's basis rather than "given".
     data = plan_json(capsys, "--gpu", "H100-80GB", "--", "vllm", "serve", LLAMA)
     [line] = [b for b in data["budget"] if b["key"] == "utilization"]
     assert line["bytes"] == int(81_559 * 2**20 * 0.92)
-    assert "vLLM 0.32's default; not given" in line["label"]
+    assert "vLLM 0.33's default; not given" in line["label"]
     assert line["basis"] != "given"
     assert "--gpu-memory-utilization" not in data["serve_line"]["engine_defaults"]
     # Stated on the line, it is given.

@@ -65,6 +65,45 @@ _KV_DTYPES = {
 }
 
 
+def _version(text: str) -> tuple[int, ...]:
+    digits = []
+    for part in text.lstrip("v").split(".")[:3]:
+        num = "".join(c for c in part if c.isdigit())
+        if not num:
+            break
+        digits.append(int(num))
+    return tuple(digits)
+
+
+def release_for(log: ParsedLog, engine: str) -> str | None:
+    """The engine release to replay the log with: the one its version line names, else the
+    closest release kvledger reproduces (a note says so); None (the newest) when the log
+    names no version."""
+    from kvledger.plan.engines.base import get_layout
+
+    releases = get_layout(engine).releases
+    logged = log.engine_version
+    if not releases or not logged:
+        return None
+    wanted = _version(logged)
+    if not wanted:
+        return None
+    for version in releases:
+        if _version(version)[:len(wanted)] == wanted:
+            return version
+
+    def distance(version: str) -> tuple[int, ...]:
+        have = _version(version)
+        return tuple(abs(a - b) for a, b in zip(have + (0,) * 3, wanted + (0,) * 3,
+                                                strict=False))
+
+    closest = min(releases, key=distance)
+    log.notes.append(f"the log's {releases[closest].product} {logged} is not a release "
+                     f"kvledger reproduces: replayed as the closest, "
+                     f"{releases[closest].label}")
+    return closest
+
+
 def build_request(log: ParsedLog, engine: str, problems: list[str]) -> PlanRequest | None:
     """The log's settings as kvledger's ``PlanRequest`` (its names are vLLM's)."""
     from kvledger.plan.request import SPECULATIVE_METHODS, PlanRequest
@@ -80,7 +119,8 @@ def build_request(log: ParsedLog, engine: str, problems: list[str]) -> PlanReque
     # The log shows vLLM ran with these settings, so a max_model_len above the config's was
     # allowed there (VLLM_ALLOW_LONG_MAX_MODEL_LEN): replay it, do not refuse it.
     fields: dict[str, Any] = {"engine": engine, "kv_cache_dtype": kv, "block_size": None,
-                              "allow_long_max_model_len": True}
+                              "allow_long_max_model_len": True,
+                              "engine_release": release_for(log, engine)}
     for name in ("max_model_len", "block_size", "tensor_parallel_size",
                  "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
                  "max_num_batched_tokens", "enable_prefix_caching"):

@@ -213,6 +213,8 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         # blocks per KDA request; a real H100/H200 would charge 3. kvledger follows the
         # oracle here (the cases check it) and says so in the plan's warnings.
         checkpoint = 1 if ("mamba2" in mamba_type and res.mamba_cache_mode == "align") else 0
+        if mamba_type == "gated_delta_net" and res.mamba_cache_mode == "align":
+            checkpoint = res.gdn_prefill_checkpoint_blocks  # vLLM 0.33 (releases/v0_33.py)
         return MambaSpec(
             block_size=bs,
             shapes=tuple(tuple(t.shape) for t in tensors),

@@ -201,6 +201,9 @@ def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolve
     alignment = max(backend_min, requested or backend_min)
     if res.use_mla:
         alignment = max(alignment, MLA_HYBRID_MIN_ALIGNMENT)
+    if res.gdn_checkpoint_alignment and res.mamba_cache_mode == "align":
+        # vLLM 0.33: align = lcm(align, get_mamba_prefill_checkpoint_alignment(vllm_config)).
+        alignment = math.lcm(alignment, res.gdn_checkpoint_alignment)
     if res.mamba_cache_mode == "all":
         raise VllmLayoutError("mamba_cache_mode 'all' is not modelled by the vLLM layout")
     attn_page_1 = main.with_block_size(1).page_size_bytes

@@ -220,7 +220,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         max_num_encoder_input_tokens=res.max_num_encoder_input_tokens,
         mamba_cache_mode=res.mamba_cache_mode,
     )
-    warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes
+    warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes + list(res.notes)
     warnings.extend(checkpoint_kv_notes(facts, request, res))
     warnings.extend(sentence_len_notes(facts, request))
     if any(getattr(layer, "with_value", False) for layer in parts

@@ -64,6 +64,12 @@ class Resolved:
     # MINIMAX_M3_SPARSE backend and the MINIMAX_M3_SPARSE_INDEXER side cache), which take
     # whole 128-token kernel blocks only (see ``hybrid.MINIMAX_M3_KERNEL_BLOCK``).
     minimax_sparse_layers: frozenset[int] = frozenset()
+    # vLLM 0.33's GDN prefill checkpoint (releases/v0_33.py): the alignment entering the hybrid
+    # block size and the checkpoint pages a GDN state charges a request; 0 when it does not
+    # apply (0.32, prefix caching off, a Triton prefill on this GPU).
+    gdn_checkpoint_alignment: int = 0
+    gdn_prefill_checkpoint_blocks: int = 0
+    notes: tuple[str, ...] = ()
 
     def as_vllm_resolved(self) -> dict[str, Any]:
         """The subset the oracle lists under ``vllm_resolved`` (same names)."""
@@ -191,6 +197,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     has_attention = bool(kinds - {Kind.STATE, Kind.NONE})
     has_cross = Kind.CROSS in kinds
     model_dtype = _model_dtype(facts)
+    _release_refusals(request, model_dtype)
     cache = resolve_cache_dtype(facts, request.kv_cache_dtype)
     use_mla = Kind.MLA in kinds
     minimax_sparse = _minimax_sparse_layers(facts)
@@ -276,7 +283,59 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         cache_dtype_reason=cache.reason,
         extra_retained_tokens=extra_retained,
         minimax_sparse_layers=minimax_sparse,
+        **_gdn_checkpoint(facts, request, mamba_cache_mode),
     )
+
+
+def _release_refusals(request: PlanRequest, model_dtype: str) -> None:
+    """Start-up refusals a release added: vLLM 0.33 ``VllmConfig._reject_mismatched_float_kv_
+    cache`` (config/vllm.py: an explicit float KV dtype other than the model's, in its words)
+    and the speculative methods it dropped (``SpeculativeMethod``, config/speculative.py)."""
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    release = vllm_release(request.engine_release)
+    asked = request.kv_cache_dtype
+    if (release.rejects_mismatched_float_kv and asked in ("float16", "bfloat16")
+            and asked != model_dtype):
+        allowed = "auto" if model_dtype == "float32" else f"auto or {model_dtype}"
+        raise VllmRefusesToStart(
+            f"{release.short} refuses to start: kv_cache_dtype=\"{asked}\" is incompatible "
+            f"with dtype=\"{model_dtype}\". Please set --kv-cache-dtype to {allowed}")
+    method = (request.speculative_method or "").lower()
+    if method in release.removed_speculative_methods:
+        raise VllmRefusesToStart(
+            f"{release.short} refuses to start: speculative method {method!r} is no longer "
+            f"one of its SpeculativeMethod values (removed after vLLM 0.32)")
+
+
+def _gdn_checkpoint(facts: ModelFacts, request: PlanRequest,
+                    mamba_cache_mode: str) -> dict[str, Any]:
+    """The release's GDN prefill checkpoint, where it applies: align mode, Qwen GDN layers
+    (``GatedDeltaNetState``), and the FlashInfer prefill the GPU's capability selects
+    (``hardware.gdn_flashinfer_prefill``)."""
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    release = vllm_release(request.engine_release)
+    if not release.gdn_checkpoint_alignment or mamba_cache_mode != "align":
+        return {}
+    # GatedDeltaNetState (derive/states.py), known by its kind: the states module stays off
+    # the path of a model without one.
+    gdn = [g.layer for g in facts.groups
+           if getattr(g.layer, "state_kind", "") == "gated_delta_net"]
+    if not gdn:
+        return {}
+    from kvledger.plan.engines.vllm.hardware import capability, gdn_flashinfer_prefill
+
+    cap, why = capability(request.gpu)
+    notes = (why,) if why else ()
+    if not gdn_flashinfer_prefill(cap, int(getattr(gdn[0], 'head_k_dim', 0))):
+        return {"notes": (*notes, f"GDN prefill: Triton on this GPU ({release.short} aligns "
+                                  "no prefill checkpoint for it)")}
+    return {"gdn_checkpoint_alignment": release.gdn_checkpoint_alignment,
+            "gdn_prefill_checkpoint_blocks": release.gdn_prefill_checkpoint_blocks,
+            "notes": (*notes, f"GDN prefill: FlashInfer ({release.short} aligns the hybrid "
+                              f"block to its {release.gdn_checkpoint_alignment}-token "
+                              "checkpoints and charges one checkpoint page a request)")}
 
 
 def _minimax_sparse_layers(facts: ModelFacts) -> frozenset[int]:

@@ -24,3 +24,17 @@ class VllmRelease(Release):
     flag_table: str  # cli/serve/<file>: the release's server flags
     not_served: Mapping[str, str]  # model_type → why this release does not serve it
     no_cache_config: Mapping[str, str]  # model_type → why --kv-cache-dtype never reaches it
+    # -- behaviour that moved between releases (each cites the release's source) ----------
+    # The Qwen GDN layer's prefill checkpoint alignment in align mode with the FlashInfer
+    # prefill (0.33: FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64, v1/attention/backends/
+    # gdn_attn.py, entering platforms/interface.py _align_hybrid_block_size); 0: none (0.32).
+    gdn_checkpoint_alignment: int = 0
+    # Prefill checkpoint pages a GDN MambaSpec charges per request in align mode (0.33:
+    # QwenGatedDeltaNetAttention.get_kv_cache_spec sets num_prefill_checkpoint_blocks=1).
+    gdn_prefill_checkpoint_blocks: int = 0
+    # 0.33 config/vllm.py VllmConfig._reject_mismatched_float_kv_cache: an explicit float16 /
+    # bfloat16 KV dtype other than the model dtype stops vLLM at start-up.
+    rejects_mismatched_float_kv: bool = False
+    # Speculative methods this release no longer accepts (0.33: medusa, mlp_speculator left
+    # SpeculativeMethod, config/speculative.py).
+    removed_speculative_methods: frozenset[str] = frozenset()

@@ -1,0 +1,45 @@
+"""vLLM 0.33.0 (November 2026), as kvledger reproduces it: 0.32.0 and what changed.
+
+Each difference was read in both releases' sources (docs/vllm-0.33-differences.md lists
+them, file and function in each) and is replayed by ``tests/oracles/vllm-0.33/``.
+Unchanged, read in 0.33's source: ``gpu_memory_utilization`` 0.92, block size 16, prefix
+caching on, the ``max_num_seqs`` / ``max_num_batched_tokens`` defaults, the model types it
+does not serve (no architecture of ``_PREVIOUSLY_SUPPORTED_MODELS`` returned, none of the 25
+added architectures is a type kvledger derives).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
+from kvledger.plan.engines.vllm.releases.profile import VllmRelease
+
+# vLLM 0.33.0's requirements pin transformers 5.20 (the oracle venv: transformers 5.20.2).
+_NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.33", "transformers 5.20")
+
+RELEASE = VllmRelease(
+    engine="vllm",
+    product="vLLM",
+    version="0.33.0",
+    transformers="transformers 5.20",
+    default_gpu_memory_utilization=0.92,
+    default_max_num_seqs=256,
+    default_max_num_batched_tokens=8192,
+    # No flag table dumped and classified for 0.33 yet (scripts/serve_flag_tables.py needs
+    # 0.33's generated --no- twins): a serve line is read with the newest release that has
+    # one (cli/serve/table.py), whose flags 0.33 keeps (docs/vllm-0.33-differences.md §5).
+    flag_table="",
+    not_served=MappingProxyType(dict(_NOT_SERVED)),
+    no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    # platforms/interface.py Platform._align_hybrid_block_size: in align mode,
+    # align = lcm(align, get_mamba_prefill_checkpoint_alignment(vllm_config) or 1), and
+    # QwenGatedDeltaNetAttention sets FLASHINFER_GDN_CHECKPOINT_ALIGNMENT (64) with the
+    # FlashInfer prefill (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py).
+    gdn_checkpoint_alignment=64,
+    # QwenGatedDeltaNetAttention.get_kv_cache_spec: num_prefill_checkpoint_blocks=1 whenever
+    # every Mamba layer exports checkpoints (align mode), so 3 pages a request, not 2.
+    gdn_prefill_checkpoint_blocks=1,
+    rejects_mismatched_float_kv=True,
+    removed_speculative_methods=frozenset({"medusa", "mlp_speculator"}),
+)
