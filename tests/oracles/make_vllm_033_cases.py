@@ -29,7 +29,8 @@ Output lines: ``config``, ``hf_quant_config``, ``why`` (the 0.32 line's), ``comm
 (``oracle_run.tool_case_line``'s fields). A run that gave no plan is a line with ``ok: false``
 and the tool's ``error``; a plan vLLM would refuse to start with also carries ``error``.
 
-Order: (a) GDN / Mamba / linear-attention hybrids and ``EXTRA``, (b) the shared case files,
+Order: (a) GDN / Mamba / linear-attention hybrids, ``EXTRA``, and the speculative-decoding and
+explicit float16/bfloat16 KV questions (``shows_033_change``), (b) the shared case files,
 (c) the rest, (d) the start-up and refusal files. Results are appended as they come; a
 question whose (file, line) is already in its output file is skipped, so a stopped run resumes
 where it was, and a command already answered elsewhere is copied, not re-run. Run it with any
@@ -108,7 +109,12 @@ EXTRA: list[tuple[str, list[str], str]] = [
     ("stepfun-ai--Step-3.7-Flash.json",
      ["--kv-cache-memory-bytes", "16GiB", "--max-model-len", "32768", "--block-size", "auto",
       "--keep-layer-specs", "unique"],
-     "Step-3.7-Flash: an architecture 0.33 adds to its registry (0.32 could not run it)"),
+     "Step-3.7-Flash: 0.32 could not run its architecture; does 0.33?"),
+    ("zai-org--GLM-5.3-Flash.json",
+     ["--kv-cache-memory-bytes", "8589934592", "--block-size", "auto", "--max-model-len",
+      "32768", "--gpu-capability", "10.0"],
+     "GLM-5.3-Flash (index_topk set) under --kv-cache-dtype auto on SM100: 0.33's "
+     "Glm5NextModelConfig takes an fp8 KV cache (compare ../shared cases.jsonl line 78, SM90)"),
 ]
 
 
@@ -200,6 +206,14 @@ def is_hybrid(case: dict[str, Any]) -> bool:
                             "MiniMax-M1", "MiniMax-M3", "falcon-mamba", "Zamba", "Bamba"))
 
 
+def shows_033_change(args: list[str]) -> bool:
+    """Questions that touch a documented 0.32 -> 0.33 change besides the hybrids (speculative
+    decoding and async scheduling, an explicit float KV dtype): asked with the hybrids."""
+    joined = " ".join(args)
+    return "--speculative-method" in joined or any(
+        f"--kv-cache-dtype {d}" in joined for d in ("float16", "bfloat16"))
+
+
 def questions() -> list[Question]:
     files = sorted(HERE.glob("vllm-0.32-*.jsonl")) + sorted(SHARED_032.glob("*.jsonl"))
     qs: list[Question] = []
@@ -223,7 +237,7 @@ def questions() -> list[Question]:
             cfg = resolve_path(written)
             if any(k in path.name for k in LAST):
                 prio = "d"
-            elif is_hybrid(case):
+            elif is_hybrid(case) or shows_033_change(args):
                 prio = "a"
             elif shared:
                 prio = "b"
