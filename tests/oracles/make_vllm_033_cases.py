@@ -115,6 +115,11 @@ EXTRA: list[tuple[str, list[str], str]] = [
       "32768", "--gpu-capability", "10.0"],
      "GLM-5.3-Flash (index_topk set) under --kv-cache-dtype auto on SM100: 0.33's "
      "Glm5NextModelConfig takes an fp8 KV cache (compare ../shared cases.jsonl line 78, SM90)"),
+    ("deepseek-ai--DeepSeek-V4-Flash.json",
+     ["--kv-cache-memory-bytes", "17179869184", "--block-size", "auto", "--max-model-len",
+      "32768", "--keep-layer-specs", "unique"],
+     "DeepSeek-V4-Flash: no 0.32 case (the CPU build had only a CPU implementation); the "
+     "0.33 CUDA wheel may build its CUDA model"),
 ]
 
 
