@@ -1,0 +1,441 @@
+"""Ask vLLM 0.33 (the oracle in ../shared/oracles/tool-0.33/) the questions the vLLM 0.32 case
+files asked, and write the answers under ``tests/oracles/vllm-0.33/``.
+
+Research tool, never imported by the package or the tests. It reads every 0.32 case file that
+``vllm_oracle.py`` answered — ``tests/oracles/vllm-0.32-*.jsonl`` and
+``../shared/oracles/vllm-0.32/*.jsonl`` — turns each line back into the tool's command line,
+runs it with the 0.33 tool, and appends one line to the output file of the same stem with
+``vllm-0.32`` replaced by ``vllm-0.33`` (the shared ``cases.jsonl`` and
+``coverage-cases.jsonl`` keep their names): ``tests/oracles/vllm-0.32-heldout.jsonl`` ->
+``tests/oracles/vllm-0.33/vllm-0.33-heldout.jsonl``, ``../shared/oracles/vllm-0.32/cases.jsonl``
+-> ``tests/oracles/vllm-0.33/cases.jsonl``. A few questions that only 0.33 makes interesting
+(``EXTRA`` below) go to ``tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl``.
+
+How a 0.32 line becomes a command: a line with a ``command`` starting ``vllm_oracle.py`` is
+re-run with those exact flags (``configs/X`` is this folder's ``configs/``, a bare name is
+found by ``oracle_run.config_path``). A line without one is rebuilt from its ``inputs``
+(``--kv-cache-memory-bytes``, ``--block-size``, ``--max-model-len``, ``--kv-cache-dtype``,
+``--tp``, ``--max-num-seqs``, ``--max-num-batched-tokens``, the speculative pair when
+``num_speculative_tokens`` > 0, ``--no-enable-prefix-caching`` when vLLM had resolved it off,
+``--hf-quant-config`` when ``hf_quant_config`` is true). ``inputs.weights_quant_stripped``
+runs on a copy without ``quantization_config``, as in 0.32. A config with quantized weights
+that 0.33's CUDA wheel cannot build on CPU is retried on such a copy (a compressed-tensors
+config with a ``kv_cache_scheme`` keeps it, only ``config_groups``/``ignore`` go), as the
+0.33 tool's README says; the line then records ``inputs.weights_quant_stripped``.
+
+Output lines: ``config``, ``hf_quant_config``, ``why`` (the 0.32 line's), ``command`` (what ran),
+``source`` (0.32 file and 0-based line), ``inputs``, ``vllm_resolved``, ``expected``,
+``kv_cache_groups``, ``layer_specs``, ``provenance`` and ``warnings`` as the tool printed them
+(``oracle_run.tool_case_line``'s fields). A run that gave no plan is a line with ``ok: false``
+and the tool's ``error``; a plan vLLM would refuse to start with also carries ``error``.
+
+Order: (a) GDN / Mamba / linear-attention hybrids, ``EXTRA``, and the speculative-decoding and
+explicit float16/bfloat16 KV questions (``shows_033_change``), (b) the shared case files,
+(c) the rest, (d) the start-up and refusal files. Results are appended as they come; a
+question whose (file, line) is already in its output file is skipped, so a stopped run resumes
+where it was, and a command already answered elsewhere is copied, not re-run. Run it with any
+Python >= 3.11 (it only starts the oracle), one run at a time, at low priority::
+
+    ORACLE33_VENV=/work/venvs/vllm033 nice -n 19 python3 tests/oracles/make_vllm_033_cases.py
+    # or: ... make_vllm_033_cases.py --venv /work/venvs/vllm033 [--only SUBSTR ...]
+    #     [--limit N] [--stop-at HH:MM] [--list]
+
+``--only`` keeps the questions whose config, source file or ``why`` contains a SUBSTR;
+``--limit`` stops after N oracle runs; ``--stop-at`` launches no run after that UTC time;
+``--list`` prints the ordered work list and runs nothing. Set-up of the venv: the 0.33 tool's
+README (``python3 -m venv``, ``pip install vllm==0.33.0``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_run import HERE, SHARED, config_path, tool_case_line
+
+TOOL33 = SHARED / "oracles" / "tool-0.33" / "vllm_oracle.py"
+OUT_DIR = HERE / "vllm-0.33"
+SHARED_032 = SHARED / "oracles" / "vllm-0.32"
+# 0.32 files whose lines are other runners' (in-process remote code, Transformers backend,
+# PP support, tokenizer lengths): not answered by vllm_oracle.py's command line.
+OTHER_RUNNERS = ("remote", "tfbackend", "pp-startup", "pp-support", "tokenizer-len")
+# start-up and refusal files: asked last.
+LAST = ("startup", "refusals")
+HYBRID_ARCHS = ("Qwen3Next", "Qwen3_5", "NemotronH", "Jamba", "FalconH1", "FalconMamba",
+                "Mamba", "GraniteMoeHybrid", "Lfm2", "KimiLinear", "KimiK3",
+                "Zamba", "Bamba", "Plamo", "Glm5Next", "MiniCPMV4_6", "MiniMaxText01",
+                "MiniMaxM1", "MiniMaxM3")
+RUN_TIMEOUT_S = 1200
+EXTRA_FILE = "vllm-0.33-new-behaviour.jsonl"
+# (config, tool arguments after the config, why)
+EXTRA: list[tuple[str, list[str], str]] = [
+    ("Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "32768", "--enable-prefix-caching",
+      "--gpu-capability", "9.0"],
+     "GDN hybrid, prefix caching on, SM90: FlashInfer GDN prefill's checkpoint alignment "
+     "(64) enters the hybrid block size (tool README: block 576, 606 blocks)"),
+    ("Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "32768", "--enable-prefix-caching",
+      "--gpu-capability", "10.0"],
+     "same at SM100: FlashInfer GDN prefill only when linear_key_head_dim == 128"),
+    ("Qwen--Qwen3-Next-80B-A3B-Thinking.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "32768",
+      "--no-enable-prefix-caching", "--gpu-capability", "9.0"],
+     "same, prefix caching off: no align mode, so no checkpoint alignment"),
+    ("Qwen--Qwen3.6-35B-A3B.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "32768", "--enable-prefix-caching",
+      "--gpu-capability", "10.0"],
+     "Qwen3.6 GDN hybrid at SM100"),
+    ("meta-llama--Meta-Llama-3.1-8B.json",
+     ["--kv-cache-memory-bytes", "10GiB", "--max-model-len", "32768",
+      "--kv-cache-dtype", "float16"],
+     "bf16 model, explicit float16 KV dtype: 0.33 rejects a float KV dtype that differs "
+     "from the model dtype"),
+    ("meta-llama--Meta-Llama-3.1-8B.json",
+     ["--kv-cache-memory-bytes", "10GiB", "--max-model-len", "32768",
+      "--kv-cache-dtype", "bfloat16"],
+     "bf16 model, explicit bfloat16 KV dtype (same as the model's): accepted"),
+    ("stepfun-ai--Step-3.7-Flash.json",
+     ["--kv-cache-memory-bytes", "16GiB", "--max-model-len", "32768", "--block-size", "auto",
+      "--keep-layer-specs", "unique"],
+     "Step-3.7-Flash: 0.32 could not run its architecture; does 0.33?"),
+    ("zai-org--GLM-5.3-Flash.json",
+     ["--kv-cache-memory-bytes", "8589934592", "--block-size", "auto", "--max-model-len",
+      "32768", "--gpu-capability", "10.0"],
+     "GLM-5.3-Flash (index_topk set) under --kv-cache-dtype auto on SM100: 0.33's "
+     "Glm5NextModelConfig takes an fp8 KV cache (compare ../shared cases.jsonl line 78, SM90)"),
+    ("deepseek-ai--DeepSeek-V4-Flash.json",
+     ["--kv-cache-memory-bytes", "17179869184", "--block-size", "auto", "--max-model-len",
+      "32768", "--keep-layer-specs", "unique"],
+     "DeepSeek-V4-Flash: no 0.32 case (the CPU build had only a CPU implementation); the "
+     "0.33 CUDA wheel may build its CUDA model"),
+]
+
+
+@dataclass
+class Question:
+    """One question: where it came from, the tool arguments, and the head of its line."""
+
+    priority: str
+    out: Path
+    source: str
+    line: int
+    config: str
+    written: str
+    args: list[str]
+    head: dict[str, Any]
+    strip: bool = False
+    old: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def shown(self) -> str:
+        return " ".join(["vllm_oracle.py", self.written, *self.args])
+
+
+def venv_python(cli: str | None) -> str:
+    venv = cli or os.environ.get("ORACLE33_VENV")
+    if not venv:
+        raise SystemExit("give the vLLM 0.33 venv: --venv PATH or ORACLE33_VENV=PATH")
+    py = Path(venv) / "bin" / "python"
+    if not py.is_file():
+        raise SystemExit(f"no interpreter at {py}")
+    return str(py)
+
+
+def out_name(path: Path) -> str:
+    return path.name.replace("vllm-0.32", "vllm-0.33")
+
+
+def split_command(command: str) -> tuple[str, list[str]]:
+    """(config path as written, arguments) of a ``vllm_oracle.py CONFIG --flag value ...``
+    command; a flag's value may hold spaces (``--hf-overrides`` JSON)."""
+    rest = command.split(" ", 1)[1].replace(" (quantization_config removed)", "", 1)
+    cfg, _, flags = rest.partition(" ")
+    args: list[str] = []
+    for piece in re.split(r" (?=--[a-z])", flags) if flags else []:
+        flag, _, value = piece.partition(" ")
+        args.append(flag)
+        if value:
+            args.append(value)
+    return cfg, args
+
+
+def resolve_path(written: str) -> Path:
+    """A config (or companion) named in a command: ``configs/X`` is this folder's."""
+    if written.startswith("configs/"):
+        return HERE / written
+    return config_path(written)
+
+
+def args_from_inputs(case: dict[str, Any]) -> list[str]:
+    i = case["inputs"]
+    args = ["--kv-cache-memory-bytes", str(i["kv_cache_memory_bytes"]),
+            "--block-size", str(i["block_size"])]
+    if i.get("max_model_len") is not None:
+        args += ["--max-model-len", str(i["max_model_len"])]
+    args += ["--kv-cache-dtype", str(i["kv_cache_dtype"]),
+             "--tp", str(i["tensor_parallel_size"]),
+             "--max-num-seqs", str(i["max_num_seqs"]),
+             "--max-num-batched-tokens", str(i["max_num_batched_tokens"])]
+    if i.get("num_speculative_tokens"):
+        args += ["--num-speculative-tokens", str(i["num_speculative_tokens"]),
+                 "--speculative-method", str(i["speculative_method"])]
+    if i.get("enable_prefix_caching") is False:
+        args.append("--no-enable-prefix-caching")
+    if case.get("hf_quant_config") is True:
+        stem = case["config"].removesuffix(".json")
+        args += ["--hf-quant-config", f"{stem}.hf_quant_config.json"]
+    return args
+
+
+def is_hybrid(case: dict[str, Any]) -> bool:
+    res = case.get("vllm_resolved") or {}
+    if res.get("is_hybrid") or "Mamba" in json.dumps(case.get("layer_specs")):
+        return True
+    arch = str(res.get("architecture") or "")
+    name = case.get("config", "")
+    return any(a in arch for a in HYBRID_ARCHS) or any(
+        k in name for k in ("Qwen3-Next", "Qwen3.5", "Qwen3.6", "Nemotron-H", "Nemotron-3",
+                            "Jamba", "Falcon-H1", "granite-4", "LFM2", "Kimi-Linear",
+                            "MiniMax-M1", "MiniMax-M3", "falcon-mamba", "Zamba", "Bamba"))
+
+
+def shows_033_change(args: list[str]) -> bool:
+    """Questions that touch a documented 0.32 -> 0.33 change besides the hybrids (speculative
+    decoding and async scheduling, an explicit float KV dtype): asked with the hybrids."""
+    joined = " ".join(args)
+    return "--speculative-method" in joined or any(
+        f"--kv-cache-dtype {d}" in joined for d in ("float16", "bfloat16"))
+
+
+def questions() -> list[Question]:
+    files = sorted(HERE.glob("vllm-0.32-*.jsonl")) + sorted(SHARED_032.glob("*.jsonl"))
+    qs: list[Question] = []
+    for path in files:
+        if any(k in path.name for k in OTHER_RUNNERS):
+            continue
+        shared = path.parent == SHARED_032
+        source = f"../shared/oracles/vllm-0.32/{path.name}" if shared else \
+            f"tests/oracles/{path.name}"
+        for n, text in enumerate(path.read_text().splitlines()):
+            if not text.strip():
+                continue
+            case = json.loads(text)
+            command = case.get("command") or ""
+            if command.startswith("vllm_oracle.py"):
+                written, args = split_command(command)
+            elif "inputs" in case:
+                written, args = case["config"], args_from_inputs(case)
+            else:
+                continue
+            cfg = resolve_path(written)
+            if any(k in path.name for k in LAST):
+                prio = "d"
+            elif is_hybrid(case) or shows_033_change(args):
+                prio = "a"
+            elif shared:
+                prio = "b"
+            else:
+                prio = "c"
+            head = {"config": case["config"], "hf_quant_config": case.get("hf_quant_config")}
+            if "why" in case:
+                head["why"] = case["why"]
+            strip = bool((case.get("inputs") or {}).get("weights_quant_stripped")) or \
+                "(quantization_config removed)" in command
+            qs.append(Question(prio, OUT_DIR / out_name(path), source, n, str(cfg), written,
+                               args, head, strip, case))
+    for n, (name, args, why) in enumerate(EXTRA):
+        qs.append(Question("a", OUT_DIR / EXTRA_FILE, "EXTRA", n, str(config_path(name)), name,
+                           args, {"config": name, "hf_quant_config": None, "why": why}))
+    order = {"a": 0, "b": 1, "c": 2, "d": 3}
+    # EXTRA first within (a): the README's checked Qwen3-Next case anchors the rest; within a
+    # priority, runs of more than two TP ranks (one process each, slow here) go last.
+    return sorted(qs, key=lambda q: (order[q.priority], q.source != "EXTRA", tp_of(q) > 2))
+
+
+def tp_of(q: Question) -> int:
+    return int(q.args[q.args.index("--tp") + 1]) if "--tp" in q.args else 1
+
+
+def stripped_copy(cfg: Path, tmp: Path, keep_kv_scheme: bool) -> Path:
+    """A copy of ``cfg`` without its weight quantization (the KV scheme kept if asked)."""
+    raw = json.loads(cfg.read_text())
+    qc = raw.get("quantization_config")
+    if keep_kv_scheme and isinstance(qc, dict) and qc.get("kv_cache_scheme"):
+        raw["quantization_config"] = {k: v for k, v in qc.items()
+                                      if k not in ("config_groups", "ignore")}
+    else:
+        raw.pop("quantization_config", None)
+    out = tmp / cfg.name
+    out.write_text(json.dumps(raw))
+    return out
+
+
+def run_tool(py: str, cfg: Path, args: list[str]) -> dict[str, Any]:
+    """The tool's JSON answer; the companion named by ``--hf-quant-config`` is looked up next
+    to the config the same way as the config itself."""
+    real: list[str] = []
+    for prev, a in zip(["", *args[:-1]], args, strict=True):
+        real.append(str(resolve_path(a)) if prev == "--hf-quant-config" else a)
+    try:
+        proc = subprocess.run([py, str(TOOL33), str(cfg), *real], capture_output=True,
+                              text=True, timeout=RUN_TIMEOUT_S,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"oracle run timed out after {RUN_TIMEOUT_S} s"}
+    try:
+        got: dict[str, Any] = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        tail = proc.stderr.strip().splitlines()[-1:] or [""]
+        return {"ok": False, "error": f"no JSON from the oracle (exit {proc.returncode}): "
+                                      f"{tail[0][:500]}"}
+    return got
+
+
+def quant_weights(cfg: Path) -> bool:
+    try:
+        raw = json.loads(cfg.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(raw.get("quantization_config"), dict)
+
+
+def ask(py: str, q: Question) -> tuple[dict[str, Any], Any]:
+    """(answer, weights_quant_stripped value or None)."""
+    cfg = Path(q.config)
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        if q.strip:
+            args = drop_companion(q.args)
+            return run_tool(py, stripped_copy(cfg, tmp, False), args), True
+        got = run_tool(py, cfg, q.args)
+        if has_plan(got) or not quant_weights(cfg):
+            return got, None
+        raw = json.loads(cfg.read_text())
+        keep = bool((raw.get("quantization_config") or {}).get("kv_cache_scheme")) and \
+            (raw["quantization_config"].get("quant_method") == "compressed-tensors")
+        retry = run_tool(py, stripped_copy(cfg, tmp, keep), q.args if keep else
+                         drop_companion(q.args))
+        if not has_plan(retry):  # the verbatim config's error stands; the copy's is kept
+            return {**got, "stripped_copy_error": retry.get("error")}, None
+        retry["first_error"] = got.get("error")
+        return retry, "weights part only" if keep else True
+
+
+def drop_companion(args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a == "--hf-quant-config":
+            skip = True
+            continue
+        out.append(a)
+    return out
+
+
+def has_plan(got: dict[str, Any]) -> bool:
+    return "num_blocks" in got and "kv_cache_groups" in got
+
+
+def line_of(q: Question, got: dict[str, Any], stripped: Any) -> dict[str, Any]:
+    head = {**q.head, "command": q.shown, "source": {"file": q.source, "line": q.line}}
+    if not has_plan(got):
+        line = {**head, "ok": False, "error": got.get("error"),
+                "inputs": got.get("inputs"), "vllm_version": got.get("vllm_version")}
+        if got.get("stripped_copy_error"):
+            line["stripped_copy_error"] = got["stripped_copy_error"]
+        return line
+    line = tool_case_line(head, got)
+    del line["spec_collection"]  # in provenance
+    if stripped is not None:
+        line["inputs"]["weights_quant_stripped"] = stripped
+    line["provenance"] = {**got["provenance"], "vllm_version": got.get("vllm_version"),
+                          "gpu_capability_emulated": got.get("gpu_capability_emulated")}
+    line["warnings"] = got.get("warnings")
+    if got.get("error"):
+        line["error"] = got["error"]
+    if got.get("first_error"):
+        line["first_error"] = got["first_error"]
+    if "ok" in q.old and "vllm_resolved" not in q.old:  # a start-up file's own fields
+        line.update(ok=not got.get("vllm_refuses_to_start") and not got.get("error"),
+                    max_model_len=got["resolved"]["max_model_len"],
+                    block_size=got["block_size"]["final_cache_config_block_size"],
+                    num_blocks=got["num_blocks"])
+    return line
+
+
+def done_lines() -> tuple[set[tuple[str, int]], dict[str, dict[str, Any]]]:
+    """(source, line) pairs already answered, and each answered command's line."""
+    done: set[tuple[str, int]] = set()
+    by_command: dict[str, dict[str, Any]] = {}
+    for path in OUT_DIR.glob("*.jsonl"):
+        for text in path.read_text().splitlines():
+            if text.strip():
+                case = json.loads(text)
+                done.add((case["source"]["file"], case["source"]["line"]))
+                by_command.setdefault(case["command"], case)
+    return done, by_command
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--venv", default=None, help="the vLLM 0.33 venv (else ORACLE33_VENV)")
+    p.add_argument("--only", nargs="*", default=[])
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--stop-at", default=None, help="UTC HH:MM after which no run starts")
+    p.add_argument("--list", action="store_true")
+    a = p.parse_args()
+    qs = [q for q in questions() if not a.only or any(
+        w in q.config or w in q.source or w in str(q.head.get("why", "")) for w in a.only)]
+    done, by_command = done_lines()
+    todo = [q for q in qs if (q.source, q.line) not in done]
+    if a.list:
+        for q in todo:
+            print(q.priority, q.source, q.line, q.shown)
+        print(f"{len(todo)} to do, {len(qs) - len(todo)} done", file=sys.stderr)
+        return
+    py = venv_python(a.venv)
+    OUT_DIR.mkdir(exist_ok=True)
+    runs = 0
+    for q in todo:
+        cached = by_command.get(q.shown)
+        if cached is not None and not q.strip:
+            line = {**cached, **q.head, "source": {"file": q.source, "line": q.line}}
+            if "why" not in q.head:
+                line.pop("why", None)
+        else:
+            if a.limit is not None and runs >= a.limit:
+                break
+            if a.stop_at and dt.datetime.now(dt.UTC).strftime("%H:%M") >= a.stop_at:
+                print("stop time reached", file=sys.stderr)
+                break
+            t0 = time.time()
+            got, stripped = ask(py, q)
+            runs += 1
+            line = line_of(q, got, stripped)
+            exp = line.get("expected") or {}
+            print(f"[{q.priority}] {q.source}:{q.line} {q.shown[:110]} -> "
+                  f"{exp.get('num_blocks')} blocks, {exp.get('kv_cache_tokens')} tokens, "
+                  f"block {exp.get('block_size')} {str(line.get('error') or '')[:80]} "
+                  f"({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+            by_command.setdefault(q.shown, line)
+        with open(q.out, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+if __name__ == "__main__":
+    main()
