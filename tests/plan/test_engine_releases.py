@@ -118,3 +118,67 @@ def test_the_scan_finds_a_release_literal(tmp_path: Path) -> None:
     finally:
         sample.unlink()
     assert len(hits) == 1 and "refuses" in hits[0]
+
+
+def _fake_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    # A distribution as pip installs it: its metadata folder on sys.path (nothing imported).
+    dist = tmp_path / f"vllm-{version}.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_an_installed_vllm_is_the_default_release(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _fake_install(tmp_path, monkeypatch, "0.32.0")
+    assert main(["plan", LLAMA, *BUDGET]) == 0
+    assert json.loads(capsys.readouterr().out)["engine_release"] == "0.32.0"
+    # A pin still wins.
+    assert main(["plan", LLAMA, "--engine", "vllm==0.33", *BUDGET]) == 0
+    assert json.loads(capsys.readouterr().out)["engine_release"] == "0.33.0"
+
+
+def test_an_unknown_installed_vllm_is_named_with_the_release_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _fake_install(tmp_path, monkeypatch, "0.40.1")
+    assert main(["plan", LLAMA, *BUDGET]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["engine_release"] == NEWEST
+    assert "vllm 0.40.1 is installed" in err and f"vLLM {NEWEST}" in err
+
+
+def _gdn_hybrid(key_head_dim: int) -> dict[str, object]:
+    # A Qwen3-Next-shaped hybrid, stated here: 4 layers, one full-attention layer in four
+    # (2 KV heads × 256), GDN layers of 16 key heads × key_head_dim, 32 value heads × 128,
+    # conv kernel 4.
+    return {"model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"],
+            "hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16,
+            "num_key_value_heads": 2, "head_dim": 256, "full_attention_interval": 4,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+            "linear_key_head_dim": key_head_dim, "linear_value_head_dim": 128,
+            "linear_conv_kernel_dim": 4, "max_position_embeddings": 32768,
+            "torch_dtype": "bfloat16", "vocab_size": 1000, "intermediate_size": 4096,
+            "num_experts": 0}
+
+
+@pytest.mark.parametrize(("engine", "gpu", "block"), [
+    ("vllm", None, 320), ("vllm", "H100-80GB", 320), ("vllm", "B200", 288),
+    ("vllm==0.32", None, 288), ("vllm==0.32", "B200", 288),
+])
+def test_the_gpu_decides_the_gdn_prefill_and_the_hybrid_block(engine: str, gpu: str | None,
+                                                              block: int) -> None:
+    # GDN state per layer (bf16): conv rows (kernel 4 − 1 = 3) × (2·16·64 + 32·128 = 6,144)
+    # × 2 B = 36,864 B, plus temporal 32 × 128 × 64 × 2 B = 524,288 B: 561,152 B. Attention
+    # page a token: 2 (K, V) × 2 heads × 256 × 2 B = 2,048 B.
+    # vLLM 0.33 with FlashInfer's GDN prefill (SM90 always; SM100 only with
+    # linear_key_head_dim 128 — here 64, so Triton): align = lcm(16, 64) = 64, block
+    # 64 × cdiv(561,152, 64 × 2,048) = 64 × 5 = 320. Without it (0.32, or SM100):
+    # 16 × cdiv(561,152, 16 × 2,048) = 16 × 18 = 288.
+    plan = plan_model(_gdn_hybrid(64), PlanRequest(
+        engine=engine, gpu=gpu, kv_cache_memory_bytes=1 << 30, max_model_len=32768,
+        enable_prefix_caching=True))
+    assert plan.block_size == block
+    if gpu is None and engine == "vllm":
+        assert any("SM90" in w for w in plan.warnings)  # assumed, and said

@@ -7,6 +7,8 @@ library caller builds, field for field, with the request's own defaults for what
 
 from __future__ import annotations
 
+import sys
+
 from kvledger.cli.args import (
     block_size,
     bytes_at_least,
@@ -181,11 +183,55 @@ def add_model_local_options(p: argparse.ArgumentParser) -> None:
 
 
 
+def installed_release(engine: str) -> str:
+    """``engine`` as given, or — an unpinned engine installed in this environment — pinned
+    to the installed release when kvledger reproduces it (read from the package's metadata,
+    never by importing it). An installed release kvledger does not know is named on stderr
+    with the release planned instead."""
+    name, sep, _ = engine.partition("==")
+    if sep:
+        return engine
+    found = _installed_version(name)
+    if found is None:
+        return engine
+    from kvledger.plan.engines.base import get_layout
+
+    layout = get_layout(name)
+    try:
+        release = layout.release(found)
+    except ValueError:
+        newest = layout.release()
+        if newest is not None:
+            print(f"kvledger: warning: {name} {found} is installed, a release kvledger does "
+                  f"not reproduce; planned as {newest.label} (pin one with --engine "
+                  f"{name}==VERSION)", file=sys.stderr)
+        return engine
+    return release.pin if release is not None else engine
+
+
+def _installed_version(name: str) -> str | None:
+    """The version of the distribution ``name`` on ``sys.path``, from its ``.dist-info``
+    folder's name (``vllm-0.33.0.dist-info``, as pip writes it): the package metadata, read
+    without importlib.metadata (start-up: bench/startup.py) and without importing it."""
+    import os
+
+    prefix = f"{name}-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for folder in names:
+            if folder.startswith(prefix) and folder.endswith(".dist-info"):
+                return folder[len(prefix):-len(".dist-info")]
+    return None
+
+
 def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
     """The one ``PlanRequest``, field for field from the flags (``fit`` has no
     ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes``: they stay unset)."""
     given: dict[str, Any] = dict(
-        engine=ns.engine,
+        engine=installed_release(ns.engine),
         kv_cache_memory_bytes=getattr(ns, "kv_cache_memory_bytes", None),
         gpu=ns.gpu,
         gpu_memory_utilization=ns.gpu_memory_utilization,

@@ -1,0 +1,99 @@
+"""Every vLLM 0.33 oracle case, planned through the library as ``--engine vllm`` (0.33.0, the
+default), must match vLLM 0.33.0 exactly: blocks, tokens, block size, concurrency, the refusal
+flag, bytes a block and every KV cache group.
+
+The expected numbers are vLLM 0.33.0's own: ``tests/oracles/make_vllm_033_cases.py`` re-asked
+the 0.32 oracle questions with ``../shared/oracles/tool-0.33/vllm_oracle.py`` (its docstring
+has the command), plus the questions that show what 0.33 changed
+(``vllm-0.33-new-behaviour.jsonl``). The oracle emulates a CUDA worker of the capability in a
+case's command (``--gpu-capability``, 9.0 unless stated); kvledger is asked for the same GPU
+(SM90: no ``--gpu``, which assumes it; 10.0: a B200). Not emulated by that oracle (its README):
+FlashMLA's fp8 block of 64 on SM90, GLM-5-next's fp8 under ``auto`` on SM100, Model Runner V2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvledger.derive import derive_model
+from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.request import PlanRequest
+from oracle_cases import CONFIGS, assert_plan_is, case_model, hf_quant_config
+
+HERE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33"
+GPU_OF = {"9.0": None, "10.0": "B200"}
+# Cases kvledger does not match yet, each marked strict (it fails the day it matches, so the
+# mark is removed then) and listed in the closing note of the change that added them.
+KNOWN = {
+    # SM100: bytes a block 50,823,168 in vLLM 0.33, 50,620,416 in kvledger (202,752 B more
+    # a block, blocks and tokens equal): a per-page difference on SM100's backends not
+    # read yet.
+    ("vllm-0.33-new-behaviour", "zai-org--GLM-5.3-Flash.json"):
+        "GLM-5.3-Flash on SM100: bytes a block differ by 202,752 B",
+    # The 0.32 CPU build had no DeepSeek-V4 model; the 0.33 wheel builds it, and kvledger's
+    # vLLM layout does not model its V4WindowKV / compressor caches yet (it refuses).
+    ("vllm-0.33-new-behaviour", "deepseek-ai--DeepSeek-V4-Flash.json"):
+        "DeepSeek-V4 is refused by kvledger's vLLM layout",
+}
+
+
+def _cases() -> list[Any]:
+    out = []
+    for path in sorted(HERE.glob("*.jsonl")):
+        for i, line in enumerate(path.read_text().splitlines()):
+            case = json.loads(line)
+            if "expected" not in case or "tp" in case["inputs"]:
+                continue  # a failed run (its error is the line), or a PP/other runner's
+            why = KNOWN.get((path.stem, case["config"]))
+            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+            out.append(pytest.param(case, id=f"{path.stem}-{i:03d}-"
+                                    f"{case['config'].removesuffix('.json')}", marks=marks))
+    return out
+
+
+CASES = _cases()
+pytestmark = pytest.mark.skipif(not CONFIGS.is_dir() and not CASES,
+                                reason="no 0.33 oracle cases")
+
+
+def _capability(case: dict[str, Any]) -> str:
+    found = re.search(r"--gpu-capability (\S+)", case.get("command", ""))
+    return found[1] if found else "9.0"
+
+
+def _request(case: dict[str, Any]) -> PlanRequest:
+    inputs = case["inputs"]
+    block = inputs["block_size"]
+    return PlanRequest(
+        engine="vllm", gpu=GPU_OF[_capability(case)],
+        kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
+        block_size=None if block == "auto" else int(block),
+        # A question asked without --max-model-len of a config stating no length: vLLM fell
+        # back to 2048 (vllm_resolved); kvledger asks for the length instead (a refusal the
+        # closing note lists), so the replay gives the length vLLM settled on.
+        max_model_len=inputs["max_model_len"] or case["vllm_resolved"]["max_model_len"],
+        kv_cache_dtype=inputs["kv_cache_dtype"],
+        tensor_parallel_size=inputs["tensor_parallel_size"],
+        max_num_seqs=inputs["max_num_seqs"],
+        max_num_batched_tokens=inputs["max_num_batched_tokens"],
+        enable_prefix_caching=inputs["enable_prefix_caching"],
+        num_speculative_tokens=inputs.get("num_speculative_tokens", 0),
+        speculative_method=inputs.get("speculative_method"),
+    )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_vllm_033(case: dict[str, Any]) -> None:
+    model = case_model(case)
+    if model is None:
+        pytest.skip("the case's config is in ../shared/configs, not beside this checkout")
+    facts = derive_model(model, hf_quant_config=hf_quant_config(case))
+    request = _request(case)
+    assert request.engine_release is None  # the default: the newest release, 0.33.0
+    plan = plan_vllm(facts, request, case["inputs"]["kv_cache_memory_bytes"])
+    assert_plan_is(plan, case)
