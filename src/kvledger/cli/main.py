@@ -183,10 +183,11 @@ def _emit_json(data: Any) -> None:
 
 
 def _cmd_plan(ns: argparse.Namespace) -> int:
-    if ns.kv_cache_memory_bytes is None and ns.gpu is None:
+    if ns.kv_cache_memory_bytes is None and ns.gpu is None and ns.gpu_total_bytes is None:
         raise UsageError(
             "kvledger plan: error: no memory budget given",
-            hint="pass --kv-cache-memory-bytes N, or --gpu NAME (e.g. --gpu H100-80GB)",
+            hint="pass --kv-cache-memory-bytes N, --gpu NAME (e.g. --gpu H100-80GB), or "
+                 "--gpu-total-bytes N",
         )
     request = build_request(ns)
     from kvledger.plan.api import plan_model

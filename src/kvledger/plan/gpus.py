@@ -246,6 +246,21 @@ _BY_KEY: dict[str, str] = _index()
 _AMBIGUOUS_BY_KEY: dict[str, tuple[str, ...]] = {_key(k): v for k, v in _AMBIGUOUS.items()}
 
 
+# The compute capability assumed when only a total is given (no GPU named): Hopper, the
+# common deployment; the plan says so in a warning (``ASSUMED_NOTE``).
+ASSUMED_CAPABILITY = "sm90"
+ASSUMED_NOTE = ("no GPU named: planned on the given gpu_total_bytes with the engine's "
+                "utilization and reserves; compute capability assumed SM90 (Hopper) for the "
+                "engine's defaults")
+
+
+def given_total_preset(total_bytes: int) -> GpuPreset:
+    """A preset for a device known only by its total (``gpu_total_bytes`` with no ``gpu``):
+    its memory is the given total, its compute capability ``ASSUMED_CAPABILITY``."""
+    return GpuPreset("given total", total_bytes, EXACT, "gpu_total_bytes, no GPU named",
+                     compute_capability=ASSUMED_CAPABILITY)
+
+
 def gpu_names() -> list[str]:
     return [g.name for g in _PRESETS]
 
@@ -286,5 +301,5 @@ def _unknown(name: str, key: str) -> str:
                 suggestions.append(preset_name)
     if suggestions:
         return (f"unknown gpu {name!r}; did you mean {', '.join(suggestions[:4])}? "
-                "(or give the device's total memory: gpu_total_bytes / --gpu-total-bytes)")
+                "(or give the device's total memory: gpu_total_bytes)")
     return f"unknown gpu {name!r}; known: {', '.join(gpu_names())}"
