@@ -113,3 +113,10 @@ def test_fit_json_shape() -> None:
     assert data["chosen"] == {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1}
     assert data["plan"]["max_model_len"] == 8192
     json.dumps(data)
+
+
+def test_total_alone_is_a_budget() -> None:
+    result = plan_model(LLAMA, PlanRequest(max_model_len=8192, gpu_total_bytes=80 << 30))
+    data = result.to_json()
+    assert data["budget"][0]["bytes"] == 85_899_345_920  # 80 × 2**30, as given
+    assert any("assumed SM90" in w for w in data["warnings"])

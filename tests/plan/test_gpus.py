@@ -111,3 +111,62 @@ def test_cli_accepts_nvidia_smi_name(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0
     # The GPU total line is the nvidia-smi figure: 81,559 MiB = 85,520,809,984 B.
     assert "85520809984" in out
+
+
+# Compute capability, from NVIDIA's "CUDA GPU Compute Capability" table and ROCm's "GPU
+# hardware specifications" table (the sources gpus.py cites), typed here by hand.
+CAPABILITIES = [
+    ("NVIDIA H100 80GB HBM3", "sm90"), ("NVIDIA H200 NVL", "sm90"), ("NVIDIA H20", "sm90"),
+    ("NVIDIA GH200 480GB", "sm90"), ("NVIDIA B200", "sm100"), ("NVIDIA GB200", "sm100"),
+    ("NVIDIA B300 SXM6 AC", "sm103"), ("NVIDIA A100-SXM4-40GB", "sm80"), ("NVIDIA A30", "sm80"),
+    ("NVIDIA A10", "sm86"), ("NVIDIA L40S", "sm89"), ("NVIDIA L4", "sm89"),
+    ("NVIDIA RTX 6000 Ada Generation", "sm89"), ("Tesla V100-SXM2-32GB", "sm70"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "sm120"),
+    ("AMD Instinct MI210", "gfx90a"), ("AMD Instinct MI250X/MI250", "gfx90a"),
+    ("AMD Instinct MI300A", "gfx942"), ("AMD Instinct MI325X", "gfx942"),
+    ("AMD Instinct MI355X", "gfx950"),
+]
+
+
+@pytest.mark.parametrize(("name", "cc"), CAPABILITIES)
+def test_compute_capability(name: str, cc: str) -> None:
+    assert gpu_preset(name).compute_capability == cc
+
+
+# New rows with no device report: the datasheet figure, labelled estimated.
+DATASHEET = [
+    ("NVIDIA H200 NVL", 141 * 10**9),  # H200 datasheet 141 GB
+    ("NVIDIA A30", 24 * 10**9),  # A30 datasheet 24 GB
+    ("Tesla V100-SXM2-16GB", 16 * 10**9), ("Tesla V100-PCIE-32GB", 32 * 10**9),
+    ("AMD Instinct MI210", 64 << 30),  # 64 GB, AMD's GB = GiB (module docstring)
+    ("AMD Instinct MI300A", 128 << 30),
+]
+
+
+@pytest.mark.parametrize(("name", "total"), DATASHEET)
+def test_datasheet_rows_are_estimated(name: str, total: int) -> None:
+    found = gpu_preset(name)
+    assert (found.total_bytes, found.basis) == (total, ESTIMATED)
+
+
+def test_every_preset_states_a_compute_capability() -> None:
+    assert all(g.compute_capability for g in GPUS.values())
+
+
+def test_v100_alone_is_ambiguous() -> None:
+    with pytest.raises(ValueError, match=r"V100-16GB .* or V100-32GB"):
+        gpu_preset("V100")
+
+
+def test_gpus_command_lists_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["gpus", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["gpus"]}
+    assert rows["H100-80GB"]["total_bytes"] == 81559 * MIB  # nvidia-smi 81559MiB
+    assert rows["H100-80GB"]["compute_capability"] == "sm90"
+    assert rows["MI300X"]["compute_capability"] == "gfx942"
+    assert "NVIDIA H200 NVL" in rows["H200-NVL"]["smi_names"]
+    assert main(["gpus"]) == 0
+    text = capsys.readouterr().out
+    assert "81,559 MiB" in text and "Tesla V100-SXM2-16GB" in text

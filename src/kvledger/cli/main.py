@@ -95,6 +95,11 @@ def _fill_models(models: argparse.ArgumentParser) -> None:
     models.set_defaults(handler=_cmd_models)
 
 
+def _fill_gpus(gpus: argparse.ArgumentParser) -> None:
+    gpus.add_argument("--json", action="store_true", help="one JSON object for machines")
+    gpus.set_defaults(handler=_cmd_gpus)
+
+
 def _fill_report(report: argparse.ArgumentParser) -> None:
     from kvledger.cli.report import fill_report  # only when 'report' is the command
 
@@ -109,6 +114,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
     "models": ("list the bundled catalog ids and the supported model types", _fill_models,
                ("catalog",)),
+    "gpus": ("list the GPU presets: memory, compute capability, nvidia-smi names", _fill_gpus,
+             ()),
     "explain": ("re-derive the KV numbers of a vLLM / SGLang start-up log", _fill_explain, ()),
     "report": ("write a self-contained HTML report with plots (needs kvledger[report])",
                _fill_report, ()),
@@ -176,10 +183,11 @@ def _emit_json(data: Any) -> None:
 
 
 def _cmd_plan(ns: argparse.Namespace) -> int:
-    if ns.kv_cache_memory_bytes is None and ns.gpu is None:
+    if ns.kv_cache_memory_bytes is None and ns.gpu is None and ns.gpu_total_bytes is None:
         raise UsageError(
             "kvledger plan: error: no memory budget given",
-            hint="pass --kv-cache-memory-bytes N, or --gpu NAME (e.g. --gpu H100-80GB)",
+            hint="pass --kv-cache-memory-bytes N, --gpu NAME (e.g. --gpu H100-80GB), or "
+                 "--gpu-total-bytes N",
         )
     request = build_request(ns)
     from kvledger.plan.api import plan_model
@@ -255,6 +263,17 @@ def _cmd_models(ns: argparse.Namespace) -> int:
         _emit_json(data)
     else:
         sys.stdout.write(render_models(data))
+    return 0
+
+
+def _cmd_gpus(ns: argparse.Namespace) -> int:
+    from kvledger.cli.gpus import gpus_payload, render_gpus
+
+    data = gpus_payload()
+    if ns.json:
+        _emit_json(data)
+    else:
+        sys.stdout.write(render_gpus(data))
     return 0
 
 

@@ -119,7 +119,8 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
     if not for_fit:
         reserves.add_argument("--gpu-total-bytes", type=bytes_at_least(1), default=None,
                               metavar="N", help="the GPU's memory as the device reports it "
-                              "(overrides the preset)")
+                              "(overrides the preset; alone, a complete budget: SM90 "
+                              "assumed)")
 
 
 def _add_sglang_options(p: argparse.ArgumentParser) -> None:

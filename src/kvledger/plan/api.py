@@ -60,13 +60,18 @@ def _budget(
             notes.append(f"kv_cache_memory_bytes given: the {request.gpu} budget (weights, "
                          "reserves, utilization) is not computed")
         return given_budget(request.kv_cache_memory_bytes), notes
-    if request.gpu is None:
-        raise ValueError("no memory budget: pass kv_cache_memory_bytes, or a gpu preset")
-    from kvledger.plan.gpus import gpu_preset
+    from kvledger.plan.gpus import ASSUMED_NOTE, given_total_preset, gpu_preset
     from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import model_weights
 
-    preset = gpu_preset(request.gpu)
+    if request.gpu is not None:
+        preset = gpu_preset(request.gpu)
+    elif request.gpu_total_bytes is not None:  # the total alone is a complete budget
+        preset = given_total_preset(request.gpu_total_bytes)
+        notes.append(ASSUMED_NOTE)
+    else:
+        raise ValueError("no memory budget: pass kv_cache_memory_bytes, a gpu preset, or "
+                         "gpu_total_bytes")
     text = facts.language_config()
     weights = model_weights(
         text,

@@ -25,7 +25,7 @@ issue is cited, the row says so. Datasheet rows are ``estimated``.
 
 from __future__ import annotations
 
-from kvledger.records import record
+from kvledger.records import record, replace
 
 MIB = 1 << 20
 KIB = 1 << 10
@@ -42,6 +42,8 @@ class GpuPreset:
     basis: str  # EXACT (device-reported) or ESTIMATED (datasheet)
     source: str
     vendor: str = "nvidia"
+    # CUDA compute capability ("sm90") or the AMD GPU target ("gfx942"); sources in _CAPS.
+    compute_capability: str = ""
     # The device names nvidia-smi / rocm-smi print, and the short forms people type.
     smi_names: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
@@ -51,7 +53,7 @@ def _mib(n: int) -> int:
     return n * MIB
 
 
-_PRESETS: tuple[GpuPreset, ...] = (
+_ROWS: tuple[GpuPreset, ...] = (
     # nvidia-smi "81559MiB": modal-labs/modal-client PR #2797 (NVML totals of Modal's fleet);
     # NVIDIA/nccl issue #1264 and google/gvisor issue #10413 (nvidia-smi on
     # "NVIDIA H100 80GB HBM3").
@@ -138,6 +140,23 @@ _PRESETS: tuple[GpuPreset, ...] = (
               "(public log)",
               smi_names=("NVIDIA RTX PRO 6000 Blackwell Workstation Edition",),
               aliases=("RTX-PRO-6000-Blackwell",)),
+    # No device report found for these: the vendor's datasheet capacity (decimal GB).
+    # H200 NVL: NVIDIA H200 datasheet, 141 GB HBM3e (same memory as the SXM part).
+    GpuPreset("H200-NVL", 141 * 10**9, ESTIMATED, "datasheet 141 GB HBM3e (NVIDIA H200 "
+              "datasheet; no device report found)", smi_names=("NVIDIA H200 NVL",)),
+    # A30: NVIDIA A30 datasheet, 24 GB HBM2.
+    GpuPreset("A30", 24 * 10**9, ESTIMATED,
+              "datasheet 24 GB HBM2 (NVIDIA A30 datasheet; no device report found)",
+              smi_names=("NVIDIA A30",)),
+    # V100: NVIDIA V100 datasheet, 16 GB / 32 GB HBM2.
+    GpuPreset("V100-16GB", 16 * 10**9, ESTIMATED,
+              "datasheet 16 GB HBM2 (NVIDIA V100 datasheet; no device report found)",
+              smi_names=("Tesla V100-SXM2-16GB", "Tesla V100-PCIE-16GB"),
+              aliases=("V100-16G", "V100-SXM2-16GB", "V100-PCIE-16GB")),
+    GpuPreset("V100-32GB", 32 * 10**9, ESTIMATED,
+              "datasheet 32 GB HBM2 (NVIDIA V100 datasheet; no device report found)",
+              smi_names=("Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB"),
+              aliases=("V100-32G", "V100-SXM2-32GB", "V100-PCIE-32GB")),
     # rocminfo GLOBAL pool "201310208(0xbffc000) KB" on gfx942 MI300X: ROCm/rocm-examples #187.
     GpuPreset("MI300X", 201310208 * KIB, EXACT, "rocminfo 201310208 KB (rocm-examples#187)",
               vendor="amd", smi_names=("AMD Instinct MI300X",)),
@@ -156,7 +175,36 @@ _PRESETS: tuple[GpuPreset, ...] = (
               "datasheet 128 GB HBM2e per OAM = 64 GiB per GCD (no device report found)",
               vendor="amd", smi_names=("AMD Instinct MI250X/MI250", "AMD Instinct MI250X"),
               aliases=("MI250X-GCD", "MI250")),
+    # AMD Instinct MI210 datasheet: 64 GB HBM2e (AMD's GB are GiB, as for the MI300X below).
+    GpuPreset("MI210", 64 * GIB, ESTIMATED,
+              "datasheet 64 GB HBM2e (AMD Instinct MI210 datasheet; no device report found)",
+              vendor="amd", smi_names=("AMD Instinct MI210",)),
+    # AMD Instinct MI300A datasheet: 128 GB unified HBM3, shared by the CPU and GPU dies.
+    GpuPreset("MI300A", 128 * GIB, ESTIMATED,
+              "datasheet 128 GB unified HBM3 (AMD Instinct MI300A datasheet; shared with the "
+              "CPU; no device report found)",
+              vendor="amd", smi_names=("AMD Instinct MI300A",)),
 )
+
+# Compute capability per preset. NVIDIA: the "CUDA GPU Compute Capability" table
+# (developer.nvidia.com/cuda-gpus) — V100 7.0, T4 7.5, A100/A30 8.0, A10/A10G/RTX A6000/
+# RTX 3090 8.6, L4/L40/L40S/RTX 4090/RTX 6000 Ada 8.9, H100/H200/H20/GH200 9.0, B200/GB200
+# 10.0, B300 10.3, RTX 5090/RTX PRO 6000 Blackwell 12.0. AMD: ROCm's "GPU hardware
+# specifications" table (rocm.docs.amd.com) — MI210/MI250/MI250X gfx90a, MI300A/MI300X/MI325X
+# gfx942, MI355X gfx950.
+_CAPS: dict[str, str] = {
+    "H100-80GB": "sm90", "H100-PCIE": "sm90", "H100-94GB": "sm90", "H200": "sm90",
+    "H200-NVL": "sm90", "H20": "sm90", "GH200-96GB": "sm90", "GH200-144GB": "sm90",
+    "B200": "sm100", "GB200": "sm100", "B300": "sm103",
+    "A100-40GB": "sm80", "A100-80GB": "sm80", "A30": "sm80",
+    "A10": "sm86", "A10G": "sm86", "RTX-A6000": "sm86", "RTX-3090": "sm86",
+    "L40S": "sm89", "L40": "sm89", "L4": "sm89", "RTX-4090": "sm89", "RTX-6000-ADA": "sm89",
+    "RTX-5090": "sm120", "RTX-PRO-6000": "sm120",
+    "T4": "sm75", "V100-16GB": "sm70", "V100-32GB": "sm70",
+    "MI210": "gfx90a", "MI250X": "gfx90a",
+    "MI300A": "gfx942", "MI300X": "gfx942", "MI325X": "gfx942", "MI355X": "gfx950",
+}
+_PRESETS = tuple(replace(g, compute_capability=_CAPS[g.name]) for g in _ROWS)
 
 GPUS: dict[str, GpuPreset] = {g.name: g for g in _PRESETS}
 
@@ -167,6 +215,7 @@ _AMBIGUOUS: dict[str, tuple[str, ...]] = {
     "GH200": ("GH200-96GB", "GH200-144GB"),
     "A100-PCIE": ("A100-40GB", "A100-80GB"),
     "RTX-6000": ("RTX-6000-ADA", "RTX-PRO-6000"),
+    "V100": ("V100-16GB", "V100-32GB"),
 }
 
 # Leading vendor / brand words that nvidia-smi and rocm-smi print before the model.
@@ -195,6 +244,21 @@ def _index() -> dict[str, str]:
 
 _BY_KEY: dict[str, str] = _index()
 _AMBIGUOUS_BY_KEY: dict[str, tuple[str, ...]] = {_key(k): v for k, v in _AMBIGUOUS.items()}
+
+
+# The compute capability assumed when only a total is given (no GPU named): Hopper, the
+# common deployment; the plan says so in a warning (``ASSUMED_NOTE``).
+ASSUMED_CAPABILITY = "sm90"
+ASSUMED_NOTE = ("no GPU named: planned on the given gpu_total_bytes with the engine's "
+                "utilization and reserves; compute capability assumed SM90 (Hopper) for the "
+                "engine's defaults")
+
+
+def given_total_preset(total_bytes: int) -> GpuPreset:
+    """A preset for a device known only by its total (``gpu_total_bytes`` with no ``gpu``):
+    its memory is the given total, its compute capability ``ASSUMED_CAPABILITY``."""
+    return GpuPreset("given total", total_bytes, EXACT, "gpu_total_bytes, no GPU named",
+                     compute_capability=ASSUMED_CAPABILITY)
 
 
 def gpu_names() -> list[str]:
@@ -237,5 +301,5 @@ def _unknown(name: str, key: str) -> str:
                 suggestions.append(preset_name)
     if suggestions:
         return (f"unknown gpu {name!r}; did you mean {', '.join(suggestions[:4])}? "
-                "(or give the device's total memory: gpu_total_bytes / --gpu-total-bytes)")
+                "(or give the device's total memory: gpu_total_bytes)")
     return f"unknown gpu {name!r}; known: {', '.join(gpu_names())}"

@@ -48,6 +48,8 @@ class Given:
 class Scanned:
     positionals: list[str] = field(default_factory=list)
     given: list[Given] = field(default_factory=list)
+    # Flags an older release had that change no memory, dropped from the line (removed.py).
+    warnings: list[str] = field(default_factory=list)
 
     def last(self, dest: str) -> Given | None:
         """argparse semantics: a flag given twice keeps its last value."""
@@ -185,6 +187,27 @@ def _resolve(word: str, table: FlagTable, label: str) -> tuple[Flag, str, str | 
     raise ServeLineError(f"{label}: {name} is not a {table.label} flag")
 
 
+def _removed(word: str, args: list[str], i: int, table: FlagTable,
+             label: str) -> tuple[str, int] | None:
+    """(warning, index after the flag and its value) for a flag an older release had that
+    changes no memory; refuses one that might; None for anything else."""
+    from kvledger.cli.serve.removed import removed_flags
+
+    name, eq, _ = word.partition("=")
+    if name in table.by_option:
+        return None
+    gone = removed_flags(table.engine).get(name)
+    if gone is None:
+        return None
+    message = gone.message(table.engine, table.label)
+    if gone.memory:
+        raise ServeLineError(f"{label}: {message}, which may change memory: drop it or "
+                             "write the line for the current release")
+    if gone.takes_value and not eq:  # the value is the next word
+        i += 1
+    return f"{message}; it changes no memory: ignored", i
+
+
 def scan(args: list[str], table: FlagTable, label: str) -> Scanned:
     """Match ``args`` (already pre-processed) against ``table`` as argparse would."""
     out = Scanned()
@@ -198,6 +221,11 @@ def scan(args: list[str], table: FlagTable, label: str) -> Scanned:
             continue
         if word == "--":
             only_positionals = True
+            continue
+        dropped = _removed(word, args, i, table, label)
+        if dropped is not None:
+            out.warnings.append(dropped[0])
+            i = dropped[1]
             continue
         flag, option, explicit = _resolve(word, table, label)
         raw: list[str] = []

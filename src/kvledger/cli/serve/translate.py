@@ -31,6 +31,7 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
             args = ["--model-path", args[0], *args[1:]]
         scanned = scanner.scan(args, table, parsed.launcher)
         out = sglang_map.translate(scanned, table, parsed.launcher, parsed.env, ctx)
+    out.notes[:0] = scanned.warnings
     if parsed.dropped_shell:
         out.notes.append(f"shell after the command ignored: {parsed.dropped_shell}")
     return out

@@ -1,0 +1,53 @@
+"""``--gpu-total-bytes N`` with no ``--gpu`` is a complete budget: the engine's utilization
+and reserves against that total, compute capability assumed SM90 and said so."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kvledger.cli.main import main
+
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+GIB = 1 << 30
+
+
+def _plan(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["plan", LLAMA, "--json", *argv]) == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def _line(data: dict[str, Any], key: str) -> int:
+    return next(int(ln["bytes"]) for ln in data["budget"] if ln["key"] == key)
+
+
+def test_total_alone_plans_with_the_engines_utilization(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = _plan(capsys, "--gpu-total-bytes", "80G")
+    assert _line(data, "gpu_total") == 85_899_345_920  # 80 × 2**30
+    # int(85,899,345,920 × 0.92) = int(79,027,398,246.4): vLLM's default utilization 0.92
+    assert _line(data, "utilization") == 79_027_398_246
+    assert any("assumed SM90" in w for w in data["warnings"])
+    # The same reserves as a named Hopper preset with the same total: the KV budget agrees.
+    named = _plan(capsys, "--gpu", "H100-80GB", "--gpu-total-bytes", "80G")
+    assert _line(data, "kv_budget") == _line(named, "kv_budget")
+    assert data["num_blocks"] == named["num_blocks"]
+    assert not any("assumed SM90" in w for w in named["warnings"])
+
+
+def test_total_alone_takes_a_given_utilization(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _plan(capsys, "--gpu-total-bytes", "80G", "--gpu-memory-utilization", "0.5")
+    assert _line(data, "utilization") == 42_949_672_960  # 85,899,345,920 / 2
+
+
+def test_no_budget_hint_names_each_flag_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", LLAMA]) == 2
+    err = capsys.readouterr().err
+    assert "--gpu-total-bytes N" in err
+    assert "--gpu-total-bytes / --gpu-total-bytes" not in err
+    assert main(["plan", LLAMA, "--gpu", "H1000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("--gpu-total-bytes") == 1

@@ -1,0 +1,61 @@
+"""A flag an older release had: changes no memory → planned with a warning naming the flag and
+the release that dropped it; might change memory → refused naming both; unknown → refused."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kvledger.cli.main import main
+from kvledger.cli.serve import removed
+from kvledger.cli.serve.errors import ServeLineError
+from kvledger.cli.serve.table import load
+from kvledger.cli.serve.translate import translate
+
+LINE = ["vllm", "serve", "meta-llama/Meta-Llama-3.1-8B"]
+
+
+def test_removed_flags_are_not_in_the_current_table() -> None:
+    table = load("vllm")
+    rows = removed.removed_flags("vllm")
+    assert "--disable-log-requests" in rows
+    assert not set(rows) & set(table.by_option)  # else the table's own flag would be shadowed
+
+
+def test_issue_line_plans_with_the_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--kv-cache-memory-bytes", "8G", "--json", "--", *LINE,
+            "--disable-log-requests"]
+    assert main(argv) == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    # 32 layers × 2 (K, V) × 8 KV heads × 128 × 2 B = 131,072 B a token, 16-token blocks of
+    # 2 MiB: 8 GiB / 2 MiB = 4,096 blocks.
+    assert data["num_blocks"] == 4096
+    note = data["serve_line"]["notes"][0]
+    assert "--disable-log-requests" in note and "vllm 0.12.0 removed it" in note
+    assert "changes no memory" in note
+
+
+def test_removed_flag_with_a_value_skips_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = removed.Removed("--old-knob", True, "0.9.0", "", False, "did nothing", "test row")
+    monkeypatch.setattr(removed, "removed_flags", lambda engine: {row.option: row})
+    out = translate([*LINE, "--old-knob", "7", "--max-model-len", "4096"])
+    assert out.options["--max-model-len"] == "4096"
+    assert any("--old-knob" in n and "vllm 0.9.0 removed it" in n for n in out.notes)
+    out = translate([*LINE, "--old-knob=7"])
+    assert any("--old-knob" in n for n in out.notes)
+
+
+def test_removed_flag_that_may_change_memory_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    row = removed.Removed("--old-pool", True, "0.8.0", "--new-pool", True,
+                          "sized a GPU pool", "test row")
+    monkeypatch.setattr(removed, "removed_flags", lambda engine: {row.option: row})
+    with pytest.raises(ServeLineError, match=r"--old-pool .*vllm 0\.8\.0 removed it.*memory"):
+        translate([*LINE, "--old-pool", "4"])
+
+
+def test_unknown_flag_stays_a_refusal() -> None:
+    with pytest.raises(ServeLineError, match="--made-up-flag is not a vllm"):
+        translate([*LINE, "--made-up-flag", "3"])
