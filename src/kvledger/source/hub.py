@@ -60,7 +60,7 @@ _UNREACHABLE = {"TransportError", "TimeoutException", "NetworkError", "OSError",
 def _api() -> Any:
     from huggingface_hub import HfApi
 
-    from kvledger import __version__
+    from kvledger.version import __version__
 
     return HfApi(endpoint=hf_cache.endpoint(), library_name="kvledger",
                  library_version=__version__)
