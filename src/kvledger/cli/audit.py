@@ -114,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise _BadInput(f"kvledger audit: error: audit of {ns.target} failed: {exc!r}"
                             ) from exc
     except _BadInput as exc:
-        sys.stderr.write(" ".join(str(exc).split()) + "\n")
-        return EXIT_USAGE
+        from kvledger.cli.errors import UsageError, report, wants_json
+
+        return report(UsageError(str(exc)), as_json=wants_json(args))
     sys.stdout.write((_as_json(result) if ns.json else result.report()) + "\n")
     return EXIT_OK if result.ok else EXIT_PROBLEMS

@@ -25,7 +25,7 @@ import math
 import sys
 
 from kvledger.cli.args import int_at_least, tokens_at_least
-from kvledger.cli.errors import UsageError, report
+from kvledger.cli.errors import UsageError, report, wants_json
 from kvledger.cli.plan_options import (
     FIT_SETS,
     add_engine_options,
@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except BaseException as exc:
-        return report(exc)
+        return report(exc, as_json=wants_json(args))
 
 
 def console() -> int:
