@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    p = _Parser(prog="kvledger audit", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="kvledger audit", description=__doc__.split("\n\n")[0].replace("``", ""))
     p.add_argument("target", metavar="MODULE:FUNCTION",
                    help="a function returning (model, run_callable)")
     p.add_argument("--max-num-seqs", type=int, default=1,
