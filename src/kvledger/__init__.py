@@ -1,9 +1,13 @@
 """kvledger: every byte of attention-cache memory, declared, planned and checked.
 
-The top level offers the two seed protocols (see ``kvledger.declare``). Deriving facts from
-configs lives in ``kvledger.derive``, planning in ``kvledger.plan``, and checking live caches
-(torch) in ``kvledger.check`` — imported on demand so ``import kvledger`` stays light.
+The top level offers what a first script needs — ``plan_model`` and ``PlanRequest`` (planning,
+``kvledger.plan``), ``derive_model`` (per-layer facts from a config, ``kvledger.derive``), the
+root of every error ``KvledgerError`` and the budget's ``BudgetTooSmall`` — and the two seed
+protocols (``kvledger.declare``). Checking live caches (torch) lives in ``kvledger.check``.
+Every name is imported on demand, so ``import kvledger`` stays light.
 """
+
+from kvledger.version import __version__
 
 # Not `from typing import TYPE_CHECKING`: typing alone costs ~15 ms at start-up here, and
 # mypy honours a module-level constant of that name.
@@ -33,17 +37,23 @@ if TYPE_CHECKING:
         spec_from_hf_config,
         state_pool,
     )
-
-__version__ = "0.1.0"
+    from kvledger.derive import derive_model
+    from kvledger.errors import KvledgerError
+    from kvledger.plan.api import plan_model
+    from kvledger.plan.budget import BudgetTooSmall
+    from kvledger.plan.request import PlanRequest
 
 __all__ = [
     "PAGED_CLASS",
+    "BudgetTooSmall",
     "HasModelLocalKV",
     "InsufficientPoolBudget",
     "KVDType",
+    "KvledgerError",
     "ModelLocalKVScope",
     "ModelLocalKVSpec",
     "ModelLocalPoolSpecs",
+    "PlanRequest",
     "Pool",
     "PoolPlan",
     "RowDriver",
@@ -51,11 +61,13 @@ __all__ = [
     "__version__",
     "budget_fix_hint",
     "collect_model_local_kv_specs",
+    "derive_model",
     "fixed_pool",
     "known_dtypes",
     "merge_specs",
     "model_local_to_pool_specs",
     "page_pool",
+    "plan_model",
     "plan_pools",
     "resolve_dtype",
     "spec_from_hf_config",
@@ -63,15 +75,23 @@ __all__ = [
 ]
 
 # Loaded on first use (PEP 562), so `import kvledger` costs almost nothing and a CLI call that
-# never touches a name never pays for it. Every public name but the version is such a name.
+# never touches a name never pays for it. Every public name but the version is such a name:
+# the seed protocols come from kvledger.declare, the rest from the module named here.
+_HOMES = {
+    "BudgetTooSmall": "kvledger.plan.budget",
+    "KvledgerError": "kvledger.errors",
+    "PlanRequest": "kvledger.plan.request",
+    "derive_model": "kvledger.derive",
+    "plan_model": "kvledger.plan.api",
+}
 _LAZY = frozenset(__all__) - {"__version__"}
 
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
-        from kvledger import declare
+        import importlib
 
-        value = getattr(declare, name)
+        value = getattr(importlib.import_module(_HOMES.get(name, "kvledger.declare")), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'kvledger' has no attribute {name!r}")

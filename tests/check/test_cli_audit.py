@@ -72,3 +72,12 @@ def test_dispatched_from_the_main_cli(capsys: pytest.CaptureFixture[str]) -> Non
 
     assert kvledger_main(["audit", "tiny:llama_short", "--max-num-seqs", "2"]) == 1
     assert "UNDER-DECLARED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_nothing_to_check_is_said_and_exits_one(
+        json_flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # No declaration and no cache held: an "ok" would be vacuous, and hides a wrong target.
+    assert main(["tiny:nothing_declared", *json_flag]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "nothing to check" in err, err

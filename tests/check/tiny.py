@@ -174,3 +174,9 @@ def llama_short() -> tuple[Any, Callable[[], None]]:
 
 def not_a_pair() -> int:
     return 3
+
+
+def nothing_declared() -> tuple[Any, Callable[[], None]]:
+    """A model that declares no cache and whose run fills none: nothing for audit to check."""
+    model = nn.Linear(4, 4)
+    return model, lambda: None

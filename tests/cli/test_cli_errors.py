@@ -73,7 +73,7 @@ def test_bad_option_values(
 def test_unknown_flag_and_missing_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--bogus" in _fails(capsys, "plan", LLAMA, "--bogus")
     assert "MODEL" in _fails(capsys, "plan")
-    assert "invalid choice" in _fails(capsys, "frobnicate")
+    assert "unknown command 'frobnicate'" in _fails(capsys, "frobnicate")
 
 
 def test_plan_without_budget(capsys: pytest.CaptureFixture[str]) -> None:

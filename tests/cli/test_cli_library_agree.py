@@ -81,9 +81,10 @@ def test_cli_json_is_the_library_result(
     try:
         library = plan_model(case["model"], _request(case)).to_json()
     except (ValueError, TypeError) as exc:
-        # The same refusal: the CLI's one line is the library's error as cli.errors words it.
+        # The same refusal: the CLI's JSON error (the line has --json) is the library's error
+        # as cli.errors words it.
         said = io.StringIO()
-        assert report(exc, said) == 2
+        assert report(exc, said, as_json="--json" in _argv(case)) == 2
         assert (code, out, err) == (2, "", said.getvalue())
         return
     assert code == 0, err

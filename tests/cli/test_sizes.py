@@ -12,7 +12,7 @@ import json
 import pytest
 
 from kvledger.cli.main import main
-from kvledger.cli.sizes import MAX_SIZE, SizeError, size, vllm_int, vllm_int_or_auto
+from kvledger.sizes import MAX_SIZE, SizeError, size, vllm_int, vllm_int_or_auto
 
 GIB = 1 << 30
 

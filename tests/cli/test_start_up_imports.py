@@ -50,7 +50,9 @@ def test_a_catalog_plan_imports_none_of_the_heavy_modules() -> None:
 # verdicts it words); 59: releases/current.py, the release being planned, which messages name;
 # 60: derive/bookkeeping.py, transformers' bookkeeping keys, which the guard knows on every row.
 # 61: releases/v0_33.py, vLLM 0.33.0's profile.
-MODULES_ON_THE_PATH = 61
+# 62: the version's leaf (kvledger/version.py): the top level now names the planner, so the
+# Hub's user agent can no longer read the version from it without a circle.
+MODULES_ON_THE_PATH = 62
 
 
 def test_a_catalog_plan_imports_no_more_kvledger_modules_than_it_did() -> None:

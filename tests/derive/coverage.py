@@ -155,8 +155,8 @@ def check_wrapper(stem: str, mtype: str, where: str, inner: str, dtype: str, max
 def check_inspect(path: Path, refusal: str | None, capsys: pytest.CaptureFixture[str],
                   *, starts: str = "unsupported:") -> None:
     """`kvledger inspect PATH --json` derives (exit 0, some layer holding bytes) when
-    ``refusal`` is None, else refuses: exit 2, nothing on stdout, one line that begins with
-    ``starts`` and contains ``refusal``."""
+    ``refusal`` is None, else refuses: exit 2, nothing on stdout, one JSON object on stderr
+    (--json) whose error begins with ``starts`` and contains ``refusal``."""
     code = main(["inspect", str(path), "--json"])
     out, err = capsys.readouterr()
     if refusal is None:
@@ -164,6 +164,6 @@ def check_inspect(path: Path, refusal: str | None, capsys: pytest.CaptureFixture
         data = json.loads(out)
         assert data["num_layers"] > 0 and data["bytes_per_token"] + data["bytes_per_request"] > 0
         return
-    assert code == 2 and out == ""
-    line = err.strip()
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    line = json.loads(err)["error"]
     assert line.startswith(starts) and "\n" not in line and refusal in line, line

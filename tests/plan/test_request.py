@@ -118,7 +118,7 @@ def test_absurd_budget_on_the_cli_is_one_line(capsys: pytest.CaptureFixture[str]
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1
-    # Refused by the flag's size parser (cli/sizes.py) before PlanRequest sees it.
+    # Refused by the flag's size parser (kvledger/sizes.py) before PlanRequest sees it.
     assert "--kv-cache-memory-bytes" in err and "must be <=" in err and "unexpected" not in err
 
 

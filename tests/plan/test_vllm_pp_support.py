@@ -210,8 +210,8 @@ def test_plan_refuses_pp_in_one_line_with_vllms_reason_first() -> None:
     code, out, err = _run("plan", WHISPER, "--engine", "vllm==0.32",
                           "--pipeline-parallel-size", "2", "--kv-cache-memory-bytes", "16GiB",
                           "--json")
-    line = err.strip()
-    assert code == 2 and out == "" and "\n" not in line
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    line = json.loads(err)["error"]  # --json: the error is one JSON object
     assert line.index("vLLM 0.32 refuses to start: Pipeline parallelism is not supported") < 12
     assert "WhisperForConditionalGeneration" in line
 

@@ -11,7 +11,7 @@ from kvledger.cli.serve.errors import ServeLineError
 from kvledger.cli.serve.table import load
 from kvledger.cli.serve.translate import translate
 from kvledger.cli.serve.translation import Context
-from kvledger.cli.sizes import MAX_SIZE, SizeError, size
+from kvledger.sizes import MAX_SIZE, SizeError, size
 
 VALUES = ["0", "1", "-1", "2", "8", "0.9", "1.5", "nan", "inf", "32k", "32K", "1.5K", "10GiB",
           "1e9", "auto", "true", "", "None", "{}", '{"method": "mtp"}', "[1, 2]", "x" * 50,

@@ -78,6 +78,12 @@ class AuditResult:
     def ok(self) -> bool:
         return not self.undeclared and all(d.verdict is Verdict.OK for d in self.declarations)
 
+    @property
+    def checked_nothing(self) -> bool:
+        """No declaration and no cache held: ``ok`` is then vacuous (a wrong target, or a run
+        that never filled a cache), so the CLI says so and does not pass it."""
+        return not self.declarations and not self.undeclared
+
     def verdicts(self) -> dict[str, Verdict]:
         """``owner:name`` → verdict, plus ``path`` → ``undeclared`` for unclaimed caches."""
         out = {d.label: d.verdict for d in self.declarations}

@@ -54,15 +54,15 @@ def fraction(text: str) -> float:
 
 
 def _sized(unit: str, minimum: int) -> Callable[[str], int]:
-    """A size flag in vLLM's forms and more (``kvledger.cli.sizes``): 32k, 8G, 10GiB, 1e9."""
+    """A size flag in vLLM's forms and more (``kvledger.sizes``): 32k, 8G, 10GiB, 1e9."""
 
     def parse(text: str) -> int:
         plain = text.strip()
-        # A plain integer in range needs no grammar: kvledger.cli.sizes (and its regexes)
+        # A plain integer in range needs no grammar: kvledger.sizes (and its regexes)
         # stays off the start-up path of the common call (bench/startup.py).
         if plain.isascii() and plain.isdigit() and len(plain) <= 18 and int(plain) >= minimum:
             return int(plain)
-        from kvledger.cli.sizes import SizeError, size
+        from kvledger.sizes import SizeError, size
 
         try:
             return size(text, unit=unit, minimum=minimum)

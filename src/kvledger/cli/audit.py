@@ -2,7 +2,8 @@
 
 ``FUNCTION`` takes no arguments and returns ``(model, run)``; ``run()`` exercises the caches
 (e.g. a short ``generate``). The report goes to stdout. Exit codes: 0 when every verdict is
-``ok``; 1 when any is not (under-/over-declared, dead, undeclared); 2 with one line on stderr
+``ok``; 1 when any is not (under-/over-declared, dead, undeclared), or when there is nothing to
+check (no declaration, no cache held: one line on stderr says so); 2 with one line on stderr
 for bad input (malformed target, import failure, a function that does not return a pair, a
 ``run`` that raises). The current directory is importable, as with ``python -m``, so
 ``kvledger audit mypkg.talker:audit_case`` works from a checkout.
@@ -33,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    p = _Parser(prog="kvledger audit", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="kvledger audit", description=__doc__.split("\n\n")[0].replace("``", ""))
     p.add_argument("target", metavar="MODULE:FUNCTION",
                    help="a function returning (model, run_callable)")
     p.add_argument("--max-num-seqs", type=int, default=1,
@@ -114,7 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise _BadInput(f"kvledger audit: error: audit of {ns.target} failed: {exc!r}"
                             ) from exc
     except _BadInput as exc:
-        sys.stderr.write(" ".join(str(exc).split()) + "\n")
-        return EXIT_USAGE
+        from kvledger.cli.errors import UsageError, report, wants_json
+
+        return report(UsageError(str(exc)), as_json=wants_json(args))
     sys.stdout.write((_as_json(result) if ns.json else result.report()) + "\n")
+    if result.checked_nothing:
+        sys.stderr.write(f"kvledger audit: nothing to check: {ns.target} declares no "
+                         "model-local KV cache and its run left no cache tensor\n")
+        return EXIT_PROBLEMS
     return EXIT_OK if result.ok else EXIT_PROBLEMS

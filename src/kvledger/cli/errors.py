@@ -30,6 +30,7 @@ from kvledger.errors import (
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import TextIO
 
 EXIT_USAGE = 2
@@ -118,13 +119,30 @@ def describe(exc: BaseException) -> tuple[str, str]:
     )
 
 
-def report(exc: BaseException, stream: TextIO | None = None) -> int:
-    """Print ``exc`` as one line on stderr and return the exit code."""
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON: ``--json`` (or an abbreviation argparse would
+    expand to it) before a ``--`` that starts a pasted serve line."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if len(arg) >= 3 and "--json".startswith(arg):
+            return True
+    return False
+
+
+def report(exc: BaseException, stream: TextIO | None = None, *, as_json: bool = False) -> int:
+    """Print ``exc`` on stderr and return the exit code: one line, or with ``as_json`` one
+    JSON object ``{"error", "hint", "exit_code"}`` (a script that asked for JSON parses its
+    failures too)."""
     out = stream if stream is not None else sys.stderr
     if isinstance(exc, KeyboardInterrupt):
-        print("interrupted", file=out)
-        return EXIT_INTERRUPTED
-    message, hint = describe(exc)
-    line = f"{message} (hint: {hint})" if hint else message
-    print(line, file=out)
-    return EXIT_USAGE
+        message, hint, code = "interrupted", "", EXIT_INTERRUPTED
+    else:
+        (message, hint), code = describe(exc), EXIT_USAGE
+    if as_json:
+        import json
+
+        print(json.dumps({"error": message, "hint": hint, "exit_code": code}), file=out)
+    else:
+        print(f"{message} (hint: {hint})" if hint else message, file=out)
+    return code

@@ -29,9 +29,11 @@ def fill_parser(p: argparse.ArgumentParser) -> None:
                    help="default: detected from the log")
     given = p.add_argument_group("settings the log does not show (they win over the log)")
     given.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1), default=None,
-                       metavar="T")
-    given.add_argument("--max-model-len", type=tokens_at_least(1), default=None, metavar="L")
-    given.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default=None)
+                       metavar="T", help="GPUs each layer was split across")
+    given.add_argument("--max-model-len", type=tokens_at_least(1), default=None, metavar="L",
+                       help="longest request in tokens the server was started with")
+    given.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default=None,
+                       help="KV element type the server was started with")
     p.add_argument("--json", action="store_true", help="one JSON object for machines")
 
 

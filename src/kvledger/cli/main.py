@@ -25,7 +25,7 @@ import math
 import sys
 
 from kvledger.cli.args import int_at_least, tokens_at_least
-from kvledger.cli.errors import UsageError, report
+from kvledger.cli.errors import UsageError, report, wants_json
 from kvledger.cli.plan_options import (
     FIT_SETS,
     add_engine_options,
@@ -60,7 +60,8 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
 def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
-    fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N")
+    fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N",
+                     help="requests that must run at once")
     fit.add_argument("--context", type=tokens_at_least(1), required=True, metavar="L",
                      help="tokens per request")
     add_engine_options(fit, for_fit=True)
@@ -71,7 +72,9 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
 
 def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
     _add_model(inspect)
-    inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
+    inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
+                         help="KV element type (auto: the checkpoint's KV scheme, else its "
+                         "dtype)")
     inspect.add_argument("--json", action="store_true", help="one JSON object for machines")
     inspect.set_defaults(handler=_cmd_inspect)
 
@@ -134,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
         "planned against a GPU budget, and checked.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser,
+                                help="'kvledger COMMAND --help' lists its options")
     for name, (help_line, fill, aliases) in COMMANDS.items():
         if fill is None:  # listed for --help only
             sub.add_parser(name, help=help_line, add_help=False)
@@ -294,6 +298,16 @@ def _cmd_audit(argv: list[str]) -> int:
     return int(code or 0)
 
 
+def _unknown_command(word: str) -> UsageError:
+    """``kvledger plna``: the nearest command by spelling (difflib), if one is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, [*COMMANDS, *_ALIASES], n=1, cutoff=0.6)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return UsageError(f"kvledger: error: unknown command {word!r}{guess}",
+                      hint="see 'kvledger --help' (commands: " + ", ".join(COMMANDS) + ")")
+
+
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "audit":
         return _cmd_audit(argv[1:])
@@ -310,6 +324,8 @@ def _run(argv: list[str]) -> int:
         ns = command_parser(argv[0]).parse_args(argv[1:])
         result: int = ns.handler(ns)
         return result
+    if argv and not argv[0].startswith("-"):
+        raise _unknown_command(argv[0])
     parser = build_parser()
     ns = parser.parse_args(argv)
     if ns.version:
@@ -340,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except BaseException as exc:
-        return report(exc)
+        return report(exc, as_json=wants_json(args))
 
 
 def console() -> int:

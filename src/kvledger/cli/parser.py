@@ -30,7 +30,29 @@ class Parser(argparse.ArgumentParser):
         self.register("action", "boolean_optional", argparse.BooleanOptionalAction)
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: error: {message}", hint=f"see '{self.prog} --help'")
+        raise UsageError(f"{self.prog}: error: {self._suggest(message)}",
+                         hint=f"see '{self.prog} --help'")
+
+    def _suggest(self, message: str) -> str:
+        """argparse's ``unrecognized arguments: --max-modle-len 4096`` → ``unrecognized
+        argument --max-modle-len; did you mean --max-model-len?`` when one of this parser's
+        listed flags is close (difflib); else argparse's words."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return message
+        flags = [w.partition("=")[0] for w in message[len(prefix):].split()
+                 if w.startswith("--")]
+        if not flags:
+            return message
+        import difflib
+
+        known = [o for a in self._actions if a.help != argparse.SUPPRESS
+                 for o in a.option_strings if o.startswith("--")]
+        for flag in flags:
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+            if close:
+                return f"unrecognized argument {flag}; did you mean {close[0]}?"
+        return message
 
     # argparse's add_argument builds a formatter only to check a metavar tuple against nargs;
     # a default one reads the terminal width through shutil, whose import (zlib, bz2, lzma)

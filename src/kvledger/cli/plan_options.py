@@ -35,7 +35,7 @@ DEFAULTS = {f.name: f.default for f in fields(PlanRequest)}
 
 
 # Flags fit answers from its own question: given to fit, each is refused by name (one line,
-# exit 2) rather than silently replaced.
+# exit 2) rather than silently replaced; fit's --help does not list them.
 FIT_SETS = {
     "data_parallel_size": "not taken by fit: it sizes one replica (data parallelism repeats "
                           "it; plan each replica with 'kvledger plan -dp D')",
@@ -49,7 +49,12 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
 
     ``fit`` searches GPU layouts, so it takes neither a direct byte budget nor a GPU total:
     the preset is the question (its ``--gpu`` is required and added by ``fit`` itself).
+    The flags it answers itself (``FIT_SETS``) still parse, to be refused by name, but its
+    ``--help`` leaves them out.
     """
+    import argparse  # loaded already: the parser being filled is one
+
+    SUPPRESS = argparse.SUPPRESS  # compared by identity: the constant itself, not its text
     p.add_argument("--engine", type=engine_spec, default=DEFAULTS["engine"], metavar="ENGINE",
                    help="{" + ",".join(ENGINES) + "}, optionally pinned to a release as pip "
                    "writes it (vllm==0.32; default: the newest kvledger knows); " + "; ".join(
@@ -70,11 +75,12 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
                         "needs, e.g. 64 for sparse MLA; same as auto)")
     p.add_argument("--max-model-len", "--context-length", type=tokens_at_least(1),
                    default=None, metavar="L",
-                   help=FIT_SETS["max_model_len"] if for_fit else
+                   help=SUPPRESS if for_fit else
                    "longest request in tokens (default: the config's)")
     p.add_argument("--allow-long-max-model-len", action="store_true",
-                   help="plan a --max-model-len above the config's, as vLLM does with "
-                   "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (default: refused, as vLLM refuses it)")
+                   help=f"plan a {'--context' if for_fit else '--max-model-len'} above the "
+                   "config's, as vLLM does with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (default: "
+                   "refused, as vLLM refuses it)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default=DEFAULTS["kv_cache_dtype"],
                    help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
     # fit searches TP × PP itself: a size given there fixes that axis of the search.
@@ -82,20 +88,23 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
                    default=None if for_fit else DEFAULTS["tensor_parallel_size"],
                    metavar="T",
                    help="fit: only layouts with T-way tensor parallelism are tried (default: "
-                        "1, 2, 4, 8)" if for_fit else None)
+                        "1, 2, 4, 8)" if for_fit else "GPUs each layer is split across "
+                        "(default 1); the budget is per GPU")
     p.add_argument("--pipeline-parallel-size", "-pp", type=int_at_least(1),
                    default=None if for_fit else DEFAULTS["pipeline_parallel_size"],
                    metavar="P",
                    help="fit: only layouts with P pipeline stages are tried (default: 1, 2, "
-                        "4, 8, 16)" if for_fit else None)
+                        "4, 8, 16)" if for_fit else "pipeline stages the layers are divided "
+                        "into (default 1)")
     p.add_argument("--data-parallel-size", "-dp", type=int_at_least(1),
                    default=None if for_fit else DEFAULTS["data_parallel_size"],
                    metavar="D",
-                   help=FIT_SETS["data_parallel_size"] if for_fit else None)
+                   help=SUPPRESS if for_fit else "replicas of the whole model (default 1); "
+                   "each is planned alike")
     # None = not given: vLLM then takes min(256, --max-num-batched-tokens) (EngineArgs.
     # _set_default_max_num_seqs_and_batched_tokens), so a small token budget is no refusal.
     p.add_argument("--max-num-seqs", type=int_at_least(1), default=None, metavar="S",
-                   help=FIT_SETS["max_num_seqs"] if for_fit else
+                   help=SUPPRESS if for_fit else
                    "concurrent requests the engine admits (default 256, or "
                    "--max-num-batched-tokens if smaller)")
     p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1),
@@ -104,7 +113,8 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
     p.add_argument("--enable-prefix-caching", action="boolean_optional",
                    default=None, help="default: the engine's choice for the model")
     p.add_argument("--num-speculative-tokens", type=int_at_least(0),
-                   default=DEFAULTS["num_speculative_tokens"], metavar="K")
+                   default=DEFAULTS["num_speculative_tokens"], metavar="K",
+                   help="draft tokens proposed per step (default 0: no speculative decoding)")
     p.add_argument("--speculative-method", default=None, metavar="METHOD",
                    help="mtp, eagle3, ... (needed with --num-speculative-tokens)")
     _add_sglang_options(p)
@@ -128,19 +138,28 @@ def _add_sglang_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("SGLang options (--engine sglang; SGLang's names and defaults)")
     g.add_argument("--mem-fraction-static", type=fraction, default=None, metavar="F",
                    help="default: SGLang's formula from the GPU's memory")
-    g.add_argument("--max-running-requests", type=int_at_least(1), default=None, metavar="N")
-    g.add_argument("--max-total-tokens", type=int_at_least(1), default=None, metavar="N")
-    g.add_argument("--chunked-prefill-size", type=int_at_least(1), default=None, metavar="N")
-    g.add_argument("--cuda-graph-max-bs", type=int_at_least(1), default=None, metavar="N")
+    g.add_argument("--max-running-requests", type=int_at_least(1), default=None, metavar="N",
+                   help="requests SGLang runs at once (default: its formula from the pool)")
+    g.add_argument("--max-total-tokens", type=int_at_least(1), default=None, metavar="N",
+                   help="cap the KV pool at N tokens (default: what the memory holds)")
+    g.add_argument("--chunked-prefill-size", type=int_at_least(1), default=None, metavar="N",
+                   help="tokens per prefill chunk (default: SGLang's for the GPU)")
+    g.add_argument("--cuda-graph-max-bs", type=int_at_least(1), default=None, metavar="N",
+                   help="largest batch captured as a CUDA graph (default: SGLang's for the "
+                   "GPU)")
     g.add_argument("--swa-full-tokens-ratio", type=fraction, default=None, metavar="R",
                    help="SWA pool tokens per full pool token (default 0.8)")
     g.add_argument("--mamba-full-memory-ratio", type=float, default=None, metavar="R",
                    help="state pool memory per KV memory (default 0.9)")
-    g.add_argument("--disable-radix-cache", action="store_true", default=None)
-    g.add_argument("--disable-overlap-schedule", action="store_true", default=None)
-    g.add_argument("--enable-dp-attention", action="store_true", default=None)
+    g.add_argument("--disable-radix-cache", action="store_true", default=None,
+                   help="no prefix cache (SGLang's radix tree)")
+    g.add_argument("--disable-overlap-schedule", action="store_true", default=None,
+                   help="schedule the next batch after the current one, not alongside it")
+    g.add_argument("--enable-dp-attention", action="store_true", default=None,
+                   help="data-parallel attention (SGLang's DP attention)")
     g.add_argument("--mamba-ssm-dtype", choices=("float32", "bfloat16", "float16"),
-                   default=None)
+                   default=None, help="element type of the Mamba SSM state (default: the "
+                   "config's)")
 
 
 SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens",

@@ -57,7 +57,7 @@ _ROWS: tuple[GpuPreset, ...] = (
     # nvidia-smi "81559MiB": modal-labs/modal-client PR #2797 (NVML totals of Modal's fleet);
     # NVIDIA/nccl issue #1264 and google/gvisor issue #10413 (nvidia-smi on
     # "NVIDIA H100 80GB HBM3").
-    GpuPreset("H100-80GB", _mib(81559), EXACT, "nvidia-smi 81559MiB (modal-client#2797)",
+    GpuPreset("H100-80GB", _mib(81559), EXACT, "nvidia-smi 81559MiB (a public device report)",
               smi_names=("NVIDIA H100 80GB HBM3",),
               aliases=("H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM5-80GB",
                        "H100-80GB-HBM3")),
@@ -67,7 +67,7 @@ _ROWS: tuple[GpuPreset, ...] = (
               "nvidia-smi 'NVIDIA H100 PCIe, 81559 MiB' (several public run logs)",
               smi_names=("NVIDIA H100 PCIe",), aliases=("H100-PCIE-80GB",)),
     # nvidia-smi "95830MiB" on "NVIDIA H100 NVL": NVIDIA/gpu-admin-tools issue #4.
-    GpuPreset("H100-94GB", _mib(95830), EXACT, "nvidia-smi 95830MiB (gpu-admin-tools#4)",
+    GpuPreset("H100-94GB", _mib(95830), EXACT, "nvidia-smi 95830MiB (a public device report)",
               smi_names=("NVIDIA H100 NVL",), aliases=("H100-NVL", "H100-94G")),
     # nvidia-smi 143,771 MiB: thundergolfer.com/blog/nvidia-gpu-memory-capacity (Modal).
     GpuPreset("H200", _mib(143771), EXACT, "nvidia-smi 143771MiB (thundergolfer.com blog)",
@@ -85,7 +85,7 @@ _ROWS: tuple[GpuPreset, ...] = (
               "nvidia-smi 'NVIDIA GH200 144G HBM3e, 146831' (public log)",
               smi_names=("NVIDIA GH200 144G HBM3e",), aliases=("GH200-144G",)),
     # nvidia-smi "183359MiB" on "NVIDIA B200": NVIDIA/TensorRT-LLM issue #10278.
-    GpuPreset("B200", _mib(183359), EXACT, "nvidia-smi 183359MiB (TensorRT-LLM#10278)",
+    GpuPreset("B200", _mib(183359), EXACT, "nvidia-smi 183359MiB (a public device report)",
               smi_names=("NVIDIA B200",)),
     # No device report found: NVIDIA's Blackwell Ultra datasheet, 288 GB HBM3e per GPU.
     GpuPreset("B300", 288 * 10**9, ESTIMATED, "datasheet 288 GB HBM3e (no device report found)",
@@ -96,36 +96,36 @@ _ROWS: tuple[GpuPreset, ...] = (
     # nvidia-smi "40960MiB" / "81920MiB": modal-client#2797; NVIDIA/mig-parted issue #31. The
     # PCIe parts report the same totals ("NVIDIA A100-PCIE-40GB, 40960 MiB", "NVIDIA A100 80GB
     # PCIe, 81920 MiB" in several public run logs).
-    GpuPreset("A100-40GB", _mib(40960), EXACT, "nvidia-smi 40960MiB (modal-client#2797)",
+    GpuPreset("A100-40GB", _mib(40960), EXACT, "nvidia-smi 40960MiB (a public device report)",
               smi_names=("NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"),
               aliases=("A100-40G", "A100-SXM-40GB", "A100-PCIE-40GB")),
-    GpuPreset("A100-80GB", _mib(81920), EXACT, "nvidia-smi 81920MiB (mig-parted#31)",
+    GpuPreset("A100-80GB", _mib(81920), EXACT, "nvidia-smi 81920MiB (a public device report)",
               smi_names=("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"),
               aliases=("A100-80G", "A100-SXM-80GB", "A100-PCIE-80GB")),
     # nvidia-smi "46068MiB" / "23034MiB" / "23028MiB" / "15360MiB": modal-client#2797 (L40S,
     # L4, A10, T4). "NVIDIA L40, 46068 MiB": several independent public run logs agree.
-    GpuPreset("L40S", _mib(46068), EXACT, "nvidia-smi 46068MiB (modal-client#2797)",
+    GpuPreset("L40S", _mib(46068), EXACT, "nvidia-smi 46068MiB (a public device report)",
               smi_names=("NVIDIA L40S",)),
     GpuPreset("L40", _mib(46068), EXACT,
               "nvidia-smi 'NVIDIA L40, 46068 MiB' (several public run logs)",
               smi_names=("NVIDIA L40",)),
-    GpuPreset("L4", _mib(23034), EXACT, "nvidia-smi 23034MiB (modal-client#2797)",
+    GpuPreset("L4", _mib(23034), EXACT, "nvidia-smi 23034MiB (a public device report)",
               smi_names=("NVIDIA L4",)),
-    GpuPreset("A10", _mib(23028), EXACT, "nvidia-smi 23028MiB (modal-client#2797)",
+    GpuPreset("A10", _mib(23028), EXACT, "nvidia-smi 23028MiB (a public device report)",
               smi_names=("NVIDIA A10",)),
     # nvidia-smi "23028MiB" on "NVIDIA A10G": NVIDIA/DCGM issue #232.
-    GpuPreset("A10G", _mib(23028), EXACT, "nvidia-smi 23028MiB (DCGM#232)",
+    GpuPreset("A10G", _mib(23028), EXACT, "nvidia-smi 23028MiB (a public device report)",
               smi_names=("NVIDIA A10G",)),
-    GpuPreset("T4", _mib(15360), EXACT, "nvidia-smi 15360MiB (modal-client#2797)",
+    GpuPreset("T4", _mib(15360), EXACT, "nvidia-smi 15360MiB (a public device report)",
               smi_names=("Tesla T4",)),
     # nvidia-smi "24564MiB" on "NVIDIA GeForce RTX 4090": RLinf/RLinf issue #255.
-    GpuPreset("RTX-4090", _mib(24564), EXACT, "nvidia-smi 24564MiB (RLinf#255)",
+    GpuPreset("RTX-4090", _mib(24564), EXACT, "nvidia-smi 24564MiB (a public device report)",
               smi_names=("NVIDIA GeForce RTX 4090",), aliases=("4090",)),
     # nvidia-smi "32607MiB" on "NVIDIA GeForce RTX 5090": noonghunna/club-3090 issue #617.
-    GpuPreset("RTX-5090", _mib(32607), EXACT, "nvidia-smi 32607MiB (club-3090#617)",
+    GpuPreset("RTX-5090", _mib(32607), EXACT, "nvidia-smi 32607MiB (a public device report)",
               smi_names=("NVIDIA GeForce RTX 5090",), aliases=("5090",)),
     # nvidia-smi "24576MiB" on "NVIDIA GeForce RTX 3090": noonghunna/club-3090 issue #1127.
-    GpuPreset("RTX-3090", _mib(24576), EXACT, "nvidia-smi 24576MiB (club-3090#1127)",
+    GpuPreset("RTX-3090", _mib(24576), EXACT, "nvidia-smi 24576MiB (a public device report)",
               smi_names=("NVIDIA GeForce RTX 3090",), aliases=("3090",)),
     # "NVIDIA RTX A6000, 49140 MiB", "NVIDIA RTX 6000 Ada Generation, 49140 MiB",
     # "NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887 MiB": several public logs.
@@ -158,7 +158,7 @@ _ROWS: tuple[GpuPreset, ...] = (
               smi_names=("Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB"),
               aliases=("V100-32G", "V100-SXM2-32GB", "V100-PCIE-32GB")),
     # rocminfo GLOBAL pool "201310208(0xbffc000) KB" on gfx942 MI300X: ROCm/rocm-examples #187.
-    GpuPreset("MI300X", 201310208 * KIB, EXACT, "rocminfo 201310208 KB (rocm-examples#187)",
+    GpuPreset("MI300X", 201310208 * KIB, EXACT, "rocminfo 201310208 KB (a public device report)",
               vendor="amd", smi_names=("AMD Instinct MI300X",)),
     # No device report found: AMD datasheets, 256 GB / 288 GB HBM3E (AMD's GB are GiB here:
     # the MI300X "192 GB" reports 191.98 GiB).

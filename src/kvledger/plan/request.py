@@ -86,6 +86,31 @@ def _count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BYTES) -> 
         raise ValueError(f"{name} must be <= {bound}, got {shown}")
 
 
+# Fields that take a size as the CLI's flags do ("32k", "10GiB", "1e9"): read by the CLI's own
+# grammar (kvledger.sizes.size), so the library and the command line accept the same text.
+_SIZED_FIELDS = {
+    "kv_cache_memory_bytes": ("bytes", 0), "activation_peak_bytes": ("bytes", 0),
+    "cuda_graph_bytes": ("bytes", 0), "non_torch_bytes": ("bytes", 0),
+    "gpu_total_bytes": ("bytes", 1), "max_model_len": ("tokens", 1),
+    "max_num_batched_tokens": ("tokens", 1),
+}
+
+
+def _sized(name: str, value: Any) -> Any:
+    """A text size → its int (``ValueError`` naming the field if it cannot be read); any
+    other value is left for the type checks below."""
+    if not isinstance(value, str):
+        return value
+    # Imported only for text: a plain int never pays for the grammar's regexes.
+    from kvledger.sizes import SizeError, size
+
+    unit, minimum = _SIZED_FIELDS[name]
+    try:
+        return size(value, unit=unit, minimum=minimum)
+    except SizeError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
 def _block_size(value: Any) -> int | None:
     """``"auto"`` (any case) or None → None (the engine picks); else a count >= 1."""
     if value is None or (isinstance(value, str) and value.strip().lower() == AUTO):
@@ -147,6 +172,8 @@ class PlanRequest:
     sglang: Any = None
 
     def __post_init__(self) -> None:
+        for name in _SIZED_FIELDS:
+            object.__setattr__(self, name, _sized(name, getattr(self, name)))
         self._check_engine()
         for name in ("kv_cache_memory_bytes", "activation_peak_bytes", "cuda_graph_bytes",
                      "non_torch_bytes"):

@@ -286,7 +286,7 @@ def _json_section(plan: Mapping[str, Any]) -> str:
 
 def render_report(data: ReportData, *, command: str = "") -> str:
     """The whole page as one string (needs the plotting extra)."""
-    from kvledger import __version__
+    from kvledger.version import __version__
 
     plan = data.plan_json
     facts = [f"layout {plan['engine']}", f"KV dtype {plan['kv_cache_dtype']}",

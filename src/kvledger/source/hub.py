@@ -39,6 +39,13 @@ from kvledger.source.headers import (
 )
 
 TIMEOUT_S = 10.0  # huggingface_hub's own default for metadata and header requests
+# The first request of a fetch (a HEAD of config.json) asks whether the Hub is there at all: a
+# Hub that takes longer than this to answer a HEAD is treated as unreachable, so a dead
+# endpoint (one that accepts the connection and never answers) fails within 5 s, not 10.
+PROBE_TIMEOUT_S = 4.0
+# A Hub read that takes longer than this says so on stderr, once, so a person is not left
+# looking at a silent terminal.
+PROGRESS_AFTER_S = 1.0
 CONFIG = "config.json"
 QUANT = "hf_quant_config.json"
 SINGLE = "model.safetensors"
@@ -60,7 +67,7 @@ _UNREACHABLE = {"TransportError", "TimeoutException", "NetworkError", "OSError",
 def _api() -> Any:
     from huggingface_hub import HfApi
 
-    from kvledger import __version__
+    from kvledger.version import __version__
 
     return HfApi(endpoint=hf_cache.endpoint(), library_name="kvledger",
                  library_version=__version__)
@@ -154,12 +161,33 @@ def hub_error(exc: Exception, repo_id: str, revision: str | None, what: str) -> 
         hint=PATH_FORMS)
 
 
-def _head(repo_id: str, filename: str, revision: str) -> Any:
+def _head(repo_id: str, filename: str, revision: str, *, timeout: float = TIMEOUT_S) -> Any:
     """One ``HEAD`` of a file, no retries: its commit, or the Hub's typed error."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
     url = hf_hub_url(repo_id, filename, revision=revision, endpoint=hf_cache.endpoint())
-    return get_hf_file_metadata(url, timeout=TIMEOUT_S, endpoint=hf_cache.endpoint())
+    return get_hf_file_metadata(url, timeout=timeout, endpoint=hf_cache.endpoint())
+
+
+@contextmanager
+def _progress(what: str) -> Iterator[None]:
+    """One line on stderr if the block takes over ``PROGRESS_AFTER_S``; nothing otherwise.
+    Only for a person at a terminal: a script reading stderr (a ``--json`` error is one JSON
+    object there) gets no progress line."""
+    import sys
+    import threading
+
+    if not sys.stderr.isatty():
+        yield
+        return
+    timer = threading.Timer(PROGRESS_AFTER_S, lambda: sys.stderr.write(
+        f"kvledger: reading {what} from {hf_cache.endpoint()} ...\n"))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _exists(repo_id: str, filename: str, commit: str) -> bool:
@@ -199,18 +227,19 @@ def fetch(repo_id: str, revision: str | None) -> hf_cache.Snapshot:
     """Fetch ``config.json`` (and ``hf_quant_config.json`` when the repository has one) at
     ``revision`` into the local HF cache; the snapshot they landed in."""
     rev = revision or hf_cache.DEFAULT_REVISION
-    try:
-        commit = _head(repo_id, CONFIG, rev).commit_hash
-        if not commit or not hf_cache.is_commit(commit):
-            raise OSError(f"{hf_cache.endpoint()} sent no X-Repo-Commit header: not a Hub")
-        # By name, not by commit: hf_hub_download then records refs/<rev> -> commit, which is
-        # how the next run (and an offline one) finds this snapshot.
-        config_path = _download(repo_id, CONFIG, rev)
-    except Exception as exc:
-        raise hub_error(exc, repo_id, revision, CONFIG) from None
-    directory = os.path.dirname(config_path)
-    snapshot = hf_cache.Snapshot(repo_id, os.path.basename(directory), directory, rev)
-    fetch_companion(snapshot, QUANT)
+    with _progress(f"{repo_id}'s config"):
+        try:
+            commit = _head(repo_id, CONFIG, rev, timeout=PROBE_TIMEOUT_S).commit_hash
+            if not commit or not hf_cache.is_commit(commit):
+                raise OSError(f"{hf_cache.endpoint()} sent no X-Repo-Commit header: not a Hub")
+            # By name, not by commit: hf_hub_download then records refs/<rev> -> commit,
+            # which is how the next run (and an offline one) finds this snapshot.
+            config_path = _download(repo_id, CONFIG, rev)
+        except Exception as exc:
+            raise hub_error(exc, repo_id, revision, CONFIG) from None
+        directory = os.path.dirname(config_path)
+        snapshot = hf_cache.Snapshot(repo_id, os.path.basename(directory), directory, rev)
+        fetch_companion(snapshot, QUANT)
     return snapshot
 
 
@@ -228,6 +257,11 @@ def fetch_companion(snapshot: hf_cache.Snapshot, filename: str) -> bool:
 def remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
     """Exact tensor bytes per dtype from the Hub's safetensors headers at ``commit``, or None
     when the repository has no safetensors (``model.safetensors`` nor an index)."""
+    with _progress(f"{repo_id}'s safetensors headers"):
+        return _remote_totals(repo_id, commit)
+
+
+def _remote_totals(repo_id: str, commit: str) -> SafetensorsTotals | None:
     try:
         if _exists(repo_id, SINGLE, commit):
             files = [SINGLE]
