@@ -12,14 +12,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "kvledger"
 TAGS = re.compile(r"\[cov-[\w.-]+\]|\b[\w.-]+#\d+\b|(?<![\w&/])#\d{3,5}\b")
-# Tags left in folders this suite's owner does not hold: plan/engines/ (the SGLang refusals'
-# case ids), to be moved into comments by that folder's owner. Named by file and tag, so a
-# new one still fails.
-KNOWN = {
-    ("plan/engines/sglang/served.py", tag) for tag in (
-        "[cov-bloom]", "[cov-falcon]", "[cov-jamba]", "[cov-zamba2-hf-arch]",
-        "[cov-minimax-m1]", "[cov-minimax-m3]", "[cov-gemma4-text]")
-}
+# Tags allowed by file and tag (none: the SGLang refusals' case ids are comments now).
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

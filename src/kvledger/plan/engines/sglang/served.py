@@ -56,21 +56,27 @@ TRANSFORMERS_BACKEND_NO_PP: Mapping[str, str] = {
 
 _INCOMPATIBLE = ("has no SGlang implementation and the Transformers implementation is not "
                  "compatible with SGLang (model_loader/utils.py: resolve_transformers_arch)")
-# SGLang refuses to load these; the reason is SGLang's own (oracle case in brackets).
+# SGLang refuses to load these; the reason is SGLang's own (its oracle case named above each).
 NOT_SERVED: Mapping[str, str] = {
-    "BloomForCausalLM": f"BloomForCausalLM {_INCOMPATIBLE} [cov-bloom]",
-    "FalconForCausalLM": f"FalconForCausalLM {_INCOMPATIBLE} [cov-falcon]",
-    "JambaForCausalLM": f"JambaForCausalLM {_INCOMPATIBLE} [cov-jamba]",
-    "Zamba2ForCausalLM": f"Zamba2ForCausalLM {_INCOMPATIBLE} [cov-zamba2-hf-arch]",
+    # oracle case cov-bloom (tests/oracles/sglang-0.5.23/cases.jsonl)
+    "BloomForCausalLM": f"BloomForCausalLM {_INCOMPATIBLE}",
+    # oracle case cov-falcon (tests/oracles/sglang-0.5.23/cases.jsonl)
+    "FalconForCausalLM": f"FalconForCausalLM {_INCOMPATIBLE}",
+    # oracle case cov-jamba (tests/oracles/sglang-0.5.23/cases.jsonl)
+    "JambaForCausalLM": f"JambaForCausalLM {_INCOMPATIBLE}",
+    # oracle case cov-zamba2-hf-arch (tests/oracles/sglang-0.5.23/cases.jsonl)
+    "Zamba2ForCausalLM": f"Zamba2ForCausalLM {_INCOMPATIBLE}",
     "MiniMaxM1ForCausalLM": (
         "SGLang 0.5.23 has no MiniMaxM1ForCausalLM class, and the config's own class is remote "
         "code (auto_map), which only --trust-remote-code with the checkpoint's files could hand "
-        "to the Transformers backend; not reproduced [cov-minimax-m1]"),
+        # oracle case cov-minimax-m1 (tests/oracles/sglang-0.5.23/cases.jsonl)
+        "to the Transformers backend; not reproduced"),
     "MiniMaxM3ForCausalLM": (
         "SGLang 0.5.23 has no MiniMaxM3ForCausalLM class (only MiniMaxM3Sparse*), and its "
         "config does not load: The checkpoint you are trying to load has model type "
         "`minimax_m3` but Transformers does not recognize this architecture (transformers "
-        "5.19) [cov-minimax-m3]"),
+        # oracle case cov-minimax-m3 (tests/oracles/sglang-0.5.23/cases.jsonl)
+        "5.19)"),
 }
 
 
@@ -87,7 +93,8 @@ CONFIG_NOT_LOADED: Mapping[str, str] = {
         "its config load stops at utils/hf_transformers/config.py get_config: "
         "AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a per-layer attribute and may "
         "vary across layers (transformers 5.19's Gemma4TextConfig, read as a top-level "
-        "config; the Gemma-4 multimodal wrapper loads) [cov-gemma4-text]"),
+        # oracle case cov-gemma4-text (tests/oracles/sglang-0.5.23/cases.jsonl)
+        "config; the Gemma-4 multimodal wrapper loads)"),
 }
 
 
