@@ -10,7 +10,13 @@ from kvledger.plan.engines.sglang import SglangLayoutError, plan_sglang
 from kvledger.plan.engines.sglang.context import context_length, text_config
 from kvledger.plan.engines.sglang.model import model_dtype
 from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
-from kvledger.plan.engines.sglang.served import NOT_SERVED, RENAMED, TRANSFORMERS_BACKEND, backend
+from kvledger.plan.engines.sglang.served import (
+    NOT_SERVED,
+    ORACLE_CASE,
+    RENAMED,
+    TRANSFORMERS_BACKEND,
+    backend,
+)
 from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS
 from sglang_cases import load, plan_repo_config
@@ -33,7 +39,7 @@ def test_transformers_backend_entries_are_what_the_oracle_resolved(arch: str) ->
 
 @pytest.mark.parametrize("arch", sorted(NOT_SERVED))
 def test_not_served_entries_are_refused_by_sglang_in_the_oracle(arch: str) -> None:
-    case_id = NOT_SERVED[arch].rsplit("[", 1)[1].rstrip("]")
+    case_id = ORACLE_CASE[arch]
     expected = CASES[case_id]["expected"]
     assert expected.get("model_class") is None
     assert expected.get("model_class_error") or expected.get("error")

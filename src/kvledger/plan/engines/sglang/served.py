@@ -56,32 +56,37 @@ TRANSFORMERS_BACKEND_NO_PP: Mapping[str, str] = {
 
 _INCOMPATIBLE = ("has no SGlang implementation and the Transformers implementation is not "
                  "compatible with SGLang (model_loader/utils.py: resolve_transformers_arch)")
-# SGLang refuses to load these; the reason is SGLang's own (its oracle case named above each).
+# The oracle case (tests/oracles/sglang-0.5.23/cases.jsonl) behind each NOT_SERVED reason.
+ORACLE_CASE: Mapping[str, str] = {
+    "BloomForCausalLM": "cov-bloom",
+    "FalconForCausalLM": "cov-falcon",
+    "JambaForCausalLM": "cov-jamba",
+    "MiniMaxM1ForCausalLM": "cov-minimax-m1",
+    "MiniMaxM3ForCausalLM": "cov-minimax-m3",
+    # and CONFIG_NOT_LOADED's gemma4_text: cov-gemma4-text
+    "Zamba2ForCausalLM": "cov-zamba2-hf-arch",
+}
+
+# SGLang refuses to load these; the reason is SGLang's own (its oracle case: ORACLE_CASE).
 NOT_SERVED: Mapping[str, str] = {
-    # oracle case cov-bloom (tests/oracles/sglang-0.5.23/cases.jsonl)
     "BloomForCausalLM": f"BloomForCausalLM {_INCOMPATIBLE}",
-    # oracle case cov-falcon (tests/oracles/sglang-0.5.23/cases.jsonl)
     "FalconForCausalLM": f"FalconForCausalLM {_INCOMPATIBLE}",
-    # oracle case cov-jamba (tests/oracles/sglang-0.5.23/cases.jsonl)
     "JambaForCausalLM": f"JambaForCausalLM {_INCOMPATIBLE}",
-    # oracle case cov-zamba2-hf-arch (tests/oracles/sglang-0.5.23/cases.jsonl)
     "Zamba2ForCausalLM": f"Zamba2ForCausalLM {_INCOMPATIBLE}",
     "MiniMaxM1ForCausalLM": (
         "SGLang 0.5.23 has no MiniMaxM1ForCausalLM class, and the config's own class is remote "
         "code (auto_map), which only --trust-remote-code with the checkpoint's files could hand "
-        # oracle case cov-minimax-m1 (tests/oracles/sglang-0.5.23/cases.jsonl)
         "to the Transformers backend; not reproduced"),
     "MiniMaxM3ForCausalLM": (
         "SGLang 0.5.23 has no MiniMaxM3ForCausalLM class (only MiniMaxM3Sparse*), and its "
         "config does not load: The checkpoint you are trying to load has model type "
         "`minimax_m3` but Transformers does not recognize this architecture (transformers "
-        # oracle case cov-minimax-m3 (tests/oracles/sglang-0.5.23/cases.jsonl)
         "5.19)"),
 }
 
 
 # Top-level model types whose config SGLang's own config load rejects, whatever the
-# architecture (model_type → SGLang's reason, oracle case in brackets). utils/hf_transformers/
+# architecture (model_type → SGLang's reason; oracle case cov-gemma4-text). utils/hf_transformers/
 # config.py ``get_config`` copies each key of the text config onto the config unless
 # ``hasattr(config, key)``; for a text-only Gemma-4 config the text config is the config
 # itself, and transformers 5.19's Gemma4TextConfig is heterogeneous (``__post_init__`` gives
@@ -93,7 +98,6 @@ CONFIG_NOT_LOADED: Mapping[str, str] = {
         "its config load stops at utils/hf_transformers/config.py get_config: "
         "AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a per-layer attribute and may "
         "vary across layers (transformers 5.19's Gemma4TextConfig, read as a top-level "
-        # oracle case cov-gemma4-text (tests/oracles/sglang-0.5.23/cases.jsonl)
         "config; the Gemma-4 multimodal wrapper loads)"),
 }
 
