@@ -320,15 +320,15 @@ def _gdn_checkpoint(facts: ModelFacts, request: PlanRequest,
         return {}
     # GatedDeltaNetState (derive/states.py), known by its kind: the states module stays off
     # the path of a model without one.
-    gdn = [g.layer for g in facts.groups
-           if getattr(g.layer, "state_kind", "") == "gated_delta_net"]
+    gdn: list[Any] = [g.layer for g in facts.groups
+                      if getattr(g.layer, "state_kind", "") == "gated_delta_net"]
     if not gdn:
         return {}
     from kvledger.plan.engines.vllm.hardware import capability, gdn_flashinfer_prefill
 
     cap, why = capability(request.gpu)
     notes = (why,) if why else ()
-    if not gdn_flashinfer_prefill(cap, int(getattr(gdn[0], 'head_k_dim', 0))):
+    if not gdn_flashinfer_prefill(cap, gdn[0].head_k_dim):
         return {"notes": (*notes, f"GDN prefill: Triton on this GPU ({release.short} aligns "
                                   "no prefill checkpoint for it)")}
     return {"gdn_checkpoint_alignment": release.gdn_checkpoint_alignment,

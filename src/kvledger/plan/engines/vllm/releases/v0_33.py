@@ -12,20 +12,18 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from kvledger.plan.engines.vllm.releases import v0_32
 from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
-from kvledger.plan.engines.vllm.releases.profile import VllmRelease
+from kvledger.records import replace
 
 # vLLM 0.33.0's requirements pin transformers 5.20 (the oracle venv: transformers 5.20.2).
 _NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.33", "transformers 5.20")
 
-RELEASE = VllmRelease(
-    engine="vllm",
-    product="vLLM",
+# 0.32.0's profile with what 0.33.0 changed: nothing else differs (module docstring).
+RELEASE = replace(
+    v0_32.RELEASE,
     version="0.33.0",
     transformers="transformers 5.20",
-    default_gpu_memory_utilization=0.92,
-    default_max_num_seqs=256,
-    default_max_num_batched_tokens=8192,
     # No flag table dumped and classified for 0.33 yet (scripts/serve_flag_tables.py needs
     # 0.33's generated --no- twins): a serve line is read with the newest release that has
     # one (cli/serve/table.py), whose flags 0.33 keeps (docs/vllm-0.33-differences.md §5).
