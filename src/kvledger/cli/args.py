@@ -91,14 +91,16 @@ def engine_spec(text: str) -> str:
     """An engine name, optionally pinned (``vllm==0.32``): the name is checked here; the
     release is checked by the engine when the request is built (it knows its releases)."""
     from kvledger.plan.engines.registry import engine_names
+    from kvledger.plan.engines.release import split_engine
 
-    name, _, version = text.strip().partition("==")
+    try:
+        name, _ = split_engine(text)
+    except ValueError as exc:
+        raise _refused(f"{exc}") from None
     names = engine_names()
-    if name.strip().lower() not in names:
+    if name not in names:
         raise _refused(f"expected one of {', '.join(names)} (optionally with a release, e.g. "
                        f"vllm==0.32), got {text!r}")
-    if _ and not version.strip():
-        raise _refused(f"no release after '==' in {text!r}")
     return text.strip()
 
 

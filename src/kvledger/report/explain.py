@@ -65,37 +65,25 @@ _KV_DTYPES = {
 }
 
 
-def _version(text: str) -> tuple[int, ...]:
-    digits = []
-    for part in text.lstrip("v").split(".")[:3]:
-        num = "".join(c for c in part if c.isdigit())
-        if not num:
-            break
-        digits.append(int(num))
-    return tuple(digits)
-
-
 def release_for(log: ParsedLog, engine: str) -> str | None:
     """The engine release to replay the log with: the one its version line names, else the
     closest release kvledger reproduces (a note says so); None (the newest) when the log
     names no version."""
     from kvledger.plan.engines.base import get_layout
+    from kvledger.report.vllm_defaults import version_tuple
 
     releases = get_layout(engine).releases
     logged = log.engine_version
-    if not releases or not logged:
-        return None
-    wanted = _version(logged)
-    if not wanted:
+    wanted = version_tuple(logged)
+    if not releases or wanted is None:
         return None
     for version in releases:
-        if _version(version)[:len(wanted)] == wanted:
+        if version_tuple(version) == wanted:
             return version
 
     def distance(version: str) -> tuple[int, ...]:
-        have = _version(version)
-        return tuple(abs(a - b) for a, b in zip(have + (0,) * 3, wanted + (0,) * 3,
-                                                strict=False))
+        have = version_tuple(version) or (0, 0, 0)
+        return tuple(abs(a - b) for a, b in zip(have, wanted, strict=True))
 
     closest = min(releases, key=distance)
     log.notes.append(f"the log's {releases[closest].product} {logged} is not a release "

@@ -20,17 +20,15 @@ def _table_file(engine: str) -> str:
     """The flag table of ``engine``'s newest release that has one (its profile names the
     file; a release whose parser is not dumped yet names none)."""
     from kvledger.plan.engines.base import get_layout
+    from kvledger.report.vllm_defaults import version_tuple
 
     layout = get_layout(engine)
-    for version in sorted(layout.releases, key=_version_key, reverse=True):
+    for version in sorted(layout.releases, key=lambda v: version_tuple(v) or (0,), reverse=True):
         name = getattr(layout.releases[version], "flag_table", "")
         if name:
             return str(name)
     raise ValueError(f"engine {engine!r} has no server-flag table")
 
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
 @record(frozen=True)
