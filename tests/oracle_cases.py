@@ -98,9 +98,16 @@ def real_config(name: str) -> dict[str, Any]:
     return loaded
 
 
+CLASS_DEFAULT_CONFIGS = Path(__file__).resolve().parent / "data" / "class-default-configs"
+
+
 def config_path(case: dict[str, Any]) -> Path:
-    """The config a case ran, in ../shared/configs."""
-    return CONFIGS / case["config"]
+    """The config a case ran: ``class-default-configs/X`` is the project's own class-default
+    config (tests/data/, made by a committed script), any other name is ../shared/configs'."""
+    name = str(case["config"])
+    if name.startswith("class-default-configs/"):
+        return CLASS_DEFAULT_CONFIGS / name.removeprefix("class-default-configs/")
+    return CONFIGS / name
 
 
 def _bundled(case: dict[str, Any]) -> tuple[str, dict[str, Any] | None] | None:

@@ -12,9 +12,10 @@ runs it with the 0.33 tool, and appends one line to the output file of the same 
 (``EXTRA`` below) go to ``tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl``.
 
 How a 0.32 line becomes a command: a line with a ``command`` starting ``vllm_oracle.py`` is
-re-run with those exact flags (``configs/X`` is this folder's ``configs/``, a bare name is
-found by ``oracle_run.config_path``). A line without one is rebuilt from its ``inputs``
-(``--kv-cache-memory-bytes``, ``--block-size``, ``--max-model-len``, ``--kv-cache-dtype``,
+re-run with those exact flags (``configs/X`` and a bare name are found by
+``oracle_run.config_path``, ``class-default-configs/X`` in ``tests/data/``). A line
+without one is rebuilt from its ``inputs`` (``--kv-cache-memory-bytes``, ``--block-size``,
+``--max-model-len``, ``--kv-cache-dtype``,
 ``--tp``, ``--max-num-seqs``, ``--max-num-batched-tokens``, the speculative pair when
 ``num_speculative_tokens`` > 0, ``--no-enable-prefix-caching`` when vLLM had resolved it off,
 ``--hf-quant-config`` when ``hf_quant_config`` is true). ``inputs.weights_quant_stripped``
@@ -120,6 +121,24 @@ EXTRA: list[tuple[str, list[str], str]] = [
       "32768", "--keep-layer-specs", "unique"],
      "DeepSeek-V4-Flash: no 0.32 case (the CPU build had only a CPU implementation); the "
      "0.33 CUDA wheel may build its CUDA model"),
+    ("deepseek-ai--DeepSeek-V2-Lite.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--gpu-capability", "10.0"],
+     "dense MLA on SM100: FLASHINFER_MLA first in the priority list, kernel blocks [32, 64], "
+     "so --block-size auto takes 32"),
+    ("deepseek-ai--DeepSeek-V2-Lite.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--kv-cache-dtype", "fp8", "--gpu-capability", "10.0"],
+     "dense MLA with an fp8 cache on SM100: FLASHINFER_MLA takes fp8, block 32"),
+    ("deepseek-ai--DeepSeek-V2-Lite.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--gpu-capability", "8.0"],
+     "dense MLA on SM80: no FA-MLA / FlashMLA / FlashInfer-MLA kernel, TRITON_MLA, block 16"),
+    ("deepseek-ai--DeepSeek-V2-Lite.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "16", "--max-model-len", "32768",
+      "--gpu-capability", "10.0"],
+     "dense MLA on SM100 with --block-size 16: FLASHINFER_MLA and CUTLASS_MLA refuse 16, "
+     "TRITON_MLA takes it"),
 ]
 
 
@@ -171,11 +190,16 @@ def split_command(command: str) -> tuple[str, list[str]]:
     return cfg, args
 
 
+CLASS_DEFAULTS = HERE.parent / "data" / "class-default-configs"
+
+
 def resolve_path(written: str) -> Path:
-    """A config (or companion) named in a command: ``configs/X`` is this folder's."""
-    if written.startswith("configs/"):
-        return HERE / written
-    return config_path(written)
+    """A config (or companion) named in a command: ``configs/X`` and a bare name are
+    ../shared/configs' (the 0.32 runs' ``tests/oracles/configs/`` moved there),
+    ``class-default-configs/X`` the project's own class-default configs (tests/data/)."""
+    if written.startswith("class-default-configs/"):
+        return CLASS_DEFAULTS / written.removeprefix("class-default-configs/")
+    return config_path(written.removeprefix("configs/"))
 
 
 def args_from_inputs(case: dict[str, Any]) -> list[str]:
@@ -412,6 +436,9 @@ def main() -> None:
     OUT_DIR.mkdir(exist_ok=True)
     runs = 0
     for q in todo:
+        if not Path(q.config).exists():
+            print(f"[{q.priority}] {q.source}:{q.line} not asked: no {q.config}", file=sys.stderr)
+            continue
         cached = by_command.get(q.shown)
         if cached is not None and not q.strip:
             line = {**cached, **q.head, "source": {"file": q.source, "line": q.line}}

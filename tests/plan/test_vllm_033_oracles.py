@@ -26,7 +26,7 @@ from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, assert_plan_is, case_model, hf_quant_config
 
 HERE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33"
-GPU_OF = {"9.0": None, "10.0": "B200"}
+GPU_OF = {"9.0": None, "10.0": "B200", "8.0": "A100-80GB"}
 # Cases kvledger does not match yet, each marked strict (it fails the day it matches, so the
 # mark is removed then) and listed in the closing note of the change that added them.
 KNOWN = {

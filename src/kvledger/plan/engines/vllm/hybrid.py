@@ -18,7 +18,6 @@ from kvledger.plan.engines.vllm.errors import VllmRefusesToStart
 from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.engines.vllm.specs import (
-    QUANT_NONE,
     AttentionSpec,
     CircularBufferSpec,
     KVCacheSpec,
@@ -128,32 +127,33 @@ def _main_attention(specs: Sequence[KVCacheSpec]) -> AttentionSpec | None:
 
 
 def _auto_block_size(res: Resolved, notes: list[str]) -> int:
-    """``--block-size auto`` on an SM90 GPU, non-hybrid models.
+    """``--block-size auto``, non-hybrid models.
 
     vLLM ``Platform.update_block_size_for_backend`` phase 1: the backends' preferred size
     (``_preferred_block_size_for_backends`` / ``AttentionBackend.get_preferred_block_size``):
     16 when every backend takes it, else the smallest kernel size they share. The backend is
     chosen with no block size (``get_attn_backend``: block_size None unless user-specified)
-    from the SM90 priority list (platforms/cuda.py ``_get_backend_priorities``):
+    from the GPU's priority list (platforms/cuda.py ``_get_backend_priorities``):
 
-    - standard attention: FLASH_ATTN, MultipleOf(16) → 16;
+    - standard attention: FLASH_ATTN (SM8x/9x/12x) or FLASHINFER (SM10x), both taking 16;
     - sparse MLA (DSA): FLASH_ATTN_MLA_SPARSE / FLASHMLA_SPARSE, MultipleOf(64), and the
       indexer's 64 → 64;
-    - dense MLA: FLASH_ATTN_MLA (MultipleOf(16); auto/float16/bfloat16 caches only) → 16;
-      with an fp8 cache it is skipped for FLASHMLA, whose kernel takes exactly 64 → 64.
-      The oracle cannot show this one: its CPU wheel has no FlashMLA kernel, so vLLM falls
-      back to TRITON_MLA (MultipleOf(16)) there and reports 16.
+    - dense MLA: the backend ``mla_backends.choose`` finds for the capability (SM90:
+      FLASH_ATTN_MLA → 16, or with an fp8 cache FLASHMLA → 64; SM10x: FLASHINFER_MLA → 32;
+      SM8x and SM12x: TRITON_MLA → 16). The CPU oracle lacks FlashMLA, so SM90's fp8 row is
+      read from source only.
     """
     if res.use_sparse:
         return FLASH_MLA_ALIGNMENT
-    if res.use_mla and res.kv_quant != QUANT_NONE:
-        notes.append(
-            f"block size 64: with an fp8 cache and --block-size auto, {release_short()} on SM90 "
-            f"picks "
-            "FLASHMLA for MLA (64-token kernel blocks); the vLLM CPU oracle lacks that kernel "
-            "and reports 16, so this rule is read from source only"
-        )
-        return FLASH_MLA_ALIGNMENT
+    if res.use_mla and res.mla_auto_block:
+        block = res.mla_auto_block
+        if block != DEFAULT_BLOCK_SIZE:
+            source = (" (FlashMLA: the vLLM CPU oracle lacks this kernel, so the rule is "
+                      "read from source only)" if res.mla_backend == "FLASHMLA" else "")
+            notes.append(f"block size {block}: with --block-size auto, {release_short()} "
+                         f"picks {res.mla_backend} for MLA on this GPU, whose kernel blocks "
+                         f"take {block}{source}")
+        return block
     return DEFAULT_BLOCK_SIZE
 
 

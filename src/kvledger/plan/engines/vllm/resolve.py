@@ -69,6 +69,10 @@ class Resolved:
     # apply (0.32, prefix caching off, a Triton prefill on this GPU).
     gdn_checkpoint_alignment: int = 0
     gdn_prefill_checkpoint_blocks: int = 0
+    # Dense MLA: the backend the GPU's capability picks (``mla_backends.choose``) and the
+    # block size ``--block-size auto`` then takes; "" / 0 for other models.
+    mla_backend: str = ""
+    mla_auto_block: int = 0
     notes: tuple[str, ...] = ()
 
     def as_vllm_resolved(self) -> dict[str, Any]:
@@ -283,8 +287,53 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         cache_dtype_reason=cache.reason,
         extra_retained_tokens=extra_retained,
         minimax_sparse_layers=minimax_sparse,
-        **_gdn_checkpoint(facts, request, mamba_cache_mode),
+        **_joined(_gdn_checkpoint(facts, request, mamba_cache_mode),
+                  _dense_mla_backend(facts, request, cache.cache_dtype, use_mla
+                                     and Kind.INDEXER not in kinds)),
     )
+
+
+def _joined(*parts: dict[str, Any]) -> dict[str, Any]:
+    """Resolved fields from several resolvers, their ``notes`` kept in order, each once."""
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for part in parts:
+        for key, value in part.items():
+            if key == "notes":
+                notes.extend(n for n in value if n not in notes)
+            else:
+                out[key] = value
+    if notes:
+        out["notes"] = tuple(notes)
+    return out
+
+
+def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str,
+                       dense_mla: bool) -> dict[str, Any]:
+    """The dense MLA backend this GPU's capability picks (``mla_backends``), hence the block
+    size ``--block-size auto`` takes; a refusal when no backend takes the cache dtype and
+    block size (vLLM ``get_attn_backend_cls``: "No valid attention backend found")."""
+    if not dense_mla:
+        return {}
+    from kvledger.plan.engines.vllm.hardware import capability
+    from kvledger.plan.engines.vllm.mla_backends import choose
+
+    cap, why = capability(request.gpu)
+    notes = (why,) if why else ()
+    if cap is None:  # a ROCm GPU: its MLA backends are not modelled, SM90's block is used
+        cap = (9, 0)
+        notes = (*notes, "ROCm MLA backends are not modelled: the block size is SM90's")
+    chosen = choose(cap, cache_dtype, _text_config(facts.config), request.block_size)
+    if chosen is None and request.block_size is not None:
+        # No backend splits this block into kernel blocks: the start-up check
+        # (startup.check_block_size) refuses it in vLLM's words.
+        return {"notes": notes}
+    if chosen is None:
+        raise VllmRefusesToStart(
+            f"{release_short()} refuses to start: No valid attention backend found for cuda "
+            f"(SM{cap[0]}{cap[1]}) with MLA and kv_cache_dtype {cache_dtype}")
+    return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
+            "notes": notes}
 
 
 def _release_refusals(request: PlanRequest, model_dtype: str) -> None:
