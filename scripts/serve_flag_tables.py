@@ -4,6 +4,8 @@ Research tool, run with the engine's interpreter (never imported by kvledger, ne
 
     /work/oracle/vllm-venv/bin/python scripts/serve_flag_tables.py vllm \\
         > src/kvledger/cli/serve/vllm-0.32.0.json
+    VLLM_TARGET_DEVICE=cpu /work/venvs/vllm033/bin/python scripts/serve_flag_tables.py \\
+        vllm > src/kvledger/cli/serve/vllm-0.33.0.json   # the CUDA wheel on a CPU machine
     /work/oracle/sglang/venv/bin/python scripts/serve_flag_tables.py sglang \\
         > src/kvledger/cli/serve/sglang-0.5.23.json
 
@@ -60,6 +62,16 @@ def _kind(action: argparse.Action) -> str:
     }.get(type(action).__name__, f"other:{type(action).__name__}")
 
 
+def _options(parser: argparse.ArgumentParser, action: argparse.Action) -> list[str]:
+    """Every spelling the parser accepts for ``action``: its visible ones first, then those
+    it registered but hides from help (vLLM 0.33's ``EnableDisableAction`` keeps
+    ``--no-enable-x`` / ``--no-disable-x`` for backwards compatibility,
+    utils/argparse_utils.py ``_register_action``)."""
+    registered = [o for o, a in parser._option_string_actions.items() if a is action]
+    return [*action.option_strings,
+            *(o for o in registered if o not in action.option_strings)]
+
+
 def dump(parser: argparse.ArgumentParser) -> list[dict[str, Any]]:
     rows = []
     for action in parser._actions:
@@ -67,10 +79,17 @@ def dump(parser: argparse.ArgumentParser) -> list[dict[str, Any]]:
             continue
         type_name, optional = _type_name(action.type)
         nargs = action.nargs
+        kind = _kind(action)
+        negatives = sorted(getattr(action, "negative_option_strings", ()) or ())
+        if kind == "other:EnableDisableAction":
+            # --enable-x / --disable-x (vLLM 0.33): the dest is False for the spellings in
+            # ``negative_option_strings``, True for the others.
+            kind = "enable_disable"
         rows.append({
             "dest": action.dest,
-            "options": list(action.option_strings),
-            "kind": _kind(action),
+            "options": _options(parser, action),
+            "kind": kind,
+            **({"negatives": negatives} if kind == "enable_disable" else {}),
             "nargs": nargs if nargs is None or isinstance(nargs, str | int) else str(nargs),
             "type": type_name,
             "optional": optional,

@@ -5,6 +5,8 @@ for kvledger's serve-line scanner (``tests/serve/test_scan_oracle.py``):
 
     /work/oracle/vllm-venv/bin/python scripts/serve_parse_cases.py vllm \\
         < tests/serve/vllm-parse-lines.jsonl > tests/serve/vllm-parse-cases.jsonl
+    VLLM_TARGET_DEVICE=cpu /work/venvs/vllm033/bin/python scripts/serve_parse_cases.py vllm \\
+        < tests/serve/vllm-parse-lines.jsonl > tests/serve/vllm-0.33-parse-cases.jsonl
     /work/oracle/sglang/venv/bin/python scripts/serve_parse_cases.py sglang \\
         < tests/serve/sglang-parse-lines.jsonl > tests/serve/sglang-parse-cases.jsonl
 

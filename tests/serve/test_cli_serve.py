@@ -97,7 +97,7 @@ def test_human_output_lists_what_was_ignored(capsys: pytest.CaptureFixture[str])
     (["--kv-transfer-config", '{"kv_connector": "NixlConnector"}'], "--kv-transfer-config"),
     (["--hf-overrides", '{"num_hidden_layers": 2}'], "--hf-overrides"),
     (["--max-model-len", "auto"], "auto"),
-    (["--bogus-flag", "1"], "not a vllm 0.32 flag"),
+    (["--bogus-flag", "1"], "not a vllm 0.33 flag"),
     (["--dtype", "float32"], "--dtype float32"),
     (["--quantization", "fp8"], "--quantization fp8"),
 ])

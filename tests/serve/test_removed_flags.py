@@ -17,16 +17,26 @@ from kvledger.cli.serve.translate import translate
 LINE = ["vllm", "serve", "meta-llama/Meta-Llama-3.1-8B"]
 
 
-def test_removed_flags_are_not_in_the_current_table() -> None:
-    table = load("vllm")
+def test_removed_flags_are_not_in_the_032_table() -> None:
+    table = load("vllm", "0.32")
     rows = removed.removed_flags("vllm")
     assert "--disable-log-requests" in rows
     assert not set(rows) & set(table.by_option)  # else the table's own flag would be shadowed
 
 
+def test_033_accepts_it_again_as_a_switch(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM 0.33's EnableDisableAction gives --enable-log-requests a --disable-log-requests
+    # twin (utils/argparse_utils.py; its parser accepted the line: vllm-0.33-parse-cases):
+    # a switch, inert, no warning.
+    out = translate([*LINE, "--disable-log-requests"])
+    assert out.ignored == {"inert": ["--disable-log-requests"]}
+    assert not any("removed it" in n for n in out.notes)
+
+
 def test_issue_line_plans_with_the_warning(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["plan", "--kv-cache-memory-bytes", "8G", "--json", "--", *LINE,
-            "--disable-log-requests"]
+    # Read as vLLM 0.32 reads it: a flag 0.12 dropped.
+    argv = ["plan", "--kv-cache-memory-bytes", "8G", "--json", "--engine", "vllm==0.32", "--",
+            *LINE, "--disable-log-requests"]
     assert main(argv) == 0
     data: dict[str, Any] = json.loads(capsys.readouterr().out)
     # 32 layers × 2 (K, V) × 8 KV heads × 128 × 2 B = 131,072 B a token, 16-token blocks of

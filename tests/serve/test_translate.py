@@ -35,14 +35,34 @@ def refused(line: str, ctx: Context = NO_GPU) -> str:
 @pytest.mark.parametrize(("engine", "rules"), [("vllm", vllm_flags.RULES),
                                                 ("sglang", sglang_flags.RULES)])
 def test_every_engine_flag_is_classified_once(engine: str, rules: dict[str, object]) -> None:
-    dests = {flag.dest for flag in load(engine).flags}
+    # The rules cover every release's flags, and nothing else: a flag no release has is a
+    # stale rule.
+    from kvledger.plan.engines.base import get_layout
+
+    dests = {flag.dest for version in get_layout(engine).releases
+             for flag in load(engine, version).flags}
     assert set(rules) == dests
     assert all(rule.cls in CLASSES for rule in rules.values())  # type: ignore[attr-defined]
 
 
 def test_tables_are_the_engines_versions() -> None:
-    assert load("vllm").version == "0.32.0" and len(load("vllm").flags) == 317
+    # The default is the newest release; a pinned one reads its own parser's table.
+    assert load("vllm").version == "0.33.0" and len(load("vllm").flags) == 321
+    assert load("vllm", "0.32").version == "0.32.0" and len(load("vllm", "0.32").flags) == 317
     assert load("sglang").version == "0.5.23" and len(load("sglang").flags) == 531
+
+
+def test_033_switches_are_enable_disable_pairs() -> None:
+    # vLLM 0.33 utils/argparse_utils.py EnableDisableAction: --enable-x / --disable-x, with
+    # --no-enable-x still accepted (hidden from help); 0.32 had --x / --no-x only.
+    assert t("vllm serve M --disable-prefix-caching").options == {
+        "--no-enable-prefix-caching": None}
+    assert t("vllm serve M --no-enable-prefix-caching").options == {
+        "--no-enable-prefix-caching": None}
+    assert t("vllm serve M --enable-prefix-caching").options == {"--enable-prefix-caching": None}
+    with pytest.raises(ServeLineError, match=r"--disable-prefix-caching is not a vllm 0\.32"):
+        translate(["vllm", "serve", "M", "--disable-prefix-caching"],
+                  Context(engine_spec="vllm==0.32"))
 
 
 # -- the issue's line ----------------------------------------------------------------------
@@ -111,7 +131,7 @@ def test_speculative_refusals() -> None:
     assert "kv_cache_dtype" in refused(
         """vllm serve M -sc '{"method": "eagle3", "num_speculative_tokens": 3, """
         """"kv_cache_dtype": "fp8"}'""")
-    assert "not a vllm 0.32 SpeculativeConfig field" in refused(
+    assert "not a vllm 0.33 SpeculativeConfig field" in refused(
         """vllm serve M -sc '{"method": "mtp", "num_speculative_tokens": 1, "bogus": 1}'""")
 
 
@@ -169,9 +189,13 @@ def test_kv_dtypes_kvledger_does_not_plan_are_refused() -> None:
 
 
 def test_flags_vllm_refuses_are_refused_with_its_reason() -> None:
-    assert "not a vllm 0.32 flag" in refused("vllm serve M --no-such-flag 3")
+    assert "not a vllm 0.33 flag" in refused("vllm serve M --no-such-flag 3")
     assert "ambiguous option" in refused("vllm serve M --max-num 4")
-    assert "invalid choice" in refused("vllm serve M --kv-cache-dtype float32")
+    # vLLM 0.32's parser lists the KV dtypes (invalid choice); 0.33's takes any string and
+    # leaves float32 to CacheConfig, where kvledger's own --kv-cache-dtype refuses it too.
+    assert "invalid choice" in refused("vllm serve M --kv-cache-dtype float32",
+                                       Context(engine_spec="vllm==0.32"))
+    assert t("vllm serve M --kv-cache-dtype float32").options == {"--kv-cache-dtype": "float32"}
     assert "decimals are not allowed" in refused("vllm serve M --max-model-len 1.5K")
     assert "ignored explicit argument" in refused("vllm serve M --enforce-eager=true")
     assert "10GiB" in refused("vllm serve M --kv-cache-memory-bytes 10GiB")
@@ -211,7 +235,7 @@ def test_kv_changing_env_refused() -> None:
         "VLLM_VIDEO_LOADER_BACKEND=pynvvideocodec vllm serve M")
     assert t("VLLM_VIDEO_LOADER_BACKEND=opencv vllm serve M").env == {}
     out = t("VLLM_NOT_A_VARIABLE=1 vllm serve M")
-    assert any("not a vllm 0.32 environment variable" in note for note in out.notes)
+    assert any("not a vllm 0.33 environment variable" in note for note in out.notes)
 
 
 @pytest.mark.parametrize(("gpu", "total", "expected"), [

@@ -203,11 +203,11 @@ def add_model_local_options(p: argparse.ArgumentParser) -> None:
 
 
 
-def installed_release(engine: str) -> str:
+def installed_release(engine: str, *, warn: bool = True) -> str:
     """``engine`` as given, or — an unpinned engine installed in this environment — pinned
     to the installed release when kvledger reproduces it (read from the package's metadata,
     never by importing it). An installed release kvledger does not know is named on stderr
-    with the release planned instead."""
+    (unless ``warn`` is false) with the release planned instead."""
     name, sep, _ = engine.partition("==")
     if sep:
         return engine
@@ -221,7 +221,7 @@ def installed_release(engine: str) -> str:
         release = layout.release(found)
     except ValueError:
         newest = layout.release()
-        if newest is not None:
+        if newest is not None and warn:
             print(f"kvledger: warning: {name} {found} is installed, a release kvledger does "
                   f"not reproduce; planned as {newest.label} (pin one with --engine "
                   f"{name}==VERSION)", file=sys.stderr)

@@ -44,8 +44,12 @@ def _context(ns: argparse.Namespace, kv_dtypes: tuple[str, ...]) -> Context:
         preset = gpu_preset(ns.gpu)
         name = preset.name
         total = total or preset.total_bytes
+    from kvledger.cli.plan_options import installed_release
+
+    spec = installed_release(str(getattr(ns, "engine", "") or "vllm"), warn=False)
     return Context(kv_budget_given=getattr(ns, "kv_cache_memory_bytes", None) is not None,
-                   gpu_total_bytes=total, gpu_name=name, kv_cache_dtypes=kv_dtypes)
+                   gpu_total_bytes=total, gpu_name=name, kv_cache_dtypes=kv_dtypes,
+                   engine_spec=spec)
 
 
 def plan_args(argv: list[str],

@@ -264,8 +264,8 @@ def scan(args: list[str], table: FlagTable, label: str) -> Scanned:
 
 def _value(flag: Flag, option: str, raw: list[str], label: str, engine: str) -> Any:
     if flag.nargs == 0:
-        if flag.kind == "boolean_optional":
-            return not option.startswith("--no-")
+        if flag.kind in ("boolean_optional", "enable_disable"):
+            return flag.switch_value(option)
         if flag.kind == "store_false":
             return False
         if flag.kind == "store_true":

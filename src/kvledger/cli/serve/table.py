@@ -16,19 +16,23 @@ from typing import Any
 from kvledger.records import field, record
 
 _HERE = Path(__file__).resolve().parent
-def _table_file(engine: str) -> str:
-    """The flag table of ``engine``'s newest release that has one (its profile names the
-    file; a release whose parser is not dumped yet names none)."""
+def _table_file(engine: str, version: str | None = None) -> str:
+    """The flag table of ``engine``'s release ``version`` (None: the newest) or, when that
+    release has none dumped, of the newest older release that has one (its profile names
+    the file)."""
     from kvledger.plan.engines.base import get_layout
     from kvledger.report.vllm_defaults import version_tuple
 
     layout = get_layout(engine)
-    for version in sorted(layout.releases, key=lambda v: version_tuple(v) or (0,), reverse=True):
-        name = getattr(layout.releases[version], "flag_table", "")
+    asked = layout.release(version) if version else None
+    ceiling = version_tuple(asked.version) if asked is not None else None
+    for known in sorted(layout.releases, key=lambda v: version_tuple(v) or (0,), reverse=True):
+        if ceiling is not None and (version_tuple(known) or (0,)) > ceiling:
+            continue
+        name = getattr(layout.releases[known], "flag_table", "")
         if name:
             return str(name)
     raise ValueError(f"engine {engine!r} has no server-flag table")
-
 
 
 @record(frozen=True)
@@ -37,13 +41,22 @@ class Flag:
 
     dest: str
     options: tuple[str, ...]  # empty for a positional
-    kind: str  # store, store_true, store_false, store_const, boolean_optional, append, ...
+    # store, store_true, store_false, store_const, boolean_optional (--x / --no-x),
+    # enable_disable (vLLM 0.33: --enable-x / --disable-x, False for ``negatives``), append, ...
+    kind: str
     nargs: int | str | None  # None (one value), 0, "?", "+", "*"
     type: str | None  # int, float, str, human_int, human_int_or_auto, json, json_object, ...
     optional: bool  # vLLM's optional_type: "" and "None" mean None
     choices: tuple[Any, ...] | None
     default: Any
     const: Any
+    negatives: tuple[str, ...] = ()
+
+    def switch_value(self, option: str) -> bool:
+        """The value a boolean switch sets when spelt ``option``."""
+        if self.kind == "enable_disable":
+            return option not in self.negatives
+        return not option.startswith("--no-")
 
     @property
     def takes_value(self) -> bool:
@@ -51,7 +64,10 @@ class Flag:
 
     @property
     def name(self) -> str:
-        """The flag as people know it: its longest ``--`` spelling (or the dest)."""
+        """The flag as people know it: its longest ``--`` spelling (or the dest); for an
+        enable/disable pair the spelling it was declared with."""
+        if self.kind == "enable_disable" and self.options:
+            return self.options[0]
         longs = [o for o in self.options if o.startswith("--") and not o.startswith("--no-")]
         return max(longs, key=len) if longs else (self.options[0] if self.options else self.dest)
 
@@ -87,13 +103,19 @@ def _flag(row: dict[str, Any]) -> Flag:
         choices=None if choices is None else tuple(choices),
         default=row.get("default"),
         const=row.get("const"),
+        negatives=tuple(row.get("negatives") or ()),
     )
 
 
+def load(engine: str, version: str | None = None) -> FlagTable:
+    """The table of ``engine`` ("vllm" or "sglang") as its release ``version`` (None: the
+    newest kvledger knows; "0.32" or "0.32.0") parses a serve line, read once a file."""
+    return _load_file(_table_file(engine, version))
+
+
 @cache
-def load(engine: str) -> FlagTable:
-    """The table of ``engine`` ("vllm" or "sglang"), read once."""
-    data = json.loads((_HERE / _table_file(engine)).read_text(encoding="utf-8"))
+def _load_file(name: str) -> FlagTable:
+    data = json.loads((_HERE / name).read_text(encoding="utf-8"))
     flags = tuple(_flag(row) for row in data["flags"])
     by_option: dict[str, Flag] = {}
     by_dest: dict[str, Flag] = {}

@@ -18,7 +18,9 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
     """``words``: the serve line as argv (or one string holding it)."""
     ctx = ctx or Context()
     parsed = serve_line.read(words)
-    table = load(parsed.engine)
+    name, _, version = ctx.engine_spec.partition("==")
+    table = load(parsed.engine, version.strip() or None
+                 if name.strip().lower() == parsed.engine else None)
     if parsed.engine == "vllm":
         args = scanner.vllm_preprocess(parsed.args, parsed.launcher,
                                        serve=parsed.launcher == "vllm serve")

@@ -18,6 +18,9 @@ class Context:
     gpu_total_bytes: int | None = None  # from --gpu / --gpu-total-bytes, for engine defaults
     gpu_name: str | None = None
     kv_cache_dtypes: tuple[str, ...] = ()  # what kvledger's --kv-cache-dtype accepts
+    # kvledger's --engine as given ("vllm==0.32", "vllm"), pinned to an installed release
+    # kvledger knows: the line is read with that release's flags when it names that engine.
+    engine_spec: str = ""
 
 
 @record()

@@ -1,6 +1,8 @@
-"""Every ``vllm serve`` flag of vLLM 0.32, classified by how it can affect the KV plan.
+"""Every ``vllm serve`` flag of vLLM 0.32 and 0.33, classified by how it can affect the KV plan.
 
-The flag list itself is vLLM's (``vllm-0.32.0.json``, dumped from ``make_arg_parser``); this
+The flag lists are vLLM's (``vllm-0.32.0.json``, ``vllm-0.33.0.json``, each dumped from its
+``make_arg_parser``; 0.33 adds monokernel — KernelConfig.monokernel, a persistent decode
+kernel — and the three inert ones named below); this
 file says, per argparse dest, which class (``rules.py``) it is in and why. The tests check
 that the two cover each other exactly, so a regenerated table with a new flag fails until the
 flag is classified here. Reasons cite the vLLM source read for them; where the source was not
@@ -98,11 +100,17 @@ RULES: dict[str, Rule] = merge(
             "no effect on memory at start-up"),
     table(INERT, _LORA_SIZES, "used only with --enable-lora"),
     table(INERT, "config", "handled before parsing"),
+    # vLLM 0.33's new flags (vllm-0.33.0.json): sleep_mode_backend (config/model.py, how
+    # sleep mode frees memory, which needs --enable-sleep-mode), watchdog_config
+    # (config/watchdog_config.py, a stack-dump thread), reasoning_effort_map
+    # (entrypoints/common/cli_args.py, a request-field mapping).
+    table(INERT, "sleep_mode_backend watchdog_config reasoning_effort_map",
+          "no effect on memory at start-up"),
     # -- reserves kvledger estimates ---------------------------------------------------------
     table(ESTIMATE, """
         cudagraph_capture_sizes max_cudagraph_capture_size compilation_config
         optimization_level enable_flashinfer_autotune kernel_config moe_backend linear_backend
-        sparse_indexer_topk_backend
+        sparse_indexer_topk_backend monokernel
     """, "changes the CUDA graphs / kernel workspaces kvledger estimates"),
     table(ESTIMATE, """
         all2all_backend enable_dbo ubatch_size disable_custom_all_reduce enable_hc_sp

@@ -24,10 +24,9 @@ RELEASE = replace(
     v0_32.RELEASE,
     version="0.33.0",
     transformers="transformers 5.20",
-    # No flag table dumped and classified for 0.33 yet (scripts/serve_flag_tables.py needs
-    # 0.33's generated --no- twins): a serve line is read with the newest release that has
-    # one (cli/serve/table.py), whose flags 0.33 keeps (docs/vllm-0.33-differences.md §5).
-    flag_table="",
+    # 0.33's own parser (scripts/serve_flag_tables.py): its switches are --enable-x /
+    # --disable-x pairs (utils/argparse_utils.py EnableDisableAction), --no-enable-x kept.
+    flag_table="vllm-0.33.0.json",
     not_served=MappingProxyType(dict(_NOT_SERVED)),
     no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
     # platforms/interface.py Platform._align_hybrid_block_size: in align mode,
