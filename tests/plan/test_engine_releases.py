@@ -182,3 +182,26 @@ def test_the_gpu_decides_the_gdn_prefill_and_the_hybrid_block(engine: str, gpu: 
     assert plan.block_size == block
     if gpu is None and engine == "vllm":
         assert any("SM90" in w for w in plan.warnings)  # assumed, and said
+
+
+@pytest.mark.parametrize(("engine", "gpu", "asked", "stored"), [
+    # vLLM 0.33 Glm5NextModelConfig.verify_and_update_config: auto → fp8 on SM10x when the
+    # text config has index_topk (GLM-5.3-Flash: 2048); SM90, vLLM 0.32 and an explicit
+    # dtype keep the model's bfloat16.
+    ("vllm", "B200", "auto", "fp8_e4m3"),
+    ("vllm", "B300", "auto", "fp8_e4m3"),
+    ("vllm", "H100-80GB", "auto", "bfloat16"),
+    ("vllm==0.32", "B200", "auto", "bfloat16"),
+    ("vllm", "B200", "bfloat16", "bfloat16"),
+])
+def test_glm5_next_takes_fp8_under_auto_on_sm100(engine: str, gpu: str, asked: str,
+                                                 stored: str) -> None:
+    from oracle_cases import CONFIGS, SHARED_MISSING
+
+    config = CONFIGS / "zai-org--GLM-5.3-Flash.json"
+    if not config.is_file():
+        pytest.skip(SHARED_MISSING)
+    plan = plan_model(str(config), PlanRequest(engine=engine, gpu=gpu, kv_cache_dtype=asked,
+                                               kv_cache_memory_bytes=8 << 30,
+                                               max_model_len=32768))
+    assert plan.kv_cache_dtype == stored

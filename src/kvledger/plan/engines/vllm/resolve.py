@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
-from kvledger.plan.engines.vllm.cache_dtype import resolve_cache_dtype
+from kvledger.plan.engines.vllm.cache_dtype import CacheDtype, resolve_cache_dtype
 from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
 from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.engines.vllm.specs import (
@@ -202,7 +202,8 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     has_cross = Kind.CROSS in kinds
     model_dtype = _model_dtype(facts)
     _release_refusals(request, model_dtype)
-    cache = resolve_cache_dtype(facts, request.kv_cache_dtype)
+    cache = _model_hook_cache_dtype(facts, request,
+                                    resolve_cache_dtype(facts, request.kv_cache_dtype))
     use_mla = Kind.MLA in kinds
     minimax_sparse = _minimax_sparse_layers(facts)
     if minimax_sparse and cache.cache_dtype.startswith("nvfp4"):
@@ -291,6 +292,31 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
                   _dense_mla_backend(facts, request, cache.cache_dtype, use_mla
                                      and Kind.INDEXER not in kinds)),
     )
+
+
+def _model_hook_cache_dtype(facts: ModelFacts, request: PlanRequest,
+                            cache: CacheDtype) -> CacheDtype:
+    """A model-config hook's KV dtype: vLLM 0.33 ``Glm5NextModelConfig.
+    verify_and_update_config`` (model_executor/models/config.py) sets ``cache_dtype = "fp8"``
+    under ``auto`` on an SM10x CUDA GPU when the text config has ``index_topk``. The CPU
+    oracle cannot show it (the hook returns early off CUDA), so this is read from source."""
+    if cache.cache_dtype != "auto":
+        return cache
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    release = vllm_release(request.engine_release)
+    if not set(facts.architectures) & release.fp8_auto_kv_on_sm100:
+        return cache
+    if _text_config(facts.config).get("index_topk") is None:
+        return cache
+    from kvledger.plan.engines.vllm.hardware import capability
+
+    cap, _ = capability(request.gpu)
+    if cap is None or cap[0] != 10:
+        return cache
+    return CacheDtype("fp8", "model config",
+                      f"{release.short} stores an fp8 KV cache for this model on an SM10x GPU "
+                      "under --kv-cache-dtype auto (Glm5NextModelConfig: index_topk is set)")
 
 
 def _joined(*parts: dict[str, Any]) -> dict[str, Any]:

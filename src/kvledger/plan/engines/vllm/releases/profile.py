@@ -38,3 +38,7 @@ class VllmRelease(Release):
     # Speculative methods this release no longer accepts (0.33: medusa, mlp_speculator left
     # SpeculativeMethod, config/speculative.py).
     removed_speculative_methods: frozenset[str] = frozenset()
+    # Architectures whose model-config hook turns --kv-cache-dtype auto into fp8 on an SM10x
+    # GPU when the text config has ``index_topk`` (0.33 model_executor/models/config.py
+    # Glm5NextModelConfig.verify_and_update_config: GLM-5.3-Flash).
+    fp8_auto_kv_on_sm100: frozenset[str] = frozenset()

@@ -39,4 +39,5 @@ RELEASE = replace(
     gdn_prefill_checkpoint_blocks=1,
     rejects_mismatched_float_kv=True,
     removed_speculative_methods=frozenset({"medusa", "mlp_speculator"}),
+    fp8_auto_kv_on_sm100=frozenset({"Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"}),
 )
