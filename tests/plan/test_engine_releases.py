@@ -205,3 +205,33 @@ def test_glm5_next_takes_fp8_under_auto_on_sm100(engine: str, gpu: str, asked: s
                                                kv_cache_memory_bytes=8 << 30,
                                                max_model_len=32768))
     assert plan.kv_cache_dtype == stored
+
+
+def _sliding_window_model() -> dict[str, object]:
+    # Mistral-7B-v0.1's cache-shaping values: 32 layers, 8 KV heads of 128, window 4,096.
+    return {"architectures": ["MistralForCausalLM"], "model_type": "mistral",
+            "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "head_dim": 128, "sliding_window": 4096,
+            "max_position_embeddings": 32768, "torch_dtype": "bfloat16", "vocab_size": 32000,
+            "intermediate_size": 14336, "rope_theta": 10000.0}
+
+
+@pytest.mark.parametrize(("engine", "per_request", "tokens"), [
+    # vLLM 0.32: ngram turns async scheduling off: in flight 1 × 8,192 batched tokens; a
+    # sliding-window request holds cdiv(4,095 + 8,192, 16) + 1 = 769 blocks (the 0.32 and
+    # the 0.33 oracle: 349,070 tokens = 8,192 blocks × 32,768 / 769).
+    ("vllm==0.32", 769, 349_070),
+    # vLLM 0.33 on a GPU (Model Runner V2): async stays on, 2 × 8,192 = 16,384 in flight:
+    # cdiv(4,095 + 16,384, 16) + 1 = 1,281 blocks; 8,192 × 32,768 / 1,281 = 209,551 tokens.
+    ("vllm", 1281, 209_551),
+])
+def test_ngram_keeps_async_scheduling_under_model_runner_v2(
+        engine: str, per_request: int, tokens: int) -> None:
+    # 16 GiB = 8,192 blocks of 16 tokens × 32 layers × 2 × 8 × 128 × 2 B (2 MiB).
+    plan = plan_model(_sliding_window_model(), PlanRequest(
+        engine=engine, kv_cache_memory_bytes=16 << 30, max_model_len=32768,
+        max_num_seqs=256, max_num_batched_tokens=8192, num_speculative_tokens=3,
+        speculative_method="ngram"))
+    assert plan.num_blocks == 8192
+    assert plan.kv_cache_tokens == tokens
+    assert round(8192 / plan.max_concurrency) == per_request

@@ -39,6 +39,11 @@ KNOWN = {
     # backends not read yet).
     ("vllm-0.33-new-behaviour", "zai-org--GLM-5.3-Flash.json"):
         "GLM-5.3-Flash on SM100: fp8 from the model hook (source) vs the emulation's bf16",
+    # ngram speculation: the oracle runs vLLM's V1 model runner (its CPU platform has no
+    # Triton, so VllmConfig.use_v2_model_runner is false) and turns async scheduling off; a
+    # GPU runs Model Runner V2, where 0.33 keeps it on (test_engine_releases.py, by hand).
+    ("vllm-0.33-cases", "mistralai--Mistral-7B-v0.1.json"):
+        "ngram: the oracle's V1 runner turns async off, a GPU's Model Runner V2 keeps it",
     # The 0.32 CPU build had no DeepSeek-V4 model; the 0.33 wheel builds it, and kvledger's
     # vLLM layout does not model its V4WindowKV / compressor caches yet (it refuses).
     ("vllm-0.33-new-behaviour", "deepseek-ai--DeepSeek-V4-Flash.json"):

@@ -116,15 +116,29 @@ _V1_RUNNER_SPEC_METHODS = frozenset({"suffix", "medusa", "mlp_speculator", "cust
 
 
 def concurrent_batches(request: PlanRequest) -> tuple[bool, int]:
-    """(async scheduling, ``VllmConfig.max_concurrent_batches``) as vLLM 0.32 resolves them.
+    """(async scheduling, ``VllmConfig.max_concurrent_batches``) as the planned release
+    resolves them (config/vllm.py ``VllmConfig.__post_init__``).
+
+    vLLM 0.32: a speculative method outside the EAGLE family / ``ngram_gpu`` / ``draft_model``
+    / ``dspark`` / ``dflash`` turns async scheduling off whichever model runner runs, and the
+    V1 runner never combines it with PP. vLLM 0.33 (``async_off_only_on_v1_runner``): those
+    rules hold only for the V1 runner (``v1_async_sched_incompat``), so under Model Runner V2
+    — the default on a GPU unless the method is one it lacks — ``ngram`` keeps async on. (The
+    CPU oracle runs the V1 runner, having no Triton: it cannot show the 0.33 rule.)
 
     ``max_concurrent_batches``: with async scheduling, Model Runner V2 keeps pp + 1 batches
     in flight, V1 keeps 2 (it never combines async scheduling with PP); without, pp.
     """
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
     pp = request.pipeline_parallel_size
     method = request.speculative_method if request.num_speculative_tokens else None
     v2_runner = method not in _V1_RUNNER_SPEC_METHODS
-    async_scheduling = method not in _NO_ASYNC_SPEC_METHODS and (pp <= 1 or v2_runner)
+    if vllm_release(request.engine_release).async_off_only_on_v1_runner:
+        v1_incompatible = method in _NO_ASYNC_SPEC_METHODS or pp > 1
+        async_scheduling = v2_runner or not v1_incompatible
+    else:
+        async_scheduling = method not in _NO_ASYNC_SPEC_METHODS and (pp <= 1 or v2_runner)
     if not async_scheduling:
         return False, pp
     return True, pp + 1 if v2_runner else 2

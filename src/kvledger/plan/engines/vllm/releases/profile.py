@@ -42,3 +42,6 @@ class VllmRelease(Release):
     # GPU when the text config has ``index_topk`` (0.33 model_executor/models/config.py
     # Glm5NextModelConfig.verify_and_update_config: GLM-5.3-Flash).
     fp8_auto_kv_on_sm100: frozenset[str] = frozenset()
+    # 0.33 config/vllm.py VllmConfig.__post_init__: the speculative-method and PP rules that
+    # turn async scheduling off apply to the V1 model runner only (v1_async_sched_incompat).
+    async_off_only_on_v1_runner: bool = False

@@ -40,4 +40,5 @@ RELEASE = replace(
     rejects_mismatched_float_kv=True,
     removed_speculative_methods=frozenset({"medusa", "mlp_speculator"}),
     fp8_auto_kv_on_sm100=frozenset({"Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"}),
+    async_off_only_on_v1_runner=True,
 )
