@@ -235,3 +235,18 @@ def test_ngram_keeps_async_scheduling_under_model_runner_v2(
     assert plan.num_blocks == 8192
     assert plan.kv_cache_tokens == tokens
     assert round(8192 / plan.max_concurrency) == per_request
+
+
+def test_a_config_stating_no_length_gets_vllms_2048() -> None:
+    # vllm/config/model.py _get_and_verify_max_len: none of the length keys → 2,048 assumed
+    # (with a warning), then the RoPE step (none here). The oracle agrees:
+    # tests/oracles/vllm-0.33/vllm-0.33-coverage-moe-hybrid2.jsonl (falcon-mamba-7b.mlstm,
+    # asked without --max-model-len: vllm_resolved.max_model_len 2048).
+    mamba = {"architectures": ["FalconMambaForCausalLM"], "model_type": "falcon_mamba",
+             "hidden_size": 1024, "num_hidden_layers": 4, "intermediate_size": 2048,
+             "state_size": 16, "conv_kernel": 4, "expand": 2, "time_step_rank": 64,
+             "torch_dtype": "bfloat16", "vocab_size": 1000, "use_conv_bias": True,
+             "use_bias": False}
+    plan = plan_model(mamba, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 30))
+    assert plan.max_model_len == 2048
+    assert any("states no maximum length" in w and "2,048" in w for w in plan.warnings)

@@ -82,10 +82,9 @@ def _request(case: dict[str, Any]) -> PlanRequest:
         engine="vllm", gpu=GPU_OF[_capability(case)],
         kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
         block_size=None if block == "auto" else int(block),
-        # A question asked without --max-model-len of a config stating no length: vLLM fell
-        # back to 2048 (vllm_resolved); kvledger asks for the length instead (a refusal the
-        # closing note lists), so the replay gives the length vLLM settled on.
-        max_model_len=inputs["max_model_len"] or case["vllm_resolved"]["max_model_len"],
+        # Asked as the oracle was: without --max-model-len a config stating no length gets
+        # vLLM's 2,048 (falcon-mamba-7b.mlstm), which kvledger assumes too.
+        max_model_len=inputs["max_model_len"],
         kv_cache_dtype=inputs["kv_cache_dtype"],
         tensor_parallel_size=inputs["tensor_parallel_size"],
         max_num_seqs=inputs["max_num_seqs"],

@@ -43,22 +43,27 @@ def _req(**kw: object) -> PlanRequest:
 
 
 @pytest.mark.parametrize(
-    ("pp", "method", "expected"),
+    ("engine", "pp", "method", "expected"),
     [
         # VllmConfig.max_concurrent_batches: async + Model Runner V2 → pp + 1.
-        (1, None, (True, 2)),
-        (4, None, (True, 5)),
-        (2, "eagle3", (True, 3)),
-        (2, "mtp", (True, 3)),
-        # ngram: async scheduling off (VllmConfig.__post_init__) → pp batches.
-        (1, "ngram", (False, 1)),
-        # medusa: off, and the V1 runner (unsupported by V2) → pp.
-        (2, "medusa", (False, 2)),
+        ("vllm", 1, None, (True, 2)),
+        ("vllm", 4, None, (True, 5)),
+        ("vllm", 2, "eagle3", (True, 3)),
+        ("vllm", 2, "mtp", (True, 3)),
+        # ngram: vLLM 0.32 turns async scheduling off (VllmConfig.__post_init__) → pp
+        # batches; 0.33 only on the V1 runner, and ngram runs on Model Runner V2.
+        ("vllm==0.32", 1, "ngram", (False, 1)),
+        ("vllm", 1, "ngram", (True, 2)),
+        # medusa: off, and the V1 runner (unsupported by V2) → pp (0.33 refuses the method
+        # elsewhere; here only the batches).
+        ("vllm==0.32", 2, "medusa", (False, 2)),
+        ("vllm", 2, "medusa", (False, 2)),
     ],
 )
-def test_concurrent_batches(pp: int, method: str | None, expected: tuple[bool, int]) -> None:
-    request = _req(pipeline_parallel_size=pp, speculative_method=method,
-                   num_speculative_tokens=1 if method else 0)
+def test_concurrent_batches(engine: str, pp: int, method: str | None,
+                            expected: tuple[bool, int]) -> None:
+    request = PlanRequest(engine=engine, kv_cache_memory_bytes=GIB, pipeline_parallel_size=pp,
+                          speculative_method=method, num_speculative_tokens=1 if method else 0)
     assert concurrent_batches(request) == expected
 
 
@@ -66,13 +71,13 @@ def test_sliding_window_reserve_follows_in_flight_tokens() -> None:
     # SlidingWindowSpec.max_admission_blocks_per_request: cdiv(min(w - 1 + in_flight, L),
     # block) + 1 pages. Window 4096, 8 KV heads x 128, block 16, L 32768:
     # default (async, 2 x 8192 in flight): cdiv(4095 + 16384, 16) + 1 = 1280 + 1 = 1281
-    # ngram (no async, 1 x 8192):          cdiv(4095 + 8192, 16) + 1  = 768 + 1  = 769
+    # ngram under vLLM 0.32 (no async, 1 x 8192): cdiv(4095 + 8192, 16) + 1 = 768 + 1 = 769
     layers = [SlidingAttention(index=0, k_heads=8, k_dim=128, v_heads=8, v_dim=128,
                                window=4096)]
     plain = plan_vllm(_facts(layers), _req(block_size=16, max_model_len=32768), GIB)
-    ngram = plan_vllm(_facts(layers), _req(block_size=16, max_model_len=32768,
-                                           speculative_method="ngram",
-                                           num_speculative_tokens=3), GIB)
+    ngram = plan_vllm(_facts(layers), PlanRequest(
+        engine="vllm==0.32", kv_cache_memory_bytes=GIB, block_size=16, max_model_len=32768,
+        speculative_method="ngram", num_speculative_tokens=3), GIB)
     assert plain.blocks_per_request == 1281
     assert ngram.blocks_per_request == 769
 

@@ -41,11 +41,12 @@ def load_facts(model: Any, request: PlanRequest) -> tuple[ModelFacts, ModelSourc
     return get_layout(request.engine).derive(source, request), source
 
 
-def _max_model_len(facts: ModelFacts, request: PlanRequest) -> int:
+def _max_model_len(layout: Layout, facts: ModelFacts, request: PlanRequest) -> int:
     if request.max_model_len is not None:
         return request.max_model_len
-    if facts.max_position_embeddings:
-        return facts.max_position_embeddings
+    length = layout.default_max_model_len(facts)
+    if length:
+        return length
     raise ValueError(
         f"{facts.model}: the config states no max_position_embeddings; pass max_model_len"
     )
@@ -162,7 +163,8 @@ def plan_model(
                            pooled=layout.pools_model_local)
         budget, stage_budgets, local_notes = apply_to_budget(budget, local, request)
     inp = LayoutInput(
-        facts=facts, request=request, budget=budget, max_model_len=_max_model_len(facts, request),
+        facts=facts, request=request, budget=budget,
+        max_model_len=_max_model_len(layout, facts, request),
         stage_budgets=stage_budgets,
         model_local=request.model_local_kv if layout.pools_model_local else (),
     )

@@ -169,6 +169,11 @@ class Layout(ABC):
     def check(self, request: PlanRequest) -> None:  # noqa: B027 - a default, not abstract
         """Refuse, naming the option, what this layout does not reproduce. Default: nothing."""
 
+    def default_max_model_len(self, facts: ModelFacts) -> int | None:
+        """The length this engine serves when none is asked; None: it needs one. Default:
+        the config's stated length."""
+        return facts.max_position_embeddings or None
+
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """Why this engine will not serve ``facts`` with PP > 1 ("" when it will): ``fit``
         then proposes no PP layout for it. Default: no model is refused."""

@@ -75,6 +75,13 @@ class VllmEngine(Layout):
     def not_served(self, model_type: str, release: str | None = None) -> str:
         return vllm_release(release).not_served.get(model_type, "")
 
+    def default_max_model_len(self, facts: ModelFacts) -> int | None:
+        """vLLM's own (``startup.default_max_model_len``: the derived length, or the 2,048 it
+        assumes when the config states none)."""
+        from kvledger.plan.engines.vllm.startup import default_max_model_len
+
+        return default_max_model_len(facts)
+
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
         release = vllm_release(request.engine_release)
         return release.default_gpu_memory_utilization, f"{release.short}'s default"

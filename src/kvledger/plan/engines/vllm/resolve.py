@@ -246,13 +246,19 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
 
     # vLLM's default is the length it derives from every length key of the config (Command-R:
     # model_max_length 131,072 over max_position_embeddings 8,192), plan/engines/vllm/startup.py.
-    from kvledger.plan.engines.vllm.startup import default_max_model_len
+    from kvledger.plan.engines.vllm.startup import (
+        NO_LENGTH_KEY_DEFAULT,
+        default_max_model_len,
+        derived_max_model_len,
+    )
 
     max_model_len = request.max_model_len or default_max_model_len(facts)
-    if max_model_len is None:
-        raise VllmLayoutError(
-            f"{facts.model}: the config states no max_position_embeddings; pass --max-model-len"
-        )
+    length_notes: tuple[str, ...] = ()
+    if request.max_model_len is None and derived_max_model_len(facts) is None \
+            and facts.sentence_max_len is None:
+        length_notes = (f"the config states no maximum length: {release_short()} assumes "
+                        f"{NO_LENGTH_KEY_DEFAULT:,} tokens (after its RoPE step: "
+                        f"{max_model_len:,}); pass --max-model-len to plan another",)
 
     async_scheduling, concurrent = concurrent_batches(request)
     # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
@@ -302,7 +308,8 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         cache_dtype_reason=cache.reason,
         extra_retained_tokens=extra_retained,
         minimax_sparse_layers=minimax_sparse,
-        **_joined(_gdn_checkpoint(facts, request, mamba_cache_mode),
+        **_joined({"notes": length_notes} if length_notes else {},
+                  _gdn_checkpoint(facts, request, mamba_cache_mode),
                   _dense_mla_backend(facts, request, cache.cache_dtype, use_mla
                                      and Kind.INDEXER not in kinds)),
     )

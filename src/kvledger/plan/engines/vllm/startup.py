@@ -301,6 +301,31 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
     return derived
 
 
+# vllm/config/model.py ``_get_and_verify_max_len``: "none of the keys were found in the
+# config": this length is assumed (with a warning), then the RoPE step applies to it.
+NO_LENGTH_KEY_DEFAULT = 2048
+
+
+def fallback_max_model_len(facts: ModelFacts) -> int:
+    """vLLM's length for a config that states none and no ``--max-model-len``: 2,048 times
+    the RoPE factor (``_get_and_verify_max_len``; vLLM warns "Assuming the model's maximum
+    length is 2048")."""
+    return int(NO_LENGTH_KEY_DEFAULT * _rope_step(facts))
+
+
+def _rope_step(facts: ModelFacts) -> float:
+    """The RoPE ``factor`` ``_get_and_verify_max_len`` multiplies the length by (1 for
+    Gemma-3, whose length is already scaled, and for the types in FACTOR_NOT_APPLIED)."""
+    top_type = str(facts.config.get("model_type") or facts.model_type)
+    factor = 1.0
+    if "gemma3" not in top_type:
+        for params in _rope_dicts(facts.config):
+            rope_type = params.get("rope_type", params.get("type"))
+            if rope_type not in FACTOR_NOT_APPLIED and params.get("factor") is not None:
+                factor = _rope_factor(facts, params.get("factor"))
+    return factor
+
+
 def _from_config(facts: ModelFacts) -> tuple[float, str] | None:
     """``derived_max_model_len`` from config.json alone (the RoPE step included)."""
     from kvledger.derive.max_len import MAX_LEN_KEYS, OVERRIDE_KEY
@@ -311,13 +336,7 @@ def _from_config(facts: ModelFacts) -> tuple[float, str] | None:
     text = text_config(facts)
     stated = [k for k in (OVERRIDE_KEY, *MAX_LEN_KEYS) if text.get(k) == length]
     key = stated[0] if stated else "max_position_embeddings"  # a class default
-    top_type = str(facts.config.get("model_type") or facts.model_type)
-    factor = 1.0
-    if "gemma3" not in top_type:
-        for params in _rope_dicts(facts.config):
-            rope_type = params.get("rope_type", params.get("type"))
-            if rope_type not in FACTOR_NOT_APPLIED and params.get("factor") is not None:
-                factor = _rope_factor(facts, params.get("factor"))
+    factor = _rope_step(facts)
     derived = length * factor
     if derived > MAX_POSITIONS and facts.sentence_max_len is None:
         raise ConfigError(f"{facts.model}: the RoPE factor {factor:g} makes the derived "
@@ -346,14 +365,16 @@ def _as_vllm_prints(facts: ModelFacts, length: float) -> str:
     return str(int(length)) if length.is_integer() else str(length)
 
 
-def default_max_model_len(facts: ModelFacts) -> int | None:
+def default_max_model_len(facts: ModelFacts) -> int:
     """vLLM's ``max_model_len`` when none is given: the derived length (for LongRoPE, the
     config's ``original_max_position_embeddings``), ``_get_and_verify_max_len``."""
     derived = derived_max_model_len(facts)
     if derived is None:
         # vLLM: no length key (2,048 assumed), then the sentence-transformers length replaces
-        # it; with neither, the layout asks for --max-model-len.
-        return facts.sentence_max_len[1] if facts.sentence_max_len is not None else None
+        # it; with neither, the 2,048 after the RoPE step (``fallback_max_model_len``).
+        if facts.sentence_max_len is not None:
+            return int(facts.sentence_max_len[1])
+        return fallback_max_model_len(facts)
     for params in _rope_dicts(facts.config):
         if params.get("rope_type", params.get("type")) in ("longrope", "su"):
             original = _positive(facts.config.get("original_max_position_embeddings"))
