@@ -307,5 +307,9 @@ def test_expert_parallel_is_a_plan_option() -> None:
         "vllm serve deepseek-ai/DeepSeek-V3 -dp 8 --enable-expert-parallel --enable-eplb")
     out = t("python -m sglang.launch_server --model-path M --tp 8 --ep-size 8")
     assert any("same bytes per GPU" in note for note in out.notes)
+    # DP attention's tp_size counts every GPU: --ep-size equal to it is the same bytes too.
+    out = t("python -m sglang.launch_server --model-path M --tp 8 --dp 8 "
+            "--enable-dp-attention --ep-size 8")
+    assert "--enable-dp-attention" in out.options
     assert "--ep-size" in refused("python -m sglang.launch_server --model-path M --tp 8 "
                                   "--ep-size 4")

@@ -100,14 +100,14 @@ class Weights:
 
 @record(frozen=True)
 class WeightSplit:
-    """Inside one pipeline stage, over how many GPUs an engine divides the experts, where
-    that is not the tensor-parallel group (``Layout.weight_split``: vLLM with data
-    parallelism). Every other part of the weights is divided by TP."""
+    """Inside one pipeline stage, over how many GPUs an engine divides a part of the weights,
+    where that is not the tensor-parallel group (``Layout.weight_split``: vLLM's experts with
+    data parallelism, SGLang's attention under DP attention). ``ranks``: parameter category
+    (``derive/params.py`` CATEGORIES) → GPUs; every other part is divided by TP."""
 
-    expert_ranks: int  # routed experts: whole experts (EP) or slices over this many GPUs
-    shared_expert_ranks: int  # shared experts (1: every GPU holds them whole)
-    expert_parallel: bool  # whole experts per GPU (EP) or a TP slice of every expert
+    ranks: Mapping[str, int]
     basis: str  # the engine's rule, cited
+    expert_parallel: bool = False  # whole experts per GPU (EP) or a TP slice of every expert
 
 
 class WeightsError(ValueError):
@@ -445,26 +445,20 @@ def _without(totals: SafetensorsTotals, part: tuple[dict[str, int], dict[str, in
 
 def split_per_rank(total: int, parts: Mapping[str, int], tp: int, pp: int,
                    split: WeightSplit) -> tuple[int, dict[str, Any]]:
-    """(bytes on one GPU, the parts) when ``split`` divides the experts over other ranks than
-    TP: routed experts ÷ (``expert_ranks`` × PP), shared experts ÷ (``shared_expert_ranks``
-    × PP), the rest of ``total`` ÷ (TP × PP), each rounded up. ``parts``: estimated bytes of
-    ``routed_experts`` and ``shared_experts`` (``Estimate.by_category``)."""
-    routed = min(parts.get("routed_experts", 0), total)
-    shared = min(parts.get("shared_experts", 0), total - routed)
-    rest = total - routed - shared
-    routed_rank = -(-routed // (split.expert_ranks * pp))
-    shared_rank = -(-shared // (split.shared_expert_ranks * pp))
-    rest_rank = -(-rest // (tp * pp))
-    per_rank = routed_rank + shared_rank + rest_rank
-    return per_rank, {
-        "expert_parallel": split.expert_parallel,
-        "expert_ranks": split.expert_ranks,
-        "shared_expert_ranks": split.shared_expert_ranks,
-        "routed_experts_bytes": routed, "routed_experts_per_gpu": routed_rank,
-        "shared_experts_bytes": shared, "shared_experts_per_gpu": shared_rank,
-        "other_weights_bytes": rest, "other_weights_per_gpu": rest_rank,
-        "weights_per_gpu": per_rank, "basis": split.basis,
-    }
+    """(bytes on one GPU, the parts) when ``split`` divides some categories over other ranks
+    than TP: each such category's bytes ÷ (its ranks × PP), the rest of ``total`` ÷ (TP × PP),
+    each rounded up. ``parts``: estimated bytes per category (``Estimate.by_category``)."""
+    rows: dict[str, dict[str, int]] = {}
+    left = total
+    for category, ranks in split.ranks.items():
+        size = min(parts.get(category, 0), left)
+        left -= size
+        rows[category] = {"bytes": size, "gpus": ranks, "per_gpu": -(-size // (ranks * pp))}
+    rows["rest"] = {"bytes": left, "gpus": tp, "per_gpu": -(-left // (tp * pp))}
+    per_rank = sum(row["per_gpu"] for row in rows.values())
+    return per_rank, {"expert_parallel": split.expert_parallel,
+                      "pipeline_parallel_size": pp, "parts": rows,
+                      "weights_per_gpu": per_rank, "basis": split.basis}
 
 
 def model_weights(
@@ -529,15 +523,14 @@ def model_weights(
     if split is not None:
         counted = estimate_weights(config if config is not None else cfg, model_dtype,
                                    hf_quant, speculative_mtp=speculative_mtp).by_category or {}
-        if counted.get("routed_experts", 0) > 0:
+        if any(counted.get(category, 0) > 0 for category in split.ranks):
             per_rank, parts = split_per_rank(total, counted, tensor_parallel_size,
                                              pipeline_parallel_size, split)
             per_rank_basis = ESTIMATED
-            how += (f"; per GPU: routed experts / ({split.expert_ranks} "
-                    f"{'EP' if split.expert_parallel else 'TP over DP'} × "
-                    f"{pipeline_parallel_size} PP), shared experts / "
-                    f"{split.shared_expert_ranks * pipeline_parallel_size}, the rest / "
-                    f"({tensor_parallel_size} TP × {pipeline_parallel_size} PP)")
+            shares = ", ".join(f"{c.replace('_', ' ')} / {n * pipeline_parallel_size}"
+                               for c, n in split.ranks.items())
+            how += (f"; per GPU: {shares}, the rest / ({tensor_parallel_size} TP × "
+                    f"{pipeline_parallel_size} PP)")
     if parts is None and ranks > 1:
         how += f"; per GPU: total / ({tensor_parallel_size} TP × {pipeline_parallel_size} PP)"
     return Weights(total, per_rank, basis, per_rank_basis, how, stored, warnings, parameters,

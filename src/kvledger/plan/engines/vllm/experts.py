@@ -64,5 +64,5 @@ def weight_split(facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
     elif sequence_parallel:
         basis += ("; shared experts taken as TP-split (sequence-parallel MoE may replicate "
                   "them in this model's file: not checked)")
-    return WeightSplit(expert_ranks=dp * tp, shared_expert_ranks=1 if whole else tp,
-                       expert_parallel=ep, basis=basis)
+    return WeightSplit({"routed_experts": dp * tp, "shared_experts": 1 if whole else tp},
+                       basis, expert_parallel=ep)
