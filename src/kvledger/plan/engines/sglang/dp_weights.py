@@ -38,8 +38,10 @@ ATTN_TP_ARCHITECTURES = frozenset({
 def weight_split(facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
     options = request.sglang
     tp, dp = request.tensor_parallel_size, request.data_parallel_size
-    if options is None or not options.enable_dp_attention or dp == 1 or tp % dp:
-        return None  # tp % dp: refused by the layout (settings.resolve), not split here
+    # Options of the wrong type, or tp % dp: refused by the layout when it plans
+    # (engine._options, settings.resolve), not split here.
+    if not getattr(options, "enable_dp_attention", False) or dp == 1 or tp % dp:
+        return None
     if not ATTN_TP_ARCHITECTURES & set(facts.architectures):
         return None
     from kvledger.plan.weights import WeightSplit
