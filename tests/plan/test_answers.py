@@ -21,9 +21,15 @@ def test_max_context_bisection_on_a_page_budget() -> None:
     assert max_context_at(6000, conc, hi=8192) is None  # 5,120 blocks < 6,000 requests
 
 
-def test_fit_candidates_prefer_fewer_gpus_then_tp() -> None:
+def test_fit_candidates_prefer_tp_in_a_node_then_pp() -> None:
+    # One node of 8: TP first, then PP inside the node (fewer GPUs, less PP first), then
+    # across nodes TP 8 × PP (plan/fit_layouts.py).
     order = fit_candidates(32, (1, 2, 4, 8), (1, 2, 4))
-    assert order[:6] == [(1, 1), (2, 1), (1, 2), (4, 1), (2, 2), (1, 4)]
+    assert order == [(1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (2, 2), (1, 4), (4, 2), (2, 4),
+                     (8, 2), (8, 4)]
+    # Four GPUs a node: TP 8 is not tried (TP stays in a node); across nodes TP 4 × PP.
+    assert fit_candidates(32, (1, 2, 4, 8), (1, 2, 4), gpus_per_node=4) == [
+        (1, 1), (2, 1), (4, 1), (1, 2), (2, 2), (1, 4), (4, 2), (4, 4)]
 
 
 def test_plan_answers_max_context_at_concurrency() -> None:
@@ -43,7 +49,7 @@ def test_fit_llama_70b_on_h100(engine: str) -> None:
     assert result.fits and result.plan is not None
     assert (result.plan.tensor_parallel_size, result.plan.pipeline_parallel_size) == (8, 1)
     tried = [(a.tensor_parallel_size, a.pipeline_parallel_size) for a in result.attempts]
-    assert tried[:4] == [(1, 1), (2, 1), (1, 2), (4, 1)]
+    assert tried == [(1, 1), (2, 1), (4, 1), (8, 1)]  # TP inside the node first
     assert result.plan.max_concurrency >= 16
 
 

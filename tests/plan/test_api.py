@@ -110,7 +110,11 @@ def test_fit_json_shape() -> None:
     data = fit_model(LLAMA, PlanRequest(), gpu="H100-80GB", concurrency=4,
                      context=8192).to_json()
     assert data["fits"] is True
-    assert data["chosen"] == {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1}
+    assert data["chosen"] == {"tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+                              "data_parallel_size": 1, "enable_expert_parallel": False,
+                              "gpus": 1, "nodes": 1, "spans_nodes": False,
+                              "max_concurrency": data["attempts"][0]["max_concurrency"]}
+    assert data["caveats"] == [] and data["gpus_per_node"] == 8
     assert data["plan"]["max_model_len"] == 8192
     json.dumps(data)
 

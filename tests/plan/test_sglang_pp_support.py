@@ -66,5 +66,5 @@ def test_fit_proposes_no_pp_layout_for_it_with_sglang_only() -> None:
                        context=4096)
     assert {a.pipeline_parallel_size for a in sglang.attempts} == {1}
     vllm = fit_model(str(MINITRON), PlanRequest(engine="vllm"), gpu="L4", concurrency=64,
-                     context=4096)  # vLLM's NemotronForCausalLM implements SupportsPP
+                     context=4096, tp_sizes=(1,))  # vLLM's NemotronForCausalLM: SupportsPP
     assert 2 in {a.pipeline_parallel_size for a in vllm.attempts}

@@ -321,12 +321,19 @@ def test_revision_and_offline_are_kvledger_source_options() -> None:
     assert t("sglang serve org/model --revision v2").options == {"--revision": "v2"}
 
 
-def test_expert_parallel_over_the_tp_group_keeps_the_bytes() -> None:
-    out = t("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --enable-expert-parallel")
-    assert any("same bytes per GPU" in note for note in out.notes)
-    assert "--enable-expert-parallel" in refused(
-        "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 -dp 2 --enable-expert-parallel")
+def test_expert_parallel_is_a_plan_option() -> None:
+    """vLLM's EP is planned (plan/engines/vllm/experts.py), with or without DP; EPLB's
+    redundant experts are not."""
+    for line in ("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --enable-expert-parallel",
+                 "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 -dp 2 -ep"):
+        assert "--enable-expert-parallel" in t(line).options
+    assert "--enable-eplb" in refused(
+        "vllm serve deepseek-ai/DeepSeek-V3 -dp 8 --enable-expert-parallel --enable-eplb")
     out = t("python -m sglang.launch_server --model-path M --tp 8 --ep-size 8")
     assert any("same bytes per GPU" in note for note in out.notes)
+    # DP attention's tp_size counts every GPU: --ep-size equal to it is the same bytes too.
+    out = t("python -m sglang.launch_server --model-path M --tp 8 --dp 8 "
+            "--enable-dp-attention --ep-size 8")
+    assert "--enable-dp-attention" in out.options
     assert "--ep-size" in refused("python -m sglang.launch_server --model-path M --tp 8 "
                                   "--ep-size 4")

@@ -60,10 +60,18 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
 def _fill_fit(fit: argparse.ArgumentParser) -> None:
     _add_model(fit)
     fit.add_argument("--gpu", required=True, metavar="NAME", help="GPU preset, e.g. H100-80GB")
-    fit.add_argument("--concurrency", type=int_at_least(1), required=True, metavar="N",
-                     help="requests that must run at once")
-    fit.add_argument("--context", type=tokens_at_least(1), required=True, metavar="L",
-                     help="tokens per request")
+    # Required, unless a serve line after '--' states them (--max-num-seqs, --max-model-len).
+    fit.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
+                     help="requests that must run at once (required, unless a serve line "
+                     "after '--' gives its max_num_seqs)")
+    fit.add_argument("--context", type=tokens_at_least(1), default=None, metavar="L",
+                     help="tokens per request (required, unless a serve line after '--' "
+                     "gives its max_model_len)")
+    fit.add_argument("--max-gpus", type=int_at_least(1), default=None, metavar="N",
+                     help="try no layout of more than N GPUs (default: no limit)")
+    fit.add_argument("--gpus-per-node", type=int_at_least(1), default=8, metavar="G",
+                     help="GPUs in one node (default 8): TP stays inside a node, PP spans "
+                     "nodes, and a layout over more GPUs says it needs several nodes")
     add_engine_options(fit, for_fit=True)
     add_model_local_options(fit)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
@@ -113,7 +121,8 @@ def _fill_report(report: argparse.ArgumentParser) -> None:
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
                           tuple[str, ...]]] = {
     "plan": ("KV blocks, tokens and concurrency for a model", _fill_plan, ()),
-    "fit": ("smallest TP×PP on a GPU that holds N requests of L tokens", _fill_fit, ()),
+    "fit": ("the GPU layout that holds N requests of L tokens, and its serve line", _fill_fit,
+            ()),
     "inspect": ("per-layer cache facts of a model", _fill_inspect, ()),
     "models": ("list the bundled catalog ids and the supported model types", _fill_models,
                ("catalog",)),
@@ -221,23 +230,56 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
             flag = "--" + name.replace("_", "-")
             raise UsageError(f"kvledger fit: error: {flag} is {why}",
                              hint=f"drop {flag}")
+    missing = [flag for flag in ("--concurrency", "--context")
+               if getattr(ns, flag.lstrip("-")) is None]
+    if missing:
+        raise UsageError(f"kvledger fit: error: the following arguments are required: "
+                         f"{', '.join(missing)}",
+                         hint="give them, or paste a serve line after '--' that sets "
+                         "--max-num-seqs and --max-model-len")
     tp, pp = ns.tensor_parallel_size, ns.pipeline_parallel_size
     pp_sizes = (pp,) if pp is not None else PP_SIZES
     # A --model-local-kv-stage is checked against the most stages fit tries (a candidate with
     # fewer stages puts the declaration on its last).
     request = build_request(ns, tensor_parallel_size=tp or 1, data_parallel_size=1,
-                       max_num_seqs=ns.concurrency,
+                       max_num_seqs=ns.concurrency, enable_expert_parallel=False,
                        pipeline_parallel_size=max(pp_sizes) if ns.model_local_kv_stage else 1)
     result = fit_model(model_source(ns), request, context=ns.context,
-                       tp_sizes=(tp,) if tp is not None else TP_SIZES, pp_sizes=pp_sizes)
+                       tp_sizes=(tp,) if tp is not None else TP_SIZES, pp_sizes=pp_sizes,
+                       gpus_per_node=ns.gpus_per_node, max_gpus=ns.max_gpus,
+                       expert_parallel=ns.enable_expert_parallel)
     data = result.to_json()
+    given_line = getattr(ns, "serve_line", None)
+    if given_line is not None:
+        data["from_serve_line"] = given_line.to_json()
+    if result.request is not None:
+        data.update(_fit_serve_line(ns.model, result))
     if ns.json:
         _emit_json(data)
     else:
         from kvledger.cli import render
 
         render.render_fit(data)
+        for note in given_line.summary() if given_line is not None else ():
+            sys.stderr.write(f"note: {note}\n")
     return 0
+
+
+def _fit_serve_line(model: str, result: Any) -> dict[str, Any]:
+    """The chosen layout's launch line (``cli/serve/emit.py``) as fit's JSON keys; null with
+    a note for a layout no engine launches (native) or one without a line (ATOM)."""
+    from kvledger.cli.serve.emit import EmitError, serve_line
+    from kvledger.plan.gpus import gpu_preset
+
+    preset = gpu_preset(result.gpu)
+    try:
+        line = serve_line(model, result.request, preset.total_bytes, preset.name)
+    except EmitError as exc:
+        return {"serve_line": None, "serve_line_argv": None, "serve_line_kvledger_options": [],
+                "serve_line_notes": [str(exc)]}
+    return {"serve_line": line.text, "serve_line_argv": list(line.argv),
+            "serve_line_kvledger_options": list(line.kvledger_options),
+            "serve_line_notes": list(line.notes)}
 
 
 def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
@@ -320,6 +362,15 @@ def _run(argv: list[str]) -> int:
         ns.serve_line = serve_line
         planned: int = ns.handler(ns)
         return planned
+    if argv and argv[0] == "fit" and "--" in argv[1:]:
+        # `kvledger fit [options] -- vllm serve MODEL …`: the line states the question.
+        from kvledger.cli.serve.cli import fit_args
+
+        args, given = fit_args(argv[1:], lambda: command_parser("fit"))
+        ns = command_parser("fit").parse_args(args)
+        ns.serve_line = given
+        fitted: int = ns.handler(ns)
+        return fitted
     if argv and (argv[0] in COMMANDS or argv[0] in _ALIASES):
         ns = command_parser(argv[0]).parse_args(argv[1:])
         result: int = ns.handler(ns)

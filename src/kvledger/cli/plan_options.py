@@ -101,6 +101,11 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
                    metavar="D",
                    help=SUPPRESS if for_fit else "replicas of the whole model (default 1); "
                    "each is planned alike")
+    p.add_argument("--enable-expert-parallel", "-ep", action="store_true",
+                   help="fit: also search data × expert parallel layouts of a MoE model "
+                   "(vLLM's -dp D -tp T --enable-expert-parallel)" if for_fit else
+                   "vLLM's expert parallelism: each GPU of the DP × TP group holds whole "
+                   "experts (default: off)")
     # None = not given: vLLM then takes min(256, --max-num-batched-tokens) (EngineArgs.
     # _set_default_max_num_seqs_and_batched_tokens), so a small token budget is no refusal.
     p.add_argument("--max-num-seqs", type=int_at_least(1), default=None, metavar="S",
@@ -267,6 +272,7 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
         tensor_parallel_size=ns.tensor_parallel_size,
         pipeline_parallel_size=ns.pipeline_parallel_size,
         data_parallel_size=ns.data_parallel_size,
+        enable_expert_parallel=bool(getattr(ns, "enable_expert_parallel", False)),
         max_num_seqs=ns.max_num_seqs,  # None: the request resolves vLLM's default
         max_num_batched_tokens=ns.max_num_batched_tokens,
         enable_prefix_caching=ns.enable_prefix_caching,

@@ -390,18 +390,51 @@ def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None
 
 
 _ATTEMPT_COLS = (
-    ("tensor_parallel_size", "TP"), ("pipeline_parallel_size", "PP"), ("gpus", "GPUs"),
-    ("fits", "fits"), ("max_concurrency", "concurrency"), ("reason", "why"),
+    ("tensor_parallel_size", "TP"), ("pipeline_parallel_size", "PP"),
+    ("data_parallel_size", "DP"), ("enable_expert_parallel", "EP"), ("gpus", "GPUs"),
+    ("nodes", "nodes"), ("fits", "fits"), ("max_concurrency", "concurrency"), ("reason", "why"),
 )
 
 
+def _layout_words(chosen: Mapping[str, Any]) -> str:
+    parts = [f"TP {chosen['tensor_parallel_size']}"]
+    if chosen.get("pipeline_parallel_size", 1) > 1:
+        parts.append(f"PP {chosen['pipeline_parallel_size']}")
+    if chosen.get("data_parallel_size", 1) > 1:
+        parts.append(f"DP {chosen['data_parallel_size']}")
+    words = " × ".join(parts) + (" with EP" if chosen.get("enable_expert_parallel") else "")
+    nodes = chosen.get("nodes", 1)
+    return f"{words}: {chosen['gpus']} GPUs, {nodes} node{'s' if nodes != 1 else ''}"
+
+
 def render_fit(data: Mapping[str, Any], console: Console | None = None) -> None:
+    """The question, the chosen layout and its headline numbers, every layout tried, the
+    caveats, and the serve line to paste (printed unwrapped, so it copies whole)."""
     con = console or _console()
-    scalars = [(k, _cell(v)) for k, v in data.items() if k not in ("attempts", "plan")]
-    con.print(_kv_table("fit", scalars))
+    rows: list[tuple[str, Any]] = [(k, _cell(data.get(k))) for k in
+                                   ("model", "gpu", "engine", "concurrency", "context")]
+    chosen = data.get("chosen")
+    plan = data.get("plan")
+    if isinstance(chosen, Mapping):
+        rows.append(("layout", _layout_words(chosen)))
+        rows.append(("max concurrency (whole layout)", _cell(chosen.get("max_concurrency"))))
+    if isinstance(plan, Mapping):
+        rows += [("KV tokens per GPU", _cell(plan.get("kv_cache_tokens"))),
+                 ("KV budget per GPU", _cell(plan.get("available_bytes")))]
+    if data.get("reason"):
+        rows.append(("why nothing fits", str(data["reason"])))
+    con.print(_kv_table("fit", rows))
     attempts = _table("layouts tried", data.get("attempts"), _ATTEMPT_COLS)
     if attempts is not None:
         con.print(attempts)
-    plan = data.get("plan")
-    if isinstance(plan, Mapping):
-        render_plan(plan, con)
+    for caveat in data.get("caveats") or ():
+        con.print(f"caveat: {caveat}", soft_wrap=True)
+    line = data.get("serve_line")
+    if line:
+        con.file.write(f"\nserve line ({data.get('engine')}):\n  {line}\n")
+        extra = data.get("serve_line_kvledger_options") or ()
+        if extra:
+            con.file.write("  (to plan it again: kvledger plan " + " ".join(extra) +
+                           " -- <the line>)\n")
+    for note in data.get("serve_line_notes") or ():
+        con.file.write(f"  note: {note}\n")

@@ -6,9 +6,10 @@
   reserved (``max_num_seqs``) and whose pages fit: ``min(max_num_seqs, blocks ÷ ⌈L / B⌉)``.
 - **max context at a concurrency N** — the largest L with concurrency(L) ≥ N, by bisection
   over a monotone (non-increasing in L) concurrency function the caller supplies.
-- **fit** — the smallest TP×PP on one GPU type that holds N requests of L tokens: TP in
-  1, 2, 4, 8; PP in 1, 2, 4, …; fewer GPUs first, then more TP before more PP (TP keeps
-  every GPU busy on every token; PP adds pipeline bubbles). Each candidate is planned for real
+- **fit** — the first layout on one GPU type that holds N requests of L tokens: TP in
+  1, 2, 4, 8; PP in 1, 2, 4, …; one node before two, TP inside a node before PP, PP across
+  nodes (``plan/fit_layouts.py``; TP keeps every GPU busy on every token, PP adds pipeline
+  bubbles; vLLM's guidance), DP × EP for a MoE model when asked. Each candidate is planned for real
   (weights, reserves, TP head split, PP stages), and the first that holds it wins; when none
   does, every attempt says why.
 """
@@ -49,7 +50,11 @@ def fit_candidates(
     num_decoder_layers: int,
     tp_sizes: Iterable[int] = TP_SIZES,
     pp_sizes: Iterable[int] = PP_SIZES,
+    gpus_per_node: int = 8,
 ) -> list[tuple[int, int]]:
-    """(tp, pp) in the order ``fit`` tries them: fewer GPUs, then TP before PP."""
-    pairs = [(tp, pp) for tp in tp_sizes for pp in pp_sizes if pp <= max(1, num_decoder_layers)]
-    return sorted(pairs, key=lambda p: (p[0] * p[1], p[1]))
+    """(tp, pp) in the order ``fit`` tries them (``plan/fit_layouts.py``): one node before
+    two, TP inside a node before PP inside it, PP across nodes with TP = the node."""
+    from kvledger.plan.fit_layouts import fit_layouts
+
+    return [(c.tensor_parallel_size, c.pipeline_parallel_size) for c in
+            fit_layouts(num_decoder_layers, tp_sizes, pp_sizes, gpus_per_node=gpus_per_node)]

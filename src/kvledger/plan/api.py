@@ -54,13 +54,16 @@ def _max_model_len(layout: Layout, facts: ModelFacts, request: PlanRequest) -> i
 
 def _budget(
     layout: Layout, facts: ModelFacts, source: ModelSource | None, request: PlanRequest
-) -> tuple[Budget, list[str]]:
+) -> tuple[Budget, list[str], dict[str, Any] | None]:
+    """(the budget, notes, the per-GPU weight parts where the engine divides the experts over
+    other GPUs than TP: ``Weights.split``)."""
     notes: list[str] = []
+    split = layout.weight_split(facts, request)  # refuses EP where the layout has no rule
     if request.kv_cache_memory_bytes is not None:
         if request.gpu is not None:
             notes.append(f"kv_cache_memory_bytes given: the {request.gpu} budget (weights, "
                          "reserves, utilization) is not computed")
-        return given_budget(request.kv_cache_memory_bytes), notes
+        return given_budget(request.kv_cache_memory_bytes), notes, None
     from kvledger.plan.gpus import ASSUMED_NOTE, given_total_preset, gpu_preset
     from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import model_weights
@@ -83,12 +86,13 @@ def _budget(
         pipeline_parallel_size=request.pipeline_parallel_size,
         speculative_mtp=speculates_with_mtp(request),
         config=facts.config or None,
+        split=split,
     )
     budget = layout.gpu_budget(GpuBudgetInput(facts, request, preset, weights, text))
     if weights.basis != "exact":
         why = source.weights_note() if source is not None else "no checkpoint given"
         notes.append(f"weights estimated from the config's parameter count ({why})")
-    return budget, notes
+    return budget, notes, None if weights.split is None else dict(weights.split)
 
 
 def _with_overrides(request: PlanRequest | None, overrides: dict[str, Any]) -> PlanRequest:
@@ -151,7 +155,7 @@ def plan_model(
         from kvledger.plan.speculative import check_speculation
 
         spec_warnings = check_speculation(facts, request)
-    budget, notes = _budget(layout, facts, source, request)
+    budget, notes, weight_split = _budget(layout, facts, source, request)
     local: tuple[LocalRow, ...] = ()
     stage_budgets = (budget.available_bytes,) * request.pipeline_parallel_size
     local_notes: list[str] = []
@@ -206,6 +210,7 @@ def plan_model(
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
         attention_dp_size=planned.attention_dp_size,
         source=source.describe() if source is not None else None,
+        enable_expert_parallel=request.enable_expert_parallel, weight_split=weight_split,
     )
 
 

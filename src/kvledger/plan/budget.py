@@ -27,7 +27,8 @@ The reserves are options. Their defaults are estimates, and are labelled so:
 - CUDA graphs: 1 GiB. vLLM logs "Graph capturing finished … took X GiB"; typical values for
   dense models are 0.2–1.5 GiB. Pass the logged figure when you have it.
 - non-torch memory (CUDA context, NCCL buffers, allocator fragmentation): 0.5 GiB on one GPU,
-  1 GiB when tensor/pipeline parallel communicators exist.
+  1 GiB when tensor/pipeline parallel communicators exist (or a MoE model's experts span
+  data-parallel ranks).
 
 A budget that comes out at or below zero raises ``BudgetTooSmall`` with every line.
 
@@ -213,7 +214,9 @@ def gpu_budget(
     else:
         util_label = f"× gpu_memory_utilization {util:g} ({utilization_default}; not given)"
         util_basis = total_basis
-    multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1
+    # A MoE model's experts over DP ranks (weights.split) need the DP group's communicators.
+    multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1 or \
+        weights.split is not None
     activation = reserves.activation_peak_bytes
     graphs = reserves.cuda_graph_bytes
     non_torch = reserves.non_torch_bytes

@@ -1,4 +1,4 @@
-"""What ``fit_model`` returns: every TP × PP layout tried, and the smallest that holds.
+"""What ``fit_model`` returns: every layout tried, and the first that holds.
 
 Kept apart from ``kvledger.plan.result`` so ``kvledger plan`` does not build these classes at
 start-up; ``kvledger.plan.result`` still exports both names.
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kvledger.records import record
 
 if TYPE_CHECKING:
+    from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import PlanResult
 
 
@@ -19,18 +20,24 @@ class FitAttempt:
     tensor_parallel_size: int
     pipeline_parallel_size: int
     fits: bool
-    max_concurrency: float | None
+    max_concurrency: float | None  # over the whole layout (every DP rank's together)
     reason: str
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
+    nodes: int = 1  # nodes of FitResult.gpus_per_node GPUs the layout fills
 
     @property
     def gpus(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
     def to_json(self) -> dict[str, Any]:
         return {
             "tensor_parallel_size": self.tensor_parallel_size,
             "pipeline_parallel_size": self.pipeline_parallel_size,
+            "data_parallel_size": self.data_parallel_size,
+            "enable_expert_parallel": self.enable_expert_parallel,
             "gpus": self.gpus,
+            "nodes": self.nodes,
             "fits": self.fits,
             "max_concurrency": self.max_concurrency,
             "reason": self.reason,
@@ -45,20 +52,36 @@ class FitResult:
     concurrency: int
     context: int
     attempts: tuple[FitAttempt, ...]
-    plan: PlanResult | None  # the smallest layout that holds it, or None
+    plan: PlanResult | None  # one GPU of the first layout that holds it (per DP rank), or None
     reason: str = ""  # why nothing fits, when plan is None
+    gpus_per_node: int = 8
+    max_gpus: int | None = None
+    # What the chosen layout asks of the operator: nodes, PP inside a node, DP ranks.
+    caveats: tuple[str, ...] = ()
+    # The request the chosen layout was planned with (its serve line is written from it).
+    request: PlanRequest | None = None
 
     @property
     def fits(self) -> bool:
         return self.plan is not None
 
+    @property
+    def chosen(self) -> FitAttempt | None:
+        return next((a for a in self.attempts if a.fits), None) if self.fits else None
+
     def to_json(self) -> dict[str, Any]:
         chosen = None
-        if self.plan is not None:
+        picked = self.chosen
+        if picked is not None:
             chosen = {
-                "tensor_parallel_size": self.plan.tensor_parallel_size,
-                "pipeline_parallel_size": self.plan.pipeline_parallel_size,
-                "gpus": self.plan.tensor_parallel_size * self.plan.pipeline_parallel_size,
+                "tensor_parallel_size": picked.tensor_parallel_size,
+                "pipeline_parallel_size": picked.pipeline_parallel_size,
+                "data_parallel_size": picked.data_parallel_size,
+                "enable_expert_parallel": picked.enable_expert_parallel,
+                "gpus": picked.gpus,
+                "nodes": picked.nodes,
+                "spans_nodes": picked.nodes > 1,
+                "max_concurrency": picked.max_concurrency,
             }
         return {
             "model": self.model,
@@ -66,8 +89,11 @@ class FitResult:
             "engine": self.engine,
             "concurrency": self.concurrency,
             "context": self.context,
+            "gpus_per_node": self.gpus_per_node,
+            "max_gpus": self.max_gpus,
             "fits": self.fits,
             "chosen": chosen,
+            "caveats": list(self.caveats),
             "reason": self.reason,
             "attempts": [a.to_json() for a in self.attempts],
             "plan": self.plan.to_json() if self.plan is not None else None,

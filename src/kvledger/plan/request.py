@@ -145,6 +145,9 @@ class PlanRequest:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
+    # vLLM's --enable-expert-parallel: each GPU of the DP × TP group holds whole experts
+    # (the engine's ``Layout.weight_split``); an engine that does not model it refuses it.
+    enable_expert_parallel: bool = False
     # Not given (None): vLLM's default, min(256, max_num_batched_tokens) — resolved here, so
     # the stored value is always the int the engine runs with (module docstring).
     max_num_seqs: int = field(default=None)
@@ -196,6 +199,9 @@ class PlanRequest:
         _count("tensor_parallel_size", self.tensor_parallel_size, minimum=1)
         _count("pipeline_parallel_size", self.pipeline_parallel_size, minimum=1)
         _count("data_parallel_size", self.data_parallel_size, minimum=1)
+        if not isinstance(self.enable_expert_parallel, bool):
+            raise TypeError("enable_expert_parallel must be a bool, got "
+                            f"{self.enable_expert_parallel!r}")
         _count("max_num_batched_tokens", self.max_num_batched_tokens, minimum=1)
         if self.max_num_seqs is None:
             # An engine with its own default (registry.DEFAULT_MAX_NUM_SEQS: ATOM's 512) takes

@@ -192,6 +192,10 @@ class PlanResult:
     source: dict[str, Any] | None = None  # where the config came from (ModelSource.describe)
     # KV pools inside one replica (LayoutPlan.attention_dp_size: SGLang's DP attention).
     attention_dp_size: int = 1
+    enable_expert_parallel: bool = False
+    # The weights on one GPU by part, where the engine divides the experts over other GPUs
+    # than TP (kvledger.plan.weights.split_per_rank: vLLM with DP); None otherwise.
+    weight_split: Mapping[str, Any] | None = None
 
     @property
     def vllm_refuses_to_start(self) -> bool | None:
@@ -232,7 +236,10 @@ class PlanResult:
             "tensor_parallel_size": self.tensor_parallel_size,
             "pipeline_parallel_size": self.pipeline_parallel_size,
             "data_parallel_size": self.data_parallel_size,
+            "enable_expert_parallel": self.enable_expert_parallel,
         }
+        if self.weight_split is not None:
+            out["weights_per_gpu"] = dict(self.weight_split)
         out.update(self.engine_fields)
         if self.model_local_kv:
             out["model_local_kv"] = [row.to_json() for row in self.model_local_kv]
@@ -249,6 +256,8 @@ class PlanResult:
                    if self.attention_dp_size > 1 else {}),
                 "kv_cache_tokens": self.kv_cache_tokens * pools,
                 "max_concurrency": self.max_concurrency * pools,
+                # Each replica (vLLM: each DP rank's engine) admits max_num_seqs of its own.
+                "max_num_seqs": self.max_num_seqs * self.replicas,
                 "reserved_bytes": sum(r.reserved_bytes for r in self.ranks)
                 * self.tensor_parallel_size * self.replicas,
             }

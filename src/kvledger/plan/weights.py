@@ -41,7 +41,10 @@ hold (the config's own dtype, MTP layers included); the default is what vLLM hol
 
 Per rank: tensor parallelism and pipeline stages split the weights; the per-GPU share is the
 total divided evenly (``ceil(total / (tp × pp))``), an estimate even when the total is exact
-(embeddings and the LM head sit on the first and last stage).
+(embeddings and the LM head sit on the first and last stage). Where an engine divides a MoE
+model's experts over other GPUs than the TP group (``WeightSplit``: vLLM's experts over DP × TP
+with data or expert parallelism, ``plan/engines/vllm/experts.py``), ``split_per_rank`` divides
+the routed and shared experts' estimated bytes by their own rank counts and the rest by TP.
 """
 
 from __future__ import annotations
@@ -90,6 +93,21 @@ class Weights:
     # (derive/params.py). Empty for exact totals and for architectures counted exactly.
     warnings: tuple[str, ...] = ()
     parameters: int | None = None  # the parameters an estimate counted
+    # Where an engine divides the experts otherwise than by TP (``WeightSplit``): the per-GPU
+    # bytes of each part (``split_per_rank``). None: every part is divided by TP × PP.
+    split: Mapping[str, Any] | None = None
+
+
+@record(frozen=True)
+class WeightSplit:
+    """Inside one pipeline stage, over how many GPUs an engine divides a part of the weights,
+    where that is not the tensor-parallel group (``Layout.weight_split``: vLLM's experts with
+    data parallelism, SGLang's attention under DP attention). ``ranks``: parameter category
+    (``derive/params.py`` CATEGORIES) → GPUs; every other part is divided by TP."""
+
+    ranks: Mapping[str, int]
+    basis: str  # the engine's rule, cited
+    expert_parallel: bool = False  # whole experts per GPU (EP) or a TP slice of every expert
 
 
 class WeightsError(ValueError):
@@ -287,6 +305,9 @@ class Estimate:
     parameters: int  # the parameters these bytes hold
     warnings: tuple[str, ...] = ()
     by_dtype: Mapping[str, int] | None = None  # bytes per stored element type, estimated
+    # Bytes per parameter category (``derive/params.py`` CATEGORIES; towers under "towers"),
+    # each rounded up: what ``split_per_rank`` divides over the ranks that hold it.
+    by_category: Mapping[str, int] | None = None
 
 
 def estimate_weights(
@@ -324,11 +345,14 @@ def estimate_weights(
     towers = params.towers if stored else params.towers - params.towers_unused
     total_bits = float(towers * dense_bits)
     quant_bits = 0.0
+    by_category = {"towers": -(-towers * dense_bits // 8)}
     for category, n in counts.items():
         if scheme is not None and category in scheme[2]:
             quant_bits += n * scheme[1]
+            by_category[category] = int(-(-(n * scheme[1]) // 8))
         else:
             total_bits += n * dense_bits
+            by_category[category] = -(-n * dense_bits // 8)
     total = int(-(-(total_bits + quant_bits) // 8))
     n_params = sum(counts.values()) + towers
     how = f"{n_params / 1e9:.2f}B parameters at {dense_dtype}"
@@ -352,7 +376,7 @@ def estimate_weights(
     by_dtype = {dense_dtype: int(-(-total_bits // 8))}
     if quant_bits and scheme is not None:
         by_dtype[scheme[0]] = int(-(-quant_bits // 8))
-    return Estimate(total, how, n_params, warnings, by_dtype)
+    return Estimate(total, how, n_params, warnings, by_dtype, by_category)
 
 
 def _states_dtype(cfg: Mapping[str, Any]) -> bool:
@@ -419,6 +443,24 @@ def _without(totals: SafetensorsTotals, part: tuple[dict[str, int], dict[str, in
     return SafetensorsTotals(sum(by_dtype.values()), by_dtype, totals.files, totals.how, aux)
 
 
+def split_per_rank(total: int, parts: Mapping[str, int], tp: int, pp: int,
+                   split: WeightSplit) -> tuple[int, dict[str, Any]]:
+    """(bytes on one GPU, the parts) when ``split`` divides some categories over other ranks
+    than TP: each such category's bytes ÷ (its ranks × PP), the rest of ``total`` ÷ (TP × PP),
+    each rounded up. ``parts``: estimated bytes per category (``Estimate.by_category``)."""
+    rows: dict[str, dict[str, int]] = {}
+    left = total
+    for category, ranks in split.ranks.items():
+        size = min(parts.get(category, 0), left)
+        left -= size
+        rows[category] = {"bytes": size, "gpus": ranks, "per_gpu": -(-size // (ranks * pp))}
+    rows["rest"] = {"bytes": left, "gpus": tp, "per_gpu": -(-left // (tp * pp))}
+    per_rank = sum(row["per_gpu"] for row in rows.values())
+    return per_rank, {"expert_parallel": split.expert_parallel,
+                      "pipeline_parallel_size": pp, "parts": rows,
+                      "weights_per_gpu": per_rank, "basis": split.basis}
+
+
 def model_weights(
     cfg: Mapping[str, Any],
     *,
@@ -430,6 +472,7 @@ def model_weights(
     exact: SafetensorsTotals | None = None,
     speculative_mtp: bool = False,
     config: Mapping[str, Any] | None = None,
+    split: WeightSplit | None = None,
 ) -> Weights:
     """The weights' total on the GPUs and per-GPU share (module docstring: both paths, and
     the serving dtype ``model_dtype`` decides).
@@ -438,7 +481,9 @@ def model_weights(
     safetensors files of a local ``directory``; else the estimate. A checkpoint's MTP layers
     count only with ``speculative_mtp`` (the engine speculates with an MTP method: ``mtp_part``).
     ``config``: the whole config.json, when ``cfg`` is a wrapper's language model: the
-    estimate then counts the vision / audio towers vLLM builds beside it.
+    estimate then counts the vision / audio towers vLLM builds beside it. ``split``: the
+    engine divides the experts over other ranks than TP (``split_per_rank``; the experts'
+    share of an exact total is the estimate's, so the per-GPU figure is estimated).
     """
     if exact is None and directory is not None:
         from kvledger.source.headers import index_totals, local_totals
@@ -474,9 +519,22 @@ def model_weights(
     ranks = tensor_parallel_size * pipeline_parallel_size
     per_rank = -(-total // ranks)
     per_rank_basis = basis if ranks == 1 else ESTIMATED
-    if ranks > 1:
+    parts: dict[str, Any] | None = None
+    if split is not None:
+        counted = estimate_weights(config if config is not None else cfg, model_dtype,
+                                   hf_quant, speculative_mtp=speculative_mtp).by_category or {}
+        if any(counted.get(category, 0) > 0 for category in split.ranks):
+            per_rank, parts = split_per_rank(total, counted, tensor_parallel_size,
+                                             pipeline_parallel_size, split)
+            per_rank_basis = ESTIMATED
+            shares = ", ".join(f"{c.replace('_', ' ')} / {n * pipeline_parallel_size}"
+                               for c, n in split.ranks.items())
+            how += (f"; per GPU: {shares}, the rest / ({tensor_parallel_size} TP × "
+                    f"{pipeline_parallel_size} PP)")
+    if parts is None and ranks > 1:
         how += f"; per GPU: total / ({tensor_parallel_size} TP × {pipeline_parallel_size} PP)"
-    return Weights(total, per_rank, basis, per_rank_basis, how, stored, warnings, parameters)
+    return Weights(total, per_rank, basis, per_rank_basis, how, stored, warnings, parameters,
+                   parts)
 
 
 # -- the whole checkpoint (kvledger inspect) ----------------------------------------------------

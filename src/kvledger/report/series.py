@@ -344,7 +344,7 @@ def gpu_grid(
             label = f"{gpu} TP{tp}"
             empty = Curve(label, tuple((c, None) for c in contexts))
             try:
-                budget, _ = _budget(layout, facts, source, req)
+                budget, _, _ = _budget(layout, facts, source, req)
             except BudgetTooSmall as exc:
                 cells.append(GridCell(gpu, tp, NO_WEIGHTS, None, None, empty,
                                       f"weights and reserves leave "

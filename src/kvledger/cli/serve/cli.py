@@ -98,3 +98,74 @@ def _refuse_conflicts(line: argparse.Namespace, user: argparse.Namespace,
     if clashes:
         raise ServeLineError(f"{out.launcher}: given twice with different values: "
                              f"{'; '.join(clashes)}; keep one")
+
+
+# The line's sizes that fit answers itself: the layout is what fit searches.
+_FIT_SEARCHES = ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")
+# The line's sizes that state fit's question (fit flag ← the line's kvledger flag).
+_FIT_ASKS = {"--context": "--max-model-len", "--concurrency": "--max-num-seqs"}
+
+
+def fit_args(argv: list[str],
+             make_parser: Callable[[], argparse.ArgumentParser]) -> tuple[list[str], Any]:
+    """``argv`` after ``fit``, holding a ``--`` → (``fit`` argv, the ``Translation``).
+
+    The line's model, KV dtype, block size, utilization, prefix caching, speculation and
+    batch sizes are kept; its ``--max-model-len`` and ``--max-num-seqs`` are fit's
+    ``--context`` and ``--concurrency`` unless given before ``--``; its TP / PP / DP sizes
+    are what fit searches (dropped, with a note: fix one with ``-tp`` / ``-pp`` before
+    ``--``); its ``--enable-expert-parallel`` asks fit to search DP × EP layouts."""
+    cut = argv.index("--")
+    before, line = argv[:cut], argv[cut + 1:]
+    if not line:
+        raise ServeLineError("kvledger fit: nothing after '--'; paste a serve line such as "
+                             "'vllm serve MODEL --max-model-len 32768 --max-num-seqs 64'")
+    parser = make_parser()
+    user = parser.parse_args([_PLACEHOLDER, *before])
+    out = translate(line, _context(user, _choices(parser, "kv_cache_dtype")))
+    from kvledger.plan.engines.registry import engine_names
+
+    if out.engine not in engine_names():
+        raise ServeLineError(f"{out.launcher}: {_LAYOUT_MISSING}")
+    check_model(out)
+    if "--kv-cache-memory-bytes" in out.options:
+        raise ServeLineError(f"{out.launcher}: --kv-cache-memory-bytes fixes the KV budget; "
+                             "fit sizes it from the GPU — drop it from the line")
+    options = dict(out.options)
+    dropped = [f"{flag} {options.pop(flag)}" for flag in _FIT_SEARCHES if flag in options]
+    if dropped:
+        out.notes.append(f"fit searches the layout: the line's {', '.join(dropped)} not kept "
+                         "(fix a size with -tp / -pp before '--')")
+    asked: list[str] = []
+    for fit_flag, line_flag in _FIT_ASKS.items():
+        value = options.pop(line_flag, None)
+        mine = getattr(user, fit_flag.lstrip("-"))
+        if value is None:
+            continue
+        if mine is not None and str(mine) != value:
+            raise ServeLineError(f"{out.launcher}: given twice with different values: "
+                                 f"{line_flag} {value} in the line, {fit_flag} {mine} before "
+                                 "'--'; keep one")
+        if mine is None:
+            asked += [fit_flag, value]
+    if options.pop("--enable-expert-parallel", "absent") is None and \
+            not getattr(user, "enable_expert_parallel", False):
+        asked.append("--enable-expert-parallel")
+    asked_engine = str(getattr(user, "engine", "") or "")
+    engine = asked_engine if asked_engine.partition("==")[0].strip().lower() == out.engine \
+        else out.engine
+    from_line = [out.model]
+    for flag, value in options.items():
+        from_line += [flag] if value is None else [flag, value]
+    from_line += ["--engine", engine]
+    _refuse_conflicts(parser.parse_args([*from_line, "--gpu", str(user.gpu)]), user,
+                      parser.parse_args([_PLACEHOLDER, "--gpu", str(user.gpu)]), out)
+    defaults: list[str] = []
+    baseline = parser.parse_args([_PLACEHOLDER, "--gpu", str(user.gpu)])
+    for flag, value in list(out.defaults.items()):
+        dest = flag.lstrip("-").replace("-", "_")
+        if flag == "--max-num-seqs" or getattr(user, dest, None) != getattr(baseline, dest, None):
+            del out.defaults[flag]  # fit's --concurrency, or the user's own value, wins
+        else:
+            defaults += [flag, value]
+    return [*from_line, *asked, *defaults, *before], out

@@ -74,8 +74,9 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
     kv_budget = ctx.kv_budget_given
     mapped = {dest for dest, rule in sglang_flags.RULES.items() if rule.cls == MAPPED}
     if values.get("ep_size") is not None and values.get("ep_size") == (
-            values.get("tp_size") or 1) and (values.get("dp_size") or 1) == 1:
-        # EP over the TP group: E / TP whole experts per GPU, the same bytes as TP slices.
+            values.get("tp_size") or 1):
+        # EP over the TP group: E / TP whole experts per GPU, the same bytes as TP slices —
+        # with DP attention too, whose tp_size counts every GPU of the replica.
         mapped.add("ep_size")
         out.notes.append("--ep-size equal to --tp-size: experts are split over the "
                          "tensor-parallel GPUs, the same bytes per GPU")

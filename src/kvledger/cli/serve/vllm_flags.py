@@ -93,7 +93,7 @@ RULES: dict[str, Rule] = merge(
         max_model_len gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype block_size
         max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
         spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
-        enable_chunked_prefill revision
+        enable_chunked_prefill revision enable_expert_parallel
     """),
     table(INERT, _FRONTEND, "API server option"),
     table(INERT, _MODEL_INERT + _LOAD_INERT + _PARALLEL_INERT + _OTHER_INERT,
@@ -129,7 +129,7 @@ RULES: dict[str, Rule] = merge(
         offload_prefetch_step offload_params
     """, "moves weights off the GPU"),
     table(WEIGHTS, "enable_lora", "reserves LoRA weight slots (max_loras × max_lora_rank)"),
-    table(WEIGHTS, "enable_expert_parallel enable_eplb eplb_config engram_config",
+    table(WEIGHTS, "enable_eplb eplb_config engram_config",
             "changes which expert / embedding weights each GPU holds"),
     table(WEIGHTS, "language_model_only limit_mm_per_prompt mm_encoder_tp_mode",
             "changes the multimodal encoder weights each GPU holds"),

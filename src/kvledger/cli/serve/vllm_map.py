@@ -52,12 +52,6 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
     _batch_defaults(values, out, ctx)
     _environment(env, table, out)
     mapped = {dest for dest, rule in vllm_flags.RULES.items() if rule.cls == MAPPED}
-    if values.get("enable_expert_parallel") and (values.get("data_parallel_size") or 1) == 1:
-        # One DP rank: the EP group is the TP group (ParallelConfig), so each GPU holds
-        # E / TP whole experts instead of 1 / TP of every expert — the same bytes.
-        mapped.add("enable_expert_parallel")
-        out.notes.append("--enable-expert-parallel with one data-parallel rank: experts are "
-                         "split over the tensor-parallel GPUs, the same bytes per GPU")
     classify(scanned, vllm_flags.RULES, out, kv_budget_given=kv_budget_given, skip=mapped)
     media = values.get("media_io_kwargs")
     if media and "pynvvideocodec" in str(media).lower():
@@ -100,6 +94,9 @@ def _simple(values: dict[str, Any], out: Translation, ctx: Context) -> None:
     for dest, flag in copy.items():
         if values.get(dest) is not None:
             out.options[flag] = str(values[dest])
+    if values.get("enable_expert_parallel"):
+        # Whole experts over the DP × TP GPUs (plan/engines/vllm/experts.py).
+        out.options["--enable-expert-parallel"] = None
     if values.get("revision") is not None:  # the config is read at that revision (source/)
         out.options["--revision"] = str(values["revision"])
     length = values.get("max_model_len")

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from kvledger.plan.gpus import GpuPreset
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import RankResult
-    from kvledger.plan.weights import Weights
+    from kvledger.plan.weights import Weights, WeightSplit
     from kvledger.source.model_source import ModelSource
 
 # The three carriers below are records (``kvledger.records``): they are built on every
@@ -173,6 +173,15 @@ class Layout(ABC):
         """The length this engine serves when none is asked; None: it needs one. Default:
         the config's stated length."""
         return facts.max_position_embeddings or None
+
+    def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
+        """Where this engine divides the experts over other GPUs than the TP group
+        (``kvledger.plan.weights.WeightSplit``); None: every weight is divided by TP × PP.
+        Default: None, and expert parallelism refused (not modelled for this layout)."""
+        if request.enable_expert_parallel:
+            raise ValueError(f"enable_expert_parallel: the {self.name} layout does not model "
+                             "expert parallelism (plan it with --engine vllm)")
+        return None
 
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """Why this engine will not serve ``facts`` with PP > 1 ("" when it will): ``fit``

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.sglang.options import SglangOptions
     from kvledger.plan.engines.sglang.result import SglangPlan
+    from kvledger.plan.request import PlanRequest
+    from kvledger.plan.weights import WeightSplit
 
 MIB = 1 << 20
 HOPPER_80GB_MIB = 81559  # the chunked-prefill default with no GPU named (H100-80GB)
@@ -100,6 +102,17 @@ class SglangEngine(Layout):
         if self._last is None or self._last[0] is not inp:
             self._last = (inp, _plan(inp))
         return self._last[1]
+
+    def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
+        """DP attention's attention weights over the attention group (``dp_weights.py``);
+        vLLM's --enable-expert-parallel is refused (SGLang's is --ep-size)."""
+        if request.enable_expert_parallel:
+            raise ValueError("enable_expert_parallel is vLLM's flag; SGLang's expert "
+                             "parallelism is --ep-size (the same bytes as TP when it equals "
+                             "--tp-size)")
+        from kvledger.plan.engines.sglang.dp_weights import weight_split
+
+        return weight_split(facts, request)
 
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """SGLang's refusal of pp_size > 1 for a Transformers-backend model with no pipeline

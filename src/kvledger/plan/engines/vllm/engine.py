@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.vllm.layout import VllmPlan
     from kvledger.plan.request import PlanRequest
+    from kvledger.plan.weights import WeightSplit
     from kvledger.source.model_source import ModelSource
 
 
@@ -102,6 +103,15 @@ class VllmEngine(Layout):
                     f"unsupported: {why}", model_type=exc.model_type,
                     architectures=exc.architectures) from None
             raise
+
+    def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
+        """vLLM's experts over the DP × TP GPUs (``engines/vllm/experts.py``); one DP rank
+        divides them by TP (the module is not imported then: start-up)."""
+        if request.data_parallel_size == 1:
+            return None
+        from kvledger.plan.engines.vllm.experts import weight_split
+
+        return weight_split(facts, request)
 
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
         """vLLM's refusal of PP for a model class without ``SupportsPP`` (``startup.py``)."""
