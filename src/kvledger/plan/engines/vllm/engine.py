@@ -115,11 +115,24 @@ class VllmEngine(Layout):
 
         with planning(inp.request.engine_release):
             check_served(inp.facts, inp.request)
-            return super().gpu_budget(inp)
+            if getattr(inp.request, "vllm_launch", None) is None:
+                return super().gpu_budget(inp)
+            # LoRA slots, online quantization, CPU offload (launch_budget.py).
+            from kvledger.plan.engines.vllm.launch_budget import launch_budget
+
+            return launch_budget(inp, super().gpu_budget)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         plan = _plan(inp)
         stage_plans = list(plan.stages) or [plan]
+        tier: dict[str, object] = {}
+        if getattr(inp.request, "vllm_launch", None) is not None:
+            # --kv-offloading-size: the CPU tier beside this GPU plan (offload.py).
+            from kvledger.plan.engines.vllm.launch_budget import kv_tier_fields
+
+            tier = kv_tier_fields(inp.request, bytes_per_block=plan.bytes_per_block,
+                                  block_size=plan.block_size, groups=len(plan.groups),
+                                  use_mla=any("MLA" in g.spec for g in plan.groups))
         return LayoutPlan(
             ranks=_ranks(inp, plan),
             block_size=plan.block_size,
@@ -137,7 +150,7 @@ class VllmEngine(Layout):
             # A budget too small for one request is not an error (README, "Decisions worth
             # knowing"): the figures stand, with vLLM's reason beside them.
             engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
-                           "vllm_refusal_reason": plan.refusal_reason or None},
+                           "vllm_refusal_reason": plan.refusal_reason or None, **tier},
         )
 
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:
