@@ -35,14 +35,21 @@ def _checkpoint_method(inp: GpuBudgetInput) -> str:
 def _online_weights(inp: GpuBudgetInput, method: str) -> Weights | None:
     """The weights vLLM holds after quantizing online; None when the checkpoint's own
     method is named (vLLM then loads it as it is)."""
-    from kvledger.plan.engines.vllm.online_quant import OnlineQuantNotModelled, online_scheme
+    from kvledger.plan.engines.vllm.online_quant import (
+        NOT_MODELLED,
+        ONLINE,
+        OnlineQuantNotModelled,
+        online_scheme,
+    )
     from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import WeightsError, model_weights
 
     own = _checkpoint_method(inp)
     if own:
-        if method.replace("-", "_").lower().startswith(own.replace("-", "_").lower()):
-            return None
+        asked, mine = method.replace("-", "_").lower(), own.replace("-", "_").lower()
+        shorthand = asked in ONLINE or asked in NOT_MODELLED
+        if asked == mine or (not shorthand and asked.startswith(mine)):
+            return None  # a kernel variant of the checkpoint's method (gptq_marlin)
         # ModelConfig._verify_quantization refuses a method other than the checkpoint's.
         raise OnlineQuantNotModelled(f"--quantization {method} on a {own} checkpoint: vLLM "
                                      "refuses a method other than the checkpoint's own")
