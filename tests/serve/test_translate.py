@@ -153,8 +153,8 @@ def test_weights_flags_refused_by_name_unless_the_kv_budget_is_given() -> None:
     out = t("vllm serve M --offload-group-size 8 --kv-cache-memory-bytes 8G")
     assert out.ignored["weights"] == ["--offload-group-size"]
     assert out.options["--kv-cache-memory-bytes"] == str(8 << 30)
-    assert t("vllm serve M --enable-expert-parallel -dp 2",
-             Context(kv_budget_given=True)).ignored == {"weights": ["--enable-expert-parallel"]}
+    assert t("vllm serve M --cpu-offload-params experts",
+             Context(kv_budget_given=True)).ignored == {"weights": ["--cpu-offload-params"]}
 
 
 def test_kv_flags_always_refused_and_all_named_in_one_line() -> None:

@@ -20,10 +20,12 @@ Storage per weight (online/fp8.py):
   8 + 32 / 16,384 bits.
 
 The other shorthands (fp8_per_channel, mxfp8, mxfp4, int8_per_channel_weight_only,
-nvfp4_per_token, online) are refused by name. vLLM's router gates are built with
-``quant_config=None`` in the MoE models kvledger reads, and stay unquantized here; the vision
-/ audio towers of a multimodal model are refused (whether their linear layers are quantized
-depends on the model class). The same in vLLM 0.32.0 (config/quantization.py and
+nvfp4_per_token, online) are refused by name. Router gates stay in the model dtype here:
+most MoE classes build their ``GateLinear`` without the quantization config (deepseek_v2.py,
+mixtral.py, glm4_moe.py, gpt_oss.py, qwen2_moe.py); qwen3_moe.py passes it, so there the
+estimate over-counts hidden × experts bytes a layer (Qwen3-30B-A3B: 2048 × 128 × 48 layers =
+12.6 MB of 30 GB). The vision / audio towers of a multimodal model are refused (whether their
+linear layers are quantized depends on the model class). The same in vLLM 0.32.0 (config/quantization.py and
 online/fp8.py compared).
 """
 
