@@ -25,8 +25,8 @@ most MoE classes build their ``GateLinear`` without the quantization config (dee
 mixtral.py, glm4_moe.py, gpt_oss.py, qwen2_moe.py); qwen3_moe.py passes it, so there the
 estimate over-counts hidden × experts bytes a layer (Qwen3-30B-A3B: 2048 × 128 × 48 layers =
 12.6 MB of 30 GB). The vision / audio towers of a multimodal model are refused (whether their
-linear layers are quantized depends on the model class). The same in vLLM 0.32.0 (config/quantization.py and
-online/fp8.py compared).
+linear layers are quantized depends on the model class). The same in vLLM 0.32.0
+(config/quantization.py and online/fp8.py compared).
 """
 
 from __future__ import annotations
