@@ -245,3 +245,12 @@ def test_kv_offloading_refused_for_a_stated_reason(model: str, launch: VllmLaunc
                                                    why: str) -> None:
     with pytest.raises(PlanError, match=why):
         plan(model, launch)
+
+
+def test_a_given_kv_budget_is_not_changed_by_launch_options() -> None:
+    # gpu_worker.determine_available_memory: kv_cache_memory_bytes is the budget itself.
+    given = plan_model(LLAMA, PlanRequest(kv_cache_memory_bytes=8 << 30, vllm_launch=VllmLaunch(
+        enable_lora=True, cpu_offload_gb=4)))
+    assert given.num_blocks == (8 << 30) // 2_097_152 == 4096
+    assert any("LoRA slots and --cpu-offload-gb change the weights' memory" in w
+               for w in given.warnings)

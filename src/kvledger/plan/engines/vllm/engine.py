@@ -126,13 +126,15 @@ class VllmEngine(Layout):
         plan = _plan(inp)
         stage_plans = list(plan.stages) or [plan]
         tier: dict[str, object] = {}
+        notes: list[str] = []
         if getattr(inp.request, "vllm_launch", None) is not None:
             # --kv-offloading-size: the CPU tier beside this GPU plan (offload.py).
-            from kvledger.plan.engines.vllm.launch_budget import kv_tier_fields
+            from kvledger.plan.engines.vllm.launch_budget import given_budget_note, kv_tier_fields
 
             tier = kv_tier_fields(inp.request, bytes_per_block=plan.bytes_per_block,
                                   block_size=plan.block_size, groups=len(plan.groups),
                                   use_mla=any("MLA" in g.spec for g in plan.groups))
+            notes = given_budget_note(inp.request)
         return LayoutPlan(
             ranks=_ranks(inp, plan),
             block_size=plan.block_size,
@@ -143,7 +145,7 @@ class VllmEngine(Layout):
             # A dtype name (fp8_e4m3, not its uint8 storage), as vLLM resolved it.
             kv_cache_dtype=plan.resolved.kv_cache_dtype or inp.facts.kv_dtype,
             layers=tuple(facts_summary(inp.facts, inp.request.tensor_parallel_size)),
-            warnings=tuple(plan.warnings),
+            warnings=(*plan.warnings, *notes),
             refuses_to_start=plan.vllm_refuses_to_start,
             # vLLM refuses unless one request's blocks fit beside the null block.
             one_request_bytes=tuple(sp.needed_bytes + sp.bytes_per_block for sp in stage_plans),

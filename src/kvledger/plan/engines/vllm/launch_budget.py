@@ -114,3 +114,16 @@ def kv_tier_fields(request: Any, *, bytes_per_block: int, block_size: int, group
     tier = kv_tier(launch, bytes_per_block=bytes_per_block, block_size=block_size,
                    world_size=request.tensor_parallel_size, groups=groups, use_mla=use_mla)
     return {"kv_offload": tier.to_json()}
+
+
+def given_budget_note(request: Any) -> list[str]:
+    """A note when launch options that change the GPU budget meet a given KV budget."""
+    launch = launch_of(request)
+    if launch is None or not launch.changes_weights or request.kv_cache_memory_bytes is None:
+        return []
+    what = [name for name, on in (("LoRA slots", launch.enable_lora),
+                                  ("online quantization", launch.quantization is not None),
+                                  ("--cpu-offload-gb", launch.cpu_offload_gb > 0)) if on]
+    # gpu_worker.determine_available_memory: a given kv_cache_memory_bytes is the KV budget.
+    return [f"{' and '.join(what)} change the weights' memory, not the given "
+            "kv_cache_memory_bytes (vLLM then skips its memory profiling)"]
