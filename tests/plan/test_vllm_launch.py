@@ -254,3 +254,17 @@ def test_a_given_kv_budget_is_not_changed_by_launch_options() -> None:
     assert given.num_blocks == (8 << 30) // 2_097_152 == 4096
     assert any("LoRA slots and --cpu-offload-gb change the weights' memory" in w
                for w in given.warnings)
+
+
+def test_kv_offloading_of_an_mla_cache() -> None:
+    # DeepSeek-V2-Lite: 27 layers × (kv_lora_rank 512 + rope 64) × 2 B × 16 tokens = 497,664 B
+    # a block = 121.5 pages → 122 pages = 499,712 B; 16 GiB / 499,712 = 34,379 chunks (34,379.6)
+    # × 16 = 550,064 tokens. Over 2 ranks vLLM may keep one replicated copy: refused.
+    lite = str(CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.json")
+    tier = plan_model(lite, PlanRequest(kv_cache_memory_bytes=8 << 30, vllm_launch=VllmLaunch(
+        kv_offloading_size=16))).engine_fields["kv_offload"]
+    assert (tier["chunk_bytes"], tier["chunks"], tier["cpu_tokens"]) == (499_712, 34_379,
+                                                                         550_064)
+    with pytest.raises(PlanError, match="MLA over 2 ranks"):
+        plan_model(lite, PlanRequest(kv_cache_memory_bytes=8 << 30, tensor_parallel_size=2,
+                                     vllm_launch=VllmLaunch(kv_offloading_size=16)))
