@@ -22,9 +22,10 @@ CONFIGS = Path(__file__).resolve().parents[2].parent / "shared" / "configs"  # r
 QWEN3_MOE = str(CONFIGS / "Qwen--Qwen3-30B-A3B.json")
 
 
-def plan(model: str = LLAMA, launch: VllmLaunch | None = None, **kw: Any) -> PlanResult:
+def plan(model: str = LLAMA, launch: VllmLaunch | None = None, *,
+         gpu_override: str = "H100-80GB", **kw: Any) -> PlanResult:
     kw.setdefault("max_model_len", 8192)
-    return plan_model(model, PlanRequest(gpu="H100-80GB", vllm_launch=launch, **kw))
+    return plan_model(model, PlanRequest(gpu=gpu_override, vllm_launch=launch, **kw))
 
 
 def line(result: PlanResult, key: str) -> int:
@@ -102,8 +103,26 @@ def test_lora_dtype_and_cpu_loras() -> None:
     assert line(same, "lora") == LLAMA_L4_R64
 
 
+def test_lora_on_a_mixture_of_experts() -> None:
+    # Qwen3-30B-A3B (hidden 2048, 32 heads, 4 KV heads, head_dim 128, 128 experts of 768, 48
+    # layers, vocab 151936) at TP 2, L 2, r 16; per rank q 2048, k = v 256, experts' I 384:
+    #   qkv 3×2×16×2048 + 2×(2048+256+256)×16 = 278,528 × 48 × 2 B = 26,738,688
+    #   o 2×16×2048 + 2×2048×16 = 131,072 × 48 × 2 B = 12,582,912
+    #   router 2×16×2048 + 2×128×16 = 69,632 × 48 × 2 B = 6,684,672
+    #   experts w13_a 2×2×128×16×2048 = 16,777,216, w2_a 2×128×16×384 = 1,572,864,
+    #     w13_b 2×2×128×384×16 = 3,145,728, w2_b 2×128×2048×16 = 8,388,608:
+    #     29,884,416 × 48 × 2 B = 2,868,903,936
+    #   embedding and head 2 × (2×151936×16 + 2×2048×16) × 2 B = 19,709,952
+    #   = 2,934,620,160 B, estimated (a MoE backend may pad the experts' intermediate size).
+    result = plan(QWEN3_MOE, VllmLaunch(enable_lora=True, max_loras=2),
+                  tensor_parallel_size=2, gpu_override="H200")
+    assert line(result, "lora") == 2_934_620_160
+    assert label(result, "lora").endswith("(estimated)")
+
+
 @pytest.mark.parametrize(("model", "launch", "kw", "why"), [
-    (QWEN3_MOE, VllmLaunch(enable_lora=True), {}, "Qwen3MoeForCausalLM"),
+    (str(CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.json"), VllmLaunch(enable_lora=True), {},
+     "DeepseekV2ForCausalLM"),
     (LLAMA, VllmLaunch(enable_lora=True, max_lora_rank=1, fully_sharded_loras=True),
      {"tensor_parallel_size": 2}, "not divisible by 2"),
 ])

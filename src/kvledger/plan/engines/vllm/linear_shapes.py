@@ -30,6 +30,12 @@ LLAMA_LIKE = {
 }
 
 
+# Mixture-of-experts classes whose attention is the Llama-like one above and whose MoE block
+# is a router (``GateLinear``, a ReplicatedLinear) and gated experts (qwen3_moe.py,
+# mixtral.py): both list embed_tokens and lm_head in embedding_modules.
+MOE_LIKE = {"Qwen3MoeForCausalLM": True, "MixtralForCausalLM": True}
+
+
 class NotLlamaLike(ValueError):
     """The model is not one whose layer kvledger sizes module by module (names it)."""
 
@@ -53,9 +59,15 @@ class Dims:
     mlp_bias: bool
     qk_norm: bool
 
+    # Mixture of experts (MOE_LIKE): experts, their intermediate size per rank, and how many
+    # decoder layers hold experts (the others a dense MLP of ``inter``).
+    experts: int = 0
+    moe_inter: int = 0
+    moe_layers: int = 0
+
     @property
     def embeddings_lora(self) -> bool:
-        return LLAMA_LIKE[self.architecture]
+        return {**LLAMA_LIKE, **MOE_LIKE}[self.architecture]
 
 
 def _count(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
@@ -65,14 +77,15 @@ def _count(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
     return value
 
 
-def dims(cfg: Mapping[str, Any], tp: int) -> Dims:
+def dims(cfg: Mapping[str, Any], tp: int, *, moe: bool = False) -> Dims:
     """The sizes of ``cfg`` (a text config) on one of ``tp`` ranks; ``NotLlamaLike`` names the
-    architecture when it is not in ``LLAMA_LIKE``."""
+    architecture when it is not in ``LLAMA_LIKE`` (or, with ``moe``, ``MOE_LIKE``)."""
     archs = cfg.get("architectures") or []
     arch = str(archs[0]) if isinstance(archs, list) and archs else ""
-    if arch not in LLAMA_LIKE:
+    known = {**LLAMA_LIKE, **MOE_LIKE} if moe else LLAMA_LIKE
+    if arch not in known:
         raise NotLlamaLike(f"{arch or 'this architecture'} (kvledger sizes them module by "
-                           f"module for {', '.join(LLAMA_LIKE)} only)")
+                           f"module for {', '.join(known)} only)")
     hidden = _count(cfg, "hidden_size")
     heads = _count(cfg, "num_attention_heads")
     kv_heads = _count(cfg, "num_key_value_heads", heads)
@@ -82,7 +95,7 @@ def dims(cfg: Mapping[str, Any], tp: int) -> Dims:
     inter = _count(cfg, "intermediate_size")
     if heads % tp or inter % tp or (kv_heads % tp and tp % kv_heads):
         raise NotLlamaLike(f"{tp}-way tensor parallelism does not divide its heads or MLP")
-    llama = arch in ("LlamaForCausalLM", "MistralForCausalLM")
+    llama = arch in ("LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM")
     # llama.py LlamaDecoderLayer: attention_bias (or bias) on qkv and o, qkv_bias overriding
     # qkv's; qwen2.py: a q/k/v bias always; qwen3.py: attention_bias on qkv only.
     attention_bias = bool(cfg.get("attention_bias") or cfg.get("bias"))
@@ -96,8 +109,32 @@ def dims(cfg: Mapping[str, Any], tp: int) -> Dims:
         head_dim=head_dim, layers=_count(cfg, "num_hidden_layers"),
         vocab=_count(cfg, "vocab_size"), tp=tp, qkv_bias=qkv_bias,
         o_bias=llama and attention_bias, mlp_bias=llama and bool(cfg.get("mlp_bias")),
-        qk_norm=arch == "Qwen3ForCausalLM",
+        qk_norm=arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+        **_experts(cfg, arch, tp),
     )
+
+
+def _experts(cfg: Mapping[str, Any], arch: str, tp: int) -> dict[str, int]:
+    """Mixtral: every layer holds ``num_local_experts`` experts of ``intermediate_size``
+    (mixtral.py MixtralMoE). Qwen3-MoE: layer i holds ``num_experts`` of
+    ``moe_intermediate_size`` unless it is in ``mlp_only_layers`` or (i + 1) is no multiple
+    of ``decoder_sparse_step`` (qwen3_moe.py Qwen3MoeDecoderLayer)."""
+    if arch == "MixtralForCausalLM":
+        inter = _count(cfg, "intermediate_size")
+        experts, layers = _count(cfg, "num_local_experts"), _count(cfg, "num_hidden_layers")
+    elif arch == "Qwen3MoeForCausalLM":
+        inter, experts = _count(cfg, "moe_intermediate_size"), _count(cfg, "num_experts")
+        step = _count(cfg, "decoder_sparse_step", 1)
+        dense = cfg.get("mlp_only_layers") or []
+        if not isinstance(dense, list):
+            raise NotLlamaLike(f"the config's mlp_only_layers must be a list, got {dense!r}")
+        layers = sum(1 for i in range(_count(cfg, "num_hidden_layers"))
+                     if i not in dense and (i + 1) % step == 0)
+    else:
+        return {}
+    if inter % tp:
+        raise NotLlamaLike(f"{tp}-way tensor parallelism does not divide its experts' MLP")
+    return {"experts": experts, "moe_inter": inter // tp, "moe_layers": layers}
 
 
 def layer_parameters(d: Dims) -> list[tuple[str, int]]:

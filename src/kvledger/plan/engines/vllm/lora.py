@@ -26,9 +26,17 @@ the model dtype). Shapes per rank, r = ``max_lora_rank``, L = ``max_loras``
 
 Not counted: the Punica wrapper's index buffers (a few int tensors of ``max_num_batched_tokens``
 entries: under 1 MiB at 8,192 tokens) and the LoRA kernels' transient buffers in the profiled
-activation peak (kvledger's activation estimate does not model them). Mixture-of-experts LoRA
-(``FusedMoEWithLoRA``) and other layer kinds are refused. Read in vLLM 0.33.0; 0.32.0's layer
-files are the same.
+activation peak (kvledger's activation estimate does not model them).
+
+Mixture of experts (``Qwen3MoeForCausalLM``, ``MixtralForCausalLM``: the router and the experts
+are wrapped too): the router ``GateLinear`` is a ReplicatedLinear
+(``ReplicatedLinearWithLoRA``: lora_a (L, 1, r, hidden), lora_b (L, 1, experts, r)); the
+experts ``FusedMoEWithLoRA`` (lora/layers/fused_moe.py ``_create_lora_a_weights`` /
+``_create_lora_b_weights``, gated: two w13 slices): w13 lora_a 2 × (L, E, r, hidden), w2 lora_a
+(L, E, r, I), w13 lora_b 2 × (L, E, I, r), w2 lora_b (L, E, hidden, r), E the local experts and
+I ``intermediate_size_per_partition`` — counted unpadded and without expert parallelism, so the
+line is ``estimated``. Other layer kinds are refused. Read in vLLM 0.33.0; 0.32.0 allocates the
+same stacks (its fused_moe.py differs only in how an adapter is sliced into them).
 """
 
 from __future__ import annotations
@@ -62,13 +70,27 @@ def _stacks(d: Dims, launch: VllmLaunch) -> dict[str, int]:
     sharded = launch.fully_sharded_loras
     a_rank = r // tp if sharded else r
     row_out = d.hidden // tp if sharded else d.hidden
-    per_layer = {
+    attention = {
         "qkv_proj": 3 * slots * a_rank * d.hidden + slots * (d.q + 2 * d.kv) * r,
         "o_proj": slots * r * d.o_in + slots * row_out * r,
+    }
+    mlp = {
         "gate_up_proj": 2 * slots * a_rank * d.hidden + slots * 2 * d.inter * r,
         "down_proj": slots * r * d.inter + slots * row_out * r,
     }
-    out = {name: n * d.layers for name, n in per_layer.items()}
+    out = {name: n * d.layers for name, n in attention.items()}
+    dense = d.layers - d.moe_layers
+    if dense:
+        out.update({name: n * dense for name, n in mlp.items()})
+    if d.moe_layers:
+        e, i = d.experts, d.moe_inter
+        # ReplicatedLinearWithLoRA (the router): lora_a (L, 1, r, hidden), lora_b (L, 1, E, r).
+        out["gate"] = (slots * r * d.hidden + slots * e * r) * d.moe_layers
+        # FusedMoEWithLoRA: w13 lora_a 2 × (L, E, r, hidden), w2 lora_a (L, E, r, I),
+        # w13 lora_b 2 × (L, E, I, r), w2 lora_b (L, E, hidden, r) (rank / hidden split by
+        # fully_sharded_loras as above).
+        out["experts"] = (2 * slots * e * a_rank * d.hidden + slots * e * r * i
+                          + 2 * slots * e * i * r + slots * e * row_out * r) * d.moe_layers
     if d.embeddings_lora:
         out["embed_tokens"] = slots * d.vocab * r + slots * d.hidden * r
         out["lm_head"] = slots * r * d.hidden + slots * d.vocab * r
@@ -81,7 +103,7 @@ def lora_bytes(cfg: Mapping[str, Any], launch: VllmLaunch, *, model_dtype: str, 
     from kvledger.plan.weights import serving_dtype
 
     try:
-        d = dims(cfg, tp)
+        d = dims(cfg, tp, moe=True)
     except NotLlamaLike as exc:
         raise LoraNotModelled(f"--enable-lora: kvledger does not size the LoRA slots of {exc}"
                               ) from None
@@ -106,4 +128,10 @@ def lora_bytes(cfg: Mapping[str, Any], launch: VllmLaunch, *, model_dtype: str, 
         detail += f"; {d.architecture} wraps no embedding or LM head"
     if pp > 1:
         detail += f"; per GPU: total / {pp} PP stages"
-    return LoraBytes(per_gpu, "exact" if pp == 1 else "estimated", detail, elements)
+    basis = "exact" if pp == 1 else "estimated"
+    if d.moe_layers:
+        # FusedMoEConfig.intermediate_size_per_partition: a MoE backend may pad it.
+        basis = "estimated"
+        detail += ("; experts at their unpadded intermediate size, without expert "
+                   "parallelism")
+    return LoraBytes(per_gpu, basis, detail, elements)
