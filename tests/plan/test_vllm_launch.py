@@ -287,3 +287,14 @@ def test_kv_offloading_of_an_mla_cache() -> None:
     with pytest.raises(PlanError, match="MLA over 2 ranks"):
         plan_model(lite, PlanRequest(kv_cache_memory_bytes=8 << 30, tensor_parallel_size=2,
                                      vllm_launch=VllmLaunch(kv_offloading_size=16)))
+
+
+def test_moe_lora_with_expert_parallelism_is_refused() -> None:
+    import json
+
+    from kvledger.plan.engines.vllm.lora import lora_bytes
+
+    cfg = json.loads(Path(QWEN3_MOE).read_text())
+    with pytest.raises(PlanError, match="with expert parallelism"):
+        lora_bytes(cfg, VllmLaunch(enable_lora=True), model_dtype="bfloat16", tp=2, pp=1,
+                   expert_parallel=True)

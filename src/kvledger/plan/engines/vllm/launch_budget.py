@@ -94,7 +94,8 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
         from kvledger.plan.engines.vllm.lora import lora_bytes
 
         found = lora_bytes(inp.text_config, launch, model_dtype=inp.facts.model_dtype, tp=tp,
-                           pp=pp)
+                           pp=pp, expert_parallel=bool(getattr(req, "enable_expert_parallel",
+                                                               False)))
         lora_line = BudgetLine(LORA, f"− LoRA slots per GPU ({found.detail})", found.per_gpu,
                                found.basis)
     return with_launch_lines(budget, lora=lora_line, cpu_offload=offload_line)

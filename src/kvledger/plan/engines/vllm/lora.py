@@ -98,7 +98,7 @@ def _stacks(d: Dims, launch: VllmLaunch) -> dict[str, int]:
 
 
 def lora_bytes(cfg: Mapping[str, Any], launch: VllmLaunch, *, model_dtype: str, tp: int,
-               pp: int) -> LoraBytes:
+               pp: int, expert_parallel: bool = False) -> LoraBytes:
     """The LoRA stacks on one GPU (``LoraNotModelled`` names what is not modelled)."""
     from kvledger.plan.weights import serving_dtype
 
@@ -107,6 +107,9 @@ def lora_bytes(cfg: Mapping[str, Any], launch: VllmLaunch, *, model_dtype: str, 
     except NotLlamaLike as exc:
         raise LoraNotModelled(f"--enable-lora: kvledger does not size the LoRA slots of {exc}"
                               ) from None
+    if expert_parallel and d.moe_layers:
+        raise LoraNotModelled("--enable-lora with expert parallelism: each rank's share of the "
+                              "experts' LoRA stacks is not modelled")
     if launch.fully_sharded_loras and launch.max_lora_rank % tp:
         raise LoraNotModelled(f"--fully-sharded-loras: max_lora_rank {launch.max_lora_rank} "
                               f"is not divisible by {tp} tensor-parallel ranks (vLLM's "
