@@ -86,6 +86,7 @@ def test_removed_log_flag_is_a_warning(capsys: pytest.CaptureFixture[str]) -> No
     (["--kv-offloading-size", "8", "--kv-offloading-backend", "lmcache"], "LMCache"),
     (["--offload-group-size", "4"], "--offload-group-size"),
     (["--enable-lora", "--max-lora-rank", "48"], "--max-lora-rank: invalid choice"),
+    (["--enable-lora", "--enable-expert-parallel"], "experts' LoRA stacks is not modelled"),
 ])
 def test_launch_lines_refused_for_a_stated_reason(capsys: pytest.CaptureFixture[str],
                                                   flags: list[str], why: str) -> None:

@@ -26,6 +26,9 @@ def map_launch(values: dict[str, Any], out: Translation) -> set[str]:
                 out.options[flag] = str(values[dest])
         if values.get("fully_sharded_loras"):
             out.options["--fully-sharded-loras"] = None
+        if values.get("enable_expert_parallel"):
+            out.refused.append("--enable-lora with --enable-expert-parallel: each rank's share "
+                               "of the experts' LoRA stacks is not modelled")
         if values.get("lora_target_modules"):
             # LoRAConfig.target_modules: only these module suffixes are wrapped.
             out.refused.append("--lora-target-modules restricts the modules LoRA wraps, which "
