@@ -93,13 +93,13 @@ def test_human_output_lists_what_was_ignored(capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.parametrize(("line", "named"), [
-    (["--cpu-offload-gb", "4"], "--cpu-offload-gb"),
+    (["--offload-group-size", "4"], "--offload-group-size"),
     (["--kv-transfer-config", '{"kv_connector": "NixlConnector"}'], "--kv-transfer-config"),
     (["--hf-overrides", '{"num_hidden_layers": 2}'], "--hf-overrides"),
     (["--max-model-len", "auto"], "auto"),
     (["--bogus-flag", "1"], "not a vllm 0.33 flag"),
     (["--dtype", "float32"], "--dtype float32"),
-    (["--quantization", "fp8"], "--quantization fp8"),
+    (["--quantization", "mxfp8"], "--quantization mxfp8"),
 ])
 def test_memory_changing_or_unknown_flags_refused_by_name(
         capsys: pytest.CaptureFixture[str], line: list[str], named: str) -> None:

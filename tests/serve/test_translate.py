@@ -151,9 +151,11 @@ def test_inert_flags_are_listed_by_name_without_values() -> None:
 
 
 def test_flags_at_their_default_are_ignored() -> None:
-    out = t("vllm serve M --cpu-offload-gb 0 --no-enforce-eager --mamba-cache-dtype auto")
-    assert set(out.ignored["default"]) == {"--cpu-offload-gb", "--mamba-cache-dtype"}
+    out = t("vllm serve M --offload-group-size 0 --no-enforce-eager --mamba-cache-dtype auto")
+    assert set(out.ignored["default"]) == {"--offload-group-size", "--mamba-cache-dtype"}
     assert "--cuda-graph-bytes" not in out.options
+    # --cpu-offload-gb 0 is vLLM's "no offload": no kvledger option.
+    assert "--cpu-offload-gb" not in t("vllm serve M --cpu-offload-gb 0").options
 
 
 def test_estimate_flags_are_ignored_with_a_note() -> None:
@@ -164,13 +166,15 @@ def test_estimate_flags_are_ignored_with_a_note() -> None:
 
 
 def test_weights_flags_refused_by_name_unless_the_kv_budget_is_given() -> None:
-    message = refused("vllm serve M --cpu-offload-gb 4")
-    assert "--cpu-offload-gb" in message and "--kv-cache-memory-bytes" in message
-    out = t("vllm serve M --cpu-offload-gb 4 --kv-cache-memory-bytes 8G")
-    assert out.ignored["weights"] == ["--cpu-offload-gb"]
+    # Prefetch offload (--offload-group-size) is not modelled; --cpu-offload-gb and LoRA are
+    # (test_launch_lines.py).
+    message = refused("vllm serve M --offload-group-size 8")
+    assert "--offload-group-size" in message and "--kv-cache-memory-bytes" in message
+    out = t("vllm serve M --offload-group-size 8 --kv-cache-memory-bytes 8G")
+    assert out.ignored["weights"] == ["--offload-group-size"]
     assert out.options["--kv-cache-memory-bytes"] == str(8 << 30)
-    assert t("vllm serve M --enable-lora", Context(kv_budget_given=True)).ignored == {
-        "weights": ["--enable-lora"]}
+    assert t("vllm serve M --cpu-offload-params experts",
+             Context(kv_budget_given=True)).ignored == {"weights": ["--cpu-offload-params"]}
 
 
 def test_kv_flags_always_refused_and_all_named_in_one_line() -> None:

@@ -19,6 +19,7 @@ from kvledger.cli.args import (
     tokens_at_least,
 )
 from kvledger.cli.errors import UsageError
+from kvledger.cli.vllm_launch_options import add_vllm_launch_options, vllm_launch
 from kvledger.plan.engines.registry import LAYOUTS, engine_label
 from kvledger.plan.request import KV_CACHE_DTYPES, PlanRequest
 from kvledger.records import fields
@@ -123,6 +124,7 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
     p.add_argument("--speculative-method", default=None, metavar="METHOD",
                    help="mtp, eagle3, ... (needed with --num-speculative-tokens)")
     _add_sglang_options(p)
+    add_vllm_launch_options(p)
     reserves = p.add_argument_group(
         "GPU budget reserves (default: documented estimates, labelled 'estimated')")
     reserves.add_argument("--activation-peak-bytes", type=nonneg_bytes, default=None,
@@ -279,6 +281,7 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
         num_speculative_tokens=ns.num_speculative_tokens,
         speculative_method=ns.speculative_method,
         sglang=_sglang_options(ns),
+        vllm_launch=vllm_launch(ns),
     )
     if getattr(ns, "model_local_kv", None) is not None or \
             getattr(ns, "model_local_kv_from", None) is not None or \

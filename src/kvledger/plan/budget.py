@@ -36,7 +36,10 @@ Each line has a stable machine ``key`` besides its prose ``label`` (labels may b
 keys may not): ``gpu_total``, ``utilization``, ``weights``, ``activation_peak``,
 ``cuda_graphs``, ``non_torch``, ``model_local_kv`` (seed A caches, ``basis: declared``),
 ``kv_budget`` (the KV bytes per GPU the layout plans; always present) and, when the KV budget
-is given and model-local caches sit beside it, ``per_gpu_total``.
+is given and model-local caches sit beside it, ``per_gpu_total``. An engine's launch options
+add (``with_launch_lines``): ``lora`` (the LoRA slots the engine reserves, subtracted) and
+``cpu_offload`` (weights moved to the CPU: the ``weights`` line is already that much smaller,
+so this line says by how much and is not subtracted again).
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ NON_TORCH = "non_torch"
 MODEL_LOCAL_KV = "model_local_kv"
 KV_BUDGET = "kv_budget"
 PER_GPU_TOTAL = "per_gpu_total"
+LORA = "lora"
+CPU_OFFLOAD = "cpu_offload"
 
 DEFAULT_CUDA_GRAPH_BYTES = 1 * GIB
 DEFAULT_NON_TORCH_BYTES = GIB // 2
@@ -249,3 +254,29 @@ def gpu_budget(
     if available <= 0:
         raise BudgetTooSmall(frozen, available)
     return Budget(available, frozen, total, util, non_kv, gpu.name)
+
+
+def with_launch_lines(budget: Budget, *, lora: BudgetLine | None = None,
+                      cpu_offload: BudgetLine | None = None) -> Budget:
+    """``budget`` with an engine's launch lines after its weights line (module docstring):
+    ``lora`` is subtracted from the KV budget, ``cpu_offload`` only says what the weights line
+    already left out. ``BudgetTooSmall`` when nothing is left."""
+    lines = list(budget.lines)
+    at = next((i + 1 for i, ln in enumerate(lines) if ln.key == WEIGHTS), None)
+    final = budget.line(KV_BUDGET)
+    if at is None or final is None:
+        raise ValueError("launch lines need a GPU budget (a weights line)")
+    added = [ln for ln in (cpu_offload, lora) if ln is not None]
+    lines[at:at] = added
+    taken = lora.bytes if lora is not None else 0
+    available = budget.available_bytes - taken
+    basis = ESTIMATED if final.basis == ESTIMATED or (
+        lora is not None and lora.basis == ESTIMATED) else final.basis
+    lines[-1] = BudgetLine(KV_BUDGET, final.label, available, basis)
+    frozen = tuple(lines)
+    if available <= 0:
+        raise BudgetTooSmall(frozen, available)
+    from kvledger import records
+
+    return records.replace(budget, available_bytes=available, lines=frozen,
+                           non_kv_bytes=budget.non_kv_bytes + taken)

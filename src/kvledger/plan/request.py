@@ -173,6 +173,10 @@ class PlanRequest:
     # when it plans: the request, below every engine, names none of them. None: SGLang's
     # defaults. Page size, context length etc. are the shared fields above.
     sglang: Any = None
+    # -- vLLM-only launch options (LoRA slots, online quantization, CPU offload, the CPU KV
+    # tier): a ``VllmLaunch`` (kvledger.plan.engines.vllm.launch), which the vLLM engine
+    # checks when it plans. None: none of them.
+    vllm_launch: Any = None
 
     def __post_init__(self) -> None:
         for name in _SIZED_FIELDS:

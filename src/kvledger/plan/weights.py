@@ -313,6 +313,7 @@ class Estimate:
 def estimate_weights(
     cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None,
     *, speculative_mtp: bool = False, stored: bool = False,
+    online: tuple[str, float, frozenset[str]] | None = None,
 ) -> Estimate:
     """The weights' bytes from the architecture's parameter count (``derive/params.py``).
 
@@ -325,7 +326,10 @@ def estimate_weights(
     MTP layers with the embedding and head copies the checkpoint keeps.
 
     Quantized categories are counted at the method's storage size (``_quant_scheme``); norms,
-    biases, SSM vectors (``other``) and towers stay at the dense dtype.
+    biases, SSM vectors (``other``) and towers stay at the dense dtype. ``online``: the
+    engine's online quantization of an unquantized checkpoint, as (name, bits per weight,
+    categories quantized), in place of the checkpoint's scheme; a model with towers is
+    refused then (whether their linear layers are quantized depends on the model class).
     """
     params = count_parameters(cfg)
     counts = dict(params.categories)
@@ -338,7 +342,10 @@ def estimate_weights(
             counts[category] = counts.get(category, 0) + n
     dense_dtype = resolve_dtype(model_dtype).name if stored else serving_dtype(model_dtype)
     dense_bits = resolve_dtype(dense_dtype).bits
-    scheme = _quant_scheme(cfg, hf_quant)
+    scheme = online if online is not None else _quant_scheme(cfg, hf_quant)
+    if online is not None and params.towers:
+        raise WeightsError(f"{online[0]} of a model with vision / audio towers: which tower "
+                           "layers are quantized is not modelled")
     # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
     # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
     # siglip.py build post_layernorm only with every layer): the unused layers are not held.
@@ -473,6 +480,7 @@ def model_weights(
     speculative_mtp: bool = False,
     config: Mapping[str, Any] | None = None,
     split: WeightSplit | None = None,
+    online: tuple[str, float, frozenset[str]] | None = None,
 ) -> Weights:
     """The weights' total on the GPUs and per-GPU share (module docstring: both paths, and
     the serving dtype ``model_dtype`` decides).
@@ -484,7 +492,12 @@ def model_weights(
     estimate then counts the vision / audio towers vLLM builds beside it. ``split``: the
     engine divides the experts over other ranks than TP (``split_per_rank``; the experts'
     share of an exact total is the estimate's, so the per-GPU figure is estimated).
+    ``online``: the engine quantizes an unquantized checkpoint as it loads it
+    (``estimate_weights``): the checkpoint's headers hold the unquantized bytes, so the
+    estimate is used.
     """
+    if online is not None:
+        exact, directory = None, None
     if exact is None and directory is not None:
         from kvledger.source.headers import index_totals, local_totals
 
@@ -511,7 +524,7 @@ def model_weights(
         basis = EXACT
     else:
         est = estimate_weights(config if config is not None else cfg, model_dtype, hf_quant,
-                               speculative_mtp=speculative_mtp)
+                               speculative_mtp=speculative_mtp, online=online)
         total, how, warnings, parameters = est.bytes, est.how, est.warnings, est.parameters
         if warnings:
             how += f"; not exact: {'; '.join(warnings)}"
@@ -522,7 +535,8 @@ def model_weights(
     parts: dict[str, Any] | None = None
     if split is not None:
         counted = estimate_weights(config if config is not None else cfg, model_dtype,
-                                   hf_quant, speculative_mtp=speculative_mtp).by_category or {}
+                                   hf_quant, speculative_mtp=speculative_mtp,
+                                   online=online).by_category or {}
         if any(counted.get(category, 0) > 0 for category in split.ranks):
             per_rank, parts = split_per_rank(total, counted, tensor_parallel_size,
                                              pipeline_parallel_size, split)

@@ -167,13 +167,15 @@ def _line_role(line: BudgetLine, index: int) -> str:
 
     Uses the line's machine ``key`` (``kvledger.plan.budget``); a budget line without one
     falls back on the order and signs of ``gpu_budget``'s lines (total, × utilization,
-    − weights, − reserves…, = budget). Every other subtracted key (activation peak, CUDA
-    graphs, non-torch, and any a later engine adds) is a reserve.
+    − weights, − reserves…, = budget). LoRA slots count with the weights; ``cpu_offload``
+    (weights moved off the GPU) is ``info``, in no bar. Every other subtracted key (activation
+    peak, CUDA graphs, non-torch, and any a later engine adds) is a reserve.
     """
     key = getattr(line, "key", None)
     if isinstance(key, str) and key:
         return {"gpu_total": "total", "per_gpu_total": "total", "utilization": "usable",
-                "weights": "weights", "kv_budget": "kv_budget"}.get(key, "reserve")
+                "weights": "weights", "lora": "weights", "kv_budget": "kv_budget",
+                "cpu_offload": "info"}.get(key, "reserve")
     if index == 0:
         return "total"
     label = line.label.lstrip()

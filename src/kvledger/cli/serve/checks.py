@@ -3,8 +3,10 @@
 kvledger plans a checkpoint as its config describes it. A ``--dtype`` of the same width as the
 checkpoint's (bfloat16 ↔ float16) changes no byte; another width would change weights and KV
 both, and is refused. A ``--quantization`` naming the checkpoint's own method is what the
-engine verifies anyway (vLLM ``ModelConfig._verify_quantization`` refuses a mismatch); any
-other is online quantization, refused by name.
+engine verifies anyway (vLLM ``ModelConfig._verify_quantization`` refuses a mismatch). On an
+unquantized checkpoint it is online quantization: planned for vLLM's methods kvledger sizes
+(``plan/engines/vllm/online_quant.py``: the line's ``--quantization`` is passed on), refused by
+name otherwise — and always for SGLang.
 """
 
 from __future__ import annotations
@@ -54,6 +56,18 @@ def _quantization(out: Translation, config: dict[str, Any], kv_source: str) -> N
     own = asked.lower().replace("-", "_")
     if method and (own == method.lower().replace("-", "_") or own.startswith(method.lower())):
         out.notes.append(f"--quantization {asked}: the checkpoint's own method")
+        return
+    if not method and out.engine == "vllm":
+        from kvledger.plan.engines.vllm.online_quant import OnlineQuantNotModelled, online_scheme
+
+        try:
+            name = online_scheme(asked)[0]
+        except OnlineQuantNotModelled as exc:
+            raise ServeLineError(f"{out.launcher}: {exc}") from None
+        out.options["--quantization"] = asked
+        out.notes.append(f"--quantization {asked} on an unquantized checkpoint: vLLM quantizes "
+                         f"its linear layers as it loads them ({name}); the weights are "
+                         "estimated at that size")
         return
     has = f"a {method} checkpoint" if method else "an unquantized checkpoint"
     raise ServeLineError(f"{out.launcher}: --quantization {asked} on {has} quantizes online, "

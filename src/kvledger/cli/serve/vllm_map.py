@@ -14,6 +14,7 @@ from kvledger.cli.serve.rules import ESTIMATE, INERT, KV, MAPPED
 from kvledger.cli.serve.scan import Scanned
 from kvledger.cli.serve.table import FlagTable
 from kvledger.cli.serve.translation import Context, Translation, classify
+from kvledger.cli.serve.vllm_launch_map import map_launch
 
 # SpeculativeConfig fields (vllm/config/speculative.py) that cannot change the target's KV.
 _SPEC_INERT = frozenset({
@@ -52,6 +53,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
     _batch_defaults(values, out, ctx)
     _environment(env, table, out)
     mapped = {dest for dest, rule in vllm_flags.RULES.items() if rule.cls == MAPPED}
+    mapped |= map_launch(values, out)  # LoRA, --cpu-offload-gb, --kv-offloading-size
     classify(scanned, vllm_flags.RULES, out, kv_budget_given=kv_budget_given, skip=mapped)
     media = values.get("media_io_kwargs")
     if media and "pynvvideocodec" in str(media).lower():

@@ -132,11 +132,26 @@ class VllmEngine(Layout):
 
         with planning(inp.request.engine_release):
             check_served(inp.facts, inp.request)
-            return super().gpu_budget(inp)
+            if getattr(inp.request, "vllm_launch", None) is None:
+                return super().gpu_budget(inp)
+            # LoRA slots, online quantization, CPU offload (launch_budget.py).
+            from kvledger.plan.engines.vllm.launch_budget import launch_budget
+
+            return launch_budget(inp, super().gpu_budget)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         plan = _plan(inp)
         stage_plans = list(plan.stages) or [plan]
+        tier: dict[str, object] = {}
+        notes: list[str] = []
+        if getattr(inp.request, "vllm_launch", None) is not None:
+            # --kv-offloading-size: the CPU tier beside this GPU plan (offload.py).
+            from kvledger.plan.engines.vllm.launch_budget import given_budget_note, kv_tier_fields
+
+            tier = kv_tier_fields(inp.request, bytes_per_block=plan.bytes_per_block,
+                                  block_size=plan.block_size, groups=len(plan.groups),
+                                  use_mla=any("MLA" in g.spec for g in plan.groups))
+            notes = given_budget_note(inp.request)
         return LayoutPlan(
             ranks=_ranks(inp, plan),
             block_size=plan.block_size,
@@ -147,14 +162,14 @@ class VllmEngine(Layout):
             # A dtype name (fp8_e4m3, not its uint8 storage), as vLLM resolved it.
             kv_cache_dtype=plan.resolved.kv_cache_dtype or inp.facts.kv_dtype,
             layers=tuple(facts_summary(inp.facts, inp.request.tensor_parallel_size)),
-            warnings=tuple(plan.warnings),
+            warnings=(*plan.warnings, *notes),
             refuses_to_start=plan.vllm_refuses_to_start,
             # vLLM refuses unless one request's blocks fit beside the null block.
             one_request_bytes=tuple(sp.needed_bytes + sp.bytes_per_block for sp in stage_plans),
             # A budget too small for one request is not an error (README, "Decisions worth
             # knowing"): the figures stand, with vLLM's reason beside them.
             engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
-                           "vllm_refusal_reason": plan.refusal_reason or None},
+                           "vllm_refusal_reason": plan.refusal_reason or None, **tier},
         )
 
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:

@@ -1,0 +1,87 @@
+"""vLLM's launch options that ``plan`` / ``fit`` size (``--engine vllm`` only), under vLLM's
+names and defaults: LoRA slots, online quantization, weight offload, the CPU KV tier. The
+rules are ``kvledger.plan.engines.vllm.launch`` (imported only when one is given)."""
+
+from __future__ import annotations
+
+import math
+
+from kvledger.cli.args import int_at_least
+from kvledger.cli.errors import UsageError
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+# dest → the value meaning "not given".
+UNSET: dict[str, Any] = {
+    "enable_lora": False, "max_loras": None, "max_lora_rank": None, "lora_dtype": None,
+    "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
+    "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
+}
+
+
+def _gib(text: str) -> float:
+    """A GiB amount as vLLM reads it (a float >= 0)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB >= 0, got {text!r}")
+    return value
+
+
+def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("vLLM launch options (--engine vllm; vLLM's names and defaults)")
+    g.add_argument("--enable-lora", action="store_true",
+                   help="reserve LoRA slots: a 'lora' budget line")
+    g.add_argument("--max-loras", type=int_at_least(1), default=None, metavar="N",
+                   help="LoRA slots on the GPU (default 1)")
+    g.add_argument("--max-lora-rank", type=int_at_least(1), default=None, metavar="R",
+                   help="rank of each slot (default 16)")
+    g.add_argument("--lora-dtype", default=None, choices=("auto", "float16", "bfloat16"),
+                   help="default auto: the model dtype")
+    g.add_argument("--fully-sharded-loras", action="store_true",
+                   help="shard the LoRA A stacks' rank (and row-parallel B) over TP ranks")
+    g.add_argument("--max-cpu-loras", type=int_at_least(1), default=None, metavar="N",
+                   help="adapters cached in CPU memory (no GPU bytes; >= --max-loras)")
+    g.add_argument("--quantization", default=None, metavar="METHOD",
+                   help="online quantization of an unquantized checkpoint (fp8, "
+                   "fp8_per_tensor, fp8_per_block)")
+    g.add_argument("--cpu-offload-gb", type=_gib, default=None, metavar="GIB",
+                   help="weights per GPU moved to CPU memory: a 'cpu_offload' budget line")
+    g.add_argument("--kv-offloading-size", type=_gib, default=None, metavar="GIB",
+                   help="CPU KV tier over all ranks: its capacity in tokens (kv_offload)")
+    g.add_argument("--kv-offloading-backend", default=None, choices=("native", "lmcache"),
+                   help="default native (only native is sized)")
+
+
+def vllm_launch(ns: argparse.Namespace) -> Any:
+    """The request's ``vllm_launch`` (None when no launch option was given)."""
+    given = {k: getattr(ns, k) for k, unset in UNSET.items()
+             if getattr(ns, k, unset) is not unset and getattr(ns, k, unset) != unset}
+    if not given:
+        return None
+    flags = ", ".join("--" + k.replace("_", "-") for k in given)
+    if ns.engine.partition("==")[0] != "vllm":
+        raise UsageError(f"kvledger: error: {flags} apply to --engine vllm only",
+                         hint="plan without them, or with --engine vllm")
+    lora_sizes = {"max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras",
+                  "max_cpu_loras"} & set(given)
+    if lora_sizes and not given.get("enable_lora"):
+        # vLLM reads them only with --enable-lora (EngineArgs.create_lora_config).
+        given = {k: v for k, v in given.items() if k not in lora_sizes}
+        if not given:
+            return None
+    if given.get("cpu_offload_gb") == 0:
+        del given["cpu_offload_gb"]
+    from kvledger.plan.engines.vllm.launch import VllmLaunch
+
+    try:
+        return VllmLaunch(**given)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"kvledger: error: {exc}") from None

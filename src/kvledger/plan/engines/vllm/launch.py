@@ -1,0 +1,93 @@
+"""vLLM launch options that change the GPU's non-KV memory or add a CPU KV tier, under vLLM's
+names and defaults, validated once here.
+
+- LoRA (``--enable-lora`` and its sizes): ``LoRAConfig`` (vllm/config/lora.py): ``max_loras``
+  1 (``ge=1``), ``max_lora_rank`` 16 (one of ``MaxLoRARanks``), ``lora_dtype`` "auto" (the
+  model dtype; else float16 / bfloat16), ``fully_sharded_loras`` False, ``max_cpu_loras``
+  None = ``max_loras`` (``_validate_lora_config`` refuses one below ``max_loras``). Sized by
+  ``lora.py``.
+- online quantization (``--quantization`` on an unquantized checkpoint): the methods
+  ``online_quant.py`` models.
+- ``--cpu-offload-gb`` (``UVAOffloadConfig.cpu_offload_gb``, GiB per GPU, ``ge=0``) and
+  ``--kv-offloading-size`` (GiB over all ranks) / ``--kv-offloading-backend`` ("native" or
+  "lmcache", ``CacheConfig``): ``offload.py``.
+
+The same in vLLM 0.32.0 and 0.33.0 (the files named were compared): no release field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvledger.records import record
+
+# LoRAConfig's MaxLoRARanks and LoRADType (vllm/config/lora.py).
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+LORA_DTYPES = ("auto", "float16", "bfloat16")
+KV_OFFLOADING_BACKENDS = ("native", "lmcache")
+
+
+def _int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _gib(name: str, value: Any, *, positive: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of GiB, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (positive and value == 0) or value > 1 << 30:
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be {bound} GiB (and finite), got {value!r}")
+
+
+@record(frozen=True)
+class VllmLaunch:
+    """The vLLM-only launch options kvledger plans (module docstring)."""
+
+    enable_lora: bool = False
+    max_loras: int = 1
+    max_lora_rank: int = 16
+    lora_dtype: str = "auto"
+    fully_sharded_loras: bool = False
+    max_cpu_loras: int | None = None  # CPU memory only; None: max_loras
+    quantization: str | None = None  # an online method (online_quant.py)
+    cpu_offload_gb: float = 0.0
+    kv_offloading_size: float | None = None  # GiB, over all ranks; None: no CPU tier
+    kv_offloading_backend: str = "native"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enable_lora, bool):
+            raise TypeError(f"enable_lora must be a bool, got {self.enable_lora!r}")
+        _int("max_loras", self.max_loras, 1)
+        _int("max_lora_rank", self.max_lora_rank, 1)
+        if self.max_lora_rank not in LORA_RANKS:
+            raise ValueError(f"max_lora_rank must be one of {', '.join(map(str, LORA_RANKS))} "
+                             f"(vLLM's MaxLoRARanks), got {self.max_lora_rank}")
+        if self.lora_dtype not in LORA_DTYPES:
+            raise ValueError(f"lora_dtype must be one of {', '.join(LORA_DTYPES)}, got "
+                             f"{self.lora_dtype!r}")
+        if self.max_cpu_loras is not None:
+            _int("max_cpu_loras", self.max_cpu_loras, 1)
+            if self.max_cpu_loras < self.max_loras:
+                # LoRAConfig._validate_lora_config raises the same.
+                raise ValueError(f"max_cpu_loras ({self.max_cpu_loras}) must be >= max_loras "
+                                 f"({self.max_loras})")
+        if self.quantization is not None and (
+                not isinstance(self.quantization, str) or not self.quantization.strip()):
+            raise TypeError(f"quantization must be a method name, got {self.quantization!r}")
+        _gib("cpu_offload_gb", self.cpu_offload_gb, positive=False)
+        if self.kv_offloading_size is not None:
+            # OffloadingSpec (v1/kv_offload/cpu/spec.py) refuses a falsy cpu_bytes_to_use.
+            _gib("kv_offloading_size", self.kv_offloading_size, positive=True)
+        if self.kv_offloading_backend not in KV_OFFLOADING_BACKENDS:
+            raise ValueError("kv_offloading_backend must be one of "
+                             f"{', '.join(KV_OFFLOADING_BACKENDS)}, got "
+                             f"{self.kv_offloading_backend!r}")
+
+    @property
+    def changes_weights(self) -> bool:
+        """Whether the GPU budget differs from the plain one (LoRA, quantization, offload)."""
+        return self.enable_lora or self.quantization is not None or self.cpu_offload_gb > 0

@@ -1,0 +1,130 @@
+"""The vLLM GPU budget under launch options (``launch.py``): online quantization changes the
+weights line, ``--cpu-offload-gb`` shrinks it (and a ``cpu_offload`` line says by how much),
+LoRA slots are a ``lora`` line subtracted from the KV budget (``plan/budget.py``
+``with_launch_lines``). The CPU KV tier is no budget line: ``kv_tier_fields`` adds it to the
+plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kvledger import records
+from kvledger.plan.budget import CPU_OFFLOAD, EXACT, LORA, Budget, BudgetLine, with_launch_lines
+from kvledger.plan.engines.base import GpuBudgetInput
+from kvledger.plan.engines.vllm.launch import VllmLaunch
+from kvledger.plan.weights import Weights
+
+
+def launch_of(request: Any) -> VllmLaunch | None:
+    launch = getattr(request, "vllm_launch", None)
+    if launch is not None and not isinstance(launch, VllmLaunch):
+        raise TypeError(f"vllm_launch must be a VllmLaunch, got {type(launch).__name__}")
+    return launch
+
+
+def _checkpoint_method(inp: GpuBudgetInput) -> str:
+    section = inp.facts.config.get("quantization_config") or \
+        inp.text_config.get("quantization_config")
+    if isinstance(section, dict) and section.get("quant_method"):
+        return str(section["quant_method"])
+    return "modelopt" if inp.facts.hf_quant_config else ""
+
+
+def _online_weights(inp: GpuBudgetInput, method: str) -> Weights | None:
+    """The weights vLLM holds after quantizing online; None when the checkpoint's own
+    method is named (vLLM then loads it as it is)."""
+    from kvledger.plan.engines.vllm.online_quant import (
+        NOT_MODELLED,
+        ONLINE,
+        OnlineQuantNotModelled,
+        online_scheme,
+    )
+    from kvledger.plan.speculative import speculates_with_mtp
+    from kvledger.plan.weights import WeightsError, model_weights
+
+    own = _checkpoint_method(inp)
+    if own:
+        asked, mine = method.replace("-", "_").lower(), own.replace("-", "_").lower()
+        shorthand = asked in ONLINE or asked in NOT_MODELLED
+        if asked == mine or (not shorthand and asked.startswith(mine)):
+            return None  # a kernel variant of the checkpoint's method (gptq_marlin)
+        # ModelConfig._verify_quantization refuses a method other than the checkpoint's.
+        raise OnlineQuantNotModelled(f"--quantization {method} on a {own} checkpoint: vLLM "
+                                     "refuses a method other than the checkpoint's own")
+    scheme = online_scheme(method)
+    req = inp.request
+    try:
+        return model_weights(
+            inp.text_config, model_dtype=inp.facts.model_dtype,
+            tensor_parallel_size=req.tensor_parallel_size,
+            pipeline_parallel_size=req.pipeline_parallel_size,
+            speculative_mtp=speculates_with_mtp(req), config=inp.facts.config or None,
+            online=scheme)
+    except WeightsError as exc:
+        raise OnlineQuantNotModelled(f"--quantization {method}: {exc}") from None
+
+
+def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]) -> Budget:
+    """``plain`` (the engine's budget) under ``inp.request.vllm_launch``."""
+    launch = launch_of(inp.request)
+    if launch is None or not launch.changes_weights:
+        return plain(inp)
+    req = inp.request
+    tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
+    weights = inp.weights
+    if launch.quantization is not None:
+        weights = _online_weights(inp, launch.quantization) or weights
+    offload_line = None
+    if launch.cpu_offload_gb > 0:
+        from kvledger.plan.engines.vllm.offload import cpu_offload
+
+        off = cpu_offload(inp.text_config, launch, model_dtype=inp.facts.model_dtype, tp=tp,
+                          pp=pp)
+        moved = min(off.moved_bytes, weights.per_rank_bytes)
+        weights = records.replace(
+            weights, per_rank_bytes=weights.per_rank_bytes - moved,
+            detail=f"{weights.detail}; less {moved:,} B moved to the CPU (cpu_offload)")
+        offload_line = BudgetLine(CPU_OFFLOAD, f"(weights moved to the CPU, already left out "
+                                  f"of the weights line: {off.detail})", moved, EXACT)
+    budget = plain(records.replace(inp, weights=weights))
+    lora_line = None
+    if launch.enable_lora:
+        from kvledger.plan.engines.vllm.lora import lora_bytes
+
+        found = lora_bytes(inp.text_config, launch, model_dtype=inp.facts.model_dtype, tp=tp,
+                           pp=pp, expert_parallel=bool(getattr(req, "enable_expert_parallel",
+                                                               False)))
+        lora_line = BudgetLine(LORA, f"− LoRA slots per GPU ({found.detail})", found.per_gpu,
+                               found.basis)
+    return with_launch_lines(budget, lora=lora_line, cpu_offload=offload_line)
+
+
+def kv_tier_fields(request: Any, *, bytes_per_block: int, block_size: int, groups: int,
+                   use_mla: bool) -> dict[str, Any]:
+    """``{"kv_offload": ...}`` for the plan's JSON when ``--kv-offloading-size`` is given."""
+    launch = launch_of(request)
+    if launch is None or launch.kv_offloading_size is None:
+        return {}
+    from kvledger.plan.engines.vllm.offload import OffloadNotModelled, kv_tier
+
+    if request.pipeline_parallel_size > 1:
+        raise OffloadNotModelled("--kv-offloading-size with pipeline parallelism: each stage's "
+                                 "blocks differ, which the connector's sizing is not modelled for")
+    tier = kv_tier(launch, bytes_per_block=bytes_per_block, block_size=block_size,
+                   world_size=request.tensor_parallel_size, groups=groups, use_mla=use_mla)
+    return {"kv_offload": tier.to_json()}
+
+
+def given_budget_note(request: Any) -> list[str]:
+    """A note when launch options that change the GPU budget meet a given KV budget."""
+    launch = launch_of(request)
+    if launch is None or not launch.changes_weights or request.kv_cache_memory_bytes is None:
+        return []
+    what = [name for name, on in (("LoRA slots", launch.enable_lora),
+                                  ("online quantization", launch.quantization is not None),
+                                  ("--cpu-offload-gb", launch.cpu_offload_gb > 0)) if on]
+    # gpu_worker.determine_available_memory: a given kv_cache_memory_bytes is the KV budget.
+    return [f"{' and '.join(what)} change the weights' memory, not the given "
+            "kv_cache_memory_bytes (vLLM then skips its memory profiling)"]
