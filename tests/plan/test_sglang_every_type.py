@@ -47,6 +47,29 @@ WITHOUT_CASE: dict[str, str] = {
                                            "refused as not checked (sglang/unchecked.py)"),
 }
 
+# The class-default file a breadth row is planned from where it is not ``<type>.json``:
+# lfm2_moe's class builds no layer_types, and the GLM-4.5V and Qwen3-Omni classes leave
+# head_dim None (their variants state it).
+_DEFAULT_FILE = {"lfm2_moe": "lfm2_moe.layer-types", "glm4v_moe": "glm4v_moe.head-dim",
+                 "qwen3_omni_moe": "qwen3_omni_moe.head-dim"}
+# Text configs (and Qwen3-Omni's thinker) inside a wrapper's class defaults: (file, keys down).
+_INSIDE = {"aria_text": ("aria", ("text_config",)),
+           "glm4v_moe_text": ("glm4v_moe.head-dim", ("text_config",)),
+           "glm_ocr_text": ("glm_ocr", ("text_config",)),
+           "paddleocr_vl_text": ("paddleocr_vl", ("text_config",)),
+           "emu3_text_model": ("emu3", ("text_config",)),
+           "qwen3_omni_moe_thinker": ("qwen3_omni_moe.head-dim", ("thinker_config",)),
+           "qwen3_omni_moe_text": ("qwen3_omni_moe.head-dim", ("thinker_config", "text_config")),
+           "cohere_compass_text": ("cohere_compass", ("text_config",))}
+
+
+def _inside(name: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((_DEFAULTS / f"{name}.json").read_text())
+    for key in keys:
+        config = config[key]
+    return config
+
+
 # What kvledger must answer for each row of WITHOUT_CASE: a model of that row and the phrase
 # of its refusal (the bundled catalog's real EAGLE-3 draft config).
 REFUSALS: dict[str, tuple[Any, str]] = {
@@ -56,8 +79,10 @@ REFUSALS: dict[str, tuple[Any, str]] = {
     "mpt": ({"model_type": "mpt", "architectures": ["MptForCausalLM"], "d_model": 4096,
              "n_heads": 32, "n_layers": 32, "max_seq_len": 2048},
             "has no model class MptForCausalLM"),
-    **{t: (str(_DEFAULTS / f"{'lfm2_moe.layer-types' if t == 'lfm2_moe' else t}.json"),
-           "has not been checked against SGLang") for t in UNCHECKED_MODEL_TYPES},
+    **{t: (str(_DEFAULTS / f"{_DEFAULT_FILE.get(t, t)}.json"),
+           "has not been checked against SGLang")
+       for t in UNCHECKED_MODEL_TYPES if t not in _INSIDE},
+    **{t: (_inside(*_INSIDE[t]), "has not been checked against SGLang") for t in _INSIDE},
 }
 
 
