@@ -41,6 +41,24 @@ def _plan(config: dict[str, Any], length: int = 2048, block: int | str = 16) -> 
         GIB8)
 
 
+# Keys vLLM's model class reads that these config classes lack, so their class defaults stop
+# vLLM at start-up (oracle: tests/oracles/vllm-0.32-breadth.jsonl, replayed in
+# tests/plan/test_breadth_oracle.py); a checkpoint states them. None sizes a cache; the values
+# are the reference checkpoints' (HYV3Config's mlp_layer_types make layer 0 dense).
+STATED = {
+    "hy_v3": {"first_k_dense_replace": 1},
+    "longcat_flash": {"mla_scale_q_lora": True, "mla_scale_kv_lora": True},
+}
+
+
+def _stated(name: str) -> dict[str, Any]:
+    config = _config(name)
+    if name == "glm4v_moe.head-dim":  # Glm4MoeDecoderLayer reads the text config's
+        config["text_config"]["use_qk_norm"] = False
+    config.update(STATED.get(name, {}))
+    return config
+
+
 def _windows(config: dict[str, Any]) -> Counter[int | None]:
     facts = derive_model(config)
     return Counter(getattr(x, "window", None) for x in facts.by_role(Role.DECODER))
@@ -115,7 +133,7 @@ FULL = [
                          ids=[row[0] for row in FULL])
 def test_full_attention_class_defaults(name: str, inside: tuple[str, ...], layers: int,
                                        kv: int, dim: int, per_block: int, blocks: int) -> None:
-    config = _config(name)
+    config = _stated(name)
     text = _text(config, *inside)
     assert text["num_hidden_layers"] == layers  # the class's value, as the comment reads it
     facts = derive_model(config)
@@ -185,7 +203,7 @@ def test_axk1_is_deepseek_mla() -> None:
 
 
 def test_longcat_flash_caches_two_mla_attentions_a_layer() -> None:
-    config = _config("longcat_flash")
+    config = _stated("longcat_flash")
     assert (config["num_layers"], config["kv_lora_rank"], config["qk_rope_head_dim"]) == (
         28, 512, 64)
     facts = derive_model(config)

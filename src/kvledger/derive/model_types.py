@@ -1442,7 +1442,10 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "longcat_flash": T(handler="mla:longcat_flash",
                            keys={"num_layers", "kv_lora_rank", "qk_rope_head_dim",
                                  "q_lora_rank"},
-                           harmless=_MLA_HARMLESS,
+                           harmless={**_MLA_HARMLESS,
+                                     "mla_scale_kv_lora": "scales the kv_a norm's weights at "
+                                     "load (longcat_flash.py scale_mla_lora_norms_on_load): "
+                                     "weights, not the latent's width"},
                            config_class="LongcatFlashConfig",
                            defaults={"num_layers": 28, "kv_lora_rank": 512,
                                      "qk_rope_head_dim": 64, "q_lora_rank": 1536,
