@@ -7,7 +7,8 @@ instantiates the class with no arguments and writes its ``to_dict()`` to
 ``architectures`` (the class leaves it None, and vLLM picks its model by it; the value is the
 architecture the table below names) and ``dtype`` "bfloat16" (the class leaves it None, and vLLM
 would then run a float32 config in float16 or bfloat16 depending on the platform). Both are
-recorded under ``_generated_by`` in the file, with the transformers version.
+recorded under ``_generated_by`` in the file, with the transformers version and the checkpoint
+the class's docstring says its defaults resemble (``reference_checkpoint``).
 
 Run with a transformers 5.x installed OUTSIDE the repository (it is not a project dependency),
 e.g. the vLLM oracle's venv, which holds the transformers vLLM runs with:
@@ -21,6 +22,7 @@ arguments, named ``<model_type>.<variant>.json``).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -47,6 +49,50 @@ CLASSES: dict[str, tuple[str, str]] = {
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM"),
     "flex_olmo": ("FlexOlmoConfig", "FlexOlmoForCausalLM"),
     "hunyuan_v1_dense": ("HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM"),
+    # breadth round 3: the rest of vLLM 0.33's generative architectures with a config class
+    "axk1": ("AXK1Config", "AXK1ForCausalLM"),
+    "cohere2_moe": ("Cohere2MoeConfig", "Cohere2MoeForCausalLM"),
+    "granite_swa": ("GraniteSWAConfig", "GraniteSWAForCausalLM"),
+    "granitemoe_swa": ("GraniteMoeSWAConfig", "GraniteMoeSWAForCausalLM"),
+    "hy_v3": ("HYV3Config", "HYV3ForCausalLM"),
+    "hy_v4": ("HYV4Config", "HYV4ForCausalLM"),
+    "hrm_text": ("HrmTextConfig", "HrmTextForCausalLM"),
+    "hyperclovax": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM"),
+    "inkling_text": ("InklingTextConfig", "InklingForCausalLM"),
+    "inkling_mm_model": ("InklingConfig", "InklingForConditionalGeneration"),
+    "longcat_flash": ("LongcatFlashConfig", "LongcatFlashForCausalLM"),
+    "mellum": ("MellumConfig", "MellumForCausalLM"),
+    "qwen4_exp_text": ("Qwen4ExpTextConfig", "Qwen4ExpForCausalLM"),
+    "qwen4_exp": ("Qwen4ExpConfig", "Qwen4ExpForConditionalGeneration"),
+    "aria": ("AriaConfig", "AriaForConditionalGeneration"),
+    "audioflamingo3": ("AudioFlamingo3Config", "AudioFlamingo3ForConditionalGeneration"),
+    "blip-2": ("Blip2Config", "Blip2ForConditionalGeneration"),
+    "cohere2_vision": ("Cohere2VisionConfig", "Cohere2VisionForConditionalGeneration"),
+    "cohere_asr": ("CohereAsrConfig", "CohereAsrForConditionalGeneration"),
+    "cohere_compass": ("CohereCompassConfig", "CohereCompassForConditionalGeneration"),
+    "cosmos3_edge": ("Cosmos3EdgeConfig", "Cosmos3EdgeForConditionalGeneration"),
+    "diffusion_gemma": ("DiffusionGemmaConfig", "DiffusionGemmaForBlockDiffusion"),
+    "emu3": ("Emu3Config", "Emu3ForConditionalGeneration"),
+    "ernie4_5_vl_moe": ("Ernie4_5_VLMoeConfig", "Ernie4_5_VLMoeForConditionalGeneration"),
+    "gemma4_unified": ("Gemma4UnifiedConfig", "Gemma4UnifiedForConditionalGeneration"),
+    "glm4v_moe": ("Glm4vMoeConfig", "Glm4vMoeForConditionalGeneration"),
+    "glmasr": ("GlmAsrConfig", "GlmAsrForConditionalGeneration"),
+    "glm_ocr": ("GlmOcrConfig", "GlmOcrForConditionalGeneration"),
+    "granite4_vision": ("Granite4VisionConfig", "Granite4VisionForConditionalGeneration"),
+    "granite_speech": ("GraniteSpeechConfig", "GraniteSpeechForConditionalGeneration"),
+    "granite_speech_plus": ("GraniteSpeechPlusConfig",
+                            "GraniteSpeechPlusForConditionalGeneration"),
+    "hunyuan_vl": ("HunYuanVLConfig", "HunYuanVLForConditionalGeneration"),
+    "internvl": ("InternVLConfig", "InternVLForConditionalGeneration"),
+    "llava_next_video": ("LlavaNextVideoConfig", "LlavaNextVideoForConditionalGeneration"),
+    "llava_onevision": ("LlavaOnevisionConfig", "LlavaOnevisionForConditionalGeneration"),
+    "minicpmv4_7": ("MiniCPMV4_7Config", "MiniCPMV4_7ForConditionalGeneration"),
+    "nemotron_h_omni": ("NemotronH_Omni_Reasoning_V3_Config", "NemotronH_Omni_Reasoning_V3"),
+    "paddleocr_vl": ("PaddleOCRVLConfig", "PaddleOCRVLForConditionalGeneration"),
+    "qianfan_ocr": ("QianfanOCRConfig", "QianfanOCRForConditionalGeneration"),
+    "qwen3_omni_moe": ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGeneration"),
+    "step3p7": ("Step3p7Config", "Step3p7ForConditionalGeneration"),
+    "vibevoice_asr": ("VibeVoiceAsrConfig", "VibeVoiceAsrForConditionalGeneration"),
 }
 # A class-default config with arguments, for a model type whose class leaves a key vLLM
 # indexes unset: name -> (model_type, the arguments given to the class)
@@ -54,7 +100,22 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # Lfm2MoeConfig builds no layer_types; every 4th layer attention, the others short conv.
     "lfm2_moe.layer-types": ("lfm2_moe", {"layer_types": [
         "full_attention" if i % 4 == 3 else "conv" for i in range(32)]}),
+    # Glm4vMoeTextConfig leaves head_dim None (4096 / 96 heads does not divide); GLM-4.5V's
+    # text config states 128.
+    "glm4v_moe.head-dim": ("glm4v_moe", {"text_config": {"head_dim": 128}}),
+    # Qwen3OmniMoeTextConfig leaves head_dim None too (2048 / 28 heads does not divide);
+    # Qwen3-Omni-30B-A3B's text config states 128.
+    "qwen3_omni_moe.head-dim": ("qwen3_omni_moe",
+                                {"thinker_config": {"text_config": {"head_dim": 128}}}),
 }
+
+
+def reference_checkpoint(config_class: type) -> str:
+    """The checkpoint the class's docstring says its defaults resemble ("... will yield a
+    similar configuration to that of the [org/name](https://huggingface.co/org/name)")."""
+    found = re.search(r"similar configuration to that of\s+(?:the\s+)?\[([^\]]+)\]",
+                      config_class.__doc__ or "")
+    return found.group(1) if found else "not named by the class docstring"
 
 
 def generate(name: str) -> Path:
@@ -62,7 +123,8 @@ def generate(name: str) -> Path:
 
     model_type, arguments = VARIANTS.get(name, (name, {}))
     class_name, architecture = CLASSES[model_type]
-    config = getattr(transformers, class_name)(**arguments)
+    config_class = getattr(transformers, class_name)
+    config = config_class(**arguments)
     if config.model_type != model_type:
         raise SystemExit(f"{class_name} is model_type {config.model_type!r}, not {model_type!r}")
     data = config.to_dict()
@@ -71,6 +133,7 @@ def generate(name: str) -> Path:
     data["_generated_by"] = {
         "by": "scripts/class_default_configs.py",
         "config_class": class_name,
+        "reference_checkpoint": reference_checkpoint(config_class),
         "transformers_version": transformers.__version__,
         "set_beyond_the_class": ["architectures", "dtype"],
         "class_arguments": sorted(arguments),

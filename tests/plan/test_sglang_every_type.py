@@ -47,6 +47,29 @@ WITHOUT_CASE: dict[str, str] = {
                                            "refused as not checked (sglang/unchecked.py)"),
 }
 
+# The class-default file a breadth row is planned from where it is not ``<type>.json``:
+# lfm2_moe's class builds no layer_types, and the GLM-4.5V and Qwen3-Omni classes leave
+# head_dim None (their variants state it).
+_DEFAULT_FILE = {"lfm2_moe": "lfm2_moe.layer-types", "glm4v_moe": "glm4v_moe.head-dim",
+                 "qwen3_omni_moe": "qwen3_omni_moe.head-dim"}
+# Text configs (and Qwen3-Omni's thinker) inside a wrapper's class defaults: (file, keys down).
+_INSIDE = {"aria_text": ("aria", ("text_config",)),
+           "glm4v_moe_text": ("glm4v_moe.head-dim", ("text_config",)),
+           "glm_ocr_text": ("glm_ocr", ("text_config",)),
+           "paddleocr_vl_text": ("paddleocr_vl", ("text_config",)),
+           "emu3_text_model": ("emu3", ("text_config",)),
+           "qwen3_omni_moe_thinker": ("qwen3_omni_moe.head-dim", ("thinker_config",)),
+           "qwen3_omni_moe_text": ("qwen3_omni_moe.head-dim", ("thinker_config", "text_config")),
+           "cohere_compass_text": ("cohere_compass", ("text_config",))}
+
+
+def _inside(name: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((_DEFAULTS / f"{name}.json").read_text())
+    for key in keys:
+        config = config[key]
+    return config
+
+
 # What kvledger must answer for each row of WITHOUT_CASE: a model of that row and the phrase
 # of its refusal (the bundled catalog's real EAGLE-3 draft config).
 REFUSALS: dict[str, tuple[Any, str]] = {
@@ -56,8 +79,10 @@ REFUSALS: dict[str, tuple[Any, str]] = {
     "mpt": ({"model_type": "mpt", "architectures": ["MptForCausalLM"], "d_model": 4096,
              "n_heads": 32, "n_layers": 32, "max_seq_len": 2048},
             "has no model class MptForCausalLM"),
-    **{t: (str(_DEFAULTS / f"{'lfm2_moe.layer-types' if t == 'lfm2_moe' else t}.json"),
-           "has not been checked against SGLang") for t in UNCHECKED_MODEL_TYPES},
+    **{t: (str(_DEFAULTS / f"{_DEFAULT_FILE.get(t, t)}.json"),
+           "has not been checked against SGLang")
+       for t in UNCHECKED_MODEL_TYPES if t not in _INSIDE},
+    **{t: (_inside(*_INSIDE[t]), "has not been checked against SGLang") for t in _INSIDE},
 }
 
 
@@ -151,9 +176,25 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
          "Glm4ForCausalLM", "Glm4MoeLiteForCausalLM", "GlmForCausalLM",
          "GraniteMoeSharedForCausalLM", "Jais2ForCausalLM", "Lfm2MoeForCausalLM",
          "OlmoForCausalLM", "SeedOssForCausalLM", "SmolLM3ForCausalLM", "VaultGemmaForCausalLM",
-         "FlexOlmoForCausalLM", "HunYuanDenseV1ForCausalLM", "CwmForCausalLM"),
+         "FlexOlmoForCausalLM", "HunYuanDenseV1ForCausalLM", "CwmForCausalLM",
+         # breadth round 3
+         "AXK1ForCausalLM", "AriaForConditionalGeneration",
+         "AudioFlamingo3ForConditionalGeneration", "Blip2ForConditionalGeneration",
+         "Cohere2MoeForCausalLM", "Cohere2VisionForConditionalGeneration",
+         "CohereCompassForConditionalGeneration", "Emu3ForConditionalGeneration",
+         "Glm4vMoeForConditionalGeneration", "GlmAsrForConditionalGeneration",
+         "GlmOcrForConditionalGeneration", "Granite4VisionForConditionalGeneration",
+         "GraniteMoeSWAForCausalLM", "GraniteSWAForCausalLM",
+         "GraniteSpeechForConditionalGeneration", "GraniteSpeechPlusForConditionalGeneration",
+         "HYV3ForCausalLM", "HyperCLOVAXForCausalLM", "InternVLForConditionalGeneration",
+         "LlavaNextVideoForConditionalGeneration", "LlavaOnevisionForConditionalGeneration",
+         "LongcatFlashForCausalLM", "MellumForCausalLM", "MiniCPMV4_7ForConditionalGeneration",
+         "NemotronH_Omni_Reasoning_V3", "OlmoHybridForCausalLM",
+         "PaddleOCRVLForConditionalGeneration", "QianfanOCRForConditionalGeneration",
+         "Qwen3OmniMoeForConditionalGeneration", "VibeVoiceAsrForConditionalGeneration"),
         "a breadth row's architecture: its model type is refused under --engine sglang as not "
         "checked (see WITHOUT_CASE)"),
+    "MptForCausalLM": "row mpt (MPT-7B, ../shared/configs): see WITHOUT_CASE",
 }
 
 
@@ -175,7 +216,7 @@ def test_every_architecture_of_a_derivable_type_has_an_sglang_case_or_a_reason()
 _BREADTH = {json.loads(p.read_text())["architectures"][0]: str(p)
             for p in sorted(_DEFAULTS.glob("*.json"))
             if json.loads(p.read_text())["model_type"] in UNCHECKED_MODEL_TYPES
-            and p.name != "lfm2_moe.json"}
+            and p.name not in ("lfm2_moe.json", "glm4v_moe.json", "qwen3_omni_moe.json")}
 
 
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES_WITHOUT_CASE))
@@ -183,6 +224,12 @@ def test_architectures_without_a_case_are_refused_under_sglang(arch: str) -> Non
     if arch == "Ernie4_5_ForCausalLM":
         with pytest.raises(ValueError, match="Ernie4_5_ForCausalLM"):
             derive_model(str(CONFIGS / "baidu--ERNIE-4.5-0.3B-PT.json"))
+        return
+    if arch == "MptForCausalLM":  # row mpt's own refusal
+        model, phrase = REFUSALS["mpt"]
+        with pytest.raises(SglangLayoutError, match=phrase):
+            plan_sglang(derive_model(model), PlanRequest(engine="sglang", block_size=1,
+                                                         max_model_len=2048), 16 << 30)
         return
     if arch in _BREADTH:  # a breadth row's own class-default config
         facts = derive_model(_BREADTH[arch])

@@ -219,6 +219,13 @@ _HARMLESS_DENSE = {
 }
 
 
+_PIXEL_SHUFFLE = ("pixel-shuffle factor of the vision tokens: prompt length, not a cache; "
+                  "encoders keep no KV cache")
+_ROPE_BASES = "per-layer RoPE bases (0: NoPE): positions, not what is cached"
+_SINKS = ("learned per-head attention-sink logits: weights; the cached K and V keep their "
+          "shape")
+
+
 def _dense(*keys: str) -> dict[str, str]:
     """The ``_HARMLESS_DENSE`` entries one row needs."""
     return {k: _HARMLESS_DENSE[k] for k in keys}
@@ -1349,6 +1356,309 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                            "max_position_embeddings": 131072},
                  options={"every": 4, "pattern_key": None, "first_full": True},
                  vllm="Transformers backend (CwmForCausalLM)"),
+        # -- breadth round 3 (vLLM 0.33 registry; config-class defaults, transformers 5.19) --
+        # Granite SWA (GraniteSWAConfig): granite.py granite_layer_attn_params slides a layer
+        # when config.layer_types marks it sliding, over config.sliding_window; the class
+        # builds layer_types with layer i full when i % 4 == 0. Head size: granite.py takes
+        # config.head_dim, else hidden_size // num_attention_heads (the class has none).
+        "granite_swa": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                         harmless={"layer_rope_theta": _ROPE_BASES,
+                                   "attention_sinks": _SINKS},
+                         config_class="GraniteSWAConfig",
+                         defaults={"num_key_value_heads": 4, "hidden_size": 2560,
+                                   "num_hidden_layers": 24, "num_attention_heads": 20,
+                                   "sliding_window": 128, "max_position_embeddings": 8192},
+                         options={"every": 4, "pattern_key": None, "first_full": True},
+                         vllm="granite.py (GraniteForCausalLM; granite_layer_attn_params)"),
+        # Granite MoE SWA: the registry serves it with granitemoeshared.py, whose
+        # GraniteMoeAttention (granitemoe.py) takes head_dim = hidden_size // heads and the
+        # same per-layer windows (granite_layer_attn_params); the class pattern as above.
+        "granitemoe_swa": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                            harmless={"layer_rope_theta": _ROPE_BASES,
+                                      "attention_sinks": _SINKS},
+                            config_class="GraniteMoeSWAConfig",
+                            defaults={"hidden_size": 4096, "num_hidden_layers": 32,
+                                      "num_attention_heads": 32, "sliding_window": 128,
+                                      "max_position_embeddings": 2048},
+                            options={"every": 4, "pattern_key": None, "first_full": True,
+                                     "stated_head_dim": False},
+                            vllm="granitemoeshared.py (GraniteMoeSharedForCausalLM: "
+                                 "granitemoe.py GraniteMoeAttention)"),
+        # Command A+ MoE (Cohere2MoeConfig): cohere2_moe.py Cohere2MoeAttention slides the
+        # layers config.layer_types marks sliding over config.sliding_window + 1 tokens, head
+        # size config.head_dim (else hidden_size // heads). Without layer_types the class
+        # builds (i + 1) % sliding_window_pattern != 0 sliding (first_k_dense_replace 0).
+        "cohere2_moe": T(handler="layer_patterns:derive",
+                         keys=_WINDOW_KEYS | {"sliding_window_pattern"},
+                         harmless={"num_shared_experts": _MOE,
+                                   "shared_expert_combination_strategy": _MOE,
+                                   "prefix_dense_sliding_window_pattern":
+                                       "which leading dense layers keep RoPE "
+                                       "(cohere2_moe.py force_rope); their windows follow "
+                                       "layer_types"},
+                         config_class="Cohere2MoeConfig",
+                         defaults={"num_key_value_heads": 64, "head_dim": 128,
+                                   "hidden_size": 8192, "num_hidden_layers": 40,
+                                   "num_attention_heads": 64, "sliding_window": 4096,
+                                   "max_position_embeddings": 8192},
+                         options={"every": 4, "window_extra": 1},
+                         vllm="cohere2_moe.py (Cohere2MoeAttention: window sliding_window + 1)"),
+        # HyperCLOVA X SEED (HyperCLOVAXConfig: head_dim = hidden_size // heads when None):
+        # hyperclovax.py HyperCLOVAXAttention takes config.head_dim, no window.
+        "hyperclovax": T(handler="standard:derive", keys=STANDARD_KEYS,
+                         config_class="HyperCLOVAXConfig",
+                         defaults={"hidden_size": 4096, "num_hidden_layers": 32,
+                                   "num_attention_heads": 32, "max_position_embeddings": 2048},
+                         vllm="hyperclovax.py (HyperCLOVAXAttention: config.head_dim)"),
+        # Hy3 (HYV3Config: 8 KV heads x head_dim 128, 80 layers): hy_v3.py HYV3Attention takes
+        # config.head_dim, else hidden_size // heads; no window. Its MTP layer (hy_v3_mtp.py)
+        # is a drafter only, not modelled here.
+        "hy_v3": T(handler="standard:derive", keys=STANDARD_KEYS,
+                   harmless={"num_shared_experts": _MOE},
+                   config_class="HYV3Config",
+                   defaults={"num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096,
+                             "num_hidden_layers": 80, "num_attention_heads": 64,
+                             "max_position_embeddings": 131072},
+                   vllm="hy_v3.py (HYV3Attention: config.head_dim)"),
+        # Mellum 2 (MellumConfig): served by vLLM's Transformers backend (registry
+        # _TRANSFORMERS_SUPPORTED_MODELS: TransformersMoEForCausalLM); the class builds
+        # layer_types all full when the file has none, so its sliding_window 1024 reaches no
+        # layer unless layer_types marks one sliding.
+        "mellum": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                    config_class="MellumConfig",
+                    defaults={"num_key_value_heads": 4, "head_dim": 128, "hidden_size": 2304,
+                              "num_hidden_layers": 28, "num_attention_heads": 32,
+                              "sliding_window": 1024, "max_position_embeddings": 131072},
+                    vllm="Transformers backend (MellumForCausalLM)"),
+        # A.X K1 (AXK1Config): vLLM lists axk1 among its DeepSeek-MLA types
+        # (transformers_utils/model_arch_config_convertor.py is_deepseek_mla) and AXK1.py
+        # builds AXK1MLAAttention: kv_lora_rank + qk_rope_head_dim per token, one head.
+        "axk1": T(like="deepseek_v2", config_class="AXK1Config",
+                  defaults={"num_hidden_layers": 61, "max_position_embeddings": 32768},
+                  vllm="AXK1.py (AXK1MLAAttention)"),
+        # LongCat-Flash (LongcatFlashConfig): longcat_flash.py builds two
+        # DeepseekV2MLAAttention per decoder layer (self_attn[0], self_attn[1]) over
+        # config.num_layers layers; families/mla.py longcat_flash.
+        "longcat_flash": T(handler="mla:longcat_flash",
+                           keys={"num_layers", "kv_lora_rank", "qk_rope_head_dim",
+                                 "q_lora_rank"},
+                           harmless={**_MLA_HARMLESS,
+                                     "mla_scale_kv_lora": "scales the kv_a norm's weights at "
+                                     "load (longcat_flash.py scale_mla_lora_norms_on_load): "
+                                     "weights, not the latent's width"},
+                           config_class="LongcatFlashConfig",
+                           defaults={"num_layers": 28, "kv_lora_rank": 512,
+                                     "qk_rope_head_dim": 64, "q_lora_rank": 1536,
+                                     "max_position_embeddings": 131072},
+                           vllm="longcat_flash.py (two DeepseekV2MLAAttention a layer)"),
+        # OLMo-Hybrid (OlmoHybridConfig): olmo_hybrid.py builds a Gated DeltaNet layer where
+        # config.layer_types says linear_attention (state: gated_delta_net_state_shape of the
+        # linear_* keys, as qwen3_next) and OlmoHybridAttention elsewhere (KV heads
+        # num_key_value_heads, head size hidden_size // num_attention_heads, whatever a
+        # head_dim says: not a key of this row, so the guard stops on one). No window, and
+        # vLLM has no MTP drafter for it.
+        "olmo_hybrid": T(handler="gdn:derive",
+                         keys=_GDN_KEYS - {"head_dim", "full_attention_interval",
+                                           "num_nextn_predict_layers"},
+                         harmless=dict.fromkeys(
+                             ("linear_a_log_min", "linear_a_log_max", "linear_dt_min",
+                              "linear_dt_max", "linear_dt_init_floor",
+                              "linear_allow_neg_eigval"),
+                             "initialisation ranges and sign of the DeltaNet's decay and step "
+                             "parameters: weights; the state keeps its shape"),
+                         config_class="OlmoHybridConfig",
+                         defaults={"max_position_embeddings": 65536,
+                                   "linear_conv_kernel_dim": 4},
+                         options={"mtp_key": ""},
+                         vllm="olmo_hybrid.py (OlmoHybridGatedDeltaNetAttention, "
+                              "OlmoHybridAttention)"),
+        # GLM-4.5V (Glm4vMoeConfig): glm4_1v.py builds Glm4MoeForCausalLM on text_config
+        # (glm4v_moe_text). glm4_moe.py passes head_dim=config.head_dim and Glm4MoeAttention
+        # takes head_dim or hidden_size // num_attention_heads: Glm4vMoeTextConfig's head_dim
+        # defaults to None, so a config that leaves it gets the quotient. The text class has
+        # no num_nextn_predict_layers (glm4_moe_mtp.py reads it without a default): no MTP
+        # layer unless the file states it.
+        "glm4v_moe": T(text_key="text_config", inner=("glm4v_moe_text",),
+                       harmless={**_HARMLESS_MULTIMODAL},
+                       config_class="Glm4vMoeConfig",
+                       vllm="glm4_1v.py (Glm4vMoeForConditionalGeneration → "
+                            "Glm4MoeForCausalLM)"),
+        "glm4v_moe_text": T(handler="mtp_decoder:derive",
+                            keys=STANDARD_KEYS | {"num_nextn_predict_layers"},
+                            config_class="Glm4vMoeTextConfig",
+                            defaults={"num_key_value_heads": 8, "hidden_size": 4096,
+                                      "num_hidden_layers": 46, "num_attention_heads": 96,
+                                      "max_position_embeddings": 65536},
+                            vllm="glm4_moe.py (Glm4MoeAttention: head_dim or hidden_size // "
+                                 "heads), glm4_moe_mtp.py"),
+        # GLM-OCR (GlmOcrConfig): glm_ocr.py's GlmOcrForConditionalGeneration is glm4_1v.py's
+        # Glm4vForConditionalGeneration, which builds Glm4ForCausalLM on text_config for
+        # model_type glm_ocr (glm4.py: config.head_dim, else hidden_size // heads; no window).
+        "glm_ocr": T(text_key="text_config", inner=("glm_ocr_text",),
+                     harmless={**_HARMLESS_MULTIMODAL}, config_class="GlmOcrConfig",
+                     vllm="glm_ocr.py (Glm4vForConditionalGeneration → Glm4ForCausalLM)"),
+        "glm_ocr_text": T(handler="standard:derive", keys=STANDARD_KEYS,
+                          config_class="GlmOcrTextConfig",
+                          defaults={"num_key_value_heads": 8, "hidden_size": 1024,
+                                    "num_hidden_layers": 16, "num_attention_heads": 16,
+                                    "max_position_embeddings": 131072},
+                          vllm="glm4_1v.py (Glm4ForCausalLM: glm4.py, no window)"),
+        # PaddleOCR-VL (PaddleOCRVLConfig): paddleocr_vl.py copies text_config's keys onto the
+        # top-level config (config.update) and builds ernie45.py's Ernie4_5ForCausalLM (a
+        # LlamaForCausalLM: llama.py attention) on it.
+        "paddleocr_vl": T(text_key="text_config", inner=("paddleocr_vl_text",),
+                          harmless={**_HARMLESS_MULTIMODAL},
+                          config_class="PaddleOCRVLConfig",
+                          vllm="paddleocr_vl.py (Ernie4_5ForCausalLM on the text keys)"),
+        "paddleocr_vl_text": T(like="ernie4_5", config_class="PaddleOCRVLTextConfig",
+                               defaults={"hidden_size": 1024, "num_hidden_layers": 18,
+                                         "num_attention_heads": 16},
+                               vllm="paddleocr_vl.py (ernie45.py Ernie4_5ForCausalLM: "
+                                    "llama.py attention)"),
+        # Emu3 (Emu3Config): served by vLLM's Transformers backend (registry
+        # _TRANSFORMERS_SUPPORTED_MODELS: TransformersMultiModalForCausalLM), which builds
+        # transformers' Emu3TextModel: head_dim = hidden_size // num_attention_heads unless the
+        # config has one (modeling_emu3.py Emu3Attention), num_key_value_heads KV heads.
+        "emu3": T(text_key="text_config", inner=("emu3_text_model",),
+                  harmless={**_HARMLESS_MULTIMODAL}, config_class="Emu3Config",
+                  vllm="Transformers backend (Emu3ForConditionalGeneration)"),
+        "emu3_text_model": T(handler="standard:derive", keys=STANDARD_KEYS,
+                             config_class="Emu3TextConfig",
+                             defaults={"num_key_value_heads": 8, "hidden_size": 4096,
+                                       "num_hidden_layers": 32, "num_attention_heads": 32,
+                                       "max_position_embeddings": 9216},
+                             vllm="Transformers backend (Emu3TextModel attention)"),
+        # Qwen3-Omni MoE (Qwen3OmniMoeConfig): the registry serves the architecture with
+        # qwen3_omni_moe_thinker.py's Qwen3OmniMoeThinkerForConditionalGeneration, which builds
+        # only the thinker: Qwen3MoeLLMForCausalLM (qwen3_moe.py attention: head_dim or
+        # hidden_size // heads) on thinker_config.text_config; talker_config and
+        # code2wav_config are never built and keep no KV.
+        "qwen3_omni_moe": T(text_key="thinker_config", inner=("qwen3_omni_moe_thinker",),
+                            config_class="Qwen3OmniMoeConfig",
+                            vllm="qwen3_omni_moe_thinker.py (thinker only)"),
+        "qwen3_omni_moe_thinker": T(text_key="text_config", inner=("qwen3_omni_moe_text",),
+                                    harmless={**_HARMLESS_MULTIMODAL},
+                                    config_class="Qwen3OmniMoeThinkerConfig",
+                                    vllm="qwen3_omni_moe_thinker.py"),
+        "qwen3_omni_moe_text": T(like="qwen3_moe", config_class="Qwen3OmniMoeTextConfig",
+                                 defaults={"hidden_size": 2048, "num_hidden_layers": 28,
+                                           "num_attention_heads": 28,
+                                           "max_position_embeddings": 32768},
+                                 vllm="qwen3_omni_moe_thinker.py (Qwen3MoeLLMForCausalLM: "
+                                      "qwen3_moe.py attention)"),
+        # North (CohereCompassConfig): cohere_compass.py builds CohereCompassForCausalLM on
+        # text_config (vllm_config.with_hf_config); CohereCompassAttention takes
+        # config.head_dim and slides the layers config.layer_types marks sliding over
+        # config.sliding_window (no + 1 here). CohereCompassTextConfig builds layer_types all
+        # full when the file has none.
+        "cohere_compass": T(text_key="text_config", inner=("cohere_compass_text",),
+                            harmless={**_HARMLESS_MULTIMODAL},
+                            config_class="CohereCompassConfig",
+                            vllm="cohere_compass.py (CohereCompassForCausalLM on text_config)"),
+        "cohere_compass_text": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                                 config_class="CohereCompassTextConfig",
+                                 defaults={"num_key_value_heads": 64, "head_dim": 128,
+                                           "hidden_size": 8192, "num_hidden_layers": 40,
+                                           "num_attention_heads": 64, "sliding_window": 4096,
+                                           "max_position_embeddings": 8192},
+                                 vllm="cohere_compass.py (CohereCompassAttention)"),
+        # Multimodal wrappers of round 3: each vLLM model file builds its language model from
+        # config.text_config (init_vllm_registered_model(hf_config=config.text_config), or the
+        # class named) and the encoders beside it; only the language model's layers hold KV.
+        "llava_onevision": T(like="llava",
+                             harmless={"vision_aspect_ratio": "how many image tiles the "
+                                       "processor cuts (anyres_max_N): prompt length, "
+                                       "not a cache; " + _ENCODER},
+                             config_class="LlavaOnevisionConfig (text_config: "
+                                                        "AutoConfig, qwen2 by default)",
+                             vllm="llava_onevision.py (language model from text_config)"),
+        "llava_next_video": T(like="llava", config_class="LlavaNextVideoConfig (text_config: "
+                                                         "AutoConfig, llama by default)",
+                              vllm="llava_next_video.py (language model from text_config)"),
+        "internvl": T(text_key="text_config", inner=("qwen2", "qwen3", "llama"),
+                      harmless={**_HARMLESS_MULTIMODAL, "downsample_ratio": _PIXEL_SHUFFLE},
+                      config_class="InternVLConfig (text_config: AutoConfig, qwen2 by default)",
+                      vllm="InternVLForConditionalGeneration of interns1.py (language model "
+                           "from text_config)"),
+        "qianfan_ocr": T(text_key="text_config", inner=("qwen3",),
+                         harmless={**_HARMLESS_MULTIMODAL, "downsample_ratio": _PIXEL_SHUFFLE},
+                         config_class="QianfanOCRConfig (text_config: qwen3 by default)",
+                         vllm="qianfan_ocr.py (InternVLChatModel, internvl.py: language model "
+                              "from text_config)"),
+        "glmasr": T(text_key="text_config", inner=("llama",), harmless={**_HARMLESS_MULTIMODAL},
+                    config_class="GlmAsrConfig (text_config: llama by default)",
+                    vllm="glmasr.py (LlamaForCausalLM on text_config)"),
+        "audioflamingo3": T(text_key="text_config", inner=("qwen2",),
+                            harmless={**_HARMLESS_MULTIMODAL},
+                            config_class="AudioFlamingo3Config (text_config: qwen2 by default)",
+                            vllm="audioflamingo3.py (Qwen2ForCausalLM on text_config)"),
+        "cohere2_vision": T(text_key="text_config", inner=("cohere2",),
+                            harmless={**_HARMLESS_MULTIMODAL},
+                            config_class="Cohere2VisionConfig (text_config: cohere2 by default)",
+                            vllm="cohere2_vision.py (language model from text_config)"),
+        "granite_speech": T(text_key="text_config", inner=("granite",),
+                            harmless={**_HARMLESS_MULTIMODAL, "encoder_config": _ENCODER,
+                                      "window_size": "audio frames per Q-Former window of "
+                                      "the projector (granite_speech.py "
+                                      "GraniteSpeechEncoderProjector); " + _ENCODER},
+                            config_class="GraniteSpeechConfig (text_config: granite by default)",
+                            vllm="granite_speech.py (language model from text_config)"),
+        "granite_speech_plus": T(like="granite_speech", config_class="GraniteSpeechPlusConfig",
+                                 vllm="granite_speech_plus.py "
+                                      "(GraniteSpeechForConditionalGeneration)"),
+        # Granite 4 Vision: granite4_vision.py builds Granite4VisionLLMForCausalLM, a
+        # GraniteModel (granite.py GraniteAttention: config.head_dim, else hidden_size //
+        # heads; per-layer windows only from layer_types) on text_config, llama by default.
+        "granite4_vision": T(text_key="text_config", inner=("llama", "granite"),
+                             harmless={**_HARMLESS_MULTIMODAL,
+                                       **dict.fromkeys(("spatial_target_layers",
+                                                        "spatial_vision_layer"),
+                                                       "which vision-tower layers feed the "
+                                                       "spatial projector; " + _ENCODER)},
+                             config_class="Granite4VisionConfig (text_config: llama by "
+                                          "default)",
+                             vllm="granite4_vision.py (GraniteModel on text_config)"),
+        "blip-2": T(text_key="text_config", inner=("opt",),
+                    harmless={**_HARMLESS_MULTIMODAL,
+                              "use_decoder_only_language_model": "true for an OPT text "
+                                  "config; a false one goes with a T5 text_config, which the "
+                                  "inner types refuse"},
+                    text_harmless={"_remove_final_layer_norm": _RESIDUAL,
+                                   "layer_norm_elementwise_affine": _WEIGHTS},
+                    config_class="Blip2Config (text_config: opt by default)",
+                    vllm="blip2.py (language model from text_config)"),
+        "minicpmv4_7": T(like="minicpmv4_6", config_class="MiniCPMV4_7Config",
+                         vllm="minicpmv4_7.py (MiniCPMV4_6ForConditionalGeneration)"),
+        "nemotron_h_omni": T(text_key="text_config", inner=("nemotron_h",),
+                             harmless={**_HARMLESS_MULTIMODAL,
+                                       "downsample_ratio": _PIXEL_SHUFFLE},
+                             config_class="NemotronH_Omni_Reasoning_V3_Config (text_config: "
+                                          "nemotron_h)",
+                             vllm="NemotronH_Omni_Reasoning_V3 of nano_nemotron_vl.py (language "
+                                  "model from text_config)"),
+        # Served by vLLM's Transformers backend (registry _TRANSFORMERS_SUPPORTED_MODELS:
+        # TransformersMultiModalForCausalLM): the text model's attention as qwen2's row reads.
+        "vibevoice_asr": T(text_key="text_config", inner=("qwen2",),
+                           harmless={**_HARMLESS_MULTIMODAL,
+                                     **dict.fromkeys(("acoustic_tokenizer_encoder_config",
+                                                      "semantic_tokenizer_encoder_config",
+                                                      "acoustic_tokenizer_chunk_size"),
+                                                     "configures the audio tokenizers' "
+                                                     "encoders; " + _ENCODER)},
+                           config_class="VibeVoiceAsrConfig (text_config: qwen2 by default)",
+                           vllm="Transformers backend (VibeVoiceAsrForConditionalGeneration)"),
+        # Aria: aria.py builds AriaTextModel, a LlamaModel whose decoder layers are
+        # LlamaDecoderLayer (llama.py attention) with MoE MLPs, on text_config (aria_text).
+        "aria": T(text_key="text_config", inner=("aria_text",),
+                  harmless={**_HARMLESS_MULTIMODAL},
+                  config_class="AriaConfig (text_config: AriaTextConfig)",
+                  vllm="aria.py (AriaTextModel: LlamaModel on text_config)"),
+        "aria_text": T(like="llama", config_class="AriaTextConfig",
+                       harmless={"moe_num_shared_experts": _MOE},
+                       defaults={"head_dim": 128, "hidden_size": 4096,
+                                 "num_hidden_layers": 32, "num_attention_heads": 32,
+                                 "max_position_embeddings": 2048},
+                       vllm="aria.py (AriaTextDecoderLayer: llama.py LlamaAttention)"),
     }
 )
 

@@ -94,10 +94,12 @@ def derive(text: Config, kv_dtype: str, *, mtp_key: str = NEXTN) -> Derived:
     architectures), so a qwen3_next config carrying them is refused by the guard;
     ``use_sliding_window`` is an off key of every row (Qwen3-Next has no window).
 
-    ``mtp_key``: the key vLLM's MTP model for this type reads (see ``NEXTN``). The MTP layers
-    are facts of the checkpoint; a layout counts them only when speculating with MTP."""
-    if mtp_key not in (NEXTN, MTP_HIDDEN):
-        raise ValueError(f"gdn: mtp_key must be {NEXTN!r} or {MTP_HIDDEN!r}, got {mtp_key!r}")
+    ``mtp_key``: the key vLLM's MTP model for this type reads (see ``NEXTN``); "" for a type
+    vLLM has no MTP drafter for (OLMo-Hybrid). The MTP layers are facts of the checkpoint; a
+    layout counts them only when speculating with MTP."""
+    if mtp_key not in (NEXTN, MTP_HIDDEN, ""):
+        raise ValueError(f"gdn: mtp_key must be {NEXTN!r}, {MTP_HIDDEN!r} or '' (a model with "
+                         f"no MTP drafter), got {mtp_key!r}")
     n = text.int("num_hidden_layers")
     kinds = layer_types(text, n)
     mdtype = model_dtype(text)
@@ -128,7 +130,7 @@ def derive(text: Config, kv_dtype: str, *, mtp_key: str = NEXTN) -> Derived:
         template: LayerCache = state if kind == LINEAR else attn
         layers.append(_at(template, i, Role.DECODER))
     warnings: list[str] = []
-    mtp = _mtp_layers(text, mtp_key, warnings)
+    mtp = _mtp_layers(text, mtp_key, warnings) if mtp_key else 0
     for k in range(mtp):
         layers.append(_at(attn, n + k, Role.MTP))
     notes.append(

@@ -228,3 +228,29 @@ def derive(text: Config, kv_dtype: str) -> Derived:
             f"{mtp} MTP layer(s) (role mtp) hold cache only when speculative decoding uses them"
         )
     return Derived(layers=layers, notes=notes, extras={"mtp_layers": mtp})
+
+
+def longcat_flash(text: Config, kv_dtype: str) -> Derived:
+    """LongCat-Flash (vLLM longcat_flash.py ``FlashDecoderLayer``): every one of
+    ``num_layers`` decoder layers holds two ``DeepseekV2MLAAttention`` (``self_attn[0]`` and
+    ``self_attn[1]``), each caching one latent of ``kv_lora_rank + qk_rope_head_dim`` per
+    token, so the cache has ``2 * num_layers`` MLA layers. Its MTP layer (longcat_flash_mtp.py)
+    is a drafter only and is not modelled."""
+    kv_name = resolve_dtype(kv_dtype).name
+    num_layers = text.int("num_layers", minimum=1)
+    latent = text.int("kv_lora_rank", 0)
+    rope = text.int("qk_rope_head_dim", 0)
+    if latent <= 0 or rope <= 0:
+        # vLLM's is_deepseek_mla needs kv_lora_rank; without it MLA is off and the model file
+        # still builds MLA modules: no cache kvledger can state.
+        raise UnsupportedArchitecture(
+            f"{text.model}: {text.model_type} without kv_lora_rank/qk_rope_head_dim is not MLA "
+            "and the mla family refuses to guess its cache",
+            model_type=text.model_type,
+        )
+    layers: list[LayerCache] = [
+        MLA(index=i, role=Role.DECODER, dtype=kv_name, latent_dim=latent, rope_dim=rope)
+        for i in range(2 * num_layers)
+    ]
+    return Derived(layers, [f"two MLA attentions in each of the {num_layers} decoder layers "
+                            f"(longcat_flash.py): {2 * num_layers} cached layers"])

@@ -14,7 +14,16 @@ from collections.abc import Mapping
 UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
     ("glm4_moe_lite", "glm4", "apertus", "seed_oss", "granitemoeshared", "cohere2",
      "lfm2_moe", "exaone_moe", "olmo", "glm", "arcee", "jais2", "smollm3", "vaultgemma",
-     "flex_olmo", "hunyuan_v1_dense", "cwm"),
+     "flex_olmo", "hunyuan_v1_dense", "cwm",
+     # breadth round 3 (config-class defaults)
+     "granite_swa", "granitemoe_swa", "cohere2_moe", "hyperclovax", "hy_v3", "mellum", "axk1",
+     "longcat_flash", "llava_onevision", "llava_next_video", "internvl", "qianfan_ocr",
+     "glmasr", "audioflamingo3", "cohere2_vision", "granite_speech", "granite_speech_plus",
+     "granite4_vision", "blip-2", "minicpmv4_7", "nemotron_h_omni", "vibevoice_asr", "aria",
+     "aria_text", "olmo_hybrid", "glm4v_moe", "glm4v_moe_text", "glm_ocr", "glm_ocr_text",
+     "paddleocr_vl", "paddleocr_vl_text", "emu3", "emu3_text_model", "qwen3_omni_moe",
+     "qwen3_omni_moe_thinker", "qwen3_omni_moe_text", "cohere_compass",
+     "cohere_compass_text"),
     "checked against vLLM's own numbers only",
 )
 

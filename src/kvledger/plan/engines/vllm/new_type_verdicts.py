@@ -15,6 +15,12 @@ that reason instead of planning a cache vLLM never builds. Two kinds, each a tab
   e.g., ``tests/data/class-default-configs/glm4_moe_lite.json``).
 - ``NONE_NOT_ACCEPTED``: a key whose class default is None and which the model class uses as
   a number.
+- ``CHECKED_AT_INIT``: a key the model class checks for itself (``hasattr``) and raises its own
+  error without.
+
+A table is keyed by the model type of the level the model class reads: the top level, or for
+a wrapper the language model's config (Glm4vMoeTextConfig inside GLM-4.5V's). The same lines
+read the same in vLLM 0.33 (model_executor/models/hy_v3.py, longcat_flash.py, glm4_moe.py).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from collections.abc import Mapping
 
 TYPE_CHECKING = False  # plain data at import: pp_support.py reads NEW_PP_SUPPORT from here
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvledger.derive.layers import ModelFacts
 
 # architecture -> (the sub-config key its __init__ reads first, where)
@@ -35,15 +43,36 @@ WRAPPER_NEEDS: Mapping[str, tuple[str, str]] = {
         "vllm/model_executor/models/qwen3_5.py Qwen3_5MoeForConditionalGeneration.__init__"),
 }
 
-# model_type -> (key, the class default of the key that makes vLLM read it — None when it is
-# read always — as (key, value) or None, where)
-READ_WITHOUT_DEFAULT: Mapping[str, tuple[str, tuple[str, object] | None, str]] = {
+# model_type -> (the keys read, in the order the model class reads them, the class default
+# of the key that makes vLLM read them — None when they are read always — as (key, value) or
+# None, where)
+READ_WITHOUT_DEFAULT: Mapping[str, tuple[tuple[str, ...], tuple[str, object] | None, str]] = {
     # `config.n_routed_experts is not None and layer_idx >= config.first_k_dense_replace`:
     # Glm4MoeLiteConfig (transformers 5.19) has n_routed_experts 64 and no
     # first_k_dense_replace.
     "glm4_moe_lite": (
-        "first_k_dense_replace", ("n_routed_experts", 64),
+        ("first_k_dense_replace",), ("n_routed_experts", 64),
         "vllm/model_executor/models/glm4_moe_lite.py Glm4MoeLiteDecoderLayer.__init__"),
+    # `config.mla_scale_q_lora`, then `config.mla_scale_kv_lora`: LongcatFlashConfig
+    # (transformers 5.19) has neither (oracle: tests/oracles/vllm-0.32-breadth.jsonl).
+    "longcat_flash": (
+        ("mla_scale_q_lora", "mla_scale_kv_lora"), None,
+        "vllm/model_executor/models/longcat_flash.py scale_mla_lora_norms_on_load"),
+    # `use_qk_norm=config.use_qk_norm` (Glm4MoeDecoderLayer.__init__, built by glm4_1v.py
+    # for GLM-4.5V): Glm4vMoeTextConfig has no use_qk_norm (oracle: vllm-0.32-breadth.jsonl).
+    "glm4v_moe_text": (
+        ("use_qk_norm",), None,
+        "vllm/model_executor/models/glm4_moe.py Glm4MoeDecoderLayer.__init__"),
+}
+
+# model_type -> (key, vLLM's error, where): HYV3DecoderLayer.__init__ checks
+# `hasattr(config, "first_k_dense_replace")` and raises without it; HYV3Config (transformers
+# 5.19) has none (its mlp_layer_types say the same thing; oracle: vllm-0.32-breadth.jsonl).
+CHECKED_AT_INIT: Mapping[str, tuple[str, str, str]] = {
+    "hy_v3": (
+        "first_k_dense_replace",
+        "ValueError: first_k_dense_replace not exist,please check config",
+        "vllm/model_executor/models/hy_v3.py HYV3DecoderLayer.__init__"),
 }
 
 # model_type -> (key, the error, where): a key whose config-class default is None, which the
@@ -58,6 +87,17 @@ NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
         "transformers/models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py "
         "HunYuanDenseV1Attention.__init__, built by vLLM's Transformers backend"),
 }
+
+
+def _levels(facts: ModelFacts) -> list[tuple[str, dict[str, Any]]]:
+    """(model type, config as the file states it) of the top level and, for a wrapper, of the
+    language model's config."""
+    levels = [(facts.model_type, facts.config)]
+    text = facts.language_config()
+    inner = text.get("model_type")
+    if isinstance(inner, str) and inner != facts.model_type:
+        levels.append((inner, text))
+    return levels
 
 
 def _config_class(model_type: str) -> str:
@@ -83,18 +123,26 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
                     f"attribute '{key}' (architectures names the multimodal wrapper "
                     f"{architecture}, but the config is a flat text config without {key})",
                     where)
-    unread = READ_WITHOUT_DEFAULT.get(facts.model_type)
-    if unread is not None:
-        key, gate, where = unread
-        gated = gate is None or config.get(gate[0], gate[1]) is not None
-        if gated and key not in config:
-            return (f"AttributeError: '{_config_class(facts.model_type)}' object has no "
-                    f"attribute '{key}' (the config omits it and the config class has no "
-                    "default)", where)
-    unset = NONE_NOT_ACCEPTED.get(facts.model_type)
-    if unset is not None and config.get(unset[0]) is None:
-        key, error, where = unset
-        return (f"{error} (the config leaves {key} None, its config class's default)", where)
+    for model_type, level in _levels(facts):
+        unread = READ_WITHOUT_DEFAULT.get(model_type)
+        if unread is not None:
+            keys, gate, where = unread
+            gated = gate is None or level.get(gate[0], gate[1]) is not None
+            missing = [key for key in keys if key not in level]
+            if gated and missing:
+                return (f"AttributeError: '{_config_class(model_type)}' object has no "
+                        f"attribute '{missing[0]}' (the config omits it and the config class "
+                        "has no default)", where)
+        checked = CHECKED_AT_INIT.get(model_type)
+        if checked is not None and checked[0] not in level:
+            key, error, where = checked
+            return (f"{error} (the config omits {key} and the config class has no default)",
+                    where)
+        unset = NONE_NOT_ACCEPTED.get(model_type)
+        if unset is not None and level.get(unset[0]) is None:
+            key, error, where = unset
+            return (f"{error} (the config leaves {key} None, its config class's default)",
+                    where)
     return None
 
 
@@ -136,4 +184,76 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
         True, "vllm/model_executor/models/transformers/ TransformersMoEForCausalLM"),
     "HunYuanDenseV1ForCausalLM": (
         True, "vllm/model_executor/models/transformers/ TransformersForCausalLM"),
+    # breadth round 3 (run_pp_oracle.py table, after the rows were added)
+    "AXK1ForCausalLM": (
+        True, "vllm/model_executor/models/AXK1.py AXK1ForCausalLM"),
+    "AriaForConditionalGeneration": (
+        False, "vllm/model_executor/models/aria.py AriaForConditionalGeneration"),
+    "AudioFlamingo3ForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/audioflamingo3.py AudioFlamingo3ForConditionalGeneration"),
+    "Blip2ForConditionalGeneration": (
+        True, "vllm/model_executor/models/blip2.py Blip2ForConditionalGeneration"),
+    "Cohere2MoeForCausalLM": (
+        True, "vllm/model_executor/models/cohere2_moe.py Cohere2MoeForCausalLM"),
+    "Cohere2VisionForConditionalGeneration": (
+        True, "vllm/model_executor/models/cohere2_vision.py Cohere2VisionForConditionalGeneration"),
+    "CohereCompassForConditionalGeneration": (
+        True, "vllm/model_executor/models/cohere_compass.py CohereCompassForConditionalGeneration"),
+    "Emu3ForConditionalGeneration": (
+        True, "vllm/model_executor/models/transformers/ TransformersMultiModalForCausalLM"),
+    "Glm4vMoeForConditionalGeneration": (
+        True, "vllm/model_executor/models/glm4_1v.py Glm4vMoeForConditionalGeneration"),
+    "GlmAsrForConditionalGeneration": (
+        True, "vllm/model_executor/models/glmasr.py GlmAsrForConditionalGeneration"),
+    "GlmOcrForConditionalGeneration": (
+        True, "vllm/model_executor/models/glm_ocr.py GlmOcrForConditionalGeneration"),
+    "Granite4VisionForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/granite4_vision.py Granite4VisionForConditionalGeneration"),
+    "GraniteMoeSWAForCausalLM": (
+        True, "vllm/model_executor/models/granitemoeshared.py GraniteMoeSharedForCausalLM"),
+    "GraniteSWAForCausalLM": (
+        True, "vllm/model_executor/models/granite.py GraniteForCausalLM"),
+    "GraniteSpeechForConditionalGeneration": (
+        True, "vllm/model_executor/models/granite_speech.py GraniteSpeechForConditionalGeneration"),
+    "GraniteSpeechPlusForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/granite_speech_plus.py "
+        "GraniteSpeechPlusForConditionalGeneration"),
+    "HYV3ForCausalLM": (
+        True, "vllm/model_executor/models/hy_v3.py HYV3ForCausalLM"),
+    "HyperCLOVAXForCausalLM": (
+        True, "vllm/model_executor/models/hyperclovax.py HyperCLOVAXForCausalLM"),
+    "InternVLForConditionalGeneration": (
+        True, "vllm/model_executor/models/interns1.py InternS1ForConditionalGeneration"),
+    "LlavaNextVideoForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/llava_next_video.py LlavaNextVideoForConditionalGeneration"),
+    "LlavaOnevisionForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/llava_onevision.py LlavaOnevisionForConditionalGeneration"),
+    "LongcatFlashForCausalLM": (
+        True, "vllm/model_executor/models/longcat_flash.py LongcatFlashForCausalLM"),
+    "MellumForCausalLM": (
+        True, "vllm/model_executor/models/transformers/ TransformersMoEForCausalLM"),
+    "MiniCPMV4_7ForConditionalGeneration": (
+        True, "vllm/model_executor/models/minicpmv4_7.py MiniCPMV4_7ForConditionalGeneration"),
+    # mosaicml--mpt-7b.json, new in ../shared/configs: vLLM 0.32 registers no MPT class and
+    # its Transformers backend does not take it (the table says so).
+    "MptForCausalLM": (None, ""),
+    "NemotronH_Omni_Reasoning_V3": (
+        False, "vllm/model_executor/models/nano_nemotron_vl.py NemotronH_Nano_VL_V2"),
+    "OlmoHybridForCausalLM": (
+        True, "vllm/model_executor/models/olmo_hybrid.py OlmoHybridForCausalLM"),
+    "PaddleOCRVLForConditionalGeneration": (
+        False, "vllm/model_executor/models/paddleocr_vl.py PaddleOCRVLForConditionalGeneration"),
+    "QianfanOCRForConditionalGeneration": (
+        True, "vllm/model_executor/models/qianfan_ocr.py QianfanOCRForConditionalGeneration"),
+    "Qwen3OmniMoeForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/qwen3_omni_moe_thinker.py "
+        "Qwen3OmniMoeThinkerForConditionalGeneration"),
+    "VibeVoiceAsrForConditionalGeneration": (
+        True, "vllm/model_executor/models/transformers/ TransformersMultiModalForCausalLM"),
 }

@@ -52,10 +52,11 @@ HEADS_ALIAS = {"gpt2": "n_head", "whisper": "encoder_attention_heads"}
 # takes 64, a multiple) splits a block into kernel blocks of a multiple of 16
 # (``get_supported_kernel_block_sizes``, ``AttentionBackend.supports_block_size``).
 KERNEL_BLOCK_MULTIPLE = 16
-# The model types of new_type_verdicts.READ_WITHOUT_DEFAULT and NONE_NOT_ACCEPTED (the module
-# is imported only for these and for wrapper-named configs without a vision_config; a test
-# keeps them equal).
-MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense"})
+# The model types of new_type_verdicts.READ_WITHOUT_DEFAULT, CHECKED_AT_INIT and
+# NONE_NOT_ACCEPTED (the module is imported only for these, at the top level or as a wrapper's
+# text config, and for wrapper-named configs without a vision_config; a test keeps them equal).
+MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense", "longcat_flash",
+                              "glm4v_moe_text", "hy_v3"})
 
 
 class VllmStartupError(VllmRefusesToStart):
@@ -100,7 +101,9 @@ def check_model_class(facts: ModelFacts) -> None:
     class default)."""
     wrapper = facts.architectures[:1] and facts.architectures[0].endswith(
         "ForConditionalGeneration") and "vision_config" not in facts.config
-    if not wrapper and facts.model_type not in MAY_STOP_IN_INIT:
+    inner = facts.text_config.get("model_type")
+    if (not wrapper and facts.model_type not in MAY_STOP_IN_INIT
+            and inner not in MAY_STOP_IN_INIT):
         return  # the common case: the tables are not imported (tests/cli/test_start_up_imports)
     from kvledger.plan.engines.vllm.new_type_verdicts import construction_refusal
 
