@@ -53,6 +53,14 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
     add_model_local_options(plan)
     plan.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                       help="also answer: the longest context N concurrent requests can hold")
+    omni = plan.add_argument_group("vLLM-Omni deployments")
+    omni.add_argument("--omni-deploy", default=None, metavar="DEPLOY.yaml",
+                      help="plan every stage of a vLLM-Omni deploy file (its own fractions, "
+                      "max_num_seqs, devices) and check each device as vLLM-Omni admits it")
+    omni.add_argument("--omni-platform", default=None,
+                      choices=("cuda", "rocm", "npu", "xpu", "musa"),
+                      help="the deploy file's platforms: overlay to apply (default: the GPU's, "
+                      "cuda or rocm)")
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
     plan.set_defaults(handler=_cmd_plan)
 
@@ -187,6 +195,10 @@ def _emit_json(data: Any) -> None:
 
 
 def _cmd_plan(ns: argparse.Namespace) -> int:
+    if ns.omni_deploy is not None:
+        from kvledger.cli import omni
+
+        return omni.run(ns, _emit_json)
     if ns.kv_cache_memory_bytes is None and ns.gpu is None and ns.gpu_total_bytes is None:
         raise UsageError(
             "kvledger plan: error: no memory budget given",

@@ -1,0 +1,385 @@
+"""``plan_omni``: every stage of a vLLM-Omni deployment planned as the vLLM engine it is.
+
+A vLLM-Omni deployment (``kvledger.plan.omni.deploy``) runs one vLLM engine per stage, each
+with its own ``gpu_memory_utilization`` *as a fraction of the whole device*. For each stage:
+
+1. **Its model part** — the checkpoint's sub-config the stage builds from
+   (``kvledger.plan.omni.pipelines``: thinker_config, talker_config, …). The checkpoint's
+   top-level ``quantization_config`` and ``torch_dtype`` are carried into a part that states
+   none (vLLM reads both from the whole config).
+2. **Its plan** — ``plan_model`` (vLLM's layout, its public entry point) at the stage's device,
+   fraction, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_model_len``, prefix caching
+   and tensor parallel size; no CUDA-graph reserve for an eager stage. The release: vLLM-Omni
+   0.30 runs on vLLM 0.30, older than any release kvledger reproduces, so the oldest one it
+   knows is planned and a warning says so (a release the caller pins is kept).
+   ``llm_generation`` stages hold no paged KV: ``plan`` is None with the reason.
+3. **Its model-local declarations** (seed A) — inside that stage's budget, the
+   ``MAX_NUM_SEQS`` rows counted at the stage's own ``max_num_seqs``: vLLM-Omni itself only
+   reports them (``vllm_omni/worker/gpu_model_runner.py`` ``_report_model_local_kv``) and
+   subtracts nothing. A declaration sits on the stage ``model_local_kv_stages`` names, else
+   on stage 0, with a warning.
+
+Then the per-device admission check (``kvledger.plan.omni.admission``) and, with
+``concurrency``, per device the smallest fraction (in hundredths, as deploy files write them)
+of each stage that plans at least that many ``max_model_len`` requests — and whether those
+fractions, with the reserves, fit the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kvledger import records
+from kvledger.errors import ConfigError, KvledgerError
+from kvledger.plan.omni.admission import Demand, DeviceAdmission, admit, graph_reserve
+from kvledger.plan.omni.deploy import OmniDeploy, StageDeploy, load_deploy
+from kvledger.plan.omni.pipelines import LLM_AR, Pipeline, StagePart, find_pipeline
+from kvledger.plan.request import PlanRequest
+from kvledger.plan.result import PlanResult
+from kvledger.records import field, record
+
+# The vLLM release vLLM-Omni 0.30.0 requires (its package pins vllm 0.30.0).
+OMNI_VLLM = "0.30.0"
+CARRIED_KEYS = ("quantization_config", "torch_dtype")
+
+
+@record(frozen=True)
+class LocalDeclaration:
+    """A model-local declaration on a stage with no plan: its bytes at that stage's rows."""
+
+    name: str
+    rows: str
+    row_count: int
+    bytes_per_row: int
+    peak_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in records.fields(self)}
+
+
+@record(frozen=True)
+class StagePlan:
+    stage_id: int
+    role: str
+    execution_type: str
+    model_part: str | None  # the sub-config's key; None: the whole config
+    devices: tuple[int, ...]
+    gpu_memory_utilization: float
+    utilization_source: str  # "deploy file" or the engine default's words
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    enable_prefix_caching: bool | None
+    enforce_eager: bool
+    graph_reserve_bytes: int
+    plan: PlanResult | None
+    reason: str | None = None
+    model_local_kv: tuple[LocalDeclaration, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "stage_id": self.stage_id, "role": self.role, "execution_type": self.execution_type,
+            "model_part": self.model_part, "devices": list(self.devices),
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "utilization_source": self.utilization_source, "max_num_seqs": self.max_num_seqs,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "enable_prefix_caching": self.enable_prefix_caching,
+            "enforce_eager": self.enforce_eager,
+            "graph_reserve_bytes": self.graph_reserve_bytes,
+            "plan": self.plan.to_json() if self.plan is not None else None,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.model_local_kv:
+            out["model_local_kv"] = [d.to_json() for d in self.model_local_kv]
+        return out
+
+
+@record(frozen=True)
+class DeviceSplit:
+    """On one device: each stage's smallest fraction for ``concurrency`` requests, or why none."""
+
+    device: int
+    concurrency: int
+    fractions: Mapping[int, float]  # stage id → fraction (stages without a plan: as deployed)
+    required_bytes: int | None
+    capacity_bytes: int
+    ok: bool
+    reasons: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"device": self.device, "concurrency": self.concurrency,
+                "fractions": {str(k): v for k, v in self.fractions.items()},
+                "required_bytes": self.required_bytes, "capacity_bytes": self.capacity_bytes,
+                "ok": self.ok, "reasons": list(self.reasons)}
+
+
+@record(frozen=True)
+class OmniPlan:
+    model: str
+    deploy: str
+    pipeline: str
+    platform: str
+    gpu: str
+    capacity_bytes: int
+    engine_release: str
+    stages: tuple[StagePlan, ...]
+    admission: tuple[DeviceAdmission, ...]
+    split: tuple[DeviceSplit, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model, "omni_deploy": self.deploy, "pipeline": self.pipeline,
+            "platform": self.platform, "gpu": self.gpu, "capacity_bytes": self.capacity_bytes,
+            "engine": "vllm", "engine_release": self.engine_release,
+            "stages": [s.to_json() for s in self.stages],
+            "admission": [a.to_json() for a in self.admission],
+            "warnings": list(self.warnings),
+        }
+        if self.split:
+            out["split"] = [s.to_json() for s in self.split]
+        return out
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+
+def _config(model: Any) -> tuple[dict[str, Any], str]:
+    if isinstance(model, Mapping):
+        return dict(model), str(model.get("_name_or_path") or "config")
+    from kvledger.source.model_source import ModelSource
+    from kvledger.source.resolve import load_source
+
+    if isinstance(model, ModelSource):
+        return dict(model.config), model.label
+
+    source = load_source(model)
+    return dict(source.config), source.label
+
+
+def stage_part(config: Mapping[str, Any], part: StagePart) -> dict[str, Any]:
+    """The sub-config ``part`` builds from, with the checkpoint's carried keys."""
+    if part.hf_config_name is None:
+        return dict(config)
+    sub = config.get(part.hf_config_name)
+    if not isinstance(sub, Mapping):
+        raise ConfigError(f"stage {part.stage_id} ({part.role}) builds from the checkpoint's "
+                          f"{part.hf_config_name}, which its config does not hold")
+    out = dict(sub)
+    for key in CARRIED_KEYS:
+        if key in config and key not in out:
+            out[key] = config[key]
+    return out
+
+
+def _release(request: PlanRequest) -> tuple[str, list[str]]:
+    """The vLLM release to plan stages with, and the warning that says why."""
+    from kvledger.plan.engines.base import get_layout
+
+    layout = get_layout("vllm")
+    if request.engine_release is not None:
+        chosen = layout.release(request.engine_release)
+        assert chosen is not None  # vLLM has releases
+        return chosen.version, []
+    oldest = min(layout.releases.values(),
+                 key=lambda r: tuple(int(p) for p in r.version.split(".") if p.isdigit()))
+    return oldest.version, [
+        f"vLLM-Omni 0.30 runs on vLLM {OMNI_VLLM}, which kvledger does not reproduce; every "
+        f"stage is planned as {oldest.short}, the oldest (closest) release it knows — pin "
+        "another with --engine vllm==X"]
+
+
+def _capacity(request: PlanRequest) -> tuple[int, str, str]:
+    """(device total bytes, its name, the vLLM-Omni platform it runs as)."""
+    if request.gpu is not None:
+        from kvledger.plan.gpus import gpu_preset
+
+        preset = gpu_preset(request.gpu)
+        return preset.total_bytes, preset.name, "rocm" if preset.vendor == "amd" else "cuda"
+    if request.gpu_total_bytes is not None:
+        return request.gpu_total_bytes, "GPU", "cuda"
+    raise ValueError("--omni-deploy sizes each stage as a fraction of its device: pass a GPU "
+                     "(gpu preset or gpu_total_bytes)")
+
+
+def _check_request(request: PlanRequest) -> None:
+    if request.engine != "vllm":
+        raise ValueError(f"every vLLM-Omni stage is a vLLM engine: engine must be vllm, got "
+                         f"{request.engine!r}")
+    if request.kv_cache_memory_bytes is not None:
+        raise ValueError("a vLLM-Omni deployment gives each stage a fraction of its device "
+                         "(gpu_memory_utilization in the deploy file), not a KV pool: drop "
+                         "kv_cache_memory_bytes and name the GPU")
+    if request.gpu_memory_utilization is not None:
+        raise ValueError("the deploy file sets each stage's gpu_memory_utilization: drop the "
+                         "request's (edit the deploy file to try another split)")
+
+
+def _local_by_stage(request: PlanRequest, stages: Mapping[str, int], known: Sequence[int],
+                    warnings: list[str]) -> dict[int, list[Any]]:
+    from kvledger.plan.model_local import declarations
+
+    out: dict[int, list[Any]] = {}
+    names = set()
+    for owner, spec in declarations(request):
+        names.add(spec.name)
+        stage = stages.get(spec.name)
+        if stage is None:
+            stage = known[0]
+            warnings.append(f"model-local declaration {spec.name!r} placed on stage {stage} "
+                            f"(the first); --model-local-kv-stage {spec.name}=K places it on "
+                            "stage K")
+        elif stage not in known:
+            raise ValueError(f"model-local declaration {spec.name!r} is placed on stage "
+                             f"{stage}, which the deploy file does not define (stages "
+                             f"{', '.join(map(str, known))})")
+        out.setdefault(stage, []).append(spec if owner is None else (owner, spec))
+    unknown = sorted(set(stages) - names)
+    if unknown:
+        raise ValueError(f"--model-local-kv-stage names no declaration: {', '.join(unknown)}")
+    return out
+
+
+# -- one stage ---------------------------------------------------------------------------------
+
+
+def _stage_request(base: PlanRequest, stage: StageDeploy, release: str, local: list[Any],
+                   max_num_seqs: int | None = None, util: float | None = None) -> PlanRequest:
+    charged = tuple(n for n in base.model_local_already_charged
+                    if any((x[1] if isinstance(x, tuple) else x).name == n for x in local))
+    given: dict[str, Any] = {
+        "engine": "vllm", "engine_release": release,
+        "gpu_memory_utilization": util if util is not None else stage.gpu_memory_utilization,
+        "max_num_seqs": max_num_seqs or stage.max_num_seqs,
+        "max_num_batched_tokens": stage.max_num_batched_tokens,
+        "max_model_len": stage.max_model_len,
+        "enable_prefix_caching": stage.enable_prefix_caching,
+        "kv_cache_dtype": stage.kv_cache_dtype,
+        "tensor_parallel_size": stage.tensor_parallel_size,
+        "concurrency": None,
+    }
+    given = {k: v for k, v in given.items() if v is not None}
+    if stage.enforce_eager or stage.cudagraph_none:
+        given["cuda_graph_bytes"] = 0  # no graphs are captured
+    fields = {f.name: getattr(base, f.name) for f in records.fields(base)}
+    fields.update(given)
+    fields.update(model_local_kv=tuple(local), model_local_already_charged=charged,
+                  model_local_stages=())
+    if "max_num_seqs" not in given:  # resolved again from the stage's token budget
+        fields["max_num_seqs"] = None
+    return PlanRequest(**fields)
+
+
+def _plan_stage(part: dict[str, Any], request: PlanRequest) -> tuple[PlanResult | None, str]:
+    from kvledger.plan.api import plan_model
+
+    try:
+        return plan_model(part, request), ""
+    except (KvledgerError, ValueError) as exc:
+        return None, f"refused: {exc}"
+
+
+def _no_kv_rows(local: list[Any], max_num_seqs: int) -> tuple[LocalDeclaration, ...]:
+    rows = []
+    for item in local:
+        spec = item[1] if isinstance(item, tuple) else item
+        rows.append(LocalDeclaration(spec.name, str(spec.rows), spec.row_count(max_num_seqs),
+                                     spec.bytes_per_row, spec.peak_bytes(max_num_seqs)))
+    return tuple(rows)
+
+
+# -- the entry point ---------------------------------------------------------------------------
+
+
+def plan_omni(
+    model: Any,
+    deploy: str | OmniDeploy,
+    request: PlanRequest | None = None,
+    *,
+    model_local_kv_stages: Mapping[str, int] | None = None,
+    platform: str | None = None,
+) -> OmniPlan:
+    """Plan every stage of ``deploy`` (a path or an ``OmniDeploy``) for ``model`` (catalog id,
+    config path, model directory or config dict) on the GPU ``request`` names
+    (``request.concurrency`` asks for the split). The module docstring says how."""
+    request = request or PlanRequest()
+    _check_request(request)
+    capacity, gpu_name, gpu_platform = _capacity(request)
+    if not isinstance(deploy, OmniDeploy):
+        deploy = load_deploy(deploy, platform=platform or gpu_platform)
+    config, label = _config(model)
+    pipeline = find_pipeline(config, deploy.pipeline)
+    release, warnings = _release(request)
+    known = [s.stage_id for s in deploy.stages]
+    local = _local_by_stage(request, dict(model_local_kv_stages or {}), known, warnings)
+    stages: list[StagePlan] = []
+    for stage in deploy.stages:
+        stages.append(_one_stage(config, pipeline, stage, request, release,
+                                 local.get(stage.stage_id, []), capacity, warnings))
+    admission = admit([Demand(s.stage_id, _devices(s, warnings), s.gpu_memory_utilization,
+                              s.graph_reserve_bytes) for s in stages], capacity)
+    split: tuple[DeviceSplit, ...] = ()
+    if request.concurrency is not None:
+        from kvledger.plan.omni.split import split_for
+
+        split = split_for(config, pipeline, deploy, request, release, local, capacity,
+                          stages, request.concurrency)
+    return OmniPlan(model=label, deploy=deploy.path, pipeline=pipeline.name,
+                    platform=deploy.platform, gpu=gpu_name, capacity_bytes=capacity,
+                    engine_release=release, stages=tuple(stages), admission=admission,
+                    split=split, warnings=tuple(dict.fromkeys(warnings)))
+
+
+def _devices(stage: StagePlan, warnings: list[str]) -> tuple[int, ...]:
+    if stage.devices:
+        return stage.devices
+    warnings.append(f"stage {stage.stage_id} states no devices: counted on device 0 "
+                    "(vLLM-Omni's first visible device)")
+    return (0,)
+
+
+def _one_stage(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy,
+               base: PlanRequest, release: str, local: list[Any], capacity: int,
+               warnings: list[str]) -> StagePlan:
+    part = pipeline.stage(stage.stage_id)
+    if part is None:
+        raise ConfigError(f"the deploy file's stage {stage.stage_id} is not a stage of the "
+                          f"{pipeline.name} pipeline (stages "
+                          f"{', '.join(str(s.stage_id) for s in pipeline.stages)})")
+    if stage.num_replicas != 1:
+        raise ValueError(f"stage {stage.stage_id}: num_replicas {stage.num_replicas}: kvledger "
+                         "does not read how vLLM-Omni places replicas on devices")
+    request = _stage_request(base, stage, release, local)
+    util, util_source = _utilization(stage, request)
+    plan: PlanResult | None = None
+    reason: str | None = None
+    rows: tuple[LocalDeclaration, ...] = ()
+    if part.execution_type == LLM_AR:
+        plan, refused = _plan_stage(stage_part(config, part), request)
+        reason = refused or None
+    else:
+        reason = (f"{part.role} runs as {part.execution_type}: vLLM-Omni's generation runner "
+                  "schedules no paged attention, so this stage holds no paged KV")
+        rows = _no_kv_rows(local, request.max_num_seqs)
+        declared = sum(r.peak_bytes for r in rows)
+        if declared > int(capacity * util):
+            warnings.append(f"stage {stage.stage_id}'s model-local caches ({declared:,} B) "
+                            f"exceed its fraction of the device ({int(capacity * util):,} B)")
+    return StagePlan(
+        stage_id=stage.stage_id, role=part.role, execution_type=part.execution_type,
+        model_part=part.hf_config_name, devices=stage.devices, gpu_memory_utilization=util,
+        utilization_source=util_source, max_num_seqs=request.max_num_seqs,
+        max_num_batched_tokens=request.max_num_batched_tokens,
+        enable_prefix_caching=stage.enable_prefix_caching, enforce_eager=stage.enforce_eager,
+        graph_reserve_bytes=graph_reserve(stage.enforce_eager, stage.cudagraph_none),
+        plan=plan, reason=reason, model_local_kv=rows,
+    )
+
+
+def _utilization(stage: StageDeploy, request: PlanRequest) -> tuple[float, str]:
+    if stage.gpu_memory_utilization is not None:
+        return stage.gpu_memory_utilization, "deploy file"
+    from kvledger.plan.engines.base import get_layout
+
+    return get_layout("vllm").default_utilization(request)
