@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.errors import ConfigError
+from kvledger.errors import DeployFileError
 from kvledger.plan.omni.admission import GIB, Demand, admit
 from kvledger.plan.omni.deploy import deploy_from_mapping, load_deploy
 from oracle_cases import SHARED, SHARED_MISSING
@@ -97,7 +97,7 @@ def test_engine_args_and_runtime_blocks() -> None:
      "does not define"),
 ])
 def test_bad_deploy_files_are_refused_naming_the_field(data: object, words: str) -> None:
-    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")
+    with pytest.raises(DeployFileError, match=words.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[")):
         deploy_from_mapping(data, where="x.yaml")
 
@@ -105,5 +105,5 @@ def test_bad_deploy_files_are_refused_naming_the_field(data: object, words: str)
 def test_not_yaml(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("stages: [\n  - stage_id: 0\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml: not valid YAML at line \d"):
+    with pytest.raises(DeployFileError, match=r"bad.yaml: not valid YAML at line \d"):
         load_deploy(bad)

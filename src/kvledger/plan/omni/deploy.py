@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvledger.errors import ConfigError
+from kvledger.errors import DeployFileError
 from kvledger.records import record
 
 # DeployConfig's pipeline-wide engine settings that change what kvledger plans.
@@ -64,13 +64,13 @@ class OmniDeploy:
 
 
 def load_deploy(path: str | Path, *, platform: str = "cuda") -> OmniDeploy:
-    """Read ``path`` (YAML) and resolve its stages for ``platform``; ``ConfigError`` (one line
+    """Read ``path`` (YAML) and resolve its stages for ``platform``; ``DeployFileError`` (one line
     naming the file and the field) for anything vLLM-Omni would not read."""
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the deploy file: {exc.strerror or exc}") from None
+        raise DeployFileError(f"{where}: cannot read the deploy file: {exc.strerror or exc}") from None
     import yaml  # lazily: only a deploy file needs it
 
     try:
@@ -79,48 +79,48 @@ def load_deploy(path: str | Path, *, platform: str = "cuda") -> OmniDeploy:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise ConfigError(f"{where}: not valid YAML{at} ({problem})") from None
+        raise DeployFileError(f"{where}: not valid YAML{at} ({problem})") from None
     return deploy_from_mapping(data, where=where, platform=platform)
 
 
 def deploy_from_mapping(data: Any, *, where: str = "deploy", platform: str = "cuda") -> OmniDeploy:
     """The parsed YAML (a mapping) → ``OmniDeploy`` (``load_deploy`` says the rules)."""
     if platform not in PLATFORMS:
-        raise ConfigError(f"{where}: platform must be one of {', '.join(PLATFORMS)}, "
+        raise DeployFileError(f"{where}: platform must be one of {', '.join(PLATFORMS)}, "
                           f"got {platform!r}")
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: a deploy file is a mapping with a 'stages' list, got "
+        raise DeployFileError(f"{where}: a deploy file is a mapping with a 'stages' list, got "
                           f"{type(data).__name__}")
     stages = data.get("stages")
     if not isinstance(stages, list) or not stages:
-        raise ConfigError(f"{where}: 'stages' must be a non-empty list of stage mappings")
+        raise DeployFileError(f"{where}: 'stages' must be a non-empty list of stage mappings")
     base = [_stage_mapping(s, where, i) for i, s in enumerate(stages)]
     ids = [s["stage_id"] for s in base]
     if len(set(ids)) != len(ids):
-        raise ConfigError(f"{where}: duplicate stage_id in 'stages' ({ids})")
+        raise DeployFileError(f"{where}: duplicate stage_id in 'stages' ({ids})")
     merged = _merge_stages(base, _platform_stages(data, platform, where), where)
     wide = {k: data[k] for k in PIPELINE_WIDE if data.get(k) is not None}
     resolved = tuple(sorted((_stage(s, wide, where) for s in merged),
                             key=lambda s: s.stage_id))
     pipeline = data.get("pipeline")
     if pipeline is not None and not isinstance(pipeline, str):
-        raise ConfigError(f"{where}: 'pipeline' must be a name, got {pipeline!r}")
+        raise DeployFileError(f"{where}: 'pipeline' must be a name, got {pipeline!r}")
     return OmniDeploy(path=where, stages=resolved, pipeline=pipeline, platform=platform,
                       async_chunk=bool(data.get("async_chunk", True)))
 
 
 def _stage_mapping(item: Any, where: str, index: int) -> dict[str, Any]:
     if not isinstance(item, Mapping):
-        raise ConfigError(f"{where}: stage {index} must be a mapping, got {type(item).__name__}")
+        raise DeployFileError(f"{where}: stage {index} must be a mapping, got {type(item).__name__}")
     sid = item.get("stage_id")
     if isinstance(sid, bool) or not isinstance(sid, int) or sid < 0:
-        raise ConfigError(f"{where}: stage {index} needs an integer stage_id >= 0, got {sid!r}")
+        raise DeployFileError(f"{where}: stage {index} needs an integer stage_id >= 0, got {sid!r}")
     flat = {k: v for k, v in item.items() if k not in ("engine_args", "runtime")}
     engine_args = item.get("engine_args") or {}
     runtime = item.get("runtime") or {}
     for name, block in (("engine_args", engine_args), ("runtime", runtime)):
         if not isinstance(block, Mapping):
-            raise ConfigError(f"{where}: stage {sid}: '{name}' must be a mapping")
+            raise DeployFileError(f"{where}: stage {sid}: '{name}' must be a mapping")
     flat.update(engine_args)  # _parse_stage_deploy: engine_args over the flat keys
     for key in ("devices", "num_replicas"):
         if key in runtime:
@@ -131,13 +131,13 @@ def _stage_mapping(item: Any, where: str, index: int) -> dict[str, Any]:
 def _platform_stages(data: Mapping[str, Any], platform: str, where: str) -> list[dict[str, Any]]:
     platforms = data.get("platforms") or {}
     if not isinstance(platforms, Mapping):
-        raise ConfigError(f"{where}: 'platforms' must be a mapping of platform names")
+        raise DeployFileError(f"{where}: 'platforms' must be a mapping of platform names")
     block = platforms.get(platform) or {}
     if not isinstance(block, Mapping):
-        raise ConfigError(f"{where}: platforms.{platform} must be a mapping")
+        raise DeployFileError(f"{where}: platforms.{platform} must be a mapping")
     stages = block.get("stages") or []
     if not isinstance(stages, list):
-        raise ConfigError(f"{where}: platforms.{platform}.stages must be a list")
+        raise DeployFileError(f"{where}: platforms.{platform}.stages must be a list")
     return [_stage_mapping(s, f"{where} (platforms.{platform})", i) for i, s in enumerate(stages)]
 
 
@@ -147,7 +147,7 @@ def _merge_stages(base: list[dict[str, Any]], overlay: list[dict[str, Any]],
     for over in overlay:
         sid = over["stage_id"]
         if sid not in by_id:
-            raise ConfigError(f"{where}: platform overlay names stage {sid}, which 'stages' "
+            raise DeployFileError(f"{where}: platform overlay names stage {sid}, which 'stages' "
                               "does not define")
         by_id[sid].update(over)
     return list(by_id.values())
@@ -163,7 +163,7 @@ def _stage(s: Mapping[str, Any], wide: Mapping[str, Any], where: str) -> StageDe
     util = s.get("gpu_memory_utilization")
     if util is not None and (isinstance(util, bool) or not isinstance(util, int | float)
                              or not 0 < util <= 1):
-        raise ConfigError(f"{label}: gpu_memory_utilization must be a fraction in (0, 1], "
+        raise DeployFileError(f"{label}: gpu_memory_utilization must be a fraction in (0, 1], "
                           f"got {util!r}")
     comp = s.get("compilation_config") or {}
     mode = comp.get("cudagraph_mode") if isinstance(comp, Mapping) else None
@@ -204,11 +204,11 @@ def _devices(value: Any, label: str) -> tuple[int, ...]:
         if isinstance(part, str) and part.isdigit():
             part = int(part)
         if isinstance(part, bool) or not isinstance(part, int) or part < 0:
-            raise ConfigError(f"{label}: devices must be device ids such as \"0,1\", got "
+            raise DeployFileError(f"{label}: devices must be device ids such as \"0,1\", got "
                               f"{value!r}")
         out.append(part)
     if len(set(out)) != len(out):
-        raise ConfigError(f"{label}: devices names a device twice ({value!r})")
+        raise DeployFileError(f"{label}: devices names a device twice ({value!r})")
     return tuple(out)
 
 
@@ -217,17 +217,17 @@ def _count(s: Mapping[str, Any], key: str, label: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{label}: {key} must be an integer >= 1, got {value!r}")
+        raise DeployFileError(f"{label}: {key} must be an integer >= 1, got {value!r}")
     return value
 
 
 def _flag(value: Any, key: str, label: str) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
-    raise ConfigError(f"{label}: {key} must be true or false, got {value!r}")
+    raise DeployFileError(f"{label}: {key} must be true or false, got {value!r}")
 
 
 def _text(value: Any, key: str, label: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise ConfigError(f"{label}: {key} must be a name, got {value!r}")
+    raise DeployFileError(f"{label}: {key} must be a name, got {value!r}")

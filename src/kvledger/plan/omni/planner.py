@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kvledger import records
-from kvledger.errors import ConfigError, KvledgerError
+from kvledger.errors import ConfigError, DeployFileError, KvledgerError
 from kvledger.plan.omni.admission import Demand, DeviceAdmission, admit, graph_reserve
 from kvledger.plan.omni.deploy import OmniDeploy, StageDeploy, load_deploy
 from kvledger.plan.omni.pipelines import LLM_AR, Pipeline, StagePart, find_pipeline
@@ -344,7 +344,7 @@ def _one_stage(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy
                warnings: list[str]) -> StagePlan:
     part = pipeline.stage(stage.stage_id)
     if part is None:
-        raise ConfigError(f"the deploy file's stage {stage.stage_id} is not a stage of the "
+        raise DeployFileError(f"the deploy file's stage {stage.stage_id} is not a stage of the "
                           f"{pipeline.name} pipeline (stages "
                           f"{', '.join(str(s.stage_id) for s in pipeline.stages)})")
     if stage.num_replicas != 1:
