@@ -70,7 +70,8 @@ def load_deploy(path: str | Path, *, platform: str = "cuda") -> OmniDeploy:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise DeployFileError(f"{where}: cannot read the deploy file: {exc.strerror or exc}") from None
+        raise DeployFileError(f"{where}: cannot read the deploy file: "
+                              f"{exc.strerror or exc}") from None
     import yaml  # lazily: only a deploy file needs it
 
     try:
@@ -111,7 +112,8 @@ def deploy_from_mapping(data: Any, *, where: str = "deploy", platform: str = "cu
 
 def _stage_mapping(item: Any, where: str, index: int) -> dict[str, Any]:
     if not isinstance(item, Mapping):
-        raise DeployFileError(f"{where}: stage {index} must be a mapping, got {type(item).__name__}")
+        raise DeployFileError(f"{where}: stage {index} must be a mapping, got "
+                              f"{type(item).__name__}")
     sid = item.get("stage_id")
     if isinstance(sid, bool) or not isinstance(sid, int) or sid < 0:
         raise DeployFileError(f"{where}: stage {index} needs an integer stage_id >= 0, got {sid!r}")
