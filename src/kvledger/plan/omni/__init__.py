@@ -9,6 +9,7 @@ each stage with vLLM's layout, checks every device as vLLM-Omni's admission does
 
 from __future__ import annotations
 
-from kvledger.plan.omni.planner import OmniPlan, StagePlan, plan_omni
+from kvledger.plan.omni.planner import plan_omni
+from kvledger.plan.omni.result import OmniPlan, StagePlan
 
 __all__ = ["OmniPlan", "StagePlan", "plan_omni"]

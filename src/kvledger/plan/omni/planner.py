@@ -30,116 +30,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvledger import records
-from kvledger.errors import ConfigError, DeployFileError, KvledgerError
-from kvledger.plan.omni.admission import Demand, DeviceAdmission, admit, graph_reserve
+from kvledger.errors import DeployFileError
+from kvledger.plan.omni.admission import Demand, admit, graph_reserve
 from kvledger.plan.omni.deploy import OmniDeploy, StageDeploy, load_deploy
-from kvledger.plan.omni.pipelines import LLM_AR, Pipeline, StagePart, find_pipeline
+from kvledger.plan.omni.pipelines import LLM_AR, Pipeline, find_pipeline
+from kvledger.plan.omni.result import DeviceSplit, LocalDeclaration, OmniPlan, StagePlan
+from kvledger.plan.omni.stage import no_kv_rows, plan_stage, stage_part, stage_request
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult
-from kvledger.records import field, record
 
 # The vLLM release vLLM-Omni 0.30.0 requires (its package pins vllm 0.30.0).
 OMNI_VLLM = "0.30.0"
-CARRIED_KEYS = ("quantization_config", "torch_dtype")
-
-
-@record(frozen=True)
-class LocalDeclaration:
-    """A model-local declaration on a stage with no plan: its bytes at that stage's rows."""
-
-    name: str
-    rows: str
-    row_count: int
-    bytes_per_row: int
-    peak_bytes: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in records.fields(self)}
-
-
-@record(frozen=True)
-class StagePlan:
-    stage_id: int
-    role: str
-    execution_type: str
-    model_part: str | None  # the sub-config's key; None: the whole config
-    devices: tuple[int, ...]
-    gpu_memory_utilization: float
-    utilization_source: str  # "deploy file" or the engine default's words
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    enable_prefix_caching: bool | None
-    enforce_eager: bool
-    graph_reserve_bytes: int
-    plan: PlanResult | None
-    reason: str | None = None
-    model_local_kv: tuple[LocalDeclaration, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "stage_id": self.stage_id, "role": self.role, "execution_type": self.execution_type,
-            "model_part": self.model_part, "devices": list(self.devices),
-            "gpu_memory_utilization": self.gpu_memory_utilization,
-            "utilization_source": self.utilization_source, "max_num_seqs": self.max_num_seqs,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
-            "enable_prefix_caching": self.enable_prefix_caching,
-            "enforce_eager": self.enforce_eager,
-            "graph_reserve_bytes": self.graph_reserve_bytes,
-            "plan": self.plan.to_json() if self.plan is not None else None,
-        }
-        if self.reason is not None:
-            out["reason"] = self.reason
-        if self.model_local_kv:
-            out["model_local_kv"] = [d.to_json() for d in self.model_local_kv]
-        return out
-
-
-@record(frozen=True)
-class DeviceSplit:
-    """On one device: each stage's smallest fraction for ``concurrency`` requests, or why none."""
-
-    device: int
-    concurrency: int
-    fractions: Mapping[int, float]  # stage id → fraction (stages without a plan: as deployed)
-    required_bytes: int | None
-    capacity_bytes: int
-    ok: bool
-    reasons: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"device": self.device, "concurrency": self.concurrency,
-                "fractions": {str(k): v for k, v in self.fractions.items()},
-                "required_bytes": self.required_bytes, "capacity_bytes": self.capacity_bytes,
-                "ok": self.ok, "reasons": list(self.reasons)}
-
-
-@record(frozen=True)
-class OmniPlan:
-    model: str
-    deploy: str
-    pipeline: str
-    platform: str
-    gpu: str
-    capacity_bytes: int
-    engine_release: str
-    stages: tuple[StagePlan, ...]
-    admission: tuple[DeviceAdmission, ...]
-    split: tuple[DeviceSplit, ...] = ()
-    warnings: tuple[str, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "model": self.model, "omni_deploy": self.deploy, "pipeline": self.pipeline,
-            "platform": self.platform, "gpu": self.gpu, "capacity_bytes": self.capacity_bytes,
-            "engine": "vllm", "engine_release": self.engine_release,
-            "stages": [s.to_json() for s in self.stages],
-            "admission": [a.to_json() for a in self.admission],
-            "warnings": list(self.warnings),
-        }
-        if self.split:
-            out["split"] = [s.to_json() for s in self.split]
-        return out
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -156,21 +57,6 @@ def _config(model: Any) -> tuple[dict[str, Any], str]:
 
     source = load_source(model)
     return dict(source.config), source.label
-
-
-def stage_part(config: Mapping[str, Any], part: StagePart) -> dict[str, Any]:
-    """The sub-config ``part`` builds from, with the checkpoint's carried keys."""
-    if part.hf_config_name is None:
-        return dict(config)
-    sub = config.get(part.hf_config_name)
-    if not isinstance(sub, Mapping):
-        raise ConfigError(f"stage {part.stage_id} ({part.role}) builds from the checkpoint's "
-                          f"{part.hf_config_name}, which its config does not hold")
-    out = dict(sub)
-    for key in CARRIED_KEYS:
-        if key in config and key not in out:
-            out[key] = config[key]
-    return out
 
 
 def _release(request: PlanRequest) -> tuple[str, list[str]]:
@@ -244,51 +130,6 @@ def _local_by_stage(request: PlanRequest, stages: Mapping[str, int], known: Sequ
 # -- one stage ---------------------------------------------------------------------------------
 
 
-def _stage_request(base: PlanRequest, stage: StageDeploy, release: str, local: list[Any],
-                   max_num_seqs: int | None = None, util: float | None = None) -> PlanRequest:
-    charged = tuple(n for n in base.model_local_already_charged
-                    if any((x[1] if isinstance(x, tuple) else x).name == n for x in local))
-    given: dict[str, Any] = {
-        "engine": "vllm", "engine_release": release,
-        "gpu_memory_utilization": util if util is not None else stage.gpu_memory_utilization,
-        "max_num_seqs": max_num_seqs or stage.max_num_seqs,
-        "max_num_batched_tokens": stage.max_num_batched_tokens,
-        "max_model_len": stage.max_model_len,
-        "enable_prefix_caching": stage.enable_prefix_caching,
-        "kv_cache_dtype": stage.kv_cache_dtype,
-        "tensor_parallel_size": stage.tensor_parallel_size,
-        "concurrency": None,
-    }
-    given = {k: v for k, v in given.items() if v is not None}
-    if stage.enforce_eager or stage.cudagraph_none:
-        given["cuda_graph_bytes"] = 0  # no graphs are captured
-    fields = {f.name: getattr(base, f.name) for f in records.fields(base)}
-    fields.update(given)
-    fields.update(model_local_kv=tuple(local), model_local_already_charged=charged,
-                  model_local_stages=())
-    if "max_num_seqs" not in given:  # resolved again from the stage's token budget
-        fields["max_num_seqs"] = None
-    return PlanRequest(**fields)
-
-
-def _plan_stage(part: dict[str, Any], request: PlanRequest) -> tuple[PlanResult | None, str]:
-    from kvledger.plan.api import plan_model
-
-    try:
-        return plan_model(part, request), ""
-    except (KvledgerError, ValueError) as exc:
-        return None, f"refused: {exc}"
-
-
-def _no_kv_rows(local: list[Any], max_num_seqs: int) -> tuple[LocalDeclaration, ...]:
-    rows = []
-    for item in local:
-        spec = item[1] if isinstance(item, tuple) else item
-        rows.append(LocalDeclaration(spec.name, str(spec.rows), spec.row_count(max_num_seqs),
-                                     spec.bytes_per_row, spec.peak_bytes(max_num_seqs)))
-    return tuple(rows)
-
-
 # -- the entry point ---------------------------------------------------------------------------
 
 
@@ -350,18 +191,18 @@ def _one_stage(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy
     if stage.num_replicas != 1:
         raise ValueError(f"stage {stage.stage_id}: num_replicas {stage.num_replicas}: kvledger "
                          "does not read how vLLM-Omni places replicas on devices")
-    request = _stage_request(base, stage, release, local)
+    request = stage_request(base, stage, release, local)
     util, util_source = _utilization(stage, request)
     plan: PlanResult | None = None
     reason: str | None = None
     rows: tuple[LocalDeclaration, ...] = ()
     if part.execution_type == LLM_AR:
-        plan, refused = _plan_stage(stage_part(config, part), request)
+        plan, refused = plan_stage(stage_part(config, part), request)
         reason = refused or None
     else:
         reason = (f"{part.role} runs as {part.execution_type}: vLLM-Omni's generation runner "
                   "schedules no paged attention, so this stage holds no paged KV")
-        rows = _no_kv_rows(local, request.max_num_seqs)
+        rows = no_kv_rows(local, request.max_num_seqs)
         declared = sum(r.peak_bytes for r in rows)
         if declared > int(capacity * util):
             warnings.append(f"stage {stage.stage_id}'s model-local caches ({declared:,} B) "

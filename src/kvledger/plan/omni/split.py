@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.plan.omni.admission import Demand, admit
 from kvledger.plan.omni.pipelines import LLM_AR, Pipeline
+from kvledger.plan.omni.result import DeviceSplit
 
 if TYPE_CHECKING:
     from kvledger.plan.omni.deploy import OmniDeploy, StageDeploy
-    from kvledger.plan.omni.planner import DeviceSplit, StagePlan
+    from kvledger.plan.omni.result import StagePlan
     from kvledger.plan.request import PlanRequest
 
 STEPS = 100  # fractions in hundredths
@@ -45,8 +46,6 @@ def split_for(config: Mapping[str, Any], pipeline: Pipeline, deploy: OmniDeploy,
               request: PlanRequest, release: str, local: Mapping[int, list[Any]],
               capacity: int, planned: Sequence[StagePlan], concurrency: int
               ) -> tuple[DeviceSplit, ...]:
-    from kvledger.plan.omni.planner import DeviceSplit
-
     fractions: dict[int, float] = {}
     reasons: dict[int, str] = {}
     by_id = {s.stage_id: s for s in deploy.stages}
@@ -85,15 +84,15 @@ def split_for(config: Mapping[str, Any], pipeline: Pipeline, deploy: OmniDeploy,
 def _need(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy,
           request: PlanRequest, release: str, local: list[Any], concurrency: int,
           seqs: int) -> int | None:
-    from kvledger.plan.omni.planner import _plan_stage, _stage_request, stage_part
+    from kvledger.plan.omni.stage import plan_stage, stage_part, stage_request
 
     part = pipeline.stage(stage.stage_id)
     assert part is not None
     sub = stage_part(config, part)
 
     def holds(k: int) -> bool:
-        req = _stage_request(request, stage, release, local, max_num_seqs=seqs, util=k / STEPS)
-        plan, _ = _plan_stage(sub, req)
+        req = stage_request(request, stage, release, local, max_num_seqs=seqs, util=k / STEPS)
+        plan, _ = plan_stage(sub, req)
         return plan is not None and not plan.refuses_to_start and \
             plan.max_concurrency >= concurrency
 
