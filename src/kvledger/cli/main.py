@@ -30,6 +30,7 @@ from kvledger.cli.plan_options import (
     FIT_SETS,
     add_engine_options,
     add_model_local_options,
+    add_omni_options,
     build_request,
 )
 from kvledger.cli.source_args import add_model as _add_model
@@ -53,14 +54,7 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
     add_model_local_options(plan)
     plan.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                       help="also answer: the longest context N concurrent requests can hold")
-    omni = plan.add_argument_group("vLLM-Omni deployments")
-    omni.add_argument("--omni-deploy", default=None, metavar="DEPLOY.yaml",
-                      help="plan every stage of a vLLM-Omni deploy file (its own fractions, "
-                      "max_num_seqs, devices) and check each device as vLLM-Omni admits it")
-    omni.add_argument("--omni-platform", default=None,
-                      choices=("cuda", "rocm", "npu", "xpu", "musa"),
-                      help="the deploy file's platforms: overlay to apply (default: the GPU's, "
-                      "cuda or rocm)")
+    add_omni_options(plan)
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
     plan.set_defaults(handler=_cmd_plan)
 

@@ -18,15 +18,26 @@ GIB = 1 << 30
 
 
 def run(ns: argparse.Namespace, emit_json: Any) -> int:
+    data = omni_plan(ns)
+    if ns.json:
+        emit_json(data)
+    else:
+        sys.stdout.write("\n".join(text_lines(data)) + "\n")
+    return 0
+
+
+def omni_plan(ns: argparse.Namespace) -> dict[str, Any]:
+    """The deployment's plan (``OmniPlan.to_json``) for the command line's flags."""
+    command = f"kvledger {getattr(ns, 'command_name', 'plan')}"
     if ns.kv_cache_memory_bytes is not None:
-        raise UsageError("kvledger plan: error: --omni-deploy sizes each stage as a fraction "
+        raise UsageError(f"{command}: error: --omni-deploy sizes each stage as a fraction "
                          "of its device, not a given KV pool",
                          hint="drop --kv-cache-memory-bytes; pass --gpu NAME")
-    if ns.gpu is None and ns.gpu_total_bytes is None:
-        raise UsageError("kvledger plan: error: --omni-deploy needs the device",
+    if ns.gpu is None and getattr(ns, "gpu_total_bytes", None) is None:
+        raise UsageError(f"{command}: error: --omni-deploy needs the device",
                          hint="pass --gpu NAME (e.g. --gpu H100-80GB) or --gpu-total-bytes N")
     if ns.gpu_memory_utilization is not None:
-        raise UsageError("kvledger plan: error: --gpu-memory-utilization: the deploy file "
+        raise UsageError(f"{command}: error: --gpu-memory-utilization: the deploy file "
                          "sets each stage's fraction",
                          hint="edit the deploy file's gpu_memory_utilization to try another "
                               "split, or ask --concurrency N for one")
@@ -35,16 +46,11 @@ def run(ns: argparse.Namespace, emit_json: Any) -> int:
     from kvledger.cli.source_args import model_source
     from kvledger.plan.omni import plan_omni
 
-    stages = dict(parse_stage(text, "kvledger plan") for text in ns.model_local_kv_stage)
+    stages = dict(parse_stage(text, command) for text in ns.model_local_kv_stage)
     request = build_request(ns, model_local_stages=())
     plan = plan_omni(model_source(ns), ns.omni_deploy, request, model_local_kv_stages=stages,
                      platform=ns.omni_platform)
-    data = plan.to_json()
-    if ns.json:
-        emit_json(data)
-    else:
-        sys.stdout.write("\n".join(text_lines(data)) + "\n")
-    return 0
+    return plan.to_json()
 
 
 def _b(n: int) -> str:
