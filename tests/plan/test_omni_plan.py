@@ -52,6 +52,12 @@ def test_the_talker_stage_by_hand(tmp_path: Path) -> None:
     assert _line(thinker, "cuda_graphs") > 0  # captures graphs: kvledger's estimate
 
 
+def test_the_library_face_offers_it() -> None:
+    import kvledger
+
+    assert kvledger.plan_omni is plan_omni
+
+
 def test_the_release_is_the_oldest_known_and_said(tmp_path: Path) -> None:
     from kvledger.plan.engines.base import get_layout
 
