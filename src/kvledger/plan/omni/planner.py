@@ -33,7 +33,7 @@ from typing import Any
 from kvledger.errors import DeployFileError
 from kvledger.plan.omni.admission import Demand, admit, graph_reserve
 from kvledger.plan.omni.deploy import OmniDeploy, StageDeploy, load_deploy
-from kvledger.plan.omni.pipelines import LLM_AR, Pipeline, find_pipeline
+from kvledger.plan.omni.pipelines import LLM_AR, Pipeline, StagePart, find_pipeline
 from kvledger.plan.omni.result import DeviceSplit, LocalDeclaration, OmniPlan, StagePlan
 from kvledger.plan.omni.stage import no_kv_rows, plan_stage, stage_part, stage_request
 from kvledger.plan.request import PlanRequest
@@ -156,7 +156,7 @@ def plan_omni(
     local = _local_by_stage(request, dict(model_local_kv_stages or {}), known, warnings)
     stages: list[StagePlan] = []
     for stage in deploy.stages:
-        stages.append(_one_stage(config, pipeline, stage, request, release,
+        stages.append(_one_stage(config, label, pipeline, stage, request, release,
                                  local.get(stage.stage_id, []), capacity, warnings))
     admission = admit([Demand(s.stage_id, _devices(s, warnings), s.gpu_memory_utilization,
                               s.graph_reserve_bytes) for s in stages], capacity)
@@ -164,7 +164,7 @@ def plan_omni(
     if request.concurrency is not None:
         from kvledger.plan.omni.split import split_for
 
-        split = split_for(config, pipeline, deploy, request, release, local, capacity,
+        split = split_for(config, label, pipeline, deploy, request, release, local, capacity,
                           stages, request.concurrency)
     return OmniPlan(model=label, deploy=deploy.path, pipeline=pipeline.name,
                     platform=deploy.platform, gpu=gpu_name, capacity_bytes=capacity,
@@ -180,7 +180,7 @@ def _devices(stage: StagePlan, warnings: list[str]) -> tuple[int, ...]:
     return (0,)
 
 
-def _one_stage(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy,
+def _one_stage(config: Mapping[str, Any], label: str, pipeline: Pipeline, stage: StageDeploy,
                base: PlanRequest, release: str, local: list[Any], capacity: int,
                warnings: list[str]) -> StagePlan:
     part = pipeline.stage(stage.stage_id)
@@ -193,11 +193,17 @@ def _one_stage(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy
                          "does not read how vLLM-Omni places replicas on devices")
     request = stage_request(base, stage, release, local)
     util, util_source = _utilization(stage, request)
+    if stage.devices and len(stage.devices) != stage.tensor_parallel_size:
+        warnings.append(f"stage {stage.stage_id}: {len(stage.devices)} device(s) for "
+                        f"tensor_parallel_size {stage.tensor_parallel_size}; admission counts "
+                        "the stated devices, the plan the tensor-parallel ranks")
     plan: PlanResult | None = None
     reason: str | None = None
     rows: tuple[LocalDeclaration, ...] = ()
     if part.execution_type == LLM_AR:
-        plan, refused = plan_stage(stage_part(config, part), request)
+        warnings.append("each stage's weights are estimated from its part's parameter count "
+                        "(kvledger does not split the checkpoint's tensors by stage)")
+        plan, refused = plan_stage(stage_part(config, part), request, _part_label(label, part))
         reason = refused or None
     else:
         reason = (f"{part.role} runs as {part.execution_type}: vLLM-Omni's generation runner "
@@ -216,6 +222,11 @@ def _one_stage(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy
         graph_reserve_bytes=graph_reserve(stage.enforce_eager, stage.cudagraph_none),
         plan=plan, reason=reason, model_local_kv=rows,
     )
+
+
+def _part_label(label: str, part: StagePart) -> str:
+    """``config.json (talker_config)``: the checkpoint and the part a stage plans."""
+    return f"{label} ({part.hf_config_name or 'whole config'})"
 
 
 def _utilization(stage: StageDeploy, request: PlanRequest) -> tuple[float, str]:

@@ -42,7 +42,7 @@ def smallest_fraction(holds: Any) -> int | None:
     return hi
 
 
-def split_for(config: Mapping[str, Any], pipeline: Pipeline, deploy: OmniDeploy,
+def split_for(config: Mapping[str, Any], label: str, pipeline: Pipeline, deploy: OmniDeploy,
               request: PlanRequest, release: str, local: Mapping[int, list[Any]],
               capacity: int, planned: Sequence[StagePlan], concurrency: int
               ) -> tuple[DeviceSplit, ...]:
@@ -54,7 +54,7 @@ def split_for(config: Mapping[str, Any], pipeline: Pipeline, deploy: OmniDeploy,
         if part is None or part.execution_type != LLM_AR:
             fractions[stage.stage_id] = stage.gpu_memory_utilization
             continue
-        need = _need(config, pipeline, by_id[stage.stage_id], request, release,
+        need = _need(config, label, pipeline, by_id[stage.stage_id], request, release,
                      local.get(stage.stage_id, []), concurrency,
                      max(stage.max_num_seqs, concurrency))
         if need is None:
@@ -81,7 +81,7 @@ def split_for(config: Mapping[str, Any], pipeline: Pipeline, deploy: OmniDeploy,
     return tuple(out)
 
 
-def _need(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy,
+def _need(config: Mapping[str, Any], label: str, pipeline: Pipeline, stage: StageDeploy,
           request: PlanRequest, release: str, local: list[Any], concurrency: int,
           seqs: int) -> int | None:
     from kvledger.plan.omni.stage import plan_stage, stage_part, stage_request
@@ -92,7 +92,7 @@ def _need(config: Mapping[str, Any], pipeline: Pipeline, stage: StageDeploy,
 
     def holds(k: int) -> bool:
         req = stage_request(request, stage, release, local, max_num_seqs=seqs, util=k / STEPS)
-        plan, _ = plan_stage(sub, req)
+        plan, _ = plan_stage(sub, req, label)
         return plan is not None and not plan.refuses_to_start and \
             plan.max_concurrency >= concurrency
 

@@ -59,11 +59,15 @@ def stage_request(base: PlanRequest, stage: StageDeploy, release: str, local: li
     return PlanRequest(**fields)
 
 
-def plan_stage(part: dict[str, Any], request: PlanRequest) -> tuple[PlanResult | None, str]:
+def plan_stage(part: dict[str, Any], request: PlanRequest,
+               label: str = "<dict>") -> tuple[PlanResult | None, str]:
+    """The stage's plan (``label``: the checkpoint and its part, as the plan names its model),
+    or None with the refusal's words."""
     from kvledger.plan.api import plan_model
+    from kvledger.source.model_source import ModelSource
 
     try:
-        return plan_model(part, request), ""
+        return plan_model(ModelSource(label, part, location=label), request), ""
     except (KvledgerError, ValueError) as exc:
         return None, f"refused: {exc}"
 
