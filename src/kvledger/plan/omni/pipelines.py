@@ -28,6 +28,15 @@ from __future__ import annotations
 
 from kvledger.records import record
 
+# Model types only a vLLM-Omni stage builds: vLLM-Omni registers their classes into vLLM's
+# model registry; stock vLLM's registry has none, so vLLM's own tables (its pipeline-parallel
+# verdicts, its oracle cases) have no row for them.
+STAGE_ONLY_MODEL_TYPES: dict[str, str] = {
+    "qwen2_5_omni_talker": "Qwen2OmniTalkerForConditionalGeneration is registered by "
+                           "vLLM-Omni (model_executor/models/qwen2_5_omni/"
+                           "qwen2_5_omni_talker.py), not by vLLM",
+}
+
 LLM_AR = "llm_ar"
 LLM_GENERATION = "llm_generation"
 DIFFUSION = "diffusion"

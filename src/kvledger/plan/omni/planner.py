@@ -127,9 +127,6 @@ def _local_by_stage(request: PlanRequest, stages: Mapping[str, int], known: Sequ
     return out
 
 
-# -- one stage ---------------------------------------------------------------------------------
-
-
 # -- the entry point ---------------------------------------------------------------------------
 
 
