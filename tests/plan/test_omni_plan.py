@@ -221,3 +221,18 @@ def test_qwen2_5_omni_on_two_h100s() -> None:
     assert [(a.device, a.required_bytes, a.ok) for a in out.admission] == [
         (0, 83_392_253_132, True), (1, 70_564_131_635, True)]
     json.dumps(out.to_json())  # one JSON object
+
+
+def test_an_amd_gpu_takes_the_rocm_overlay() -> None:
+    if not SHARED.is_dir():
+        pytest.skip(SHARED_MISSING)
+    # qwen3_omni_moe.yaml platforms.rocm: stage 2 (code2wav) eager, so on MI300X
+    # (206,141,652,992 B) device 1 holds one graph reserve (the talker's), not two:
+    # int(cap × 0.6) = 123,684,991,795 + int(cap × 0.1) = 20,614,165,299 = 144,299,157,094,
+    # + 2 GiB graphs + 2 GiB = 148,594,124,390.
+    out = plan_omni(TINY, SHARED / "omni" / "qwen3_omni_moe.yaml", PlanRequest(gpu="MI300X"))
+    assert out.platform == "rocm"
+    assert [s.enforce_eager for s in out.stages] == [False, False, True]
+    dev1 = next(a for a in out.admission if a.device == 1)
+    assert (dev1.kv_budget_bytes, dev1.graph_reserve_bytes, dev1.required_bytes) == (
+        144_299_157_094, 2 * GIB, 148_594_124_390)
