@@ -19,12 +19,16 @@ executes and which sub-config of the checkpoint it builds from is fixed by the m
   ``hf_architectures``: its config reports the thinker's model type).
 
 ``execution_type`` ``llm_ar`` stages run vLLM's autoregressive runner with a paged KV cache;
-``llm_generation`` stages (code2wav, Ming's CFM talker) run vLLM-Omni's generation runner,
-which schedules no paged attention: kvledger plans no paged KV for them (their model-local
-declarations are still counted).
+``llm_generation`` stages (code2wav, Ming's CFM talker) run vLLM-Omni's generation runner
+(``vllm_omni/worker/gpu_generation_model_runner.py``), which keeps vLLM's KV machinery but
+has paged KV only for the vLLM Attention layers its model builds. kvledger plans no paged KV
+for them; ``no_kv_basis`` says where that was read (Qwen2.5-Omni's token2wav), and a stage
+without one says it was not (their model-local declarations are counted either way).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from kvledger.records import record
 
@@ -50,6 +54,8 @@ class StagePart:
     role: str  # StagePipelineConfig.model_stage
     execution_type: str
     hf_config_name: str | None  # None: the checkpoint's whole config
+    # For a stage without paged KV: where that was read ("" when it was not).
+    no_kv_basis: str = ""
 
 
 @record(frozen=True)
@@ -62,15 +68,20 @@ class Pipeline:
         return next((s for s in self.stages if s.stage_id == stage_id), None)
 
 
-def _p(name: str, *stages: tuple[int, str, str, str | None],
-       architectures: tuple[str, ...] = ()) -> Pipeline:
+def _p(name: str, *stages: tuple[Any, ...], architectures: tuple[str, ...] = ()) -> Pipeline:
     return Pipeline(name, tuple(StagePart(*s) for s in stages), architectures)
+
+
+_TOKEN2WAV = ("vllm_omni/model_executor/models/qwen2_5_omni/qwen2_5_omni_token2wav.py (commit "
+              "02952af3fdeeb34ca423689b15c97dd688895894): a DiT and a BigVGAN vocoder built "
+              "from torch layers and QKVParallelLinear, no vLLM Attention layer, so the engine "
+              "allocates no paged KV for it")
 
 
 PIPELINES: dict[str, Pipeline] = {p.name: p for p in (
     _p("qwen2_5_omni", (0, "thinker", LLM_AR, "thinker_config"),
        (1, "talker", LLM_AR, "talker_config"),
-       (2, "code2wav", LLM_GENERATION, "thinker_config")),
+       (2, "code2wav", LLM_GENERATION, "thinker_config", _TOKEN2WAV)),
     _p("qwen3_omni_moe", (0, "thinker", LLM_AR, "thinker_config"),
        (1, "talker", LLM_AR, "talker_config"),
        (2, "code2wav", LLM_GENERATION, "thinker_config")),

@@ -203,8 +203,9 @@ def _one_stage(config: Mapping[str, Any], label: str, pipeline: Pipeline, stage:
         plan, refused = plan_stage(stage_part(config, part), request, _part_label(label, part))
         reason = refused or None
     else:
-        reason = (f"{part.role} runs as {part.execution_type}: vLLM-Omni's generation runner "
-                  "schedules no paged attention, so this stage holds no paged KV")
+        reason = (f"{part.role} runs as {part.execution_type} and holds no paged KV: "
+                  + (part.no_kv_basis or "assumed, not read from its model file (a "
+                     "generation stage's model usually builds no vLLM Attention layer)"))
         rows = no_kv_rows(local, request.max_num_seqs)
         declared = sum(r.peak_bytes for r in rows)
         if declared > int(capacity * util):
