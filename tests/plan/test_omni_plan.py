@@ -164,6 +164,9 @@ def test_the_split_is_the_smallest_fraction_that_holds(tmp_path: Path) -> None:
     assert concurrency_at(f) >= 3 > concurrency_at(round(f - 0.01, 2))
     dev1 = next(s for s in out.split if s.device == 1)
     assert dev1.fractions[2] == 0.1  # code2wav (no paged KV) keeps its deployed fraction
+    # What is left: floor(100 × (capacity − required) / capacity) hundredths.
+    assert dev0.required_bytes is not None and dev0.spare_fraction == (
+        100 * (CAP - dev0.required_bytes) // CAP) / 100
 
 
 def test_no_split_says_why(tmp_path: Path) -> None:

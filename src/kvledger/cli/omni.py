@@ -103,7 +103,8 @@ def text_lines(data: dict[str, Any]) -> list[str]:
         shares = ", ".join(f"stage {k} {v:g}" for k, v in sp["fractions"].items())
         if sp["ok"]:
             out.append(f"  device {sp['device']}: {shares} → {sp['required_bytes']:,} B of "
-                       f"{sp['capacity_bytes']:,} B: fits")
+                       f"{sp['capacity_bytes']:,} B: fits, {sp['spare_fraction']:g} of the "
+                       "device spare")
         else:
             out.append(f"  device {sp['device']}: no split: " + "; ".join(sp["reasons"]))
     out += [f"warning: {w}" for w in data["warnings"]]

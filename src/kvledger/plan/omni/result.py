@@ -80,11 +80,20 @@ class DeviceSplit:
     ok: bool
     reasons: tuple[str, ...] = ()
 
+    @property
+    def spare_fraction(self) -> float | None:
+        """The device left over, in whole hundredths (what a stage could be given on top):
+        floor(100 × (capacity − required) / capacity) / 100; None without a split."""
+        if self.required_bytes is None or not self.ok:
+            return None
+        return (100 * (self.capacity_bytes - self.required_bytes) // self.capacity_bytes) / 100
+
     def to_json(self) -> dict[str, Any]:
         return {"device": self.device, "concurrency": self.concurrency,
                 "fractions": {str(k): v for k, v in self.fractions.items()},
                 "required_bytes": self.required_bytes, "capacity_bytes": self.capacity_bytes,
-                "ok": self.ok, "reasons": list(self.reasons)}
+                "ok": self.ok, "spare_fraction": self.spare_fraction,
+                "reasons": list(self.reasons)}
 
 
 @record(frozen=True)
