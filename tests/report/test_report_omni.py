@@ -19,7 +19,7 @@ def test_the_page_has_the_deployment(tmp_path: Path, capsys: pytest.CaptureFixtu
     config, deploy, out = tmp_path / "config.json", tmp_path / "d.yaml", tmp_path / "r.html"
     config.write_text(json.dumps(TINY))
     deploy.write_text(TINY_YAML)
-    args = [str(config), "--omni-deploy", str(deploy), "--gpu", "H100-80GB"]
+    args = [str(config), "--omni-deploy", str(deploy), "--gpu", "H100-80GB", "--concurrency", "2"]
     assert main(["plan", *args, "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert main(["report", *args, "-o", str(out)]) == 0, capsys.readouterr().err
@@ -29,3 +29,6 @@ def test_the_page_has_the_deployment(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert f"{talker['num_blocks']:,}" in page
     for device in plan["admission"]:
         assert f"{device['required_bytes']:,}" in page
+    assert "split for 2 concurrent requests" in page
+    for split in plan["split"]:
+        assert f"{split['spare_fraction']:g} of the device spare" in page

@@ -321,7 +321,8 @@ def _omni_section(omni: Mapping[str, Any]) -> str:
             ("device", "fractions", "required", "capacity", "fits / why not"),
             [(sp["device"], ", ".join(f"stage {k}: {v:g}" for k, v in sp["fractions"].items()),
               _num(sp["required_bytes"]), _num(sp["capacity_bytes"]),
-              "fits" if sp["ok"] else "; ".join(sp["reasons"])) for sp in omni["split"]],
+              f"fits ({sp['spare_fraction']:g} of the device spare)" if sp["ok"]
+              else "; ".join(sp["reasons"])) for sp in omni["split"]],
             (True, False, True, True, False)))
     body += [f'<p class="warn">warning: {escape(w)}</p>' for w in omni.get("warnings") or ()]
     return _section("omni", "vLLM-Omni deployment", "".join(body))
