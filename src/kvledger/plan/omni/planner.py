@@ -39,7 +39,8 @@ from kvledger.plan.omni.stage import no_kv_rows, plan_stage, stage_part, stage_r
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PlanResult
 
-# The vLLM release vLLM-Omni 0.30.0 requires (its package pins vllm 0.30.0).
+# The vLLM release the vllm-omni 0.30.0 package runs on (its requirement as the team's issue
+# states it; the package metadata was not re-read here).
 OMNI_VLLM = "0.30.0"
 
 
@@ -54,7 +55,6 @@ def _config(model: Any) -> tuple[dict[str, Any], str]:
 
     if isinstance(model, ModelSource):
         return dict(model.config), model.label
-
     source = load_source(model)
     return dict(source.config), source.label
 
@@ -182,9 +182,9 @@ def _one_stage(config: Mapping[str, Any], label: str, pipeline: Pipeline, stage:
                warnings: list[str]) -> StagePlan:
     part = pipeline.stage(stage.stage_id)
     if part is None:
-        raise DeployFileError(f"the deploy file's stage {stage.stage_id} is not a stage of the "
-                          f"{pipeline.name} pipeline (stages "
-                          f"{', '.join(str(s.stage_id) for s in pipeline.stages)})")
+        raise DeployFileError(f"the deploy file's stage {stage.stage_id} is not a stage of "
+                              f"the {pipeline.name} pipeline (stages "
+                              f"{', '.join(str(s.stage_id) for s in pipeline.stages)})")
     if stage.num_replicas != 1:
         raise ValueError(f"stage {stage.stage_id}: num_replicas {stage.num_replicas}: kvledger "
                          "does not read how vLLM-Omni places replicas on devices")
