@@ -1,10 +1,11 @@
 """kvledger: every byte of attention-cache memory, declared, planned and checked.
 
 The top level offers what a first script needs — ``plan_model`` and ``PlanRequest`` (planning,
-``kvledger.plan``), ``derive_model`` (per-layer facts from a config, ``kvledger.derive``), the
-root of every error ``KvledgerError`` and the budget's ``BudgetTooSmall`` — and the two seed
-protocols (``kvledger.declare``). Checking live caches (torch) lives in ``kvledger.check``.
-Every name is imported on demand, so ``import kvledger`` stays light.
+``kvledger.plan``; ``plan_omni`` for a vLLM-Omni deployment), ``derive_model`` (per-layer
+facts from a config, ``kvledger.derive``), the root of every error ``KvledgerError`` and the
+budget's ``BudgetTooSmall`` — and the two seed protocols (``kvledger.declare``). Checking live
+caches (torch) lives in ``kvledger.check``. Every name is imported on demand, so
+``import kvledger`` stays light.
 """
 
 from kvledger.version import __version__
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from kvledger.errors import KvledgerError
     from kvledger.plan.api import plan_model
     from kvledger.plan.budget import BudgetTooSmall
+    from kvledger.plan.omni import plan_omni
     from kvledger.plan.request import PlanRequest
 
 __all__ = [
@@ -68,6 +70,7 @@ __all__ = [
     "model_local_to_pool_specs",
     "page_pool",
     "plan_model",
+    "plan_omni",
     "plan_pools",
     "resolve_dtype",
     "spec_from_hf_config",
@@ -83,6 +86,7 @@ _HOMES = {
     "PlanRequest": "kvledger.plan.request",
     "derive_model": "kvledger.derive",
     "plan_model": "kvledger.plan.api",
+    "plan_omni": "kvledger.plan.omni",
 }
 _LAZY = frozenset(__all__) - {"__version__"}
 

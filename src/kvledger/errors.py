@@ -14,6 +14,8 @@ refusal comes from:
   (``kvledger.plan.budget``: weights and reserves leave no KV memory) and
   ``EngineStartupRefusal`` (the engine release itself would not start: its reason, in its
   words, which the CLI quotes without renaming options to flags).
+- ``DeployFileError``: a vLLM-Omni deploy file (``kvledger plan --omni-deploy``) that cannot
+  be read: its field names are the file's own, so the CLI does not rename them to flags.
 
 Each family subclasses ``ValueError`` as before (callers that caught ``ValueError`` still do).
 Each error may carry a ``hint``: the way out, printed by the CLI after the message.
@@ -82,6 +84,15 @@ class SafetensorsError(SourceError):
 
 class PlanError(KvledgerError, ValueError):
     """The planner refuses these options for this model (the message names the option)."""
+
+
+class DeployFileError(KvledgerError, ValueError):
+    """A vLLM-Omni deploy file is unreadable or states what vLLM-Omni would not read (the
+    message names the file and the field, in the file's own words)."""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint or "check the deploy file against vLLM-Omni's schema (StageDeployConfig)"
 
 
 class EngineStartupRefusal(PlanError):

@@ -41,6 +41,9 @@ WITHOUT_CASE: dict[str, str] = {
     "mpt": "SGLang 0.5.23 registers no MptForCausalLM (nor does vLLM since 0.28): derive "
            "reads MPT for the native layout only, and kvledger refuses it under --engine "
            "sglang",
+    "qwen2_5_omni_talker": "Qwen2.5-Omni's talker_config, which only vLLM-Omni's talker stage "
+                           "builds (kvledger plan --omni-deploy): SGLang 0.5.23 has no model "
+                           "class for it and kvledger refuses it under --engine sglang",
     # The breadth rows, checked against vLLM only: the SGLang layout refuses them as not
     # checked (plan/engines/sglang/unchecked.py) until an SGLang oracle case exists.
     **dict.fromkeys(UNCHECKED_MODEL_TYPES, "a breadth row with no SGLang oracle case yet: "
@@ -79,6 +82,13 @@ REFUSALS: dict[str, tuple[Any, str]] = {
     "mpt": ({"model_type": "mpt", "architectures": ["MptForCausalLM"], "d_model": 4096,
              "n_heads": 32, "n_layers": 32, "max_seq_len": 2048},
             "has no model class MptForCausalLM"),
+    # Qwen2.5-Omni-7B's talker_config sizes (its config.json).
+    "qwen2_5_omni_talker": ({"model_type": "qwen2_5_omni_talker",
+                             "architectures": ["Qwen2OmniTalkerForConditionalGeneration"],
+                             "hidden_size": 896, "num_hidden_layers": 24,
+                             "num_attention_heads": 12, "num_key_value_heads": 4,
+                             "head_dim": 128, "max_position_embeddings": 32768},
+                            "has no model class Qwen2OmniTalkerForConditionalGeneration"),
     **{t: (str(_DEFAULTS / f"{_DEFAULT_FILE.get(t, t)}.json"),
            "has not been checked against SGLang")
        for t in UNCHECKED_MODEL_TYPES if t not in _INSIDE},

@@ -55,7 +55,11 @@ def _config(name: str) -> str:
 
 
 def _served_by_vllm(model_type: str) -> bool:
-    return not vllm_release().not_served.get(model_type)
+    # A type only a vLLM-Omni stage builds (its talker) is in no table of vLLM's registry.
+    from kvledger.plan.omni.pipelines import STAGE_ONLY_MODEL_TYPES
+
+    return not vllm_release().not_served.get(model_type) and \
+        model_type not in STAGE_ONLY_MODEL_TYPES
 
 
 # -- the table is vLLM's answer ------------------------------------------------------------------

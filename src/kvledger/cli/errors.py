@@ -21,6 +21,7 @@ import re
 import sys
 
 from kvledger.errors import (
+    DeployFileError,
     DeriveError,
     EngineStartupRefusal,
     KvledgerError,
@@ -105,6 +106,9 @@ def describe(exc: BaseException) -> tuple[str, str]:
         return f"error: {text}", "check the model's config.json, or use a catalog id"
     if isinstance(exc, InsufficientPoolBudget):
         return f"error: {text}", _flagify(one_line(_budget_hint(exc)))
+    if isinstance(exc, DeployFileError):
+        # A deploy file's field names are the file's own, not flags: not renamed.
+        return f"error: {text}", one_line(exc.hint)
     if isinstance(exc, EngineStartupRefusal):
         # The engine's own reason, quoted as it words it: its option names stay its own.
         return f"error: {text}", one_line(exc.hint)

@@ -30,6 +30,7 @@ from kvledger.cli.plan_options import (
     FIT_SETS,
     add_engine_options,
     add_model_local_options,
+    add_omni_options,
     build_request,
 )
 from kvledger.cli.source_args import add_model as _add_model
@@ -53,6 +54,7 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
     add_model_local_options(plan)
     plan.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                       help="also answer: the longest context N concurrent requests can hold")
+    add_omni_options(plan)
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
     plan.set_defaults(handler=_cmd_plan)
 
@@ -196,6 +198,10 @@ def _emit_json(data: Any) -> None:
 
 
 def _cmd_plan(ns: argparse.Namespace) -> int:
+    if ns.omni_deploy is not None:
+        from kvledger.cli import omni
+
+        return omni.run(ns, _emit_json)
     if ns.kv_cache_memory_bytes is None and ns.gpu is None and ns.gpu_total_bytes is None:
         raise UsageError(
             "kvledger plan: error: no memory budget given",

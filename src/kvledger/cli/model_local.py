@@ -42,11 +42,13 @@ def request_fields(ns: argparse.Namespace) -> dict[str, Any]:
     return {
         "model_local_kv": tuple(specs),
         "model_local_already_charged": tuple(ns.model_local_kv_charged),
-        "model_local_stages": tuple(_stage(text, command) for text in ns.model_local_kv_stage),
+        "model_local_stages": tuple(parse_stage(text, command)
+                                    for text in ns.model_local_kv_stage),
     }
 
 
-def _stage(text: str, command: str) -> tuple[str, int]:
+def parse_stage(text: str, command: str) -> tuple[str, int]:
+    """``NAME=STAGE`` → ``(NAME, STAGE)`` (a ``UsageError`` for anything else)."""
     name, sep, stage = text.rpartition("=")
     if not sep or not name or not stage.strip().isdigit():
         raise UsageError(f"{command}: error: --model-local-kv-stage expects NAME=STAGE "

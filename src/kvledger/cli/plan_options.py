@@ -210,6 +210,18 @@ def add_model_local_options(p: argparse.ArgumentParser) -> None:
 
 
 
+def add_omni_options(p: argparse.ArgumentParser) -> None:
+    """``--omni-deploy`` and ``--omni-platform`` (read by ``cli.omni`` only when given)."""
+    omni = p.add_argument_group("vLLM-Omni deployments")
+    omni.add_argument("--omni-deploy", default=None, metavar="DEPLOY.yaml",
+                      help="plan every stage of a vLLM-Omni deploy file (its own fractions, "
+                      "max_num_seqs, devices) and check each device as vLLM-Omni admits it")
+    omni.add_argument("--omni-platform", default=None,
+                      choices=("cuda", "rocm", "npu", "xpu", "musa"),
+                      help="the deploy file's platforms: overlay to apply (default: the GPU's, "
+                      "cuda or rocm)")
+
+
 def installed_release(engine: str, *, warn: bool = True) -> str:
     """``engine`` as given, or — an unpinned engine installed in this environment — pinned
     to the installed release when kvledger reproduces it (read from the package's metadata,

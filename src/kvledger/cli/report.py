@@ -16,7 +16,12 @@ from typing import Any
 
 from kvledger.cli.args import int_at_least
 from kvledger.cli.errors import UsageError
-from kvledger.cli.plan_options import add_engine_options, add_model_local_options, build_request
+from kvledger.cli.plan_options import (
+    add_engine_options,
+    add_model_local_options,
+    add_omni_options,
+    build_request,
+)
 from kvledger.cli.source_args import add_model, model_source
 
 HELP = "write a self-contained HTML report (plan, budget, plots) for a model"
@@ -26,6 +31,7 @@ def fill_report(p: argparse.ArgumentParser) -> None:
     add_model(p)
     add_engine_options(p)
     add_model_local_options(p)
+    add_omni_options(p)
     p.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                    help="also answer: the longest context N concurrent requests can hold")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html",
@@ -79,7 +85,18 @@ def cmd_report(ns: argparse.Namespace) -> int:
                          f"{folder}", hint="create it, or choose another -o path")
     from kvledger.report.html import write_report
 
-    data = write_report(model_source(ns), build_request(ns), ns.output, command=command_line(ns))
+    omni = None
+    if ns.omni_deploy is not None:
+        # The deployment's own section; the page's plan is the checkpoint as plain vLLM serves
+        # it, and --model-local-kv-stage names deployment stages, not pipeline stages.
+        from kvledger.cli.omni import omni_plan
+
+        omni = omni_plan(ns)
+        request = build_request(ns, model_local_stages=())
+    else:
+        request = build_request(ns)
+    data = write_report(model_source(ns), request, ns.output, command=command_line(ns),
+                        omni=omni)
     plan = data.plan
     sys.stdout.write(
         f"wrote {ns.output}: {plan.model}, {plan.engine} layout, {plan.kv_cache_tokens:,} KV "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+from kvledger.declare.foreign import adopt_spec
 from kvledger.declare.model_local import ModelLocalKVSpec, RowDriver
 from kvledger.declare.pools import SubPoolSpec, fixed_pool, state_pool
 from kvledger.records import field, record
@@ -49,10 +50,8 @@ def model_local_to_pool_specs(
     """
     declared: list[ModelLocalKVSpec] = []
     for item in specs:
-        spec = item[1] if isinstance(item, tuple) else item
-        if not isinstance(spec, ModelLocalKVSpec):
-            raise TypeError(f"expected ModelLocalKVSpec, got {type(spec).__name__}")
-        declared.append(spec)
+        # vLLM-Omni's own ModelLocalKVSpec (same fields) is adopted; anything else refused.
+        declared.append(adopt_spec(item[1] if isinstance(item, tuple) else item))
     charged_names = set(already_charged)
     unknown = charged_names - {s.name for s in declared}
     if unknown:

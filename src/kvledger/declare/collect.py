@@ -1,7 +1,9 @@
 """Find every model-local declaration in a model tree.
 
 Works on anything with ``named_modules()`` — a torch ``nn.Module`` or a plain object — and never
-imports torch. Reporting memory must never break model load: a declarer that raises (or returns
+imports torch. Declarations made with another copy of the protocol (vLLM-Omni's own
+``ModelLocalKVSpec``, same field names) are adopted (``kvledger.declare.foreign``).
+Reporting memory must never break model load: a declarer that raises (or returns
 something that is not a list of specs) is logged through ``logging`` and skipped.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from kvledger.declare.foreign import adopt_spec
 from kvledger.declare.model_local import ModelLocalKVSpec
 
 LOGGER_NAME = "kvledger.declare"
@@ -72,13 +75,9 @@ def collect_model_local_kv_specs(model: Any) -> list[tuple[str, ModelLocalKVSpec
             continue
         seen.add(id(owner))
         try:
-            specs = list(owner.model_local_kv_specs())
-            bad = [s for s in specs if not isinstance(s, ModelLocalKVSpec)]
-            if bad:
-                raise TypeError(
-                    f"model_local_kv_specs() returned {type(bad[0]).__name__}, "
-                    "not ModelLocalKVSpec"
-                )
+            # Another copy of the protocol (vLLM-Omni's own classes) declares by the same
+            # fields: adopted (declare/foreign.py); anything else raises here.
+            specs = [adopt_spec(s) for s in owner.model_local_kv_specs()]
         except Exception:
             import logging  # only on the failure path: keeps import kvledger light
 

@@ -860,6 +860,20 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                          "num_hidden_layers": 28, "num_attention_heads": 28,
                                          "max_position_embeddings": 32768},
                                vllm="qwen2_5_omni_thinker.py (Qwen2ForCausalLM: qwen2.py)"),
+        # The talker_config of a Qwen2.5-Omni checkpoint: vLLM itself never builds it (the row
+        # above); vLLM-Omni's talker stage does (kvledger.plan.omni). Its model file,
+        # vllm_omni/model_executor/models/qwen2_5_omni/qwen2_5_omni_talker.py
+        # (Qwen2_5OmniTalkerForConditionalGeneration → "Qwen2ForCausalLM_old",
+        # qwen2_old.py Qwen2Attention: ``head_dim or hidden_size // total_num_heads``, commit
+        # 0a96d9cc882c15b97cd88a3fc3cf786ad15c1069), reads the stated head_dim (128, where
+        # 896 // 12 would be 74): stated_head_dim.
+        "qwen2_5_omni_talker": T(like="qwen2", options={"stated_head_dim": True},
+                                 harmless={**_HARMLESS_MULTIMODAL,
+                                           "seconds_per_chunk": "audio/video interleave "
+                                           "chunk length: prompt layout, no cache"},
+                                 config_class="Qwen2_5OmniTalkerConfig",
+                                 vllm="vllm-omni qwen2_5_omni_talker.py (qwen2_old.py "
+                                      "Qwen2Attention: the stated head_dim)"),
         "qwen2_audio": T(text_key="text_config", inner=("qwen2",),
                          harmless={**_HARMLESS_MULTIMODAL},
                          text_defaults={"qwen2": _QWEN2_4096},

@@ -266,8 +266,16 @@ class PlanRequest:
         if not (local or charged or stages):
             return
         # Imported only when declarations are given: the protocol is not on the plain path.
+        from kvledger.declare.foreign import adopt_item
         from kvledger.declare.model_local import ModelLocalKVSpec
 
+        # vLLM-Omni's own ModelLocalKVSpec objects (same fields) become kvledger's.
+        try:
+            local = tuple(adopt_item(item) for item in local)
+        except TypeError as exc:
+            raise TypeError(f"model_local_kv items must be ModelLocalKVSpec or (owner path, "
+                            f"ModelLocalKVSpec) pairs: {exc}") from None
+        object.__setattr__(self, "model_local_kv", local)
         declared: list[str] = []
         for item in local:
             spec = item[1] if isinstance(item, tuple) and len(item) == 2 else item

@@ -284,7 +284,52 @@ def _json_section(plan: Mapping[str, Any]) -> str:
 # -- the page ----------------------------------------------------------------------------------
 
 
-def render_report(data: ReportData, *, command: str = "") -> str:
+def _omni_section(omni: Mapping[str, Any]) -> str:
+    """A vLLM-Omni deployment (``kvledger report --omni-deploy``): each stage's plan, each
+    device's admission, the split — the numbers of ``kvledger plan --omni-deploy --json``."""
+    stages = []
+    for s in omni["stages"]:
+        plan = s["plan"]
+        stages.append((
+            s["stage_id"], s["role"], s["model_part"] or "whole config",
+            ",".join(map(str, s["devices"])) or "0", _num(s["gpu_memory_utilization"]),
+            _num(s["max_num_seqs"]),
+            _bytes(plan["available_bytes"]) if plan else "–",
+            _num(plan["num_blocks"]) if plan else "–",
+            _num(plan["kv_cache_tokens"]) if plan else "–",
+            _num(plan["max_concurrency"]) if plan else (s.get("reason") or "–")))
+    body = [f'<p class="meta">{escape(omni["omni_deploy"])} · pipeline '
+            f'{escape(omni["pipeline"])} · platform {escape(omni["platform"])} · '
+            f'{escape(omni["gpu"])} {escape(_bytes(omni["capacity_bytes"]))} a device · '
+            f'stages planned as vLLM {escape(str(omni["engine_release"]))}</p>',
+            _table("each stage as its own vLLM engine",
+                   ("stage", "role", "model part", "devices", "utilization", "max_num_seqs",
+                    "KV budget", "blocks", "KV tokens", "max concurrency / why no plan"),
+                   stages, (True, False, False, False, True, True, True, True, True, False)),
+            _table("admission per device (vLLM-Omni's stage_admission.py)",
+                   ("device", "stages", "Σ capacity × utilization", "graph reserve",
+                    "external", "margin", "required", "capacity", "ok"),
+                   [(a["device"], ", ".join(map(str, a["stages"])), _num(a["kv_budget_bytes"]),
+                     _num(a["graph_reserve_bytes"]), _num(a["external_reserve_bytes"]),
+                     _num(a["safety_margin_bytes"]), _num(a["required_bytes"]),
+                     _num(a["capacity_bytes"]), _num(a["ok"])) for a in omni["admission"]],
+                   (True, False, True, True, True, True, True, True, False),
+                   ["" if a["ok"] else "bad" for a in omni["admission"]])]
+    if omni.get("split"):
+        body.append(_table(
+            f"split for {omni['split'][0]['concurrency']} concurrent requests",
+            ("device", "fractions", "required", "capacity", "fits / why not"),
+            [(sp["device"], ", ".join(f"stage {k}: {v:g}" for k, v in sp["fractions"].items()),
+              _num(sp["required_bytes"]), _num(sp["capacity_bytes"]),
+              f"fits ({sp['spare_fraction']:g} of the device spare)" if sp["ok"]
+              else "; ".join(sp["reasons"])) for sp in omni["split"]],
+            (True, False, True, True, False)))
+    body += [f'<p class="warn">warning: {escape(w)}</p>' for w in omni.get("warnings") or ()]
+    return _section("omni", "vLLM-Omni deployment", "".join(body))
+
+
+def render_report(data: ReportData, *, command: str = "",
+                  omni: Mapping[str, Any] | None = None) -> str:
     """The whole page as one string (needs the plotting extra)."""
     from kvledger.version import __version__
 
@@ -300,7 +345,8 @@ def render_report(data: ReportData, *, command: str = "") -> str:
             f'<p class="meta">{escape(" · ".join(facts))}</p>'
             f'<p class="meta">made with {made}</p>'
             + "".join(f'<p class="note">{escape(n)}</p>' for n in data.notes) + "</header>")
-    sections = (_plan_section(data), _memory_section(data),
+    sections = (_plan_section(data), *([_omni_section(omni)] if omni else []),
+                _memory_section(data),
                 _layouts_section(data), _grid_section(data), _kinds_section(data),
                 _json_section(plan))
     return (
@@ -318,14 +364,16 @@ def write_report(
     path: str | Path,
     *,
     command: str = "",
+    omni: Mapping[str, Any] | None = None,
 ) -> ReportData:
     """Plan ``model`` with ``request`` (budget, GPU and all: the CLI's one request type), draw
-    the report, write it to ``path``; returns what it drew."""
+    the report, write it to ``path``; returns what it drew. ``omni``: a vLLM-Omni
+    deployment's plan (``OmniPlan.to_json``), shown in its own section."""
     from kvledger.report.charts import require_matplotlib
     from kvledger.report.series import build_report_data
 
     require_matplotlib()
     data = build_report_data(model, request)
-    page = render_report(data, command=command)
+    page = render_report(data, command=command, omni=omni)
     Path(path).write_text(page, encoding="utf-8")
     return data
