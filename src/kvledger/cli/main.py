@@ -73,8 +73,8 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
 def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
     _add_model(inspect)
     inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
-                         help="KV element type (auto: the checkpoint's KV scheme, else its "
-                         "dtype)")
+                         help="KV element type (auto: the checkpoint's KV scheme, else the "
+                         "dtype it is served in; a float32 checkpoint is served in bfloat16)")
     inspect.add_argument("--json", action="store_true", help="one JSON object for machines")
     inspect.set_defaults(handler=_cmd_inspect)
 

@@ -150,8 +150,11 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
         con.print(summary)
     table = Table(title="layers in order (consecutive runs)", box=box.SIMPLE_HEAD,
                   show_footer=True, title_justify="left")
-    table.add_column("layers", footer="total")
-    table.add_column("n", justify="right", footer=str(data.get("num_layers", "")))
+    # MTP layers are counted apart (below the table): the footer is what is served.
+    mtp_layers = sum(g["count"] for g in data.get("groups") or ()
+                     if g["facts"].get("role") == "mtp")
+    table.add_column("layers", footer="served" if mtp_layers else "total")
+    table.add_column("n", justify="right", footer=str(data.get("num_layers", 0) - mtp_layers))
     table.add_column("role")
     table.add_column("kind")
     table.add_column("geometry", overflow="fold")
@@ -176,6 +179,15 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
             _times(n, per_req),
         )
     con.print(table)
+    mtp_token, mtp_request = data.get("mtp_bytes_per_token"), data.get("mtp_bytes_per_request")
+    if mtp_token or mtp_request:
+        mtp = [g for g in data.get("groups") or () if g["facts"].get("role") == "mtp"]
+        where = ",".join(_layer_range(g["first"], g["last"]) for g in mtp)
+        with_mtp = (data.get("bytes_per_token") or 0) + (mtp_token or 0)
+        extra = f"+{_num(mtp_token)} B/token" + (
+            f", +{_num(mtp_request)} B/request" if mtp_request else "")
+        con.print(f"MTP layers ({where}) are not in the total: {extra}, cached only when "
+                  f"speculative decoding drafts with them ({_num(with_mtp)} B/token then)")
     for warning in data.get("warnings") or ():
         con.print(f"warning: {warning}")
     for note in data.get("notes") or ():

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kvledger import records
+from kvledger.derive.kvdtype import SERVED_FLOAT32_NOTE, served_kv_dtype
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.engines.base import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
@@ -207,15 +208,13 @@ class NativeEngine(Layout):
         """As the default, except that a float32 checkpoint is served in bfloat16, as vLLM
         does (ModelConfig dtype "auto"), so its KV is bfloat16 too."""
         facts = super().derive(source, request)
-        if request.kv_cache_dtype == "auto" and facts.kv_dtype == "float32" and \
-                facts.kv_dtype_source not in ("quantization_config", "hf_quant_config"):
+        if served_kv_dtype(facts.kv_dtype, facts.kv_dtype_source, request.kv_cache_dtype):
             from kvledger.derive import derive_model
             from kvledger.derive.facts_cache import facts_for
 
             def served_in_bf16(source: ModelSource) -> ModelFacts:
                 facts = derive_model(source, kv_cache_dtype="bfloat16")
-                return records.replace(facts, notes=(
-                    *facts.notes, "float32 checkpoint served in bfloat16: KV cache in bfloat16"))
+                return records.replace(facts, notes=(*facts.notes, SERVED_FLOAT32_NOTE))
 
             facts = facts_for(source, "bfloat16", served_in_bf16, variant="native bf16")
         return facts
@@ -228,7 +227,7 @@ class NativeEngine(Layout):
         active = [r for r, p in zip(ranks, plans, strict=True) if p.pools.entries] or ranks
         live = [p for p in plans if p.pools.entries]
         slots = min(p.max_num_seqs for p in live) if live else request.max_num_seqs
-        notes = [n for n in inp.facts.notes if n.startswith("float32 checkpoint served")]
+        notes = [n for n in inp.facts.notes if n == SERVED_FLOAT32_NOTE]
         notes.extend(_capacity_warnings(plans, inp.max_model_len))
         return LayoutPlan(
             ranks=tuple(ranks),
