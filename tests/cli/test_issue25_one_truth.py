@@ -55,7 +55,10 @@ def test_gpt_oss_inspect_states_the_served_dtype_and_bytes() -> None:
     assert {g["facts"]["bytes_per_token"] for g in data["groups"]} == {GPT_OSS_LAYER}
     assert data["bytes_per_token"] == GPT_OSS_TOKEN == 73_728
     code, out, _ = run("inspect", GPT_OSS)
-    assert code == 0 and "float32    4,096" not in out and "18×2,048" in out
+    assert code == 0 and "4,096" not in out
+    # The layer kinds table: 18 sliding and 18 full layers of 2,048 B each; the in-order
+    # table folds the alternation into one row holding all 36 layers' 73,728 B.
+    assert "(sliding 128, full) ×18" in out and "73,728" in out
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -53,6 +53,9 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
     add_model_local_options(plan)
     plan.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                       help="also answer: the longest context N concurrent requests can hold")
+    plan.add_argument("--quiet", "-q", action="store_true",
+                      help="print the summary only: fits or not, tokens, concurrency, the KV "
+                      "budget and the bytes per token (--json still prints everything)")
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
     plan.set_defaults(handler=_cmd_plan)
 
@@ -206,7 +209,7 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
     else:
         from kvledger.cli import render
 
-        render.render_plan(data)
+        render.render_plan(data, quiet=ns.quiet)
         for line in serve_line.summary() if serve_line is not None else ():
             sys.stderr.write(f"note: {line}\n")
     return 0
