@@ -71,7 +71,10 @@ def budget_line(budget: Any) -> str:
 
 def bytes_line(data: Mapping[str, Any]) -> str:
     per_token, per_request = data.get("bytes_per_token"), data.get("bytes_per_request")
-    line = f"per GPU: {_int(per_token)} B of KV per token"
+    pp = data.get("pipeline_parallel_size", 1)
+    # The rows are the whole model on one tensor-parallel rank: with PP, every stage's layers.
+    where = "per GPU" if pp == 1 else f"per TP rank, the {pp} stages together"
+    line = f"{where}: {_int(per_token)} B of KV per token"
     if per_request:
         line += f", {_int(per_request)} B of state per request"
     blocks, size = data.get("num_blocks"), data.get("block_size")

@@ -357,9 +357,10 @@ def render_plan(
             con.print(kinds_table(rows, _same, _plan_detail))
         con.print(order_table(
             rows, _same, _plan_detail,
-            ("total per GPU", sum(int(r.get("count") or 1) for r in rows),
+            ("total per GPU" if data.get("pipeline_parallel_size", 1) == 1 else
+             "total, all stages", sum(int(r.get("count") or 1) for r in rows),
              data.get("bytes_per_token"), data.get("bytes_per_request")),
-            title="layers in order (per GPU; repeating patterns as one row)"))
+            title="layers in order (one TP rank; repeating patterns as one row)"))
     for table in (
         _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
                gib_cols=("reserved_bytes",)),

@@ -157,8 +157,9 @@ SERVED_FLOAT32_NOTE = ("float32 checkpoint served in bfloat16 (vLLM --dtype auto
 def served_kv_dtype(kv_dtype: str, kv_dtype_source: str, explicit: str | None) -> str | None:
     """The KV dtype an engine stores under ``--dtype auto`` when it is not derive's: a float32
     checkpoint (or one stating no dtype, which transformers loads in float32) is served in
-    bfloat16 (vLLM config/model.py ``_resolve_auto_dtype`` on SM80+; SGLang and kvledger's
-    native layout do the same), so its cache, following the model dtype, is bfloat16. None
+    bfloat16 (vLLM config/model.py ``_resolve_auto_dtype`` on SM80+ for the generate runner
+    kvledger plans — a pooling runner would take float16; SGLang and kvledger's native layout
+    do the same), so its cache, following the model dtype, is bfloat16. None
     when derive's dtype stands: an explicit ``--kv-cache-dtype``, the checkpoint's own KV
     scheme, or a 16-bit model."""
     if explicit not in (None, "auto") or kv_dtype_source in DECLARED_KV_SOURCES:

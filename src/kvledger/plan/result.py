@@ -190,7 +190,8 @@ def stored_summary(
 
 
 def rows_bytes(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    """(bytes per token, bytes per request) the layer rows hold together, per GPU: rows × their
+    """(bytes per token, bytes per request) the layer rows hold together — the model on one
+    tensor-parallel rank (with pipeline parallelism, every stage's layers): rows × their
     count; cross-attention counts per request only (it caches the encoder's positions once),
     as ``ModelFacts.bytes_per_token`` does."""
     per_token = sum(int(r.get("bytes_per_token") or 0) * int(r.get("count") or 1)
@@ -274,7 +275,8 @@ class PlanResult:
             "reserved_bytes": self.reserved_bytes,
             "pools": [p.to_json() for p in self.pools],
             "layers": [dict(row) for row in self.layers],
-            # What the rows hold together per GPU: KV bytes per token, state bytes per request.
+            # What the rows hold together (one TP rank; with PP, the stages together): KV
+            # bytes per token, state bytes per request.
             "bytes_per_token": rows_bytes(self.layers)[0],
             "bytes_per_request": rows_bytes(self.layers)[1],
             "warnings": list(self.warnings),
