@@ -123,6 +123,13 @@ def test_deepseek_v3_plan_stores_the_mtp_layer_only_when_speculating() -> None:
     assert spec["pools"][0]["entry_bytes"] == 62 * DSV3_LAYER * 16
     sglang = as_json("plan", DSV3, *TEN_GIB, "--engine", "sglang")
     assert sglang["bytes_per_token"] == DSV3_SERVED
+    # ATOM sizes 61 layers' blocks of 16 (1,124,352 B), and the MTP layer only with MTP.
+    atom = as_json("plan", DSV3, *TEN_GIB, "--engine", "atom")
+    assert atom["bytes_per_token"] == DSV3_SERVED
+    assert atom["pools"][0]["entry_bytes"] == 61 * DSV3_LAYER * 16
+    atom = as_json("plan", DSV3, *TEN_GIB, "--engine", "atom", "--speculative-method", "mtp",
+                   "--num-speculative-tokens", "1")
+    assert atom["bytes_per_token"] == 62 * DSV3_LAYER
 
 
 def test_qwen3_next_totals_per_token_and_per_request() -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from kvledger import records
 from kvledger.derive.kvdtype import SERVED_FLOAT32_NOTE, served_kv_dtype
-from kvledger.derive.layers import ceil_div
+from kvledger.derive.layers import Kind, LayerCache, Role, ceil_div
 from kvledger.plan.engines.base import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult, group_summary
@@ -199,6 +199,19 @@ def _capacity_warnings(plans: list[NativePlan], max_model_len: int) -> list[str]
     return out
 
 
+def _not_pooled(layer: LayerCache, classes: dict[tuple[int, str], str]) -> str:
+    """Why a layer that holds cache of its own is in no pool class ("" when it is in one): the
+    native layout pools MTP and draft layers only when speculating with them."""
+    if not layer.owns_memory or layer.kind is Kind.NONE or \
+            (layer.index, str(layer.kind)) in classes:
+        return ""
+    if layer.role is Role.MTP:
+        return "MTP layer: cached only with an MTP speculative method"
+    if layer.role is Role.DRAFT:
+        return "draft layer: cached only when speculating with its draft"
+    return "in no pool class"
+
+
 class NativeEngine(Layout):
     """kvledger's byte-exact layout (``kvledger.plan.engines.native.layout``)."""
 
@@ -237,7 +250,8 @@ class NativeEngine(Layout):
             max_concurrency=min(r.max_concurrency for r in active),
             max_model_len=inp.max_model_len,
             kv_cache_dtype=inp.facts.kv_dtype,
-            layers=tuple(group_summary(inp.facts.groups, request.tensor_parallel_size, classes)),
+            layers=tuple(group_summary(inp.facts.groups, request.tensor_parallel_size, classes,
+                                       lambda layer: _not_pooled(layer, classes))),
             warnings=(*warnings, *notes),
             answers={"state_slots": slots},
             model_local_seqs=slots,
