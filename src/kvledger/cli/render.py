@@ -354,13 +354,14 @@ def render_plan(
     rows = [r for r in data.get("layers") or () if isinstance(r, Mapping)]
     if rows:
         if len({_key(r) for r in rows}) < len(rows):
-            con.print(kinds_table(rows, _same, _plan_detail))
+            con.print(kinds_table(rows, _same, _plan_detail, shape="window / state"))
         con.print(order_table(
             rows, _same, _plan_detail,
             ("total per GPU" if data.get("pipeline_parallel_size", 1) == 1 else
              "total, all stages", sum(int(r.get("count") or 1) for r in rows),
              data.get("bytes_per_token"), data.get("bytes_per_request")),
-            title="layers in order (one TP rank; repeating patterns as one row)"))
+            title="layers in order (one TP rank; repeating patterns as one row)",
+            shape="window / state"))
     for table in (
         _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
                gib_cols=("reserved_bytes",)),

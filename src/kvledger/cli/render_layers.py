@@ -84,7 +84,7 @@ def pattern_label(run: Facts, facts: Callable[[Facts], Facts]) -> str:
 
 def kinds_table(
     runs: Sequence[Facts], facts: Callable[[Facts], Facts],
-    describe: Callable[[Facts], str], title: str = "layer kinds",
+    describe: Callable[[Facts], str], title: str = "layer kinds", shape: str = "geometry",
 ) -> Table:
     """Each distinct layer once: how many, its shape (``describe``), its own bytes, where."""
     kinds: list[tuple[dict[str, Any], list[int]]] = []
@@ -97,7 +97,7 @@ def kinds_table(
         else:
             same[1].extend(indices)
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("n", "role", "kind", "geometry", "dtype", "B/token each", "B/request each",
+    for col in ("n", "role", "kind", shape, "dtype", "B/token each", "B/request each",
                 "layers"):
         table.add_column(col, justify="right" if col == "n" or col.startswith("B/")
                          else "left", overflow="fold")
@@ -112,7 +112,7 @@ def kinds_table(
 def order_table(
     runs: Sequence[Facts], facts: Callable[[Facts], Facts],
     describe: Callable[[Facts], str], totals: tuple[str, int, Any, Any],
-    title: str = "layers in order",
+    title: str = "layers in order", shape: str = "geometry",
 ) -> Table:
     """The runs in model order, repeating patterns folded (``layer_runs.folded_rows``); the
     footer holds ``totals``: its label, layer count, bytes per token and per request."""
@@ -123,7 +123,7 @@ def order_table(
     table.add_column("n", justify="right", footer=str(totals[1]))
     table.add_column("role")
     table.add_column("kind", overflow="fold")
-    table.add_column("geometry", overflow="fold")
+    table.add_column(shape, overflow="fold")
     if classes:
         table.add_column("class", overflow="fold")
     table.add_column("dtype")
