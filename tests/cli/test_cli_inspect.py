@@ -149,7 +149,11 @@ def test_inspect_every_catalog_id(capsys: pytest.CaptureFixture[str], model_id: 
     # The groups partition the layers in order, and the totals are their sums.
     covered = [i for g in data["groups"] for i in range(g["first"], g["last"] + 1)]
     assert covered == [layer["index"] for layer in data["layers"]]
-    assert data["bytes_per_request"] == sum(layer["bytes_per_request"] for layer in data["layers"])
+    # MTP layers are counted apart from the served totals (cached only when speculating).
+    served = [layer for layer in data["layers"] if layer["role"] != "mtp"]
+    mtp = [layer for layer in data["layers"] if layer["role"] == "mtp"]
+    assert data["bytes_per_request"] == sum(layer["bytes_per_request"] for layer in served)
+    assert data["mtp_bytes_per_request"] == sum(layer["bytes_per_request"] for layer in mtp)
     # The people's table renders too (every kind has a geometry cell).
     code, out, err = _run(capsys, "inspect", model_id)
     assert code == 0, err
@@ -158,17 +162,22 @@ def test_inspect_every_catalog_id(capsys: pytest.CaptureFixture[str], model_id: 
 
 def test_inspect_whisper_cross_attention(capsys: pytest.CaptureFixture[str]) -> None:
     data = _inspect_json(capsys, "openai/whisper-tiny")
-    # whisper-tiny: d_model 384, 6 decoder heads → head_dim 64, float32, 4 decoder layers.
-    # self-attention: 2 (K,V) × 6 × 64 × 4 B = 3,072 B/token per layer → 4 × 3,072 = 12,288.
-    # cross-attention over 1,500 encoder frames: 3,072 × 1,500 = 4,608,000 B per request per
-    # layer → 4 × 4,608,000 = 18,432,000 B per request; it adds nothing per decoded token.
-    assert data["bytes_per_token"] == 12_288
-    assert data["bytes_per_request"] == 18_432_000
+    # whisper-tiny: d_model 384, 6 decoder heads → head_dim 64, 4 decoder layers. The config
+    # states float32, which vLLM (--dtype auto) serves in bfloat16, so the cache is 2 B a value.
+    # self-attention: 2 (K,V) × 6 × 64 × 2 B = 1,536 B/token per layer → 4 × 1,536 = 6,144.
+    # cross-attention over 1,500 encoder frames: 1,536 × 1,500 = 2,304,000 B per request per
+    # layer → 4 × 2,304,000 = 9,216,000 B per request; it adds nothing per decoded token.
+    assert data["model_dtype"] == "float32" and data["kv_dtype"] == "bfloat16"
+    assert data["bytes_per_token"] == 6_144
+    assert data["bytes_per_request"] == 9_216_000
     cross = [g for g in data["groups"] if g["facts"]["kind"] == "cross"]
     assert len(cross) == 1 and cross[0]["count"] == 4
     assert cross[0]["facts"]["encoder_len"] == 1500
     code, out, err = _run(capsys, "inspect", "openai/whisper-tiny")
     assert code == 0, err
     assert "encoder 1,500" in out
-    assert "4×4,608,000" in out
-    assert "18,432,000" in out
+    assert "4×2,304,000" in out
+    assert "9,216,000" in out
+    # The element type transformers would load is still one flag away.
+    data = _inspect_json(capsys, "openai/whisper-tiny", "--kv-cache-dtype", "float32")
+    assert data["kv_dtype"] == "float32" and data["bytes_per_token"] == 12_288

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,3 +78,59 @@ def test_log_without_kv_lines_exits_2(capsys: pytest.CaptureFixture[str],
     assert err.count("\n") == 1 and "no KV cache lines" in err
     assert main(["explain", str(tmp_path / "missing.log")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+# -- input that is not one start-up log (issue #25: "explain README.md is accepted as a log") ----
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+# A document about both engines, quoting one KV line of each (as the README does): it holds
+# start-up lines, but not one engine's log.
+TWO_ENGINES = (
+    "# vLLM vs SGLang on one H100\n\n"
+    "vLLM said:\n\n"
+    "    INFO 06-23 14:21:48 [kv_cache_utils.py:716] GPU KV cache size: 410,128 tokens\n\n"
+    "SGLang said:\n\n"
+    "    [2025-07-01 10:00:00] KV Cache is allocated. #tokens: 415624, K size: 25.37 GB, "
+    "V size: 25.37 GB\n"
+)
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(["explain", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    return captured.err
+
+
+def test_the_readme_is_not_a_start_up_log(capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: exit 0, every check "not derived". The README quotes a vLLM excerpt and an
+    # SGLang pool line, so it holds both engines' KV lines: one line, exit 2.
+    err = _refused(capsys, str(README))
+    assert "not one start-up log" in err and "--engine" in err
+
+
+def test_a_text_quoting_both_engines_is_refused_unless_one_is_chosen(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "compare.md"
+    path.write_text(TWO_ENGINES, encoding="utf-8")
+    err = _refused(capsys, str(path))
+    # The lines it found, so the person can cut the text down to one log.
+    assert "line 5" in err and "line 9" in err
+    assert main(["explain", str(path), "--engine", "vllm", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["logged"]["kv_cache_tokens"] == 410_128
+
+
+def test_a_text_without_any_start_up_line_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "notes.md"
+    path.write_text("# Serving notes\n\nWe run Llama 3.1 8B with a 32k context on one GPU; "
+                    "the KV cache takes most of the memory.\n", encoding="utf-8")
+    err = _refused(capsys, str(path))
+    assert "not a vLLM or SGLang start-up log" in err
+    assert main(["explain", str(path), "--json"]) == 2
+    error = json.loads(capsys.readouterr().err)
+    assert error["exit_code"] == 2 and "start-up log" in error["error"]

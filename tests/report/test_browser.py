@@ -149,3 +149,61 @@ def test_the_checker_catches_a_page_that_loads_or_hides_something(
     assert seen.console_errors  # the aborted image load is reported
     hidden = [b for b in seen.sizes if b["id"] == "kinds-fig"]
     assert hidden and hidden[0]["width"] == 0
+
+
+# -- issue 25: no table clipped at common widths --------------------------------------------------
+
+# Every table, with every <details> opened: where its box is, and whether an element between
+# it and its section scrolls sideways (the table is then cut off until a person scrolls).
+_FIT = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const width = document.documentElement.clientWidth;
+  return Array.from(document.querySelectorAll('table')).map(t => {
+    const r = t.getBoundingClientRect();
+    let scrolls = null;
+    for (let e = t.parentElement; e && e.tagName !== 'SECTION'; e = e.parentElement) {
+      if (e.scrollWidth > e.clientWidth + 1) { scrolls = e.className || e.tagName; break; }
+    }
+    const section = t.closest('section').getBoundingClientRect();
+    return {caption: (t.querySelector('caption') || {}).textContent || '', left: r.left,
+            right: r.right, width, section_right: section.right, scrolls};
+  });
+}"""
+
+
+def clipped_tables(page_path: Path, profile: Path, width: int) -> list[dict[str, Any]]:
+    """The tables that do not fit at a viewport ``width`` px wide (none on a good page)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": width, "height": 900}, offline=True)
+        try:
+            page = context.new_page()
+            page.goto(page_path.resolve().as_uri(), wait_until="load")
+            boxes: list[dict[str, Any]] = page.evaluate(_FIT)
+        finally:
+            context.close()
+    return [b for b in boxes if b["scrolls"] or b["left"] < 0 or b["right"] > b["width"]
+            or b["right"] > b["section_right"] + 0.5]
+
+
+@pytest.mark.parametrize("width", [1280, 1400, 1920])
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_every_table_fits_the_viewport(name: str, width: int, pages: dict[str, Path],
+                                       tmp_path: Path) -> None:
+    # Before: the GPU grid's side table (TP 8 column) scrolled inside its column at 1400 and
+    # 1920 px, "every point" (a column per context length) at every width.
+    assert clipped_tables(pages[name], tmp_path / "profile", width) == []
+
+
+def test_the_fit_checker_catches_a_clipped_table(pages: dict[str, Path], tmp_path: Path) -> None:
+    text = pages["llama-3.1-8b-h100"].read_text(encoding="utf-8")
+    wide = "<table><caption>too wide</caption><tr>" + "<td>123,456,789</td>" * 40 + \
+        "</tr></table>"
+    text = text.replace('<div class="side">', f'<div class="side" style="min-width: 0">{wide}',
+                        1)
+    bad = tmp_path / "wide.html"
+    bad.write_text(text, encoding="utf-8")
+    assert "too wide" in [b["caption"] for b in clipped_tables(bad, tmp_path / "profile", 1280)]

@@ -161,3 +161,50 @@ def test_other_commands_never_import_matplotlib() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+# -- issue 25: every layout's curve visible, a grid chart a person can read ---------------------
+
+
+def test_every_layout_curve_has_its_own_marker_and_the_reports_is_on_top() -> None:
+    from kvledger.report.charts import curve_styles
+
+    # Before: one solid style each, drawn in registry order, so SGLang's curve (equal to
+    # vLLM's at most lengths) covered vLLM's, the default engine's.
+    labels = ["vllm", "sglang", "native", "atom"]
+    styles = curve_styles(labels, default="vllm")
+    assert [labels[i] for i, _ in styles][-1] == "vllm"  # drawn last
+    by_label = {labels[i]: style for i, style in styles}
+    assert len({s["marker"] for s in by_label.values()}) == len(labels)
+    assert len({s["color"] for s in by_label.values()}) == len(labels)
+    top = by_label.pop("vllm")
+    assert all(top["zorder"] > s["zorder"] for s in by_label.values())
+    # The others are hollow and larger, so they show round a curve drawn over them.
+    assert all(s["markerfacecolor"] == "none" and s["markersize"] > top["markersize"]
+               for s in by_label.values())
+    assert len({s["linestyle"] for s in by_label.values()} | {top["linestyle"]}) == len(labels)
+    # The report's own engine is the one on top, whichever it is.
+    assert [labels[i] for i, _ in curve_styles(labels, default="sglang")][-1] == "sglang"
+
+
+def test_the_grid_curves_are_one_gpu_per_tp_size(page: str) -> None:
+    # Before: four panels, each with a line for all 34 presets. Now one preset's TP sizes
+    # (the report's GPU, else the first that holds one request at every TP size), and every
+    # preset's numbers in the table below the charts.
+    assert "every point of every curve" in page
+    fig = re.search(r'<figure id="gridcurves-fig">.*?</figure>', page, re.S)
+    assert fig is not None and "per TP size" in html.unescape(fig.group(0))
+
+
+def test_the_grid_curve_preset_rule() -> None:
+    from kvledger.report.charts import curves_gpu
+    from kvledger.report.series import FITS, SHORT, Curve, GridCell
+
+    def cell(gpu: str, tp: int, status: str) -> GridCell:
+        return GridCell(gpu, tp, status, 1.0 if status == FITS else 0.5, None, Curve(gpu, ()))
+
+    cells = [cell("A", 1, SHORT), cell("A", 2, FITS), cell("B", 1, FITS), cell("B", 2, FITS)]
+    assert curves_gpu(cells, "A") == "A"  # the report's GPU
+    assert curves_gpu(cells, None) == "B"  # the first holding one request at every TP
+    assert curves_gpu(cells[:2], None) == "A"  # else the first holding one at any
+    assert curves_gpu([cell("A", 1, SHORT)], None) is None

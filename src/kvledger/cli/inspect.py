@@ -44,12 +44,22 @@ def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
     into two totals that hide the order.
     """
     from kvledger.derive import UnsupportedArchitecture, derive_model
+    from kvledger.derive.kvdtype import served_kv_dtype
+    from kvledger.derive.layers import Role
 
+    explicit = None if kv_cache_dtype == "auto" else kv_cache_dtype
     try:
-        facts = derive_model(model,
-                             kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype)
+        facts = derive_model(model, kv_cache_dtype=explicit)
     except UnsupportedArchitecture as exc:
         raise _engine_reason(exc) from None
+    kv_dtype_source = facts.kv_dtype_source
+    notes = list(facts.notes)
+    served = served_kv_dtype(facts.kv_dtype, facts.kv_dtype_source, explicit)
+    if served is not None:
+        # What the engines store, not what transformers would load: one dtype and one byte
+        # count in inspect, plan and the pools (--kv-cache-dtype float32 shows float32).
+        facts = derive_model(model, kv_cache_dtype=served)
+        kv_dtype_source = "vLLM --dtype auto: a float32 checkpoint is served in bfloat16"
     layers = [layer.describe() for layer in facts.layers]
     groups: list[dict[str, Any]] = []
     for row in layers:
@@ -80,16 +90,20 @@ def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
         "architectures": list(facts.architectures),
         "model_dtype": facts.model_dtype,
         "kv_dtype": facts.kv_dtype,
-        "kv_dtype_source": facts.kv_dtype_source,
+        "kv_dtype_source": kv_dtype_source,
         "max_position_embeddings": facts.max_position_embeddings,
         "num_layers": len(layers),
-        "bytes_per_token": facts.bytes_per_token(),
-        "bytes_per_request": facts.bytes_per_request(),
+        # Served totals: the MTP (next-n) layers hold cache only when speculative decoding
+        # drafts with them, so they are counted apart (``mtp_*``).
+        "bytes_per_token": facts.bytes_per_token() - facts.bytes_per_token(Role.MTP),
+        "bytes_per_request": facts.bytes_per_request() - facts.bytes_per_request(Role.MTP),
+        "mtp_bytes_per_token": facts.bytes_per_token(Role.MTP),
+        "mtp_bytes_per_request": facts.bytes_per_request(Role.MTP),
         "groups": groups,
         "kinds": kinds,
         "layers": layers,
         "weights": weights,
-        "notes": list(facts.notes),
+        "notes": list(dict.fromkeys(notes)),
         "warnings": list(facts.warnings),
     }
 

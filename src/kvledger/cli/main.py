@@ -55,6 +55,9 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
     plan.add_argument("--concurrency", type=int_at_least(1), default=None, metavar="N",
                       help="also answer: the longest context N concurrent requests can hold")
     add_omni_options(plan)
+    plan.add_argument("--quiet", "-q", action="store_true",
+                      help="print the summary only: fits or not, tokens, concurrency, the KV "
+                      "budget and the bytes per token (--json still prints everything)")
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
     plan.set_defaults(handler=_cmd_plan)
 
@@ -83,8 +86,8 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
 def _fill_inspect(inspect: argparse.ArgumentParser) -> None:
     _add_model(inspect)
     inspect.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
-                         help="KV element type (auto: the checkpoint's KV scheme, else its "
-                         "dtype)")
+                         help="KV element type (auto: the checkpoint's KV scheme, else the "
+                         "dtype it is served in; a float32 checkpoint is served in bfloat16)")
     inspect.add_argument("--json", action="store_true", help="one JSON object for machines")
     inspect.set_defaults(handler=_cmd_inspect)
 
@@ -221,7 +224,7 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
     else:
         from kvledger.cli import render
 
-        render.render_plan(data)
+        render.render_plan(data, quiet=ns.quiet)
         for line in serve_line.summary() if serve_line is not None else ():
             sys.stderr.write(f"note: {line}\n")
     return 0

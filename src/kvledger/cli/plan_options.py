@@ -83,7 +83,8 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
                    "config's, as vLLM does with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (default: "
                    "refused, as vLLM refuses it)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default=DEFAULTS["kv_cache_dtype"],
-                   help="KV element type (auto: the checkpoint's KV scheme, else its dtype)")
+                   help="KV element type (auto: the checkpoint's KV scheme, else the dtype the "
+                   "engine serves it in; a float32 checkpoint is served in bfloat16)")
     # fit searches TP × PP itself: a size given there fixes that axis of the search.
     p.add_argument("--tensor-parallel-size", "-tp", type=int_at_least(1),
                    default=None if for_fit else DEFAULTS["tensor_parallel_size"],

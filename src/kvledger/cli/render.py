@@ -17,6 +17,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from kvledger.cli.render_layers import kinds_table, order_table
+
 # Keys of one layer's facts that the geometry column spells out; the rest go verbatim.
 _SHOWN = {
     "kind", "role", "dtype", "bytes_per_token", "bytes_per_request", "k_heads", "k_dim",
@@ -122,6 +124,11 @@ def weights_line(weights: Mapping[str, Any]) -> str:
     return line + (f"  ·  {n} weight warning{'s' if n > 1 else ''} in --json" if n else "")
 
 
+def _group_facts(group: Mapping[str, Any]) -> Mapping[str, Any]:
+    facts: Mapping[str, Any] = group["facts"]
+    return facts
+
+
 def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> None:
     con = console or _console()
     con.print(
@@ -136,46 +143,25 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
     weights = data.get("weights")
     if isinstance(weights, Mapping):
         con.print(weights_line(weights))
-    kinds = data.get("kinds") or ()
-    if len(kinds) < len(data.get("groups") or ()):
-        summary = Table(title="layer kinds", box=box.SIMPLE_HEAD, title_justify="left")
-        for col in ("n", "kind", "geometry", "B/token", "B/request", "layers"):
-            summary.add_column(col, justify="right" if col in ("n", "B/token", "B/request")
-                               else "left", overflow="fold")
-        for kind in kinds:
-            facts, n = kind["facts"], kind["count"]
-            per_token = 0 if facts.get("kind") == "cross" else facts.get("bytes_per_token", 0)
-            summary.add_row(str(n), _kind(facts), geometry(facts), _times(n, per_token),
-                            _times(n, facts.get("bytes_per_request", 0)), kind["layers"])
-        con.print(summary)
-    table = Table(title="layers in order (consecutive runs)", box=box.SIMPLE_HEAD,
-                  show_footer=True, title_justify="left")
-    table.add_column("layers", footer="total")
-    table.add_column("n", justify="right", footer=str(data.get("num_layers", "")))
-    table.add_column("role")
-    table.add_column("kind")
-    table.add_column("geometry", overflow="fold")
-    table.add_column("dtype")
-    table.add_column("B/token", justify="right", footer=_num(data.get("bytes_per_token")))
-    table.add_column("B/request", justify="right", footer=_num(data.get("bytes_per_request")))
-    for group in data.get("groups") or ():
-        facts = group["facts"]
-        n = group["count"]
-        # Cross-attention is written once per request over the encoder frames: its cost is
-        # the per-request column, and (as in the model total) it adds nothing per token.
-        per_token = 0 if facts.get("kind") == "cross" else facts.get("bytes_per_token", 0)
-        per_req = facts.get("bytes_per_request", 0)
-        table.add_row(
-            _layer_range(group["first"], group["last"]),
-            str(n),
-            str(facts.get("role", "")),
-            _kind(facts),
-            geometry(facts),
-            str(facts.get("dtype", "")),
-            _times(n, per_token),
-            _times(n, per_req),
-        )
-    con.print(table)
+    groups = list(data.get("groups") or ())
+    # MTP layers are counted apart (below the tables): the footer is what is served.
+    mtp_layers = sum(g["count"] for g in groups if g["facts"].get("role") == "mtp")
+    if len(data.get("kinds") or ()) < len(groups):
+        con.print(kinds_table(groups, _group_facts, geometry))
+    con.print(order_table(
+        groups, _group_facts, geometry,
+        ("served" if mtp_layers else "total", int(data.get("num_layers") or 0) - mtp_layers,
+         data.get("bytes_per_token"), data.get("bytes_per_request")),
+        title="layers in order (runs; repeating patterns as one row)"))
+    mtp_token, mtp_request = data.get("mtp_bytes_per_token"), data.get("mtp_bytes_per_request")
+    if mtp_token or mtp_request:
+        mtp = [g for g in data.get("groups") or () if g["facts"].get("role") == "mtp"]
+        where = ",".join(_layer_range(g["first"], g["last"]) for g in mtp)
+        with_mtp = (data.get("bytes_per_token") or 0) + (mtp_token or 0)
+        extra = f"+{_num(mtp_token)} B/token" + (
+            f", +{_num(mtp_request)} B/request" if mtp_request else "")
+        con.print(f"MTP layers ({where}) are not in the total: {extra}, cached only when "
+                  f"speculative decoding drafts with them ({_num(with_mtp)} B/token then)")
     for warning in data.get("warnings") or ():
         con.print(f"warning: {warning}")
     for note in data.get("notes") or ():
@@ -263,17 +249,15 @@ def _source(value: Any) -> str:
 _HEADLINE = (
     "model", "source", "engine", "engine_label", "kv_cache_dtype", "block_size", "num_blocks",
     "kv_cache_tokens", "max_model_len", "max_concurrency", "max_num_seqs", "tensor_parallel_size",
-    "pipeline_parallel_size", "data_parallel_size", "available_bytes", "reserved_bytes",
-    "vllm_refuses_to_start",
+    "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel", "available_bytes",
+    "reserved_bytes", "vllm_refuses_to_start", "engine_release",
 )
+# Shown only when set: a switch that is off says nothing a reader needs.
+_WHEN_SET = ("enable_expert_parallel",)
 _STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals",
-               "model_local_kv", "vllm_refusal_reason")
+               "model_local_kv", "vllm_refusal_reason", "bytes_per_token", "bytes_per_request",
+               "kv_cache_tokens_note")
 
-_LAYER_COLS = (
-    ("layers", "layers"), ("count", "n"), ("role", "role"), ("kind", "kind"),
-    ("detail", "window / state"), ("class", "class"), ("dtype", "dtype"),
-    ("bytes_per_token", "B/token"), ("bytes_per_request", "B/request"),
-)
 _POOL_COLS = (
     ("name", "class"), ("pool", "pool"), ("entries", "entries"), ("entry_bytes", "B/entry"),
     ("entries_per_req", "per req"), ("reserved_bytes", "reserved"), ("source", "source"),
@@ -315,33 +299,6 @@ def _rank_rows(ranks: Any) -> Any:
     return out
 
 
-def _layer_rows(layers: Any) -> Any:
-    """Plan layer groups with their range and window/chunk/state folded into two cells."""
-    if not isinstance(layers, list):
-        return None
-    out = []
-    for row in layers:
-        if not isinstance(row, Mapping):
-            return None
-        row = dict(row)
-        first, last = row.pop("first", None), row.pop("last", None)
-        if isinstance(first, int) and isinstance(last, int):
-            row = {"layers": _layer_range(first, last), **row}
-        detail = []
-        for key, label in (("window", "window"), ("chunk", "chunk"),
-                           ("encoder_len", "encoder"), ("state_kind", "")):
-            if key in row:
-                value = row.pop(key)
-                detail.append(f"{label} {value:,}" if label and isinstance(value, int)
-                              else str(value))
-        if row.get("shares_with") is not None:
-            detail.append(f"reuses layer {row.pop('shares_with')}")
-        row.pop("shares_with", None)
-        row["detail"] = "; ".join(detail) or ""
-        out.append(row)
-    return out
-
-
 def _budget_rows(lines: Any) -> Any:
     if not isinstance(lines, list):
         return None
@@ -351,17 +308,63 @@ def _budget_rows(lines: Any) -> Any:
     ]
 
 
-def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None:
+def _same(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    return row
+
+
+def _key(row: Mapping[str, Any]) -> str:
+    return repr(sorted((k, repr(v)) for k, v in row.items() if k not in ("first", "last",
+                                                                        "count")))
+
+
+def _plan_detail(row: Mapping[str, Any]) -> str:
+    """A plan row's window / chunk / encoder / state, the layer it reuses, why it is not
+    cached."""
+    detail = []
+    for key, label in (("window", "window"), ("chunk", "chunk"), ("encoder_len", "encoder"),
+                       ("state_kind", "")):
+        value = row.get(key)
+        if value is not None:
+            detail.append(f"{label} {value:,}" if label and isinstance(value, int)
+                          else str(value))
+    if row.get("shares_with") is not None:
+        detail.append(f"reuses layer {row['shares_with']}")
+    if row.get("not_cached"):
+        detail.append(f"not cached: {row['not_cached']}")
+    return "; ".join(detail)
+
+
+def render_plan(
+    data: Mapping[str, Any], console: Console | None = None, *, quiet: bool = False
+) -> None:
+    """The summary (``plan_summary``), then — unless ``quiet`` — the detail tables."""
+    from kvledger.cli.plan_summary import summary_lines
+
     con = console or _console()
+    for line in summary_lines(data):
+        con.print(line, markup=False, highlight=False, soft_wrap=True)
+    if quiet:
+        return
+    con.print()
     headline = [
         (key, _gib(data[key]) if key.endswith("_bytes") else
          _source(data[key]) if key == "source" else _cell(data[key]))
         for key in _HEADLINE
-        if key in data
+        if key in data and (key not in _WHEN_SET or data[key])
     ]
     con.print(_kv_table("plan", headline))
+    rows = [r for r in data.get("layers") or () if isinstance(r, Mapping)]
+    if rows:
+        if len({_key(r) for r in rows}) < len(rows):
+            con.print(kinds_table(rows, _same, _plan_detail, shape="window / state"))
+        con.print(order_table(
+            rows, _same, _plan_detail,
+            ("total per GPU" if data.get("pipeline_parallel_size", 1) == 1 else
+             "total, all stages", sum(int(r.get("count") or 1) for r in rows),
+             data.get("bytes_per_token"), data.get("bytes_per_request")),
+            title="layers in order (one TP rank; repeating patterns as one row)",
+            shape="window / state"))
     for table in (
-        _table("layers (consecutive runs)", _layer_rows(data.get("layers")), _LAYER_COLS),
         _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
                gib_cols=("reserved_bytes",)),
         _table("budget per GPU", _budget_rows(data.get("budget")), _BUDGET_COLS),
@@ -374,7 +377,12 @@ def render_plan(data: Mapping[str, Any], console: Console | None = None) -> None
             con.print(table)
     for key in ("answers", "totals"):
         value = data.get(key)
-        if isinstance(value, Mapping) and value:
+        if not isinstance(value, Mapping):
+            continue
+        # The concurrency at max_model_len is the headline's own figure: not said twice.
+        value = {k: v for k, v in value.items() if not (
+            k == "max_concurrency_at_max_model_len" and v == data.get("max_concurrency"))}
+        if value:
             con.print(_kv_table(key, [(k, _cell(v)) for k, v in value.items()]))
     details = [(k, _cell(v)) for k, v in data.items()
                if k not in _HEADLINE and k not in _STRUCTURED]

@@ -146,3 +146,22 @@ def model_dtype(cfg: Config) -> str:
     """The weights' / activations' dtype the config states (float32 when it states none)."""
     stated = stated_dtype(cfg)
     return resolve_dtype(stated).name if stated else "float32"
+
+
+# Where a KV dtype came from when it is the checkpoint's own KV scheme, not the model dtype.
+DECLARED_KV_SOURCES = ("quantization_config", "hf_quant_config")
+SERVED_FLOAT32_NOTE = ("float32 checkpoint served in bfloat16 (vLLM --dtype auto): KV cache in "
+                       "bfloat16")
+
+
+def served_kv_dtype(kv_dtype: str, kv_dtype_source: str, explicit: str | None) -> str | None:
+    """The KV dtype an engine stores under ``--dtype auto`` when it is not derive's: a float32
+    checkpoint (or one stating no dtype, which transformers loads in float32) is served in
+    bfloat16 (vLLM config/model.py ``_resolve_auto_dtype`` on SM80+ for the generate runner
+    kvledger plans — a pooling runner would take float16; SGLang and kvledger's native layout
+    do the same), so its cache, following the model dtype, is bfloat16. None
+    when derive's dtype stands: an explicit ``--kv-cache-dtype``, the checkpoint's own KV
+    scheme, or a 16-bit model."""
+    if explicit not in (None, "auto") or kv_dtype_source in DECLARED_KV_SOURCES:
+        return None
+    return "bfloat16" if kv_dtype == "float32" else None

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kvledger import records
 from kvledger.declare.poolkind import Pool
-from kvledger.derive.layers import LayerCache, LayerGroup, ModelFacts, group_layers
+from kvledger.derive.layers import Kind, LayerCache, LayerGroup, ModelFacts, group_layers
 from kvledger.plan.budget import Budget
 from kvledger.records import field, record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from kvledger.plan.model_local import LocalRow
@@ -115,12 +117,16 @@ def _summary_row(layer: LayerCache) -> dict[str, Any]:
 def group_summary(
     groups: Sequence[LayerGroup], tp: int = 1,
     classes: dict[tuple[int, str], str] | None = None,
+    not_cached: Callable[[LayerCache], str] | None = None,
 ) -> list[dict[str, Any]]:
     """Run-length groups of consecutive layers with the same facts (per-layer kind summary),
     from layer groups (``ModelFacts.groups``): each group's row (its facts on one of ``tp``
     ranks) is computed once, then the layers are walked in model order.
 
     Consecutive, not global: an interleaved 5 sliding : 1 full pattern stays visible.
+    ``not_cached(layer)`` is the engine's reason for allocating nothing for a layer ("" when
+    it does): such a row holds 0 bytes and says why (``not_cached``), so that the rows add up
+    to what the engine stores.
     """
     size = sum(len(g.ordinals) for g in groups)
     at: list[tuple[int, int]] = [(0, 0)] * size  # ordinal → (group number, layer index)
@@ -128,6 +134,11 @@ def group_summary(
         for ordinal, index in zip(group.ordinals, group.indices, strict=True):
             at[ordinal] = (number, index)
     base = [_summary_row(g.layer.split(tp) if tp > 1 else g.layer) for g in groups]
+    for number, group in enumerate(groups):
+        why = not_cached(group.layer) if not_cached is not None else ""
+        if why:
+            base[number] = {**base[number], "bytes_per_token": 0, "bytes_per_request": 0,
+                            "not_cached": why}
     kinds = [str(g.layer.kind) for g in groups]
     rows: list[dict[str, Any]] = []
     last_row: dict[str, Any] | None = None  # the facts of the last run (without its range)
@@ -149,6 +160,45 @@ def facts_summary(facts: ModelFacts, tp: int = 1) -> list[dict[str, Any]]:
     object and ``tp``, handed out as copies (a caller may change its rows)."""
     rows = facts.cached(("layer summary", tp), lambda: group_summary(facts.groups, tp))
     return [dict(row) for row in rows]
+
+
+# The kinds whose element type is the KV cache dtype an engine resolves: the attention caches.
+# Indexers, compressed caches and recurrent states keep the dtype derive gave them.
+_KV_KINDS = frozenset({Kind.FULL, Kind.SLIDING, Kind.CHUNKED, Kind.CROSS, Kind.MLA})
+
+
+def stored_summary(
+    facts: ModelFacts, tp: int, kv_dtype: str,
+    not_cached: Callable[[LayerCache], str] | None = None,
+) -> list[dict[str, Any]]:
+    """``facts_summary`` as an engine stores the layers: the attention caches in the KV dtype
+    the engine resolved (``kv_dtype``, a dtype name), where derive's differs — a float32
+    checkpoint that vLLM and SGLang serve in bfloat16 (gpt-oss states no dtype, so derive
+    reads transformers' float32, 4,096 B a layer; the engines store 2,048 B), or a checkpoint
+    KV scheme the engine does not adopt — and the layers it allocates nothing for at 0 bytes
+    (``group_summary``'s ``not_cached``)."""
+    if (not kv_dtype or kv_dtype == facts.kv_dtype) and not_cached is None:
+        return facts_summary(facts, tp)
+    groups = facts.groups
+    if kv_dtype and kv_dtype != facts.kv_dtype:
+        groups = tuple(
+            records.replace(g, layer=records.replace(g.layer, dtype=kv_dtype))
+            if g.layer.kind in _KV_KINDS and g.layer.dtype == facts.kv_dtype else g
+            for g in groups
+        )
+    return group_summary(groups, tp, not_cached=not_cached)
+
+
+def rows_bytes(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """(bytes per token, bytes per request) the layer rows hold together — the model on one
+    tensor-parallel rank (with pipeline parallelism, every stage's layers): rows × their
+    count; cross-attention counts per request only (it caches the encoder's positions once),
+    as ``ModelFacts.bytes_per_token`` does."""
+    per_token = sum(int(r.get("bytes_per_token") or 0) * int(r.get("count") or 1)
+                    for r in rows if r.get("kind") != "cross")
+    per_request = sum(int(r.get("bytes_per_request") or 0) * int(r.get("count") or 1)
+                      for r in rows)
+    return per_token, per_request
 
 
 def layer_summary(
@@ -229,6 +279,10 @@ class PlanResult:
             "reserved_bytes": self.reserved_bytes,
             "pools": [p.to_json() for p in self.pools],
             "layers": [dict(row) for row in self.layers],
+            # What the rows hold together (one TP rank; with PP, the stages together): KV
+            # bytes per token, state bytes per request.
+            "bytes_per_token": rows_bytes(self.layers)[0],
+            "bytes_per_request": rows_bytes(self.layers)[1],
             "warnings": list(self.warnings),
             "budget": self.budget.to_json(),
             "kv_cache_dtype": self.kv_cache_dtype,

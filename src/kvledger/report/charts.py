@@ -18,7 +18,6 @@ definitions and clip paths the same way in every file).
 from __future__ import annotations
 
 import io
-import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -131,26 +130,58 @@ def memory_chart(bars: Sequence[MemoryBar], title: str) -> str:
         return to_svg(fig, "memory", title)
 
 
-def layouts_chart(curves: Sequence[Curve], max_model_len: int, title: str) -> str:
-    """Max concurrency against context length, one line per layout, log-log."""
+# Layouts other than the report's own: hollow markers of distinct shapes and broken lines, so
+# that where two layouts give the same numbers (vLLM and SGLang often do) both stay visible.
+_OTHER_MARKERS = ("s", "^", "D", "v", "P", "X")
+_OTHER_LINES = ("--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1)))
+
+
+def curve_styles(labels: Sequence[str], default: str) -> list[tuple[int, dict[str, Any]]]:
+    """(index, matplotlib line style) for each layout's curve, in drawing order: ``default``
+    (the report's own layout) last, solid, filled and on top; every other one a hollow marker
+    of its own shape and a broken line, its marker larger than the default's, so a curve that
+    another one covers (vLLM's and SGLang's often agree) still shows round it. Colour follows
+    the layout's position, so a layout keeps it across reports."""
+    order = sorted(range(len(labels)), key=lambda i: labels[i] == default)
+    styles: list[tuple[int, dict[str, Any]]] = []
+    others = 0
+    for i in order:
+        if labels[i] == default:
+            style: dict[str, Any] = {"marker": "o", "markersize": 5, "linewidth": 2.4,
+                                     "linestyle": "-", "label": f"{labels[i]} (this report)",
+                                     "zorder": 5}
+        else:
+            style = {"marker": _OTHER_MARKERS[others % len(_OTHER_MARKERS)], "markersize": 8,
+                     "markerfacecolor": "none", "markeredgewidth": 1.3, "linewidth": 1.3,
+                     "linestyle": _OTHER_LINES[others % len(_OTHER_LINES)], "label": labels[i],
+                     "zorder": 3}
+            others += 1
+        styles.append((i, {**style, "color": f"C{i % 10}"}))
+    return styles
+
+
+def layouts_chart(curves: Sequence[Curve], max_model_len: int, title: str,
+                  default: str = "") -> str:
+    """Max concurrency against context length, one line per layout (``curve_styles``),
+    log-log; the legend lists ``default`` first."""
     import matplotlib
     from matplotlib.ticker import FuncFormatter
 
     with matplotlib.rc_context(_RC):
         fig = _figure(7.5, 4.2)
         ax = fig.add_subplot()
-        markers = ("o", "s", "^", "D", "v")
-        for i, curve in enumerate(curves):
-            xs = [c for c, v in curve.points if v is not None and v > 0]
-            ys = [v for _, v in curve.points if v is not None and v > 0]
-            if xs:  # colour and marker by position, so a layout keeps them across reports
-                ax.plot(xs, ys, marker=markers[i % len(markers)], markersize=4,
-                        color=f"C{i % 10}", label=curve.label)
+        for i, style in curve_styles([c.label for c in curves], default):
+            xs = [c for c, v in curves[i].points if v is not None and v > 0]
+            ys = [v for _, v in curves[i].points if v is not None and v > 0]
+            if xs:
+                ax.plot(xs, ys, **style)
         _context_axes(ax, curves, max_model_len, FuncFormatter(tokens_label))
         ax.set_xlabel(X_CONTEXT)
         ax.set_ylabel(Y_CONCURRENCY)
         ax.set_title(title, loc="left")
-        ax.legend(frameon=False)
+        handles, labels = ax.get_legend_handles_labels()
+        first = sorted(range(len(labels)), key=lambda n: not labels[n].endswith("(this report)"))
+        ax.legend([handles[n] for n in first], [labels[n] for n in first], frameon=False)
         return to_svg(fig, "layouts", title)
 
 
@@ -231,44 +262,53 @@ def _cell_text(cell: GridCell | None) -> str:
     return "n/a"
 
 
-def grid_curves(cells: Sequence[GridCell], tp_sizes: Sequence[int], max_model_len: int,
-                title: str) -> str:
-    """The concurrency curve of every GPU preset, one panel per TP size (log-log)."""
+def curves_gpu(cells: Sequence[GridCell], gpu: str | None) -> str | None:
+    """The preset whose TP sizes ``tp_chart`` draws: the report's GPU when the grid has it,
+    else the first preset (in the grid's order) that holds one request at every TP size,
+    else the first that holds one at any; None when none does."""
+    gpus = list(dict.fromkeys(c.gpu for c in cells))
+    if gpu in gpus:
+        return gpu
+    holds = {g: [c.status == FITS for c in cells if c.gpu == g] for g in gpus}
+    return next((g for g in gpus if holds[g] and all(holds[g])),
+                next((g for g in gpus if any(holds[g])), None))
+
+
+def tp_chart(cells: Sequence[GridCell], gpu: str, tp_sizes: Sequence[int], max_model_len: int,
+             title: str) -> str:
+    """One GPU preset's concurrency curve at every TP size (log-log), one line each with its
+    own marker, labelled at its end: a handful of lines a person can follow, where one panel
+    per TP with a line for every preset was not. Every preset's numbers are in the table."""
     import matplotlib
     from matplotlib.ticker import FuncFormatter
 
-    gpus = list(dict.fromkeys(c.gpu for c in cells))
-    colours = matplotlib.colormaps["tab20"]
+    markers = ("o", "s", "^", "D", "v", "P", "X")
+    mine = {c.tp: c for c in cells if c.gpu == gpu}
     with matplotlib.rc_context(_RC):
-        cols = 2 if len(tp_sizes) > 1 else 1
-        rows = math.ceil(len(tp_sizes) / cols)
-        fig = _figure(9.0, 0.6 + 3.0 * rows)
-        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
-        for ax, tp in zip(axes, tp_sizes, strict=False):
-            panel = [c for c in cells if c.tp == tp]
-            for cell in panel:
-                xs = [x for x, v in cell.curve.points if v is not None and v > 0]
-                ys = [v for _, v in cell.curve.points if v is not None and v > 0]
-                if xs:
-                    ax.plot(xs, ys, marker=".", linewidth=1.1,
-                            color=colours(gpus.index(cell.gpu) % 20), label=cell.gpu)
-            held = sum(1 for c in panel if c.status == FITS)
-            _context_axes(ax, [c.curve for c in panel], max_model_len,
-                          FuncFormatter(tokens_label))
-            ax.set_title(f"TP {tp}: {held} of {len(panel)} presets hold "
-                         f"≥ 1 request of {tokens_label(max_model_len)}", loc="left")
-        for ax in axes[len(tp_sizes):]:
-            ax.set_visible(False)
-        handles: dict[str, Any] = {}
-        for ax in axes:
-            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-                handles.setdefault(label, handle)
-        order = [gpu for gpu in gpus if gpu in handles]  # the presets' order, not drawing order
-        fig.legend(handles=[handles[g] for g in order], labels=order,
-                   loc="outside right center", frameon=False, title="GPU preset")
-        fig.supxlabel(X_CONTEXT, fontsize=9)
-        fig.supylabel(Y_CONCURRENCY, fontsize=9)
-        fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+        fig = _figure(7.5, 4.2)
+        ax = fig.add_subplot()
+        drawn = []
+        for k, tp in enumerate(tp_sizes):
+            cell = mine.get(tp)
+            if cell is None:
+                continue
+            xs = [x for x, v in cell.curve.points if v is not None and v > 0]
+            ys = [v for _, v in cell.curve.points if v is not None and v > 0]
+            if not xs:
+                continue
+            ax.plot(xs, ys, marker=markers[k % len(markers)], markersize=5, linewidth=1.6,
+                    color=f"C{k % 10}", label=f"TP {tp}")
+            ax.annotate(f"TP {tp}", (xs[-1], ys[-1]), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=8,
+                        color=f"C{k % 10}")
+            drawn.append(cell.curve)
+        _context_axes(ax, drawn or [c.curve for c in mine.values()], max_model_len,
+                      FuncFormatter(tokens_label))
+        ax.set_xlabel(X_CONTEXT)
+        ax.set_ylabel(Y_CONCURRENCY)
+        ax.set_title(title, loc="left")
+        if drawn:
+            ax.legend(frameon=False, title=gpu)
         return to_svg(fig, "gridcurves", title)
 
 

@@ -43,14 +43,17 @@ code { font: .9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 section { background: #fff; border: 1px solid var(--rule); border-radius: 8px;
           padding: .2rem 1.2rem 1.2rem; margin-top: 1.2rem; }
 .cols { display: flex; flex-wrap: wrap; gap: 0 2.5rem; align-items: flex-start; }
-.cols > div { flex: 0 1 auto; min-width: 0; } .cols > div + div { flex: 1 1 28rem; }
+.cols > div { flex: 0 1 auto; min-width: 0; max-width: 100%; }
+.cols > div + div { flex: 1 1 28rem; min-width: min-content; }
 .pair { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
 .pair figure { flex: 3 1 30rem; margin: 0; min-width: 0; }
-.pair .side { flex: 1 1 24rem; min-width: 0; overflow-x: auto; }
+.pair .side { flex: 1 1 24rem; min-width: min-content; max-width: 100%; overflow-x: auto; }
+.side .note { max-width: 24rem; }
+details.wide { overflow-x: auto; }
 svg.chart { width: 100%; height: auto; display: block; }
 table { border-collapse: collapse; font-size: .88rem; margin: .4rem 0; }
 caption { text-align: left; font-size: .85rem; padding-bottom: .25rem; }
-th, td { padding: .18rem .6rem; border-bottom: 1px solid #ececf0; text-align: left;
+th, td { padding: .18rem .5rem; border-bottom: 1px solid #ececf0; text-align: left;
          vertical-align: top; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.no td { color: var(--muted); }
@@ -132,8 +135,12 @@ def _plan_section(data: ReportData) -> str:
             for key, label in _HEADLINE if key in plan]
     # Keys only this engine has (SGLang's max_running_requests, …), as its layout names them.
     shown = {key for key, _ in _HEADLINE}
+    # A sentence (kv_cache_tokens_note) reads below the tables, not in a number column.
+    sentences = [(key, value) for key, value in data.plan.engine_fields.items()
+                 if key not in shown and isinstance(value, str) and len(value) > 60]
     rows += [(key, _num(value)) for key, value in data.plan.engine_fields.items()
-             if key not in shown and not isinstance(value, dict | list)]
+             if key not in shown and not isinstance(value, dict | list)
+             and (key, value) not in sentences]
     left = _table("the plan (per GPU; the numbers of kvledger plan)", ("what", "value"), rows,
                   (False, True))
     right = [_table("budget per GPU: each line given, exact, or estimated",
@@ -156,6 +163,7 @@ def _plan_section(data: ReportData) -> str:
     if data.plan.refuses_to_start:
         below.append(f'<p class="bad">{escape(data.engine)} would refuse to start: one '
                      "max_model_len request does not fit in this KV budget.</p>")
+    below += [f'<p class="note">{escape(key)}: {escape(value)}</p>' for key, value in sentences]
     below += [f'<p class="warn">warning: {escape(w)}</p>' for w in plan.get("warnings") or ()]
     return _section("plan", "Plan and budget",
                     f'<div class="cols"><div>{left}</div><div>{"".join(right)}</div></div>'
@@ -187,7 +195,7 @@ def _layouts_section(data: ReportData) -> str:
     budget = data.plan.available_bytes
     title = (f"Max concurrency by context length, per layout ({_gib(budget)} GiB KV per GPU"
              f"{', ' + data.gpu if data.gpu else ''})")
-    svg = layouts_chart(data.layouts, data.plan.max_model_len, title)
+    svg = layouts_chart(data.layouts, data.plan.max_model_len, title, default=data.engine)
     names = [c.label for c in data.layouts]
     rows = [(tokens_label(ctx), *(_num(c.at(ctx)) for c in data.layouts))
             for ctx in data.contexts]
@@ -195,7 +203,9 @@ def _layouts_section(data: ReportData) -> str:
                   (False, *([True] * len(names))))
     side += "".join(f'<p class="note">{escape(c.label)}: {escape(c.note)}</p>'
                     for c in data.layouts if c.note)
-    caption = ("Every layout planned on the same KV budget, each counting as its engine does: "
+    caption = (f"Every layout planned on the same KV budget ({data.engine}, this report's, "
+               "drawn solid on top; the others hollow and broken, so equal curves both show), "
+               "each counting as its engine does: "
                "vllm gives vLLM's unrounded \"Maximum concurrency\"; native never counts more "
                f"than max_num_seqs requests ({data.plan.max_num_seqs} here). – : the layout "
                "planned nothing there.")
@@ -213,7 +223,7 @@ def _grid_status(cell: GridCell) -> str:
 
 
 def _grid_section(data: ReportData) -> str:
-    from kvledger.report.charts import grid_curves, grid_heatmap, tokens_label
+    from kvledger.report.charts import curves_gpu, grid_heatmap, tokens_label, tp_chart
 
     gpus = list(dict.fromkeys(c.gpu for c in data.grid))
     by_key = {(c.gpu, c.tp): c for c in data.grid}
@@ -231,19 +241,29 @@ def _grid_section(data: ReportData) -> str:
     caption = ("Each preset's own budget (utilization × memory − weights per GPU − reserves), "
                "the same options otherwise. Grey: not even one request fits; 'no room': "
                "weights and reserves leave no KV memory.")
-    curves_title = f"{data.engine} layout: max concurrency by context length, per GPU and TP"
-    curves = grid_curves(data.grid, data.tp_sizes, data.plan.max_model_len, curves_title)
     reasons = [(f"{c.gpu} TP {c.tp}", c.reason) for c in data.grid if c.reason]
     every = _table("every point (max concurrent requests)", ("GPU", "TP", *(
         tokens_label(x) for x in data.contexts)), [
         (c.gpu, str(c.tp), *(_num(c.curve.at(x)) for x in data.contexts)) for c in data.grid],
         (False, True, *([True] * len(data.contexts))))
-    side2 = (f"<details><summary>every point of every curve</summary>{every}</details>"
-             + (f"<details><summary>why a cell does not hold</summary>"
-                f"{_table('reasons', ('cell', 'why'), reasons)}</details>" if reasons else ""))
-    body = (_chart("grid", heat, caption, side)
-            + _chart("gridcurves", curves, "Lines end where a preset plans nothing; presets "
-                     "without room for KV have no line.", side2))
+    body = _chart("grid", heat, caption, side)
+    shown = curves_gpu(data.grid, data.gpu)
+    if shown is not None:
+        curves_title = (f"{data.engine} layout on {shown}: max concurrency by context length, "
+                        "per TP size")
+        curves = tp_chart(data.grid, shown, data.tp_sizes, data.plan.max_model_len,
+                          curves_title)
+        why = ("the report's GPU" if shown == data.gpu else
+               "the first preset that holds one request at every TP size")
+        side2 = (f'<p class="note">{escape(shown)} ({why}); every preset\'s curve is in the '
+                 "table below.</p>")
+        if reasons:
+            side2 += (f"<details><summary>why a cell does not hold</summary>"
+                      f"{_table('reasons', ('cell', 'why'), reasons)}</details>")
+        body += _chart("gridcurves", curves, "Lines end where the preset plans nothing at that "
+                       "length.", side2)
+    # Wide (a column per context length): below the charts at the section's full width.
+    body += f'<details class="wide"><summary>every point of every curve</summary>{every}</details>'
     return _section("gpus", "Across GPU presets and TP sizes", body)
 
 

@@ -139,7 +139,24 @@ def _command_body(lines: list[str], index: int, start: str) -> str:
     return text
 
 
+# The lines that say how large the KV cache is, engine by engine: a start-up log holds one
+# engine's, never both (vLLM prints no "KV Cache is allocated", SGLang no "GPU KV cache size").
+_KV_FIGURES = frozenset({"available_kv", "kv_tokens", "gpu_blocks", "refused",
+                         "kv_allocated", "scheduler"})
+
+
+def _first_kv_line(lines: list[str], table: Any) -> int | None:
+    patterns = [pattern for figure, pattern in table if figure in _KV_FIGURES]
+    for index, line in enumerate(lines):
+        if any(pattern.search(line) for pattern in patterns):
+            return index + 1
+    return None
+
+
 def detect_engine(text: str) -> str:
+    """vLLM or SGLang, from the lines only that engine prints. A text that holds the KV lines
+    of both (a document quoting each, an issue comparing them) is not one start-up log: it
+    is refused rather than read as the engine with more lines (``--engine`` picks one)."""
     vllm = len(VLLM_MARKERS.findall(text))
     sglang = len(SGLANG_MARKERS.findall(text))
     if not vllm and not sglang:
@@ -147,6 +164,15 @@ def detect_engine(text: str) -> str:
             "not a vLLM or SGLang start-up log: none of its lines says how the KV cache was "
             "sized (vLLM: 'Available KV cache memory', 'GPU KV cache size'; SGLang: "
             "'KV Cache is allocated')"
+        )
+    lines = text.splitlines()
+    at_vllm = _first_kv_line(lines, VLLM_LINES)
+    at_sglang = _first_kv_line(lines, SGLANG_LINES)
+    if at_vllm is not None and at_sglang is not None:
+        raise LogError(
+            f"not one start-up log: it holds vLLM's KV cache lines (line {at_vllm}) and "
+            f"SGLang's (line {at_sglang}); pass one engine's log, or --engine vllm|sglang to "
+            "read only that engine's lines"
         )
     return "sglang" if sglang > vllm else "vllm"
 

@@ -30,10 +30,12 @@ from kvledger.plan.engines.atom.releases import (
     RELEASES,
 )
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
-from kvledger.plan.result import PoolRow, RankResult, facts_summary
+from kvledger.plan.result import PoolRow, RankResult, stored_summary
 
 if TYPE_CHECKING:
-    from kvledger.derive.layers import ModelFacts
+    from collections.abc import Callable
+
+    from kvledger.derive.layers import LayerCache, ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.atom.layout import AtomPlan
     from kvledger.plan.request import PlanRequest
@@ -50,6 +52,24 @@ def _fields(plan: AtomPlan) -> dict[str, Any]:
         "atom_entry_terms": [dict(st.classes.terms) for st in plan.stages],
         "atom_resolved": plan.settings,
     }
+
+
+def _not_cached(inp: LayoutInput, plan: AtomPlan) -> Callable[[LayerCache], str]:
+    """ATOM sizes a serial MTP drafter's layers only when speculating, ``draft_layers`` of
+    them (``ModelRunner._num_draft_kv_layers``): the checkpoint's other MTP layers hold
+    nothing."""
+    from kvledger.derive.layers import Role
+
+    draft = int(plan.settings.get("draft_layers") or 0)
+    mtp = sorted(layer.index for layer in inp.facts.layers if layer.role is Role.MTP)
+    cached = set(mtp[:draft])
+
+    def why(layer: LayerCache) -> str:
+        if layer.role is Role.MTP and layer.index not in cached:
+            return "MTP layer: cached only when speculating with MTP"
+        return ""
+
+    return why
 
 
 class AtomEngine(Layout):
@@ -126,7 +146,8 @@ class AtomEngine(Layout):
             ranks=tuple(ranks), block_size=plan.block_size, num_blocks=plan.num_blocks,
             kv_cache_tokens=plan.num_blocks * plan.block_size, max_concurrency=conc,
             max_model_len=plan.max_model_len, kv_cache_dtype=KV_DTYPE_NAMES[plan.kv_dtype],
-            layers=tuple(facts_summary(inp.facts, inp.request.tensor_parallel_size)),
+            layers=tuple(stored_summary(inp.facts, inp.request.tensor_parallel_size,
+                                        KV_DTYPE_NAMES[plan.kv_dtype], _not_cached(inp, plan))),
             warnings=tuple(warnings), engine_fields=_fields(plan),
             answers={"state_slots": plan.max_num_seqs} if any(
                 "state" in st.pools.entries for st in plan.stages) else {},

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kvledger import records
-from kvledger.derive.layers import ceil_div
+from kvledger.derive.kvdtype import SERVED_FLOAT32_NOTE, served_kv_dtype
+from kvledger.derive.layers import Kind, LayerCache, Role, ceil_div
 from kvledger.plan.engines.base import Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult, group_summary
@@ -198,6 +199,19 @@ def _capacity_warnings(plans: list[NativePlan], max_model_len: int) -> list[str]
     return out
 
 
+def _not_pooled(layer: LayerCache, classes: dict[tuple[int, str], str]) -> str:
+    """Why a layer that holds cache of its own is in no pool class ("" when it is in one): the
+    native layout pools MTP and draft layers only when speculating with them."""
+    if not layer.owns_memory or layer.kind is Kind.NONE or \
+            (layer.index, str(layer.kind)) in classes:
+        return ""
+    if layer.role is Role.MTP:
+        return "MTP layer: cached only with an MTP speculative method"
+    if layer.role is Role.DRAFT:
+        return "draft layer: cached only when speculating with its draft"
+    return "in no pool class"
+
+
 class NativeEngine(Layout):
     """kvledger's byte-exact layout (``kvledger.plan.engines.native.layout``)."""
 
@@ -207,15 +221,13 @@ class NativeEngine(Layout):
         """As the default, except that a float32 checkpoint is served in bfloat16, as vLLM
         does (ModelConfig dtype "auto"), so its KV is bfloat16 too."""
         facts = super().derive(source, request)
-        if request.kv_cache_dtype == "auto" and facts.kv_dtype == "float32" and \
-                facts.kv_dtype_source not in ("quantization_config", "hf_quant_config"):
+        if served_kv_dtype(facts.kv_dtype, facts.kv_dtype_source, request.kv_cache_dtype):
             from kvledger.derive import derive_model
             from kvledger.derive.facts_cache import facts_for
 
             def served_in_bf16(source: ModelSource) -> ModelFacts:
                 facts = derive_model(source, kv_cache_dtype="bfloat16")
-                return records.replace(facts, notes=(
-                    *facts.notes, "float32 checkpoint served in bfloat16: KV cache in bfloat16"))
+                return records.replace(facts, notes=(*facts.notes, SERVED_FLOAT32_NOTE))
 
             facts = facts_for(source, "bfloat16", served_in_bf16, variant="native bf16")
         return facts
@@ -228,7 +240,7 @@ class NativeEngine(Layout):
         active = [r for r, p in zip(ranks, plans, strict=True) if p.pools.entries] or ranks
         live = [p for p in plans if p.pools.entries]
         slots = min(p.max_num_seqs for p in live) if live else request.max_num_seqs
-        notes = [n for n in inp.facts.notes if n.startswith("float32 checkpoint served")]
+        notes = [n for n in inp.facts.notes if n == SERVED_FLOAT32_NOTE]
         notes.extend(_capacity_warnings(plans, inp.max_model_len))
         return LayoutPlan(
             ranks=tuple(ranks),
@@ -238,7 +250,8 @@ class NativeEngine(Layout):
             max_concurrency=min(r.max_concurrency for r in active),
             max_model_len=inp.max_model_len,
             kv_cache_dtype=inp.facts.kv_dtype,
-            layers=tuple(group_summary(inp.facts.groups, request.tensor_parallel_size, classes)),
+            layers=tuple(group_summary(inp.facts.groups, request.tensor_parallel_size, classes,
+                                       lambda layer: _not_pooled(layer, classes))),
             warnings=(*warnings, *notes),
             answers={"state_slots": slots},
             model_local_seqs=slots,

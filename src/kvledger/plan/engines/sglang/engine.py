@@ -20,15 +20,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kvledger.derive.layers import LayerCache, Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
-from kvledger.plan.result import PoolRow, RankResult, facts_summary
+from kvledger.plan.result import PoolRow, RankResult, stored_summary
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.sglang.options import SglangOptions
     from kvledger.plan.engines.sglang.result import SglangPlan
+    from kvledger.plan.engines.sglang.settings import Resolved
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.weights import WeightSplit
 
@@ -85,6 +87,14 @@ def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
     if plan.state is not None:
         fields["max_mamba_cache_size"] = plan.state.max_mamba_cache_size
     return fields
+
+
+def _why_not_cached(layer: LayerCache, res: Resolved) -> str:
+    """SGLang keeps the checkpoint's MTP (next-n) layers in a draft pool only when it
+    speculates with them (``Resolved.draft_layers``, from the speculative settings)."""
+    if layer.role is Role.MTP and not res.draft_layers:
+        return "MTP layer: cached only when speculating (NEXTN / EAGLE)"
+    return ""
 
 
 class SglangEngine(Layout):
@@ -194,7 +204,10 @@ class SglangEngine(Layout):
             max_concurrency=plan.max_concurrency,
             max_model_len=plan.context_len,
             kv_cache_dtype=plan.kv_cache_dtype,
-            layers=tuple(facts_summary(inp.facts, request.tensor_parallel_size)),
+            # The attention rows in the KV dtype SGLang stores (a float32 config: bfloat16).
+            layers=tuple(stored_summary(inp.facts, request.tensor_parallel_size,
+                                        plan.kv_cache_dtype,
+                                        lambda layer: _why_not_cached(layer, plan.resolved))),
             warnings=tuple(warnings),
             one_request_bytes=(one,) * len(ranks),
             engine_fields=_engine_fields(plan, inp.budget),

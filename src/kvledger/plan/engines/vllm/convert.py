@@ -58,6 +58,20 @@ def layer_takes_part(layer: LayerCache, request: PlanRequest) -> bool:
     return True
 
 
+def why_not_cached(layer: LayerCache, request: PlanRequest) -> str:
+    """Why vLLM allocates nothing for a layer that holds cache of its own ("" when it does,
+    and for layers with nothing to allocate): ``layer_takes_part``'s reasons in words."""
+    if not layer.owns_memory or layer.kind is Kind.NONE or layer_takes_part(layer, request):
+        return ""
+    if layer.role is Role.ENCODER:
+        return "encoder self-attention keeps no KV"
+    if layer.role is Role.MTP:
+        return "MTP layer: cached only with an MTP speculative method"
+    if layer.role is Role.DRAFT:
+        return "draft layer: cached only when speculating with its draft"
+    return "not cached"
+
+
 def _attention_heads(layer: Attention) -> int:
     if layer.k_heads != layer.v_heads:
         raise VllmLayoutError(

@@ -16,7 +16,7 @@ from kvledger.derive.layers import Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES, vllm_release
 from kvledger.plan.engines.vllm.releases.current import planning
-from kvledger.plan.result import PoolRow, RankResult, facts_summary
+from kvledger.plan.result import PoolRow, RankResult, stored_summary
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -64,6 +64,34 @@ def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
     budgets = inp.stage_budgets
     stage_budgets = None if len(set(budgets)) <= 1 else budgets
     return plan_vllm(inp.facts, request, min(budgets), stage_available_bytes=stage_budgets)
+
+
+def tokens_note(plan: VllmPlan) -> str:
+    """Why the "GPU KV cache size" tokens are not num_blocks × block_size, in one line ("" when
+    they are). vLLM logs ``int(max_concurrency × max_model_len)`` (kv_cache_utils.py
+    ``get_kv_cache_capacity``), concurrency being the blocks over one max_model_len request's
+    blocks, summed over its KV cache groups (``get_max_concurrency_for_kv_cache_config``):
+    a hybrid's window or state groups take blocks of their own, so the tokens move with
+    --max-model-len; a length that is not a multiple of the block leaves its last block part
+    empty."""
+    sp = next((p for p in (plan, *plan.stages) if p.groups), None)
+    if sp is None or sp.kv_cache_tokens == sp.num_blocks * sp.block_size:
+        return ""
+    taken: dict[str, list[int]] = {}
+    for group in sp.groups:
+        taken.setdefault(group.spec.removesuffix("Spec"), []).append(group.blocks_per_request)
+    parts = " + ".join(
+        f"{name} {blocks[0]:,}" if len(blocks) == 1 else
+        f"{name} {len(blocks)} groups × {blocks[0]:,}"
+        if len(set(blocks)) == 1 else f"{name} {sum(blocks):,}"
+        for name, blocks in taken.items())
+    why = ("every KV cache group takes its own blocks from the one pool" if len(sp.groups) > 1
+           else f"{sp.max_model_len:,} is not a multiple of {sp.block_size}: the last block "
+           "is part empty")
+    return (f"kv_cache_tokens {sp.kv_cache_tokens:,} is not num_blocks × block_size "
+            f"({sp.num_blocks:,} × {sp.block_size:,} = {sp.num_blocks * sp.block_size:,}): vLLM "
+            f"logs max_concurrency × max_model_len, and one {sp.max_model_len:,}-token request "
+            f"takes {sp.blocks_per_request:,} blocks ({parts}): {why}")
 
 
 class VllmEngine(Layout):
@@ -140,6 +168,8 @@ class VllmEngine(Layout):
             return launch_budget(inp, super().gpu_budget)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
+        from kvledger.plan.engines.vllm.convert import why_not_cached
+
         plan = _plan(inp)
         stage_plans = list(plan.stages) or [plan]
         tier: dict[str, object] = {}
@@ -161,7 +191,10 @@ class VllmEngine(Layout):
             max_model_len=plan.max_model_len,
             # A dtype name (fp8_e4m3, not its uint8 storage), as vLLM resolved it.
             kv_cache_dtype=plan.resolved.kv_cache_dtype or inp.facts.kv_dtype,
-            layers=tuple(facts_summary(inp.facts, inp.request.tensor_parallel_size)),
+            # The rows as vLLM stores them: its KV dtype, nothing for layers it leaves out.
+            layers=tuple(stored_summary(
+                inp.facts, inp.request.tensor_parallel_size, plan.resolved.kv_cache_dtype,
+                lambda layer: why_not_cached(layer, inp.request))),
             warnings=(*plan.warnings, *notes),
             refuses_to_start=plan.vllm_refuses_to_start,
             # vLLM refuses unless one request's blocks fit beside the null block.
@@ -169,7 +202,9 @@ class VllmEngine(Layout):
             # A budget too small for one request is not an error (README, "Decisions worth
             # knowing"): the figures stand, with vLLM's reason beside them.
             engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
-                           "vllm_refusal_reason": plan.refusal_reason or None, **tier},
+                           "vllm_refusal_reason": plan.refusal_reason or None, **tier,
+                           **({"kv_cache_tokens_note": note} if (note := tokens_note(plan))
+                              else {})},
         )
 
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:
