@@ -51,3 +51,13 @@ def test_no_budget_hint_names_each_flag_once(capsys: pytest.CaptureFixture[str])
     assert main(["plan", LLAMA, "--gpu", "H1000"]) == 2
     err = capsys.readouterr().err
     assert err.count("--gpu-total-bytes") == 1
+
+
+def test_report_takes_a_total_alone(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "r.html"
+    assert main(["report", LLAMA, "--gpu-total-bytes", "80G", "-o", str(out)]) == 0
+    capsys.readouterr()  # its "wrote …" line
+    # The page's plan is the same as plan's with the same total.
+    tokens = _plan(capsys, "--gpu-total-bytes", "80G")["kv_cache_tokens"]
+    assert f"{tokens:,}" in out.read_text()

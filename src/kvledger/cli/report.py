@@ -74,10 +74,12 @@ def cmd_report(ns: argparse.Namespace) -> int:
     except MatplotlibMissing:
         raise UsageError("kvledger report: error: matplotlib is not installed (the report's "
                          "plots need it)", hint=INSTALL_HINT) from None
-    if ns.kv_cache_memory_bytes is None and ns.gpu is None:
+    if ns.kv_cache_memory_bytes is None and ns.gpu is None and \
+            getattr(ns, "gpu_total_bytes", None) is None:
         raise UsageError(
             "kvledger report: error: no memory budget given",
-            hint="pass --gpu NAME (e.g. --gpu H100-80GB), or --kv-cache-memory-bytes N",
+            hint="pass --gpu NAME (e.g. --gpu H100-80GB), --gpu-total-bytes N, or "
+                 "--kv-cache-memory-bytes N",
         )
     folder = os.path.dirname(os.path.abspath(ns.output))
     if not os.path.isdir(folder):  # say so before minutes of planning, not after

@@ -146,7 +146,7 @@ class SglangEngine(Layout):
         )
 
         request, options = inp.request, _options(inp)
-        gpu_arch(inp.preset.name)  # refuses platforms whose defaults are not reproduced
+        gpu_arch(inp.preset)  # refuses platforms whose defaults are not reproduced
         model = build(inp.facts)
         if request.pipeline_parallel_size > 1 and \
                 (no_pp := self.pipeline_parallel_refusal(inp.facts)):

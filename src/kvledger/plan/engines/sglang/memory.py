@@ -29,36 +29,39 @@ from __future__ import annotations
 from kvledger.plan.engines.sglang.model import SglangLayoutError
 from kvledger.records import record
 
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from kvledger.plan.gpus import GpuPreset
+
 MIB = 1 << 20
 GIB = 1 << 30
 VLM_CACHE_RESERVATION = 100 * MIB  # environ.py: SGLANG_VLM_CACHE_SIZE_MB
 
-# Compute capability major (or "hip") per preset in kvledger.plan.gpus: what SGLang's
-# platform checks (is_sm90 / is_sm100 / is_hip) read. SGLang decides its attention backend
-# and DSA KV dtype from it.
-GPU_ARCH: dict[str, str] = {
-    "H100-80GB": "sm90", "H100-94GB": "sm90", "H200": "sm90",
-    "B200": "sm100", "B300": "sm100", "GB200": "sm100",
-    "A100-40GB": "sm80", "A100-80GB": "sm80", "A10G": "sm86",
-    "L40S": "sm89", "L4": "sm89", "RTX-4090": "sm89", "RTX-5090": "sm120",
-    "MI300X": "hip", "MI325X": "hip", "MI355X": "hip",
-}
-
-
-def gpu_arch(name: str | None) -> str:
-    """The platform SGLang would see; no GPU named → Hopper (sm90), the common deployment."""
-    if name is None:
+def gpu_arch(gpu: str | GpuPreset | None) -> str:
+    """The platform SGLang's checks (``is_sm90`` / ``is_sm100`` / ``is_hip``) would see, from
+    the preset's own compute capability (``plan/gpus.py``: "sm90", "sm103", "gfx942"): the
+    family "sm80", "sm86", "sm89", "sm90", "sm100" (any SM10x), "sm120" (any SM12x), or a
+    ROCm GPU refused. No GPU named, or one known only by its total → Hopper (sm90), the
+    common deployment. ``gpu``: a preset or its name."""
+    if gpu is None:
         return "sm90"
-    arch = GPU_ARCH.get(name)
-    if arch is None:
-        raise SglangLayoutError(f"no platform known for GPU {name!r} under --engine sglang")
-    if arch == "hip":
+    from kvledger.plan.gpus import gpu_preset
+
+    preset = gpu_preset(gpu)
+    stated = str(getattr(preset, "compute_capability", "") or "")
+    if stated.startswith("gfx"):
         raise SglangLayoutError(
-            f"{name}: SGLang on ROCm (aiter backends, its 0.85 memory factor) is not "
+            f"{preset.name}: SGLang on ROCm (aiter backends, its 0.85 memory factor) is not "
             "reproduced; pass --mem-fraction-static / --page-size and plan with --engine "
             "sglang on a CUDA preset, or give --kv-cache-memory-bytes"
         )
-    return arch
+    digits = stated.removeprefix("sm")
+    if not stated.startswith("sm") or not digits.isdigit():
+        return "sm90"
+    major = int(digits[:-1])
+    if major in (10, 12):
+        return f"sm{major}0"
+    return stated
 
 
 def default_chunked_prefill_size(gpu_mem_mib: float) -> int:
