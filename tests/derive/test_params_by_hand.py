@@ -1,4 +1,4 @@
-"""``derive/params.py`` against parameter counts worked by hand from the configs' values.
+"""``derive/params/`` against parameter counts worked by hand from the configs' values.
 
 Every expected number below is arithmetic on the config shown (comments), never a value the
 code under test produced.

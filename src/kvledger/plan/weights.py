@@ -29,7 +29,7 @@ An index's ``metadata.total_size`` without the shards has no split by dtype: it 
 stored, and the label says so.
 
 Estimated path (labelled so everywhere it is shown): the parameters the architecture holds,
-counted from the config by ``derive/params.py`` (embeddings and head, attention as each family
+counted from the config by ``derive/params/`` (embeddings and head, attention as each family
 builds it, MLPs and experts, norms and biases, SSM / linear-attention mixers, MTP layers and
 vision / audio towers apart; a warning where a family's count is not exact), each category
 stored at the element size the quantization config gives it: fp8 ≈ 8 bits (+ one fp32 scale
@@ -87,7 +87,7 @@ class Weights:
     detail: str
     stored_bytes: int | None = None  # the checkpoint's own bytes, when its headers were read
     # Where the estimate is not exact: what the count could not model, with the likely error
-    # (derive/params.py). Empty for exact totals and for architectures counted exactly.
+    # (derive/params/). Empty for exact totals and for architectures counted exactly.
     warnings: tuple[str, ...] = ()
     parameters: int | None = None  # the parameters an estimate counted
 
@@ -176,7 +176,7 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
 
 
 def count_parameters(cfg: Mapping[str, Any]) -> Parameters:
-    """The architecture's parameter count (``derive/params.py``), a config it cannot count
+    """The architecture's parameter count (``derive/params/``), a config it cannot count
     refused as ``WeightsError``. ``cfg``: the whole config.json (towers and the text config
     found as derive finds them), or a language model's config alone."""
     from kvledger.derive.errors import DeriveError
@@ -191,7 +191,7 @@ def count_parameters(cfg: Mapping[str, Any]) -> Parameters:
 
 
 def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
-    """Parameters per category of the decoder the engine always loads (``derive/params.py``
+    """Parameters per category of the decoder the engine always loads (``derive/params/``
     ``CATEGORIES``; MTP layers and towers apart)."""
     return dict(count_parameters(cfg).categories)
 
@@ -280,7 +280,7 @@ def _quant_scheme(
 
 @record(frozen=True)
 class Estimate:
-    """Bytes of the parameters ``derive/params.py`` counts, at a dtype and quantization."""
+    """Bytes of the parameters ``derive/params/`` counts, at a dtype and quantization."""
 
     bytes: int
     how: str
@@ -293,7 +293,7 @@ def estimate_weights(
     cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None,
     *, speculative_mtp: bool = False, stored: bool = False,
 ) -> Estimate:
-    """The weights' bytes from the architecture's parameter count (``derive/params.py``).
+    """The weights' bytes from the architecture's parameter count (``derive/params/``).
 
     ``stored=False``: what vLLM holds at ``--dtype auto`` (``serving_dtype``): the decoder,
     its towers (vLLM builds a multimodal model's encoders), and its MTP layers only when the
@@ -490,7 +490,7 @@ def checkpoint_weights(
 ) -> dict[str, Any]:
     """The whole checkpoint's weights, as ``kvledger inspect`` reports them.
 
-    ``parameters``: the architecture's count (``derive/params.py``: decoder, MTP layers and
+    ``parameters``: the architecture's count (``derive/params/``: decoder, MTP layers and
     towers). ``stored_bytes``: what its safetensors hold (MTP layers and towers included) —
     the headers' total when ``exact`` is given, else the estimate at the config's dtype.
     ``served_bytes``: what vLLM holds over all ranks at ``--dtype auto`` without MTP
