@@ -204,6 +204,8 @@ def plan_model(
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
         attention_dp_size=planned.attention_dp_size,
         source=source.describe() if source is not None else None,
+        batch_defaults=request.batch_defaults.to_json()
+        if request.batch_defaults is not None else None,
     )
 
 

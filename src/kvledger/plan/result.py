@@ -192,6 +192,9 @@ class PlanResult:
     source: dict[str, Any] | None = None  # where the config came from (ModelSource.describe)
     # KV pools inside one replica (LayoutPlan.attention_dp_size: SGLang's DP attention).
     attention_dp_size: int = 1
+    # The launch defaults max_num_seqs / max_num_batched_tokens came from (PlanRequest.
+    # batch_defaults as JSON; kvledger.plan.launch); None for an engine with its own.
+    batch_defaults: Mapping[str, Any] | None = None
 
     @property
     def vllm_refuses_to_start(self) -> bool | None:
@@ -252,6 +255,8 @@ class PlanResult:
                 "reserved_bytes": sum(r.reserved_bytes for r in self.ranks)
                 * self.tensor_parallel_size * self.replicas,
             }
+        if self.batch_defaults is not None:
+            out["batch_defaults"] = dict(self.batch_defaults)
         if self.answers:
             out["answers"] = dict(self.answers)
         return out
