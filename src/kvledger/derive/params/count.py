@@ -10,6 +10,8 @@ from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.params.base import _PROFILES, ALIASES, MAX_PARAMETERS, Parameters, _Count
 from kvledger.derive.params.decoder import _decoder, _mtp
+from kvledger.derive.params.draft import _eagle3
+from kvledger.derive.params.encdec import _whisper
 from kvledger.derive.params.legacy import _legacy, _mpt
 from kvledger.derive.params.linear_attention import _gdn, _gdn_mtp, _lfm2, _minimax_linear
 from kvledger.derive.params.nas import _nas
@@ -32,7 +34,7 @@ _FAMILIES = {"nas:derive": "nas", "ssm_hybrids:jamba": "jamba", "mamba:nemotron_
              "mamba:mamba1": "mamba1", "mamba:mamba2": "mamba2",
              "ssm_hybrids:lfm2": "lfm2", "falcon_h1:derive": "falcon_h1",
              "ssm_hybrids:granitemoehybrid": "granite_hybrid", "minimax:m1": "minimax_linear",
-             "mamba:zamba2": "zamba2"}
+             "mamba:zamba2": "zamba2", "encdec:whisper": "whisper", "dense:eagle3": "eagle3"}
 
 
 def _text_level(config: Mapping[str, Any], model: str) -> tuple[Config, str, str]:
@@ -92,9 +94,7 @@ _WEIGHT_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
 _GENERIC_ERROR: Mapping[str, str] = {
     "dense:minimax_m2": "-0.6 % against MiniMax-M2's published 230B",
     "mimo_v2:derive": "+2.2 % against MiMo-V2-Flash's published 309B",
-    "encdec:whisper": "the audio encoder is not counted: -25 % on whisper-tiny (39M)",
     "encdec:mllama": "cross-attention layers counted as self-attention ones: likely ±2 %",
-    "dense:eagle3": "an EAGLE-3 draft's fused input projection is not modelled: likely ±10 %",
 }
 
 # Handlers whose layers the generic decoder describes (attention + MLP per layer).
@@ -135,7 +135,12 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
             f"model_type {model_type or '(none)'!r} has no row in the model-type table: counted "
             "as a generic decoder from its keys; likely error under 1 % for a Llama-like "
             "layout, more for another")
-    if family == "nas":
+    encoder = 0
+    if family == "whisper":
+        encoder = _whisper(k)
+    elif family == "eagle3":
+        _eagle3(k)
+    elif family == "nas":
         _nas(k)
     elif family == "jamba":
         _jamba(k)
@@ -183,6 +188,7 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
                               "as decoder layers with DeepSeek's eh_proj and norms: likely "
                               "error ±1 % of the MTP part")
     tower, tower_warnings = towers(config, k.alias("hidden"))
+    tower += encoder
     total = sum(k.c.values()) + sum(mtp.values()) + tower
     if total > MAX_PARAMETERS or any(n < 0 for n in (*k.c.values(), *mtp.values())):
         raise ConfigError(f"{model}: the config describes {total:.3g} parameters; kvledger "

@@ -1,0 +1,84 @@
+"""Whisper (encoder-decoder) and EAGLE-3 drafts counted exactly, against arithmetic by hand
+on the configs shown (never a value the code under test produced)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.derive.params import count_parameters
+
+# openai/whisper-tiny's config.json (the sizes only; ../shared/configs/openai--whisper-tiny.json).
+WHISPER_TINY: dict[str, Any] = {
+    "model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"],
+    "d_model": 384, "encoder_layers": 4, "decoder_layers": 4, "encoder_attention_heads": 6,
+    "decoder_attention_heads": 6, "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536,
+    "num_mel_bins": 80, "max_source_positions": 1500, "max_target_positions": 448,
+    "vocab_size": 51865, "num_hidden_layers": 4, "is_encoder_decoder": True,
+}
+
+
+def test_whisper_tiny_by_hand() -> None:
+    # d = 384, ffn = 1,536.
+    # Encoder: conv1 80 × 384 × 3 + 384 = 92,544; conv2 384 × 384 × 3 + 384 = 442,752;
+    #   positions 1,500 × 384 = 576,000; per layer: q/k/v/out 4 × 384² = 589,824 + biases on
+    #   q, v, out 3 × 384 = 1,152; fc1 + fc2 2 × 384 × 1,536 = 1,179,648 + biases 1,536 + 384;
+    #   two LayerNorms 4 × 384 = 1,536 → 1,774,080 × 4 = 7,096,320; final LayerNorm 768.
+    #   = 92,544 + 442,752 + 576,000 + 7,096,320 + 768 = 8,208,384.
+    # Decoder: embed_tokens 51,865 × 384 = 19,916,160 (proj_out tied); positions 448 × 384 =
+    #   172,032; per layer: self + cross attention 2 × (589,824 + 1,152) = 1,181,952, MLP
+    #   1,179,648 + 1,920, three LayerNorms 2,304 → 2,365,824 × 4 = 9,463,296; final 768.
+    #   = 19,916,160 + 172,032 + 9,463,296 + 768 = 29,552,256.
+    # Total 37,760,640 (the whisper-tiny model card's "39 M" rounds the same checkpoint; its
+    # fp32 model.safetensors holds 37,760,640 × 4 = 151,042,560 B of tensors).
+    p = count_parameters(WHISPER_TINY)
+    assert p.towers == 8_208_384  # the audio encoder, the model's tower
+    assert p.decoder == 29_552_256
+    assert p.categories["embed"] == 19_916_160
+    assert p.categories["lm_head"] == 0
+    assert p.categories["attn"] == 4 * 2 * 589_824
+    assert p.total == 37_760_640
+    assert p.warnings == ()
+
+
+# sgl-project SpecForge's Llama-3-8B EAGLE-3 draft (../shared/configs/
+# sgl-project--SpecForge-llama3-8B-eagle3.json).
+EAGLE3_LLAMA3_8B: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "num_hidden_layers": 1, "vocab_size": 128256, "draft_vocab_size": 32000,
+    "tie_word_embeddings": False, "rms_norm_eps": 1e-05, "torch_dtype": "float16",
+}
+
+
+def test_eagle3_llama3_8b_draft_by_hand() -> None:
+    # One layer, hidden 4,096, 32 heads × 128, 8 KV heads:
+    #   qkv_proj reads 2 × 4,096 = 8,192: 8,192 × (32 + 2 × 8) × 128 = 50,331,648;
+    #   o_proj 4,096 × 4,096 = 16,777,216; MLP 3 × 4,096 × 14,336 = 176,160,768;
+    #   input_layernorm, hidden_norm, post_attention_layernorm 3 × 4,096 = 12,288.
+    # fc: 3 aux hidden states × 4,096 → 4,096: 50,331,648. Final norm 4,096.
+    # lm_head over the draft vocabulary: 32,000 × 4,096 = 131,072,000.
+    # embed_tokens 128,256 × 4,096 = 525,336,576.
+    # Total 50,331,648 + 16,777,216 + 176,160,768 + 12,288 + 50,331,648 + 4,096
+    #   + 131,072,000 + 525,336,576 = 950,026,240 (424,689,664 without the embedding).
+    p = count_parameters(EAGLE3_LLAMA3_8B)
+    assert p.categories["lm_head"] == 131_072_000
+    assert p.categories["embed"] == 525_336_576
+    assert p.categories["attn"] == 50_331_648 + 16_777_216 + 50_331_648
+    assert p.total == 950_026_240
+    # The embedding's doubt is stated with its size, never silent.
+    assert len(p.warnings) == 1 and "525,336,576" in p.warnings[0]
+
+
+def test_eagle3_with_its_aux_layers_listed() -> None:
+    # SpecForge's DeepSeek-V3 draft: hidden 7,168, 56 heads × 128, 8 KV heads, inter 40,960,
+    # three aux layers listed (eagle_aux_hidden_state_layer_ids [1, 29, 57]).
+    #   qkv 14,336 × (56 + 16) × 128 = 132,120,576; o 7,168 × 7,168 = 51,380,224;
+    #   MLP 3 × 7,168 × 40,960 = 880,803,840; norms 3 × 7,168 = 21,504;
+    #   fc 3 × 7,168 × 7,168 = 154,140,672; norm 7,168; lm_head 32,000 × 7,168 = 229,376,000;
+    #   embed 129,280 × 7,168 = 926,679,040.
+    #   Total 2,374,529,024.
+    cfg = {**EAGLE3_LLAMA3_8B, "hidden_size": 7168, "intermediate_size": 40960,
+           "num_attention_heads": 56, "vocab_size": 129280,
+           "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57],
+                            "use_aux_hidden_state": True}}
+    assert count_parameters(cfg).total == 2_374_529_024
