@@ -82,3 +82,41 @@ def test_eagle3_with_its_aux_layers_listed() -> None:
            "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57],
                             "use_aux_hidden_state": True}}
     assert count_parameters(cfg).total == 2_374_529_024
+
+
+# ../shared/configs/meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json, its sizes.
+MLLAMA_TEST: dict[str, Any] = {
+    "architectures": ["MllamaForConditionalGeneration"], "model_type": "mllama",
+    "text_config": {
+        "model_type": "mllama_text_model", "cross_attention_layers": [2], "hidden_size": 8192,
+        "intermediate_size": 28672, "num_attention_heads": 64, "num_key_value_heads": 8,
+        "num_hidden_layers": 4, "vocab_size": 128256, "tie_word_embeddings": False,
+        "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "torch_dtype": "bfloat16"},
+    "vision_config": {
+        "model_type": "mllama_vision_model", "attention_heads": 16, "hidden_size": 1280,
+        "image_size": 560, "intermediate_size": 5120, "max_num_tiles": 4, "num_channels": 3,
+        "num_global_layers": 8, "num_hidden_layers": 32, "patch_size": 14,
+        "supported_aspect_ratios": [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1], [2, 2], [3, 1],
+                                    [4, 1]],
+        "vision_output_dim": 7680},
+}
+
+
+def test_mllama_text_and_vision_by_hand() -> None:
+    # Text: 4 layers (cross-attention at 2), hidden 8,192, 64 heads × 128, 8 KV heads, inter
+    #   28,672, vocab 128,256. embed (128,256 + 8) × 8,192 = 1,050,738,688; lm_head 128,256 ×
+    #   8,192 = 1,050,673,152; attention per layer q 67,108,864 + k, v 16,777,216 + o
+    #   67,108,864 = 150,994,944 × 4 = 603,979,776; MLP 3 × 8,192 × 28,672 = 704,643,072 × 4
+    #   = 2,818,572,288; norms 2 × 8,192 × 4 = 65,536; the cross layer's q/k norms 2 × 128 and
+    #   two gates = 258; final norm 8,192. = 5,524,037,890.
+    # Vision: patch 3 × 14² × 1,280 = 752,640, class 1,280; positions (560 / 14)² + 1 = 1,601:
+    #   gate 1 + 1,601 × 1,280 = 2,049,281, tile table 9 × 4 × 1,601 × 1,280 = 73,774,080;
+    #   pre/post tile tables 2 × (9 × 4 × 1,280 + 1) = 92,162; pre/post LayerNorms 5,120;
+    #   a layer 4 × 1,280² + 2 × 1,280 × 5,120 + 5,120 + 1,280 + 4 × 1,280 = 19,672,320:
+    #   × 32 = 629,514,240, the 8 gated ones (+2 each) 157,378,576; projector 7,680 × 8,192
+    #   + 8,192 = 62,922,752. = 926,490,131.
+    p = count_parameters(MLLAMA_TEST)
+    assert p.decoder == 5_524_037_890
+    assert p.towers == 926_490_131
+    assert p.total == 5_524_037_890 + 926_490_131
+    assert p.warnings == ()

@@ -11,7 +11,7 @@ from kvledger.derive.errors import ConfigError
 from kvledger.derive.params.base import _PROFILES, ALIASES, MAX_PARAMETERS, Parameters, _Count
 from kvledger.derive.params.decoder import _decoder, _mtp
 from kvledger.derive.params.draft import _eagle3
-from kvledger.derive.params.encdec import _whisper
+from kvledger.derive.params.encdec import _mllama_text, _whisper
 from kvledger.derive.params.legacy import _legacy, _mpt
 from kvledger.derive.params.linear_attention import _gdn, _gdn_mtp, _lfm2, _minimax_linear
 from kvledger.derive.params.nas import _nas
@@ -34,7 +34,8 @@ _FAMILIES = {"nas:derive": "nas", "ssm_hybrids:jamba": "jamba", "mamba:nemotron_
              "mamba:mamba1": "mamba1", "mamba:mamba2": "mamba2",
              "ssm_hybrids:lfm2": "lfm2", "falcon_h1:derive": "falcon_h1",
              "ssm_hybrids:granitemoehybrid": "granite_hybrid", "minimax:m1": "minimax_linear",
-             "mamba:zamba2": "zamba2", "encdec:whisper": "whisper", "dense:eagle3": "eagle3"}
+             "mamba:zamba2": "zamba2", "encdec:whisper": "whisper", "dense:eagle3": "eagle3",
+             "encdec:mllama": "mllama"}
 
 
 def _text_level(config: Mapping[str, Any], model: str) -> tuple[Config, str, str]:
@@ -94,7 +95,6 @@ _WEIGHT_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
 _GENERIC_ERROR: Mapping[str, str] = {
     "dense:minimax_m2": "-0.6 % against MiniMax-M2's published 230B",
     "mimo_v2:derive": "+2.2 % against MiMo-V2-Flash's published 309B",
-    "encdec:mllama": "cross-attention layers counted as self-attention ones: likely ±2 %",
 }
 
 # Handlers whose layers the generic decoder describes (attention + MLP per layer).
@@ -140,6 +140,8 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
         encoder = _whisper(k)
     elif family == "eagle3":
         _eagle3(k)
+    elif family == "mllama":
+        _mllama_text(k)
     elif family == "nas":
         _nas(k)
     elif family == "jamba":

@@ -47,3 +47,34 @@ def _whisper(k: _Count) -> int:
     k.add("dense_mlp", dec_layers * mlp)
     k.add("other", dec_layers * (2 * attn_small + mlp_bias + 3 * ln) + ln)
     return encoder
+
+
+def _mllama_text(k: _Count) -> None:
+    """Llama 3.2 Vision's language model (transformers ``modeling_mllama.py``;
+    vLLM <= 0.10.2 ``mllama.py``): ``embed_tokens`` holds ``vocab_size + 8`` rows (the image
+    tokens), ``lm_head`` ``vocab_size``; ``num_hidden_layers`` counts every layer, those in
+    ``cross_attention_layers`` being cross-attention layers — q / k / v / o of the
+    self-attention's shapes (no biases), ``q_norm`` / ``k_norm`` over ``head_dim``, the
+    tanh gates ``cross_attn_attn_gate`` / ``cross_attn_mlp_gate`` (one value each) — the others
+    Llama self-attention layers; every layer a gated MLP and two RMSNorms; a final norm."""
+    hidden, layers, vocab = k.alias("hidden"), k.alias("layers"), k.alias("vocab")
+    heads = k.alias("heads")
+    kv_heads = k.alias("kv_heads", default=heads)
+    head_dim = k.num("head_dim", default=hidden // max(1, heads))
+    inter = k.alias("inter")
+    cross = k.cfg.get("cross_attention_layers") or []
+    crossed = {int(i) for i in cross if isinstance(i, int) and not isinstance(i, bool)}
+    k.add("embed", (vocab + 8) * hidden)
+    tied = k.cfg.get("tie_word_embeddings")
+    if not tied:
+        k.add("lm_head", vocab * hidden)
+    for i in range(layers):
+        linear, small = k.gqa(hidden, heads, kv_heads, head_dim)
+        k.add("attn", linear)
+        k.add("other", small + 2 * hidden)
+        if i in crossed:
+            k.add("other", 2 * head_dim + 2)  # q_norm, k_norm; the two gates
+        mlp, bias = k.mlp(hidden, inter)
+        k.add("dense_mlp", mlp)
+        k.add("other", bias)
+    k.add("other", hidden)

@@ -148,6 +148,8 @@ def _vision(config: Mapping[str, Any], v: Mapping[str, Any],
         merge = _tv(v, "spatial_merge_size", 2) ** 2 * e
         out = _tv(v, "out_hidden_size", text_hidden)
         return patch + blocks + e + merge * merge + merge + merge * out + out, []
+    if mt == "mllama_vision_model" or top == "mllama":
+        return _mllama_vision(v, text_hidden), []
     if mt == "gemma4_vision":
         # Gemma4VisionModel (transformers gemma4): patch Linear(3·p², h), a 2-D position
         # table (2 × position_embedding_size × h), gated MLP layers with q/k/v norms and four
@@ -198,3 +200,31 @@ def _vision(config: Mapping[str, Any], v: Mapping[str, Any],
             "likely error ±10 % of the tower"]
     return 0, [f"vision tower {mt or '?'}: its vision_config states no sizes, so it is not "
                "counted (vision towers hold 0.3–0.7 B parameters: the estimate is low by that)"]
+
+
+def _mllama_vision(v: Mapping[str, Any], text_hidden: int) -> int:
+    """Llama 3.2 Vision's tower (transformers ``modeling_mllama.py`` ``MllamaVisionModel``,
+    ``MllamaVisionConfig`` defaults): a bias-free patch Conv2d, the class embedding, the gated
+    position embedding (gate, (image/patch)² + 1 positions, a tile table of
+    (max_aspect_ratio_id + 1) × tiles × positions × hidden), gated pre- and post-tile
+    aspect-ratio tables ((max_aspect_ratio_id + 1) × tiles × hidden each), two LayerNorms;
+    ``num_hidden_layers`` encoder layers and ``num_global_layers`` gated ones (two more
+    scalars each) of bias-free attention, a biased GELU MLP and two LayerNorms; the projector
+    a biased Linear(vision_output_dim, text hidden)."""
+    h = _tv(v, "hidden_size", 1280)
+    p = _tv(v, "patch_size", 14)
+    img = _tv(v, "image_size", 448)
+    tiles = _tv(v, "max_num_tiles", 4)
+    ratios = v.get("supported_aspect_ratios")
+    ratio_ids = len(ratios) if isinstance(ratios, list) else 8
+    positions = (img // p) ** 2 + 1
+    inter = _tv(v, "intermediate_size", 5120)
+    per = 4 * h * h + 2 * h * inter + inter + h + 4 * h
+    layers = _tv(v, "num_hidden_layers", 32)
+    global_layers = _tv(v, "num_global_layers", 8)
+    out_dim = _tv(v, "vision_output_dim", 7680)
+    n = _tv(v, "num_channels", 3) * p * p * h + h
+    n += 1 + positions * h + (ratio_ids + 1) * tiles * positions * h
+    n += 2 * ((ratio_ids + 1) * tiles * h + 1)
+    n += 4 * h + layers * per + global_layers * (per + 2)
+    return n + out_dim * text_hidden + text_hidden
