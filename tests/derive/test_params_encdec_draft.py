@@ -120,3 +120,34 @@ def test_mllama_text_and_vision_by_hand() -> None:
     assert p.towers == 926_490_131
     assert p.total == 5_524_037_890 + 926_490_131
     assert p.warnings == ()
+
+
+# arcee-ai/Trinity-Nano-Preview's sizes (../shared/configs/arcee-ai--Trinity-Nano-Preview.neuronx
+# .json).
+TRINITY_NANO: dict[str, Any] = {
+    "architectures": ["AfmoeForCausalLM"], "model_type": "afmoe", "hidden_size": 1024,
+    "num_hidden_layers": 56, "num_dense_layers": 2, "num_attention_heads": 8,
+    "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 3072,
+    "moe_intermediate_size": 256, "num_experts": 128, "num_experts_per_tok": 8,
+    "num_shared_experts": 1, "vocab_size": 200192, "tie_word_embeddings": False,
+    "global_attn_every_n_layers": 4, "sliding_window": 2048, "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-05, "dtype": "bfloat16",
+}
+
+
+def test_afmoe_trinity_nano_by_hand() -> None:
+    # embed + lm_head 2 × 200,192 × 1,024 = 409,993,216.
+    # Per layer (56): qkv 1,024 × (8 + 2 × 2) × 128 = 1,572,864, o 1,024 × 1,024 = 1,048,576,
+    #   the output gate 1,024 × 1,024 = 1,048,576 → 3,670,016 × 56 = 205,520,896; q/k norms
+    #   2 × 128 + four norms 4 × 1,024 = 4,352 × 56 = 243,712.
+    # Dense layers (2): 3 × 1,024 × 3,072 = 9,437,184 × 2 = 18,874,368.
+    # MoE layers (54): experts 128 × 3 × 1,024 × 256 = 100,663,296, shared 3 × 1,024 × 256 =
+    #   786,432, router 1,024 × 128 = 131,072, expert_bias 128 → 101,580,928 × 54 =
+    #   5,485,370,112. Final norm 1,024.
+    # Total 6,120,003,328 (Arcee: "6B total").
+    p = count_parameters(TRINITY_NANO)
+    assert p.categories["routed_experts"] == 54 * 100_663_296
+    assert p.categories["shared_experts"] == 54 * 786_432
+    assert p.categories["dense_mlp"] == 18_874_368
+    assert p.total == 6_120_003_328
+    assert p.warnings == ()

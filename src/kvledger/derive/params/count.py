@@ -8,6 +8,7 @@ from typing import Any
 
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError
+from kvledger.derive.params.afmoe import _afmoe
 from kvledger.derive.params.base import _PROFILES, ALIASES, MAX_PARAMETERS, Parameters, _Count
 from kvledger.derive.params.decoder import _decoder, _mtp
 from kvledger.derive.params.draft import _eagle3
@@ -35,7 +36,7 @@ _FAMILIES = {"nas:derive": "nas", "ssm_hybrids:jamba": "jamba", "mamba:nemotron_
              "ssm_hybrids:lfm2": "lfm2", "falcon_h1:derive": "falcon_h1",
              "ssm_hybrids:granitemoehybrid": "granite_hybrid", "minimax:m1": "minimax_linear",
              "mamba:zamba2": "zamba2", "encdec:whisper": "whisper", "dense:eagle3": "eagle3",
-             "encdec:mllama": "mllama"}
+             "encdec:mllama": "mllama", "afmoe:derive": "afmoe"}
 
 
 def _text_level(config: Mapping[str, Any], model: str) -> tuple[Config, str, str]:
@@ -142,6 +143,8 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
         _eagle3(k)
     elif family == "mllama":
         _mllama_text(k)
+    elif family == "afmoe":
+        _afmoe(k)
     elif family == "nas":
         _nas(k)
     elif family == "jamba":
