@@ -151,3 +151,30 @@ def test_afmoe_trinity_nano_by_hand() -> None:
     assert p.categories["dense_mlp"] == 18_874_368
     assert p.total == 6_120_003_328
     assert p.warnings == ()
+
+
+def test_qwen3_5_moe_has_qk_norms_and_the_shared_expert_gate() -> None:
+    # qwen3_5.py builds Qwen3NextAttention (q_norm / k_norm) and Qwen3NextSparseMoeBlock
+    # (shared_expert_gate) — missed before, the checked REAP checkpoint's decoder came out
+    # 87,040 parameters low. Two layers, hidden 16:
+    #   embed + lm_head 2 × 10 × 16 = 320;
+    #   layer 0, Gated DeltaNet (1 key head × 4, 2 value heads × 4): in_proj_qkvz 16 × (8 + 16)
+    #   = 384, in_proj_ba 16 × 4 = 64, out_proj 8 × 16 = 128 → 576; conv 16 channels × 4 = 64,
+    #   dt_bias + A_log 4, norm 4 → 72;
+    #   layer 1, gated attention (2 heads × 8, 1 KV head): q+gate 16 × 32 = 512, k, v 16 × 16 =
+    #   256, o 16 × 16 = 256 → 1,024; q/k norms 2 × 8 = 16;
+    #   every layer: two norms 32, experts 2 × 3 × 16 × 8 = 768, router 16 × 2 = 32, shared
+    #   expert 3 × 16 × 8 = 384 + its gate 16 → 1,232 × 2 = 2,464; final norm 16.
+    #   Total 320 + 576 + 72 + 1,024 + 16 + 2,464 + 16 = 4,488.
+    cfg = {"model_type": "qwen3_5_moe_text", "architectures": ["Qwen3_5MoeForCausalLM"],
+           "hidden_size": 16, "num_hidden_layers": 2,
+           "layer_types": ["linear_attention", "full_attention"], "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "linear_num_key_heads": 1,
+           "linear_key_head_dim": 4, "linear_num_value_heads": 2, "linear_value_head_dim": 4,
+           "linear_conv_kernel_dim": 4, "num_experts": 2, "num_experts_per_tok": 1,
+           "moe_intermediate_size": 8, "shared_expert_intermediate_size": 8,
+           "vocab_size": 10, "tie_word_embeddings": False, "mtp_num_hidden_layers": 0,
+           "attn_output_gate": True, "full_attention_interval": 2}
+    p = count_parameters(cfg)
+    assert p.categories["shared_experts"] == 2 * (384 + 16)
+    assert p.total == 4_488

@@ -61,6 +61,9 @@ _PROFILES: Mapping[str, Mapping[str, Any]] = {
     "qwen3": {"qk_norm": "head"}, "qwen3_moe": {"qk_norm": "head"},  # qwen3.py q_norm/k_norm
     "qwen3_vl_text": {"qk_norm": "head"}, "qwen3_vl_moe_text": {"qk_norm": "head"},
     "qwen3_next": {"qk_norm": "head"},
+    # qwen3_5.py builds Qwen3NextAttention (q_norm / k_norm over head_dim) and
+    # Qwen3NextSparseMoeBlock (shared_expert_gate) for both Qwen3.5 text models.
+    "qwen3_5_text": {"qk_norm": "head"}, "qwen3_5_moe_text": {"qk_norm": "head"},
     "olmo2": {"qk_norm": "full"},  # olmo2.py: q_norm over heads × head_dim
     "olmo3": {"qk_norm": "full"},
     "olmoe": {"qk_norm": "full"},

@@ -83,7 +83,7 @@ def _moe(k: _Count, hidden: int, inter: int, experts: int) -> dict[str, int]:
                          "moe_shared_expert_intermediate_size", default=0)
     if shared_inter:
         out["shared_experts"] = 3 * hidden * shared_inter
-        if k.model_type in ("qwen2_moe", "qwen3_next"):
+        if k.model_type in ("qwen2_moe", "qwen3_next", "qwen3_5_moe_text"):
             out["shared_experts"] += hidden  # shared_expert_gate: hidden → 1
     elif k.p.get("shared_expert"):
         out["shared_experts"] = 3 * hidden * inter
