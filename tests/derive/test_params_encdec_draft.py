@@ -178,3 +178,25 @@ def test_qwen3_5_moe_has_qk_norms_and_the_shared_expert_gate() -> None:
     p = count_parameters(cfg)
     assert p.categories["shared_experts"] == 2 * (384 + 16)
     assert p.total == 4_488
+
+
+def test_mimo_qwen2_biases_and_its_mtp_layer() -> None:
+    # MiMo-7B's sizes (XiaomiMiMo/MiMo-7B-Base config.json): hidden 4,096, 36 layers, 32 heads ×
+    # 128, 8 KV heads, inter 11,008, vocab 151,680, untied, attention_bias, 1 MTP layer.
+    # mimo.py is Qwen2's model: q/k/v biases, none on o_proj.
+    #   embed + lm_head 2 × 151,680 × 4,096 = 1,242,562,560;
+    #   a layer: q 16,777,216 + k, v 8,388,608 + o 16,777,216 = 41,943,040, biases 4,096 +
+    #   2 × 1,024 = 6,144, MLP 3 × 4,096 × 11,008 = 135,266,304, norms 8,192 → 177,223,680;
+    #   × 36 = 6,380,052,480; final norm 4,096 → decoder 7,622,619,136.
+    # MTP (mimo_mtp.py): one such layer + input_proj 2 × 4,096 × 4,096 = 33,554,432 + token /
+    #   hidden / final norms 12,288 = 210,790,400.
+    # Total 7,833,409,536 (a real MiMo fine-tune's bf16 index states 15,666,819,072 B = × 2).
+    cfg = {"architectures": ["MiMoForCausalLM"], "model_type": "mimo", "hidden_size": 4096,
+           "intermediate_size": 11008, "num_attention_heads": 32, "head_dim": 128,
+           "num_hidden_layers": 36, "num_key_value_heads": 8, "vocab_size": 151680,
+           "tie_word_embeddings": False, "attention_bias": True, "num_nextn_predict_layers": 1,
+           "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
+    p = count_parameters(cfg)
+    assert p.decoder == 7_622_619_136
+    assert p.mtp_total == 210_790_400
+    assert not any("MTP" in w or "biases and norms not checked" in w for w in p.warnings)

@@ -56,6 +56,8 @@ _PROFILES: Mapping[str, Mapping[str, Any]] = {
     "mistral": {}, "mixtral": {}, "granite": {}, "granitemoe": {}, "nemotron-nas": {},
     "deepseek_v2": {}, "deepseek_v3": {}, "deepseek_v32": {}, "kimi_k2": {}, "glm4_moe": {},
     "qwen2": {"qkv_bias": True}, "qwen2_moe": {"qkv_bias": True},  # qwen2.py: QKVParallel bias
+    # mimo.py: MiMoModel is Qwen2's, whose o_proj has no bias whatever attention_bias says.
+    "mimo": {"qkv_bias": True},
     "qwen2_vl": {"qkv_bias": True}, "qwen2_5_vl": {"qkv_bias": True},
     "qwen2_vl_text": {"qkv_bias": True}, "qwen2_5_vl_text": {"qkv_bias": True},
     "qwen3": {"qk_norm": "head"}, "qwen3_moe": {"qk_norm": "head"},  # qwen3.py q_norm/k_norm
@@ -174,7 +176,7 @@ class _Count:
         if bias:
             small += q * (2 if q_gate else 1) + kv * (1 if no_v else 2)
         if self.p.get("o_bias", False) or (self.flag("attention_bias") and
-                                           self.model_type not in ("qwen2", "chatglm")):
+                                           self.model_type not in ("qwen2", "chatglm", "mimo")):
             small += hidden
         if self.p.get("sinks"):
             small += heads

@@ -188,7 +188,7 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
             mtp = _gdn_mtp(k, mtp_count)
         else:
             mtp = _mtp(k, mtp_count)
-        if family not in ("mla", "nemotron_h", "gdn") and model_type not in ("glm4_moe",):
+        if family not in ("mla", "nemotron_h", "gdn") and model_type not in ("glm4_moe", "mimo"):
             k.warnings.append(f"{mtp_count} MTP layer(s) of model_type {model_type!r} counted "
                               "as decoder layers with DeepSeek's eh_proj and norms: likely "
                               "error ±1 % of the MTP part")
