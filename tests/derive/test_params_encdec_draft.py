@@ -200,3 +200,19 @@ def test_mimo_qwen2_biases_and_its_mtp_layer() -> None:
     assert p.decoder == 7_622_619_136
     assert p.mtp_total == 210_790_400
     assert not any("MTP" in w or "biases and norms not checked" in w for w in p.warnings)
+
+
+def test_kimi_k3_latent_moe_experts_by_hand() -> None:
+    # The bundled Kimi-K3 config: 93 layers, first_k_dense_replace 1 (layers 1-92 MoE), 896
+    # experts of moe_intermediate_size 3,072 working at routed_expert_hidden_size 3,584
+    # (models/kimi_k3 KimiMoE: latent MoE), hidden 7,168.
+    #   per MoE layer: experts 896 × 3 × 3,584 × 3,072 = 29,595,009,024, routed_expert_down_proj
+    #   + routed_expert_up_proj 2 × 7,168 × 3,584 = 51,380,224 → 29,646,389,248;
+    #   × 92 = 2,727,467,810,816 (at hidden 7,168 the experts alone would be twice that).
+    # Shared experts stay at hidden: 3 × 7,168 × (2 × 3,072) × 92 = 12,155,092,992.
+    from kvledger.source.resolve import load_source
+
+    p = count_parameters(load_source("moonshotai/Kimi-K3").config)
+    assert p.categories["routed_experts"] == 2_727_467_810_816
+    assert p.categories["shared_experts"] == 12_155_092_992
+    assert any("likely error under 1 %" in w for w in p.warnings)

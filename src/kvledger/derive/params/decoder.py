@@ -61,7 +61,11 @@ def _moe(k: _Count, hidden: int, inter: int, experts: int) -> dict[str, int]:
     wide), shared experts (``n_shared_experts × moe_intermediate_size`` as deepseek_v2.py
     builds them, or ``shared_expert_intermediate_size`` with its sigmoid gate as qwen2_moe.py),
     the router (``hidden × experts``; DeepSeek-V3's ``e_score_correction_bias`` with
-    ``topk_method`` noaux_tc)."""
+    ``topk_method`` noaux_tc). Kimi-Linear's latent MoE (vLLM 0.33 models/kimi_k3
+    ``KimiMoE``, ``routed_expert_hidden_size``): the routed experts work at that width, behind
+    ``routed_expert_down_proj`` (hidden → latent), its RMSNorm (``latent_moe_use_norm``) and
+    ``routed_expert_up_proj`` (latent → hidden); the router and the shared experts stay at
+    hidden."""
     cfg = k.cfg
     widths = cfg.get("moe_intermediate_size")
     if isinstance(widths, list) and widths:  # one width per layer (Hunyuan): the largest
@@ -72,8 +76,12 @@ def _moe(k: _Count, hidden: int, inter: int, experts: int) -> dict[str, int]:
                               "largest")
     else:
         moe_inter = k.num("moe_intermediate_size", "expert_intermediate_size", default=inter)
-    out = {"routed_experts": experts * 3 * hidden * moe_inter, "router": hidden * experts,
-           "shared_experts": 0, "other": 0}
+    latent = k.num("routed_expert_hidden_size", default=0)
+    out = {"routed_experts": experts * 3 * (latent or hidden) * moe_inter,
+           "router": hidden * experts, "shared_experts": 0, "other": 0}
+    if latent:
+        out["routed_experts"] += 2 * hidden * latent  # the down and up projections
+        out["other"] += latent if k.flag("latent_moe_use_norm") else 0
     if k.p.get("expert_bias"):
         out["other"] += experts * (2 * moe_inter + hidden) + experts
     if cfg.get("topk_method") == "noaux_tc" or cfg.get("moe_router_enable_expert_bias"):
