@@ -216,3 +216,18 @@ def test_kimi_k3_latent_moe_experts_by_hand() -> None:
     assert p.categories["routed_experts"] == 2_727_467_810_816
     assert p.categories["shared_experts"] == 12_155_092_992
     assert any("likely error under 1 %" in w for w in p.warnings)
+
+
+def test_glm5_next_layers_count_as_mla_not_as_zero_width_gqa() -> None:
+    # GLM-5.3-Flash (bundled): head_dim 0, so a GQA count gave no attention at all. As MLA
+    # (deepseek_v2.py's shapes; hidden 4,096, 64 heads, q_lora 1,536, kv_lora 512, nope 256,
+    # rope 0, v 256; DSA indexer 32 heads × 128) a layer is
+    #   q_a 4,096 × 1,536 = 6,291,456; q_b 1,536 × 64 × 256 = 25,165,824;
+    #   kv_a 4,096 × 512 = 2,097,152; kv_b 512 × 64 × (256 + 256) = 16,777,216;
+    #   o 64 × 256 × 4,096 = 67,108,864; indexer wq_b 1,536 × 32 × 128 = 6,291,456 and wk
+    #   4,096 × 128 = 524,288 → 124,256,256; × 45 layers = 5,591,531,520.
+    from kvledger.source.resolve import load_source
+
+    p = count_parameters(load_source("zai-org/GLM-5.3-Flash").config)
+    assert p.categories["attn"] == 45 * 124_256_256
+    assert any("(kda:glm)" in w and "likely error under 2 %" in w for w in p.warnings)

@@ -101,6 +101,10 @@ _GENERIC_ERROR: Mapping[str, str] = {
     # the whole attention is 0.7 % of the count, the output gate about 0.1 %.
     "kda:kimi": "KDA layers counted as MLA attention, the MLA output gate and attention "
                 "residuals not modelled; the experts are counted exactly: likely error under 1 %",
+    # GLM-5.3-Flash: experts 95 % of the count; its 34 KDA layers (about 170 M parameters each)
+    # counted as MLA ones (about 117 M): 0.6 %; its hyper-connection mixers not modelled.
+    "kda:glm": "KDA layers counted as MLA attention, hyper-connections not modelled; the "
+               "experts are counted exactly: likely error under 2 %",
 }
 
 # Handlers whose layers the generic decoder describes (attention + MLP per layer).
@@ -129,9 +133,13 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
     mla = text.get("kv_lora_rank") is not None and text.get("qk_nope_head_dim") is not None
     if family == "mla" and not mla:
         family = ""
-    if family == "" and mla and text.get("linear_attn_config") is None:
+    # A KDA hybrid's full-attention layers are MLA (Kimi-Linear, GLM-5-Next): its layers are
+    # counted as MLA ones (closer than a GQA with the config's head_dim, 0 in GLM-5.3).
+    if family == "" and mla and (text.get("linear_attn_config") is None
+                                 or handler.startswith("kda:")):
         family = "mla"
-    if family == "" and handler and not handler.startswith(_DECODER_HANDLERS):
+    if (family == "" or handler.startswith("kda:")) and handler and \
+            not handler.startswith(_DECODER_HANDLERS):
         k.warnings.append(
             f"model_type {model_type!r} ({handler}): its mixer or layer layout has no exact "
             "weight formula here; counted as a generic decoder (attention + MLP per layer): "
