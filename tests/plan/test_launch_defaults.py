@@ -158,3 +158,13 @@ def test_without_a_gpu_the_json_says_which_defaults(
     assert data["batch_defaults"]["max_num_seqs"] == 256
     assert data["batch_defaults"]["max_num_batched_tokens"] == 8192
     assert "no GPU named" in data["batch_defaults"]["basis"]
+
+
+def test_usage_context_with_another_engine_is_one_line_exit_2(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-80GB", "--engine", "sglang",
+                 "--usage-context", "llm"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: --usage-context applies to engine vllm only, got engine 'sglang'"]
