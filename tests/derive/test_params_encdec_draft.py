@@ -231,3 +231,30 @@ def test_glm5_next_layers_count_as_mla_not_as_zero_width_gqa() -> None:
     p = count_parameters(load_source("zai-org/GLM-5.3-Flash").config)
     assert p.categories["attn"] == 45 * 124_256_256
     assert any("(kda:glm)" in w and "likely error under 2 %" in w for w in p.warnings)
+
+
+def test_deepseek_v4_layers_by_hand() -> None:
+    # models/deepseek_v4 shapes on a tiny config: hidden 16, 2 heads × 8 (one KV head),
+    # q_lora 4, o_lora 4 in 2 groups, compress_ratios [0, 4, 128], indexer 2 heads × 4,
+    # hc_mult 2, 2 experts of 8 and one shared, vocab 10, untied.
+    #   embed + lm_head 2 × 10 × 16 = 320.
+    #   Every layer: fused_wqa_wkv 16 × (4 + 8) = 192, wq_b 4 × 2 × 8 = 64, wo_a 16 × 4 = 64,
+    #   wo_b 2 × 4 × 16 = 128 → 448; q_norm 4, kv_norm 8, sinks 2, two norms 32 → 46;
+    #   hyper-connections 2 × ((2 + 2) × 2 × 2 × 16 + 8 + 3) = 534; MoE experts 2 × 3 × 16 × 8
+    #   = 768, router 32, shared 3 × 16 × 8 = 384 → 1,184. A layer: 2,212.
+    #   Layer 1 (ratio 4): compressor ape 4 × 2 × 8 = 64 + fused_wkv_wgate 16 × 2 × 2 × 8 = 512
+    #   + norm 8 = 584; indexer wq_b 4 × 2 × 4 = 32, its compressor 4 × 2 × 4 + 16 × 16 + 4 =
+    #   292, weights_proj 16 × 2 = 32 → 3,152.
+    #   Layer 2 (ratio 128): compressor 128 × 8 + 16 × 2 × 8 + 8 = 1,288 → 3,500.
+    #   Final norm 16, hc_head 2 × 2 × 16 + 2 + 1 = 67.
+    #   Total 320 + 2,212 + 3,152 + 3,500 + 16 + 67 = 9,267.
+    cfg = {"model_type": "deepseek_v4", "architectures": ["DeepseekV4ForCausalLM"],
+           "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "qk_rope_head_dim": 4, "q_lora_rank": 4,
+           "o_lora_rank": 4, "o_groups": 2, "compress_ratios": [0, 4, 128],
+           "index_n_heads": 2, "index_head_dim": 4, "index_topk": 4, "hc_mult": 2,
+           "n_routed_experts": 2, "n_shared_experts": 1, "num_experts_per_tok": 1,
+           "moe_intermediate_size": 8, "vocab_size": 10, "tie_word_embeddings": False,
+           "num_nextn_predict_layers": 0, "sliding_window": 8,
+           "max_position_embeddings": 64}
+    assert count_parameters(cfg).total == 9_267

@@ -30,8 +30,8 @@ The package, by family: ``base.py`` (aliases, categories, small-tensor profiles,
 accumulator), ``decoder.py`` (GQA / MLA decoders, MoE blocks, MTP), ``nas.py``, ``ssm.py``
 (Mamba and its hybrids), ``linear_attention.py`` (GDN, short convolutions, lightning
 attention), ``legacy.py``, ``encdec.py`` (Whisper, Llama 3.2 Vision's text model),
-``draft.py`` (EAGLE-3 drafts), ``afmoe.py``, ``towers.py`` and ``count.py`` (the entry
-point).
+``draft.py`` (EAGLE-3 drafts), ``afmoe.py``, ``dsv4.py`` (DeepSeek-V4), ``towers.py`` and
+``count.py`` (the entry point).
 
 This package imports nothing from ``kvledger.plan``: it counts parameters; bytes, dtypes and
 quantization are the planner's (``plan/weights.py``).

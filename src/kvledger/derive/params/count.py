@@ -12,6 +12,7 @@ from kvledger.derive.params.afmoe import _afmoe
 from kvledger.derive.params.base import _PROFILES, ALIASES, MAX_PARAMETERS, Parameters, _Count
 from kvledger.derive.params.decoder import _decoder, _mtp
 from kvledger.derive.params.draft import _eagle3
+from kvledger.derive.params.dsv4 import _dsv4, _dsv4_mtp
 from kvledger.derive.params.encdec import _mllama_text, _whisper
 from kvledger.derive.params.legacy import _legacy, _mpt
 from kvledger.derive.params.linear_attention import _gdn, _gdn_mtp, _lfm2, _minimax_linear
@@ -36,7 +37,8 @@ _FAMILIES = {"nas:derive": "nas", "ssm_hybrids:jamba": "jamba", "mamba:nemotron_
              "ssm_hybrids:lfm2": "lfm2", "falcon_h1:derive": "falcon_h1",
              "ssm_hybrids:granitemoehybrid": "granite_hybrid", "minimax:m1": "minimax_linear",
              "mamba:zamba2": "zamba2", "encdec:whisper": "whisper", "dense:eagle3": "eagle3",
-             "encdec:mllama": "mllama", "afmoe:derive": "afmoe"}
+             "encdec:mllama": "mllama", "afmoe:derive": "afmoe",
+             "deepseek_v4:derive": "dsv4"}
 
 
 def _text_level(config: Mapping[str, Any], model: str) -> tuple[Config, str, str]:
@@ -158,6 +160,13 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
         _mllama_text(k)
     elif family == "afmoe":
         _afmoe(k)
+    elif family == "dsv4":
+        _dsv4(k)
+        k.warnings.append(
+            "deepseek_v4: counted from vLLM's DeepSeek-V4 modules (low-rank q and grouped "
+            "output projections, compressors, indexers, hyper-connection mixers, experts); "
+            "the hash layers' integer routing tables are not counted and no checkpoint has "
+            "checked it: likely error under 1 %")
     elif family == "nas":
         _nas(k)
     elif family == "jamba":
@@ -199,9 +208,12 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
             mtp = _nemotron_h_mtp(k, mtp_count)
         elif family == "gdn":
             mtp = _gdn_mtp(k, mtp_count)
+        elif family == "dsv4":
+            mtp = _dsv4_mtp(k, mtp_count)
         else:
             mtp = _mtp(k, mtp_count)
-        if family not in ("mla", "nemotron_h", "gdn") and model_type not in ("glm4_moe", "mimo"):
+        if family not in ("mla", "nemotron_h", "gdn", "dsv4") and \
+                model_type not in ("glm4_moe", "mimo"):
             k.warnings.append(f"{mtp_count} MTP layer(s) of model_type {model_type!r} counted "
                               "as decoder layers with DeepSeek's eh_proj and norms: likely "
                               "error ±1 % of the MTP part")
