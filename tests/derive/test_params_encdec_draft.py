@@ -258,3 +258,16 @@ def test_deepseek_v4_layers_by_hand() -> None:
            "num_nextn_predict_layers": 0, "sliding_window": 8,
            "max_position_embeddings": 64}
     assert count_parameters(cfg).total == 9_267
+
+
+def test_minimax_m3_dense_width_and_its_seven_mtp_modules() -> None:
+    # The bundled MiniMax-M3 config: first_k_dense_replace 3, dense_intermediate_size 12,288
+    # (models/minimax_m3 MiniMaxM3DecoderLayer sizes a dense layer's MLP by it), hidden 6,144:
+    #   dense MLPs 3 × 3 × 6,144 × 12,288 = 679,477,248.
+    # num_mtp_modules 7 (MiniMaxM3MultiTokenPredictor builds that many), beside
+    # num_nextn_predict_layers 1.
+    from kvledger.source.resolve import load_source
+
+    p = count_parameters(load_source("MiniMaxAI/MiniMax-M3").config)
+    assert p.categories["dense_mlp"] == 679_477_248
+    assert p.mtp_layers == 7

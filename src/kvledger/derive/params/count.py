@@ -101,6 +101,10 @@ _GENERIC_ERROR: Mapping[str, str] = {
     # Kimi-K3: the experts (latent MoE, counted exactly) hold 99 % of it; its KDA layers are
     # counted as MLA ones, its MLA output gate and attention-residual projections are not:
     # the whole attention is 0.7 % of the count, the output gate about 0.1 %.
+    # MiniMax-M3: dense and expert widths, its MTP modules counted; the sparse layers' index
+    # q/k projections (about 4 M parameters a layer) and the MTP modules' own embedding not.
+    "minimax:m3": "the sparse-attention index projections and the MTP modules' embedding "
+                  "copy not modelled: likely error under 1 %",
     "kda:kimi": "KDA layers counted as MLA attention, the MLA output gate and attention "
                 "residuals not modelled; the experts are counted exactly: likely error under 1 %",
     # GLM-5.3-Flash: experts 95 % of the count; its 34 KDA layers (about 170 M parameters each)
@@ -201,7 +205,12 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
         k.add("other", hidden)
     else:
         _decoder(k, mla=family == "mla")
-    mtp_count = next((k.num(key) for key in ALIASES["mtp"] if k.num(key, default=0)), 0)
+    mtp_keys = ALIASES["mtp"]
+    if model_type in ("minimax_m3", "minimax_m3_text"):
+        # models/minimax_m3 MiniMaxM3MultiTokenPredictor builds num_mtp_modules layers, whatever
+        # num_nextn_predict_layers says.
+        mtp_keys = ("num_mtp_modules", *mtp_keys)
+    mtp_count = next((k.num(key) for key in mtp_keys if k.num(key, default=0)), 0)
     mtp: dict[str, int] = {}
     if mtp_count:
         if family == "nemotron_h":

@@ -158,6 +158,10 @@ def _decoder(k: _Count, *, mla: bool = False) -> None:
                 k.add(cat, n)
         else:
             width = per_layer_inter[i] if per_layer_inter else inter
+            if experts and cfg.get("dense_intermediate_size") is not None:
+                # MiniMax-M3 (models/minimax_m3 MiniMaxM3DecoderLayer): a dense layer's MLP
+                # is dense_intermediate_size wide; intermediate_size sizes the experts.
+                width = k.num("dense_intermediate_size")
             if k.model_type == "llama4_text":
                 width = k.num("intermediate_size_mlp", default=inter)
             if k.model_type == "gemma4_text" and k.flag("use_double_wide_mlp"):
