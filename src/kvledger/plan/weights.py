@@ -207,6 +207,21 @@ def _matches(patterns: Iterable[str], name: str) -> bool:
     return False
 
 
+def _experts_scheme(cfg: Mapping[str, Any], model_type: str,
+                   scheme: tuple[str, float, frozenset[str]] | None) -> tuple[str, float] | None:
+    """The routed experts' own storage where a checkpoint quantizes them apart: DeepSeek-V4's
+    fp8 checkpoints hold MXFP4 experts (4 bits and one ue8m0 scale per 32: 4.25 bits) unless
+    ``expert_dtype`` is "fp8" (vLLM 0.33 models/deepseek_v4/quant_config.py
+    ``DeepseekV4FP8Config``: ``expert_dtype`` defaults to "fp4")."""
+    if model_type != "deepseek_v4" or scheme is None or scheme[0] != "fp8":
+        return None
+    from kvledger.derive.config import Config
+
+    if str(Config(cfg, model="config").text().get("expert_dtype") or "fp4") != "fp4":
+        return None
+    return "mxfp4", 4.25
+
+
 def _quant_scheme(
     cfg: Mapping[str, Any], hf_quant: Mapping[str, Any] | None
 ) -> tuple[str, float, frozenset[str]] | None:
@@ -318,24 +333,32 @@ def estimate_weights(
     dense_dtype = resolve_dtype(model_dtype).name if stored else serving_dtype(model_dtype)
     dense_bits = resolve_dtype(dense_dtype).bits
     scheme = _quant_scheme(cfg, hf_quant)
+    experts_scheme = _experts_scheme(cfg, params.model_type, scheme)
     # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
     # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
     # siglip.py build post_layernorm only with every layer): the unused layers are not held.
     towers = params.towers if stored else params.towers - params.towers_unused
     total_bits = float(towers * dense_bits)
     quant_bits = 0.0
+    expert_bits = 0.0
     for category, n in counts.items():
-        if scheme is not None and category in scheme[2]:
+        if experts_scheme is not None and category == "routed_experts":
+            expert_bits += n * experts_scheme[1]
+        elif scheme is not None and category in scheme[2]:
             quant_bits += n * scheme[1]
         else:
             total_bits += n * dense_bits
+    quant_bits += expert_bits
     total = int(-(-(total_bits + quant_bits) // 8))
     n_params = sum(counts.values()) + towers
     how = f"{n_params / 1e9:.2f}B parameters at {dense_dtype}"
     if towers:
         how += f" (towers {towers / 1e9:.2f}B included)"
     if scheme is not None:
-        how += f", {'/'.join(sorted(scheme[2]))} at {scheme[0]} ({scheme[1]:g} bits)"
+        cats = sorted(scheme[2] - ({"routed_experts"} if experts_scheme else set()))
+        how += f", {'/'.join(cats)} at {scheme[0]} ({scheme[1]:g} bits)"
+    if experts_scheme is not None:
+        how += f", routed_experts at {experts_scheme[0]} ({experts_scheme[1]:g} bits)"
     s = "s" if mtp > 1 else ""
     if mtp and stored:
         how += f", with its {mtp} MTP layer{s} (the checkpoint stores them)"
@@ -350,8 +373,10 @@ def estimate_weights(
                     "float32 (transformers' default); a checkpoint saved in 16 bits holds half "
                     "(BLOOM-176B's does)")
     by_dtype = {dense_dtype: int(-(-total_bits // 8))}
-    if quant_bits and scheme is not None:
-        by_dtype[scheme[0]] = int(-(-quant_bits // 8))
+    if quant_bits - expert_bits and scheme is not None:
+        by_dtype[scheme[0]] = int(-(-(quant_bits - expert_bits) // 8))
+    if expert_bits and experts_scheme is not None:
+        by_dtype[experts_scheme[0]] = int(-(-expert_bits // 8))
     return Estimate(total, how, n_params, warnings, by_dtype)
 
 
