@@ -48,7 +48,9 @@ def test_request_takes_the_cli_forms() -> None:
     assert request.max_num_batched_tokens == 8 * 1024  # vLLM's binary K
     assert request.non_torch_bytes == 3 * 2**29  # 1.5 GiB = 1,610,612,736
     assert request.gpu_total_bytes == 80 * 10**9  # SI GB
-    assert request.max_num_seqs == 256  # min(256, 8192), from the parsed number
+    # 80 GB = 74.5 GiB ≥ 70 GiB: vllm serve's tier, max_num_seqs 1024 (get_batch_defaults),
+    # then min(1024, 8192) from the parsed number.
+    assert request.max_num_seqs == 1024
 
 
 def test_request_refuses_text_naming_the_field() -> None:

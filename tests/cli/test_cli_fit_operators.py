@@ -110,8 +110,9 @@ def test_64_l4s_fit_only_with_a_multi_node_caveat(capsys: pytest.CaptureFixture[
     assert all(a["tensor_parallel_size"] == 8 for a in attempts if a["nodes"] > 1)
     line = data["serve_line"]
     assert isinstance(line, str)
-    # vLLM's own default on an L4 (< 70 GiB) is 2048 batched tokens: the line says 8192.
-    assert "--max-num-batched-tokens 8192" in line
+    # fit plans with vllm serve's own tier for an L4 (< 70 GiB: 2,048 batched tokens;
+    # kvledger.plan.launch), so the line need not say it.
+    assert "--max-num-batched-tokens" not in line
     _same_numbers(data, _replan(capsys, "L4", line))
 
 

@@ -169,12 +169,14 @@ def test_caches_larger_than_the_budget_are_refused_with_even_one_is_not_enough()
 
 def test_max_num_seqs_rows_hint_names_the_sequences_that_fit() -> None:
     # MAX_NUM_SEQS talker of 16,384 positions: 8 × 25,165,824 = 201,326,592 B per row, × 256
-    # sequences = 51,539,607,552 B; beside one 131,072-token request (17,181,966,336 B with
+    # sequences (given: vllm serve's 1024 on an H100 would exceed the whole budget alone, the
+    # test above) = 51,539,607,552 B; beside one 131,072-token request (17,181,966,336 B with
     # the null block) that exceeds the ~60.1 GB H100 budget. The hint names the largest
     # max_num_seqs k with k × 201,326,592 ≤ budget − 17,181,966,336.
     spec = talker(RowDriver.MAX_NUM_SEQS, positions=2048 * 8)
     with pytest.raises(ModelLocalBudgetError) as info:
-        plan_model(LLAMA, PlanRequest(gpu="H100-80GB", model_local_kv=(spec,)))
+        plan_model(LLAMA, PlanRequest(gpu="H100-80GB", max_num_seqs=256,
+                                      model_local_kv=(spec,)))
     exc = info.value
     assert exc.reserved_bytes == 256 * 201_326_592
     k = int(exc.hint.split("reduce max_num_seqs to at most ")[1].split(")")[0].split(" ")[0])

@@ -3,7 +3,7 @@
 Each pair in ``../shared/weights/`` (SOURCES.md: copied byte for byte from public repositories)
 holds a checkpoint's ``model.safetensors.index.json``, whose ``metadata.total_size`` is the
 exact number of bytes its tensors hold, and its ``config.json``. The estimate counts the
-parameters from the architecture (``derive/params.py``) at the config's own dtype
+parameters from the architecture (``derive/params/``) at the config's own dtype
 (``estimate_weights(..., stored=True)``: a float32 checkpoint holds 4 bytes a parameter), MTP
 layers and towers included, and must land within 1 % of that total for every checkpoint.
 

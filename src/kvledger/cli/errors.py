@@ -46,7 +46,7 @@ _OPTION_FLAGS = {
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
         "max_num_batched_tokens", "enable_prefix_caching", "num_speculative_tokens",
         "speculative_method", "gpu_memory_utilization", "activation_peak_bytes",
-        "cuda_graph_bytes", "non_torch_bytes", "gpu_total_bytes",
+        "cuda_graph_bytes", "non_torch_bytes", "gpu_total_bytes", "usage_context",
     )
 }
 # A pattern, not a compiled regex: ``re`` compiles (and caches) it on the first error, not on

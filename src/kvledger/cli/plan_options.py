@@ -108,15 +108,23 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
                    "(vLLM's -dp D -tp T --enable-expert-parallel)" if for_fit else
                    "vLLM's expert parallelism: each GPU of the DP × TP group holds whole "
                    "experts (default: off)")
-    # None = not given: vLLM then takes min(256, --max-num-batched-tokens) (EngineArgs.
-    # _set_default_max_num_seqs_and_batched_tokens), so a small token budget is no refusal.
+    # None = not given: vLLM's default for the GPU and usage context (EngineArgs.
+    # get_batch_defaults; plan/engines/vllm/batch.py), then min(that, --max-num-batched-tokens)
+    # (_set_default_max_num_seqs_and_batched_tokens_args), so a small token budget is no
+    # refusal.
     p.add_argument("--max-num-seqs", type=int_at_least(1), default=None, metavar="S",
                    help=SUPPRESS if for_fit else
-                   "concurrent requests the engine admits (default 256, or "
-                   "--max-num-batched-tokens if smaller)")
-    p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1),
-                   default=DEFAULTS["max_num_batched_tokens"], metavar="N",
-                   help=f"tokens per scheduler step (default {DEFAULTS['max_num_batched_tokens']})")
+                   "concurrent requests the engine admits (default: vLLM's for the GPU and "
+                   "--usage-context, e.g. 1024 for vllm serve on an H100; 256 without --gpu; "
+                   "or --max-num-batched-tokens if smaller)")
+    p.add_argument("--max-num-batched-tokens", type=tokens_at_least(1), default=None,
+                   metavar="N",
+                   help="tokens per scheduler step (default: vLLM's for the GPU and "
+                   "--usage-context, e.g. 8192 for vllm serve on an H100; "
+                   f"{DEFAULTS['max_num_batched_tokens']} without --gpu)")
+    p.add_argument("--usage-context", choices=("serve", "llm"), default=None,
+                   help="the launch whose batch defaults are planned: serve (vllm serve, the "
+                   "default) or llm (the offline LLM(...) class); --engine vllm only")
     p.add_argument("--enable-prefix-caching", action="boolean_optional",
                    default=None, help="default: the engine's choice for the model")
     p.add_argument("--num-speculative-tokens", type=int_at_least(0),
@@ -290,6 +298,7 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
         enable_expert_parallel=bool(getattr(ns, "enable_expert_parallel", False)),
         max_num_seqs=ns.max_num_seqs,  # None: the request resolves vLLM's default
         max_num_batched_tokens=ns.max_num_batched_tokens,
+        usage_context=ns.usage_context,
         enable_prefix_caching=ns.enable_prefix_caching,
         num_speculative_tokens=ns.num_speculative_tokens,
         speculative_method=ns.speculative_method,
@@ -305,3 +314,4 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
         given.update(model_local.request_fields(ns))
     given.update(overrides)
     return PlanRequest(**given)
+

@@ -256,7 +256,7 @@ _HEADLINE = (
 _WHEN_SET = ("enable_expert_parallel",)
 _STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals",
                "model_local_kv", "vllm_refusal_reason", "bytes_per_token", "bytes_per_request",
-               "kv_cache_tokens_note")
+               "kv_cache_tokens_note", "batch_defaults")
 
 _POOL_COLS = (
     ("name", "class"), ("pool", "pool"), ("entries", "entries"), ("entry_bytes", "B/entry"),

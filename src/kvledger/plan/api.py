@@ -211,6 +211,8 @@ def plan_model(
         attention_dp_size=planned.attention_dp_size,
         source=source.describe() if source is not None else None,
         enable_expert_parallel=request.enable_expert_parallel, weight_split=weight_split,
+        batch_defaults=request.batch_defaults.to_json()
+        if request.batch_defaults is not None else None,
     )
 
 

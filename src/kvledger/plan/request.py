@@ -8,10 +8,12 @@ option.
 
 Defaults are the engine's: ``engine="vllm"`` (the number a deployment shows; ``"native"`` is
 kvledger's byte-exact layout, for engine builders), ``block_size="auto"`` (the engine picks:
-vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), vLLM's
-``max_num_batched_tokens`` 8192 and, for ``max_num_seqs`` not given, vLLM's
-``min(256, max_num_batched_tokens)`` (stored resolved: ``replace`` keeps the number), and
-``gpu_memory_utilization=None`` meaning the engine's own default (vLLM 0.32: 0.92).
+vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), for
+``max_num_seqs`` / ``max_num_batched_tokens`` not given the launch people use: ``vllm serve``'s
+tier for the GPU (``usage_context="llm"``: the offline ``LLM(...)`` class's), 256 / 8192
+without a GPU (``kvledger.plan.launch``; stored resolved: ``replace`` keeps the numbers, and
+``batch_defaults`` says which were taken and why), and ``gpu_memory_utilization=None``
+meaning the engine's own default (vLLM 0.32: 0.92).
 
 The budget is either ``kv_cache_memory_bytes`` (the KV pool per GPU, given) or ``gpu`` (a
 preset name) × utilization − weights − reserves; the three reserves are given here in bytes,
@@ -37,7 +39,7 @@ from collections.abc import Iterable, Mapping
 
 from kvledger.plan.engines.registry import DEFAULT_ENGINE, engine_names
 from kvledger.plan.engines.registry import DEFAULT_MAX_NUM_SEQS as ENGINE_MAX_NUM_SEQS
-from kvledger.records import field, record
+from kvledger.records import field, record, replace
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
@@ -148,10 +150,17 @@ class PlanRequest:
     # vLLM's --enable-expert-parallel: each GPU of the DP × TP group holds whole experts
     # (the engine's ``Layout.weight_split``); an engine that does not model it refuses it.
     enable_expert_parallel: bool = False
-    # Not given (None): vLLM's default, min(256, max_num_batched_tokens) — resolved here, so
-    # the stored value is always the int the engine runs with (module docstring).
+    # Not given (None): the launch's default (kvledger.plan.launch: vllm serve's tier for the
+    # GPU, then min(that, max_num_batched_tokens)) — resolved here, so the stored value is
+    # always the int the engine runs with (module docstring).
     max_num_seqs: int = field(default=None)
-    max_num_batched_tokens: int = 8192
+    max_num_batched_tokens: int = field(default=None)
+    # The launch whose batch defaults apply (vLLM's UsageContext): None or "serve" — vllm serve
+    # (the API server); "llm" — the offline LLM(...) class. vLLM only.
+    usage_context: str | None = None
+    # What the batch defaults came from (a kvledger.plan.launch.BatchDefaults), set here; a
+    # value passed in (``replace``) is kept while the numbers it names are still the request's.
+    batch_defaults: Any = field(default=None)
     enable_prefix_caching: bool | None = None  # None: the engine's default for the model
     num_speculative_tokens: int = 0
     speculative_method: str | None = None
@@ -206,13 +215,8 @@ class PlanRequest:
         if not isinstance(self.enable_expert_parallel, bool):
             raise TypeError("enable_expert_parallel must be a bool, got "
                             f"{self.enable_expert_parallel!r}")
+        self._batch_defaults()
         _count("max_num_batched_tokens", self.max_num_batched_tokens, minimum=1)
-        if self.max_num_seqs is None:
-            # An engine with its own default (registry.DEFAULT_MAX_NUM_SEQS: ATOM's 512) takes
-            # it; else vLLM's rule above.
-            own = ENGINE_MAX_NUM_SEQS.get(self.engine)
-            object.__setattr__(self, "max_num_seqs", own if own is not None else
-                               min(DEFAULT_MAX_NUM_SEQS, self.max_num_batched_tokens))
         _count("max_num_seqs", self.max_num_seqs, minimum=1)
         _count("num_speculative_tokens", self.num_speculative_tokens, minimum=0)
         if self.speculative_method is not None and (
@@ -234,6 +238,74 @@ class PlanRequest:
         if self.concurrency is not None:
             _count("concurrency", self.concurrency, minimum=1)
         self._check_model_local()
+
+    def _batch_defaults(self) -> None:
+        """``max_num_seqs`` / ``max_num_batched_tokens`` not given: the launch's defaults
+        (module docstring; ``kvledger.plan.launch``)."""
+        from kvledger.plan.launch import (
+            SCHEDULER_MAX_NUM_BATCHED_TOKENS,
+            SERVE,
+            BatchDefaults,
+            check_usage_context,
+            vllm_tier,
+        )
+
+        check_usage_context(self.usage_context)
+        seqs: int | None = self.max_num_seqs
+        tokens: int | None = self.max_num_batched_tokens
+        if seqs is not None:
+            _count("max_num_seqs", seqs, minimum=1)
+        if tokens is not None:
+            _count("max_num_batched_tokens", tokens, minimum=1)
+        kept = self.batch_defaults
+        if kept is not None and not isinstance(kept, BatchDefaults):
+            raise TypeError(f"batch_defaults is set by the request itself, got {kept!r}")
+        if kept is not None:
+            # A replace (another GPU, say): a field the old defaults set and left unchanged is
+            # not given, so it takes this request's default.
+            if "max_num_seqs" in kept.applied and seqs == kept.resolved[0]:
+                seqs = None
+            if "max_num_batched_tokens" in kept.applied and tokens == kept.resolved[1]:
+                tokens = None
+        if seqs is not None and tokens is not None:
+            object.__setattr__(self, "batch_defaults", None)
+            return
+        if self.engine != "vllm":
+            if self.usage_context is not None:
+                raise ValueError("usage_context applies to engine vllm only, got "
+                                 f"engine {self.engine!r}")
+            # An engine with its own default (registry.DEFAULT_MAX_NUM_SEQS: ATOM's 512) takes
+            # it; else vLLM's SchedulerConfig rule.
+            tokens = tokens if tokens is not None else SCHEDULER_MAX_NUM_BATCHED_TOKENS
+            own = ENGINE_MAX_NUM_SEQS.get(self.engine)
+            object.__setattr__(self, "max_num_batched_tokens", tokens)
+            object.__setattr__(self, "max_num_seqs", seqs if seqs is not None else own
+                               if own is not None else min(DEFAULT_MAX_NUM_SEQS, tokens))
+            object.__setattr__(self, "batch_defaults", None)
+            return
+        total, device = self.gpu_total_bytes, None
+        if self.gpu is not None and isinstance(self.gpu, str):
+            from kvledger.plan.gpus import gpu_preset
+
+            try:
+                preset = gpu_preset(self.gpu)
+            except ValueError:
+                preset = None  # the planner refuses the name, in its own words
+            if preset is not None:
+                device = preset.name
+                total = total if total is not None else preset.total_bytes
+        picked = vllm_tier(self.usage_context or SERVE, total, device)
+        applied = []
+        if tokens is None:
+            tokens = picked.max_num_batched_tokens
+            applied.append("max_num_batched_tokens")
+        if seqs is None:
+            seqs = min(picked.max_num_seqs, tokens)
+            applied.append("max_num_seqs")
+        object.__setattr__(self, "max_num_batched_tokens", tokens)
+        object.__setattr__(self, "max_num_seqs", seqs)
+        object.__setattr__(self, "batch_defaults", replace(picked, applied=tuple(applied),
+                                                           resolved=(seqs, tokens)))
 
     def _check_engine(self) -> None:
         """``engine`` is a registered name, optionally pinned (``vllm==0.32``); the release

@@ -246,6 +246,9 @@ class PlanResult:
     # The weights on one GPU by part, where the engine divides the experts over other GPUs
     # than TP (kvledger.plan.weights.split_per_rank: vLLM with DP); None otherwise.
     weight_split: Mapping[str, Any] | None = None
+    # The launch defaults max_num_seqs / max_num_batched_tokens came from (PlanRequest.
+    # batch_defaults as JSON; kvledger.plan.launch); None for an engine with its own.
+    batch_defaults: Mapping[str, Any] | None = None
 
     @property
     def vllm_refuses_to_start(self) -> bool | None:
@@ -315,6 +318,8 @@ class PlanResult:
                 "reserved_bytes": sum(r.reserved_bytes for r in self.ranks)
                 * self.tensor_parallel_size * self.replicas,
             }
+        if self.batch_defaults is not None:
+            out["batch_defaults"] = dict(self.batch_defaults)
         if self.answers:
             out["answers"] = dict(self.answers)
         return out

@@ -29,7 +29,7 @@ An index's ``metadata.total_size`` without the shards has no split by dtype: it 
 stored, and the label says so.
 
 Estimated path (labelled so everywhere it is shown): the parameters the architecture holds,
-counted from the config by ``derive/params.py`` (embeddings and head, attention as each family
+counted from the config by ``derive/params/`` (embeddings and head, attention as each family
 builds it, MLPs and experts, norms and biases, SSM / linear-attention mixers, MTP layers and
 vision / audio towers apart; a warning where a family's count is not exact), each category
 stored at the element size the quantization config gives it: fp8 ≈ 8 bits (+ one fp32 scale
@@ -90,7 +90,7 @@ class Weights:
     detail: str
     stored_bytes: int | None = None  # the checkpoint's own bytes, when its headers were read
     # Where the estimate is not exact: what the count could not model, with the likely error
-    # (derive/params.py). Empty for exact totals and for architectures counted exactly.
+    # (derive/params/). Empty for exact totals and for architectures counted exactly.
     warnings: tuple[str, ...] = ()
     parameters: int | None = None  # the parameters an estimate counted
     # Where an engine divides the experts otherwise than by TP (``WeightSplit``): the per-GPU
@@ -194,7 +194,7 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
 
 
 def count_parameters(cfg: Mapping[str, Any]) -> Parameters:
-    """The architecture's parameter count (``derive/params.py``), a config it cannot count
+    """The architecture's parameter count (``derive/params/``), a config it cannot count
     refused as ``WeightsError``. ``cfg``: the whole config.json (towers and the text config
     found as derive finds them), or a language model's config alone."""
     from kvledger.derive.errors import DeriveError
@@ -209,7 +209,7 @@ def count_parameters(cfg: Mapping[str, Any]) -> Parameters:
 
 
 def parameter_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
-    """Parameters per category of the decoder the engine always loads (``derive/params.py``
+    """Parameters per category of the decoder the engine always loads (``derive/params/``
     ``CATEGORIES``; MTP layers and towers apart)."""
     return dict(count_parameters(cfg).categories)
 
@@ -223,6 +223,21 @@ def _matches(patterns: Iterable[str], name: str) -> bool:
                 pattern == name or name.endswith("." + pattern):
             return True
     return False
+
+
+def _experts_scheme(cfg: Mapping[str, Any], model_type: str,
+                   scheme: tuple[str, float, frozenset[str]] | None) -> tuple[str, float] | None:
+    """The routed experts' own storage where a checkpoint quantizes them apart: DeepSeek-V4's
+    fp8 checkpoints hold MXFP4 experts (4 bits and one ue8m0 scale per 32: 4.25 bits) unless
+    ``expert_dtype`` is "fp8" (vLLM 0.33 models/deepseek_v4/quant_config.py
+    ``DeepseekV4FP8Config``: ``expert_dtype`` defaults to "fp4")."""
+    if model_type != "deepseek_v4" or scheme is None or scheme[0] != "fp8":
+        return None
+    from kvledger.derive.config import Config
+
+    if str(Config(cfg, model="config").text().get("expert_dtype") or "fp4") != "fp4":
+        return None
+    return "mxfp4", 4.25
 
 
 def _quant_scheme(
@@ -298,7 +313,7 @@ def _quant_scheme(
 
 @record(frozen=True)
 class Estimate:
-    """Bytes of the parameters ``derive/params.py`` counts, at a dtype and quantization."""
+    """Bytes of the parameters ``derive/params/`` counts, at a dtype and quantization."""
 
     bytes: int
     how: str
@@ -315,7 +330,7 @@ def estimate_weights(
     *, speculative_mtp: bool = False, stored: bool = False,
     online: tuple[str, float, frozenset[str]] | None = None,
 ) -> Estimate:
-    """The weights' bytes from the architecture's parameter count (``derive/params.py``).
+    """The weights' bytes from the architecture's parameter count (``derive/params/``).
 
     ``stored=False``: what vLLM holds at ``--dtype auto`` (``serving_dtype``): the decoder,
     its towers (vLLM builds a multimodal model's encoders), and its MTP layers only when the
@@ -346,6 +361,8 @@ def estimate_weights(
     if online is not None and params.towers:
         raise WeightsError(f"{online[0]} of a model with vision / audio towers: which tower "
                            "layers are quantized is not modelled")
+    experts_scheme = None if online is not None else \
+        _experts_scheme(cfg, params.model_type, scheme)
     # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
     # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
     # siglip.py build post_layernorm only with every layer): the unused layers are not held.
@@ -353,20 +370,28 @@ def estimate_weights(
     total_bits = float(towers * dense_bits)
     quant_bits = 0.0
     by_category = {"towers": -(-towers * dense_bits // 8)}
+    expert_bits = 0.0
     for category, n in counts.items():
-        if scheme is not None and category in scheme[2]:
+        if experts_scheme is not None and category == "routed_experts":
+            expert_bits += n * experts_scheme[1]
+            by_category[category] = int(-(-(n * experts_scheme[1]) // 8))
+        elif scheme is not None and category in scheme[2]:
             quant_bits += n * scheme[1]
             by_category[category] = int(-(-(n * scheme[1]) // 8))
         else:
             total_bits += n * dense_bits
             by_category[category] = -(-n * dense_bits // 8)
+    quant_bits += expert_bits
     total = int(-(-(total_bits + quant_bits) // 8))
     n_params = sum(counts.values()) + towers
     how = f"{n_params / 1e9:.2f}B parameters at {dense_dtype}"
     if towers:
         how += f" (towers {towers / 1e9:.2f}B included)"
     if scheme is not None:
-        how += f", {'/'.join(sorted(scheme[2]))} at {scheme[0]} ({scheme[1]:g} bits)"
+        cats = sorted(scheme[2] - ({"routed_experts"} if experts_scheme else set()))
+        how += f", {'/'.join(cats)} at {scheme[0]} ({scheme[1]:g} bits)"
+    if experts_scheme is not None:
+        how += f", routed_experts at {experts_scheme[0]} ({experts_scheme[1]:g} bits)"
     s = "s" if mtp > 1 else ""
     if mtp and stored:
         how += f", with its {mtp} MTP layer{s} (the checkpoint stores them)"
@@ -381,8 +406,10 @@ def estimate_weights(
                     "float32 (transformers' default); a checkpoint saved in 16 bits holds half "
                     "(BLOOM-176B's does)")
     by_dtype = {dense_dtype: int(-(-total_bits // 8))}
-    if quant_bits and scheme is not None:
-        by_dtype[scheme[0]] = int(-(-quant_bits // 8))
+    if quant_bits - expert_bits and scheme is not None:
+        by_dtype[scheme[0]] = int(-(-(quant_bits - expert_bits) // 8))
+    if expert_bits and experts_scheme is not None:
+        by_dtype[experts_scheme[0]] = int(-(-expert_bits // 8))
     return Estimate(total, how, n_params, warnings, by_dtype, by_category)
 
 
@@ -562,7 +589,7 @@ def checkpoint_weights(
 ) -> dict[str, Any]:
     """The whole checkpoint's weights, as ``kvledger inspect`` reports them.
 
-    ``parameters``: the architecture's count (``derive/params.py``: decoder, MTP layers and
+    ``parameters``: the architecture's count (``derive/params/``: decoder, MTP layers and
     towers). ``stored_bytes``: what its safetensors hold (MTP layers and towers included) —
     the headers' total when ``exact`` is given, else the estimate at the config's dtype.
     ``served_bytes``: what vLLM holds over all ranks at ``--dtype auto`` without MTP

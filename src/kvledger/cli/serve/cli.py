@@ -63,6 +63,9 @@ def plan_args(argv: list[str],
     parser = make_parser()
     baseline = parser.parse_args([_PLACEHOLDER])
     user = parser.parse_args([_PLACEHOLDER, *before])
+    if getattr(user, "usage_context", None) == "llm":
+        raise ServeLineError("kvledger plan: --usage-context llm plans the offline LLM(...) "
+                             "class, and a serve line is the API server's launch; drop one")
     out = translate(line, _context(user, _choices(parser, "kv_cache_dtype")))
     from kvledger.plan.engines.registry import engine_names
 

@@ -190,17 +190,15 @@ def batch_defaults(total_bytes: int | None, device_name: str | None,
                    world_size: int) -> tuple[int, int] | None:
     """(max_num_seqs, max_num_batched_tokens) ``vllm serve`` picks when the line sets neither.
 
-    vLLM 0.32 ``EngineArgs.get_batch_defaults`` for ``UsageContext.OPENAI_API_SERVER``
-    (``engine/arg_utils.py``): ≥ 160 GiB → 1024 / 16384; ≥ 70 GiB and not an A100 → 1024 /
-    8192; else 256 / 2048. ``world_size`` only matters on the CPU backend (not planned here).
-    None when the GPU is unknown.
+    vLLM ``EngineArgs.get_batch_defaults`` for ``UsageContext.OPENAI_API_SERVER``: the one
+    tier table, ``kvledger.plan.launch`` (≥ 160 GiB → 1024 / 16384; ≥ 70 GiB and not an
+    A100 → 1024 / 8192; else 256 / 2048), the one ``plan --gpu`` uses. ``world_size`` only
+    matters on the CPU backend (not planned here). None when the GPU is unknown.
     """
     del world_size
     if total_bytes is None:
         return None
-    gib = 1 << 30
-    if total_bytes >= 160 * gib:
-        return 1024, 16384
-    if total_bytes >= 70 * gib and "a100" not in (device_name or "").lower():
-        return 1024, 8192
-    return 256, 2048
+    from kvledger.plan.launch import SERVE, vllm_tier
+
+    picked = vllm_tier(SERVE, total_bytes, device_name)
+    return picked.max_num_seqs, picked.max_num_batched_tokens

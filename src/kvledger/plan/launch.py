@@ -1,0 +1,100 @@
+"""The ``max_num_seqs`` / ``max_num_batched_tokens`` an engine runs with when a launch sets
+neither: the launch people use is the default.
+
+vLLM ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``; the same tiers in 0.32
+and 0.33) tiers by the device's total memory and the usage context the engine was built in:
+
+====================  ==========================  ==========================
+device memory         ``vllm serve``              ``LLM(...)`` (offline)
+                      (OPENAI_API_SERVER)         (LLM_CLASS)
+====================  ==========================  ==========================
+≥ 160 GiB             1024 / 16384                1024 / 16384
+≥ 70 GiB, not A100    1024 / 8192                 1024 / 16384
+otherwise             256 / 2048                  256 / 8192
+====================  ==========================  ==========================
+
+Then ``_set_default_max_num_seqs_and_batched_tokens_args``: an unset ``max_num_seqs`` is
+``min(default, max_num_batched_tokens)``. (0.33 also keeps a GB10 — DGX Spark, compute
+capability 12.1 — on the small tier whatever its memory; kvledger has no GB10 preset, so no
+plan meets that branch: a preset added for it needs the release's profile to say so.)
+
+Without a GPU (a byte budget only) no tier can be picked: the plan then uses
+``SchedulerConfig``'s own defaults, 256 / 8192 (``DEFAULT_MAX_NUM_SEQS``,
+``DEFAULT_MAX_NUM_BATCHED_TOKENS``: the offline class's small tier), and says so. Another
+engine keeps its own defaults (ATOM: ``max_num_seqs`` 512, ``registry.DEFAULT_MAX_NUM_SEQS``).
+
+Every choice is described by ``BatchDefaults.to_json()`` (the plan's ``batch_defaults``).
+"""
+
+from __future__ import annotations
+
+from kvledger.records import record
+
+GIB = 1 << 30
+SERVE = "serve"  # UsageContext.OPENAI_API_SERVER: `vllm serve`, the API server
+LLM = "llm"  # UsageContext.LLM_CLASS: the offline LLM(...) class
+USAGE_CONTEXTS = (SERVE, LLM)
+# SchedulerConfig.DEFAULT_MAX_NUM_SEQS / DEFAULT_MAX_NUM_BATCHED_TOKENS (vllm/config/
+# scheduler.py): what vLLM falls back to when no tier applies.
+SCHEDULER_MAX_NUM_SEQS = 256
+SCHEDULER_MAX_NUM_BATCHED_TOKENS = 8192
+
+# (least device memory, excludes A100s, {usage context: (max_num_seqs, max_num_batched_tokens)})
+# from the largest tier down: get_batch_defaults' branches, in its order.
+_TIERS: tuple[tuple[int, bool, dict[str, tuple[int, int]]], ...] = (
+    (160 * GIB, False, {SERVE: (1024, 16384), LLM: (1024, 16384)}),
+    (70 * GIB, True, {SERVE: (1024, 8192), LLM: (1024, 16384)}),
+    (0, False, {SERVE: (256, 2048), LLM: (256, 8192)}),
+)
+_LAUNCH = {SERVE: "vllm serve", LLM: "LLM(...)"}
+
+
+@record(frozen=True)
+class BatchDefaults:
+    """The tier's numbers, and why (one clause for the JSON); ``applied``: the fields the
+    request took from it (the others were given)."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    usage_context: str | None
+    basis: str
+    applied: tuple[str, ...] = ()
+    # (max_num_seqs, max_num_batched_tokens) as the request resolved them: a ``replace`` that
+    # leaves a defaulted field at this value takes the new request's default instead.
+    resolved: tuple[int, int] = (0, 0)
+
+    def to_json(self) -> dict[str, object]:
+        return {"max_num_seqs": self.max_num_seqs,
+                "max_num_batched_tokens": self.max_num_batched_tokens,
+                "usage_context": self.usage_context, "basis": self.basis,
+                "applied": list(self.applied)}
+
+
+def check_usage_context(value: str | None) -> None:
+    if value is not None and value not in USAGE_CONTEXTS:
+        raise ValueError(f"usage_context must be one of {', '.join(USAGE_CONTEXTS)}, got "
+                         f"{value!r}")
+
+
+def vllm_tier(usage_context: str, total_bytes: int | None,
+              device_name: str | None) -> BatchDefaults:
+    """The tier ``get_batch_defaults`` picks for the device (module docstring); without a
+    device (``total_bytes`` None) ``SchedulerConfig``'s defaults."""
+    check_usage_context(usage_context)
+    launch = _LAUNCH[usage_context]
+    if total_bytes is None:
+        return BatchDefaults(SCHEDULER_MAX_NUM_SEQS, SCHEDULER_MAX_NUM_BATCHED_TOKENS,
+                             usage_context, f"no GPU named, so no {launch} tier of vLLM's "
+                             "EngineArgs.get_batch_defaults: SchedulerConfig's defaults")
+    name = (device_name or "").lower()
+    for least, not_a100, picks in _TIERS:
+        if total_bytes >= least and not (not_a100 and "a100" in name):
+            seqs, tokens = picks[usage_context]
+            where = device_name or "the given GPU total"
+            tier = f"≥ {least // GIB} GiB" + (", not an A100" if not_a100 else "") if least \
+                else "below the 70 GiB tier" if "a100" not in name or total_bytes < 70 * GIB \
+                else "an A100, kept off the 70 GiB tier"
+            return BatchDefaults(seqs, tokens, usage_context,
+                                 f"{launch} on {where} ({tier}): vLLM's "
+                                 "EngineArgs.get_batch_defaults")
+    raise AssertionError("the last tier takes every device")  # pragma: no cover
