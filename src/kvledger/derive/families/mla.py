@@ -159,19 +159,26 @@ def _check_layer_types(text: Config, num_layers: int) -> None:
         )
 
 
-def derive(text: Config, kv_dtype: str) -> Derived:
-    kv_name = resolve_dtype(kv_dtype).name
-    num_layers = text.int("num_hidden_layers", minimum=1)
-    _check_layer_types(text, num_layers)
+def _latent_dims(text: Config) -> tuple[int, int]:
+    """(``kv_lora_rank``, ``qk_rope_head_dim``), both positive, or a refusal: without them
+    the config is not MLA and the family does not guess its cache."""
     latent = text.int("kv_lora_rank", 0)
     rope = text.int("qk_rope_head_dim", 0)
     if latent <= 0 or rope <= 0:
-        # vLLM falls back to plain MHA (DeepseekAttention) without MLA dims; we do not.
         raise UnsupportedArchitecture(
             f"{text.model}: {text.model_type} without kv_lora_rank/qk_rope_head_dim is not MLA "
             "and the mla family refuses to guess its cache",
             model_type=text.model_type,
         )
+    return latent, rope
+
+
+def derive(text: Config, kv_dtype: str) -> Derived:
+    kv_name = resolve_dtype(kv_dtype).name
+    num_layers = text.int("num_hidden_layers", minimum=1)
+    _check_layer_types(text, num_layers)
+    # vLLM falls back to plain MHA (DeepseekAttention) without MLA dims; we do not.
+    latent, rope = _latent_dims(text)
     mtp = text.int("num_nextn_predict_layers", 0)
     if mtp < 0:
         raise ConfigError(f"{text.model}: num_nextn_predict_layers must be >= 0, got {mtp}")
@@ -238,16 +245,9 @@ def longcat_flash(text: Config, kv_dtype: str) -> Derived:
     is a drafter only and is not modelled."""
     kv_name = resolve_dtype(kv_dtype).name
     num_layers = text.int("num_layers", minimum=1)
-    latent = text.int("kv_lora_rank", 0)
-    rope = text.int("qk_rope_head_dim", 0)
-    if latent <= 0 or rope <= 0:
-        # vLLM's is_deepseek_mla needs kv_lora_rank; without it MLA is off and the model file
-        # still builds MLA modules: no cache kvledger can state.
-        raise UnsupportedArchitecture(
-            f"{text.model}: {text.model_type} without kv_lora_rank/qk_rope_head_dim is not MLA "
-            "and the mla family refuses to guess its cache",
-            model_type=text.model_type,
-        )
+    # vLLM's is_deepseek_mla needs kv_lora_rank; without it MLA is off and the model file
+    # still builds MLA modules: no cache kvledger can state.
+    latent, rope = _latent_dims(text)
     layers: list[LayerCache] = [
         MLA(index=i, role=Role.DECODER, dtype=kv_name, latent_dim=latent, rope_dim=rope)
         for i in range(2 * num_layers)
