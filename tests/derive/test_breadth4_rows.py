@@ -121,6 +121,7 @@ REFUSED = [
     ("inkling_mm_model", "short-convolution"),
     ("qwen4_exp", "QSA"),
     ("qwen4_exp_text", "QSA"),
+    ("step3p7", "no attribute 'output_dim'"),
 ]
 
 

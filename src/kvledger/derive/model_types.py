@@ -1681,9 +1681,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # (NemotronHAttention: num_key_value_heads x config.head_dim, else hidden_size //
         # heads; no window, no Mamba layer).
         "cosmos3_edge": T(text_key="text_config", inner=("cosmos3_edge_text",),
-                          harmless={**_HARMLESS_MULTIMODAL,
-                                    "projector_hidden_size": "the vision projector's width: "
-                                                             "weights, not cache"},
+                          harmless={**_HARMLESS_MULTIMODAL},
                           config_class="Cosmos3EdgeConfig",
                           vllm="cosmos3_edge.py (Cosmos3EdgeForCausalLM: Nemotron-H attention "
                                "layers on text_config)"),
@@ -1702,9 +1700,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # defaults to None, and that attention then computes None ** -0.5: vLLM stops
         # (new_type_verdicts NONE_NOT_ACCEPTED), so only a config that states it plans.
         "hunyuan_vl": T(text_key="text_config", inner=("hunyuan_vl_text",),
-                        harmless={**_HARMLESS_MULTIMODAL,
-                                  **dict.fromkeys(("im_start_id", "im_end_id", "im_newline_id"),
-                                                  _TOKEN)},
+                        harmless={**_HARMLESS_MULTIMODAL},
                         config_class="HunYuanVLConfig",
                         vllm="Transformers backend (HunYuanVLForConditionalGeneration)"),
         "hunyuan_vl_text": T(handler="standard:derive", keys=STANDARD_KEYS,
@@ -1748,6 +1744,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "inkling_mm_model": T(),
         "qwen4_exp": T(),
         "qwen4_exp_text": T(),
+        "step3p7": T(),
     }
 )
 

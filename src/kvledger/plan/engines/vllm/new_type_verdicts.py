@@ -271,4 +271,12 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
         "Qwen3OmniMoeThinkerForConditionalGeneration"),
     "VibeVoiceAsrForConditionalGeneration": (
         True, "vllm/model_executor/models/transformers/ TransformersMultiModalForCausalLM"),
+    # breadth round 4 (run_pp_oracle.py table, after the rows were added)
+    "Cosmos3EdgeForConditionalGeneration": (
+        True, "vllm/model_executor/models/cosmos3_edge.py Cosmos3EdgeForConditionalGeneration"),
+    "Gemma4UnifiedForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/gemma4_unified.py Gemma4UnifiedForConditionalGeneration"),
+    "HunYuanVLForConditionalGeneration": (
+        True, "vllm/model_executor/models/transformers/ TransformersMultiModalForCausalLM"),
 }

@@ -262,6 +262,12 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
         'qwen4_exp_text': f"{_N.v} serves Qwen4ExpForCausalLM (vllm/models/qwen4_exp) with "
             "QSA attention layers that keep a paged side cache (common/qsa_cache.py) beside "
             "the main KV cache; kvledger does not plan it",
+        'step3p7': f"{_N.v} builds Step3p7ForConditionalGeneration "
+            "(model_executor/models/step3p7.py) from the configuration of StepFun's own "
+            "checkpoint code; from transformers' Step3p7Config its __init__ stops while it "
+            "builds the vision tower, with \"AttributeError: 'Step3p7VisionConfig' object has "
+            "no attribute 'output_dim'\" (step_vl.py PerceptionEncoder.__init__ reads "
+            "config.output_dim)",
     }
     no_cache_config = {
         'falcon': "vLLM's falcon.py builds its rotary and ALiBi "
