@@ -107,6 +107,12 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # Qwen3-Omni-30B-A3B's text config states 128.
     "qwen3_omni_moe.head-dim": ("qwen3_omni_moe",
                                 {"thinker_config": {"text_config": {"head_dim": 128}}}),
+    # HunYuanVLTextConfig leaves head_dim None, which the attention vLLM's Transformers
+    # backend builds cannot take; 4096 / 32 heads = 128 stated.
+    "hunyuan_vl.head-dim": ("hunyuan_vl", {"text_config": {"head_dim": 128}}),
+    # Gemma4UnifiedConfig leaves vision_config None, and vLLM's gemma4_unified.py refuses to
+    # build without one; the vision class's own defaults given.
+    "gemma4_unified.vision": ("gemma4_unified", {"vision_config": {}}),
 }
 
 

@@ -43,8 +43,11 @@ OUT = Path(os.environ.get("BREADTH_OUT", HERE / "vllm-0.32-breadth.jsonl"))
 # Failures of the oracle's meta-device build, not vLLM's verdict (Apertus's activation:
 # vllm/model_executor/layers/activation.py XIELU.__init__ calls .item() on its buffers, which
 # a meta tensor cannot answer), and the CPU wheel's Triton lacking what a GPU kernel module
-# calls at import (OLMo-hybrid's GDN: triton.set_allocator): printed, not written.
-ORACLE_GAPS = ("Cannot copy out of meta tensor", "has no attribute 'set_allocator'")
+# calls at import (OLMo-hybrid's GDN: triton.set_allocator), and a Transformers-backend
+# multimodal model whose processor vLLM loads from the model folder, which holds the config
+# alone (HunYuan-VL: "Can't load image processor"): printed, not written.
+ORACLE_GAPS = ("Cannot copy out of meta tensor", "has no attribute 'set_allocator'",
+               "Can't load image processor")
 MTP = ["--num-speculative-tokens", "1", "--speculative-method", "mtp"]
 AUTO = ["--block-size", "auto"]
 
@@ -127,6 +130,21 @@ RUNS: list[tuple[str, list[str], str]] = [
     ("class-default:aria", [*base(2048), *AUTO], "AriaConfig's defaults: a LlamaModel text"),
     ("class-default:cohere2_vision", [*base(4096), *AUTO],
      "Cohere2VisionConfig's defaults: a cohere2 text config (sliding 4096 + 1)"),
+    # breadth round 4
+    ("class-default:cosmos3_edge", [*base(4096), *AUTO],
+     "round 4: Cosmos3EdgeConfig's defaults: Nemotron-H attention layers only"),
+    ("class-default:gemma4_unified", [*base(4096), *AUTO],
+     "round 4: Gemma4UnifiedConfig's defaults: per_layer_config head_dim 512 on full layers"),
+    ("class-default:hunyuan_vl", [*base(2048), *AUTO],
+     "round 4: HunYuanVLConfig's defaults: text head_dim None (Transformers backend)"),
+    ("class-default:hunyuan_vl.head-dim", [*base(2048), *AUTO],
+     "round 4: HunYuanVLConfig with text head_dim 128 (Transformers backend)"),
+    ("class-default:ernie4_5_vl_moe", [*base(4096), *AUTO],
+     "round 4: Ernie4_5_VLMoeConfig's defaults (transformers-native schema)"),
+    ("class-default:gemma4_unified.vision", [*base(4096), *AUTO],
+     "round 4: Gemma4UnifiedConfig with the vision class's defaults"),
+    ("class-default:step3p7", [*base(4096), *AUTO],
+     "round 4: Step3p7Config's defaults: a step3p5 text config"),
 ]
 
 

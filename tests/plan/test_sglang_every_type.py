@@ -63,7 +63,10 @@ _INSIDE = {"aria_text": ("aria", ("text_config",)),
            "emu3_text_model": ("emu3", ("text_config",)),
            "qwen3_omni_moe_thinker": ("qwen3_omni_moe.head-dim", ("thinker_config",)),
            "qwen3_omni_moe_text": ("qwen3_omni_moe.head-dim", ("thinker_config", "text_config")),
-           "cohere_compass_text": ("cohere_compass", ("text_config",))}
+           "cohere_compass_text": ("cohere_compass", ("text_config",)),
+           "cosmos3_edge_text": ("cosmos3_edge", ("text_config",)),
+           "gemma4_unified_text": ("gemma4_unified.vision", ("text_config",)),
+           "hunyuan_vl_text": ("hunyuan_vl.head-dim", ("text_config",))}
 
 
 def _inside(name: str, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -201,7 +204,10 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
          "LongcatFlashForCausalLM", "MellumForCausalLM", "MiniCPMV4_7ForConditionalGeneration",
          "NemotronH_Omni_Reasoning_V3", "OlmoHybridForCausalLM",
          "PaddleOCRVLForConditionalGeneration", "QianfanOCRForConditionalGeneration",
-         "Qwen3OmniMoeForConditionalGeneration", "VibeVoiceAsrForConditionalGeneration"),
+         "Qwen3OmniMoeForConditionalGeneration", "VibeVoiceAsrForConditionalGeneration",
+         # breadth round 4
+         "Cosmos3EdgeForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
+         "HunYuanVLForConditionalGeneration"),
         "a breadth row's architecture: its model type is refused under --engine sglang as not "
         "checked (see WITHOUT_CASE)"),
     "MptForCausalLM": "row mpt (MPT-7B, ../shared/configs): see WITHOUT_CASE",

@@ -112,3 +112,69 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
         notes.append(f"KV sharing: the last {len(targets)} layers read earlier layers' caches; "
                      f"{n - len(targets)} of {n} layers allocate KV")
     return Derived(layers, notes)
+
+
+def _overrides(cfg: Config, n: int) -> dict[int, dict[str, int]]:
+    """``per_layer_config`` as a file states it: layer index (an int or a string such as
+    "05", PretrainedConfig's sparse per-layer mapping) → the attributes that differ there.
+    Only the two that size a cache are understood."""
+    stated = cfg.get("per_layer_config")
+    if not isinstance(stated, dict):
+        raise ConfigError(f"{cfg.model}: per_layer_config must map layer indices to "
+                          f"attributes, got {stated!r}")
+    out: dict[int, dict[str, int]] = {}
+    for key, override in stated.items():
+        try:
+            index = int(key)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{cfg.model}: per_layer_config key {key!r} is not a layer "
+                              "index") from None
+        if not 0 <= index < n or not isinstance(override, dict):
+            raise ConfigError(f"{cfg.model}: per_layer_config[{key!r}] names no layer of {n} "
+                              f"or is not a mapping: {override!r}")
+        other = sorted(set(override) - {"head_dim", "num_key_value_heads"})
+        if other:
+            raise UnsupportedArchitecture(
+                f"unsupported: {cfg.model_type} per_layer_config[{key!r}] overrides {other}; "
+                "understood: head_dim, num_key_value_heads", model_type=cfg.model_type)
+        for name, value in override.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{cfg.model}: per_layer_config[{key!r}].{name} must be a "
+                                  f"positive integer, got {value!r}")
+        out[index] = dict(override)
+    return out
+
+
+def unified(cfg: Config, kv_dtype: str) -> Derived:
+    """Gemma-4 Unified's text model (``gemma4_unified_text``), read from transformers 5.20
+    ``Gemma4UnifiedTextConfig`` and vLLM 0.33 ``gemma4_unified.py``, which builds
+    ``Gemma4ForCausalLM`` (gemma4.py) on ``text_config``. The class serializes what the
+    Gemma-4 text class derives: ``per_layer_config`` (layer → head_dim / num_key_value_heads
+    overrides; the class fills it with ``global_head_dim``, default 512, on the full layers
+    when a file has none), and vLLM's ``Gemma4DecoderLayer`` reads
+    ``config.per_layer_config[layer_idx]``; every other layer takes the top-level values."""
+    if "per_layer_config" not in cfg:
+        return derive(cfg, kv_dtype)
+    notes: list[str] = []
+    n = cfg.int("num_hidden_layers")
+    types = _layer_types(cfg, n, notes)
+    window = _window(cfg)
+    kv_heads = cfg.int("num_key_value_heads", cfg.int("num_attention_heads"), minimum=1)
+    head_dim = cfg.int("head_dim", minimum=1)
+    overrides = _overrides(cfg, n)
+    targets = _share_targets(types, cfg.int("num_kv_shared_layers", 0))
+    layers: list[LayerCache] = []
+    for i, kind in enumerate(types):
+        own = overrides.get(i, {})
+        heads, dim = own.get("num_key_value_heads", kv_heads), own.get("head_dim", head_dim)
+        layer = attention(i, heads, dim, kv_dtype, window=window if kind == SLIDING else None)
+        if i in targets:
+            layer = records.replace(layer, shares_with=targets[i])
+        layers.append(layer)
+    local = types.count(SLIDING)
+    notes.append(f"{local} sliding (window {window}) and {n - local} full layers; "
+                 f"per_layer_config overrides {len(overrides)} of them")
+    if targets:
+        notes.append(f"KV sharing: the last {len(targets)} layers read earlier layers' caches; "
+                     f"{n - len(targets)} of {n} layers allocate KV")
+    return Derived(layers, notes)

@@ -23,7 +23,10 @@ UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
      "aria_text", "olmo_hybrid", "glm4v_moe", "glm4v_moe_text", "glm_ocr", "glm_ocr_text",
      "paddleocr_vl", "paddleocr_vl_text", "emu3", "emu3_text_model", "qwen3_omni_moe",
      "qwen3_omni_moe_thinker", "qwen3_omni_moe_text", "cohere_compass",
-     "cohere_compass_text"),
+     "cohere_compass_text",
+     # breadth round 4
+     "cosmos3_edge", "cosmos3_edge_text", "hunyuan_vl", "hunyuan_vl_text", "gemma4_unified",
+     "gemma4_unified_text"),
     "checked against vLLM's own numbers only",
 )
 

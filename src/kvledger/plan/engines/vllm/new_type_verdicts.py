@@ -86,6 +86,21 @@ NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
         "'float'",
         "transformers/models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py "
         "HunYuanDenseV1Attention.__init__, built by vLLM's Transformers backend"),
+    # HunYuanVLTextConfig's head_dim defaults to None too, and the Transformers backend builds
+    # transformers' HunYuanVLDenseV1Attention on it: getattr(config, "head_dim", ...) returns
+    # the None the class holds, then self.head_dim ** -0.5 (oracle: vllm-0.32-breadth.jsonl).
+    "hunyuan_vl_text": (
+        "head_dim", "TypeError: unsupported operand type(s) for ** or pow(): 'NoneType' and "
+        "'float'",
+        "transformers/models/hunyuan_vl/modeling_hunyuan_vl.py "
+        "HunYuanVLDenseV1Attention.__init__, built by vLLM's Transformers backend"),
+    # Gemma4UnifiedConfig's vision_config defaults to None, and the model class checks
+    # `if config.vision_config is None: raise ValueError(...)` before it builds the language
+    # model (oracle: vllm-0.32-breadth.jsonl).
+    "gemma4_unified": (
+        "vision_config", "ValueError: Gemma4 Unified requires a vision configuration",
+        "vllm/model_executor/models/gemma4_unified.py "
+        "Gemma4UnifiedForConditionalGeneration.__init__"),
 }
 
 
@@ -255,5 +270,13 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
         "vllm/model_executor/models/qwen3_omni_moe_thinker.py "
         "Qwen3OmniMoeThinkerForConditionalGeneration"),
     "VibeVoiceAsrForConditionalGeneration": (
+        True, "vllm/model_executor/models/transformers/ TransformersMultiModalForCausalLM"),
+    # breadth round 4 (run_pp_oracle.py table, after the rows were added)
+    "Cosmos3EdgeForConditionalGeneration": (
+        True, "vllm/model_executor/models/cosmos3_edge.py Cosmos3EdgeForConditionalGeneration"),
+    "Gemma4UnifiedForConditionalGeneration": (
+        True,
+        "vllm/model_executor/models/gemma4_unified.py Gemma4UnifiedForConditionalGeneration"),
+    "HunYuanVLForConditionalGeneration": (
         True, "vllm/model_executor/models/transformers/ TransformersMultiModalForCausalLM"),
 }

@@ -56,7 +56,8 @@ KERNEL_BLOCK_MULTIPLE = 16
 # NONE_NOT_ACCEPTED (the module is imported only for these, at the top level or as a wrapper's
 # text config, and for wrapper-named configs without a vision_config; a test keeps them equal).
 MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense", "longcat_flash",
-                              "glm4v_moe_text", "hy_v3"})
+                              "glm4v_moe_text", "hy_v3", "hunyuan_vl_text",
+                              "gemma4_unified"})
 
 
 class VllmStartupError(VllmRefusesToStart):

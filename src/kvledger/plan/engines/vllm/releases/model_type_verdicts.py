@@ -218,6 +218,56 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
         'minimax_m3': f"{_N.v} has no model for model_type 'minimax_m3' "
             "(MiniMaxM3ForCausalLM); it serves MiniMax-M3 as "
             "minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)",
+        # -- breadth round 4: architectures vLLM registers that kvledger does not plan --
+        'ernie4_5_vl_moe': f"{_N.v} builds Ernie4_5_VLMoeForConditionalGeneration "
+            "(model_executor/models/ernie45_vl.py) from the flat configuration of Baidu's "
+            "own checkpoint code; from transformers' Ernie4_5_VLMoeConfig its __init__ stops "
+            "while it builds the vision tower, with \"AttributeError: "
+            "'Ernie4_5_VLMoeVisionConfig' object has no attribute 'embed_dim'\" "
+            "(Ernie4_5_VisionTransformer reads vision_config.embed_dim; the resampler then "
+            "reads pixel_hidden_size, which Ernie4_5_VLMoeConfig has none of either)",
+        'cohere_asr': f"{_N.v} serves CohereAsrForConditionalGeneration "
+            "(model_executor/models/cohere_asr.py) as an encoder-decoder: its decoder's "
+            "cross-attention caches the keys and values of the Conformer encoder's output, "
+            "whose length follows the audio front end's subsampling, which kvledger does not "
+            "derive (it plans cross-attention caches for Whisper only, sized by "
+            "max_source_positions)",
+        'diffusion_gemma': f"{_N.v} serves DiffusionGemmaForBlockDiffusion "
+            "(model_executor/models/diffusion_gemma.py) as a block-diffusion model: its "
+            "DiffusionGemmaModelState runs the Gemma-4 layers causally to write the KV cache "
+            "and again bidirectionally over a block of draft tokens that reads it, a runner "
+            "and token budget kvledger does not plan",
+        'hrm_text': f"{_N.v} serves HrmTextForCausalLM (model_executor/models/hrm_text.py) "
+            "with one KV cache per layer per recurrence step, each a "
+            "PrefillPrefixLMAttention whose cache spec is non-causal "
+            "(layers/attention/prefill_prefix_lm_attention.py get_kv_cache_spec), which "
+            "turns chunked prefill and prefix caching off; kvledger does not plan a "
+            "non-causal cache or the scheduler limits that follow from it",
+        'hy_v4': f"{_N.v} serves HYV4ForCausalLM (vllm/models/hy_v4) with multi-head "
+            "latent attention beside a lightning indexer (DSA-style sparse top-k, "
+            "FlashMLA sparse kernels), an output gate and a learnable sink; kvledger does "
+            "not plan HY-V4's latent and indexer caches",
+        'inkling_text': f"{_N.v} serves InklingForCausalLM (vllm/models/inkling) with short-"
+            "convolution states kept as sliding-window KV caches "
+            "(nvidia/sconv_swa_attn.py: a SlidingWindowSpec whose window is the kernel size) "
+            "beside its attention layers, a cache kind kvledger does not plan",
+        'inkling_mm_model': f"{_N.v} serves InklingForConditionalGeneration "
+            "(vllm/models/inkling) on the Inkling text model, whose short-convolution states "
+            "are kept as sliding-window KV caches (nvidia/sconv_swa_attn.py), a cache kind "
+            "kvledger does not plan",
+        'qwen4_exp': f"{_N.v} serves Qwen4ExpForConditionalGeneration "
+            "(vllm/models/qwen4_exp) with QSA attention layers that keep a paged side cache "
+            "(a circular buffer of raw index keys and one compressed key: "
+            "common/qsa_cache.py) beside the main KV cache; kvledger does not plan it",
+        'qwen4_exp_text': f"{_N.v} serves Qwen4ExpForCausalLM (vllm/models/qwen4_exp) with "
+            "QSA attention layers that keep a paged side cache (common/qsa_cache.py) beside "
+            "the main KV cache; kvledger does not plan it",
+        'step3p7': f"{_N.v} builds Step3p7ForConditionalGeneration "
+            "(model_executor/models/step3p7.py) from the configuration of StepFun's own "
+            "checkpoint code; from transformers' Step3p7Config its __init__ stops while it "
+            "builds the vision tower, with \"AttributeError: 'Step3p7VisionConfig' object has "
+            "no attribute 'output_dim'\" (step_vl.py PerceptionEncoder.__init__ reads "
+            "config.output_dim)",
     }
     no_cache_config = {
         'falcon': "vLLM's falcon.py builds its rotary and ALiBi "
