@@ -48,9 +48,13 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("Qwen/Qwen3-1.7B",), "Qwen--Qwen3-1.7B.json"),
     (("Qwen/Qwen3-14B",), "Qwen--Qwen3-14B.json"),
     (("Qwen/Qwen3-235B-A22B",), "Qwen--Qwen3-235B-A22B.json"),
+    (("Qwen/Qwen3-235B-A22B-FP8",), "Qwen--Qwen3-235B-A22B-FP8.json"),
+    (("Qwen/Qwen3-30B-A3B-FP8",), "Qwen--Qwen3-30B-A3B-FP8.json"),
     (("Qwen/Qwen3-32B",), "Qwen--Qwen3-32B.json"),
+    (("Qwen/Qwen3-32B-FP8",), "Qwen--Qwen3-32B-FP8.json"),
     (("Qwen/Qwen3-4B",), "Qwen--Qwen3-4B.json"),
     (("Qwen/Qwen3-8B",), "Qwen--Qwen3-8B.json"),
+    (("Qwen/Qwen3-8B-FP8",), "Qwen--Qwen3-8B-FP8.json"),
     (("Qwen/Qwen3-Coder-480B-A35B-Instruct",), "Qwen--Qwen3-Coder-480B-A35B-Instruct.json"),
     (("Qwen/Qwen3-Next-80B-A3B-Thinking",), "Qwen--Qwen3-Next-80B-A3B-Thinking.json"),
     (("Qwen/Qwen3.5-122B-A10B",), "Qwen--Qwen3.5-122B-A10B.json"),
@@ -89,6 +93,8 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("moonshotai/Kimi-K2-Instruct",), "moonshotai--Kimi-K2-Instruct.json"),
     (("moonshotai/Kimi-K2.5",), "moonshotai--Kimi-K2.5.json"),
     (("moonshotai/Kimi-K3",), "moonshotai--Kimi-K3.json"),
+    (("nvidia/DeepSeek-V3.1-NVFP4",), "nvidia--DeepSeek-V3.1-NVFP4.json"),
+    (("nvidia/GLM-5.2-NVFP4",), "nvidia--GLM-5.2-NVFP4.json"),
     (("nvidia/Llama-3_3-Nemotron-Super-49B-v1",), "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json"),
     (("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",),
      "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json"),
@@ -96,6 +102,8 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
      "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4.json"),
     (("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",),
      "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json"),
+    (("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",),
+     "nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json"),
     (("nvidia/Nemotron-H-56B-Base-8K",), "nvidia--Nemotron-H-56B-Base-8K.json"),
     (("nvidia/Qwen3-32B-NVFP4",), "nvidia--Qwen3-32B-NVFP4.json"),
     (("openai-community/gpt2-large",), "openai-community--gpt2-large.json"),
@@ -106,6 +114,7 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("zai-org/GLM-5",), "zai-org--GLM-5.json"),
     (("zai-org/GLM-5.1",), "zai-org--GLM-5.1.json"),
     (("zai-org/GLM-5.2",), "zai-org--GLM-5.2.json"),
+    (("zai-org/GLM-5.2-FP8",), "zai-org--GLM-5.2-FP8.json"),
     (("zai-org/GLM-5.3-Flash",), "zai-org--GLM-5.3-Flash.json"),
 )
 
@@ -157,20 +166,22 @@ VARIANTS: tuple[tuple[str, ...], ...] = (
 
 def sources(folder: Path = CONFIGS) -> dict[str, dict[str, str]]:
     """File name → {repo, path, commit} from the SOURCES*.md tables in ``folder``. A commit
-    cell that says "same" is the commit of the row above it (the held-out table's style)."""
+    cell that says "same" is the commit of the last row above it from the same repository
+    (the held-out table's style); a row whose "same" names no such row is left out."""
     out: dict[str, dict[str, str]] = {}
     for table in sorted(folder.glob("SOURCES*.md")):
-        above = ""
+        above: dict[str, str] = {}
         for line in table.read_text().splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) < 5 or not re.fullmatch(r"`[^`]+\.json`", cells[0]):
                 continue
-            name, commit = cells[0].strip("`"), cells[4].strip("`")
+            name, repo, commit = cells[0].strip("`"), cells[2], cells[4].strip("`")
             if commit == "same":
-                commit = above
-            above = commit
-            out.setdefault(name, {"repo": cells[2], "path": cells[3].strip("`"),
-                                  "commit": commit})
+                if repo not in above:
+                    continue
+                commit = above[repo]
+            above[repo] = commit
+            out.setdefault(name, {"repo": repo, "path": cells[3].strip("`"), "commit": commit})
     return out
 
 
@@ -298,6 +309,9 @@ def build(where: list[Path] | None = None) -> dict[str, Any]:
         cited.update(sources(folder))
     rows = []
     for ids, name in MODELS:
+        if name not in cited:
+            raise SystemExit(f"{name}: no SOURCES*.md row says where it was read "
+                             "(repository, path, commit)")
         config = json.loads(locate(name, where).read_text())
         companion = name.removesuffix(".json") + ".hf_quant_config.json"
         quant = None
