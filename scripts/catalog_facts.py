@@ -80,6 +80,8 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
      "meta-llama--Llama-3.1-70B-Instruct.json"),
     (("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
      "meta-llama--Llama-3.1-8B-Instruct.json"),
+    (("meta-llama/Llama-3.2-1B-Instruct",), "meta-llama--Llama-3.2-1B-Instruct.json"),
+    (("meta-llama/Llama-3.2-3B-Instruct",), "meta-llama--Llama-3.2-3B-Instruct.json"),
     (("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
      "meta-llama--Llama-4-Scout-17B-16E-Instruct.json"),
     (("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
