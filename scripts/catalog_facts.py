@@ -3,6 +3,11 @@ configs in ../shared/configs.
 
     PYTHONPATH=src python scripts/catalog_facts.py          # rewrite the table
     PYTHONPATH=src python scripts/catalog_facts.py --check  # exit 1 when it would change
+    PYTHONPATH=src python scripts/catalog_facts.py --also DIR  # real files not yet in ../shared
+
+``--also DIR`` names a folder of real configs read for the catalog but not yet added to
+../shared/configs, with the ``SOURCES*.md`` table that says where each was read; a file is
+looked up in ../shared/configs first. Once the files are in ../shared the flag is not needed.
 
 The table holds, per model, the config's values less those that state no model fact
 (``DROP_EXACT`` / ``DROP_SUFFIX``: transformers' bookkeeping, training-only settings, token
@@ -17,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import itertools
 import json
 import re
 import sys
@@ -30,6 +36,8 @@ TABLE = ROOT / "src" / "kvledger" / "source" / "catalog.json"
 # (Hub ids, the first being the one kvledger names; the real file in ../shared/configs).
 # A second id is the same repository under the Hub's newer name (meta-llama dropped "Meta-";
 # CohereForAI became CohereLabs; MiniMax-M1 is published as -40k and -80k with one config).
+# Qwen/Qwen3-0.6B, Qwen/Qwen3-30B-A3B and meta-llama/Meta-Llama-3.1-405B stay out: the Hub
+# tests (tests/source/conftest.py) serve them from a loopback Hub as ids that are not bundled.
 MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("CohereForAI/c4ai-command-r-v01", "CohereLabs/c4ai-command-r-v01"),
      "CohereForAI--c4ai-command-r-v01.json"),
@@ -37,10 +45,23 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("MiniMaxAI/MiniMax-M2.5",), "MiniMaxAI--MiniMax-M2.5.json"),
     (("MiniMaxAI/MiniMax-M3",), "MiniMaxAI--MiniMax-M3.json"),
     (("Qwen/Qwen2.5-7B",), "Qwen--Qwen2.5-7B.json"),
+    (("Qwen/Qwen3-1.7B",), "Qwen--Qwen3-1.7B.json"),
+    (("Qwen/Qwen3-14B",), "Qwen--Qwen3-14B.json"),
+    (("Qwen/Qwen3-235B-A22B",), "Qwen--Qwen3-235B-A22B.json"),
+    (("Qwen/Qwen3-235B-A22B-FP8",), "Qwen--Qwen3-235B-A22B-FP8.json"),
+    (("Qwen/Qwen3-30B-A3B-FP8",), "Qwen--Qwen3-30B-A3B-FP8.json"),
     (("Qwen/Qwen3-32B",), "Qwen--Qwen3-32B.json"),
+    (("Qwen/Qwen3-32B-FP8",), "Qwen--Qwen3-32B-FP8.json"),
+    (("Qwen/Qwen3-4B",), "Qwen--Qwen3-4B.json"),
     (("Qwen/Qwen3-8B",), "Qwen--Qwen3-8B.json"),
+    (("Qwen/Qwen3-8B-FP8",), "Qwen--Qwen3-8B-FP8.json"),
+    (("Qwen/Qwen3-Coder-480B-A35B-Instruct",), "Qwen--Qwen3-Coder-480B-A35B-Instruct.json"),
     (("Qwen/Qwen3-Next-80B-A3B-Thinking",), "Qwen--Qwen3-Next-80B-A3B-Thinking.json"),
+    (("Qwen/Qwen3.5-122B-A10B",), "Qwen--Qwen3.5-122B-A10B.json"),
+    (("Qwen/Qwen3.5-27B",), "Qwen--Qwen3.5-27B.json"),
+    (("Qwen/Qwen3.5-35B-A3B",), "Qwen--Qwen3.5-35B-A3B.json"),
     (("Qwen/Qwen3.5-397B-A17B",), "Qwen--Qwen3.5-397B-A17B.json"),
+    (("Qwen/Qwen3.5-9B",), "Qwen--Qwen3.5-9B.json"),
     (("Qwen/Qwen3.6-35B-A3B",), "Qwen--Qwen3.6-35B-A3B.json"),
     (("deepseek-ai/DeepSeek-R1",), "deepseek-ai--DeepSeek-R1.json"),
     (("deepseek-ai/DeepSeek-V2-Lite",), "deepseek-ai--DeepSeek-V2-Lite.json"),
@@ -49,7 +70,18 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("deepseek-ai/DeepSeek-V4-Flash",), "deepseek-ai--DeepSeek-V4-Flash.json"),
     (("deepseek-ai/DeepSeek-V4-Pro",), "deepseek-ai--DeepSeek-V4-Pro.json"),
     (("google/gemma-2-2b-it",), "google--gemma-2-2b-it.json"),
+    (("google/gemma-3-1b-it",), "google--gemma-3-1b-it.json"),
     (("google/gemma-3-27b-it",), "google--gemma-3-27b-it.json"),
+    (("google/gemma-4-26B-A4B",), "google--gemma-4-26B-A4B.json"),
+    (("google/gemma-4-E2B-it",), "google--gemma-4-E2B-it.json"),
+    # The Hub's current names first for these (meta-llama dropped "Meta-"; the old name is
+    # the same repository).
+    (("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B-Instruct"),
+     "meta-llama--Llama-3.1-70B-Instruct.json"),
+    (("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
+     "meta-llama--Llama-3.1-8B-Instruct.json"),
+    (("meta-llama/Llama-3.2-1B-Instruct",), "meta-llama--Llama-3.2-1B-Instruct.json"),
+    (("meta-llama/Llama-3.2-3B-Instruct",), "meta-llama--Llama-3.2-3B-Instruct.json"),
     (("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
      "meta-llama--Llama-4-Scout-17B-16E-Instruct.json"),
     (("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
@@ -57,19 +89,38 @@ MODELS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
      "meta-llama--Meta-Llama-3.1-8B.json"),
     (("mistralai/Mistral-7B-v0.1",), "mistralai--Mistral-7B-v0.1.json"),
+    (("mistralai/Mistral-7B-Instruct-v0.3",), "mistralai--Mistral-7B-Instruct-v0.3.json"),
+    (("mistralai/Mixtral-8x22B-v0.1",), "mistralai--Mixtral-8x22B-v0.1.json"),
     (("mistralai/Mixtral-8x7B-v0.1",), "mistralai--Mixtral-8x7B-v0.1.json"),
     (("moonshotai/Kimi-K2-Instruct",), "moonshotai--Kimi-K2-Instruct.json"),
+    (("moonshotai/Kimi-K2.5",), "moonshotai--Kimi-K2.5.json"),
     (("moonshotai/Kimi-K3",), "moonshotai--Kimi-K3.json"),
+    (("nvidia/DeepSeek-V3.1-NVFP4",), "nvidia--DeepSeek-V3.1-NVFP4.json"),
+    (("nvidia/GLM-5.2-NVFP4",), "nvidia--GLM-5.2-NVFP4.json"),
+    (("nvidia/Gemma-4-26B-A4B-NVFP4",), "nvidia--Gemma-4-26B-A4B-NVFP4.json"),
+    (("nvidia/Gemma-4-31B-IT-NVFP4",), "nvidia--Gemma-4-31B-IT-NVFP4.json"),
+    (("nvidia/Kimi-K2.6-NVFP4",), "nvidia--Kimi-K2.6-NVFP4.json"),
     (("nvidia/Llama-3_3-Nemotron-Super-49B-v1",), "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json"),
+    (("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",),
+     "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json"),
     (("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4",),
      "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4.json"),
+    (("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",),
+     "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json"),
+    (("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",),
+     "nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json"),
     (("nvidia/Nemotron-H-56B-Base-8K",), "nvidia--Nemotron-H-56B-Base-8K.json"),
     (("nvidia/Qwen3-32B-NVFP4",), "nvidia--Qwen3-32B-NVFP4.json"),
     (("openai-community/gpt2-large",), "openai-community--gpt2-large.json"),
     (("openai/gpt-oss-120b",), "openai--gpt-oss-120b.json"),
     (("openai/gpt-oss-20b",), "openai--gpt-oss-20b.json"),
     (("openai/whisper-tiny",), "openai--whisper-tiny.json"),
+    (("zai-org/GLM-4.5",), "zai-org--GLM-4.5.json"),
+    (("zai-org/GLM-5",), "zai-org--GLM-5.json"),
+    (("zai-org/GLM-5.1",), "zai-org--GLM-5.1.json"),
+    (("zai-org/GLM-5.1-FP8",), "zai-org--GLM-5.1-FP8.json"),
     (("zai-org/GLM-5.2",), "zai-org--GLM-5.2.json"),
+    (("zai-org/GLM-5.2-FP8",), "zai-org--GLM-5.2-FP8.json"),
     (("zai-org/GLM-5.3-Flash",), "zai-org--GLM-5.3-Flash.json"),
 )
 
@@ -119,18 +170,42 @@ VARIANTS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def sources() -> dict[str, dict[str, str]]:
-    """File name → {repo, path, commit} from the SOURCES*.md tables beside the configs."""
+def sources(folder: Path = CONFIGS) -> dict[str, dict[str, str]]:
+    """File name → {repo, path, commit} from the SOURCES*.md tables in ``folder``. A commit
+    cell that says "same" is the commit of the last row above it from the same repository
+    (the held-out table's style); a row whose "same" names no such row is left out."""
     out: dict[str, dict[str, str]] = {}
-    for table in sorted(CONFIGS.glob("SOURCES*.md")):
+    for table in sorted(folder.glob("SOURCES*.md")):
+        above: dict[str, str] = {}
         for line in table.read_text().splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) < 5 or not re.fullmatch(r"`[^`]+\.json`", cells[0]):
                 continue
-            name = cells[0].strip("`")
-            out.setdefault(name, {"repo": cells[2], "path": cells[3].strip("`"),
-                                  "commit": cells[4].strip("`")})
+            name, repo, commit = cells[0].strip("`"), cells[2], cells[4].strip("`")
+            if commit == "same":
+                if repo not in above:
+                    continue
+                commit = above[repo]
+            above[repo] = commit
+            out.setdefault(name, {"repo": repo, "path": cells[3].strip("`"), "commit": commit})
     return out
+
+
+def folders(argv: list[str]) -> list[Path]:
+    """../shared/configs, then every ``--also DIR`` in ``argv``, in that order."""
+    out = [CONFIGS]
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--also":
+            out.append(Path(value))
+    return out
+
+
+def locate(name: str, where: list[Path]) -> Path:
+    for folder in where:
+        if (folder / name).is_file():
+            return folder / name
+    raise SystemExit(f"{name} is in none of {', '.join(str(f) for f in where)}: add it to "
+                     "../shared/configs, or name the folder holding it with --also DIR")
 
 
 def _drop_source(obj: Any) -> Any:
@@ -233,14 +308,21 @@ def _ordered(original: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
             else v for k, v in original.items() if k in kept}
 
 
-def build() -> dict[str, Any]:
-    cited = sources()
+def build(where: list[Path] | None = None) -> dict[str, Any]:
+    where = where or [CONFIGS]
+    cited: dict[str, dict[str, str]] = {}
+    for folder in reversed(where):  # ../shared's own table wins for a file it holds
+        cited.update(sources(folder))
     rows = []
     for ids, name in MODELS:
-        config = json.loads((CONFIGS / name).read_text())
+        if name not in cited:
+            raise SystemExit(f"{name}: no SOURCES*.md row says where it was read "
+                             "(repository, path, commit)")
+        config = json.loads(locate(name, where).read_text())
         companion = name.removesuffix(".json") + ".hf_quant_config.json"
-        quant = json.loads((CONFIGS / companion).read_text()) \
-            if (CONFIGS / companion).is_file() else None
+        quant = None
+        if any((folder / companion).is_file() for folder in where):
+            quant = json.loads(locate(companion, where).read_text())
         kept = minimal(ids[0], config, quant, "config")
         row: dict[str, Any] = {"ids": list(ids), "source": {**cited[name], "file": name},
                                "config": _ordered(config, kept)}
@@ -270,7 +352,7 @@ def main() -> int:
         print(f"scripts/catalog_facts.py needs the real configs in {CONFIGS.resolve()}",
               file=sys.stderr)
         return 2
-    text = render(build())
+    text = render(build(folders(sys.argv[1:])))
     if "--check" in sys.argv[1:]:
         return 0 if TABLE.is_file() and TABLE.read_text() == text else 1
     TABLE.write_text(text)
