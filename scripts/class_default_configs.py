@@ -14,15 +14,23 @@ Run with a transformers 5.x installed OUTSIDE the repository (it is not a projec
 e.g. the vLLM oracle's venv, which holds the transformers vLLM runs with:
 
     /work/venvs/vllm032/bin/python scripts/class_default_configs.py [MODEL_TYPE ...]
+    python scripts/class_default_configs.py --python /work/venvs/vllm033/bin/python \\
+        --transformers 5.20 beam kolibri1 molmo2 moss_transcribe_diarize muse_spark
 
-Without arguments it writes every model type below, and the ``VARIANTS`` (the class given
-arguments, named ``<model_type>.<variant>.json``).
+``--python`` runs the script again under that interpreter (the venv whose transformers is
+wanted); ``--transformers`` refuses to write unless the transformers imported is that version
+(a prefix: ``5.20`` takes 5.20.2), so a file never records another release's defaults by
+mistake. Without model types it writes every model type below, and the ``VARIANTS`` (the
+class given arguments, named ``<model_type>.<variant>.json``); a class the imported
+transformers does not have is one line and exit 2.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -93,6 +101,14 @@ CLASSES: dict[str, tuple[str, str]] = {
     "qwen3_omni_moe": ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGeneration"),
     "step3p7": ("Step3p7Config", "Step3p7ForConditionalGeneration"),
     "vibevoice_asr": ("VibeVoiceAsrConfig", "VibeVoiceAsrForConditionalGeneration"),
+    # breadth round 5: the classes transformers 5.20 (vLLM 0.33's pin) adds; run with
+    # --python /work/venvs/vllm033/bin/python --transformers 5.20
+    "beam": ("BeamConfig", "BeamForCausalLM"),
+    "kolibri1": ("Kolibri1Config", "Kolibri1ForCausalLM"),
+    "molmo2": ("Molmo2Config", "Molmo2ForConditionalGeneration"),
+    "moss_transcribe_diarize": ("MossTranscribeDiarizeConfig",
+                                "MossTranscribeDiarizeForConditionalGeneration"),
+    "muse_spark": ("MuseSparkConfig", "MuseSparkForConditionalGeneration"),
 }
 # A class-default config with arguments, for a model type whose class leaves a key vLLM
 # indexes unset: name -> (model_type, the arguments given to the class)
@@ -129,7 +145,10 @@ def generate(name: str) -> Path:
 
     model_type, arguments = VARIANTS.get(name, (name, {}))
     class_name, architecture = CLASSES[model_type]
-    config_class = getattr(transformers, class_name)
+    config_class = getattr(transformers, class_name, None)
+    if config_class is None:
+        raise SystemExit(f"class_default_configs: transformers {transformers.__version__} has "
+                         f"no {class_name} (model type {model_type})")
     config = config_class(**arguments)
     if config.model_type != model_type:
         raise SystemExit(f"{class_name} is model_type {config.model_type!r}, not {model_type!r}")
@@ -150,8 +169,33 @@ def generate(name: str) -> Path:
     return path
 
 
+def _transformers_version() -> str:
+    import transformers  # the scratch venv's, never the project's
+
+    return str(transformers.__version__)
+
+
 def main(argv: list[str]) -> int:
-    wanted = argv or [*CLASSES, *VARIANTS]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model_types", nargs="*")
+    parser.add_argument("--python", help="run under this interpreter (its transformers)")
+    parser.add_argument("--transformers", help="the transformers version required (a prefix)")
+    args = parser.parse_args(argv)
+    if args.python:
+        rest = [*args.model_types, *(["--transformers", args.transformers]
+                                     if args.transformers else [])]
+        try:
+            return subprocess.call([args.python, __file__, *rest])
+        except OSError as error:
+            print(f"class_default_configs: cannot run {args.python}: {error}", file=sys.stderr)
+            return 2
+    if args.transformers:
+        found = _transformers_version()
+        if found != args.transformers and not found.startswith(args.transformers + "."):
+            print(f"class_default_configs: transformers {found} imported, "
+                  f"{args.transformers} asked", file=sys.stderr)
+            return 2
+    wanted = args.model_types or [*CLASSES, *VARIANTS]
     unknown = [m for m in wanted if m not in CLASSES and m not in VARIANTS]
     if unknown:
         print(f"class_default_configs: not in the table: {', '.join(unknown)}", file=sys.stderr)

@@ -2,8 +2,13 @@
 
     python scripts/vllm_registry_coverage.py \\
         --registry /work/vllm-src/0.33/vllm/model_executor/models/registry.py \\
-        --transformers-auto .../site-packages/transformers/models/auto/modeling_auto.py \\
+        --transformers-auto /work/venvs/vllm033/lib/python3.11/site-packages/transformers/\\
+models/auto/modeling_auto.py \\
         [--write]      # write tests/data/vllm-0.33-registry-coverage.json and README's block
+
+``--transformers-auto`` is the ``modeling_auto.py`` of the transformers release vLLM pins
+(vLLM 0.33: transformers 5.20, as in the 0.33 oracle's venv, 5.20.2); ``--transformers-version``
+(default 5.20) names it in the data file and README's block.
 
 ``--registry`` is vLLM's ``vllm/model_executor/models/registry.py`` as shipped in the release's
 wheel (``pip download --no-deps vllm==0.33.0``; a ``.whl`` path is read inside the zip). It is
@@ -232,7 +237,8 @@ def readme_block(data: dict[str, Any]) -> str:
         f"**{counts['planned']} of {counts['generative']} generative architectures of vLLM "
         f"{version}** are planned by a kvledger model-type row; {counts['refused']} are "
         f"refused with vLLM's reason and {counts['not covered']} are not covered yet "
-        "(tests/data/vllm-0.33-registry-coverage.json, from vLLM's registry.py read as "
+        "(tests/data/vllm-0.33-registry-coverage.json, from vLLM's registry.py and "
+        f"transformers {data.get('transformers_version', '?')}'s modeling_auto.py read as "
         "source). Not covered yet: " + ", ".join(f"`{a}`" for a in missing) + ".",
         END,
     ])
@@ -255,6 +261,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--registry", type=Path, required=True)
     parser.add_argument("--transformers-auto", type=Path, required=True)
     parser.add_argument("--vllm-version", default="0.33.0")
+    parser.add_argument("--transformers-version", default="5.20")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
     for path in (args.registry, args.transformers_auto):
@@ -287,6 +294,7 @@ def main(argv: list[str]) -> int:
         "vllm_version": args.vllm_version,
         "generated_by": "scripts/vllm_registry_coverage.py",
         "transformers_auto": args.transformers_auto.name,
+        "transformers_version": args.transformers_version,
         "architectures": coverage(archs),
     }
     if args.write:  # before printing: a closed stdout (| head) must not stop the write

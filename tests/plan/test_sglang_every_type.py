@@ -207,7 +207,9 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
          "Qwen3OmniMoeForConditionalGeneration", "VibeVoiceAsrForConditionalGeneration",
          # breadth round 4
          "Cosmos3EdgeForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
-         "HunYuanVLForConditionalGeneration"),
+         "HunYuanVLForConditionalGeneration",
+         # breadth round 5
+         "MossTranscribeDiarizeForConditionalGeneration"),
         "a breadth row's architecture: its model type is refused under --engine sglang as not "
         "checked (see WITHOUT_CASE)"),
     "MptForCausalLM": "row mpt (MPT-7B, ../shared/configs): see WITHOUT_CASE",

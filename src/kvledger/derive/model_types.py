@@ -1745,6 +1745,25 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "qwen4_exp": T(),
         "qwen4_exp_text": T(),
         "step3p7": T(),
+        # -- breadth round 5 (the classes transformers 5.20, vLLM 0.33's pin, adds) --
+        # MOSS Transcribe-Diarize (MossTranscribeDiarizeConfig; vLLM loads it with its own
+        # transformers_utils/configs/moss_transcribe_diarize.py): moss_transcribe_diarize.py
+        # builds its language model with init_vllm_registered_model(hf_config=
+        # config.text_config, architectures=["Qwen3ForCausalLM"]); the Whisper-style audio
+        # encoder (MossTranscribeDiarizeWhisperEncoder) runs once per request and keeps no
+        # cache, and the decoder has no cross-attention (audio enters as embeddings).
+        "moss_transcribe_diarize": T(
+            text_key="text_config", inner=("qwen3",),
+            harmless={**_HARMLESS_MULTIMODAL,
+                      "audio_chunk_size": "how many audio samples the encoder takes at once: "
+                                          + _ENCODER},
+            config_class="MossTranscribeDiarizeConfig (text_config: qwen3 by default)",
+            vllm="moss_transcribe_diarize.py (Qwen3ForCausalLM on text_config)"),
+        # Refused with the reason plan/engines/vllm/releases/model_type_verdicts.py gives.
+        "beam": T(),
+        "kolibri1": T(),
+        "molmo2": T(),
+        "muse_spark": T(),
     }
 )
 

@@ -26,7 +26,9 @@ UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
      "cohere_compass_text",
      # breadth round 4
      "cosmos3_edge", "cosmos3_edge_text", "hunyuan_vl", "hunyuan_vl_text", "gemma4_unified",
-     "gemma4_unified_text"),
+     "gemma4_unified_text",
+     # breadth round 5
+     "moss_transcribe_diarize"),
     "checked against vLLM's own numbers only",
 )
 

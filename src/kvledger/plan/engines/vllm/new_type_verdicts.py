@@ -279,4 +279,8 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
         "vllm/model_executor/models/gemma4_unified.py Gemma4UnifiedForConditionalGeneration"),
     "HunYuanVLForConditionalGeneration": (
         True, "vllm/model_executor/models/transformers/ TransformersMultiModalForCausalLM"),
+    # breadth round 5 (run_pp_oracle.py table, after the row was added)
+    "MossTranscribeDiarizeForConditionalGeneration": (
+        True, "vllm/model_executor/models/moss_transcribe_diarize.py "
+              "MossTranscribeDiarizeForConditionalGeneration"),
 }

@@ -268,6 +268,31 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
             "builds the vision tower, with \"AttributeError: 'Step3p7VisionConfig' object has "
             "no attribute 'output_dim'\" (step_vl.py PerceptionEncoder.__init__ reads "
             "config.output_dim)",
+        # -- breadth round 5: the classes transformers 5.20 adds --
+        'molmo2': f"{_N.v} builds Molmo2ForConditionalGeneration "
+            "(model_executor/models/molmo2.py) from the configuration of Ai2's own "
+            "checkpoint code; from transformers' Molmo2Config its __init__ stops before it "
+            "builds the vision tower, with \"AttributeError: 'Molmo2Config' object has no "
+            "attribute 'vit_config'\" (it copies VitConfig's fields from config.vit_config; "
+            "transformers names it vision_config, and its text config lacks the rope_theta "
+            "and use_qk_norm fields molmo2.py's TextConfig copies too)",
+        'muse_spark': "vLLM 0.33 registers MuseSparkForConditionalGeneration (vLLM 0.32 "
+            "none) and loads muse_spark with its own MuseSparkConfig "
+            "(transformers_utils/configs/muse_spark.py, a class of no defaults); from "
+            "transformers' MuseSparkConfig the text config stops at load with "
+            "\"AttributeError: 'MuseSparkTextConfig' object has no attribute "
+            "'num_shared_experts'\" (MuseSparkTextConfig.__init__ checks "
+            "self.num_shared_experts, which transformers' class does not write)",
+        'beam': "BeamForCausalLM is in vLLM 0.33's registry, not 0.32's (0.33 "
+            "vllm/models/beam/nvidia/model.py: Attention per layer, a window of "
+            "sliding_window on the layers layer_types marks sliding, SupportsPP); kvledger's "
+            "pipeline-parallel table is vLLM 0.32's registry answer and holds no verdict for "
+            f"it, so kvledger does not plan it for {_N.v}",
+        'kolibri1': "Kolibri1ForCausalLM is in vLLM 0.33's registry, not 0.32's (0.33 "
+            "serves it by its Transformers backend: _TRANSFORMERS_SUPPORTED_MODELS, "
+            "TransformersMoEForCausalLM, a window of sliding_window on the layers layer_types "
+            "marks sliding); kvledger's pipeline-parallel table is vLLM 0.32's registry "
+            f"answer and holds no verdict for it, so kvledger does not plan it for {_N.v}",
     }
     no_cache_config = {
         'falcon': "vLLM's falcon.py builds its rotary and ALiBi "
