@@ -44,6 +44,19 @@ KNOWN = {
     # GPU runs Model Runner V2, where 0.33 keeps it on (test_engine_releases.py, by hand).
     ("vllm-0.33-cases", "mistralai--Mistral-7B-v0.1.json"):
         "ngram: the oracle's V1 runner turns async off, a GPU's Model Runner V2 keeps it",
+    # An fp8 MLA cache (ModelOpt fp8 KV under auto) on SM90: vLLM picks FLASHMLA, exactly
+    # 64-token kernel blocks (test_mla_backends.py, from source); the CPU oracle has no
+    # FlashMLA kernel, falls back to TRITON_MLA and reports 16.
+    ("vllm-0.33-heldout", "nvidia--Kimi-K2.6-NVFP4.json"):
+        "fp8 MLA on SM90: FlashMLA's 64 (source) vs the CPU oracle's TRITON_MLA 16",
+    # fbgemm_fp8 is still deprecated in 0.33 (quantization/__init__.py
+    # DEPRECATED_QUANTIZATION_METHODS): vLLM refuses the verbatim file, as kvledger does; the
+    # CUDA wheel could not build its fp8 weights on CPU, so the oracle ran a copy without
+    # quantization_config (weights_quant_stripped), which bypasses that refusal.
+    ("vllm-0.33-heldout", "meta-llama--Meta-Llama-3.1-405B-Instruct-FP8.json"):
+        "fbgemm_fp8: vLLM refuses the verbatim file; the oracle planned a stripped copy",
+    ("vllm-0.33-refusals-heldout", "meta-llama--Meta-Llama-3.1-405B-Instruct-FP8.json"):
+        "fbgemm_fp8: vLLM refuses the verbatim file; the oracle planned a stripped copy",
     # The 0.32 CPU build had no DeepSeek-V4 model; the 0.33 wheel builds it, and kvledger's
     # vLLM layout does not model its V4WindowKV / compressor caches yet (it refuses).
     ("vllm-0.33-new-behaviour", "deepseek-ai--DeepSeek-V4-Flash.json"):
