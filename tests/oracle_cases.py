@@ -157,13 +157,15 @@ def case_model(case: dict[str, Any]) -> str | dict[str, Any]:
     return loaded
 
 
-def request_of(inputs: dict[str, Any]) -> Any:
-    """The ``PlanRequest`` of an oracle run's ``inputs`` (vLLM's resolved values)."""
+def request_of(inputs: dict[str, Any], engine: str = "vllm==0.32",
+               gpu: str | None = None) -> Any:
+    """The ``PlanRequest`` of an oracle run's ``inputs`` (vLLM's resolved values), planned as
+    ``engine`` (the release whose oracle answered) on ``gpu`` (None: SM90 assumed)."""
     from kvledger.plan.request import PlanRequest
 
     block = inputs["block_size"]
     return PlanRequest(
-        engine="vllm==0.32", kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
+        engine=engine, gpu=gpu, kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
         block_size=None if block == "auto" else int(block),
         max_model_len=inputs["max_model_len"], kv_cache_dtype=inputs["kv_cache_dtype"],
         tensor_parallel_size=inputs["tensor_parallel_size"],

@@ -25,7 +25,7 @@ import pytest
 from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.request import PlanRequest
-from oracle_cases import CONFIGS, assert_plan_is, case_model, hf_quant_config
+from oracle_cases import CONFIGS, assert_plan_is, case_model, hf_quant_config, request_of
 
 HERE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33"
 GPU_OF = {"9.0": None, "10.0": "B200", "8.0": "A100-80GB"}
@@ -89,23 +89,11 @@ def _capability(case: dict[str, Any]) -> str:
 
 
 def _request(case: dict[str, Any]) -> PlanRequest:
-    inputs = case["inputs"]
-    block = inputs["block_size"]
-    return PlanRequest(
-        engine="vllm", gpu=GPU_OF[_capability(case)],
-        kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
-        block_size=None if block == "auto" else int(block),
-        # Asked as the oracle was: without --max-model-len a config stating no length gets
-        # vLLM's 2,048 (falcon-mamba-7b.mlstm), which kvledger assumes too.
-        max_model_len=inputs["max_model_len"],
-        kv_cache_dtype=inputs["kv_cache_dtype"],
-        tensor_parallel_size=inputs["tensor_parallel_size"],
-        max_num_seqs=inputs["max_num_seqs"],
-        max_num_batched_tokens=inputs["max_num_batched_tokens"],
-        enable_prefix_caching=inputs["enable_prefix_caching"],
-        num_speculative_tokens=inputs.get("num_speculative_tokens", 0),
-        speculative_method=inputs.get("speculative_method"),
-    )
+    # Asked as the oracle was: without --max-model-len a config stating no length gets
+    # vLLM's 2,048 (falcon-mamba-7b.mlstm), which kvledger assumes too.
+    request: PlanRequest = request_of(case["inputs"], engine="vllm",
+                                      gpu=GPU_OF[_capability(case)])
+    return request
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -28,6 +28,7 @@ from oracle_cases import (
     load_cases,
     load_coverage_cases,
     load_local_cases,
+    request_of,
 )
 
 SOURCES = {
@@ -48,20 +49,8 @@ pytestmark = pytest.mark.skipif(not SOURCES["cases"],
 
 
 def _request(inputs: dict[str, Any]) -> PlanRequest:
-    block = inputs["block_size"]
-    return PlanRequest(
-        engine="vllm==0.32",
-        kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
-        block_size=None if block == "auto" else int(block),
-        max_model_len=inputs["max_model_len"],
-        kv_cache_dtype=inputs["kv_cache_dtype"],
-        tensor_parallel_size=inputs["tensor_parallel_size"],
-        max_num_seqs=inputs["max_num_seqs"],
-        max_num_batched_tokens=inputs["max_num_batched_tokens"],
-        enable_prefix_caching=inputs["enable_prefix_caching"],
-        num_speculative_tokens=inputs["num_speculative_tokens"],
-        speculative_method=inputs["speculative_method"],
-    )
+    request: PlanRequest = request_of(inputs)
+    return request
 
 
 _PLANS: dict[int, Any] = {}
