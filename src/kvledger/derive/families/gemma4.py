@@ -108,9 +108,7 @@ def derive(cfg: Config, kv_dtype: str) -> Derived:
     local = types.count(SLIDING)
     notes.append(f"{local} sliding (window {window}, {kv_heads} x {head_dim}) and {n - local} "
                  f"full ({global_kv} x {global_dim}) layers")
-    if targets:
-        notes.append(f"KV sharing: the last {len(targets)} layers read earlier layers' caches; "
-                     f"{n - len(targets)} of {n} layers allocate KV")
+    notes += _sharing_note(targets, n)
     return Derived(layers, notes)
 
 
@@ -174,7 +172,13 @@ def unified(cfg: Config, kv_dtype: str) -> Derived:
     local = types.count(SLIDING)
     notes.append(f"{local} sliding (window {window}) and {n - local} full layers; "
                  f"per_layer_config overrides {len(overrides)} of them")
-    if targets:
-        notes.append(f"KV sharing: the last {len(targets)} layers read earlier layers' caches; "
-                     f"{n - len(targets)} of {n} layers allocate KV")
+    notes += _sharing_note(targets, n)
     return Derived(layers, notes)
+
+
+def _sharing_note(targets: dict[int, int], n: int) -> list[str]:
+    """The KV-sharing line (``num_kv_shared_layers``): empty when no layer shares."""
+    if not targets:
+        return []
+    return [f"KV sharing: the last {len(targets)} layers read earlier layers' caches; "
+            f"{n - len(targets)} of {n} layers allocate KV"]

@@ -115,12 +115,7 @@ def _stage_tokens(
     if model.hybrid_swa:
         cells = _swa_cells(model, res, rng)
         if _uses_request_cap(model, options, res, cells):
-            assert options.max_running_requests is not None and model.sliding_window
-            cap = swa_request_cap(window=model.sliding_window, page_size=page,
-                                  max_running_requests=options.max_running_requests,
-                                  attn_dp_size=res.attn_dp,
-                                  chunked_prefill_size=res.chunked_prefill_size,
-                                  overlap=res.overlap)
+            cap = _request_cap(model, res, options)
             out = swa_capped_tokens(kv_budget, cells, cap, page)
             # SGLang's _cell_size stays the ratio cell of HybridSWAPoolConfigurator.__init__.
             return out.full_tokens, out.swa_tokens, cells.cell(res.swa_full_tokens_ratio), None
@@ -143,6 +138,15 @@ def _stage_tokens(
     return tokens, None, float(cell.bytes_per_token), cell
 
 
+def _request_cap(model: SglangModel, res: Resolved, options: SglangOptions) -> int:
+    """``swa_request_cap`` for this model and options (only when ``_uses_request_cap``)."""
+    assert options.max_running_requests is not None and model.sliding_window
+    return swa_request_cap(window=model.sliding_window, page_size=res.page_size,
+                           max_running_requests=options.max_running_requests,
+                           attn_dp_size=res.attn_dp,
+                           chunked_prefill_size=res.chunked_prefill_size, overlap=res.overlap)
+
+
 def _recompute(model: SglangModel, res: Resolved, options: SglangOptions,
                rng: tuple[int, int], tokens: int) -> tuple[int, int | None]:
     """``calculate_pool_sizes_from_max_tokens`` after a constraint lowered the count."""
@@ -150,12 +154,7 @@ def _recompute(model: SglangModel, res: Resolved, options: SglangOptions,
     if model.hybrid_swa:
         cells = _swa_cells(model, res, rng)
         if _uses_request_cap(model, options, res, cells):
-            assert options.max_running_requests is not None and model.sliding_window
-            cap = swa_request_cap(window=model.sliding_window, page_size=page,
-                                  max_running_requests=options.max_running_requests,
-                                  attn_dp_size=res.attn_dp,
-                                  chunked_prefill_size=res.chunked_prefill_size,
-                                  overlap=res.overlap)
+            cap = _request_cap(model, res, options)
             swa = -(-cap // page) * page
             return tokens // page * page, min(swa, tokens)
         out: SwaTokens = swa_from_max_tokens(tokens, cells, res.swa_full_tokens_ratio, page)
