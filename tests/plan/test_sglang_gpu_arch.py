@@ -43,5 +43,9 @@ def test_sglang_plans_with_a_total_alone() -> None:
              "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
              "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
     plan = plan_model(llama, PlanRequest(engine="sglang", gpu_total_bytes=80 << 30))
-    assert plan.kv_cache_tokens > 0
+    # A total alone is a Hopper of that total: the same pool as a named H100 given the same
+    # total (its budget lines are the same reserves against the same bytes).
+    named = plan_model(llama, PlanRequest(engine="sglang", gpu="H100-80GB",
+                                          gpu_total_bytes=80 << 30))
+    assert plan.kv_cache_tokens == named.kv_cache_tokens > 0
     assert plan.kv_cache_tokens * 131_072 <= 80 << 30

@@ -109,10 +109,10 @@ def inspect_payload(model: Any, kv_cache_dtype: str = "auto") -> dict[str, Any]:
 
 
 def _weights(model: Any, facts: Any) -> dict[str, Any]:
-    """The whole checkpoint's weights (``plan/weights.py`` ``checkpoint_weights``): exact
+    """The whole checkpoint's weights (``plan/checkpoint_weights.py``): exact
     from its safetensors headers when ``model`` is a source that has them, else estimated
     from the architecture."""
-    from kvledger.plan.weights import checkpoint_weights
+    from kvledger.plan.checkpoint_weights import checkpoint_weights
 
     read = getattr(model, "safetensors", None)  # a ModelSource can read its headers
     exact = read() if callable(read) else None

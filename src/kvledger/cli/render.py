@@ -112,7 +112,7 @@ def _kind(facts: Mapping[str, Any]) -> str:
 
 def weights_line(weights: Mapping[str, Any]) -> str:
     """``inspect``'s one line on the checkpoint's weights (``plan/weights.py``
-    ``checkpoint_weights``)."""
+    ``plan/checkpoint_weights.py``)."""
     if weights.get("basis") == "unavailable":
         return f"weights: not sized ({weights.get('why')})"
     params = weights.get("parameters")
