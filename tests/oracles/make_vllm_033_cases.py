@@ -139,6 +139,12 @@ EXTRA: list[tuple[str, list[str], str]] = [
       "--gpu-capability", "10.0"],
      "dense MLA on SM100 with --block-size 16: FLASHINFER_MLA and CUTLASS_MLA refuse 16, "
      "TRITON_MLA takes it"),
+    ("class-default-configs/moss_transcribe_diarize.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
+     "a type only 0.33 serves (transformers 5.20 class defaults): Qwen3 text on text_config"),
+    ("class-default-configs/qianfan_ocr.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
+     "QianfanOCRConfig's defaults: does InternVLChatModel start without force_image_size?"),
 ]
 
 
@@ -280,7 +286,7 @@ def questions() -> list[Question]:
             qs.append(Question(prio, OUT_DIR / out_name(path), source, n, str(cfg), written,
                                args, head, strip, case))
     for n, (name, args, why) in enumerate(EXTRA):
-        qs.append(Question("a", OUT_DIR / EXTRA_FILE, "EXTRA", n, str(config_path(name)), name,
+        qs.append(Question("a", OUT_DIR / EXTRA_FILE, "EXTRA", n, str(resolve_path(name)), name,
                            args, {"config": name, "hf_quant_config": None, "why": why}))
     order = {"a": 0, "b": 1, "c": 2, "d": 3}
     # EXTRA first within (a): the README's checked Qwen3-Next case anchors the rest; within a

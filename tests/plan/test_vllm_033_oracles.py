@@ -24,8 +24,16 @@ import pytest
 
 from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.errors import VllmRefusesToStart
 from kvledger.plan.request import PlanRequest
-from oracle_cases import CONFIGS, assert_plan_is, case_model, hf_quant_config, request_of
+from oracle_cases import (
+    CLASS_DEFAULT_CONFIGS,
+    CONFIGS,
+    assert_plan_is,
+    case_model,
+    hf_quant_config,
+    request_of,
+)
 
 HERE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33"
 GPU_OF = {"9.0": None, "10.0": "B200", "8.0": "A100-80GB"}
@@ -106,3 +114,26 @@ def test_matches_vllm_033(case: dict[str, Any]) -> None:
     assert request.engine_release is None  # the default: the newest release, 0.33.0
     plan = plan_vllm(facts, request, case["inputs"]["kv_cache_memory_bytes"])
     assert_plan_is(plan, case)
+
+
+def _startup_stops() -> list[Any]:
+    """The new-behaviour runs vLLM 0.33 stopped on a config key its model class reads."""
+    path = HERE / "vllm-0.33-new-behaviour.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    return [c for c in lines if "has no attribute" in str(c.get("error", ""))]
+
+
+@pytest.mark.parametrize("case", _startup_stops(), ids=lambda c: c["config"])
+def test_startup_stops_are_refused_naming_the_key(case: dict[str, Any]) -> None:
+    # vLLM 0.33's own error: "'QianfanOCRConfig' object has no attribute 'force_image_size'".
+    key = re.search(r"has no attribute '(\w+)'", case["error"])
+    assert key is not None
+    config = json.loads((CLASS_DEFAULT_CONFIGS / case["config"].removeprefix(
+        "class-default-configs/")).read_text())
+    with pytest.raises(VllmRefusesToStart, match=key[1]):
+        plan_vllm(derive_model(config), PlanRequest(engine="vllm", max_model_len=4096,
+                                                    kv_cache_memory_bytes=8 << 30), 8 << 30)
+
+
+def test_there_is_a_startup_stop_case() -> None:
+    assert any("qianfan_ocr" in c["config"] for c in _startup_stops())

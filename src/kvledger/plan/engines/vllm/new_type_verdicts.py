@@ -63,6 +63,13 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[tuple[str, ...], tuple[str, object] | N
     "glm4v_moe_text": (
         ("use_qk_norm",), None,
         "vllm/model_executor/models/glm4_moe.py Glm4MoeDecoderLayer.__init__"),
+    # `config.force_image_size or config.vision_config.image_size` (InternVLChatModel.__init__,
+    # the base of vLLM 0.33's QianfanOCRForConditionalGeneration): QianfanOCRConfig
+    # (transformers 5.19/5.20) has no force_image_size (0.33 oracle:
+    # tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl).
+    "qianfan_ocr": (
+        ("force_image_size",), None,
+        "vllm/model_executor/models/internvl.py InternVLChatModel.__init__"),
 }
 
 # model_type -> (key, vLLM's error, where): HYV3DecoderLayer.__init__ checks
