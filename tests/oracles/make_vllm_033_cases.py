@@ -145,6 +145,9 @@ EXTRA: list[tuple[str, list[str], str]] = [
     ("class-default-configs/qianfan_ocr.json",
      ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
      "QianfanOCRConfig's defaults: does InternVLChatModel start without force_image_size?"),
+    ("class-default-configs/nemotron_h_omni.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
+     "NemotronH Omni class defaults: patch_size only inside vision_config"),
 ]
 
 

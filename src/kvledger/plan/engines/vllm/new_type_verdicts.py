@@ -70,6 +70,12 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[tuple[str, ...], tuple[str, object] | N
     "qianfan_ocr": (
         ("force_image_size",), None,
         "vllm/model_executor/models/internvl.py InternVLChatModel.__init__"),
+    # `patch_size = config.patch_size` (NemotronH_Nano_VL_V2.__init__, which vLLM 0.33 builds
+    # for the Nemotron-H Omni architectures): the class defaults keep patch_size only inside
+    # vision_config (0.33 oracle: vllm-0.33-new-behaviour.jsonl).
+    "nemotron_h_omni": (
+        ("patch_size",), None,
+        "vllm/model_executor/models/nano_nemotron_vl.py NemotronH_Nano_VL_V2.__init__"),
 }
 
 # model_type -> (key, vLLM's error, where): HYV3DecoderLayer.__init__ checks

@@ -57,7 +57,8 @@ KERNEL_BLOCK_MULTIPLE = 16
 # text config, and for wrapper-named configs without a vision_config; a test keeps them equal).
 MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense", "longcat_flash",
                               "glm4v_moe_text", "hy_v3", "hunyuan_vl_text",
-                              "gemma4_unified", "qianfan_ocr"})
+                              "gemma4_unified", "qianfan_ocr",
+                              "nemotron_h_omni"})
 
 
 class VllmStartupError(VllmRefusesToStart):
