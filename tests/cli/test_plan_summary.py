@@ -116,3 +116,16 @@ def test_fold_by_hand() -> None:
     assert spell(["full", "none", "state", "none", "state", "none", "state"]) == \
         "full, (none, state) ×3"
     assert spell(["s", "s", "f"]) == "s ×2, f"
+
+
+def test_a_defaulted_batch_limit_names_its_tier_and_a_given_one_does_not() -> None:
+    # vLLM's get_batch_defaults gives `vllm serve` on a >= 70 GiB GPU that is not an A100
+    # max_num_seqs 1024 (plan/launch.py _TIERS); the text plan says so beside the number.
+    text, data = text_and_json(LLAMA, "--gpu", "H100-80GB", "--max-model-len", "32768")
+    row = next(line for line in text if line.strip().startswith("max_num_seqs"))
+    assert "1,024 (default: vllm serve on H100-80GB" in row, row
+    assert "max_num_seqs" in data["batch_defaults"]["applied"]
+    text, _ = text_and_json(LLAMA, "--gpu", "H100-80GB", "--max-model-len", "32768",
+                            "--max-num-seqs", "64")
+    row = next(line for line in text if line.strip().startswith("max_num_seqs"))
+    assert row.split() == ["max_num_seqs", "64"], row

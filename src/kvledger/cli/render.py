@@ -334,6 +334,16 @@ def _plan_detail(row: Mapping[str, Any]) -> str:
     return "; ".join(detail)
 
 
+def _batch_default_cell(data: Mapping[str, Any], key: str) -> str | None:
+    """``1,024 (vllm serve on H100-80GB (≥ 70 GiB, not an A100): …)`` — a batch limit the
+    launch did not set says which tier of the engine's defaults gave it; None otherwise."""
+    defaults = data.get("batch_defaults")
+    if key not in ("max_num_seqs", "max_num_batched_tokens") or not isinstance(
+            defaults, Mapping) or key not in (defaults.get("applied") or ()):
+        return None
+    return f"{_cell(data[key])} (default: {defaults.get('basis')})"
+
+
 def render_plan(
     data: Mapping[str, Any], console: Console | None = None, *, quiet: bool = False
 ) -> None:
@@ -348,7 +358,8 @@ def render_plan(
     con.print()
     headline = [
         (key, _gib(data[key]) if key.endswith("_bytes") else
-         _source(data[key]) if key == "source" else _cell(data[key]))
+         _source(data[key]) if key == "source" else
+         _batch_default_cell(data, key) or _cell(data[key]))
         for key in _HEADLINE
         if key in data and (key not in _WHEN_SET or data[key])
     ]
