@@ -84,3 +84,24 @@ def test_the_real_deployment(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, err
     assert "83,392,253,132 B of 85,520,809,984 B: ok" in out
     assert "split for 4 concurrent requests" in out
+
+
+def test_an_installed_unknown_vllm_is_named_once_with_the_release_the_stages_use(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # vllm-omni 0.30 installs vLLM 0.30, which kvledger does not reproduce. Without a pin the
+    # stages are planned as the oldest release kvledger knows (plan/omni/planner.py _release);
+    # the generic installed-version warning ("planned as <newest>") would contradict that.
+    dist = tmp_path / "site" / "vllm-0.30.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.30.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    config, deploy = _files(tmp_path)
+    code, out, err = _run(capsys, "plan", config, "--omni-deploy", deploy, "--gpu-total-bytes",
+                          "16GiB", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert "is installed, a release kvledger does not reproduce" not in err
+    short = ".".join(data["engine_release"].split(".")[:2])  # "0.32.0" → "0.32"
+    assert any(f"every stage is planned as vLLM {short}" in w for w in data["warnings"]), \
+        data["warnings"]

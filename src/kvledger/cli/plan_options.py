@@ -279,7 +279,9 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
     """The one ``PlanRequest``, field for field from the flags (``fit`` has no
     ``--kv-cache-memory-bytes`` / ``--gpu-total-bytes``: they stay unset)."""
     given: dict[str, Any] = dict(
-        engine=installed_release(ns.engine),
+        # With --omni-deploy an unknown installed release is the Omni planner's to name: it
+        # plans the stages with the oldest release kvledger knows and says so itself.
+        engine=installed_release(ns.engine, warn=getattr(ns, "omni_deploy", None) is None),
         kv_cache_memory_bytes=getattr(ns, "kv_cache_memory_bytes", None),
         gpu=ns.gpu,
         gpu_memory_utilization=ns.gpu_memory_utilization,
