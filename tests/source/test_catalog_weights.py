@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kvledger.cli.inspect import inspect_payload
 from kvledger.plan.api import plan_model
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.weights import model_weights
@@ -28,13 +29,22 @@ TABLE = Path(__file__).resolve().parents[2] / "src" / "kvledger" / "source" / \
     "catalog_weights.json"
 FACTS: dict[str, dict[str, Any]] = json.loads(TABLE.read_text())["models"]
 
-# The recorded total_size of each catalog model with facts, as its index states it, and the
-# file's repository and commit (the plan's detail must name them).
+# The recorded total_size of each catalog model with facts, as its index states it, the file's
+# repository and commit (the plan's detail must name them), and a plan that fits it: (engine,
+# GPU, TP, bytes per GPU by hand).
 EXPECTED = {
     # PANDASANG1231/llama_3.2-3B-huggingface-shard0 model.safetensors.index.json @76307d2a:
-    # {"metadata": {"total_size": 6425499648}, ...}
+    # {"metadata": {"total_size": 6425499648}, ...}; bf16 stored = served, TP 1: the whole.
     "meta-llama/Llama-3.2-3B-Instruct": (
-        6_425_499_648, "PANDASANG1231/llama_3.2-3B-huggingface-shard0", "76307d2a"),
+        6_425_499_648, "PANDASANG1231/llama_3.2-3B-huggingface-shard0", "76307d2a",
+        ("vllm", "H100", 1, 6_425_499_648)),
+    # MiniMax-AI/MiniMax-M1 model.safetensors.index.json @2abb4f45:
+    # {"metadata": {"total_size": 912210767872}, ...}; no split by dtype, so counted as
+    # stored; vLLM 0.33 has no MiniMax-M1 class, so the native layout plans it, TP 8:
+    # 912,210,767,872 / 8 = 114,026,345,984 B per GPU.
+    "MiniMaxAI/MiniMax-M1-80k": (
+        912_210_767_872, "MiniMax-AI/MiniMax-M1", "2abb4f45",
+        ("native", "H200", 8, 114_026_345_984)),
 }
 
 
@@ -69,11 +79,15 @@ def test_bytes_by_dtype_add_up_to_the_total() -> None:
 
 @pytest.mark.parametrize("model_id", sorted(EXPECTED))
 def test_a_catalog_model_with_facts_plans_exact_weights(model_id: str) -> None:
-    total, repo, commit = EXPECTED[model_id]
-    plan = plan_model(load_source(model_id), PlanRequest(engine="vllm", gpu="H100"))
+    total, repo, commit, (engine, gpu, tp, per_gpu) = EXPECTED[model_id]
+    source = load_source(model_id)
+    whole = inspect_payload(source)["weights"]
+    assert (whole["basis"], whole["stored_bytes"], whole["served_bytes"]) == \
+        ("exact", total, total)
+    plan = plan_model(source, PlanRequest(engine=engine, gpu=gpu, tensor_parallel_size=tp))
     line = _weights_line(plan)
-    assert line["basis"] == "exact"
-    assert line["bytes"] == total  # bf16 stored = served at bfloat16: the index's figure
+    assert line["bytes"] == per_gpu
+    assert line["basis"] == ("exact" if tp == 1 else "estimated")  # the per-GPU share
     assert f"from {repo} " in line["label"] and f"@{commit}" in line["label"]
     assert not any("weights estimated" in w for w in plan.to_json()["warnings"])
 
@@ -101,6 +115,9 @@ def test_a_catalog_model_without_facts_stays_estimated() -> None:
 
 def test_facts_are_found_under_any_spelling_of_the_id() -> None:
     assert catalog_weight_facts("META-LLAMA/llama-3.2-3b-instruct") is not None
+    # the row's other id (the 40k checkpoint shares the 80k's config and tensors)
+    facts = catalog_weight_facts("minimaxai/minimax-m1-40k")
+    assert facts is not None and facts["total_size"] == 912_210_767_872
     assert catalog_weight_facts("not-a/catalog-model") is None
     assert catalog_totals("not-a/catalog-model") is None
 
