@@ -23,7 +23,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
+# The checkpoints' weight facts (total_size, bytes per dtype, where read), keyed by a row's
+# first id: a table of its own, read only when a catalog id's weights are asked for.
+WEIGHTS_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog_weights.json")
 _ROWS: list[dict[str, Any]] = []
+_WEIGHTS: dict[str, dict[str, Any]] = {}
 _BY_ID: dict[str, tuple[str, dict[str, Any]]] = {}  # lowered id → (id as listed, row)
 
 
@@ -64,6 +68,24 @@ def catalog_entry(
     quant = row.get("hf_quant_config")
     return listed, config, json.loads(json.dumps(quant)) if quant is not None else None, \
         row["source"]
+
+
+def catalog_weight_rows() -> dict[str, dict[str, Any]]:
+    """Every weight-facts row (``catalog_weights.json``), keyed by a catalog row's first id."""
+    if not _WEIGHTS:
+        with open(WEIGHTS_TABLE, encoding="utf-8") as handle:
+            _WEIGHTS.update(json.load(handle)["models"])
+    return dict(_WEIGHTS)
+
+
+def catalog_weight_facts(model_id: str) -> dict[str, Any] | None:
+    """The recorded weight facts of the checkpoint behind catalog id ``model_id`` (any of its
+    row's ids), a fresh copy, or None: not a catalog id, or no real index was found for it."""
+    found = _index().get(model_id.lower()) if model_id else None
+    if found is None:
+        return None
+    facts = catalog_weight_rows().get(found[1]["ids"][0])
+    return json.loads(json.dumps(facts)) if facts is not None else None
 
 
 def is_catalog_id(model_id: str) -> bool:

@@ -61,7 +61,7 @@ class ModelSource:
             self._memo["totals"], self._memo["why"] = find_safetensors(
                 directory=None if self.directory is None else str(self.directory),
                 repo_id=self.repo_id, revision=self.revision, offline=self.offline,
-                kind=self.kind)
+                kind=self.kind, catalog_id=self.label if self.kind == "catalog" else None)
         totals: SafetensorsTotals | None = self._memo["totals"]
         return totals
 

@@ -92,11 +92,12 @@ def _store(repo_id: str, commit: str, totals: SafetensorsTotals) -> None:
 
 def find_safetensors(
     *, directory: str | None, repo_id: str | None, revision: str | None, offline: bool,
-    kind: str,
+    kind: str, catalog_id: str | None = None,
 ) -> tuple[SafetensorsTotals | None, str]:
     """(exact totals or None, why None) for a model's files: its ``directory``, the Hub
     snapshot ``repo_id`` at commit ``revision`` (not asked when ``offline``), and where the
-    config came from (``kind``, as ``ModelSource.kind``)."""
+    config came from (``kind``, as ``ModelSource.kind``; for a bundled catalog config,
+    ``catalog_id`` names it and its checkpoint's recorded facts are used: ``catalog_totals``)."""
     if directory is not None:
         found = local_totals(directory)
         if found is not None:
@@ -126,8 +127,12 @@ def find_safetensors(
         if from_index is not None:
             return from_index, ""
     if kind == "catalog":
-        return None, "a bundled catalog config has no checkpoint; a Hub id or a model " \
-                     "directory with safetensors makes them exact"
+        found = catalog_totals(catalog_id) if catalog_id else None
+        if found is not None:
+            return found, ""
+        return None, "no index or header of this catalog model's checkpoint is recorded in " \
+                     "kvledger's catalog; a Hub id or a model directory with safetensors " \
+                     "makes them exact"
     if repo_id is not None and offline and kind in ("hf-cache", "hub"):
         return None, f"offline, and the safetensors headers of {repo_id} were never read; " \
                      "one online run caches them"
@@ -135,3 +140,26 @@ def find_safetensors(
         return None, f"no safetensors in {directory}"
     return None, "no checkpoint given; a Hub id or a model directory with safetensors makes " \
                  "them exact"
+
+
+def catalog_totals(catalog_id: str) -> SafetensorsTotals | None:
+    """The checkpoint totals recorded for a bundled catalog model (``catalog_weights.json``:
+    a real index's ``metadata.total_size``, and bytes per dtype where they are known), named
+    with the file they were read from; None when none are recorded.
+
+    With ``mtp_by_dtype`` the MTP layers' bytes are one group (``"mtp"``), so the plan leaves
+    them out unless the engine speculates with them, as it does for headers read from files.
+    """
+    from kvledger.source.catalog import catalog_weight_facts
+
+    facts = catalog_weight_facts(catalog_id)
+    if facts is None:
+        return None
+    src = facts["source"]
+    revision = f" at revision {facts['revision']}" if facts.get("revision") else ""
+    how = (f"index of {facts['checkpoint']}{revision} from {src['repo']} {src['path']} "
+           f"@{src['commit'][:8]}, recorded in kvledger's catalog")
+    by_dtype: dict[str, int] = dict(facts.get("by_dtype") or {})
+    mtp = facts.get("mtp_by_dtype")
+    return SafetensorsTotals(int(facts["total_size"]), by_dtype, 0, how, {},
+                             {"mtp": dict(mtp)} if mtp else None)
