@@ -17,7 +17,12 @@ default is estimated; ``estimated`` is kept for numbers kvledger cannot know). A
 itself ``estimated`` (a datasheet preset) makes the product ``estimated`` whoever gave the
 fraction.
 
-The reserves are options. Their defaults are estimates, and are labelled so:
+The reserves are options. An engine may bring its own rules for them (``estimates``): vLLM's
+are its release's profile run as the source computes it (``plan/engines/vllm/reserves.py``:
+the sampler dummy run's tensors, the MLA profile tensor, the encoder-cache outputs, the Triton
+MLA workspace, what comes after the start-up snapshot), each line listing its terms
+(``parts``, with their own basis) in the JSON. The generic defaults below (every other layout
+using this formula) are estimates, and are labelled so:
 
 - activation peak: the largest transient of one forward pass over ``max_num_batched_tokens``
   tokens — the MLP's gate+up output (``2 × intermediate`` per token; MoE: per active expert)
@@ -33,10 +38,10 @@ The reserves are options. Their defaults are estimates, and are labelled so:
 A budget that comes out at or below zero raises ``BudgetTooSmall`` with every line.
 
 Each line has a stable machine ``key`` besides its prose ``label`` (labels may be reworded;
-keys may not): ``gpu_total``, ``utilization``, ``weights``, ``activation_peak``,
-``cuda_graphs``, ``non_torch``, ``model_local_kv`` (seed A caches, ``basis: declared``),
-``kv_budget`` (the KV bytes per GPU the layout plans; always present) and, when the KV budget
-is given and model-local caches sit beside it, ``per_gpu_total``. An engine's launch options
+keys may not; a line may add ``parts`` in its JSON): ``gpu_total``, ``utilization``,
+``weights``, ``activation_peak``, ``cuda_graphs``, ``non_torch``, ``model_local_kv`` (seed A
+caches, ``basis: declared``), ``kv_budget`` (the KV bytes per GPU the layout plans; always
+present) and, when the KV budget is given and model-local caches sit beside it, ``per_gpu_total``. An engine's launch options
 add (``with_launch_lines``): ``lora`` (the LoRA slots the engine reserves, subtracted) and
 ``cpu_offload`` (weights moved to the CPU: the ``weights`` line is already that much smaller,
 so this line says by how much and is not subtracted again).
