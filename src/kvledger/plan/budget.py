@@ -42,9 +42,10 @@ keys may not; a line may add ``parts`` in its JSON): ``gpu_total``, ``utilizatio
 ``weights``, ``activation_peak``, ``cuda_graphs``, ``non_torch``, ``model_local_kv`` (seed A
 caches, ``basis: declared``), ``kv_budget`` (the KV bytes per GPU the layout plans; always
 present) and, when the KV budget is given and model-local caches sit beside it,
-``per_gpu_total``. An engine's launch options add (``with_launch_lines``): ``lora`` (the LoRA slots the engine reserves, subtracted) and
-``cpu_offload`` (weights moved to the CPU: the ``weights`` line is already that much smaller,
-so this line says by how much and is not subtracted again).
+``per_gpu_total``. An engine's launch options add (``with_launch_lines``): ``lora`` (the LoRA
+slots the engine reserves, subtracted) and ``cpu_offload`` (weights moved to the CPU: the
+``weights`` line is already that much smaller, so this line says by how much and is not
+subtracted again).
 """
 
 from __future__ import annotations
