@@ -88,7 +88,7 @@ def test_triton_mla_workspace_by_release() -> None:
     # splits = min(next_pow2(163,840 // 512 = 320) = 512, 2 × 108 = 216) = 216;
     # 256 × 1 × 16 heads × 216 × (512 + 1) × 4 B = 1,815,478,272 B (0.33); 0.32 claims it
     # after the profile: nothing.
-    new = _inp(V2_LITE_TEXT, mla=True, triton_mla=True, sm_count=108, max_num_seqs=256,
+    new = _inp(V2_LITE_TEXT, mla=True, mla_backend="TRITON_MLA", sm_count=108, max_num_seqs=256,
                triton_mla_workspace_in_profile=True)
     assert triton_mla_splits(new) == 216
     assert triton_mla_workspace_bytes(new) == 1_815_478_272
@@ -110,6 +110,19 @@ def test_non_torch_by_release() -> None:
     assert (old.bytes, new.bytes) == (GIB // 4 + 64 * MIB, GIB // 4)
     multi, _ = non_torch_line(_inp(llama, multi_gpu=True, cublas_handles_before_snapshot=True))
     assert multi.bytes == GIB // 2
+
+
+def test_cutlass_mla_workspace_in_both_releases() -> None:
+    # cutlass_mla.py: SM100Workspace(128 * 1024 * 1024) at import, after the snapshot:
+    # 0.25 GiB + 128 MiB (0.33); 0.32 adds its 64 MiB of cuBLAS handles.
+    inp = _inp(V2_LITE_TEXT, mla=True, mla_backend="CUTLASS_MLA",
+               cublas_handles_before_snapshot=True, triton_mla_workspace_in_profile=True)
+    assert non_torch_line(inp)[0].bytes == GIB // 4 + 128 * MIB
+    old = records.replace(inp, cublas_handles_before_snapshot=False,
+                          triton_mla_workspace_in_profile=False)
+    assert non_torch_line(old)[0].bytes == GIB // 4 + 128 * MIB + 64 * MIB
+    # The Triton workspace is Triton MLA's only.
+    assert triton_mla_workspace_bytes(inp) == 0
 
 
 def test_release_profiles_state_the_differences() -> None:

@@ -26,8 +26,8 @@ def _dense_mla(inp: GpuBudgetInput) -> bool:
     return Kind.MLA in kinds and Kind.INDEXER not in kinds
 
 
-def _mla_backend(inp: GpuBudgetInput) -> tuple[int, bool]:
-    """(the block size the dense MLA backend takes, whether it is TRITON_MLA)."""
+def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
+    """(the block size the dense MLA backend takes, its name; "" when none is found)."""
     from kvledger.plan.engines.vllm.hardware import capability
     from kvledger.plan.engines.vllm.mla_backends import choose
 
@@ -35,8 +35,8 @@ def _mla_backend(inp: GpuBudgetInput) -> tuple[int, bool]:
     cap, _ = capability(req.gpu)
     chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size)
     if chosen is None:
-        return req.block_size or 16, False
-    return req.block_size or chosen.preferred_block(), chosen.name == "TRITON_MLA"
+        return req.block_size or 16, ""
+    return req.block_size or chosen.preferred_block(), chosen.name
 
 
 def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
@@ -44,7 +44,7 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
 
     req = inp.request
     mla = _dense_mla(inp)
-    block, triton = _mla_backend(inp) if mla else (16, False)
+    block, backend = _mla_backend(inp) if mla else (16, "")
     return ReserveInput(
         text=inp.text_config, model_dtype=inp.facts.model_dtype,
         tensor_parallel_size=req.tensor_parallel_size,
@@ -53,7 +53,7 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         max_num_seqs=req.max_num_seqs, max_num_batched_tokens=req.max_num_batched_tokens,
         max_model_len=req.max_model_len or default_max_model_len(inp.facts),
         num_speculative_tokens=req.num_speculative_tokens,
-        mla=mla, mla_block_size=block, triton_mla=triton,
+        mla=mla, mla_block_size=block, mla_backend=backend,
         sm_count=SM_COUNT.get(inp.preset.name),
         multimodal=any(key in inp.facts.config for key in _MULTIMODAL_KEYS),
         cublas_handles_before_snapshot=release.cublas_handles_before_snapshot,

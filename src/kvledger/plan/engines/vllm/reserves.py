@@ -50,6 +50,12 @@ Exact terms (source formulas, this module):
   ``reserve_workspace`` in the profile run): ``max_num_seqs × max decode query length × heads
   per rank × splits × (kv_lora_rank + 1) × 4`` B, ``splits = min(next_pow2(max(1,
   max_model_len // 512)), 2 × SMs)``. It stays allocated (the shared workspace): ``non_torch``.
+- CUTLASS MLA workspace (both releases): ``cutlass_mla.py`` allocates
+  ``SM100Workspace(128 MiB)`` at module level, so when the backend is imported while the model
+  is built (after the snapshot): 128 MiB in ``non_torch``. FlashInfer MLA's workspace (128 MiB,
+  256 MiB with LSE; ``flashinfer_mla.py _get_workspace_buffer``) is allocated on the first
+  decode call, not in the profile run (its forward returns before it without attention
+  metadata): the CUDA-graph profile captures it, so it is inside the graph estimate.
 - encoder cache (multimodal): the dummy batch's outputs, ``max_num_encoder_input_tokens`` (=
   ``max_num_batched_tokens``, ``SchedulerConfig``) × the text hidden size in the model dtype —
   a lower bound: an item larger than the budget raises it, and the vision tower's own
@@ -88,6 +94,7 @@ CUDA_GRAPH_ESTIMATE = GIB // 2
 NON_TORCH_ONE_GPU = GIB // 4
 NON_TORCH_MULTI_GPU = GIB // 2
 CUBLAS_HANDLES = 64 * MIB
+CUTLASS_MLA_WORKSPACE = 128 * MIB  # cutlass_mla.py: SM100Workspace(128 * 1024 * 1024)
 MLA_WORKSPACE_CAP = 64 * 1024  # determine_chunked_prefill_workspace_size: 64k tokens
 TRITON_MIN_WORK_PER_SPLIT = 512  # triton_mla.py _MIN_WORK_PER_SPLIT
 TRITON_SPLIT_OCCUPANCY = 2  # triton_mla.py _SPLIT_OCCUPANCY_MULTIPLIER
@@ -131,7 +138,7 @@ class ReserveInput:
     num_speculative_tokens: int = 0
     mla: bool = False  # dense MLA layers (DeepSeek-style), not the sparse indexer kind
     mla_block_size: int = 16  # the block the MLA backend takes (the W alignment)
-    triton_mla: bool = False  # the dense MLA backend chosen is TRITON_MLA
+    mla_backend: str = ""  # the dense MLA backend chosen (mla_backends.py), "" without MLA
     sm_count: int | None = None  # the GPU's SMs (None: not known)
     multimodal: bool = False
     cublas_handles_before_snapshot: bool = False
@@ -212,7 +219,7 @@ def triton_mla_splits(inp: ReserveInput) -> int:
 def triton_mla_workspace_bytes(inp: ReserveInput) -> int:
     """0.33's reserved split-KV logits workspace (module docstring); 0 when the release does not
     claim it in the profile, or another backend is chosen."""
-    if not (inp.mla and inp.triton_mla and inp.triton_mla_workspace_in_profile):
+    if not (inp.mla and inp.mla_backend == "TRITON_MLA" and inp.triton_mla_workspace_in_profile):
         return 0
     rows = inp.max_num_seqs * (1 + inp.num_speculative_tokens)
     heads = _int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
@@ -284,6 +291,10 @@ def non_torch_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
                           "(triton_mla.py reserve_workspace)" + ("" if known else
                           "; the GPU's SM count is not known, so the split cap is not "
                           "applied (an upper bound)"), workspace, EXACT if known else ESTIMATED))
+    if inp.mla and inp.mla_backend == "CUTLASS_MLA":
+        parts.append(Part("CUTLASS MLA's SM100 workspace, allocated when its module is imported "
+                          "(after the snapshot; cutlass_mla.py g_sm100_workspace)",
+                          CUTLASS_MLA_WORKSPACE, EXACT))
     total = sum(p.bytes for p in parts)
     line = BudgetLine(NON_TORCH, "− non-torch and buffers after the start-up snapshot "
                       "(CUDA context, NCCL set-up not subtracted)", total, ESTIMATED)
