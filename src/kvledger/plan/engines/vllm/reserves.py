@@ -63,8 +63,9 @@ Exact terms (source formulas, this module):
 
 Estimates (device-measured in vLLM; the label gives the likely error): the MLP transient
 (``2 × intermediate + 4 × hidden`` per token at the model dtype over TP, as before), the CUDA
-graph pool (0.5 GiB: the median of five start-up logs' "Estimated CUDA graph memory",
-0.13–2.44 GiB, ``bench/reserves_logs.csv``), the non-torch growth after the snapshot (0.25 GiB
+graph pool (0.5 GiB: seven start-up logs' "Estimated CUDA graph memory" range 0.13–2.44 GiB,
+median 0.36 GiB, mean 0.86 GiB — small dense models near the median, large MoE ones above
+2 GiB; ``bench/data/cuda_graph_logs.csv``), the non-torch growth after the snapshot (0.25 GiB
 on one GPU, 0.5 GiB with communicators; ± 0.25 GiB) and 0.32's cuBLAS / cuBLASLt handles
 (64 MiB; ± 64 MiB).
 """
@@ -268,7 +269,8 @@ def activation_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
 def cuda_graph_line() -> tuple[BudgetLine, tuple[Part, ...]]:
     part = Part("profile_cudagraph_memory's estimate, subtracted "
                 "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1): a device measurement; 0.5 GiB "
-                "estimated, logged 0.13–2.44 GiB", CUDA_GRAPH_ESTIMATE, ESTIMATED)
+                "estimated, logged 0.13–2.44 GiB (large MoE models above 2 GiB)",
+                CUDA_GRAPH_ESTIMATE, ESTIMATED)
     line = BudgetLine(CUDA_GRAPHS, "− CUDA graphs (vLLM's pre-capture estimate; estimated)",
                       CUDA_GRAPH_ESTIMATE, ESTIMATED)
     return line, (part,)
