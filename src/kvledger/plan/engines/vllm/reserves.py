@@ -39,6 +39,8 @@ Exact terms (source formulas, this module):
   generator, ``TopKTopPSampler.forward_native``) takes ``softmax`` (float32) and
   ``random_sample``'s exponential noise ``q`` (float32) beside them: ``rows × vocab × (model
   dtype bytes + 12)``, a lower bound (the Triton top-k/top-p kernel's scratch is not counted).
+  The first call's FlashInfer path holds as much: ``top_k_top_p_sampling_from_logits``
+  (flashinfer 0.7.2, ``sampling.py``) makes ``top_k_mask_logits`` and ``softmax`` float32 copies.
 - MLA: ``MLAAttention.forward`` with no attention metadata (the profile run) allocates
   ``(W, heads per rank, qk_nope_head_dim + v_head_dim)`` in the model dtype "to simulate the
   worst case" of ``kv_b_proj`` over the chunked-prefill context, with
