@@ -130,9 +130,13 @@ def test_the_library_and_the_cli_agree_on_a_gpu(capsys: pytest.CaptureFixture[st
     cli = _plan([model, "--gpu", "H100-80GB"], capsys)
     library = plan_model(model, PlanRequest(gpu="H100-80GB")).to_json()
     assert cli == json.loads(json.dumps(library, default=str))
-    # The issue's figure for the serve line on an H100: 455,808 tokens at max_num_seqs 1024
-    # (the activation estimate's logits rows: min(1024, 8192) × 128,256 × 4 B).
-    assert (cli["max_num_seqs"], cli["kv_cache_tokens"]) == (1024, 455808)
+    # The serve line on an H100 at max_num_seqs 1024, vLLM 0.33's reserves (engines/vllm/
+    # reserves.py): int(85,520,809,984 × 0.92) = 78,679,145,185 − weights 16,060,522,496
+    # − activation max(MLP 738,197,504, sampler 1,024 × 128,256 × (2 + 12) = 1,838,678,016
+    # + hidden states 8,192 × 4,096 × 2 = 67,108,864) = 1,905,786,880 − CUDA graphs
+    # 536,870,912 − non-torch 268,435,456 = 59,907,529,441 B; / (32 × 2 × 8 × 128 × 2 × 16
+    # = 2,097,152 B a block) = 28,566 blocks = 457,056 tokens.
+    assert (cli["max_num_seqs"], cli["kv_cache_tokens"]) == (1024, 457056)
     assert cli["batch_defaults"]["applied"] == ["max_num_batched_tokens", "max_num_seqs"]
 
 

@@ -44,11 +44,26 @@ def test_headline_is_the_plan_with_the_declarations() -> None:
 def test_curves_and_grid_equal_plan_model_with_the_declarations(engine: str) -> None:
     request = records.replace(REQUEST, engine=engine)
     data = build_report_data(LLAMA, request, gpus=["H100-80GB", "H200"], tp_sizes=(1, 2))
+    # The headline layout's curve is plan_model on the GPU; the other layout's is plan_model
+    # on the headline's KV budget (report/series.py: the layouts compared on one budget; the
+    # engines' own reserves differ, vLLM's from its release's profile rules). The budget
+    # before the declarations: the headline's, plus the talker when the headline is vLLM
+    # (which subtracts it); vLLM plans that less the talker, native pools it.
+    headline = plan_model(LLAMA, request).available_bytes
+    before = headline + (TALKER_BYTES if engine == "vllm" else 0)
     for name in ("vllm", "native"):
         curve = next(c for c in data.layouts if c.label == name)
         for context in (8192, 32768):
-            expected = plan_model(LLAMA, records.replace(
-                request, engine=name, max_model_len=context)).max_concurrency
+            if name == engine:
+                asked = records.replace(request, max_model_len=context)
+            elif name == "vllm":
+                asked = records.replace(request, engine=name, max_model_len=context, gpu=None,
+                                        kv_cache_memory_bytes=before - TALKER_BYTES,
+                                        model_local_kv=())
+            else:
+                asked = records.replace(request, engine=name, max_model_len=context, gpu=None,
+                                        kv_cache_memory_bytes=before)
+            expected = plan_model(LLAMA, asked).max_concurrency
             assert curve.at(context) == expected, (name, context)
     for cell in data.grid:
         expected = plan_model(LLAMA, records.replace(

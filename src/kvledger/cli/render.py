@@ -302,8 +302,10 @@ def _rank_rows(ranks: Any) -> Any:
 def _budget_rows(lines: Any) -> Any:
     if not isinstance(lines, list):
         return None
+    # A line's "parts" (the engine's terms, JSON only) would make the table unreadable.
     return [
-        {**line, "gib": _short_gib(line.get("bytes"))} if isinstance(line, Mapping) else line
+        {**{k: v for k, v in line.items() if k != "parts"}, "gib": _short_gib(line.get("bytes"))}
+        if isinstance(line, Mapping) else line
         for line in lines
     ]
 

@@ -17,7 +17,12 @@ default is estimated; ``estimated`` is kept for numbers kvledger cannot know). A
 itself ``estimated`` (a datasheet preset) makes the product ``estimated`` whoever gave the
 fraction.
 
-The reserves are options. Their defaults are estimates, and are labelled so:
+The reserves are options. An engine may bring its own rules for them (``estimates``): vLLM's
+are its release's profile run as the source computes it (``plan/engines/vllm/reserves.py``:
+the sampler dummy run's tensors, the MLA profile tensor, the encoder-cache outputs, the Triton
+MLA workspace, what comes after the start-up snapshot), each line listing its terms
+(``parts``, with their own basis) in the JSON. The generic defaults below (every other layout
+using this formula) are estimates, and are labelled so:
 
 - activation peak: the largest transient of one forward pass over ``max_num_batched_tokens``
   tokens — the MLP's gate+up output (``2 × intermediate`` per token; MoE: per active expert)
@@ -33,13 +38,14 @@ The reserves are options. Their defaults are estimates, and are labelled so:
 A budget that comes out at or below zero raises ``BudgetTooSmall`` with every line.
 
 Each line has a stable machine ``key`` besides its prose ``label`` (labels may be reworded;
-keys may not): ``gpu_total``, ``utilization``, ``weights``, ``activation_peak``,
-``cuda_graphs``, ``non_torch``, ``model_local_kv`` (seed A caches, ``basis: declared``),
-``kv_budget`` (the KV bytes per GPU the layout plans; always present) and, when the KV budget
-is given and model-local caches sit beside it, ``per_gpu_total``. An engine's launch options
-add (``with_launch_lines``): ``lora`` (the LoRA slots the engine reserves, subtracted) and
-``cpu_offload`` (weights moved to the CPU: the ``weights`` line is already that much smaller,
-so this line says by how much and is not subtracted again).
+keys may not; a line may add ``parts`` in its JSON): ``gpu_total``, ``utilization``,
+``weights``, ``activation_peak``, ``cuda_graphs``, ``non_torch``, ``model_local_kv`` (seed A
+caches, ``basis: declared``), ``kv_budget`` (the KV bytes per GPU the layout plans; always
+present) and, when the KV budget is given and model-local caches sit beside it,
+``per_gpu_total``. An engine's launch options add (``with_launch_lines``): ``lora`` (the LoRA
+slots the engine reserves, subtracted) and ``cpu_offload`` (weights moved to the CPU: the
+``weights`` line is already that much smaller, so this line says by how much and is not
+subtracted again).
 """
 
 from __future__ import annotations
@@ -91,6 +97,9 @@ class BudgetLine:
     label: str  # prose for people
     bytes: int
     basis: str  # GIVEN, EXACT, ESTIMATED or DECLARED
+    # The terms an engine's rules summed into this line (each with ``to_json()``: what,
+    # bytes, basis); () for a line that is one number. The JSON gains a "parts" list.
+    parts: tuple[Any, ...] = ()
 
     def as_tuple(self) -> tuple[str, int, str]:
         return (self.label, self.bytes, self.basis)
@@ -134,8 +143,14 @@ class Budget:
         return next((ln for ln in self.lines if ln.key == key), None)
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [{"key": ln.key, "label": ln.label, "bytes": ln.bytes, "basis": ln.basis}
-                for ln in self.lines]
+        out: list[dict[str, Any]] = []
+        for ln in self.lines:
+            row: dict[str, Any] = {"key": ln.key, "label": ln.label, "bytes": ln.bytes,
+                                   "basis": ln.basis}
+            if ln.parts:
+                row["parts"] = [part.to_json() for part in ln.parts]
+            out.append(row)
+        return out
 
 
 class BudgetTooSmall(PlanError):
@@ -201,12 +216,17 @@ def gpu_budget(
     reserves: Reserves | None = None,
     total_bytes: int | None = None,
     utilization_default: str | None = None,
+    estimates: Mapping[str, BudgetLine] | None = None,
 ) -> Budget:
     """``int(total × utilization) − weights − reserves`` for one GPU of ``request``'s layout.
 
     ``utilization_default``: None when the user gave ``gpu_memory_utilization``; else whose
     default it is (e.g. "vLLM 0.32's default"), for the line's label and basis (module
     docstring).
+
+    ``estimates``: an engine's own lines for the reserves the user gave none of, by key
+    (``activation_peak``, ``cuda_graphs``, ``non_torch``; vLLM: engines/vllm/reserves.py);
+    a key it lacks takes the documented estimate above.
     """
     util = finite_fraction("gpu_memory_utilization", gpu_memory_utilization)
     reserves = reserves or Reserves()
@@ -222,29 +242,26 @@ def gpu_budget(
     # A MoE model's experts over DP ranks (weights.split) need the DP group's communicators.
     multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1 or \
         weights.split is not None
-    activation = reserves.activation_peak_bytes
-    graphs = reserves.cuda_graph_bytes
-    non_torch = reserves.non_torch_bytes
+    own = estimates or {}
+
+    def reserve(key: str, label: str, given: int | None, default: int) -> BudgetLine:
+        if given is not None:
+            return BudgetLine(key, label, given, GIVEN)
+        return own.get(key) or BudgetLine(key, label, default, ESTIMATED)
+
     lines = [
         BudgetLine(GPU_TOTAL, f"GPU memory ({gpu.name}; {gpu.source})", total, total_basis),
         BudgetLine(UTILIZATION, util_label, usable, util_basis),
         BudgetLine(WEIGHTS, f"− model weights per GPU ({weights.detail})",
                    weights.per_rank_bytes, weights.per_rank_basis),
-        BudgetLine(
-            ACTIVATION_PEAK, "− activation peak",
-            estimate_activation_peak(cfg, request, model_dtype) if activation is None
-            else activation,
-            ESTIMATED if activation is None else GIVEN,
-        ),
-        BudgetLine(CUDA_GRAPHS, "− CUDA graphs",
-                   DEFAULT_CUDA_GRAPH_BYTES if graphs is None else graphs,
-                   ESTIMATED if graphs is None else GIVEN),
-        BudgetLine(
-            NON_TORCH, "− non-torch memory (CUDA context, NCCL)",
-            (DEFAULT_NON_TORCH_BYTES_MULTI_GPU if multi else DEFAULT_NON_TORCH_BYTES)
-            if non_torch is None else non_torch,
-            ESTIMATED if non_torch is None else GIVEN,
-        ),
+        reserve(ACTIVATION_PEAK, "− activation peak", reserves.activation_peak_bytes,
+                estimate_activation_peak(cfg, request, model_dtype)
+                if reserves.activation_peak_bytes is None and ACTIVATION_PEAK not in own
+                else 0),
+        reserve(CUDA_GRAPHS, "− CUDA graphs", reserves.cuda_graph_bytes,
+                DEFAULT_CUDA_GRAPH_BYTES),
+        reserve(NON_TORCH, "− non-torch memory (CUDA context, NCCL)", reserves.non_torch_bytes,
+                DEFAULT_NON_TORCH_BYTES_MULTI_GPU if multi else DEFAULT_NON_TORCH_BYTES),
     ]
     non_kv = sum(ln.bytes for ln in lines[2:])
     available = usable - non_kv

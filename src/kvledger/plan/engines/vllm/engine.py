@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.vllm.layout import VllmPlan
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.weights import WeightSplit
     from kvledger.source.model_source import ModelSource
@@ -158,14 +159,23 @@ class VllmEngine(Layout):
         comes first even when the budget would be too small too."""
         from kvledger.plan.engines.vllm.layout import check_served
 
-        with planning(inp.request.engine_release):
+        with planning(inp.request.engine_release) as release:
             check_served(inp.facts, inp.request)
             if getattr(inp.request, "vllm_launch", None) is None:
-                return super().gpu_budget(inp)
+                return self._profile_budget(inp, release)
             # LoRA slots, online quantization, CPU offload (launch_budget.py).
             from kvledger.plan.engines.vllm.launch_budget import launch_budget
 
-            return launch_budget(inp, super().gpu_budget)
+            return launch_budget(inp, lambda i: self._profile_budget(i, release))
+
+    def _profile_budget(self, inp: GpuBudgetInput, release: VllmRelease) -> Budget:
+        """The budget with the reserves ``release``'s profile run counts (reserves.py)."""
+        from kvledger.plan.engines.vllm.profile_budget import vllm_gpu_budget
+
+        util = inp.request.gpu_memory_utilization
+        default, whose = self.default_utilization(inp.request)
+        return vllm_gpu_budget(inp, release, utilization=default if util is None else util,
+                               whose_default=whose if util is None else None)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         from kvledger.plan.engines.vllm.convert import why_not_cached

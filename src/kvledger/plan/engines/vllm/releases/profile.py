@@ -45,3 +45,14 @@ class VllmRelease(Release):
     # 0.33 config/vllm.py VllmConfig.__post_init__: the speculative-method and PP rules that
     # turn async scheduling off apply to the V1 model runner only (v1_async_sched_incompat).
     async_off_only_on_v1_runner: bool = False
+    # -- what the memory profile counts (engines/vllm/reserves.py; both sources cited there) --
+    # 0.33 v1/worker/gpu_worker.py Worker.init_device: torch.mm / linear on a 16 x 16 tensor
+    # create the cuBLAS and cuBLASLt handles before the MemorySnapshot, so their memory is
+    # baseline, not the non-torch growth determine_available_memory subtracts. 0.32 creates
+    # them lazily, in the profile run, after the snapshot.
+    cublas_handles_before_snapshot: bool = False
+    # 0.33 model_executor/layers/attention/mla_attention.py (the attn_metadata-None branch of
+    # the forward) calls impl.reserve_workspace(): TritonMLAImpl claims its split-KV logits
+    # workspace during the profile run, so the KV budget is sized around it. 0.32 reserves
+    # it in TritonMLAMetadataBuilder.__init__, after the profile: not subtracted.
+    triton_mla_workspace_in_profile: bool = False

@@ -41,4 +41,9 @@ RELEASE = replace(
     removed_speculative_methods=frozenset({"medusa", "mlp_speculator"}),
     fp8_auto_kv_on_sm100=frozenset({"Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"}),
     async_off_only_on_v1_runner=True,
+    # v1/worker/gpu_worker.py Worker.init_device (cuBLAS handles before the snapshot) and
+    # attention/mla_attention.py + backends/mla/triton_mla.py reserve_workspace
+    # (releases/profile.py; engines/vllm/reserves.py).
+    cublas_handles_before_snapshot=True,
+    triton_mla_workspace_in_profile=True,
 )

@@ -1,0 +1,168 @@
+"""kvledger's available-KV figure against real vLLM start-up logs, before and after the
+per-release reserve rules (``src/kvledger/plan/engines/vllm/reserves.py``).
+
+    python bench/whole_budget.py                 # from the repo root, ../shared beside it
+    python bench/whole_budget.py --before d09a878
+
+The facts are ``bench/data/vllm_startup_logs.csv`` (numbers copied from public issue threads,
+each row naming its URL; no log text is kept). Per row, two comparisons with the log's
+"Available KV cache memory":
+
+- whole: kvledger's own budget (its weights too), for rows whose checkpoint is the config's;
+- reserves: the log's own weights ("Model loading took") minus kvledger's reserves
+  (activation peak + CUDA graphs + non-torch), for rows that log their weights — the part
+  this change is about.
+
+"before" runs this same script under the kvledger of commit ``--before`` (default d09a878,
+main before the change), unpacked with ``git archive`` into a temporary folder. The logs come
+from older vLLM releases than the two kvledger reproduces (the table's ``vllm`` column); the
+V0 rows profile differently (their non-torch includes the CUDA context), which is why they are
+reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+TABLE = BENCH / "data" / "vllm_startup_logs.csv"
+SHARED_CONFIGS = ROOT.parent / "shared" / "configs"
+GIB = 1 << 30
+RESERVE_KEYS = ("activation_peak", "cuda_graphs", "non_torch")
+
+
+def _rows() -> list[dict[str, str]]:
+    with TABLE.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _gib(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def _request(row: dict[str, str]) -> Any:
+    from kvledger.plan.request import PlanRequest
+
+    util = float(row["util"])
+    total = _gib(row["total_gib"])
+    requested = _gib(row["requested_gib"])
+    if total is None and requested is not None:
+        total = requested / util
+    return PlanRequest(
+        gpu=row["gpu"] or None,
+        gpu_total_bytes=None if total is None else int(total * GIB),
+        gpu_memory_utilization=util, tensor_parallel_size=int(row["tp"]),
+        max_num_seqs=int(row["max_num_seqs"]),
+        max_num_batched_tokens=int(row["max_num_batched_tokens"]),
+        max_model_len=int(row["max_model_len"]), allow_long_max_model_len=True)
+
+
+def _budget_lines(row: dict[str, str]) -> tuple[dict[str, int], int]:
+    """({key: bytes}, available bytes) of kvledger's budget for the row; a budget too small
+    to plan carries its lines too."""
+    from kvledger.plan.api import plan_model
+    from kvledger.plan.budget import BudgetTooSmall
+
+    config = str(SHARED_CONFIGS / row["config"])
+    try:
+        plan = plan_model(config, _request(row))
+    except BudgetTooSmall as exc:
+        return {ln.key: ln.bytes for ln in exc.lines}, exc.available_bytes
+    return {ln.key: ln.bytes for ln in plan.budget.lines}, plan.available_bytes
+
+
+def measure() -> dict[str, dict[str, float | None]]:
+    """Per row id: kvledger's whole available GiB and the reserves-only available GiB."""
+    out: dict[str, dict[str, float | None]] = {}
+    for row in _rows():
+        lines, available = _budget_lines(row)
+        reserves = sum(lines.get(k, 0) for k in RESERVE_KEYS)
+        usable = lines["utilization"]
+        requested = _gib(row["requested_gib"])
+        if requested is not None:
+            usable = int(requested * GIB)
+        weights = _gib(row["weights_gib"])
+        out[row["id"]] = {
+            "whole": available / GIB if row["weights_from_config"] == "yes" else None,
+            "reserves": None if weights is None else (usable - weights * GIB - reserves) / GIB,
+            "reserve_gib": reserves / GIB,
+        }
+    return out
+
+
+def _before(commit: str) -> dict[str, dict[str, float | None]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "src"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
+        done = subprocess.run([sys.executable, __file__, "--json"], env=env, check=True,
+                              capture_output=True, text=True)
+    result: dict[str, dict[str, float | None]] = json.loads(done.stdout)
+    return result
+
+
+def _errors(rows: list[dict[str, str]], got: dict[str, dict[str, float | None]], kind: str,
+            v0: bool) -> list[float]:
+    out = []
+    for row in rows:
+        value = got[row["id"]][kind]
+        if value is None or ("V0" in row["vllm"]) != v0:
+            continue
+        out.append(value - float(row["available_gib"]))
+    return out
+
+
+def _summary(errors: list[float]) -> str:
+    if not errors:
+        return "-"
+    worst = max(errors, key=abs)
+    return f"median |error| {statistics.median(abs(e) for e in errors):.2f} GiB, " \
+           f"worst {worst:+.2f} GiB (n={len(errors)})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="d09a878", help="commit of the 'before' rules")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if not SHARED_CONFIGS.is_dir():
+        print(f"whole_budget.py: needs ../shared/configs beside the repository ({SHARED_CONFIGS})",
+              file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(measure()))
+        return 0
+    sys.path.insert(0, str(ROOT / "src"))
+    rows = _rows()
+    after, before = measure(), _before(args.before)
+    print(f"{'log':40} {'vLLM':22} {'logged':>7} | {'whole before':>12} {'after':>7} | "
+          f"{'reserves before':>15} {'after':>7}")
+    for row in rows:
+        b, a = before[row["id"]], after[row["id"]]
+
+        def cell(v: float | None) -> str:
+            return "-" if v is None else f"{v:.2f}"
+
+        print(f"{row['id']:40} {row['vllm'][:22]:22} {float(row['available_gib']):7.2f} | "
+              f"{cell(b['whole']):>12} {cell(a['whole']):>7} | {cell(b['reserves']):>15} "
+              f"{cell(a['reserves']):>7}")
+    for v0, name in ((False, "V1 logs"), (True, "V0 logs")):
+        for kind in ("whole", "reserves"):
+            print(f"{name}, {kind:8}: before {_summary(_errors(rows, before, kind, v0))}; "
+                  f"after {_summary(_errors(rows, after, kind, v0))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""The vLLM GPU budget with the reserves its profile run counts (``reserves.py``), for the
+release being planned: what the rules need is read from the request, the facts and the GPU
+preset here, and ``plan/budget.py gpu_budget`` writes the lines (keys unchanged)."""
+
+from __future__ import annotations
+
+from kvledger.plan.budget import Budget, Reserves, gpu_budget
+from kvledger.plan.engines.base import GpuBudgetInput
+from kvledger.plan.engines.vllm.releases.profile import VllmRelease
+from kvledger.plan.engines.vllm.reserves import (
+    SM_COUNT,
+    ReserveInput,
+    activation_line,
+    cuda_graph_line,
+    non_torch_line,
+)
+
+_MULTIMODAL_KEYS = ("vision_config", "audio_config", "vision_tower", "visual",
+                    "speech_config", "audio_encoder_config")
+
+
+def _dense_mla(inp: GpuBudgetInput) -> bool:
+    from kvledger.derive.layers import Kind
+
+    kinds = {g.layer.kind for g in inp.facts.groups}
+    return Kind.MLA in kinds and Kind.INDEXER not in kinds
+
+
+def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
+    """(the block size the dense MLA backend takes, its name; "" when none is found)."""
+    from kvledger.plan.engines.vllm.hardware import capability
+    from kvledger.plan.engines.vllm.mla_backends import choose
+
+    req = inp.request
+    cap, _ = capability(req.gpu)
+    chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size)
+    if chosen is None:
+        return req.block_size or 16, ""
+    return req.block_size or chosen.preferred_block(), chosen.name
+
+
+def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
+    from kvledger.plan.engines.vllm.startup import default_max_model_len
+
+    req = inp.request
+    mla = _dense_mla(inp)
+    block, backend = _mla_backend(inp) if mla else (16, "")
+    return ReserveInput(
+        text=inp.text_config, model_dtype=inp.facts.model_dtype,
+        tensor_parallel_size=req.tensor_parallel_size,
+        multi_gpu=req.tensor_parallel_size * req.pipeline_parallel_size > 1
+        or inp.weights.split is not None,
+        max_num_seqs=req.max_num_seqs, max_num_batched_tokens=req.max_num_batched_tokens,
+        max_model_len=req.max_model_len or default_max_model_len(inp.facts),
+        num_speculative_tokens=req.num_speculative_tokens,
+        mla=mla, mla_block_size=block, mla_backend=backend,
+        sm_count=SM_COUNT.get(inp.preset.name),
+        multimodal=any(key in inp.facts.config for key in _MULTIMODAL_KEYS),
+        cublas_handles_before_snapshot=release.cublas_handles_before_snapshot,
+        triton_mla_workspace_in_profile=release.triton_mla_workspace_in_profile,
+    )
+
+
+def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: float,
+                    whose_default: str | None) -> Budget:
+    """``int(total × utilization) − weights − reserves`` with ``release``'s reserve rules
+    (a reserve the user gave is taken as given)."""
+    from kvledger import records
+
+    rin = reserve_input(inp, release)
+    estimates = {}
+    for line, parts in (activation_line(rin), cuda_graph_line(), non_torch_line(rin)):
+        estimates[line.key] = records.replace(line, parts=parts)
+    req = inp.request
+    return gpu_budget(
+        inp.preset, gpu_memory_utilization=utilization, weights=inp.weights, request=req,
+        cfg=inp.text_config, model_dtype=inp.facts.model_dtype,
+        reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes, req.non_torch_bytes),
+        total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
+        estimates=estimates)

@@ -1,0 +1,305 @@
+"""The reserves vLLM subtracts from ``total × gpu_memory_utilization``, per release, as its
+source computes them (``budget.py`` keeps the line keys; this module says what is in them).
+
+What vLLM 0.32.0 and 0.33.0 do (read in both wheels; the files are identical where not said):
+
+``v1/worker/gpu_worker.py Worker.init_device`` creates the CUDA context, then the distributed
+environment (NCCL communicators, custom all-reduce buffers) "BEFORE taking memory snapshot",
+and only then takes ``MemorySnapshot`` and ``requested_memory = ceil(total × utilization)``
+(``v1/worker/utils.py request_memory``). 0.33 also creates the cuBLAS / cuBLASLt handles
+before the snapshot (``torch.mm`` and ``linear`` on a 16 × 16 tensor); 0.32 creates them on
+the first matmul of the profile run, after it. Memory in use before the snapshot is not
+taken from the KV budget: it must fit in the ``1 − utilization`` left over (``request_memory``
+refuses to start when free memory is below the request).
+
+``determine_available_memory`` then runs ``profile_run`` inside ``memory_profiling``
+(``utils/mem_utils.py``) and computes
+``available = requested − (total_consumed + transient_peak_headroom) − cudagraph_estimate``:
+
+- ``total_consumed`` = free memory at the snapshot − free memory after the profile run: the
+  weights, the buffers that stay allocated (the model runner's, the shared workspace), and
+  non-torch growth after the snapshot (lazily loaded kernel modules; 0.32: the cuBLAS handles).
+  kvledger's ``weights`` line is the weights; ``non_torch`` is the rest (estimated).
+- ``transient_peak_headroom`` = torch's peak allocated − allocated after the run: the
+  ``activation_peak`` line. ``gpu_model_runner.profile_run`` runs, in order: for a multimodal
+  model, the encoder on a dummy batch whose outputs stay in ``encoder_cache`` until the end;
+  ``_dummy_run(max_num_batched_tokens, is_profile=True)`` over
+  ``min(max_num_seqs, max_num_batched_tokens)`` requests, whose hidden states stay alive; then
+  ``_dummy_sampler_run`` on those requests' last hidden states. The forward and the sampler are
+  sequential, so the peak is the larger of the two on top of what both see.
+- ``cudagraph_estimate``: ``gpu_model_runner.profile_cudagraph_memory`` captures, per graph
+  mode, the first two graphs on a temporary pool and counts ``first + (n − 1) × second``; it
+  is subtracted because ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 (``envs.py``,
+  both releases; "default since v0.21.0"). A device measurement: kvledger estimates it.
+
+Exact terms (source formulas, this module):
+
+- sampler: ``compute_logits`` returns ``rows × vocab`` logits in the model dtype, which
+  ``_dummy_sampler_run`` keeps; ``Sampler.forward`` makes a float32 copy; its second call (with a
+  generator, ``TopKTopPSampler.forward_native``) takes ``softmax`` (float32) and
+  ``random_sample``'s exponential noise ``q`` (float32) beside them: ``rows × vocab × (model
+  dtype bytes + 12)``, a lower bound (the Triton top-k/top-p kernel's scratch is not counted).
+  The first call's FlashInfer path holds as much: ``top_k_top_p_sampling_from_logits``
+  (flashinfer 0.7.2, ``sampling.py``) makes ``top_k_mask_logits`` and ``softmax`` float32 copies.
+- MLA: ``MLAAttention.forward`` with no attention metadata (the profile run) allocates
+  ``(W, heads per rank, qk_nope_head_dim + v_head_dim)`` in the model dtype "to simulate the
+  worst case" of ``kv_b_proj`` over the chunked-prefill context, with
+  ``W = min(max(8 × max_model_len, 4 × max_num_seqs × block_size), 65536)`` rounded up to the
+  block size (``determine_chunked_prefill_workspace_size``,
+  ``align_mla_chunked_context_workspace_size``): 65,536 × 128 × 256 × 2 B = 4 GiB for
+  DeepSeek-V3 at TP 1.
+- Triton MLA workspace (0.33 only, ``triton_mla.py _reserve_attn_logits_workspace`` called by
+  ``reserve_workspace`` in the profile run): ``max_num_seqs × max decode query length × heads
+  per rank × splits × (kv_lora_rank + 1) × 4`` B, ``splits = min(next_pow2(max(1,
+  max_model_len // 512)), 2 × SMs)``. It stays allocated (the shared workspace): ``non_torch``.
+- CUTLASS MLA workspace (both releases): ``cutlass_mla.py`` allocates
+  ``SM100Workspace(128 MiB)`` at module level, so when the backend is imported while the model
+  is built (after the snapshot): 128 MiB in ``non_torch``. FlashInfer MLA's workspace (128 MiB,
+  256 MiB with LSE; ``flashinfer_mla.py _get_workspace_buffer``) is allocated on the first
+  decode call, not in the profile run (its forward returns before it without attention
+  metadata): the CUDA-graph profile captures it, so it is inside the graph estimate.
+- encoder cache (multimodal): the dummy batch's outputs, ``max_num_encoder_input_tokens`` (=
+  ``max_num_batched_tokens``, ``SchedulerConfig``) × the text hidden size in the model dtype —
+  a lower bound: an item larger than the budget raises it, and the vision tower's own
+  transients are not modelled (a warning says so).
+
+Estimates (device-measured in vLLM; the label gives the likely error): the MLP transient
+(``2 × intermediate + 4 × hidden`` per token at the model dtype over TP, as before), the CUDA
+graph pool (0.5 GiB: seven start-up logs' "Estimated CUDA graph memory" range 0.13–2.44 GiB,
+median 0.36 GiB, mean 0.86 GiB — small dense models near the median, large MoE ones above
+2 GiB; ``bench/data/cuda_graph_logs.csv``), the non-torch growth after the snapshot (0.25 GiB
+on one GPU, 0.5 GiB with communicators; ± 0.25 GiB) and 0.32's cuBLAS / cuBLASLt handles
+(64 MiB; ± 64 MiB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kvledger.declare.dtypes import resolve_dtype
+from kvledger.plan.budget import (
+    ACTIVATION_PEAK,
+    CUDA_GRAPHS,
+    ESTIMATED,
+    EXACT,
+    GIB,
+    NON_TORCH,
+    BudgetLine,
+)
+from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+MIB = 1 << 20
+CUDA_GRAPH_ESTIMATE = GIB // 2
+NON_TORCH_ONE_GPU = GIB // 4
+NON_TORCH_MULTI_GPU = GIB // 2
+CUBLAS_HANDLES = 64 * MIB
+CUTLASS_MLA_WORKSPACE = 128 * MIB  # cutlass_mla.py: SM100Workspace(128 * 1024 * 1024)
+MLA_WORKSPACE_CAP = 64 * 1024  # determine_chunked_prefill_workspace_size: 64k tokens
+TRITON_MIN_WORK_PER_SPLIT = 512  # triton_mla.py _MIN_WORK_PER_SPLIT
+TRITON_SPLIT_OCCUPANCY = 2  # triton_mla.py _SPLIT_OCCUPANCY_MULTIPLIER
+
+# Streaming multiprocessors per preset (Triton MLA's split cap): NVIDIA's datasheets and
+# architecture whitepapers (H100 SXM 132, H100 PCIe 114, H200 132, H20 78, GH200 132,
+# B200 148, A100 108, A30 56, A10 72, A10G 80, RTX A6000 84, RTX 3090 82, L40S/L40 142, L4 58,
+# RTX 4090 128, RTX 6000 Ada 142, RTX 5090 170, RTX PRO 6000 188, T4 40, V100 80).
+SM_COUNT: Mapping[str, int] = {
+    "H100-80GB": 132, "H100-94GB": 132, "H100-PCIE": 114, "H200": 132, "H200-NVL": 132,
+    "H20": 78, "GH200-96GB": 132, "GH200-144GB": 132, "B200": 148,
+    "A100-40GB": 108, "A100-80GB": 108, "A30": 56, "A10": 72, "A10G": 80, "RTX-A6000": 84,
+    "RTX-3090": 82, "L40S": 142, "L40": 142, "L4": 58, "RTX-4090": 128, "RTX-6000-ADA": 142,
+    "RTX-5090": 170, "RTX-PRO-6000": 188, "T4": 40, "V100-16GB": 80, "V100-32GB": 80,
+}
+
+
+@record(frozen=True)
+class Part:
+    """One term of a reserve line: what it is, its bytes, its basis, where the rule is."""
+
+    what: str
+    bytes: int
+    basis: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"what": self.what, "bytes": self.bytes, "basis": self.basis}
+
+
+@record(frozen=True)
+class ReserveInput:
+    """What the rules read: the (text) config, the request's numbers, the release's fields."""
+
+    text: Mapping[str, Any]
+    model_dtype: str
+    tensor_parallel_size: int
+    multi_gpu: bool  # communicators exist (TP × PP > 1, or experts over DP ranks)
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    num_speculative_tokens: int = 0
+    mla: bool = False  # dense MLA layers (DeepSeek-style), not the sparse indexer kind
+    mla_block_size: int = 16  # the block the MLA backend takes (the W alignment)
+    mla_backend: str = ""  # the dense MLA backend chosen (mla_backends.py), "" without MLA
+    sm_count: int | None = None  # the GPU's SMs (None: not known)
+    multimodal: bool = False
+    cublas_handles_before_snapshot: bool = False
+    triton_mla_workspace_in_profile: bool = False
+
+
+def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return default
+
+
+def _element(inp: ReserveInput) -> int:
+    return resolve_dtype(inp.model_dtype).nbytes(1)
+
+
+def sampler_rows(inp: ReserveInput) -> int:
+    """``_dummy_run``'s request count: ``min(max_num_seqs, max_num_batched_tokens)``."""
+    return min(inp.max_num_seqs, inp.max_num_batched_tokens)
+
+
+def sampler_bytes(inp: ReserveInput) -> int:
+    """The four ``rows × vocab`` tensors of ``_dummy_sampler_run`` (module docstring)."""
+    vocab = _int(inp.text, "vocab_size")
+    return sampler_rows(inp) * vocab * (_element(inp) + 12)
+
+
+def hidden_states_bytes(inp: ReserveInput) -> int:
+    """``_dummy_run``'s hidden states, alive while the sampler runs."""
+    hidden = _int(inp.text, "hidden_size", "d_model", "n_embd")
+    return inp.max_num_batched_tokens * hidden * _element(inp)
+
+
+def mlp_bytes(inp: ReserveInput) -> int:
+    """The MLP transient (estimated): gate+up per token, plus a few hidden-sized buffers."""
+    hidden = _int(inp.text, "hidden_size", "d_model", "n_embd")
+    inter = _int(inp.text, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+    if _int(inp.text, "n_routed_experts", "num_local_experts", "num_experts"):
+        per_expert = _int(inp.text, "moe_intermediate_size", default=inter)
+        active = _int(inp.text, "num_experts_per_tok", "moe_topk", default=1)
+        inter = max(inter if _int(inp.text, "first_k_dense_replace") else 0, per_expert * active)
+    tokens = inp.max_num_batched_tokens
+    return tokens * (2 * inter + 4 * hidden) * _element(inp) // inp.tensor_parallel_size
+
+
+def mla_workspace_tokens(inp: ReserveInput) -> int:
+    """``W``: the chunked-prefill workspace rows (module docstring), aligned to the block."""
+    want = min(max(8 * inp.max_model_len, 4 * inp.max_num_seqs * inp.mla_block_size),
+               MLA_WORKSPACE_CAP)
+    align = inp.mla_block_size
+    return -(-max(want, align) // align) * align
+
+
+def mla_profile_bytes(inp: ReserveInput) -> int:
+    """The profile run's ``kv_b_proj`` worst-case tensor (module docstring); 0 without MLA."""
+    if not inp.mla:
+        return 0
+    heads = _int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
+    width = _int(inp.text, "qk_nope_head_dim") + _int(inp.text, "v_head_dim")
+    return mla_workspace_tokens(inp) * heads * width * _element(inp)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def triton_mla_splits(inp: ReserveInput) -> int:
+    """``_compute_num_kv_splits(max_model_len, SMs)``; without an SM count, the length's own
+    power of two (the cap then is not applied: an upper bound)."""
+    ideal = _next_pow2(max(1, inp.max_model_len // TRITON_MIN_WORK_PER_SPLIT))
+    if inp.sm_count is None:
+        return ideal
+    return min(ideal, inp.sm_count * TRITON_SPLIT_OCCUPANCY)
+
+
+def triton_mla_workspace_bytes(inp: ReserveInput) -> int:
+    """0.33's reserved split-KV logits workspace (module docstring); 0 when the release does not
+    claim it in the profile, or another backend is chosen."""
+    if not (inp.mla and inp.mla_backend == "TRITON_MLA" and inp.triton_mla_workspace_in_profile):
+        return 0
+    rows = inp.max_num_seqs * (1 + inp.num_speculative_tokens)
+    heads = _int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
+    lora = _int(inp.text, "kv_lora_rank")
+    return rows * heads * triton_mla_splits(inp) * (lora + 1) * 4
+
+
+def encoder_cache_bytes(inp: ReserveInput) -> int:
+    """The encoder dummy batch's outputs (module docstring); 0 for a text-only model."""
+    if not inp.multimodal:
+        return 0
+    return hidden_states_bytes(inp)
+
+
+def activation_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
+    """``activation_peak``: encoder outputs + max(forward, sampler + hidden states)."""
+    mlp, mla = mlp_bytes(inp), mla_profile_bytes(inp)
+    sampler, hidden = sampler_bytes(inp), hidden_states_bytes(inp)
+    encoder = encoder_cache_bytes(inp)
+    forward = max(mlp, mla)
+    peak = encoder + max(forward, sampler + hidden)
+    rows = sampler_rows(inp)
+    parts = [
+        Part(f"sampler dummy run: {rows:,} rows × vocab × (model dtype + 12) B, a lower bound "
+             "(gpu_model_runner._dummy_sampler_run)", sampler, EXACT),
+        Part(f"dummy run's hidden states: {inp.max_num_batched_tokens:,} tokens × hidden",
+             hidden, EXACT),
+        Part("MLP transient of the forward, estimated from the MLP width (vLLM measures it; "
+             "likely within a factor of 2)", mlp, ESTIMATED),
+    ]
+    if mla:
+        parts.append(Part(f"MLA profile tensor: {mla_workspace_tokens(inp):,} × heads per rank × "
+                          "(qk_nope + v) (mla_attention.py)", mla, EXACT))
+    if encoder:
+        parts.append(Part("encoder cache dummy outputs: max_num_batched_tokens × hidden, a "
+                          "lower bound (gpu_model_runner.profile_run); the encoder's own "
+                          "transients on the dummy image/audio batch are not modelled: pass "
+                          "the logged figure with --activation-peak-bytes", encoder, ESTIMATED))
+    which = "the forward" if forward >= sampler + hidden else "the sampler dummy run"
+    # Estimated even when the sampler's exact terms are the larger: they are a lower bound.
+    line = BudgetLine(ACTIVATION_PEAK, f"− activation peak ({which}; vLLM's profile run)",
+                      peak, ESTIMATED)
+    return line, tuple(parts)
+
+
+def cuda_graph_line() -> tuple[BudgetLine, tuple[Part, ...]]:
+    part = Part("profile_cudagraph_memory's estimate, subtracted "
+                "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1): a device measurement; 0.5 GiB "
+                "estimated, logged 0.13–2.44 GiB (large MoE models above 2 GiB)",
+                CUDA_GRAPH_ESTIMATE, ESTIMATED)
+    line = BudgetLine(CUDA_GRAPHS, "− CUDA graphs (vLLM's pre-capture estimate; estimated)",
+                      CUDA_GRAPH_ESTIMATE, ESTIMATED)
+    return line, (part,)
+
+
+def non_torch_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
+    """``non_torch``: growth after the snapshot, estimated, plus the exact workspace terms."""
+    growth = NON_TORCH_MULTI_GPU if inp.multi_gpu else NON_TORCH_ONE_GPU
+    parts = [Part("memory taken after the start-up snapshot besides the weights (kernel modules "
+                  "loaded on first use, runner buffers); the CUDA context and NCCL set-up come "
+                  "before the snapshot and are not subtracted; estimated ± 0.25 GiB",
+                  growth, ESTIMATED)]
+    if not inp.cublas_handles_before_snapshot:
+        parts.append(Part("cuBLAS / cuBLASLt handles, created in the profile run (after the "
+                          "snapshot); estimated ± 64 MiB", CUBLAS_HANDLES, ESTIMATED))
+    workspace = triton_mla_workspace_bytes(inp)
+    if workspace:
+        known = inp.sm_count is not None
+        parts.append(Part(f"Triton MLA split-KV workspace: {triton_mla_splits(inp)} splits "
+                          "(triton_mla.py reserve_workspace)" + ("" if known else
+                          "; the GPU's SM count is not known, so the split cap is not "
+                          "applied (an upper bound)"), workspace, EXACT if known else ESTIMATED))
+    if inp.mla and inp.mla_backend == "CUTLASS_MLA":
+        parts.append(Part("CUTLASS MLA's SM100 workspace, allocated when its module is imported "
+                          "(after the snapshot; cutlass_mla.py g_sm100_workspace)",
+                          CUTLASS_MLA_WORKSPACE, EXACT))
+    total = sum(p.bytes for p in parts)
+    line = BudgetLine(NON_TORCH, "− non-torch and buffers after the start-up snapshot "
+                      "(CUDA context, NCCL set-up not subtracted)", total, ESTIMATED)
+    return line, tuple(parts)
