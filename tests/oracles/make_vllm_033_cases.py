@@ -432,6 +432,8 @@ def done_lines() -> tuple[set[tuple[str, int]], dict[str, dict[str, Any]]]:
     done: set[tuple[str, int]] = set()
     by_command: dict[str, dict[str, Any]] = {}
     for path in OUT_DIR.glob("*.jsonl"):
+        if any(path.stem.endswith(f"-{other}") for other in OTHER_RUNNERS):
+            continue  # written by those runners themselves (run_*_oracle.py --vllm 0.33)
         for text in path.read_text().splitlines():
             if text.strip():
                 case = json.loads(text)
