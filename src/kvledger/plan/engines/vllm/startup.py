@@ -197,9 +197,10 @@ def check_pipeline_parallel(facts: ModelFacts, pp: int) -> None:
 
 
 def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
-    """Why vLLM 0.32 will not run ``facts`` with PP > 1, or None when it will.
+    """Why the planned vLLM release will not run ``facts`` with PP > 1, or None when it will.
 
-    The verdicts are data (``pp_support.py``: vLLM's registry's own answer per architecture).
+    The verdicts are data (``pp_support.py``: each release's registry's own answer per
+    architecture, ``pp_table()``).
     For a config kvledger derived, an architecture list with no verdict is refused too, naming
     the architectures, rather than planned on a guess: vLLM refuses every class without
     SupportsPP, and kvledger cannot tell which class it would build. Facts built by hand (a
