@@ -1767,10 +1767,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # sliding_window on the layers layer_types marks sliding, none on the full (NoPE) ones.
         # vLLM 0.32 does not serve it (model_type_verdicts.py).
         "beam": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
-                  harmless={**dict.fromkeys(("mlp_layer_types", "n_group", "topk_group",
-                                             "routed_scaling_factor", "num_experts",
-                                             "moe_intermediate_size", "norm_topk_prob"), _MOE),
-                            "final_logit_softcapping": _SCORE},
+                  harmless=dict.fromkeys(("mlp_layer_types", "topk_group", "norm_topk_prob"),
+                                         _MOE),
                   config_class="BeamConfig (vLLM's own)",
                   defaults={"num_key_value_heads": 4, "hidden_size": 2048,
                             "num_hidden_layers": 24, "num_attention_heads": 32,
@@ -1785,8 +1783,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # builds layer_types when the file has none: layer i full when (i + 1) % 5 == 0.
         # vLLM 0.32 does not serve it (model_type_verdicts.py).
         "kolibri1": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
-                      harmless=dict.fromkeys(("num_experts", "num_local_experts",
-                                              "moe_intermediate_size", "norm_topk_prob",
+                      harmless=dict.fromkeys(("norm_topk_prob",
                                               "shared_expert_intermediate_size"), _MOE),
                       config_class="Kolibri1Config",
                       defaults={"num_key_value_heads": 4, "head_dim": 128, "hidden_size": 2560,
