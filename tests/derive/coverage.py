@@ -38,13 +38,14 @@ def derive_file(stem: str, folder: Path = CONFIGS, **kw: Any) -> ModelFacts:
     return derive_model(str(folder / f"{stem}.json"), **kw)
 
 
-def vllm_facts(model: Any, **kw: Any) -> ModelFacts:
-    """``model``'s facts as vLLM 0.32's layout derives them: derive is engine-neutral, and the
-    vLLM layout refuses a model type that release does not serve in vLLM's own words."""
+def vllm_facts(model: Any, engine: str = "vllm==0.32", **kw: Any) -> ModelFacts:
+    """``model``'s facts as the vLLM layout of ``engine`` (0.32's unless told) derives them:
+    derive is engine-neutral, and the vLLM layout refuses a model type that release does not
+    serve in vLLM's own words."""
     from kvledger.plan.api import load_facts
     from kvledger.plan.request import PlanRequest
 
-    return load_facts(model, PlanRequest(engine="vllm==0.32", **kw))[0]
+    return load_facts(model, PlanRequest(engine=engine, **kw))[0]
 
 
 def vllm_derive_file(stem: str, folder: Path = CONFIGS) -> ModelFacts:

@@ -143,20 +143,33 @@ def test_full_attention_class_defaults(name: str, inside: tuple[str, ...], layer
     assert {(x.k_heads, x.k_dim, getattr(x, "window", None))  # type: ignore[attr-defined]
             for x in decoder} == {(kv, dim, None)}
     if name in STOPS_AT_START:
-        # vLLM 0.33 stops on the class defaults (its model class reads a key they lack:
-        # tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl); a checkpoint that states the
-        # key plans the cache worked out above.
-        key, value = STOPS_AT_START[name]
-        with pytest.raises(VllmRefusesToStart, match=key):
+        # vLLM 0.33 stops on the class defaults (its model class reads a key they lack, or
+        # asserts a flag they leave false: tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl);
+        # a checkpoint that states the key plans the cache worked out above.
+        stated = STOPS_AT_START[name]
+        with pytest.raises(VllmRefusesToStart, match=next(iter(stated)).rsplit(".")[-1]):
             _plan(config)
-        config = {**config, key: value}
+        config = json.loads(json.dumps(config))
+        for path, value in stated.items():
+            *subs, key = path.split(".")
+            level = config
+            for sub in subs:
+                level = level[sub]
+            level[key] = value
     plan = _plan(config)
     assert (plan.block_size, plan.bytes_per_block, plan.num_blocks) == (16, per_block, blocks)
 
 
-# Class defaults vLLM cannot start with: the key its model class reads, and a value a real
-# checkpoint states (InternVL-style configs: force_image_size 448).
-STOPS_AT_START = {"qianfan_ocr": ("force_image_size", 448)}
+# Class defaults vLLM cannot start with: the key its model class reads (a dotted path into
+# sub-configs), and a value a checkpoint would state (InternVL-style configs:
+# force_image_size 448; CohereCompass: tied embeddings, which its text model asserts).
+# The first key is the one vLLM stops on.
+STOPS_AT_START: dict[str, dict[str, object]] = {
+    "qianfan_ocr": {"force_image_size": 448},
+    "qwen3_omni_moe.head-dim": {"thinker_config.vision_config.image_size": 768,
+                                "thinker_config.vision_config.apply_vit_abs_pos_embed": True},
+    "cohere_compass": {"tie_word_embeddings": True},
+}
 
 
 # (file, KV heads, head dim, window, sliding layers, full layers, bytes a block, blocks):

@@ -148,6 +148,20 @@ EXTRA: list[tuple[str, list[str], str]] = [
     ("class-default-configs/nemotron_h_omni.json",
      ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
      "NemotronH Omni class defaults: patch_size only inside vision_config"),
+    # #26 leftovers (runners033): types kvledger refused in its own words
+    ("class-default-configs/beam.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
+     "Beam (0.33 registers BeamForCausalLM, vllm/models/beam/): what vLLM builds from "
+     "transformers 5.20's BeamConfig defaults, read by vLLM's own BeamConfig"),
+    ("class-default-configs/kolibri1.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
+     "Kolibri1 (0.33: Transformers MoE backend, _TRANSFORMERS_SUPPORTED_MODELS)"),
+    ("class-default-configs/qwen3_omni_moe.head-dim.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
+     "Qwen3-Omni class defaults with head_dim stated: does the vision tower build?"),
+    ("class-default-configs/cohere_compass.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
+     "CohereCompassConfig's defaults: the bare AssertionError, with its traceback"),
 ]
 
 
@@ -391,6 +405,8 @@ def line_of(q: Question, got: dict[str, Any], stripped: Any) -> dict[str, Any]:
                 "inputs": got.get("inputs"), "vllm_version": got.get("vllm_version")}
         if got.get("stripped_copy_error"):
             line["stripped_copy_error"] = got["stripped_copy_error"]
+        if got.get("traceback_tail"):  # where a bare error (an assert) was raised
+            line["traceback_tail"] = got["traceback_tail"]
         return line
     line = tool_case_line(head, got)
     del line["spec_collection"]  # in provenance
@@ -416,6 +432,8 @@ def done_lines() -> tuple[set[tuple[str, int]], dict[str, dict[str, Any]]]:
     done: set[tuple[str, int]] = set()
     by_command: dict[str, dict[str, Any]] = {}
     for path in OUT_DIR.glob("*.jsonl"):
+        if any(path.stem.endswith(f"-{other}") for other in OTHER_RUNNERS):
+            continue  # written by those runners themselves (run_*_oracle.py --vllm 0.33)
         for text in path.read_text().splitlines():
             if text.strip():
                 case = json.loads(text)

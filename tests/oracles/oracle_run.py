@@ -32,6 +32,44 @@ GROUP_KEYS = ("spec", "num_layers", "block_size", "page_size_bytes",
 Run = TypeVar("Run", bound=tuple[Any, ...])
 
 
+# The vLLM releases a runner can ask (``--vllm 0.33``; 0.32 without it): the shared oracle tool
+# of that release, the oracle venv's interpreter, and the folder its answers go to (a 0.32 file
+# beside the runners, a 0.33 one under vllm-0.33/, as make_vllm_033_cases.py writes).
+ORACLE_RELEASES: dict[str, tuple[Path, str, Path]] = {
+    "0.32": (SHARED / "oracles" / "tool" / "vllm_oracle.py", "/work/venvs/vllm032/bin/python",
+             HERE),
+    "0.33": (SHARED / "oracles" / "tool-0.33" / "vllm_oracle.py",
+             "/work/venvs/vllm033/bin/python", HERE / "vllm-0.33"),
+}
+RELEASE_ENV = "KVLEDGER_ORACLE_VLLM"  # the release, passed on to a runner's child processes
+
+
+def take_release(argv: list[str]) -> tuple[str, list[str]]:
+    """(release, the other arguments) from ``--vllm X`` anywhere in ``argv``; without it the
+    release a parent runner chose (``RELEASE_ENV``), else 0.32. The choice is put in the
+    environment, so the ``--one K`` children of ``run_each`` ask the same release."""
+    rest = list(argv)
+    release = os.environ.get(RELEASE_ENV, "0.32")
+    if "--vllm" in rest:
+        at = rest.index("--vllm")
+        release = rest[at + 1] if at + 1 < len(rest) else ""
+        del rest[at:at + 2]
+    if release not in ORACLE_RELEASES:
+        raise SystemExit(f"--vllm: one of {', '.join(ORACLE_RELEASES)}")
+    os.environ[RELEASE_ENV] = release
+    return release, rest
+
+
+def release_tool(release: str) -> Path:
+    """The shared oracle tool that asks ``release``."""
+    return ORACLE_RELEASES[release][0]
+
+
+def release_file(release: str, stem: str) -> Path:
+    """Where a runner writes its answers for ``release``: ``vllm-<release>-<stem>``."""
+    return ORACLE_RELEASES[release][2] / f"vllm-{release}-{stem}"
+
+
 def oracle_python() -> str:
     """The oracle venv's interpreter (``ORACLE_PY`` overrides it)."""
     return os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")

@@ -1,14 +1,19 @@
-"""Ask vLLM 0.32 which architectures it serves with pipeline parallelism; write the answers.
+"""Ask a vLLM release which architectures it serves with pipeline parallelism; write the answers.
 
-A research tool, never imported by the package or the tests. It needs the oracle venv
-(``../shared/oracles/tool/README.md``), from the repository root:
+A research tool, never imported by the package or the tests. It needs the release's oracle venv
+(``../shared/oracles/tool/README.md``, ``tool-0.33/README.md``), from the repository root:
 
-    /work/oracle/vllm-venv/bin/python tests/oracles/run_pp_oracle.py table
-    /work/oracle/vllm-venv/bin/python tests/oracles/run_pp_oracle.py startup
+    /work/venvs/vllm032/bin/python tests/oracles/run_pp_oracle.py table
+    /work/venvs/vllm032/bin/python tests/oracles/run_pp_oracle.py startup
+    VLLM_TARGET_DEVICE=cpu /work/venvs/vllm033/bin/python tests/oracles/run_pp_oracle.py \
+        --vllm 0.33 table        # (and startup): tests/oracles/vllm-0.33/vllm-0.33-pp-*.json*
 
-(``table`` writes ``vllm-0.32-pp-support.json``, ``startup`` writes
-``vllm-0.32-pp-startup.jsonl``, both beside this script; vLLM logs to stdout, so the answers go
-to files.)
+(``table`` writes ``vllm-<release>-pp-support.json``, ``startup`` writes
+``vllm-<release>-pp-startup.jsonl``, beside this script for 0.32 and under ``vllm-0.33/`` for
+0.33; vLLM logs to stdout, so the answers go to files.) The rule read below is 0.32's and 0.33's
+alike: ``verify_with_parallel_config``, ``is_pp_supported_model`` and ``interfaces.supports_pp``
+are unchanged between the two (diff of the unzipped wheels); what differs is the registry's
+rows (0.33 registers BeamForCausalLM, Kolibri1ForCausalLM, ...).
 
 Why a script of its own: the shared oracle tool (``vllm_oracle.py``) takes ``--tp`` but no
 pipeline-parallel size, so it never reaches vLLM's check. vLLM 0.32 makes it in
@@ -53,11 +58,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from oracle_run import real_configs  # noqa: E402
+from oracle_run import real_configs, release_file, release_tool, take_release  # noqa: E402
 
 ROOT = HERE.parents[1]
 SHARED = ROOT / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
+RELEASE, _ARGS = take_release(sys.argv[1:]) if __name__ == "__main__" else ("0.32", [])
+TOOL = release_tool(RELEASE)
 
 # Mappings of transformers 5.19 (models/auto/modeling_auto.py) whose classes generate text.
 GENERATION_MAPPINGS = (
@@ -124,6 +130,12 @@ def table() -> dict[str, Any]:
     from transformers.models.auto import modeling_auto
     from vllm.model_executor.models import registry as reg
 
+    # vLLM inspects each class in a subprocess (registry._run_in_subprocess, to keep CUDA out
+    # of the parent); the 0.32 tool's stub made that in-process, the 0.33 tool's only when
+    # torchvision is absent (the 0.33 venv has it). In-process, as in 0.32: one import of
+    # vLLM, not one a class.
+    reg._run_in_subprocess = lambda fn: fn()
+
     generation = {**reg._TEXT_GENERATION_MODELS, **reg._MULTIMODAL_MODELS}
     derivable, by_arch = _kvledger_types()
     from_configs = _config_architectures()
@@ -163,7 +175,10 @@ def table() -> dict[str, Any]:
             entry["supports_pp"] = None if info is None else bool(info.supports_pp)
         rows[arch] = entry
     missing = [t for t in derivable if not any(t in r["model_types"] for r in rows.values())]
-    return {"vllm": "0.32.0", "how": "ModelRegistry._try_inspect_model_cls(arch).supports_pp",
+    import vllm
+
+    return {"vllm": vllm.__version__,
+            "how": "ModelRegistry._try_inspect_model_cls(arch).supports_pp",
             "architectures": rows, "model_types_without_architecture": missing,
             "transformers_backend_supports_pp": backend}
 
@@ -185,7 +200,8 @@ def startup() -> list[dict[str, Any]]:
         tmp = tempfile.mkdtemp(prefix="pp-oracle-")
         shutil.copy(SHARED / "configs" / config, Path(tmp) / "config.json")
         line: dict[str, Any] = {"config": config, "why": why, "pipeline_parallel_size": 2,
-                                "engine_args": kwargs, "command": "run_pp_oracle.py startup"}
+                                "engine_args": kwargs,
+                                "command": f"run_pp_oracle.py --vllm {RELEASE} startup"}
         try:
             EngineArgs(model=tmp, skip_tokenizer_init=True, load_format="dummy",
                        enforce_eager=True, pipeline_parallel_size=2, trust_remote_code=False,
@@ -202,11 +218,11 @@ def startup() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["table"]:
-        (HERE / "vllm-0.32-pp-support.json").write_text(
+    if _ARGS == ["table"]:
+        release_file(RELEASE, "pp-support.json").write_text(
             json.dumps(table(), indent=1, sort_keys=True) + "\n")
-    elif sys.argv[1:] == ["startup"]:
-        (HERE / "vllm-0.32-pp-startup.jsonl").write_text(
+    elif _ARGS == ["startup"]:
+        release_file(RELEASE, "pp-startup.jsonl").write_text(
             "".join(json.dumps(line) + "\n" for line in startup()))
     else:
-        sys.exit("usage: run_pp_oracle.py table|startup")
+        sys.exit("usage: run_pp_oracle.py [--vllm 0.32|0.33] table|startup")

@@ -52,10 +52,18 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from oracle_run import first_error_line, run_each, tool_case_line  # noqa: E402
+from oracle_run import (  # noqa: E402
+    first_error_line,
+    release_tool,
+    run_each,
+    take_release,
+    tool_case_line,
+)
 
 SHARED = HERE.parents[1] / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
+# The release asked (``--vllm 0.33``; 0.32 without it), passed to each --one child.
+RELEASE, _ARGS = take_release(sys.argv[1:])
+TOOL = release_tool(RELEASE)
 DROPPED = ("auto_map",)
 # What a remote class does beyond holding the stated keys, where it is public and cache-relevant:
 # LG's ExaoneConfig (configuration_exaone.py, as SGLang 0.5.23 carries it in
@@ -162,7 +170,8 @@ def _one(index: int) -> None:
     argv = [name, "--kv-cache-memory-bytes", "16GiB", "--trust-remote-code", *extra]
     args = tool.build_parser().parse_args(argv)
     tool._redirect_stdout_to_stderr()
-    head = {"config": name, "why": why, "command": f"tests/oracles/run_remote_oracle.py {index}",
+    head = {"config": name, "why": why,
+            "command": f"tests/oracles/run_remote_oracle.py --vllm {RELEASE} {index}",
             "dropped_keys": dropped, "class_attributes": CLASS_ATTRIBUTES.get(model_type, {}),
             "oracle_args": extra}
     try:
@@ -174,6 +183,8 @@ def _one(index: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """``[--vllm 0.33] [K ...]``: the runs (indexes of ``RUNS``; all without), one line each
+    on stdout; ``--one K`` is one run in this process."""
     if argv[:1] == ["--one"]:
         _one(int(argv[1]))  # the tool's own stdout handling: logs to stderr, the line to stdout
         return 0
@@ -182,6 +193,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(_ARGS))
 elif __name__ == "__mp_main__" and os.environ.get(ENV):  # a spawned TP rank of a run
     _register(os.environ[ENV])

@@ -1,15 +1,19 @@
-"""Ask vLLM 0.32 (the shared oracle) which start-up settings it refuses; write the answers.
+"""Ask a vLLM release (the shared oracle) which start-up settings it refuses; write the answers.
 
 A research tool, never imported by the package or the tests. It needs the oracle venv
 (``../shared/oracles/tool/README.md``); each run takes 15-30 s, so they run one at a time:
 
-    ORACLE_PY=/work/oracle/vllm-venv/bin/python python tests/oracles/run_startup_oracle.py
+    ORACLE_PY=/work/venvs/vllm032/bin/python python tests/oracles/run_startup_oracle.py
+    ORACLE_PY=/work/venvs/vllm033/bin/python python tests/oracles/run_startup_oracle.py \
+        --vllm 0.33                  # the 0.33 tool; vllm-0.33/vllm-0.33-startup.jsonl
 
 It first writes two modified configs into ``configs/`` (a real config with one key changed, to
-reach one rule), then writes ``vllm-0.32-startup.jsonl``: one line per run with the exact
-``command``, ``why`` it was asked, and either vLLM's ``error`` (its exception, first line) or
-what it settled on (``max_model_len``, ``block_size``, ``num_blocks``).
-``tests/plan/test_vllm_startup.py`` replays every line against ``plan/engines/vllm/startup.py``.
+reach one rule), then writes ``vllm-<release>-startup.jsonl`` (0.33's under ``vllm-0.33/``;
+make_vllm_033_cases.py wrote that file first, asking the same 13 questions in its own line
+format): one line per run with the exact ``command``, ``why`` it was asked, and either vLLM's
+``error`` (its exception, first line) or what it settled on (``max_model_len``, ``block_size``,
+``num_blocks``). ``tests/plan/test_vllm_startup.py`` replays every line against
+``plan/engines/vllm/startup.py``.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from oracle_run import release_file, release_tool, take_release  # noqa: E402
+
 SHARED = HERE.parents[1] / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
 LLAMA = "meta-llama--Meta-Llama-3.1-8B.json"
 
 # name -> (source config, keys changed): each reaches one rule no real config shows.
@@ -82,11 +88,11 @@ def write_modified() -> None:
         (SHARED / "configs" / name).write_text(json.dumps(data, indent=2) + "\n")
 
 
-def run(name: str, extra: list[str], why: str, python: str) -> dict[str, Any]:
+def run(name: str, extra: list[str], why: str, python: str, tool: Path) -> dict[str, Any]:
     args = [str(_config_path(name)), "--kv-cache-memory-bytes", BUDGET, *extra]
     command = " ".join(["vllm_oracle.py", name, *args[1:]])
     print(f"running: {command}", file=sys.stderr)
-    done = subprocess.run([python, str(TOOL), *args], capture_output=True, text=True,
+    done = subprocess.run([python, str(tool), *args], capture_output=True, text=True,
                           check=False)
     out = json.loads(done.stdout)
     line: dict[str, Any] = {"config": name, "why": why, "command": command,
@@ -105,15 +111,15 @@ def run(name: str, extra: list[str], why: str, python: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    """``run_startup_oracle.py [SUBSTRING ...]``: only runs whose config or reason contains
-    one (all without arguments); lines are merged by command."""
-    python = os.environ.get("ORACLE_PY", "/work/oracle/vllm-venv/bin/python")
-    wanted = sys.argv[1:]
+    """``run_startup_oracle.py [--vllm 0.33] [SUBSTRING ...]``: only runs whose config or
+    reason contains one (all without arguments); lines are merged by command."""
+    release, wanted = take_release(sys.argv[1:])
+    python = os.environ.get("ORACLE_PY", "/work/venvs/vllm032/bin/python")
     write_modified()
-    path = HERE / "vllm-0.32-startup.jsonl"
+    path = release_file(release, "startup.jsonl")
     old = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] \
         if path.is_file() else []
-    new = [run(name, extra, why, python) for name, extra, why in RUNS
+    new = [run(name, extra, why, python, release_tool(release)) for name, extra, why in RUNS
            if not wanted or any(w in name or w in why for w in wanted)]
     fresh = {c["command"] for c in new}
     with open(path, "w") as f:

@@ -58,10 +58,18 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from oracle_run import first_error_line, run_each, tool_case_line  # noqa: E402
+from oracle_run import (  # noqa: E402
+    first_error_line,
+    release_tool,
+    run_each,
+    take_release,
+    tool_case_line,
+)
 
 SHARED = HERE.parents[1] / ".." / "shared"
-TOOL = SHARED / "oracles" / "tool" / "vllm_oracle.py"
+# The release asked (``--vllm 0.33``; 0.32 without it), passed to each --one child.
+RELEASE, _ARGS = take_release(sys.argv[1:])
+TOOL = release_tool(RELEASE)
 MLLAMA = "meta-llama--Llama-3.2-Vision-mllama-4layer-TEST.json"
 # PersimmonConfig().to_dict() of transformers 5.19 with architectures added (its defaults are
 # persimmon-8b's sizes); ../shared/configs/SOURCES-tfbackend.md
@@ -235,7 +243,8 @@ def _one(index: int) -> None:
     argv = [name, "--kv-cache-memory-bytes", "16GiB", *extra]
     args = tool.build_parser().parse_args(argv)
     tool._redirect_stdout_to_stderr()
-    head = {"config": name, "why": why, "command": f"tests/oracles/run_tfbackend_oracle.py {index}",
+    head = {"config": name, "why": why,
+            "command": f"tests/oracles/run_tfbackend_oracle.py --vllm {RELEASE} {index}",
             "processor_files": files, "engine_args": engine, "oracle_args": extra}
     try:
         got = tool.run(args)  # raises, with vLLM's traceback on stderr, when vLLM refuses
@@ -249,6 +258,8 @@ def _one(index: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """``[--vllm 0.33] [K ...]``: the runs (indexes of ``RUNS``; all without), one line each
+    on stdout; ``--one K`` is one run in this process."""
     if argv[:1] == ["--one"]:
         _one(int(argv[1]))  # the tool's own stdout handling: logs to stderr, the line to stdout
         return 0
@@ -257,4 +268,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(_ARGS))

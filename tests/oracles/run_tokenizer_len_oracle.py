@@ -1,4 +1,4 @@
-"""Ask vLLM 0.32 which max_model_len it settles on when a model directory carries a
+"""Ask a vLLM release which max_model_len it settles on when a model directory carries a
 tokenizer_config.json or a sentence-transformers config beside config.json; write the answers.
 
 A research tool, never imported by the package or the tests. The shared oracle tool
@@ -6,12 +6,14 @@ A research tool, never imported by the package or the tests. The shared oracle t
 files' effect; this script builds vLLM's own ``ModelConfig`` (vllm/config/model.py, which runs
 ``get_and_verify_max_len`` → ``_get_and_verify_max_len``) on a directory it fills itself:
 
-    /work/oracle/vllm-venv/bin/python tests/oracles/run_tokenizer_len_oracle.py
+    /work/venvs/vllm032/bin/python tests/oracles/run_tokenizer_len_oracle.py
+    VLLM_TARGET_DEVICE=cpu /work/venvs/vllm033/bin/python \
+        tests/oracles/run_tokenizer_len_oracle.py --vllm 0.33
 
-It writes ``vllm-0.32-tokenizer-len.jsonl``: one line per case with the files put beside the
-real config, the ``max_model_len`` asked for, ``why``, and vLLM's answer (``max_model_len`` and
-``runner_type``, or its ``error``, first line). ``tests/plan/test_vllm_tokenizer_len.py``
-replays every line against kvledger.
+It writes ``vllm-<release>-tokenizer-len.jsonl`` (0.33's under ``vllm-0.33/``): one line per
+case with the files put beside the real config, the ``max_model_len`` asked for, ``why``, and
+vLLM's answer (``max_model_len`` and ``runner_type``, or its ``error``, first line).
+``tests/plan/test_vllm_tokenizer_len.py`` replays every line against kvledger.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from oracle_run import release_file, take_release  # noqa: E402
+
 SHARED = HERE.parents[1] / ".." / "shared"
 QWEN = "Qwen--Qwen3-8B.json"  # bundled in the catalog; max_position_embeddings 40960, no RoPE
 LLAMA = "meta-llama--Meta-Llama-3.1-8B.json"  # 131072 with llama3 RoPE (factor not applied)
@@ -107,7 +112,8 @@ def run_case(config: str, changed: dict[str, Any], files: dict[str, Any],
 
 
 def main() -> int:
-    out = HERE / "vllm-0.32-tokenizer-len.jsonl"
+    release, _ = take_release(sys.argv[1:])
+    out = release_file(release, "tokenizer-len.jsonl")
     lines = []
     for config, changed, files, max_model_len, why in CASES:
         answer = run_case(config, changed, files, max_model_len)

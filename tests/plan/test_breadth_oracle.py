@@ -113,6 +113,7 @@ def test_the_next_release_answers_these_runs_the_same() -> None:
 
 def test_the_start_up_gate_names_every_table_type() -> None:
     from kvledger.plan.engines.vllm.new_type_verdicts import (
+        ASSERTED_AT_INIT,
         CHECKED_AT_INIT,
         NONE_NOT_ACCEPTED,
         READ_WITHOUT_DEFAULT,
@@ -120,4 +121,4 @@ def test_the_start_up_gate_names_every_table_type() -> None:
     from kvledger.plan.engines.vllm.startup import MAY_STOP_IN_INIT
 
     assert (set(READ_WITHOUT_DEFAULT) | set(NONE_NOT_ACCEPTED) | set(CHECKED_AT_INIT)
-            == MAY_STOP_IN_INIT)
+            | set(ASSERTED_AT_INIT) == MAY_STOP_IN_INIT)

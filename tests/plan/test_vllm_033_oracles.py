@@ -72,9 +72,19 @@ KNOWN = {
 }
 
 
+# Files of the runners whose questions the shared tool cannot ask (run_remote_oracle.py,
+# run_tfbackend_oracle.py, run_pp_oracle.py, run_tokenizer_len_oracle.py): each has its own
+# replay (test_vllm_remote.py, test_vllm_tfbackend.py, test_vllm_pp_support.py,
+# test_vllm_sentence_len.py), which builds the config and the request as that runner did.
+OTHER_RUNNERS = ("vllm-0.33-remote", "vllm-0.33-tfbackend", "vllm-0.33-pp-startup",
+                 "vllm-0.33-tokenizer-len")
+
+
 def _cases() -> list[Any]:
     out = []
     for path in sorted(HERE.glob("*.jsonl")):
+        if path.stem in OTHER_RUNNERS:
+            continue
         for i, line in enumerate(path.read_text().splitlines()):
             case = json.loads(line)
             if "expected" not in case or "tp" in case["inputs"]:
@@ -137,3 +147,30 @@ def test_startup_stops_are_refused_naming_the_key(case: dict[str, Any]) -> None:
 
 def test_there_is_a_startup_stop_case() -> None:
     assert any("qianfan_ocr" in c["config"] for c in _startup_stops())
+
+
+def _bare_asserts() -> list[Any]:
+    """The new-behaviour runs vLLM 0.33 stopped on a bare ``assert`` (no message: the traceback
+    the oracle printed says which)."""
+    path = HERE / "vllm-0.33-new-behaviour.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    return [c for c in lines if str(c.get("error", "")).startswith("AssertionError")
+            and c.get("traceback_tail")]
+
+
+@pytest.mark.parametrize("case", _bare_asserts(), ids=lambda c: c["config"])
+def test_bare_asserts_are_refused_quoting_the_assert(case: dict[str, Any]) -> None:
+    # The traceback's last source line is vLLM's assert: "assert config.tie_word_embeddings"
+    # (cohere_compass.py CohereCompassForCausalLM.__init__); kvledger quotes it.
+    said = [line.strip() for line in case["traceback_tail"].splitlines()
+            if line.strip().startswith("assert ")]
+    assert said
+    config = json.loads((CLASS_DEFAULT_CONFIGS / case["config"].removeprefix(
+        "class-default-configs/")).read_text())
+    with pytest.raises(VllmRefusesToStart, match=re.escape(said[-1])):
+        plan_vllm(derive_model(config), PlanRequest(engine="vllm", max_model_len=4096,
+                                                    kv_cache_memory_bytes=8 << 30), 8 << 30)
+
+
+def test_there_is_a_bare_assert_case() -> None:
+    assert any("cohere_compass" in c["config"] for c in _bare_asserts())

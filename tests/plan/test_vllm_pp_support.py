@@ -1,6 +1,8 @@
-"""vLLM 0.32 refuses pipeline parallelism for a model class without ``SupportsPP``.
+"""vLLM refuses pipeline parallelism for a model class without ``SupportsPP``.
 
-Expected values are vLLM's own answers, written by ``tests/oracles/run_pp_oracle.py``:
+Expected values are vLLM's own answers, written by ``tests/oracles/run_pp_oracle.py`` for each
+release (0.32's beside it, 0.33's under ``vllm-0.33/``, ``--vllm 0.33``), each replayed as that
+release (``--engine vllm==0.32``; ``--engine vllm``, the newest, for 0.33):
 
 - ``vllm-0.32-pp-support.json``: for each architecture a derivable model type carries, what
   vLLM's registry says (``ModelRegistry._try_inspect_model_cls(arch).supports_pp``, the value
@@ -29,8 +31,14 @@ from kvledger.derive.errors import ConfigError
 from kvledger.derive.model_types import MODEL_TYPES, resolve, supported_types
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.engines.vllm.errors import VllmLayoutError
-from kvledger.plan.engines.vllm.pp_support import PP_SUPPORT, TRANSFORMERS_BACKEND, pp_verdict
+from kvledger.plan.engines.vllm.pp_support import (
+    PP_SUPPORT,
+    TRANSFORMERS_BACKEND,
+    pp_table,
+    pp_verdict,
+)
 from kvledger.plan.engines.vllm.releases import vllm_release
+from kvledger.plan.engines.vllm.releases.current import planning
 from kvledger.plan.engines.vllm.startup import VllmStartupError, pipeline_parallel_refusal
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
@@ -39,9 +47,15 @@ from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, LOCAL_DIR, bundled_id
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLE = json.loads((LOCAL_DIR / "vllm-0.32-pp-support.json").read_text())
-STARTUP = [json.loads(line) for line in
-           (LOCAL_DIR / "vllm-0.32-pp-startup.jsonl").read_text().splitlines() if line.strip()]
+# release -> (its table file, its start-up file, the --engine that plans as it)
+RELEASE_FILES = {
+    "0.32": (LOCAL_DIR / "vllm-0.32-pp-support.json", LOCAL_DIR / "vllm-0.32-pp-startup.jsonl",
+             "vllm==0.32"),
+    "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-support.json",
+             LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-startup.jsonl", "vllm"),
+}
+STARTUP = [(release, json.loads(line)) for release, (_, path, _) in RELEASE_FILES.items()
+           if path.is_file() for line in path.read_text().splitlines() if line.strip()]
 VLLM_PP_WORDS = ("Pipeline parallelism is not supported for this model. Supported models "
                  "implement the `SupportsPP` interface.")
 GEMMA3N = CONFIGS / "unsloth--gemma-3n-E2B-it.json"
@@ -54,22 +68,28 @@ def _config(name: str) -> str:
     return bundled_id(name) or str(CONFIGS / name)
 
 
-def _served_by_vllm(model_type: str) -> bool:
+def _served_by_vllm(model_type: str, release: str | None = None) -> bool:
     # A type only a vLLM-Omni stage builds (its talker) is in no table of vLLM's registry.
     from kvledger.plan.omni.pipelines import STAGE_ONLY_MODEL_TYPES
 
-    return not vllm_release().not_served.get(model_type) and \
+    return not vllm_release(release).not_served.get(model_type) and \
         model_type not in STAGE_ONLY_MODEL_TYPES
 
 
 # -- the table is vLLM's answer ------------------------------------------------------------------
 
 
-def test_the_table_is_what_vllms_registry_answered() -> None:
-    rows = TABLE["architectures"]
-    assert set(PP_SUPPORT) == set(rows)
+@pytest.mark.parametrize("release", list(RELEASE_FILES))
+def test_the_table_is_what_vllms_registry_answered(release: str) -> None:
+    path = RELEASE_FILES[release][0]
+    answered = json.loads(path.read_text())
+    assert answered["vllm"] == vllm_release(release).version
+    rows = answered["architectures"]
+    with planning(release):
+        table = pp_table()
+    assert set(table) == set(rows)
     for arch, row in rows.items():
-        supported, where = PP_SUPPORT[arch]
+        supported, where = table[arch]
         if row.get("registered") is False:
             assert (supported, where) == (None, ""), arch
             assert (arch in TRANSFORMERS_BACKEND) is row["transformers_backend"], arch
@@ -79,18 +99,28 @@ def test_the_table_is_what_vllms_registry_answered() -> None:
         assert where.startswith(module) and where.endswith(" " + row["class"]), (arch, where)
 
 
-def test_every_transformers_backend_class_supports_pp() -> None:
+def _answered(release: str) -> dict[str, Any]:
+    answered: dict[str, Any] = json.loads(RELEASE_FILES[release][0].read_text())
+    return answered
+
+
+@pytest.mark.parametrize("release", list(RELEASE_FILES))
+def test_every_transformers_backend_class_supports_pp(release: str) -> None:
     # why an unregistered architecture vLLM hands to its Transformers backend is a yes
-    assert TABLE["transformers_backend_supports_pp"]
-    assert all(TABLE["transformers_backend_supports_pp"].values())
+    backend = _answered(release)["transformers_backend_supports_pp"]
+    assert backend and all(backend.values())
 
 
-def test_every_derivable_model_type_has_a_pp_verdict() -> None:
-    """Each model type kvledger derives and vLLM serves is either carried by an architecture
-    with a verdict, or only ever a wrapper's language model — then vLLM judges the wrapper's
-    architecture (config.json's ``architectures``), which has one."""
-    judged = {t for arch, row in TABLE["architectures"].items() for t in row["model_types"]
-              if PP_SUPPORT[arch][0] is not None or arch in TRANSFORMERS_BACKEND}
+@pytest.mark.parametrize("release", list(RELEASE_FILES))
+def test_every_derivable_model_type_has_a_pp_verdict(release: str) -> None:
+    """Each model type kvledger derives and the release serves is either carried by an
+    architecture with a verdict, or only ever a wrapper's language model — then vLLM judges
+    the wrapper's architecture (config.json's ``architectures``), which has one."""
+    with planning(release):
+        table = pp_table()
+    judged = {t for arch, row in _answered(release)["architectures"].items()
+              for t in row["model_types"]
+              if table[arch][0] is not None or arch in TRANSFORMERS_BACKEND}
     inner_of: dict[str, list[str]] = {}
     for name in MODEL_TYPES:
         row = resolve(name)
@@ -102,7 +132,8 @@ def test_every_derivable_model_type_has_a_pp_verdict() -> None:
         more = {t for t, wrappers in inner_of.items() if any(w in covered for w in wrappers)}
         grew = not more <= covered
         covered |= more
-    missing = [t for t in supported_types() if _served_by_vllm(t) and t not in covered]
+    missing = [t for t in supported_types()
+               if _served_by_vllm(t, release) and t not in covered]
     assert not missing, f"model types with no PP verdict: {missing}"
     assert len(judged) > 80  # the walk saw the table (not an empty file)
 
@@ -170,16 +201,20 @@ def test_an_unknown_architecture_is_refused_naming_it(tmp_path: Path) -> None:
 
 
 def test_the_startup_file_has_both_answers() -> None:
-    assert any(c["ok"] for c in STARTUP)
-    assert any(not c["ok"] and c["error_type"] == "NotImplementedError" for c in STARTUP)
-    assert any(not c["ok"] and c["error_type"] != "NotImplementedError" for c in STARTUP)
+    for release in RELEASE_FILES:
+        cases = [c for r, c in STARTUP if r == release]
+        assert any(c["ok"] for c in cases), release
+        assert any(not c["ok"] and c["error_type"] == "NotImplementedError" for c in cases)
+        assert any(not c["ok"] and c["error_type"] != "NotImplementedError" for c in cases)
 
 
-@pytest.mark.parametrize("case", STARTUP, ids=[c["why"][:50] for c in STARTUP])
-def test_pp_startup_as_vllm(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("release", "case"), STARTUP,
+                         ids=[f"{r}-{c['why'][:50]}" for r, c in STARTUP])
+def test_pp_startup_as_vllm(release: str, case: dict[str, Any]) -> None:
     args = case["engine_args"]
     request = PlanRequest(
-        kv_cache_memory_bytes=BUDGET, pipeline_parallel_size=case["pipeline_parallel_size"],
+        engine=RELEASE_FILES[release][2], kv_cache_memory_bytes=BUDGET,
+        pipeline_parallel_size=case["pipeline_parallel_size"],
         max_model_len=args["max_model_len"],
         tensor_parallel_size=args.get("tensor_parallel_size", 1))
     facts = derive_model(_config(case["config"]))
@@ -190,6 +225,7 @@ def test_pp_startup_as_vllm(case: dict[str, Any]) -> None:
     with pytest.raises(VllmStartupError) as caught:
         plan_vllm(facts, request, BUDGET)
     ours = str(caught.value)
+    assert ours.startswith(f"{vllm_release(release).short} refuses to start")
     if case["error_type"] == "NotImplementedError":
         assert case["error"] == VLLM_PP_WORDS
         assert VLLM_PP_WORDS in ours

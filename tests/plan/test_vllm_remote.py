@@ -1,7 +1,11 @@
 """Remote-code model types planned from what config.json states (derive/remote_code.py): what
-vLLM 0.32 builds given exactly those keys with --trust-remote-code
-(tests/oracles/vllm-0.32-remote.jsonl, made by tests/oracles/run_remote_oracle.py), replayed
-through the library.
+vLLM builds given exactly those keys with --trust-remote-code
+(tests/oracles/vllm-0.32-remote.jsonl, made by tests/oracles/run_remote_oracle.py, and 0.33's
+runs of the same questions, vllm-0.33/vllm-0.33-remote.jsonl, ``--vllm 0.33``), replayed
+through the library as each release. The rule reads the same in both: no transformers 5.19 /
+5.20 or vLLM ``_CONFIG_REGISTRY`` class for these types, and their vLLM model files
+(internlm2.py, minicpm.py, mimo.py, exaone.py, deepseek_v2.py, orion.py, bailing_moe.py) are
+unchanged between the releases' wheels.
 
 - A run vLLM served, for a type kvledger plans: the plan is vLLM's, exact (blocks, tokens,
   concurrency, groups, page sizes), and vLLM's model class is the native one.
@@ -32,7 +36,14 @@ if not CONFIGS.is_dir():  # the real configs of these types are in ../shared/con
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32-remote.jsonl"
-CASES = [json.loads(line) for line in FILE.read_text().splitlines() if line.strip()]
+# release -> (its file, the --engine that plans as it)
+RELEASE_FILES = {
+    "0.32": (FILE, "vllm==0.32"),
+    "0.33": (ROOT / "tests" / "oracles" / "vllm-0.33" / "vllm-0.33-remote.jsonl", "vllm"),
+}
+RELEASE_CASES = [(release, json.loads(line)) for release, (path, _) in RELEASE_FILES.items()
+                 if path.is_file() for line in path.read_text().splitlines() if line.strip()]
+CASES = [case for release, case in RELEASE_CASES if release == "0.32"]
 
 
 def _config(case: dict[str, Any]) -> dict[str, Any]:
@@ -40,8 +51,8 @@ def _config(case: dict[str, Any]) -> dict[str, Any]:
     return real_config(case["config"])
 
 
-def _request(case: dict[str, Any]) -> PlanRequest:
-    request: PlanRequest = request_of(case["inputs"])
+def _request(case: dict[str, Any], release: str = "0.32") -> PlanRequest:
+    request: PlanRequest = request_of(case["inputs"], engine=RELEASE_FILES[release][1])
     return request
 
 
@@ -52,6 +63,8 @@ def _planned(case: dict[str, Any]) -> bool:
 
 SERVED = [c for c in CASES if _planned(c)]
 STOPPED = [c for c in CASES if "vllm_refuses_to_start_with" in c]
+SERVED_BY = [(r, c) for r, c in RELEASE_CASES if _planned(c)]
+STOPPED_BY = [(r, c) for r, c in RELEASE_CASES if "vllm_refuses_to_start_with" in c]
 
 
 def _id(case: dict[str, Any]) -> str:
@@ -66,12 +79,17 @@ def test_every_planned_remote_type_has_served_cases() -> None:
         assert resolve(model_type).stated, model_type  # planned under the remote-code policy
 
 
-@pytest.mark.parametrize("case", SERVED, ids=[_id(c) for c in SERVED])
-def test_planned_as_vllm_serves_the_stated_keys(case: dict[str, Any]) -> None:
+def test_both_releases_have_served_and_stopped_runs() -> None:
+    assert {r for r, _ in SERVED_BY} == {r for r, _ in STOPPED_BY} == set(RELEASE_FILES)
+
+
+@pytest.mark.parametrize(("release", "case"), SERVED_BY,
+                         ids=[f"{r}-{_id(c)}" for r, c in SERVED_BY])
+def test_planned_as_vllm_serves_the_stated_keys(release: str, case: dict[str, Any]) -> None:
     raw = _config(case)
     # vLLM's own model class for the architecture, not a Transformers-backend stand-in
     assert case["vllm_resolved"]["model_class"] == raw["architectures"][0]
-    request = _request(case)
+    request = _request(case, release)
     facts = derive_model(raw)
     plan = plan_vllm(facts, request, request.kv_cache_memory_bytes)
     assert_plan_is(plan, case)
@@ -115,12 +133,13 @@ def test_exaone_layers_come_from_num_layers() -> None:
     assert {(la.k_heads, la.k_dim) for la in facts.layers} == {(8, 128)}  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("case", STOPPED, ids=[_id(c) for c in STOPPED])
-def test_where_vllm_stops_kvledger_refuses(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("release", "case"), STOPPED_BY,
+                         ids=[f"{r}-{_id(c)}" for r, c in STOPPED_BY])
+def test_where_vllm_stops_kvledger_refuses(release: str, case: dict[str, Any]) -> None:
     raw = _config(case)
     said = case["vllm_refuses_to_start_with"]
     with pytest.raises(UnsupportedArchitecture) as err:
-        vllm_facts(raw)
+        vllm_facts(raw, engine=RELEASE_FILES[release][1])
     message = str(err.value)
     if said.startswith("AttributeError"):
         # vLLM's model read an attribute the file does not state: kvledger names that key

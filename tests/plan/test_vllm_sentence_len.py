@@ -1,10 +1,14 @@
-"""The length vLLM 0.32 starts with when a model directory carries a sentence-transformers
-config or a tokenizer_config.json beside config.json (source/sentence.py).
+"""The length vLLM starts with when a model directory carries a sentence-transformers config or a
+tokenizer_config.json beside config.json (source/sentence.py).
 
-Every line of ``tests/oracles/vllm-0.32-tokenizer-len.jsonl`` is vLLM's own ``ModelConfig`` on
-such a directory (``tests/oracles/run_tokenizer_len_oracle.py`` made them); each is replayed
-here on the same files. The lines where vLLM runs its pooling runner (a ``modules.json``) are
-not: kvledger plans the generate runner, and says so in the source's docstring.
+Every line of ``tests/oracles/vllm-0.32-tokenizer-len.jsonl`` (and of 0.33's,
+``vllm-0.33/vllm-0.33-tokenizer-len.jsonl``) is that release's own ``ModelConfig`` on such a
+directory (``tests/oracles/run_tokenizer_len_oracle.py [--vllm 0.33]`` made them); each is
+replayed here on the same files, planned as its release. (The rule, ``_get_and_verify_max_len``
+and ``get_sentence_transformer_tokenizer_config``, reads the same in 0.32's and 0.33's
+config/model.py and transformers_utils/config.py.) The lines where vLLM runs its pooling runner
+(a ``modules.json``) are not: kvledger plans the generate runner, and says so in the source's
+docstring.
 """
 
 from __future__ import annotations
@@ -21,11 +25,19 @@ from oracle_cases import CONFIGS, bundled_id
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE.parent / "oracles" / "vllm-0.32-tokenizer-len.jsonl"
+# release -> (its file, the --engine that plans as it)
+RELEASE_FILES = {
+    "0.32": (CASES, "vllm==0.32"),
+    "0.33": (HERE.parent / "oracles" / "vllm-0.33" / "vllm-0.33-tokenizer-len.jsonl", "vllm"),
+}
 BUDGET = ["--kv-cache-memory-bytes", "1GiB"]
 
 
-def _lines() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in CASES.read_text().splitlines() if line.strip()]
+def _lines(release: str = "0.32") -> list[dict[str, Any]]:
+    path = RELEASE_FILES[release][0]
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _model_dir(tmp_path: Path, config: str, changed: dict[str, Any],
@@ -55,15 +67,23 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 GENERATE = [c for c in _lines() if c["vllm"].get("runner_type") != "pooling"]
+REPLAYED = [(release, c) for release in RELEASE_FILES for c in _lines(release)
+            if c["vllm"].get("runner_type") != "pooling"]
 
 
-@pytest.mark.parametrize("case", GENERATE, ids=[c["why"] for c in GENERATE])
-def test_replays_vllm(case: dict[str, Any], tmp_path: Path,
+def test_both_releases_are_replayed() -> None:
+    assert {release for release, _ in REPLAYED} == set(RELEASE_FILES)
+
+
+@pytest.mark.parametrize(("release", "case"), REPLAYED,
+                         ids=[f"{r}-{c['why']}" for r, c in REPLAYED])
+def test_replays_vllm(release: str, case: dict[str, Any], tmp_path: Path,
                       capsys: pytest.CaptureFixture[str]) -> None:
     directory = _model_dir(tmp_path, case["config"], case["changed"], case["files"])
     asked = [] if case["max_model_len"] is None else ["--max-model-len",
                                                       str(case["max_model_len"])]
-    code, out, err = _run(capsys, "plan", str(directory), *BUDGET, *asked, "--json")
+    code, out, err = _run(capsys, "plan", str(directory), *BUDGET, *asked, "--json",
+                          "--engine", RELEASE_FILES[release][1])
     answer = case["vllm"]
     if "error" in answer:
         assert code == 2 and out == "" and len(err.splitlines()) == 1, (out, err)

@@ -1,9 +1,12 @@
-"""vLLM 0.32's start-up refusals (plan/engines/vllm/startup.py), each against the oracle's answer.
+"""vLLM's start-up refusals (plan/engines/vllm/startup.py), each against the oracle's answer.
 
-``tests/oracles/vllm-0.32-startup.jsonl`` holds what vLLM itself did for each setting
-(``tests/oracles/run_startup_oracle.py`` ran it): refused, with its message, or started, with
-the max_model_len, block size and block count it settled on. Every line is replayed: kvledger
-must refuse exactly where vLLM does (with vLLM's words) and plan the same numbers elsewhere.
+``tests/oracles/vllm-0.32-startup.jsonl`` and ``vllm-0.33/vllm-0.33-startup.jsonl`` hold what
+each vLLM release itself did for each setting (``tests/oracles/run_startup_oracle.py`` ran
+0.32's, ``make_vllm_033_cases.py`` the same 13 questions of 0.33; the checks read the same in
+both releases' config/model.py and config/scheduler.py, and the answers agree line for line),
+each replayed as its release: refused, with its message, or started, with the max_model_len,
+block size and block count it settled on. Every line is replayed: kvledger must refuse exactly
+where vLLM does (with vLLM's words) and plan the same numbers elsewhere.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 from kvledger.cli.main import main
 from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.engines.vllm.startup import (
     VllmStartupError,
     default_max_model_len,
@@ -29,8 +33,12 @@ from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, LOCAL_DIR, config_path, needs_shared
 
 STARTUP_FILE = LOCAL_DIR / "vllm-0.32-startup.jsonl"
-CASES = [json.loads(line) for line in STARTUP_FILE.read_text().splitlines() if line.strip()] \
-    if STARTUP_FILE.is_file() else []
+# release -> (its file, the --engine that plans as it)
+RELEASE_FILES = {"0.32": (STARTUP_FILE, "vllm==0.32"),
+                 "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-startup.jsonl", "vllm")}
+RELEASE_CASES = [(release, json.loads(line)) for release, (path, _) in RELEASE_FILES.items()
+                 if path.is_file() for line in path.read_text().splitlines() if line.strip()]
+CASES = [case for release, case in RELEASE_CASES if release == "0.32"]
 # (what vLLM's error says, what kvledger's refusal must say): vLLM's own words, except for
 # the bare AssertionError of LlamaAttention, which kvledger quotes by its condition.
 PHRASES = (
@@ -45,10 +53,19 @@ PHRASES = (
 BUDGET = 214748364800  # the oracle runs' 200 GiB
 
 
-def _request(args: list[str]) -> PlanRequest:
+def _extra_args(case: dict[str, Any]) -> list[str]:
+    """The oracle arguments after the budget (0.33's lines keep them in the command only)."""
+    if "extra_args" in case:
+        extra: list[str] = case["extra_args"]
+        return extra
+    words = case["command"].split()
+    return words[words.index("--kv-cache-memory-bytes") + 2:]
+
+
+def _request(args: list[str], engine: str = "vllm==0.32") -> PlanRequest:
     flags = dict(zip(args[::2], args[1::2], strict=True))
     return PlanRequest(
-        engine="vllm==0.32",  # the cases are vLLM 0.32's (run_startup_oracle.py)
+        engine=engine,  # the release whose oracle answered
         kv_cache_memory_bytes=BUDGET,
         tensor_parallel_size=int(flags.get("--tp", 1)),
         block_size=flags.get("--block-size", "auto") if flags.get("--block-size") == "auto"
@@ -67,15 +84,16 @@ def test_the_oracle_file_covers_every_rule() -> None:
     assert any(c["ok"] for c in CASES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["why"][:40] for c in CASES])
-def test_startup_as_vllm(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("release", "case"), RELEASE_CASES,
+                         ids=[f"{r}-{c['why'][:40]}" for r, c in RELEASE_CASES])
+def test_startup_as_vllm(release: str, case: dict[str, Any]) -> None:
     facts = derive_model(str(config_path(case)))
-    request = _request(case["extra_args"])
+    request = _request(_extra_args(case), RELEASE_FILES[release][1])
     if not case["ok"]:
         phrase = next(ours for vllm, ours in PHRASES if vllm in case["error"])
         with pytest.raises(VllmStartupError, match=re.escape(phrase)) as caught:
             plan_vllm(facts, request, BUDGET)
-        assert str(caught.value).startswith("vLLM 0.32 refuses to start: ")
+        assert str(caught.value).startswith(f"{vllm_release(release).short} refuses to start: ")
         return
     plan = plan_vllm(facts, request, BUDGET)
     assert (plan.max_model_len, plan.block_size, plan.num_blocks) == (

@@ -1,7 +1,10 @@
-"""Model types vLLM 0.32 dropped from its own models but hands to its Transformers backend:
+"""Model types vLLM dropped from its own models but hands to its Transformers backend:
 what vLLM really does with them (tests/oracles/vllm-0.32-tfbackend.jsonl, made by
-tests/oracles/run_tfbackend_oracle.py with the processor files the shared tool cannot supply),
-replayed through the library.
+tests/oracles/run_tfbackend_oracle.py with the processor files the shared tool cannot supply;
+0.33's answers to the same questions in vllm-0.33/vllm-0.33-tfbackend.jsonl, ``--vllm 0.33``),
+replayed through the library as each release. ``_PREVIOUSLY_SUPPORTED_MODELS`` and the
+backend's attention layers (transformers/base.py ``_create_attention_instances``) read the same
+in both releases.
 
 - A run vLLM served, for a model type kvledger plans (persimmon): the plan is vLLM's, exact.
 - A run where vLLM stopped (Llama-3.2-Vision with images on, Mllama's text model alone):
@@ -33,7 +36,14 @@ from oracle_cases import assert_plan_is, real_config, request_of
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32-tfbackend.jsonl"
-CASES = [json.loads(line) for line in FILE.read_text().splitlines() if line.strip()]
+# release -> (its file, the --engine that plans as it)
+RELEASE_FILES = {
+    "0.32": (FILE, "vllm==0.32"),
+    "0.33": (ROOT / "tests" / "oracles" / "vllm-0.33" / "vllm-0.33-tfbackend.jsonl", "vllm"),
+}
+RELEASE_CASES = [(release, json.loads(line)) for release, (path, _) in RELEASE_FILES.items()
+                 if path.is_file() for line in path.read_text().splitlines() if line.strip()]
+CASES = [case for release, case in RELEASE_CASES if release == "0.32"]
 
 
 def _config(case: dict[str, Any]) -> dict[str, Any]:
@@ -46,15 +56,22 @@ def _config(case: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def _request(case: dict[str, Any]) -> PlanRequest:
-    request: PlanRequest = request_of(case["inputs"])
+def _request(case: dict[str, Any], release: str = "0.32") -> PlanRequest:
+    request: PlanRequest = request_of(case["inputs"], engine=RELEASE_FILES[release][1])
     return request
 
 
-SERVED = [c for c in CASES if "expected" in c and not c["engine_args"]
-          and not c["config"].startswith("class:")]
+def _served(case: dict[str, Any]) -> bool:
+    return "expected" in case and not case["engine_args"] and \
+        not case["config"].startswith("class:")
+
+
+SERVED = [c for c in CASES if _served(c)]
 STOPPED = [c for c in CASES if "vllm_refuses_to_start_with" in c]
 TEXT_ONLY = [c for c in CASES if c["engine_args"].get("language_model_only")]
+SERVED_BY = [(r, c) for r, c in RELEASE_CASES if _served(c)]
+STOPPED_BY = [(r, c) for r, c in RELEASE_CASES if "vllm_refuses_to_start_with" in c]
+TEXT_ONLY_BY = [(r, c) for r, c in RELEASE_CASES if c["engine_args"].get("language_model_only")]
 
 
 def _id(case: dict[str, Any]) -> str:
@@ -63,12 +80,16 @@ def _id(case: dict[str, Any]) -> str:
 
 def test_the_file_holds_every_kind_of_answer() -> None:
     assert len(SERVED) >= 4 and len(STOPPED) >= 3 and len(TEXT_ONLY) >= 3
+    for kind in (SERVED_BY, STOPPED_BY, TEXT_ONLY_BY):  # and each release has each kind
+        assert {r for r, _ in kind} == set(RELEASE_FILES)
 
 
-@pytest.mark.parametrize("case", SERVED, ids=[_id(c) for c in SERVED])
-def test_served_through_the_transformers_backend_as_vllm(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("release", "case"), SERVED_BY,
+                         ids=[f"{r}-{_id(c)}" for r, c in SERVED_BY])
+def test_served_through_the_transformers_backend_as_vllm(release: str,
+                                                         case: dict[str, Any]) -> None:
     assert case["vllm_resolved"]["architecture"] == "TransformersForCausalLM"
-    request = _request(case)
+    request = _request(case, release)
     plan = plan_vllm(derive_model(_config(case)), request, request.kv_cache_memory_bytes)
     assert_plan_is(plan, case)
 
@@ -86,10 +107,12 @@ def test_persimmon_by_hand() -> None:
     assert plan.num_blocks == 16 * 2**30 // (2 * 16 * 64 * 64 * 2 * 36) == 1820
 
 
-@pytest.mark.parametrize("case", STOPPED, ids=[_id(c) for c in STOPPED])
-def test_where_vllm_stops_kvledger_refuses_in_vllms_words(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("release", "case"), STOPPED_BY,
+                         ids=[f"{r}-{_id(c)}" for r, c in STOPPED_BY])
+def test_where_vllm_stops_kvledger_refuses_in_vllms_words(release: str,
+                                                          case: dict[str, Any]) -> None:
     raw = _config(case)
-    reason = vllm_release("0.32").not_served[raw["model_type"]]
+    reason = vllm_release(release).not_served[raw["model_type"]]
     said = case["vllm_refuses_to_start_with"]
     if "was supported in vLLM until" in said:
         # the Transformers backend did not take it (mpt): the dropped wording, quoted
@@ -98,7 +121,7 @@ def test_where_vllm_stops_kvledger_refuses_in_vllms_words(case: dict[str, Any]) 
         # derive reads MPT's schema (transformers' MptAttention, for the native layout); the
         # vLLM layout refuses it, in vLLM's words, once the facts are known.
         with pytest.raises(VllmLayoutError, match=re.escape(quoted[1])):
-            plan_vllm(derive_model(raw), _request_or_default(case), 2**34)
+            plan_vllm(derive_model(raw), _request_or_default(case, release), 2**34)
         return
     assert said in reason
     assert "was supported in vLLM until" not in reason  # vLLM never gets that far
@@ -108,17 +131,18 @@ def test_where_vllm_stops_kvledger_refuses_in_vllms_words(case: dict[str, Any]) 
             derive_model(raw)
         return
     with pytest.raises(VllmLayoutError) as err:
-        plan_vllm(derive_model(raw), _request_or_default(case), 2**34)
+        plan_vllm(derive_model(raw), _request_or_default(case, release), 2**34)
     assert str(err.value).endswith(f"{reason}; use --engine native")
 
 
-def _request_or_default(case: dict[str, Any]) -> PlanRequest:
-    return PlanRequest(engine="vllm==0.32", kv_cache_memory_bytes=2**34,
+def _request_or_default(case: dict[str, Any], release: str) -> PlanRequest:
+    return PlanRequest(engine=RELEASE_FILES[release][1], kv_cache_memory_bytes=2**34,
                        max_model_len=int(case["oracle_args"][1]))
 
 
-@pytest.mark.parametrize("case", TEXT_ONLY, ids=[_id(c) for c in TEXT_ONLY])
-def test_text_only_mllama_is_what_the_refusal_says(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("release", "case"), TEXT_ONLY_BY,
+                         ids=[f"{r}-{_id(c)}" for r, c in TEXT_ONLY_BY])
+def test_text_only_mllama_is_what_the_refusal_says(release: str, case: dict[str, Any]) -> None:
     # The refusal says: with --language-model-only every text layer, the cross-attention
     # ones too, gets an ordinary full-attention KV cache. The config's text model: 4 layers
     # (layer 2 cross-attention), 8 KV heads, head dim 8192 // 64 = 128.
@@ -131,7 +155,7 @@ def test_text_only_mllama_is_what_the_refusal_says(case: dict[str, Any]) -> None
     tp = case["inputs"]["tensor_parallel_size"]
     assert spec["num_kv_heads"] == text["num_key_value_heads"] // tp
     assert spec["head_size"] == text["hidden_size"] // text["num_attention_heads"] == 128
-    assert "--language-model-only" in vllm_release("0.32").not_served["mllama"]
+    assert "--language-model-only" in vllm_release(release).not_served["mllama"]
 
 
 def test_aya_vision_refusal_states_the_runs_layers() -> None:

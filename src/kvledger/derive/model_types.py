@@ -1759,9 +1759,39 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                           + _ENCODER},
             config_class="MossTranscribeDiarizeConfig (text_config: qwen3 by default)",
             vllm="moss_transcribe_diarize.py (Qwen3ForCausalLM on text_config)"),
+        # Beam (vLLM 0.33 registers BeamForCausalLM, vllm/models/beam/nvidia/): vLLM loads
+        # model_type beam with its own BeamConfig (transformers_utils/configs/beam.py,
+        # _CONFIG_REGISTRY), not transformers 5.20's: its defaults are these, and without
+        # layer_types every layer slides. BeamAttention (models/beam/nvidia/attention.py):
+        # num_key_value_heads x (head_dim or hidden_size // num_attention_heads), a window of
+        # sliding_window on the layers layer_types marks sliding, none on the full (NoPE) ones.
+        # vLLM 0.32 does not serve it (model_type_verdicts.py).
+        "beam": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                  harmless=dict.fromkeys(("mlp_layer_types", "topk_group", "norm_topk_prob"),
+                                         _MOE),
+                  config_class="BeamConfig (vLLM's own)",
+                  defaults={"num_key_value_heads": 4, "hidden_size": 2048,
+                            "num_hidden_layers": 24, "num_attention_heads": 32,
+                            "sliding_window": 4096, "max_position_embeddings": 32768},
+                  options={"all_sliding": True},
+                  vllm="vllm/models/beam/nvidia/model.py (BeamAttention: layer_types, "
+                       "per_layer_sliding_window)"),
+        # Kolibri-1 (Kolibri1Config, transformers 5.20): vLLM 0.33 serves it by its
+        # Transformers backend (registry _TRANSFORMERS_SUPPORTED_MODELS:
+        # TransformersMoEForCausalLM; transformers/base.py _create_attention_instances: one
+        # Attention a layer, a per-layer window where layer_types says sliding). The class
+        # builds layer_types when the file has none: layer i full when (i + 1) % 5 == 0.
+        # vLLM 0.32 does not serve it (model_type_verdicts.py).
+        "kolibri1": T(handler="layer_patterns:derive", keys=_WINDOW_KEYS,
+                      harmless=dict.fromkeys(("norm_topk_prob",
+                                              "shared_expert_intermediate_size"), _MOE),
+                      config_class="Kolibri1Config",
+                      defaults={"num_key_value_heads": 4, "head_dim": 128, "hidden_size": 2560,
+                                "num_hidden_layers": 50, "num_attention_heads": 48,
+                                "sliding_window": 513, "max_position_embeddings": 262144},
+                      options={"every": 5, "pattern_key": None},
+                      vllm="Transformers backend (Kolibri1ForCausalLM, MoE)"),
         # Refused with the reason plan/engines/vllm/releases/model_type_verdicts.py gives.
-        "beam": T(),
-        "kolibri1": T(),
         "molmo2": T(),
         "muse_spark": T(),
     }

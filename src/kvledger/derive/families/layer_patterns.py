@@ -10,6 +10,8 @@ list the class would have built, then place windows as the model file does:
   (pattern default 4; the class cannot compute it from a string such as "LLLG").
 * OLMo-3 (Olmo3Config; vLLM's Transformers backend): ``(i + 1) % 4`` ≠ 0 slides.
 * Laguna (LagunaConfig, vLLM laguna.py): no ``layer_types`` means every layer is full.
+* Beam (vLLM 0.33's own BeamConfig, transformers_utils/configs/beam.py, which vLLM loads instead
+  of transformers' class): no ``layer_types`` means every layer slides (``all_sliding``).
 * Command R7B (Cohere2Config, vLLM commandr.py): ``(i + 1) % sliding_window_pattern`` ≠ 0
   slides (default 4); the window is ``sliding_window + 1`` (``window_extra``) and the head
   size ``hidden_size // num_attention_heads`` (the class overwrites a stated head_dim).
@@ -58,6 +60,7 @@ def derive(
     window_extra: int = 0,
     stated_head_dim: bool = True,
     first_full: bool = False,
+    all_sliding: bool = False,
 ) -> Derived:
     """K/V attention on every layer; ``layer_types`` as stated, else as the config class
     builds it: every ``every``-th layer full (``pattern_key``, when the config class reads
@@ -65,7 +68,8 @@ def derive(
     ``sliding_window`` + ``window_extra`` positions; K/V heads and head dim as the standard
     handler reads them (``stated_head_dim=False``: always hidden_size // heads, and a stated
     head_dim that differs is refused, since the model file would not use it; ``first_full``:
-    the pattern counts from layer 0, which is full)."""
+    the pattern counts from layer 0, which is full; ``all_sliding``: without ``layer_types``
+    every layer slides)."""
     n = cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads", minimum=1)
     kv_heads = cfg.int("num_key_value_heads", heads)
@@ -81,6 +85,9 @@ def derive(
             )
     notes: list[str] = []
     types = stated_layer_types(cfg, n, (FULL, SLIDING))
+    if types is None and all_sliding:
+        types = [SLIDING] * n
+        notes.append("no layer_types: the config class makes every layer sliding-window")
     if types is None:
         if every is None:
             types = [FULL] * n

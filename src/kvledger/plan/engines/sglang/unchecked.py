@@ -28,7 +28,7 @@ UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
      "cosmos3_edge", "cosmos3_edge_text", "hunyuan_vl", "hunyuan_vl_text", "gemma4_unified",
      "gemma4_unified_text",
      # breadth round 5
-     "moss_transcribe_diarize"),
+     "moss_transcribe_diarize", "beam", "kolibri1"),
     "checked against vLLM's own numbers only",
 )
 

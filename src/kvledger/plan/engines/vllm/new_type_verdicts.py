@@ -12,11 +12,14 @@ that reason instead of planning a cache vLLM never builds. Two kinds, each a tab
   class has none.
 - ``READ_WITHOUT_DEFAULT``: a key a model file reads unconditionally for which the config class
   declares no default, so a config that omits it stops vLLM (a config class's own defaults,
-  e.g., ``tests/data/class-default-configs/glm4_moe_lite.json``).
+  e.g., ``tests/data/class-default-configs/glm4_moe_lite.json``). A key may sit in a
+  sub-config (``thinker_config.vision_config.image_size``: a dotted path from the level); the
+  error then names that sub-config's class (``SUB_CONFIG_CLASSES``).
 - ``NONE_NOT_ACCEPTED``: a key whose class default is None and which the model class uses as
   a number.
 - ``CHECKED_AT_INIT``: a key the model class checks for itself (``hasattr``) and raises its own
   error without.
+- ``ASSERTED_AT_INIT``: a flag the model class asserts true, whose class default is false.
 
 A table is keyed by the model type of the level the model class reads: the top level, or for
 a wrapper the language model's config (Glm4vMoeTextConfig inside GLM-4.5V's). The same lines
@@ -76,6 +79,21 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[tuple[str, ...], tuple[str, object] | N
     "nemotron_h_omni": (
         ("patch_size",), None,
         "vllm/model_executor/models/nano_nemotron_vl.py NemotronH_Nano_VL_V2.__init__"),
+    # `self.image_size = vision_config.image_size`, then `vision_config.apply_vit_abs_pos_embed`
+    # (Qwen3Omni_VisionTransformer.__init__, the thinker's vision tower, in vLLM 0.32 and 0.33
+    # alike): transformers' Qwen3OmniMoeVisionEncoderConfig declares neither (0.33 oracle:
+    # tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl, the class defaults with head_dim).
+    "qwen3_omni_moe": (
+        ("thinker_config.vision_config.image_size",
+         "thinker_config.vision_config.apply_vit_abs_pos_embed"), None,
+        "vllm/model_executor/models/qwen3_omni_moe_thinker.py "
+        "Qwen3Omni_VisionTransformer.__init__"),
+}
+
+# model_type of a sub-config -> its config class (what vLLM's AttributeError names), for the
+# sub-config levels READ_WITHOUT_DEFAULT reaches (transformers 5.19 / 5.20 class names).
+SUB_CONFIG_CLASSES: Mapping[str, str] = {
+    "qwen3_omni_moe_vision_encoder": "Qwen3OmniMoeVisionEncoderConfig",
 }
 
 # model_type -> (key, vLLM's error, where): HYV3DecoderLayer.__init__ checks
@@ -117,6 +135,39 @@ NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
 }
 
 
+# model_type -> (flag, its config-class default, what vLLM asserts, where, why the flag is
+# what the model class sees). CohereCompassForCausalLM.__init__ asserts
+# config.tie_word_embeddings on the text config it is given, and VllmConfig.with_hf_config
+# (config/vllm.py, 0.32 and 0.33 alike) first copies the top level's tie_word_embeddings onto
+# the text config of a multimodal model; CohereCompassConfig's default is False (its text
+# config's True is overwritten), so its class defaults stop vLLM with a bare AssertionError
+# (0.33 oracle: vllm-0.33-new-behaviour.jsonl, with the traceback).
+ASSERTED_AT_INIT: Mapping[str, tuple[str, bool, str, str, str]] = {
+    "cohere_compass": (
+        "tie_word_embeddings", False, "AssertionError: assert config.tie_word_embeddings",
+        "vllm/model_executor/models/cohere_compass.py CohereCompassForCausalLM.__init__",
+        "VllmConfig.with_hf_config copies the top level's tie_word_embeddings onto "
+        "text_config"),
+}
+
+
+def _missing(level: Mapping[str, Any], path: str) -> tuple[str, str] | None:
+    """(the key, the config class that lacks it) when ``path`` (``key``, or ``sub.key`` into
+    sub-configs) is not stated in ``level``, else None. The class of a sub-config is
+    ``SUB_CONFIG_CLASSES``'s for its model_type; "" for ``level`` itself (the caller names
+    it). A sub-config the file omits is built from its class, which holds no such key."""
+    *subs, key = path.split(".")
+    here: Mapping[str, Any] = level
+    for sub in subs:
+        found = here.get(sub)
+        here = found if isinstance(found, Mapping) else {}
+    if key in here:
+        return None
+    owner = SUB_CONFIG_CLASSES.get(str(here.get("model_type")), "PretrainedConfig") \
+        if subs else ""
+    return key, owner
+
+
 def _levels(facts: ModelFacts) -> list[tuple[str, dict[str, Any]]]:
     """(model type, config as the file states it) of the top level and, for a wrapper, of the
     language model's config."""
@@ -156,11 +207,17 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
         if unread is not None:
             keys, gate, where = unread
             gated = gate is None or level.get(gate[0], gate[1]) is not None
-            missing = [key for key in keys if key not in level]
+            missing = [(path, *m) for path in keys if (m := _missing(level, path))]
             if gated and missing:
-                return (f"AttributeError: '{_config_class(model_type)}' object has no "
-                        f"attribute '{missing[0]}' (the config omits it and the config class "
-                        "has no default)", where)
+                path, key, owner = missing[0]
+                return (f"AttributeError: '{owner or _config_class(model_type)}' object has no "
+                        f"attribute '{key}' (the config omits {path} and the config class has "
+                        "no default)", where)
+        asserted = ASSERTED_AT_INIT.get(model_type)
+        if asserted is not None and not level.get(asserted[0], asserted[1]):
+            flag, default, error, where, why = asserted
+            return (f"{error} (the config leaves {flag} {level.get(flag, default)}, and {why})",
+                    where)
         checked = CHECKED_AT_INIT.get(model_type)
         if checked is not None and checked[0] not in level:
             key, error, where = checked

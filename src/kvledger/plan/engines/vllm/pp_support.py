@@ -1,4 +1,4 @@
-"""Which architectures vLLM 0.32 serves with pipeline parallelism, as data.
+"""Which architectures vLLM serves with pipeline parallelism, as data, per release.
 
 vLLM refuses ``--pipeline-parallel-size > 1`` for a model class that does not implement
 ``SupportsPP`` (vllm/config/model.py ``ModelConfig.verify_with_parallel_config``: "Pipeline
@@ -21,6 +21,12 @@ no such architecture, so ``inspect_model_cls`` passes over it to the next one in
 first tries its Transformers backend for the first one (``_try_resolve_transformers``), which
 serves those in ``TRANSFORMERS_BACKEND`` (transformers has the class and it takes vLLM's
 attention) — and every Transformers-backend class implements SupportsPP.
+
+``PP_SUPPORT`` is vLLM 0.32's answer; a later release's table is that plus the rows its profile
+adds (``VllmRelease.pp_support_added``: 0.33 registers BeamForCausalLM and
+Kolibri1ForCausalLM, ``tests/oracles/vllm-0.33/vllm-0.33-pp-support.json``; the rule itself,
+``verify_with_parallel_config`` → ``is_pp_supported_model`` → ``interfaces.supports_pp``, reads
+the same in both releases). ``pp_table()`` is the table of the release being planned.
 
 The EAGLE3 draft rows never refuse a target's PP: vLLM checks a draft against its own parallel
 config, built with ``pipeline_parallel_size=1`` (config/speculative.py
@@ -210,14 +216,24 @@ TRANSFORMERS_BACKEND = frozenset(
 TRANSFORMERS_BACKEND_WHERE = "vllm/model_executor/models/transformers/ (Transformers backend)"
 
 
+def pp_table() -> Mapping[str, tuple[bool | None, str]]:
+    """The verdicts of the release being planned (``releases.current``): ``PP_SUPPORT`` and
+    the rows its profile adds."""
+    from kvledger.plan.engines.vllm.releases.current import release
+
+    added = release().pp_support_added
+    return {**PP_SUPPORT, **added} if added else PP_SUPPORT
+
+
 def pp_verdict(architectures: tuple[str, ...]) -> tuple[str, bool, str] | None:
-    """(architecture, supports PP, where) for the class vLLM 0.32 resolves from
+    """(architecture, supports PP, where) for the class the planned release resolves from
     ``architectures`` (registry.py ``inspect_model_cls``): with none registered, the
     Transformers backend for the first when it serves it; else the first registered one.
     ``None`` when an architecture has no row here before a decision (kvledger cannot tell
     which class vLLM would build, so it does not guess), or when vLLM serves none of them."""
+    table = pp_table()
     for arch in architectures:
-        row = PP_SUPPORT.get(arch)
+        row = table.get(arch)
         if row is None:
             return None
         supported, where = row

@@ -81,6 +81,21 @@ def _remote(model_type: str, architecture: str, *, what: str = "", also: str = "
             + (f"; {also}" if also else ""))
 
 
+def _not_yet(model_type: str, architecture: str, later: str) -> str:
+    """``refused`` for a model type of a later release: this one's registry has no
+    ``architecture`` and its transformers release no config class for ``model_type``, so vLLM
+    stops at config loading in transformers' words, quoted."""
+    return (f"{_N.v} does not serve model_type '{model_type}': its registry has no "
+            f"{architecture} and {_N.t} has no config class for it (vLLM stops at config "
+            f"loading: 'The checkpoint you are trying to load has model type `{model_type}` but "
+            f"Transformers does not recognize this architecture'); {later}")
+
+
+# Model types whose verdicts above are for the releases before the one that serves them: a
+# release profile that serves one drops it from its ``not_served`` (v0_33.py).
+SERVED_LATER = frozenset({"beam", "kolibri1"})
+
+
 def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
     """(``NOT_SERVED``, ``NO_CACHE_CONFIG``) worded for release ``v`` ("vLLM 0.32") running
     transformers ``t`` ("transformers 5.19")."""
@@ -183,8 +198,8 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
             "trying to load has model type `deepseek_ref` but "
             "Transformers does not recognize this architecture'); vLLM "
             "serves DeepSeek-V4 as model_type 'deepseek_v4'",
-        'step3p7_flash': "architecture Step3p7FlashForCausalLM is not in vLLM "
-            "0.32's model registry ('Model architectures "
+        'step3p7_flash': "architecture Step3p7FlashForCausalLM is not in "
+            f"{_N.v}'s model registry ('Model architectures "
             "['Step3p7FlashForCausalLM'] are not supported for now'); "
             f"{_N.v} serves Step-3.7 only as "
             "Step3p7ForConditionalGeneration",
@@ -283,16 +298,14 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
             "\"AttributeError: 'MuseSparkTextConfig' object has no attribute "
             "'num_shared_experts'\" (MuseSparkTextConfig.__init__ checks "
             "self.num_shared_experts, which transformers' class does not write)",
-        'beam': "BeamForCausalLM is in vLLM 0.33's registry, not 0.32's (0.33 "
-            "vllm/models/beam/nvidia/model.py: Attention per layer, a window of "
-            "sliding_window on the layers layer_types marks sliding, SupportsPP); kvledger's "
-            "pipeline-parallel table is vLLM 0.32's registry answer and holds no verdict for "
-            f"it, so kvledger does not plan it for {_N.v}",
-        'kolibri1': "Kolibri1ForCausalLM is in vLLM 0.33's registry, not 0.32's (0.33 "
-            "serves it by its Transformers backend: _TRANSFORMERS_SUPPORTED_MODELS, "
-            "TransformersMoEForCausalLM, a window of sliding_window on the layers layer_types "
-            "marks sliding); kvledger's pipeline-parallel table is vLLM 0.32's registry "
-            f"answer and holds no verdict for it, so kvledger does not plan it for {_N.v}",
+        # Rows only a later release serves (``SERVED_LATER``: that release's profile drops
+        # them): vLLM 0.32's registry lists neither architecture, and transformers 5.19 has
+        # neither config class.
+        'beam': _not_yet("beam", "BeamForCausalLM", "vLLM 0.33 registers it "
+                         "(vllm/models/beam/) with its own BeamConfig"),
+        'kolibri1': _not_yet("kolibri1", "Kolibri1ForCausalLM", "vLLM 0.33 serves it by its "
+                             "Transformers backend (_TRANSFORMERS_SUPPORTED_MODELS) on "
+                             "transformers 5.20's Kolibri1Config"),
     }
     no_cache_config = {
         'falcon': "vLLM's falcon.py builds its rotary and ALiBi "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from kvledger.plan.engines.release import Release
 from kvledger.records import record
 
@@ -42,6 +44,10 @@ class VllmRelease(Release):
     # GPU when the text config has ``index_topk`` (0.33 model_executor/models/config.py
     # Glm5NextModelConfig.verify_and_update_config: GLM-5.3-Flash).
     fp8_auto_kv_on_sm100: frozenset[str] = frozenset()
+    # Pipeline-parallel verdicts this release's registry adds to 0.32's table (pp_support.py
+    # PP_SUPPORT): architecture -> (supports PP, where), as the release's registry answered
+    # (tests/oracles/run_pp_oracle.py --vllm <release> table).
+    pp_support_added: Mapping[str, tuple[bool | None, str]] = MappingProxyType({})
     # 0.33 config/vllm.py VllmConfig.__post_init__: the speculative-method and PP rules that
     # turn async scheduling off apply to the V1 model runner only (v1_async_sched_incompat).
     async_off_only_on_v1_runner: bool = False

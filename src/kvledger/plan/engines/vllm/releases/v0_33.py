@@ -4,8 +4,8 @@ Each difference was read in both releases' sources (docs/vllm-0.33-differences.m
 them, file and function in each) and is replayed by ``tests/oracles/vllm-0.33/``.
 Unchanged, read in 0.33's source: ``gpu_memory_utilization`` 0.92, block size 16, prefix
 caching on, the ``max_num_seqs`` / ``max_num_batched_tokens`` defaults, the model types it
-does not serve (no architecture of ``_PREVIOUSLY_SUPPORTED_MODELS`` returned, none of the 25
-added architectures is a type kvledger derives).
+does not serve (no architecture of ``_PREVIOUSLY_SUPPORTED_MODELS`` returned), except the
+types it adds (``model_type_verdicts.SERVED_LATER``: Beam, Kolibri-1).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from kvledger.plan.engines.vllm.releases import v0_32
-from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
+from kvledger.plan.engines.vllm.releases.model_type_verdicts import SERVED_LATER, build
 from kvledger.records import replace
 
 # vLLM 0.33.0's requirements pin transformers 5.20 (the oracle venv: transformers 5.20.2).
@@ -27,7 +27,11 @@ RELEASE = replace(
     # 0.33's own parser (scripts/serve_flag_tables.py): its switches are --enable-x /
     # --disable-x pairs (utils/argparse_utils.py EnableDisableAction), --no-enable-x kept.
     flag_table="vllm-0.33.0.json",
-    not_served=MappingProxyType(dict(_NOT_SERVED)),
+    # beam and kolibri1 are served from 0.33 (registry.py: BeamForCausalLM in
+    # _TEXT_GENERATION_MODELS, Kolibri1ForCausalLM in _TRANSFORMERS_SUPPORTED_MODELS; oracle:
+    # tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl).
+    not_served=MappingProxyType({k: why for k, why in _NOT_SERVED.items()
+                                 if k not in SERVED_LATER}),
     no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
     # platforms/interface.py Platform._align_hybrid_block_size: in align mode,
     # align = lcm(align, get_mamba_prefill_checkpoint_alignment(vllm_config) or 1), and
@@ -46,4 +50,13 @@ RELEASE = replace(
     # (releases/profile.py; engines/vllm/reserves.py).
     cublas_handles_before_snapshot=True,
     triton_mla_workspace_in_profile=True,
+    # The two architectures 0.33's registry adds for the model types kvledger derives; every
+    # other row answered as 0.32's (tests/oracles/vllm-0.33/vllm-0.33-pp-support.json, written
+    # by run_pp_oracle.py --vllm 0.33 table; ModelConfig.verify_with_parallel_config and
+    # interfaces.supports_pp are unchanged).
+    pp_support_added=MappingProxyType({
+        "BeamForCausalLM": (True, "vllm/models/beam/nvidia/model.py BeamForCausalLM"),
+        "Kolibri1ForCausalLM": (
+            True, "vllm/model_executor/models/transformers/ TransformersMoEForCausalLM"),
+    }),
 )
