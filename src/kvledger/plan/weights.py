@@ -255,6 +255,20 @@ def _quant_scheme(
         cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
         return f"modelopt {algo}", bits, cats
     qc = cfg.get("quantization_config")
+    mlx = cfg.get("quantization")
+    if isinstance(mlx, Mapping) and "bits" in mlx and "group_size" in mlx and \
+            (qc is None or (isinstance(qc, Mapping) and states_no_method(qc))):
+        # MLX writes its affine quantization as a top-level "quantization" block (bits,
+        # group_size, per-module overrides), and the same again as a quantization_config
+        # without quant_method; vLLM reads only quantization_config / compression_config
+        # (transformers_utils/model_arch_config_convertor.py _normalize_quantization_config),
+        # and one without a method as none (``states_no_method``): it would take the packed
+        # weights as dense ones.
+        raise WeightsError(
+            f"the config's top-level quantization block (bits {mlx.get('bits')!r}, group_size "
+            f"{mlx.get('group_size')!r}) is MLX's: an MLX checkpoint, which vLLM does not "
+            "load; its weights are not estimated (counted at 16 bits they would be 2-3 times "
+            "too large); pass --kv-cache-memory-bytes")
     if not isinstance(qc, Mapping) or states_no_method(qc):
         return None  # states_no_method: vLLM loads such a checkpoint unquantized
     method = str(qc.get("quant_method") or "")
