@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kvledger.derive.params import count_parameters
-from kvledger.plan.weights import estimate_weights
+from kvledger.plan.weights import WeightsError, estimate_weights
 
 # A small DeepSeek-V3 (MLA, q_lora_rank) with dense layers first, then MoE layers. One layer's
 # attention as vLLM deepseek_v2.py builds it: fused_qkv_a_proj 64·16 + 64·(8 + 2) = 1,664,
@@ -74,3 +76,17 @@ def test_an_excluded_mtp_layer_stays_16_bit_with_its_eh_proj() -> None:
     cfg = {**_config(2, 1), "num_nextn_predict_layers": 1}
     assert count_parameters(cfg).mtp["attn"] == ATTN_LAYER + 8_192
     assert _stored(cfg, ["lm_head", "model.layers.2*"]) - _stored(cfg, ["lm_head"]) == 21_988
+
+
+def test_a_flat_modelopt_block_in_config_json_is_read_like_hf_quant_config() -> None:
+    # nvidia's newer exports write ModelOpt into config.json (quant_method "modelopt",
+    # quant_algo, ignore); vLLM modelopt.py from_config reads that flat block the same way.
+    cfg = _config(2, 1)
+    exclude = ["lm_head", "model.layers.1.mlp.shared_experts*"]
+    flat = {**cfg, "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4",
+                                           "producer": {"name": "modelopt"}, "ignore": exclude}}
+    assert estimate_weights(flat, "bfloat16", stored=True).bytes == _stored(cfg, exclude)
+    mixed = {**cfg, "quantization_config": {"quant_method": "modelopt",
+                                            "quant_algo": "MIXED_PRECISION"}}
+    with pytest.raises(WeightsError, match="MIXED_PRECISION"):
+        estimate_weights(mixed, "bfloat16", stored=True)

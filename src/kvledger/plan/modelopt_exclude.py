@@ -13,7 +13,11 @@ name that is a substring of the prefix, also with ``language_model.`` removed; t
 fnmatch wildcards). Module names and sizes from deepseek_v2.py (MLA: ``fused_qkv_a_proj`` of
 ``q_a_proj`` + ``kv_a_proj_with_mqa``, ``q_b_proj``, ``kv_b_proj``, ``o_proj``; MoE
 ``mlp.experts``, ``mlp.shared_experts.gate_up_proj`` / ``down_proj``; dense ``mlp.gate_up_proj`` /
-``down_proj``) and llama.py / qwen3_moe.py (``self_attn.qkv_proj`` of q/k/v, ``o_proj``)."""
+``down_proj``) and llama.py / qwen3_moe.py (``self_attn.qkv_proj`` of q/k/v, ``o_proj``).
+
+Not applied: ``apply_vllm_mapper``'s rewrite of a pattern ``path*`` into ``path`` and
+``path.*`` (run only for a model with a weights mapper); it changes the result only where
+``path`` ends in a layer number that begins a longer one (``layers.1`` inside ``layers.12``)."""
 
 from __future__ import annotations
 

@@ -251,7 +251,8 @@ def _quant_scheme(
         excluded = [str(p) for p in q.get("exclude_modules") or ()]
         bits = {"FP8": 8.0, "NVFP4": 4.5, "W4A8_AWQ": 4.25}.get(algo)
         if bits is None:
-            raise WeightsError(f"hf_quant_config quant_algo {algo!r} has no known storage size")
+            raise WeightsError(f"ModelOpt quant_algo {algo!r} (hf_quant_config.json, or "
+                               "config.json's quantization_config) has no known storage size")
         cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
         return f"modelopt {algo}", bits, cats
     qc = cfg.get("quantization_config")
@@ -360,6 +361,8 @@ def estimate_weights(
     categories quantized), in place of the checkpoint's scheme; a model with towers is
     refused then (whether their linear layers are quantized depends on the model class).
     """
+    if hf_quant is None:
+        hf_quant = _flat_modelopt(cfg)
     params = count_parameters(cfg)
     counts = dict(params.categories)
     mtp = params.mtp_layers
@@ -444,6 +447,27 @@ def estimate_weights(
     if expert_bits and experts_scheme is not None:
         by_dtype[experts_scheme[0]] = int(-(-expert_bits // 8))
     return Estimate(total, how, n_params, warnings, by_dtype, by_category)
+
+
+_MODELOPT_METHODS = frozenset({"modelopt", "modelopt_fp4"})
+
+
+def _flat_modelopt(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A config.json's own ModelOpt block (``quant_method`` "modelopt" / "modelopt_fp4", or
+    ``producer.name`` "modelopt"), laid out as ``hf_quant_config.json`` is: vLLM 0.33
+    modelopt.py ``ModelOptQuantConfigBase.from_config`` reads such a flat block's
+    ``quant_algo`` and its ``ignore`` (else ``exclude_modules``) list."""
+    qc = cfg.get("quantization_config")
+    if not isinstance(qc, Mapping) or "quant_algo" not in qc or "quantization" in qc:
+        return None
+    producer = qc.get("producer")
+    by_modelopt = isinstance(producer, Mapping) and producer.get("name") == "modelopt"
+    if str(qc.get("quant_method") or "") not in _MODELOPT_METHODS and not by_modelopt:
+        return None
+    excluded = qc.get("ignore", qc.get("exclude_modules")) or []
+    return {"quantization": {"quant_algo": qc["quant_algo"],
+                             "exclude_modules": list(excluded) if isinstance(excluded, list)
+                             else []}}
 
 
 def _per_layer_excludes(hf_quant: Mapping[str, Any]) -> bool:
