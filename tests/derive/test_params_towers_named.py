@@ -126,3 +126,19 @@ def test_locateanything_names_its_stored_lm_head() -> None:
     assert p.categories["lm_head"] == 0
     # vocab × hidden = 10·64 = 640.
     assert any("higher by 640 parameters" in w for w in p.warnings), p.warnings
+
+
+def test_qwen3_vl_vision_with_deepstack_mergers() -> None:
+    # Qwen3-VL-8B's vision_config (../shared/configs/Qwen--Qwen3-VL-8B-Instruct.json values):
+    # patch 3·2·16·16·1,152 + 1,152 = 1,770,624; positions 2,304·1,152 = 2,654,208;
+    # a block 4·1,152² + 4·1,152 + 2·1,152·4,304 + 4,304 + 1,152 + 4·1,152 = 15,239,504,
+    # 27 blocks 411,466,608; merger 2·1,152 + (4,608² + 4,608) + (4,608·4,096 + 4,096) =
+    # 40,119,040; three deepstack mergers (LayerNorm over 4,608) 3 · 40,125,952 = 120,377,856.
+    # Total 576,388,336.
+    v = {"model_type": "qwen3_vl", "deepstack_visual_indexes": [8, 16, 24], "depth": 27,
+         "hidden_size": 1152, "in_channels": 3, "intermediate_size": 4304, "num_heads": 16,
+         "num_position_embeddings": 2304, "out_hidden_size": 4096, "patch_size": 16,
+         "spatial_merge_size": 2, "temporal_patch_size": 2}
+    n, warnings = towers({"model_type": "qwen3_vl", "vision_config": v}, 4096)
+    assert n == 576_388_336
+    assert warnings == []

@@ -26,6 +26,8 @@ def named_tower(config: Mapping[str, Any], v: Mapping[str, Any],
         return _rice_vit(v, text_hidden), []
     if mt == "moonvit":
         return _moonvit(v, top, text_hidden)
+    if mt in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"):
+        return _qwen3_vision(v, text_hidden), []
     return None
 
 
@@ -182,6 +184,29 @@ def _videollama3(config: Mapping[str, Any], enc: Mapping[str, Any], text_hidden:
         depth = max(int(kind[3:-6]), 1)
     return n + h * text_hidden + text_hidden + (depth - 1) * (text_hidden * text_hidden +
                                                               text_hidden)
+
+
+def _qwen3_vision(v: Mapping[str, Any], text_hidden: int) -> int:
+    """Qwen3-VL's and Qwen3.5's vision tower (vLLM qwen3_vl.py ``Qwen3_VisionTransformer``,
+    which qwen3_5.py builds too): a biased Conv3d(in_channels, h, (temporal, patch, patch)),
+    the position table ``num_position_embeddings`` × h, ``depth`` blocks (two LayerNorms,
+    qwen2_5_vl.py's biased qkv and proj, a biased linear_fc1 / linear_fc2 MLP), the merger
+    (LayerNorm over h, biased Linear(4h, 4h) and Linear(4h, out_hidden_size)) and one more
+    merger per ``deepstack_visual_indexes`` entry, its LayerNorm over 4h
+    (``use_postshuffle_norm``)."""
+    h = _tv(v, "hidden_size", 1152)
+    d = {"hidden_size": h, "depth": _tv(v, "depth", 27),
+         "intermediate_size": _tv(v, "intermediate_size", 4304)}
+    _, blocks = _vit(d, gated=False, ln=True)
+    p = _tv(v, "patch_size", 16)
+    patch = _tv(v, "in_channels", 3) * _tv(v, "temporal_patch_size", 2) * p * p * h + h
+    m = _tv(v, "spatial_merge_size", 2) ** 2 * h
+    out = _tv(v, "out_hidden_size", text_hidden)
+    fcs = m * m + m + m * out + out
+    stack = v.get("deepstack_visual_indexes")
+    extra = len(stack) if isinstance(stack, list) else 0
+    pos = _tv(v, "num_position_embeddings", 2304) * h
+    return patch + pos + blocks + 2 * h + fcs + extra * (2 * m + fcs)
 
 
 def minicpmv_resampler(vision_hidden: int, text_hidden: int, queries: int) -> int:
