@@ -53,3 +53,18 @@ def test_nvfp4_compressed_tensors() -> None:
 def test_awq_without_bits_is_refused() -> None:
     with pytest.raises(WeightsError, match="w_bit"):
         estimate_weights({**TINY, "quantization_config": {"quant_method": "awq"}}, "float16")
+
+
+def test_mlx_quantization_block_is_refused() -> None:
+    # MLX writes "quantization" {bits, group_size, mode} and the same block again as a
+    # quantization_config without quant_method (Arp1tMoga/fast_qwen @0d831f79: a 4-bit MLX
+    # qwen3_5 27B whose index holds 20,444,027,360 B, counted at 16 bits as 55,476,125,408 B).
+    # vLLM reads such a quantization_config as none: the estimate refuses rather than
+    # sizing packed weights as dense ones.
+    block = {"bits": 4, "group_size": 32, "mode": "affine"}
+    cfg = {**TINY, "quantization": block, "quantization_config": block}
+    with pytest.raises(WeightsError, match="MLX"):
+        estimate_weights(cfg, "float16", stored=True)
+    # A "quantization" key that is no MLX block (no bits / group_size) changes nothing.
+    plain = {**TINY, "quantization": {"note": "none"}}
+    assert estimate_weights(plain, "float16").bytes == estimate_weights(TINY, "float16").bytes

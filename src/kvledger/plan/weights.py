@@ -251,10 +251,25 @@ def _quant_scheme(
         excluded = [str(p) for p in q.get("exclude_modules") or ()]
         bits = {"FP8": 8.0, "NVFP4": 4.5, "W4A8_AWQ": 4.25}.get(algo)
         if bits is None:
-            raise WeightsError(f"hf_quant_config quant_algo {algo!r} has no known storage size")
+            raise WeightsError(f"ModelOpt quant_algo {algo!r} (hf_quant_config.json, or "
+                               "config.json's quantization_config) has no known storage size")
         cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
         return f"modelopt {algo}", bits, cats
     qc = cfg.get("quantization_config")
+    mlx = cfg.get("quantization")
+    if isinstance(mlx, Mapping) and "bits" in mlx and "group_size" in mlx and \
+            (qc is None or (isinstance(qc, Mapping) and states_no_method(qc))):
+        # MLX writes its affine quantization as a top-level "quantization" block (bits,
+        # group_size, per-module overrides), and the same again as a quantization_config
+        # without quant_method; vLLM reads only quantization_config / compression_config
+        # (transformers_utils/model_arch_config_convertor.py _normalize_quantization_config),
+        # and one without a method as none (``states_no_method``): it would take the packed
+        # weights as dense ones.
+        raise WeightsError(
+            f"the config's top-level quantization block (bits {mlx.get('bits')!r}, group_size "
+            f"{mlx.get('group_size')!r}) is MLX's: an MLX checkpoint, which vLLM does not "
+            "load; its weights are not estimated (counted at 16 bits they would be 2-3 times "
+            "too large); pass --kv-cache-memory-bytes")
     if not isinstance(qc, Mapping) or states_no_method(qc):
         return None  # states_no_method: vLLM loads such a checkpoint unquantized
     method = str(qc.get("quant_method") or "")
@@ -346,6 +361,8 @@ def estimate_weights(
     categories quantized), in place of the checkpoint's scheme; a model with towers is
     refused then (whether their linear layers are quantized depends on the model class).
     """
+    if hf_quant is None:
+        hf_quant = _flat_modelopt(cfg)
     params = count_parameters(cfg)
     counts = dict(params.categories)
     mtp = params.mtp_layers
@@ -363,6 +380,8 @@ def estimate_weights(
                            "layers are quantized is not modelled")
     experts_scheme = None if online is not None else \
         _experts_scheme(cfg, params.model_type, scheme)
+    shares = _modelopt_shares(cfg, hf_quant, mtp if with_mtp else 0) \
+        if online is None and hf_quant and scheme is not None else None
     # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
     # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
     # siglip.py build post_layernorm only with every layer): the unused layers are not held.
@@ -375,6 +394,13 @@ def estimate_weights(
         if experts_scheme is not None and category == "routed_experts":
             expert_bits += n * experts_scheme[1]
             by_category[category] = int(-(-(n * experts_scheme[1]) // 8))
+        elif scheme is not None and shares is not None and category in shares:
+            # ModelOpt's per-layer exclusions: that share stays in the model dtype.
+            kept = shares[category]
+            quant_bits += n * (1 - kept) * scheme[1]
+            total_bits += n * kept * dense_bits
+            by_category[category] = int(-(-(n * ((1 - kept) * scheme[1] + kept * dense_bits))
+                                          // 8))
         elif scheme is not None and category in scheme[2]:
             quant_bits += n * scheme[1]
             by_category[category] = int(-(-(n * scheme[1]) // 8))
@@ -387,7 +413,11 @@ def estimate_weights(
     how = f"{n_params / 1e9:.2f}B parameters at {dense_dtype}"
     if towers:
         how += f" (towers {towers / 1e9:.2f}B included)"
-    if scheme is not None:
+    if scheme is not None and shares is not None:
+        listed = ", ".join(f"{c} {shares[c]:.1%}" for c in sorted(shares) if counts.get(c))
+        how += (f", linear layers at {scheme[0]} ({scheme[1]:g} bits) but what exclude_modules "
+                f"keeps in {dense_dtype} ({listed})")
+    elif scheme is not None:
         cats = sorted(scheme[2] - ({"routed_experts"} if experts_scheme else set()))
         how += f", {'/'.join(cats)} at {scheme[0]} ({scheme[1]:g} bits)"
     if experts_scheme is not None:
@@ -401,6 +431,12 @@ def estimate_weights(
                 f", without its {mtp} MTP layer{s} (vLLM loads them only when speculating "
                 "with an MTP method)")
     warnings = params.warnings
+    if shares is None and hf_quant and online is None and _per_layer_excludes(hf_quant):
+        warnings = (*warnings, "hf_quant_config exclude_modules names modules layer by layer, "
+                    "which the estimate places only for the families modelopt_exclude.py "
+                    f"names ({params.model_type!r} is not one): each category is quantized or "
+                    "kept whole by one probe module; likely error up to the excluded modules' "
+                    "share at 16 bits")
     if stored and not _states_dtype(cfg):
         warnings = (*warnings, "the config states no dtype: its checkpoint is counted at "
                     "float32 (transformers' default); a checkpoint saved in 16 bits holds half "
@@ -411,6 +447,55 @@ def estimate_weights(
     if expert_bits and experts_scheme is not None:
         by_dtype[experts_scheme[0]] = int(-(-expert_bits // 8))
     return Estimate(total, how, n_params, warnings, by_dtype, by_category)
+
+
+_MODELOPT_METHODS = frozenset({"modelopt", "modelopt_fp4"})
+
+
+def _flat_modelopt(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A config.json's own ModelOpt block (``quant_method`` "modelopt" / "modelopt_fp4", or
+    ``producer.name`` "modelopt"), laid out as ``hf_quant_config.json`` is: vLLM 0.33
+    modelopt.py ``ModelOptQuantConfigBase.from_config`` reads such a flat block's
+    ``quant_algo`` and its ``ignore`` (else ``exclude_modules``) list."""
+    qc = cfg.get("quantization_config")
+    if not isinstance(qc, Mapping) or "quant_algo" not in qc or "quantization" in qc:
+        return None
+    producer = qc.get("producer")
+    by_modelopt = isinstance(producer, Mapping) and producer.get("name") == "modelopt"
+    if str(qc.get("quant_method") or "") not in _MODELOPT_METHODS and not by_modelopt:
+        return None
+    excluded = qc.get("ignore", qc.get("exclude_modules")) or []
+    return {"quantization": {"quant_algo": qc["quant_algo"],
+                             "exclude_modules": list(excluded) if isinstance(excluded, list)
+                             else []}}
+
+
+def _per_layer_excludes(hf_quant: Mapping[str, Any]) -> bool:
+    q = hf_quant.get("quantization") or {}
+    return isinstance(q, Mapping) and any("layers." in str(p)
+                                          for p in q.get("exclude_modules") or ())
+
+
+def _modelopt_shares(cfg: Mapping[str, Any], hf_quant: Mapping[str, Any],
+                     mtp_layers: int) -> Mapping[str, float] | None:
+    """Per linear category, the share a ModelOpt checkpoint's per-layer ``exclude_modules``
+    keep unquantized (``modelopt_exclude.excluded_shares``), over the decoder layers and the
+    ``mtp_layers`` counted (DeepSeek's and GLM's MTP layers are MoE layers numbered after the
+    decoder's); None where the category probes decide."""
+    from kvledger.derive.config import Config
+    from kvledger.derive.params import moe_layers
+    from kvledger.plan.modelopt_exclude import excluded_shares
+
+    q = hf_quant.get("quantization") or {}
+    patterns = [str(p) for p in (q.get("exclude_modules") or ())] if isinstance(q, Mapping) \
+        else []
+    text = Config(cfg, model="config").text()
+    layers = _int(text.raw, "num_hidden_layers")
+    if not patterns or not layers:
+        return None
+    experts = _int(text.raw, *ALIASES["experts"])
+    moe = [*moe_layers(text, layers), *([bool(experts)] * mtp_layers)]
+    return excluded_shares(text, str(text.model_type or ""), patterns, moe, experts, layers)
 
 
 def _states_dtype(cfg: Mapping[str, Any]) -> bool:

@@ -30,7 +30,9 @@ The package, by family: ``base.py`` (aliases, categories, small-tensor profiles,
 accumulator), ``decoder.py`` (GQA / MLA decoders, MoE blocks, MTP), ``nas.py``, ``ssm.py``
 (Mamba and its hybrids), ``linear_attention.py`` (GDN, short convolutions, lightning
 attention), ``legacy.py``, ``encdec.py`` (Whisper, Llama 3.2 Vision's text model),
-``draft.py`` (EAGLE-3 drafts), ``afmoe.py``, ``dsv4.py`` (DeepSeek-V4), ``towers.py`` and
+``draft.py`` (EAGLE-3 drafts), ``afmoe.py``, ``dsv4.py`` (DeepSeek-V4), ``towers.py``,
+``towers_named.py`` (towers counted from the modules that build them: DeepSeek-OCR, MiniCPM-V's
+resampler, RiceViT, MoonViT, VideoLLaMA3), ``vit.py`` (the towers' shared ViT count) and
 ``count.py`` (the entry point).
 
 This package imports nothing from ``kvledger.plan``: it counts parameters; bytes, dtypes and

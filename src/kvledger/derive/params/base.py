@@ -94,7 +94,30 @@ _PROFILES: Mapping[str, Mapping[str, Any]] = {
     # llama4.py: qk norm is a weightless L2 norm; one shared expert of intermediate_size per
     # MoE layer; dense layers intermediate_size_mlp wide.
     "llama4_text": {"qk_norm": "none", "shared_expert": True},
+    # Types no vLLM model builds, by their checkpoints' own tensors: VideoLLaMA3's language
+    # model is Qwen2 (q/k/v_proj.bias), LLaVA-OneVision-1.5's is Qwen3 (q_norm / k_norm).
+    "videollama3_qwen2": {"qkv_bias": True},
+    "LLaVAOneVision1_5_text": {"qk_norm": "head"},
 }
+
+# MiniCPM-V's language model by version (vLLM minicpmv.py ``init_llm``: 2.5 and 4.0 Llama,
+# 2.6 Qwen2 with q/k/v biases, 4.5 Qwen3 with q/k norms; ``get_version_by_config``: a config
+# without ``version`` is 2.0 when hidden 2304 and query_num 64, else 2.5).
+_MINICPMV_PROFILES: Mapping[tuple[int, ...], Mapping[str, Any]] = {
+    (2, 6): {"qkv_bias": True}, (4, 5): {"qk_norm": "head"},
+}
+
+
+def minicpmv_profile(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The small-tensor profile of a ``minicpmv`` config's language model, by its version."""
+    version = config.get("version")
+    if version is None or isinstance(version, bool):
+        return {}
+    try:
+        key = tuple(int(x) for x in str(version).split("."))
+    except ValueError:
+        return {}
+    return _MINICPMV_PROFILES.get(key, {})
 
 
 @record(frozen=True)

@@ -9,7 +9,14 @@ from typing import Any
 from kvledger.derive.config import Config
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.params.afmoe import _afmoe
-from kvledger.derive.params.base import _PROFILES, ALIASES, MAX_PARAMETERS, Parameters, _Count
+from kvledger.derive.params.base import (
+    _PROFILES,
+    ALIASES,
+    MAX_PARAMETERS,
+    Parameters,
+    _Count,
+    minicpmv_profile,
+)
 from kvledger.derive.params.decoder import _decoder, _mtp
 from kvledger.derive.params.draft import _eagle3
 from kvledger.derive.params.dsv4 import _dsv4, _dsv4_mtp
@@ -128,6 +135,8 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
         text = Config(text.raw, model=model, parent=text.parent,
                       defaults={**more, **text.defaults}, model_type=model_type)
     profile = _PROFILES.get(model_type, {})
+    if model_type == "minicpmv":
+        profile = minicpmv_profile(config)
     k = _Count(text, model_type, profile)
     family = _FAMILIES.get(handler, "")
     if model_type in ("nemotron-nas", "deci") or (not handler and "block_configs" in text):
@@ -227,6 +236,14 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
                               "as decoder layers with DeepSeek's eh_proj and norms: likely "
                               "error ±1 % of the MTP part")
     tower, tower_warnings = towers(config, k.alias("hidden"))
+    if config.get("model_type") == "locateanything" and not k.c["lm_head"]:
+        # LocateAnything's checkpoints (oguzaybilir/LocateAnything-3B-FineTuning @1f55ca04)
+        # hold language_model.lm_head.weight although text_config ties it: that copy is
+        # stored, and a tied model does not use it.
+        k.warnings.append(
+            "locateanything: its checkpoints store an lm_head although the config ties it "
+            f"to the embedding: the stored bytes are higher by {k.c['embed']:,} parameters "
+            "(vocab × hidden), which a tied model does not load")
     tower += encoder
     total = sum(k.c.values()) + sum(mtp.values()) + tower
     if total > MAX_PARAMETERS or any(n < 0 for n in (*k.c.values(), *mtp.values())):

@@ -6,45 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvledger.derive.config import TEXT_CONFIG_KEYS
-from kvledger.derive.errors import ConfigError
-from kvledger.derive.limits import checked_count
+from kvledger.derive.params.towers_named import minicpmv_resampler, named_tower, named_towers
+from kvledger.derive.params.vit import _tv, _vit
 
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "audio_tower_config")
 # Keys that name a tower whose sizes the config does not give.
 _UNSIZED_TOWER_KEYS = ("img_processor", "mm_vision_tower", "vision_backbone", "vision_tower",
                        "embd_layer", "visual")
 _UNCOUNTED_PARTS = ("talker_config", "token2wav_config")
-
-
-# A tower size beyond this is no real encoder (the largest ViTs are ~10^4 wide).
-_TOWER_SIZE_MAX = 1 << 20
-
-
-def _tv(cfg: Mapping[str, Any], key: str, default: Any) -> int:
-    """A tower config's size ``key`` (``default`` when absent or null), checked as a count
-    below ``_TOWER_SIZE_MAX``: a tower config is not guarded by derive, so it is checked here."""
-    value = cfg.get(key)
-    if value is None:
-        value = default
-    return checked_count(value, f"tower {key}", where="config", minimum=0,
-                         maximum=_TOWER_SIZE_MAX)
-
-
-def _vit(cfg: Mapping[str, Any], *, gated: bool, ln: bool, qkv_bias: bool = True,
-         mlp_bias: bool = True, qk_norm: int = 0, norms: int = 2) -> tuple[int, int]:
-    """(hidden, params) of a ViT's encoder layers: attention (4 × h², biases), MLP, norms."""
-    h = _tv(cfg, "hidden_size", 0) or _tv(cfg, "embed_dim", 0)
-    depth = _tv(cfg, "num_hidden_layers", 0) or _tv(cfg, "depth", 0)
-    ratio = cfg.get("mlp_ratio", 4)
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or \
-            not 0 < ratio <= 64:  # also refuses NaN and infinity
-        raise ConfigError(f"config: a tower's mlp_ratio must be a number in (0, 64], got "
-                          f"{ratio!r}")
-    inter = _tv(cfg, "intermediate_size", 0) or int(h * float(ratio))
-    per = 4 * h * h + (4 * h if qkv_bias else 0)
-    per += (3 if gated else 2) * h * inter + ((2 if gated else 1) * inter + h if mlp_bias else 0)
-    per += norms * (2 * h if ln else h) + qk_norm
-    return h, depth * per
 
 
 def towers(config: Mapping[str, Any], text_hidden: int) -> tuple[int, list[str]]:
@@ -73,6 +42,9 @@ def towers(config: Mapping[str, Any], text_hidden: int) -> tuple[int, list[str]]
             warnings.append(f"{key}: a part the checkpoint stores beside the language model "
                             "(a speech generator / vocoder) is not counted; a thinker-only model "
                             "does not load it; the stored bytes are low by its size")
+    n, warn = named_towers(config, text_hidden)
+    total += n
+    warnings.extend(warn)
     vision = config.get("vision_config")
     if isinstance(vision, Mapping):
         n, warn = _vision(config, vision, text_hidden)
@@ -120,6 +92,9 @@ def _vision(config: Mapping[str, Any], v: Mapping[str, Any],
             text_hidden: int) -> tuple[int, list[str]]:
     mt = str(v.get("model_type") or config.get("model_type") or "")
     top = str(config.get("model_type") or "")
+    named = named_tower(config, v, text_hidden)
+    if named is not None:
+        return named
     if top == "qwen2_vl" or mt == "qwen2_vl":
         # Qwen2VisionTransformer (qwen2_vl.py): Conv3d patch embed (no bias), LayerNorm blocks
         # with fused biased qkv and a plain GELU MLP (embed_dim × mlp_ratio), the patch merger
@@ -186,6 +161,11 @@ def _vision(config: Mapping[str, Any], v: Mapping[str, Any],
         if top in ("gemma3",):
             n += h + h * text_hidden  # mm_soft_emb_norm, mm_input_projection_weight
             return n, []
+        if top == "minicpmv":
+            # vLLM minicpmv.py: the SigLIP tower is Idefics2VisionTransformer (the same
+            # tensors, post-LayerNorm kept), its projector the resampler.
+            q = _tv(config, "query_num", 64)
+            return n + minicpmv_resampler(h, text_hidden, q), _minicpmv_extra(config)
         if top == "paligemma":
             n += h * text_hidden + text_hidden  # multi_modal_projector.linear with its bias
             return n, []
@@ -228,3 +208,14 @@ def _mllama_vision(v: Mapping[str, Any], text_hidden: int) -> int:
     n += 2 * ((ratio_ids + 1) * tiles * h + 1)
     n += 4 * h + layers * per + global_layers * (per + 2)
     return n + out_dim * text_hidden + text_hidden
+
+
+def _minicpmv_extra(config: Mapping[str, Any]) -> list[str]:
+    """A MiniCPM-V derivative's parts vLLM's MiniCPMV does not build (Scicore-Omics' gene
+    module, ``use_gene_module`` with ``gene_config``): named, not counted."""
+    if config.get("use_gene_module") or isinstance(config.get("gene_config"), Mapping):
+        return ["minicpmv: the config adds a gene module (gene_config: an encoder, a Q-Former "
+                "and a projector) that vLLM's MiniCPMV does not build: not counted; the "
+                "stored bytes are higher by its size (92.4 M parameters, by elimination, in "
+                "OpenBMB/Scicore-Omics: 1.1 % of that checkpoint)"]
+    return []
