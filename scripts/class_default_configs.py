@@ -178,6 +178,13 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # Gemma4UnifiedConfig leaves vision_config None, and vLLM's gemma4_unified.py refuses to
     # build without one; the vision class's own defaults given.
     "gemma4_unified.vision": ("gemma4_unified", {"vision_config": {}}),
+    # vLLM's Step3TextConfig defaults moe_layers_enum to a tuple, but step3_text.py parses it
+    # as a comma-separated string (moe_layers_enum.strip().split(",")), as Step3's checkpoints
+    # write it; the same layers 4..59 given as that string (vLLM's class, --vllm 0.33).
+    "step3_text.moe-layers-string": ("step3_text", {
+        "moe_layers_enum": ",".join(str(i) for i in range(4, 60))}),
+    "step3_vl.moe-layers-string": ("step3_vl", {"text_config": {
+        "moe_layers_enum": ",".join(str(i) for i in range(4, 60))}}),
 }
 
 
@@ -289,7 +296,9 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     # Without model types: transformers' classes, or with --vllm, vLLM's (another venv).
-    wanted = args.model_types or ([*VLLM_CLASSES] if args.vllm else [*CLASSES, *VARIANTS])
+    vllm_variants = [v for v, (m, _) in VARIANTS.items() if m in VLLM_CLASSES]
+    wanted = args.model_types or ([*VLLM_CLASSES, *vllm_variants] if args.vllm else
+                                  [*CLASSES, *(v for v in VARIANTS if v not in vllm_variants)])
     unknown = [m for m in wanted if m not in CLASSES and m not in VARIANTS
                and m not in VLLM_CLASSES]
     if unknown:

@@ -17,6 +17,8 @@ that reason instead of planning a cache vLLM never builds. Two kinds, each a tab
   a number.
 - ``CHECKED_AT_INIT``: a key the model class checks for itself (``hasattr``) and raises its own
   error without.
+- ``STRING_PARSED``: a key the model class parses as a comma-separated string
+  (``value.strip().split(",")``), so a config holding it as a list stops vLLM.
 
 A table is keyed by the model type of the level the model class reads: the top level, or for
 a wrapper the language model's config (Glm4vMoeTextConfig inside GLM-4.5V's). The same lines
@@ -117,6 +119,18 @@ NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
 }
 
 
+# model_type -> (the key, vLLM's error on a non-string value, where)
+STRING_PARSED: Mapping[str, tuple[str, str, str]] = {
+    # vLLM's own Step3TextConfig (transformers_utils/configs/step3_vl.py) defaults
+    # moe_layers_enum to a tuple, while Step3TextDecoderLayer.__init__ (step3_text.py) runs
+    # `[int(i) for i in moe_layers_enum.strip().split(",")]`; Step3's checkpoints write the
+    # string (oracle: tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl).
+    "step3_text": (
+        "moe_layers_enum", "AttributeError: 'list' object has no attribute 'strip'",
+        "vllm/model_executor/models/step3_text.py Step3TextDecoderLayer.__init__"),
+}
+
+
 def _levels(facts: ModelFacts) -> list[tuple[str, dict[str, Any]]]:
     """(model type, config as the file states it) of the top level and, for a wrapper, of the
     language model's config."""
@@ -166,6 +180,11 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
             key, error, where = checked
             return (f"{error} (the config omits {key} and the config class has no default)",
                     where)
+        parsed = STRING_PARSED.get(model_type)
+        if parsed is not None and not isinstance(level.get(parsed[0], ""), str):
+            key, error, where = parsed
+            return (f"{error} (the config's {key} is not a string; the model class parses "
+                    "a comma-separated one)", where)
         unset = NONE_NOT_ACCEPTED.get(model_type)
         if unset is not None and level.get(unset[0]) is None:
             key, error, where = unset
@@ -296,4 +315,22 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
     "MossTranscribeDiarizeForConditionalGeneration": (
         True, "vllm/model_executor/models/moss_transcribe_diarize.py "
               "MossTranscribeDiarizeForConditionalGeneration"),
+    # breadth round 6: vLLM's own config classes (run_pp_oracle.py table, after the rows were
+    # added). MiDashengLMModel: the 0.32 registry could not import midashenglm.py (it imports
+    # torchaudio, which the oracle venv lacks), so its answer is None, not a verdict.
+    "BagelForConditionalGeneration": (
+        True, "vllm/model_executor/models/bagel.py BagelForConditionalGeneration"),
+    "FunAudioChatForConditionalGeneration": (
+        True, "vllm/model_executor/models/funaudiochat.py FunAudioChatForConditionalGeneration"),
+    "KimiVLForConditionalGeneration": (
+        True, "vllm/model_executor/models/kimi_vl.py KimiVLForConditionalGeneration"),
+    "MiDashengLMModel": (None, "vllm/model_executor/models/midashenglm.py MiDashengLMModel"),
+    "OpenVLAForActionPrediction": (
+        True, "vllm/model_executor/models/openvla.py OpenVLAForActionPrediction"),
+    "Step3TextForCausalLM": (
+        True, "vllm/model_executor/models/step3_text.py Step3TextForCausalLM"),
+    "Step3VLForConditionalGeneration": (
+        True, "vllm/model_executor/models/step3_vl.py Step3VLForConditionalGeneration"),
+    "Step3p5ForCausalLM": (True, "vllm/model_executor/models/step3p5.py Step3p5ForCausalLM"),
+    "UltravoxModel": (True, "vllm/model_executor/models/ultravox.py UltravoxModel"),
 }
