@@ -185,6 +185,12 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
         "moe_layers_enum": ",".join(str(i) for i in range(4, 60))}),
     "step3_vl.moe-layers-string": ("step3_vl", {"text_config": {
         "moe_layers_enum": ",".join(str(i) for i in range(4, 60))}}),
+    # ... and step3_vl.py builds its language model from text_config with no architectures=,
+    # which transformers cannot name for step3_text: the text config states it, as Step3's
+    # checkpoints do.
+    "step3_vl.text-architectures": ("step3_vl", {"text_config": {
+        "moe_layers_enum": ",".join(str(i) for i in range(4, 60)),
+        "architectures": ["Step3TextForCausalLM"]}}),
 }
 
 

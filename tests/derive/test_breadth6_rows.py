@@ -27,7 +27,7 @@ from kvledger.plan.request import PlanRequest
 DEFAULTS = Path(__file__).resolve().parents[1] / "data" / "class-default-configs"
 GIB16 = 16 << 30  # 17,179,869,184 B
 PLANNED = ("bagel", "funaudiochat", "kimi_vl", "openvla", "step3_text.moe-layers-string",
-           "step3_vl.moe-layers-string", "step3p5", "ultravox")
+           "step3_vl.text-architectures", "step3p5", "ultravox")
 REFUSED_NEW = ("alpamayo2_super", "dory", "flint", "step5", "step5_vl")
 
 
@@ -37,7 +37,7 @@ def _config(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", (*PLANNED, *REFUSED_NEW, "midashenglm", "step3_text",
-                                  "step3_vl"))
+                                  "step3_vl", "step3_vl.moe-layers-string"))
 def test_the_files_are_vllm_0_33_class_defaults(name: str) -> None:
     made = _config(name)["_generated_by"]
     assert made["vllm_config_class"].startswith("vllm 0.33.0 ")
@@ -64,15 +64,24 @@ def _refusal(name: str, engine: str) -> str:
     return err.getvalue()
 
 
-@pytest.mark.parametrize("name", ["step3_text", "step3_vl"])
-def test_step3_class_defaults_stop_vllm_on_moe_layers_enum(name: str) -> None:
+def test_step3_text_class_defaults_stop_vllm_on_moe_layers_enum() -> None:
     # vLLM's Step3TextConfig defaults moe_layers_enum to a tuple (a list in the file), and
     # step3_text.py calls moe_layers_enum.strip(): vLLM 0.33's oracle stopped with this error
     # (tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl); 0.32's source reads the same.
-    text = _config(name).get("text_config", _config(name))
-    assert isinstance(text["moe_layers_enum"], list)
+    assert isinstance(_config("step3_text")["moe_layers_enum"], list)
     for engine in ("vllm", "vllm==0.32"):
-        assert "AttributeError: 'list' object has no attribute 'strip'" in _refusal(name, engine)
+        said = _refusal("step3_text", engine)
+        assert "AttributeError: 'list' object has no attribute 'strip'" in said
+
+
+@pytest.mark.parametrize("name", ["step3_vl", "step3_vl.moe-layers-string"])
+def test_step3_vl_without_text_architectures_stops_vllm(name: str) -> None:
+    # step3_vl.py builds text_config's model with no architectures=, Step3TextConfig leaves
+    # architectures None and transformers names no causal-LM class for step3_text: the 0.33
+    # oracle stopped both files with this error (before the moe_layers_enum one).
+    assert _config(name)["text_config"]["architectures"] is None
+    for engine in ("vllm", "vllm==0.32"):
+        assert "ValueError: No model architectures are specified" in _refusal(name, engine)
 
 
 def test_step3_text_keeps_one_kv_head_of_256() -> None:
@@ -94,8 +103,10 @@ def test_step3_text_keeps_one_kv_head_of_256() -> None:
 
 
 def test_step3_vl_is_its_step3_text_model() -> None:
-    assert _config("step3_vl.moe-layers-string")["text_config"]["model_type"] == "step3_text"
-    assert _blocks("step3_vl.moe-layers-string", 32768) == (16, 999_424, 17_189)
+    text = _config("step3_vl.text-architectures")["text_config"]
+    assert (text["model_type"], text["architectures"]) == ("step3_text",
+                                                           ["Step3TextForCausalLM"])
+    assert _blocks("step3_vl.text-architectures", 32768) == (16, 999_424, 17_189)
 
 
 def test_step3p5_on_transformers_step3p7_text_defaults() -> None:

@@ -171,8 +171,8 @@ RUNS: list[tuple[str, list[str], str]] = [
      "Step3TextConfig with moe_layers_enum the comma-separated string step3_text.py parses"),
     ("class-default:step3_vl.moe-layers-string", [*base(), *AUTO],
      "Step3VLConfig, its text_config's moe_layers_enum the string step3_text.py parses"),
-    ("class-default:deepseek_v41", [*base(8192), *AUTO],
-     "vLLM's DeepseekV41Config defaults: no text_config to flatten"),
+    ("class-default:step3_vl.text-architectures", [*base(), *AUTO],
+     "Step3VLConfig, its text_config stating the string moe_layers_enum and architectures"),
 ]
 
 

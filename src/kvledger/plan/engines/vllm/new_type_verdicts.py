@@ -96,6 +96,16 @@ CHECKED_AT_INIT: Mapping[str, tuple[str, str, str]] = {
 # backend builds transformers' own HunYuanDenseV1Attention, whose __init__ computes
 # head_dim ** -0.5 (oracle: tests/oracles/vllm-0.32-breadth.jsonl).
 NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
+    # step3_vl.py Step3VLForConditionalGeneration.__init__ builds its language model with
+    # init_vllm_registered_model(hf_config=config.text_config) and no architectures=;
+    # VllmConfig.with_hf_config (vllm/config/vllm.py) then takes text_config.architectures
+    # (None in its class), or transformers' causal-LM class of its model_type, which
+    # step3_text has none of, and the registry stops (oracle:
+    # tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl).
+    "step3_text": (
+        "architectures", "ValueError: No model architectures are specified",
+        "vllm/model_executor/models/registry.py ModelRegistry.resolve_model_cls, from "
+        "step3_vl.py Step3VLForConditionalGeneration.__init__"),
     "hunyuan_v1_dense": (
         "head_dim", "TypeError: unsupported operand type(s) for ** or pow(): 'NoneType' and "
         "'float'",
@@ -180,16 +190,16 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
             key, error, where = checked
             return (f"{error} (the config omits {key} and the config class has no default)",
                     where)
-        parsed = STRING_PARSED.get(model_type)
-        if parsed is not None and not isinstance(level.get(parsed[0], ""), str):
-            key, error, where = parsed
-            return (f"{error} (the config's {key} is not a string; the model class parses "
-                    "a comma-separated one)", where)
         unset = NONE_NOT_ACCEPTED.get(model_type)
         if unset is not None and level.get(unset[0]) is None:
             key, error, where = unset
             return (f"{error} (the config leaves {key} None, its config class's default)",
                     where)
+        parsed = STRING_PARSED.get(model_type)
+        if parsed is not None and not isinstance(level.get(parsed[0], ""), str):
+            key, error, where = parsed
+            return (f"{error} (the config's {key} is not a string; the model class parses "
+                    "a comma-separated one)", where)
     return None
 
 
