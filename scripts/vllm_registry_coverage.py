@@ -65,9 +65,13 @@ GENERATIVE_BACKENDS = ("TransformersForCausalLM", "TransformersMoEForCausalLM",
                        "TransformersMultiModalMoEForCausalLM")
 REGISTRY_IN_WHEEL = "vllm/model_executor/models/registry.py"
 CONFIG_IN_WHEEL = "vllm/transformers_utils/config.py"
-REMOTE_ONLY = ("remote code only: no config class in transformers nor in vLLM names a model "
-               "type for it (no real config, transformers or vLLM config class, or kvledger "
-               "row)")
+REMOTE_ONLY = ("remote code only: neither transformers nor vLLM's _CONFIG_REGISTRY registers a "
+               "config class for a model type naming it (no real config, transformers or vLLM "
+               "config class, or kvledger row)")
+MISTRAL_ONLY = ("Mistral format only: vLLM builds its config from the checkpoint's params.json "
+                "(transformers_utils/configs/mistral.py names the architecture); no config.json "
+                "model type names it")
+MISTRAL_IN_WHEEL = "vllm/transformers_utils/configs/mistral.py"
 
 
 # -- reading sources as text -------------------------------------------------------------------
@@ -123,6 +127,13 @@ def vllm_config_types(source: str) -> set[str]:
                               if isinstance(k, ast.Constant) and isinstance(k.value, str)}
             return found
     raise SystemExit("vllm_registry_coverage: no _CONFIG_REGISTRY in vLLM's config.py")
+
+
+def named_in(source: str, names: Iterable[str]) -> set[str]:
+    """The ``names`` that are string constants of ``source`` (vLLM's configs/mistral.py)."""
+    wanted = set(names)
+    return {node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and node.value in wanted}
 
 
 def module_types(registry: Mapping[str, dict[str, str]],
@@ -239,9 +250,11 @@ def _row_verdict(model_type: str) -> tuple[str, str]:
     return "planned", ""
 
 
-def verdict(architecture: str, model_types: Iterable[str]) -> dict[str, str]:
+def verdict(architecture: str, model_types: Iterable[str],
+            config_format: str = "hf") -> dict[str, str]:
     """kvledger's verdict on ``architecture`` served as one of ``model_types``: the first
-    planned type, else the first refused one (its reason), else not covered."""
+    planned type, else the first refused one (its reason), else not covered (``config_format``
+    "mistral": vLLM reads it from a Mistral-format checkpoint only)."""
     from kvledger.derive.model_types import ARCHITECTURES
 
     types = list(model_types)
@@ -252,14 +265,16 @@ def verdict(architecture: str, model_types: Iterable[str]) -> dict[str, str]:
         for model_type, kind, reason in seen:
             if kind == wanted:
                 return {"verdict": kind, "model_type": model_type, "reason": reason}
-    why = (f"no kvledger row for model type(s) {', '.join(types)}" if types else REMOTE_ONLY)
+    why = (f"no kvledger row for model type(s) {', '.join(types)}" if types else
+           MISTRAL_ONLY if config_format == "mistral" else REMOTE_ONLY)
     return {"verdict": "not covered", "model_type": "", "reason": why}
 
 
 def coverage(archs: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Every architecture's line with kvledger's verdict (``archs``: its registry entry and
     ``model_types``: {type: [sources]})."""
-    return [{"architecture": a, **entry, **verdict(a, entry["model_types"])}
+    return [{"architecture": a, **entry,
+             **verdict(a, entry["model_types"], entry.get("config_format", "hf"))}
             for a, entry in archs.items()]
 
 
@@ -274,9 +289,12 @@ def readme_block(data: dict[str, Any]) -> str:
     counts = summary(data["architectures"])
     version = data["vllm_version"]
     missing = [line["architecture"] for line in data["architectures"]
-               if line["verdict"] == "not covered" and line["reason"] != REMOTE_ONLY]
+               if line["verdict"] == "not covered"
+               and line["reason"] not in (REMOTE_ONLY, MISTRAL_ONLY)]
     remote = [line["architecture"] for line in data["architectures"]
               if line["reason"] == REMOTE_ONLY]
+    mistral = [line["architecture"] for line in data["architectures"]
+               if line["reason"] == MISTRAL_ONLY]
     return "\n".join([
         START,
         f"**{counts['planned']} of {counts['generative']} generative architectures of vLLM "
@@ -286,10 +304,12 @@ def readme_block(data: dict[str, Any]) -> str:
         f"transformers {data.get('transformers_version', '?')}'s modeling_auto.py and vLLM's "
         "own config classes (transformers_utils/config.py `_CONFIG_REGISTRY`) read as "
         "source). Not covered yet, with a config class kvledger has no row for: "
-        + (", ".join(f"`{a}`" for a in missing) or "none") + ". Not covered, remote code "
-        f"only ({len(remote)}: no config class in transformers nor in vLLM names a model type "
-        "for them, and no real config is at hand): " + ", ".join(f"`{a}`" for a in remote)
-        + ".",
+        + (", ".join(f"`{a}`" for a in missing) or "none") + ". Not covered, Mistral format "
+        f"only ({len(mistral)}: vLLM builds their config from params.json): "
+        + ", ".join(f"`{a}`" for a in mistral) + ". Not covered, remote code only "
+        f"({len(remote)}: neither transformers nor vLLM's `_CONFIG_REGISTRY` registers a "
+        "config class for a model type naming them, and no real config is at hand): "
+        + ", ".join(f"`{a}`" for a in remote) + ".",
         END,
     ])
 
@@ -332,6 +352,9 @@ def main(argv: list[str]) -> int:
     entries = generative(registry)
     by_module = module_types(entries, vllm_config_types(
         _source(args.vllm_config, CONFIG_IN_WHEEL)))
+    mistral_path = (args.vllm_config if args.vllm_config.suffix == ".whl" else
+                    args.vllm_config.parent / "configs" / "mistral.py")
+    mistral = named_in(_source(mistral_path, MISTRAL_IN_WHEEL), entries)
     by_file = file_types(entries)
     by_named = named_types(entries)
     archs: dict[str, dict[str, Any]] = {}
@@ -352,7 +375,8 @@ def main(argv: list[str]) -> int:
         if not sources:
             for model_type in sorted(by_file.get(arch, set())):
                 sources[model_type] = ["kvledger-vllm-file"]
-        archs[arch] = {**entry, "model_types": sources}
+        archs[arch] = {**entry, "model_types": sources,
+                       **({"config_format": "mistral"} if arch in mistral else {})}
     data = {
         "vllm_version": args.vllm_version,
         "generated_by": "scripts/vllm_registry_coverage.py",
@@ -369,7 +393,8 @@ def main(argv: list[str]) -> int:
     print(", ".join(f"{k}: {v}" for k, v in counts.items()))
     for line in data["architectures"]:
         if line["verdict"] == "not covered":
-            remote = " (remote code only)" if line["reason"] == REMOTE_ONLY else ""
+            remote = {REMOTE_ONLY: " (remote code only)", MISTRAL_ONLY: " (Mistral format)"}.get(
+                line["reason"], "")
             print(f"  not covered{remote}: {line['architecture']} "
                   f"{sorted(line['model_types'])}")
     return 0
