@@ -45,9 +45,10 @@ OUT = Path(os.environ.get("BREADTH_OUT", HERE / "vllm-0.32-breadth.jsonl"))
 # a meta tensor cannot answer), and the CPU wheel's Triton lacking what a GPU kernel module
 # calls at import (OLMo-hybrid's GDN: triton.set_allocator), and a Transformers-backend
 # multimodal model whose processor vLLM loads from the model folder, which holds the config
-# alone (HunYuan-VL: "Can't load image processor"): printed, not written.
+# alone (HunYuan-VL: "Can't load image processor"), and a model file importing a package the
+# oracle venv lacks (OpenVLA's timm): printed, not written.
 ORACLE_GAPS = ("Cannot copy out of meta tensor", "has no attribute 'set_allocator'",
-               "Can't load image processor")
+               "Can't load image processor", "Please install timm")
 MTP = ["--num-speculative-tokens", "1", "--speculative-method", "mtp"]
 AUTO = ["--block-size", "auto"]
 

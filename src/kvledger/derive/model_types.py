@@ -1774,13 +1774,6 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      config_class="vLLM's KimiVLConfig (transformers_utils/configs/kimi_vl.py; "
                                   "text_config: DeepseekV2Config by default)",
                      vllm="kimi_vl.py (DeepseekV2ForCausalLM on text_config)"),
-        "ultravox": T(text_key="wrapped_model_config", inner=("llama",),
-                      harmless={**_HARMLESS_MULTIMODAL,
-                                "num_projector_layers": "depth of the audio projector: "
-                                                        + _ENCODER},
-                      config_class="vLLM's UltravoxConfig (transformers_utils/configs/"
-                                   "ultravox.py; wrapped_model_config: llama by default)",
-                      vllm="ultravox.py (the registered model of wrapped_model_config)"),
         "openvla": T(text_key="text_config", inner=("llama",),
                      harmless={**_HARMLESS_MULTIMODAL,
                                "timm_override_act_layers": "activation overrides of the timm "
@@ -1862,6 +1855,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "dory": T(),
         "flint": T(),
         "alpamayo2_super": T(),
+        "ultravox": T(),
     }
 )
 

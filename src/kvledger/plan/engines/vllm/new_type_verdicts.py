@@ -326,8 +326,9 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
         True, "vllm/model_executor/models/moss_transcribe_diarize.py "
               "MossTranscribeDiarizeForConditionalGeneration"),
     # breadth round 6: vLLM's own config classes (run_pp_oracle.py table, after the rows were
-    # added). MiDashengLMModel: the 0.32 registry could not import midashenglm.py (it imports
-    # torchaudio, which the oracle venv lacks), so its answer is None, not a verdict.
+    # added; UltravoxModel's line dropped since, its row refused). MiDashengLMModel: the 0.32
+    # registry could not import midashenglm.py (it imports torchaudio, which the oracle venv
+    # lacks), so its answer is None, not a verdict.
     "BagelForConditionalGeneration": (
         True, "vllm/model_executor/models/bagel.py BagelForConditionalGeneration"),
     "FunAudioChatForConditionalGeneration": (
@@ -342,5 +343,4 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
     "Step3VLForConditionalGeneration": (
         True, "vllm/model_executor/models/step3_vl.py Step3VLForConditionalGeneration"),
     "Step3p5ForCausalLM": (True, "vllm/model_executor/models/step3p5.py Step3p5ForCausalLM"),
-    "UltravoxModel": (True, "vllm/model_executor/models/ultravox.py UltravoxModel"),
 }

@@ -320,6 +320,14 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
             "Alpamayo2Super", "model_executor/models/alpamayo2_super.py "
             "Alpamayo2SuperForConditionalGeneration, a subclass of qwen3_vl.py's "
             "Qwen3VLForConditionalGeneration"),
+        'ultravox': f"{_N.v}'s UltravoxModel (model_executor/models/ultravox.py) reads "
+            "config.vocab_size in __init__, which vLLM's own UltravoxConfig "
+            "(transformers_utils/configs/ultravox.py) does not set: on the class's defaults "
+            "vLLM 0.33 stops with \"AttributeError: 'UltravoxConfig' object has no attribute "
+            "'vocab_size'\"; and the class builds its language model from the checkpoint's "
+            "text_config, or from text_model_id, another repository's config it fetches at "
+            "load (as Ultravox's checkpoints do), which kvledger cannot read from the file, so "
+            "kvledger does not plan it",
         'midashenglm': "vLLM's registry gave no pipeline-parallel answer for "
             "MiDashengLMModel: run_pp_oracle.py could not import "
             "model_executor/models/midashenglm.py (it imports torchaudio, which the oracle's "
