@@ -188,6 +188,9 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # ... and step3_vl.py builds its language model from text_config with no architectures=,
     # which transformers cannot name for step3_text: the text config states it, as Step3's
     # checkpoints do.
+    # Step3p5MoEFeedForward (step3p5.py) reads use_moe_router_bias, which transformers'
+    # Step3p7TextConfig lacks, and asserts it true; Step-3.5's checkpoints state true.
+    "step3p5.router-bias": ("step3p5", {"use_moe_router_bias": True}),
     "step3_vl.text-architectures": ("step3_vl", {"text_config": {
         "moe_layers_enum": ",".join(str(i) for i in range(4, 60)),
         "architectures": ["Step3TextForCausalLM"]}}),

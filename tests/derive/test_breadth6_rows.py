@@ -26,12 +26,17 @@ from kvledger.plan.request import PlanRequest
 
 DEFAULTS = Path(__file__).resolve().parents[1] / "data" / "class-default-configs"
 GIB16 = 16 << 30  # 17,179,869,184 B
-PLANNED = ("bagel", "funaudiochat", "kimi_vl", "openvla", "step3_text.moe-layers-string",
-           "step3_vl.text-architectures", "step3p5")
+PLANNED = ("bagel", "kimi_vl", "openvla", "step3_text.moe-layers-string",
+           "step3_vl.text-architectures", "step3p5.router-bias")
 REFUSED_NEW = ("alpamayo2_super", "dory", "flint", "step5", "step5_vl")
 # what vLLM 0.33's oracle said on the class defaults (tests/oracles/vllm-0.33/
 # vllm-0.33-breadth.jsonl), in kvledger's refusal
-ORACLE_STOPS = {"ultravox": "no attribute 'vocab_size'"}
+ORACLE_STOPS = {
+    "ultravox": "AttributeError: 'UltravoxConfig' object has no attribute 'vocab_size'",
+    "funaudiochat": "TypeError: int() argument must be a string, a bytes-like object or a "
+                    "real number, not 'NoneType'",
+    "ovis": "ValidationError: 1 validation error for ModelConfig hidden_size",
+}
 
 
 def _config(name: str) -> dict[str, Any]:
@@ -40,7 +45,8 @@ def _config(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", (*PLANNED, *REFUSED_NEW, *ORACLE_STOPS, "midashenglm",
-                                  "step3_text", "step3_vl", "step3_vl.moe-layers-string"))
+                                  "step3_text", "step3_vl", "step3_vl.moe-layers-string",
+                                  "step3p5"))
 def test_the_files_are_vllm_0_33_class_defaults(name: str) -> None:
     made = _config(name)["_generated_by"]
     assert made["vllm_config_class"].startswith("vllm 0.33.0 ")
@@ -113,7 +119,7 @@ def test_step3_vl_is_its_step3_text_model() -> None:
 
 
 def test_step3p5_on_transformers_step3p7_text_defaults() -> None:
-    config = _config("step3p5")
+    config = _config("step3p5.router-bias")  # the defaults, use_moe_router_bias stated true
     # vLLM 0.33's _CONFIG_REGISTRY maps step3p5 to transformers' Step3p7TextConfig.
     assert "transformers (upstream" in config["_generated_by"]["vllm_config_class"]
     assert (config["num_hidden_layers"], config["num_key_value_heads"], config["head_dim"],
@@ -122,7 +128,7 @@ def test_step3p5_on_transformers_step3p7_text_defaults() -> None:
     # step3p5.py: num_kv_heads = num_attention_groups (-> num_key_value_heads, 8) x head_dim
     # 128 on all 45 layers, all full: 2 x 8 x 128 x 2 B = 4,096 B a layer a token; x 45 =
     # 184,320 B; x 16 = 2,949,120 B a block; 17,179,869,184 // 2,949,120 = 5,825 (5,825.4).
-    assert _blocks("step3p5", 32768) == (16, 2_949_120, 5_825)
+    assert _blocks("step3p5.router-bias", 32768) == (16, 2_949_120, 5_825)
 
 
 def test_kimi_vl_is_deepseek_v2_mla() -> None:
@@ -148,6 +154,8 @@ def test_openvla_is_its_llama_text_model() -> None:
 @pytest.mark.parametrize(("name", "key"), [("bagel", "llm_config"),
                                            ("funaudiochat", "text_config")])
 def test_qwen2_wrappers(name: str, key: str) -> None:
+    # (funaudiochat's class defaults stop vLLM on its audio config, ORACLE_STOPS; its text
+    # model is what a config stating the audio tokenizer's sizes gets)
     text = _config(name)[key]
     assert (text["model_type"], text["num_hidden_layers"], text["num_key_value_heads"],
             text["hidden_size"], text["num_attention_heads"], text.get("head_dim")) == (
@@ -155,7 +163,10 @@ def test_qwen2_wrappers(name: str, key: str) -> None:
     # no head_dim: 4096 / 32 = 128 (qwen2.py; funaudiochat's Qwen3ForCausalLM takes the same
     # hidden_size // heads when head_dim is None); 2 x 32 x 128 x 2 B x 32 layers = 524,288 B
     # a token; x 16 = 8,388,608 B a block; 2,048 blocks.
-    assert _blocks(name, 8192) == (16, 8_388_608, 2_048)
+    layers = derive_model(_config(name)).by_role(Role.DECODER)
+    assert len(layers) == 32 and {(x.k_heads, x.k_dim) for x in layers} == {(32, 128)}
+    if name == "bagel":  # the 0.33 oracle: 8 GiB, 1,024 blocks of 8,388,608 B
+        assert _blocks(name, 8192) == (16, 8_388_608, 2_048)
 
 
 def test_midashenglm_is_its_qwen2_5_omni_text_model() -> None:
@@ -194,7 +205,22 @@ def test_planned_under_both_releases(model_type: str) -> None:
 @pytest.mark.parametrize("model_type", sorted(ORACLE_STOPS))
 def test_refused_with_vllms_error_on_the_class_defaults(model_type: str) -> None:
     for engine in ("vllm", "vllm==0.32"):
-        assert ORACLE_STOPS[model_type] in _refusal(model_type, engine)
+        assert ORACLE_STOPS[model_type] in _refusal(model_type, engine).replace("\\n", " ")
+
+
+def test_step3p5_class_defaults_stop_vllm_0_33_only() -> None:
+    # 0.33 loads step3p5 with transformers' Step3p7TextConfig, which has no
+    # use_moe_router_bias, and step3p5.py reads it on every MoE layer (the 0.33 oracle's
+    # error); 0.32 loaded it with its own Step3p5Config, which defaults it to True.
+    said = _refusal("step3p5", "vllm")
+    assert "AttributeError: 'Step3p7TextConfig' object has no attribute " \
+           "'use_moe_router_bias'" in said and "vLLM 0.33" in said
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["plan", str(DEFAULTS / "step3p5.json"), "--engine", "vllm==0.32",
+                     "--kv-cache-memory-bytes", "16GiB", "--max-model-len", "32768",
+                     "--json"]) == 0
+    assert json.loads(out.getvalue())["num_blocks"] == 5_825  # as step3p5.router-bias
 
 
 @pytest.mark.parametrize("model_type", REFUSED_NEW)

@@ -1846,8 +1846,8 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                                                "(--speculative-config), which kvledger does "
                                                "not derive for this row")},
                      options={"layer_windows": True},
-                     config_class="transformers' Step3p7TextConfig (vLLM's _CONFIG_REGISTRY "
-                                  "maps step3p5 to it)",
+                     # transformers' class: vLLM's _CONFIG_REGISTRY maps step3p5 to it
+                     config_class="Step3p7TextConfig",
                      vllm="step3p5.py (Step3p5Attention)"),
         # Refused with the reason plan/engines/vllm/releases/model_type_verdicts.py gives.
         "step5": T(),
@@ -1856,6 +1856,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "flint": T(),
         "alpamayo2_super": T(),
         "ultravox": T(),
+        "ovis": T(),
     }
 )
 

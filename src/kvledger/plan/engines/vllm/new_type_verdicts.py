@@ -78,6 +78,13 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[tuple[str, ...], tuple[str, object] | N
     "nemotron_h_omni": (
         ("patch_size",), None,
         "vllm/model_executor/models/nano_nemotron_vl.py NemotronH_Nano_VL_V2.__init__"),
+    # `self.use_moe_router_bias = config.use_moe_router_bias` (Step3p5MoEFeedForward, built on
+    # every MoE layer): transformers' Step3p7TextConfig, which vLLM 0.33 loads step3p5 with,
+    # has no use_moe_router_bias (0.33 oracle: tests/oracles/vllm-0.33/
+    # vllm-0.33-breadth.jsonl).
+    "step3p5": (
+        ("use_moe_router_bias",), None,
+        "vllm/model_executor/models/step3p5.py Step3p5MoEFeedForward.__init__"),
 }
 
 # model_type -> (key, vLLM's error, where): HYV3DecoderLayer.__init__ checks
@@ -96,6 +103,14 @@ CHECKED_AT_INIT: Mapping[str, tuple[str, str, str]] = {
 # backend builds transformers' own HunYuanDenseV1Attention, whose __init__ computes
 # head_dim ** -0.5 (oracle: tests/oracles/vllm-0.32-breadth.jsonl).
 NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
+    # FunAudioChatDiscreteEncoder.__init__ (funaudiochat.py) runs int(config.pad_token_id) on
+    # the audio config, which vLLM's FunAudioChatAudioEncoderConfig leaves None (0.33 oracle:
+    # tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl). A dotted key is a sub-config's.
+    "funaudiochat": (
+        "audio_config.pad_token_id",
+        "TypeError: int() argument must be a string, a bytes-like object or a real number, "
+        "not 'NoneType'",
+        "vllm/model_executor/models/funaudiochat.py FunAudioChatDiscreteEncoder.__init__"),
     # step3_vl.py Step3VLForConditionalGeneration.__init__ builds its language model with
     # init_vllm_registered_model(hf_config=config.text_config) and no architectures=;
     # VllmConfig.with_hf_config (vllm/config/vllm.py) then takes text_config.architectures
@@ -152,6 +167,14 @@ def _levels(facts: ModelFacts) -> list[tuple[str, dict[str, Any]]]:
     return levels
 
 
+def _dotted(level: Mapping[str, Any], key: str) -> Any:
+    """``level[key]``, where ``a.b`` is key ``b`` of the sub-config ``a``; None when absent."""
+    value: Any = level
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
 def _config_class(model_type: str) -> str:
     """The config class vLLM holds for ``model_type`` (the row's, when it is a class name)."""
     from kvledger.derive.model_types import MODEL_TYPES, resolve
@@ -175,7 +198,12 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
                     f"attribute '{key}' (architectures names the multimodal wrapper "
                     f"{architecture}, but the config is a flat text config without {key})",
                     where)
+    from kvledger.plan.engines.vllm.releases.current import release
+
+    filled = release().class_fills_construction_keys  # the release being planned
     for model_type, level in _levels(facts):
+        if model_type in filled:
+            continue
         unread = READ_WITHOUT_DEFAULT.get(model_type)
         if unread is not None:
             keys, gate, where = unread
@@ -191,7 +219,7 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
             return (f"{error} (the config omits {key} and the config class has no default)",
                     where)
         unset = NONE_NOT_ACCEPTED.get(model_type)
-        if unset is not None and level.get(unset[0]) is None:
+        if unset is not None and _dotted(level, unset[0]) is None:
             key, error, where = unset
             return (f"{error} (the config leaves {key} None, its config class's default)",
                     where)

@@ -59,7 +59,8 @@ KERNEL_BLOCK_MULTIPLE = 16
 MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense", "longcat_flash",
                               "glm4v_moe_text", "hy_v3", "hunyuan_vl_text",
                               "gemma4_unified", "qianfan_ocr",
-                              "nemotron_h_omni", "step3_text"})
+                              "nemotron_h_omni", "step3_text", "step3p5",
+                              "funaudiochat"})
 
 
 class VllmStartupError(VllmRefusesToStart):

@@ -320,6 +320,12 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
             "Alpamayo2Super", "model_executor/models/alpamayo2_super.py "
             "Alpamayo2SuperForConditionalGeneration, a subclass of qwen3_vl.py's "
             "Qwen3VLForConditionalGeneration"),
+        'ovis': "vLLM's own OvisConfig (transformers_utils/configs/ovis.py) builds its "
+            "language model from llm_config, which its defaults leave None, so text_config and "
+            "hidden_size stay None and vLLM 0.33 stops on them (\"ValidationError: 1 "
+            "validation error for ModelConfig hidden_size Input should be a valid integer\"); "
+            "kvledger reads no Ovis llm_config yet (no real Ovis config checked), so it does "
+            "not plan it",
         'ultravox': f"{_N.v}'s UltravoxModel (model_executor/models/ultravox.py) reads "
             "config.vocab_size in __init__, which vLLM's own UltravoxConfig "
             "(transformers_utils/configs/ultravox.py) does not set: on the class's defaults "

@@ -45,3 +45,8 @@ class VllmRelease(Release):
     # 0.33 config/vllm.py VllmConfig.__post_init__: the speculative-method and PP rules that
     # turn async scheduling off apply to the V1 model runner only (v1_async_sched_incompat).
     async_off_only_on_v1_runner: bool = False
+    # Model types whose config class in this release fills what new_type_verdicts.py's
+    # construction tables find missing (0.32's own Step3p5Config, transformers_utils/configs/
+    # step3p5.py, defaults use_moe_router_bias True; 0.33 loads step3p5 with transformers'
+    # Step3p7TextConfig, which lacks it): no construction refusal for them.
+    class_fills_construction_keys: frozenset[str] = frozenset()

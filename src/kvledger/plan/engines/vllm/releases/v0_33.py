@@ -41,4 +41,7 @@ RELEASE = replace(
     removed_speculative_methods=frozenset({"medusa", "mlp_speculator"}),
     fp8_auto_kv_on_sm100=frozenset({"Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"}),
     async_off_only_on_v1_runner=True,
+    # _CONFIG_REGISTRY maps step3p5 to transformers' Step3p7TextConfig (no
+    # use_moe_router_bias), not vLLM's own class any more.
+    class_fills_construction_keys=frozenset(),
 )
