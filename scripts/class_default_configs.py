@@ -23,12 +23,31 @@ wanted); ``--transformers`` refuses to write unless the transformers imported is
 mistake. Without model types it writes every model type below, and the ``VARIANTS`` (the
 class given arguments, named ``<model_type>.<variant>.json``); a class the imported
 transformers does not have is one line and exit 2.
+
+vLLM's own config classes: for a model type vLLM loads with a class of its own
+(``vllm/transformers_utils/config.py`` ``_CONFIG_REGISTRY``; the classes live in
+``transformers_utils/configs/<file>.py``), ``VLLM_CLASSES`` names the file and class, and the
+script imports that one module (``vllm.transformers_utils.configs.<file>``, with
+``VLLM_TARGET_DEVICE=cpu``; it pulls in none of vLLM's engine) under a venv holding that vLLM:
+
+    python scripts/class_default_configs.py --python /work/venvs/vllm033/bin/python \\
+        --vllm 0.33 step3_text step3_vl kimi_vl
+
+``--vllm`` refuses to write unless the vLLM installed is that version (a prefix), as
+``--transformers`` does; with no model types it writes every ``VLLM_CLASSES`` entry.
+``_generated_by`` then records ``vllm 0.33.0 transformers_utils/configs/<file>.py <Class>``
+and, as for transformers' classes, the checkpoint the class's docstring names (vLLM's
+classes mostly name none; the file then says so).
+A ``_CONFIG_REGISTRY`` entry that names an upstream transformers class (step3p5 →
+transformers' Step3p7TextConfig) is recorded with the file ``transformers``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -110,6 +129,36 @@ CLASSES: dict[str, tuple[str, str]] = {
                                 "MossTranscribeDiarizeForConditionalGeneration"),
     "muse_spark": ("MuseSparkConfig", "MuseSparkForConditionalGeneration"),
 }
+# vLLM's own config classes (vllm/transformers_utils/config.py _CONFIG_REGISTRY): model_type ->
+# (the module under vllm/transformers_utils/configs/, or "transformers" for an upstream class
+# the registry names, or a dotted module of vLLM's for one kept beside its model; the class;
+# the architecture vLLM's registry serves it as). Run with --python <venv of that vLLM>.
+VLLM_CLASSES: dict[str, tuple[str, str, str]] = {
+    "step3_text": ("step3_vl", "Step3TextConfig", "Step3TextForCausalLM"),
+    "step3_vl": ("step3_vl", "Step3VLConfig", "Step3VLForConditionalGeneration"),
+    "step3p5": ("transformers", "Step3p7TextConfig", "Step3p5ForCausalLM"),
+    "kimi_vl": ("kimi_vl", "KimiVLConfig", "KimiVLForConditionalGeneration"),
+    "ovis": ("ovis", "OvisConfig", "Ovis"),
+    "ultravox": ("ultravox", "UltravoxConfig", "UltravoxModel"),
+    "deepseek_v41": ("deepseek_v41", "DeepseekV41Config", "DeepseekV41ForCausalLM"),
+    "dots3_note": ("dots3_note", "Dots3NoteConfig", "Dots3NoteForCausalLM"),
+    "bailing_moe_v3_vl": ("bailing_moe_v3_vl", "BailingMoeV3VLConfig",
+                          "BailingMoeV3VLForConditionalGeneration"),
+    "moondream3": ("moondream3", "Moondream3Config", "Moondream3ForCausalLM"),
+    "isaac": ("isaac", "IsaacConfig", "IsaacForConditionalGeneration"),
+    "bagel": ("bagel", "BagelConfig", "BagelForConditionalGeneration"),
+    "dory": ("dory", "DoryConfig", "DoryForCausalLM"),
+    "funaudiochat": ("funaudiochat", "FunAudioChatConfig",
+                     "FunAudioChatForConditionalGeneration"),
+    "midashenglm": ("midashenglm", "MiDashengLMConfig", "MiDashengLMModel"),
+    "openvla": ("openvla", "OpenVLAConfig", "OpenVLAForActionPrediction"),
+    "step5": ("step5", "Step5Config", "Step5ForCausalLM"),
+    "step5_vl": ("step5", "Step5VLConfig", "Step5ForConditionalGeneration"),
+    "unlimited-ocr": ("unlimited_ocr", "UnlimitedOCRConfig", "UnlimitedOCRForCausalLM"),
+    "alpamayo2_super": ("alpamayo2_super", "Alpamayo2SuperConfig", "Alpamayo2Super"),
+    "deepseek_vl_v2": ("deepseek_vl2", "DeepseekVLV2Config", "DeepseekVLV2ForCausalLM"),
+    "flint": ("vllm.models.flint.configs", "FlintConfig", "FlintForCausalLM"),
+}
 # A class-default config with arguments, for a model type whose class leaves a key vLLM
 # indexes unset: name -> (model_type, the arguments given to the class)
 VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
@@ -129,6 +178,22 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # Gemma4UnifiedConfig leaves vision_config None, and vLLM's gemma4_unified.py refuses to
     # build without one; the vision class's own defaults given.
     "gemma4_unified.vision": ("gemma4_unified", {"vision_config": {}}),
+    # vLLM's Step3TextConfig defaults moe_layers_enum to a tuple, but step3_text.py parses it
+    # as a comma-separated string (moe_layers_enum.strip().split(",")), as Step3's checkpoints
+    # write it; the same layers 4..59 given as that string (vLLM's class, --vllm 0.33).
+    "step3_text.moe-layers-string": ("step3_text", {
+        "moe_layers_enum": ",".join(str(i) for i in range(4, 60))}),
+    "step3_vl.moe-layers-string": ("step3_vl", {"text_config": {
+        "moe_layers_enum": ",".join(str(i) for i in range(4, 60))}}),
+    # ... and step3_vl.py builds its language model from text_config with no architectures=,
+    # which transformers cannot name for step3_text: the text config states it, as Step3's
+    # checkpoints do.
+    # Step3p5MoEFeedForward (step3p5.py) reads use_moe_router_bias, which transformers'
+    # Step3p7TextConfig lacks, and asserts it true; Step-3.5's checkpoints state true.
+    "step3p5.router-bias": ("step3p5", {"use_moe_router_bias": True}),
+    "step3_vl.text-architectures": ("step3_vl", {"text_config": {
+        "moe_layers_enum": ",".join(str(i) for i in range(4, 60)),
+        "architectures": ["Step3TextForCausalLM"]}}),
 }
 
 
@@ -140,15 +205,38 @@ def reference_checkpoint(config_class: type) -> str:
     return found.group(1) if found else "not named by the class docstring"
 
 
+def _vllm_class(model_type: str) -> tuple[type, str, str]:
+    """vLLM's own class for ``model_type``: (the class, where it is, the architecture)."""
+    where, class_name, architecture = VLLM_CLASSES[model_type]
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    if where == "transformers":
+        module_name, shown = "transformers", "transformers (upstream, named by _CONFIG_REGISTRY)"
+    elif "." in where:
+        module_name, shown = where, where.removeprefix("vllm.").replace(".", "/") + ".py"
+    else:
+        module_name = f"vllm.transformers_utils.configs.{where}"
+        shown = f"transformers_utils/configs/{where}.py"
+    config_class = getattr(importlib.import_module(module_name), class_name, None)
+    if config_class is None:
+        raise SystemExit(f"class_default_configs: {module_name} has no {class_name} (model "
+                         f"type {model_type})")
+    return config_class, f"vllm {_vllm_version()} {shown} {class_name}", architecture
+
+
 def generate(name: str) -> Path:
     import transformers  # the scratch venv's, never the project's
 
     model_type, arguments = VARIANTS.get(name, (name, {}))
-    class_name, architecture = CLASSES[model_type]
-    config_class = getattr(transformers, class_name, None)
-    if config_class is None:
-        raise SystemExit(f"class_default_configs: transformers {transformers.__version__} has "
-                         f"no {class_name} (model type {model_type})")
+    made_by: dict[str, object] = {}
+    if model_type in VLLM_CLASSES:
+        config_class, made_by["vllm_config_class"], architecture = _vllm_class(model_type)
+        class_name = config_class.__name__
+    else:
+        class_name, architecture = CLASSES[model_type]
+        config_class = getattr(transformers, class_name, None)
+        if config_class is None:
+            raise SystemExit(f"class_default_configs: transformers {transformers.__version__} "
+                             f"has no {class_name} (model type {model_type})")
     config = config_class(**arguments)
     if config.model_type != model_type:
         raise SystemExit(f"{class_name} is model_type {config.model_type!r}, not {model_type!r}")
@@ -158,6 +246,7 @@ def generate(name: str) -> Path:
     data["_generated_by"] = {
         "by": "scripts/class_default_configs.py",
         "config_class": class_name,
+        **made_by,
         "reference_checkpoint": reference_checkpoint(config_class),
         "transformers_version": transformers.__version__,
         "set_beyond_the_class": ["architectures", "dtype"],
@@ -167,6 +256,20 @@ def generate(name: str) -> Path:
     path = OUT / f"{name}.json"
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def _vllm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vllm")
+    except PackageNotFoundError:
+        raise SystemExit("class_default_configs: no vllm installed in this interpreter "
+                         "(give --python the venv of the vLLM release wanted)") from None
+
+
+def _matches(found: str, asked: str) -> bool:
+    return found == asked or found.startswith(asked + ".")
 
 
 def _transformers_version() -> str:
@@ -180,10 +283,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("model_types", nargs="*")
     parser.add_argument("--python", help="run under this interpreter (its transformers)")
     parser.add_argument("--transformers", help="the transformers version required (a prefix)")
+    parser.add_argument("--vllm", help="the vLLM version required (a prefix), for VLLM_CLASSES")
     args = parser.parse_args(argv)
     if args.python:
-        rest = [*args.model_types, *(["--transformers", args.transformers]
-                                     if args.transformers else [])]
+        rest = [*args.model_types,
+                *(["--transformers", args.transformers] if args.transformers else []),
+                *(["--vllm", args.vllm] if args.vllm else [])]
         try:
             return subprocess.call([args.python, __file__, *rest])
         except OSError as error:
@@ -191,12 +296,20 @@ def main(argv: list[str]) -> int:
             return 2
     if args.transformers:
         found = _transformers_version()
-        if found != args.transformers and not found.startswith(args.transformers + "."):
+        if not _matches(found, args.transformers):
             print(f"class_default_configs: transformers {found} imported, "
                   f"{args.transformers} asked", file=sys.stderr)
             return 2
-    wanted = args.model_types or [*CLASSES, *VARIANTS]
-    unknown = [m for m in wanted if m not in CLASSES and m not in VARIANTS]
+    if args.vllm and not _matches(found := _vllm_version(), args.vllm):
+        print(f"class_default_configs: vllm {found} installed, {args.vllm} asked",
+              file=sys.stderr)
+        return 2
+    # Without model types: transformers' classes, or with --vllm, vLLM's (another venv).
+    vllm_variants = [v for v, (m, _) in VARIANTS.items() if m in VLLM_CLASSES]
+    wanted = args.model_types or ([*VLLM_CLASSES, *vllm_variants] if args.vllm else
+                                  [*CLASSES, *(v for v in VARIANTS if v not in vllm_variants)])
+    unknown = [m for m in wanted if m not in CLASSES and m not in VARIANTS
+               and m not in VLLM_CLASSES]
     if unknown:
         print(f"class_default_configs: not in the table: {', '.join(unknown)}", file=sys.stderr)
         return 2

@@ -17,10 +17,14 @@ read as source (``ast``), never imported. The generative architectures are the k
 ``_TRANSFORMERS_SUPPORTED_MODELS`` it maps to a generative Transformers-backend class; pooling,
 embedding, classification, reward and speculative-decoding (draft) entries are left out.
 
-Each architecture gets the model types that name it, from three sources, each recorded:
+Each architecture gets the model types that name it, from four sources, each recorded:
 ``real`` (a config under ../shared/configs whose ``architectures[0]`` is it), ``transformers``
 (an ``*_MAPPING_NAMES`` table of transformers' ``modeling_auto.py``, read as source, mapping a
-model type to that class name), ``class-default`` (tests/data/class-default-configs/), and,
+model type to that class name), ``class-default`` (tests/data/class-default-configs/ made from a
+transformers class), ``vllm-config-class`` (vLLM's own config classes: a class-default file
+made from one, and a ``_CONFIG_REGISTRY`` model type of vLLM's
+``transformers_utils/config.py``, read as source, that is the architecture's model file's
+name, as step3_text is step3_text.py's), and,
 only where none of those names a type, ``kvledger-row`` (kvledger rows whose own text names
 the architecture exactly: remote-code types, which no transformers table lists), then
 ``kvledger-vllm-file`` (the one kvledger row whose ``vllm`` field names the architecture's
@@ -28,7 +32,9 @@ vLLM model file). kvledger's own ``ARCHITECTURES``
 table is applied by ``verdict``. Its verdict
 (``verdict`` below) comes from kvledger's model-type table: ``planned`` when a row derives one of
 its model types, ``refused`` when the rows refuse them (with the row's reason), otherwise
-``not covered``. The data file keeps the architecture list and the model types, so
+``not covered`` — with its own reason when no source names a model type at all (no config
+class in transformers nor in vLLM: its checkpoints load through their remote code only).
+The data file keeps the architecture list and the model types, so
 ``tests/cli/test_registry_coverage.py`` recomputes every verdict from kvledger's table and
 fails when a table change moves one without the file being regenerated.
 """
@@ -58,6 +64,14 @@ GENERATIVE_BACKENDS = ("TransformersForCausalLM", "TransformersMoEForCausalLM",
                        "TransformersMultiModalForCausalLM",
                        "TransformersMultiModalMoEForCausalLM")
 REGISTRY_IN_WHEEL = "vllm/model_executor/models/registry.py"
+CONFIG_IN_WHEEL = "vllm/transformers_utils/config.py"
+REMOTE_ONLY = ("remote code only: neither transformers nor vLLM's _CONFIG_REGISTRY registers a "
+               "config class for a model type naming it (no real config, transformers or vLLM "
+               "config class, or kvledger row)")
+MISTRAL_ONLY = ("Mistral format only: vLLM builds its config from the checkpoint's params.json "
+                "(transformers_utils/configs/mistral.py names the architecture); no config.json "
+                "model type names it")
+MISTRAL_IN_WHEEL = "vllm/transformers_utils/configs/mistral.py"
 
 
 # -- reading sources as text -------------------------------------------------------------------
@@ -95,6 +109,48 @@ def _dicts(source: str) -> dict[str, dict[str, Any]]:
                     entries[key.value] = ast.unparse(val)
         if entries:
             out[target.id] = entries
+    return out
+
+
+def vllm_config_types(source: str) -> set[str]:
+    """The model types of vLLM's ``_CONFIG_REGISTRY = LazyConfigDict(a="AConfig", **{...})``
+    (transformers_utils/config.py), read as source."""
+    for node in ast.parse(source).body:
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call)
+                and "_CONFIG_REGISTRY" in ast.unparse(node)[:40]):
+            found: set[str] = set()
+            for keyword in node.value.keywords:
+                if keyword.arg is not None:
+                    found.add(keyword.arg)
+                elif isinstance(keyword.value, ast.Dict):
+                    found |= {k.value for k in keyword.value.keys
+                              if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            return found
+    raise SystemExit("vllm_registry_coverage: no _CONFIG_REGISTRY in vLLM's config.py")
+
+
+def named_in(source: str, names: Iterable[str]) -> set[str]:
+    """The ``names`` that are string constants of ``source`` (vLLM's configs/mistral.py)."""
+    wanted = set(names)
+    return {node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and node.value in wanted}
+
+
+def module_types(registry: Mapping[str, dict[str, str]],
+                 config_types: set[str]) -> dict[str, set[str]]:
+    """architecture -> the ``_CONFIG_REGISTRY`` model type named as its vLLM model file is
+    (``step3_text`` for step3_text.py; ``step5`` for vllm.models.step5)."""
+    return {arch: {name} for arch, entry in registry.items()
+            if (name := entry["module"].rsplit(".", 1)[-1]) in config_types}
+
+
+def made_from(folder: Path) -> dict[str, str]:
+    """model_type -> "transformers" or "vllm": whose config class a class-default file is."""
+    out: dict[str, str] = {}
+    for path in sorted(folder.glob("*.json")):
+        config = json.loads(path.read_text())
+        made = config.get("_generated_by", {})
+        out[config["model_type"]] = "vllm" if "vllm_config_class" in made else "transformers"
     return out
 
 
@@ -194,9 +250,11 @@ def _row_verdict(model_type: str) -> tuple[str, str]:
     return "planned", ""
 
 
-def verdict(architecture: str, model_types: Iterable[str]) -> dict[str, str]:
+def verdict(architecture: str, model_types: Iterable[str],
+            config_format: str = "hf") -> dict[str, str]:
     """kvledger's verdict on ``architecture`` served as one of ``model_types``: the first
-    planned type, else the first refused one (its reason), else not covered."""
+    planned type, else the first refused one (its reason), else not covered (``config_format``
+    "mistral": vLLM reads it from a Mistral-format checkpoint only)."""
     from kvledger.derive.model_types import ARCHITECTURES
 
     types = list(model_types)
@@ -208,15 +266,15 @@ def verdict(architecture: str, model_types: Iterable[str]) -> dict[str, str]:
             if kind == wanted:
                 return {"verdict": kind, "model_type": model_type, "reason": reason}
     why = (f"no kvledger row for model type(s) {', '.join(types)}" if types else
-           "no model type known to name it (no real config, transformers class or kvledger "
-           "row)")
+           MISTRAL_ONLY if config_format == "mistral" else REMOTE_ONLY)
     return {"verdict": "not covered", "model_type": "", "reason": why}
 
 
 def coverage(archs: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Every architecture's line with kvledger's verdict (``archs``: its registry entry and
     ``model_types``: {type: [sources]})."""
-    return [{"architecture": a, **entry, **verdict(a, entry["model_types"])}
+    return [{"architecture": a, **entry,
+             **verdict(a, entry["model_types"], entry.get("config_format", "hf"))}
             for a, entry in archs.items()]
 
 
@@ -231,15 +289,27 @@ def readme_block(data: dict[str, Any]) -> str:
     counts = summary(data["architectures"])
     version = data["vllm_version"]
     missing = [line["architecture"] for line in data["architectures"]
-               if line["verdict"] == "not covered"]
+               if line["verdict"] == "not covered"
+               and line["reason"] not in (REMOTE_ONLY, MISTRAL_ONLY)]
+    remote = [line["architecture"] for line in data["architectures"]
+              if line["reason"] == REMOTE_ONLY]
+    mistral = [line["architecture"] for line in data["architectures"]
+               if line["reason"] == MISTRAL_ONLY]
     return "\n".join([
         START,
         f"**{counts['planned']} of {counts['generative']} generative architectures of vLLM "
         f"{version}** are planned by a kvledger model-type row; {counts['refused']} are "
         f"refused with vLLM's reason and {counts['not covered']} are not covered yet "
         "(tests/data/vllm-0.33-registry-coverage.json, from vLLM's registry.py and "
-        f"transformers {data.get('transformers_version', '?')}'s modeling_auto.py read as "
-        "source). Not covered yet: " + ", ".join(f"`{a}`" for a in missing) + ".",
+        f"transformers {data.get('transformers_version', '?')}'s modeling_auto.py and vLLM's "
+        "own config classes (transformers_utils/config.py `_CONFIG_REGISTRY`) read as "
+        "source). Not covered yet, with a config class kvledger has no row for: "
+        + (", ".join(f"`{a}`" for a in missing) or "none") + ". Not covered, Mistral format "
+        f"only ({len(mistral)}: vLLM builds their config from params.json): "
+        + ", ".join(f"`{a}`" for a in mistral) + ". Not covered, remote code only "
+        f"({len(remote)}: neither transformers nor vLLM's `_CONFIG_REGISTRY` registers a "
+        "config class for a model type naming them, and no real config is at hand): "
+        + ", ".join(f"`{a}`" for a in remote) + ".",
         END,
     ])
 
@@ -260,11 +330,17 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", type=Path, required=True)
     parser.add_argument("--transformers-auto", type=Path, required=True)
+    parser.add_argument("--vllm-config", type=Path,
+                        help="vLLM's transformers_utils/config.py (default: beside --registry; "
+                             "in a .whl, read inside it)")
     parser.add_argument("--vllm-version", default="0.33.0")
     parser.add_argument("--transformers-version", default="5.20")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
-    for path in (args.registry, args.transformers_auto):
+    if args.vllm_config is None:
+        args.vllm_config = (args.registry if args.registry.suffix == ".whl" else
+                            args.registry.parents[2] / "transformers_utils" / "config.py")
+    for path in (args.registry, args.transformers_auto, args.vllm_config):
         if not path.is_file():
             print(f"vllm_registry_coverage: no such file: {path}", file=sys.stderr)
             return 2
@@ -272,15 +348,25 @@ def main(argv: list[str]) -> int:
     by_class = transformers_types(_dicts(args.transformers_auto.read_text()))
     by_real = real_types(SHARED_CONFIGS, LOCAL_CONFIGS)
     by_default = real_types(CLASS_DEFAULTS)
+    whose = made_from(CLASS_DEFAULTS)
     entries = generative(registry)
+    by_module = module_types(entries, vllm_config_types(
+        _source(args.vllm_config, CONFIG_IN_WHEEL)))
+    mistral_path = (args.vllm_config if args.vllm_config.suffix == ".whl" else
+                    args.vllm_config.parent / "configs" / "mistral.py")
+    mistral = named_in(_source(mistral_path, MISTRAL_IN_WHEEL), entries)
     by_file = file_types(entries)
     by_named = named_types(entries)
     archs: dict[str, dict[str, Any]] = {}
     for arch, entry in entries.items():
         sources: dict[str, list[str]] = {}
-        for source, types in (("real", by_real.get(arch, set())),
-                              ("transformers", by_class.get(arch, set())),
-                              ("class-default", by_default.get(arch, set()))):
+        defaults = by_default.get(arch, set())
+        for source, types in (
+                ("real", by_real.get(arch, set())),
+                ("transformers", by_class.get(arch, set())),
+                ("class-default", {t for t in defaults if whose[t] == "transformers"}),
+                ("vllm-config-class", {t for t in defaults if whose[t] == "vllm"}
+                 | by_module.get(arch, set()))):
             for model_type in sorted(types):
                 sources.setdefault(model_type, []).append(source)
         if not sources:  # the weaker links, only where nothing else names a type
@@ -289,12 +375,14 @@ def main(argv: list[str]) -> int:
         if not sources:
             for model_type in sorted(by_file.get(arch, set())):
                 sources[model_type] = ["kvledger-vllm-file"]
-        archs[arch] = {**entry, "model_types": sources}
+        archs[arch] = {**entry, "model_types": sources,
+                       **({"config_format": "mistral"} if arch in mistral else {})}
     data = {
         "vllm_version": args.vllm_version,
         "generated_by": "scripts/vllm_registry_coverage.py",
         "transformers_auto": args.transformers_auto.name,
         "transformers_version": args.transformers_version,
+        "vllm_config": args.vllm_config.name,
         "architectures": coverage(archs),
     }
     if args.write:  # before printing: a closed stdout (| head) must not stop the write
@@ -305,7 +393,10 @@ def main(argv: list[str]) -> int:
     print(", ".join(f"{k}: {v}" for k, v in counts.items()))
     for line in data["architectures"]:
         if line["verdict"] == "not covered":
-            print(f"  not covered: {line['architecture']} {sorted(line['model_types'])}")
+            remote = {REMOTE_ONLY: " (remote code only)", MISTRAL_ONLY: " (Mistral format)"}.get(
+                line["reason"], "")
+            print(f"  not covered{remote}: {line['architecture']} "
+                  f"{sorted(line['model_types'])}")
     return 0
 
 

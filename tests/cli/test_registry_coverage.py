@@ -53,5 +53,29 @@ def test_the_file_lists_generative_architectures_only() -> None:
 
 @pytest.mark.parametrize("line", _data()["architectures"], ids=lambda x: x["architecture"])
 def test_verdict_is_kvledgers_today(line: dict[str, Any]) -> None:
-    got = _script().verdict(line["architecture"], line["model_types"])
+    got = _script().verdict(line["architecture"], line["model_types"],
+                            line.get("config_format", "hf"))
     assert got == {k: line[k] for k in ("verdict", "model_type", "reason")}
+
+
+def test_vllms_own_config_classes_are_a_source() -> None:
+    # vLLM 0.33's _CONFIG_REGISTRY (transformers_utils/config.py) names step3_text, and the
+    # class-default file made from vLLM's Step3TextConfig carries it too.
+    by_arch = {line["architecture"]: line for line in _data()["architectures"]}
+    assert by_arch["Step3TextForCausalLM"]["model_types"] == {
+        "step3_text": ["vllm-config-class"]}
+    assert "vllm-config-class" in by_arch["KimiVLForConditionalGeneration"]["model_types"][
+        "kimi_vl"]
+
+
+def test_an_architecture_no_source_names_says_why() -> None:
+    script = _script()
+    unnamed = [line for line in _data()["architectures"] if not line["model_types"]]
+    assert unnamed and all(line["verdict"] == "not covered" for line in unnamed)
+    assert {line["reason"] for line in unnamed} == {script.REMOTE_ONLY, script.MISTRAL_ONLY}
+    # Pixtral's checkpoints are Mistral-format (params.json, configs/mistral.py).
+    assert {line["architecture"] for line in unnamed if line["reason"] == script.MISTRAL_ONLY
+            } == {"PixtralForConditionalGeneration", "MistralLarge3ForCausalLM",
+                  "VoxtralRealtimeGeneration"}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "remote code only (" in readme and "Mistral format only (3" in readme

@@ -45,9 +45,10 @@ OUT = Path(os.environ.get("BREADTH_OUT", HERE / "vllm-0.32-breadth.jsonl"))
 # a meta tensor cannot answer), and the CPU wheel's Triton lacking what a GPU kernel module
 # calls at import (OLMo-hybrid's GDN: triton.set_allocator), and a Transformers-backend
 # multimodal model whose processor vLLM loads from the model folder, which holds the config
-# alone (HunYuan-VL: "Can't load image processor"): printed, not written.
+# alone (HunYuan-VL: "Can't load image processor"), and a model file importing a package the
+# oracle venv lacks (OpenVLA's timm): printed, not written.
 ORACLE_GAPS = ("Cannot copy out of meta tensor", "has no attribute 'set_allocator'",
-               "Can't load image processor")
+               "Can't load image processor", "Please install timm")
 MTP = ["--num-speculative-tokens", "1", "--speculative-method", "mtp"]
 AUTO = ["--block-size", "auto"]
 
@@ -145,6 +146,34 @@ RUNS: list[tuple[str, list[str], str]] = [
      "round 4: Gemma4UnifiedConfig with the vision class's defaults"),
     ("class-default:step3p7", [*base(4096), *AUTO],
      "round 4: Step3p7Config's defaults: a step3p5 text config"),
+    # breadth round 6: vLLM's own config classes (class_default_configs.py --vllm 0.33), asked
+    # of the 0.33 oracle (ORACLE_PY=<vllm033 venv> ORACLE_TOOL=<tool-0.33>
+    # BREADTH_OUT=tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl), one run per lock
+    ("class-default:step3_text", [*base(), *AUTO],
+     "vLLM's Step3TextConfig defaults: 61 layers, one K/V head x 256"),
+    ("class-default:step3_vl", [*base(), *AUTO],
+     "vLLM's Step3VLConfig defaults: Step3TextForCausalLM on text_config"),
+    ("class-default:kimi_vl", [*base(2048), *AUTO],
+     "vLLM's KimiVLConfig defaults: DeepseekV2 MLA text_config, 32 layers"),
+    ("class-default:ultravox", [*base(2048), *AUTO],
+     "vLLM's UltravoxConfig defaults: a llama wrapped_model_config"),
+    ("class-default:openvla", [*base(2048), *AUTO],
+     "vLLM's OpenVLAConfig defaults: a llama text_config"),
+    ("class-default:bagel", [*base(8192), *AUTO],
+     "vLLM's BagelConfig defaults: Qwen2ForCausalLM on llm_config"),
+    ("class-default:funaudiochat", [*base(8192), *AUTO],
+     "vLLM's FunAudioChatConfig defaults: Qwen3ForCausalLM on a Qwen2Config"),
+    ("class-default:ovis", [*base(8192), *AUTO],
+     "vLLM's OvisConfig defaults: no llm_config (text_config None)"),
+    ("class-default:step3p5", [*base(), *AUTO],
+     "transformers' Step3p7TextConfig defaults as step3p5 (vLLM's _CONFIG_REGISTRY): 45 "
+     "full-attention layers, 8 KV heads x 128"),
+    ("class-default:step3_text.moe-layers-string", [*base(), *AUTO],
+     "Step3TextConfig with moe_layers_enum the comma-separated string step3_text.py parses"),
+    ("class-default:step3_vl.moe-layers-string", [*base(), *AUTO],
+     "Step3VLConfig, its text_config's moe_layers_enum the string step3_text.py parses"),
+    ("class-default:step3_vl.text-architectures", [*base(), *AUTO],
+     "Step3VLConfig, its text_config stating the string moe_layers_enum and architectures"),
 ]
 
 

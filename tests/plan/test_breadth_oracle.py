@@ -117,8 +117,9 @@ def test_the_start_up_gate_names_every_table_type() -> None:
         CHECKED_AT_INIT,
         NONE_NOT_ACCEPTED,
         READ_WITHOUT_DEFAULT,
+        STRING_PARSED,
     )
     from kvledger.plan.engines.vllm.startup import MAY_STOP_IN_INIT
 
     assert (set(READ_WITHOUT_DEFAULT) | set(NONE_NOT_ACCEPTED) | set(CHECKED_AT_INIT)
-            | set(ASSERTED_AT_INIT) == MAY_STOP_IN_INIT)
+            | set(ASSERTED_AT_INIT) | set(STRING_PARSED) == MAY_STOP_IN_INIT)

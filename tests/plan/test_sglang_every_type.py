@@ -209,7 +209,11 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
          "Cosmos3EdgeForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
          "HunYuanVLForConditionalGeneration",
          # breadth round 5
-         "MossTranscribeDiarizeForConditionalGeneration"),
+         "MossTranscribeDiarizeForConditionalGeneration",
+         # breadth round 6
+         "BagelForConditionalGeneration", "FunAudioChatForConditionalGeneration",
+         "KimiVLForConditionalGeneration", "MiDashengLMModel", "OpenVLAForActionPrediction",
+         "Step3TextForCausalLM", "Step3VLForConditionalGeneration", "Step3p5ForCausalLM"),
         "a breadth row's architecture: its model type is refused under --engine sglang as not "
         "checked (see WITHOUT_CASE)"),
     "MptForCausalLM": "row mpt (MPT-7B, ../shared/configs): see WITHOUT_CASE",

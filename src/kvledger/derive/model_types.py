@@ -1794,6 +1794,99 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # Refused with the reason plan/engines/vllm/releases/model_type_verdicts.py gives.
         "molmo2": T(),
         "muse_spark": T(),
+        # -- breadth round 6: model types vLLM loads with a config class of its own
+        # (vllm/transformers_utils/config.py _CONFIG_REGISTRY; the classes are in
+        # transformers_utils/configs/). The wrappers below build their language model with
+        # init_vllm_registered_model on the config named; their vision / audio towers run once
+        # per input and keep no cache.
+        "kimi_vl": T(text_key="text_config", inner=("deepseek_v2", "deepseek_v3"),
+                     harmless=_HARMLESS_MULTIMODAL,
+                     config_class="vLLM's KimiVLConfig (transformers_utils/configs/kimi_vl.py; "
+                                  "text_config: DeepseekV2Config by default)",
+                     vllm="kimi_vl.py (DeepseekV2ForCausalLM on text_config)"),
+        "openvla": T(text_key="text_config", inner=("llama",),
+                     harmless={**_HARMLESS_MULTIMODAL,
+                               "timm_override_act_layers": "activation overrides of the timm "
+                                                           "vision backbones: " + _ENCODER},
+                     config_class="vLLM's OpenVLAConfig (transformers_utils/configs/"
+                                  "openvla.py; text_config: llama by default)",
+                     vllm="openvla.py (the registered model of text_config)"),
+        "bagel": T(text_key="llm_config", inner=("qwen2",),
+                   harmless=_HARMLESS_MULTIMODAL,
+                   config_class="vLLM's BagelConfig (transformers_utils/configs/bagel.py; "
+                                "llm_config: qwen2 by default)",
+                   vllm="bagel.py (Qwen2ForCausalLM on llm_config)"),
+        "midashenglm": T(text_key="text_config", inner=("qwen2_5_omni_text",),
+                         harmless={**_HARMLESS_MULTIMODAL,
+                                   "audio_encoder_config": "the Dasheng audio encoder's own "
+                                                           "config: " + _ENCODER},
+                         config_class="vLLM's MiDashengLMConfig (transformers_utils/configs/"
+                                      "midashenglm.py; text_config: qwen2_5_omni_text)",
+                         vllm="midashenglm.py (Qwen2ForCausalLM on text_config)"),
+        # FunAudioChat: funaudiochat.py builds Qwen3ForCausalLM on a text_config its class
+        # makes a Qwen2Config; qwen3.py's attention takes head_dim = config.head_dim or
+        # hidden_size // heads, and Qwen2Config leaves head_dim None, so the width is the
+        # qwen2 row's hidden_size // num_attention_heads.
+        "funaudiochat": T(text_key="text_config", inner=("qwen2",),
+                          harmless=_HARMLESS_MULTIMODAL,
+                          config_class="vLLM's FunAudioChatConfig (transformers_utils/configs/"
+                                       "funaudiochat.py; text_config: Qwen2Config)",
+                          vllm="funaudiochat.py (Qwen3ForCausalLM on text_config)"),
+        # Step3 (vLLM's Step3TextConfig / Step3VLConfig, transformers_utils/configs/step3_vl.py)
+        "step3_text": T(handler="step3:derive", keys={"num_hidden_layers", "head_dim"},
+                        harmless={"num_attention_heads": "query heads; the cache keeps one "
+                                  "K/V head whatever their number (step3_text.py)",
+                                  "num_attention_groups": "not read by vLLM's step3_text.py: "
+                                  "its decoder layer passes num_kv_heads=1 itself",
+                                  "share_q_dim": "width of the shared query projection: "
+                                                 "weights",
+                                  "max_position_embedding": "the rotary table's length "
+                                  "(step3_text.py max_position_embedding); vLLM's length "
+                                  "comes from max_seq_len",
+                                  "moe_layers_enum": _MOE, "share_expert_dim": _MLP},
+                        defaults={"head_dim": 256},
+                        config_class="vLLM's Step3TextConfig (transformers_utils/configs/"
+                                     "step3_vl.py)",
+                        vllm="step3_text.py (Step3TextAttention, one K/V head)"),
+        "step3_vl": T(text_key="text_config", inner=("step3_text",),
+                      harmless=_HARMLESS_MULTIMODAL,
+                      config_class="vLLM's Step3VLConfig (transformers_utils/configs/"
+                                   "step3_vl.py; text_config: step3_text)",
+                      vllm="step3_vl.py (the registered model of text_config: "
+                           "Step3TextForCausalLM)"),
+        # Step-3.5 (vLLM 0.33 maps step3p5 to transformers' Step3p7TextConfig): step3p5.py
+        # Step3p5DecoderLayer builds Step3p5Attention with num_kv_heads=num_attention_groups
+        # (the class maps it to num_key_value_heads), head_dim, and sliding_window on the
+        # layers layer_types marks sliding (per_layer_sliding_window; the model-level window is
+        # cleared); only the query heads differ per layer.
+        "step3p5": T(handler="standard:derive", keys=_WINDOW_KEYS,
+                     harmless={"num_sliding_attention_heads": "query heads of the sliding "
+                               "layers (step3p5.py _get_num_attention_heads); their K/V heads "
+                               "are num_attention_groups like every layer's",
+                               "per_layer_config": "per-layer query heads of a heterogeneous "
+                               "config (step3p5.py _get_num_attention_heads); the K/V heads "
+                               "stay num_attention_groups",
+                               "query_pre_attn_scalar": _SCORE,
+                               "share_expert_dim": _MLP,
+                               **dict.fromkeys(("num_nextn_predict_layers", "mtp_layer_types",
+                                                "mtp_mlp_layer_types"),
+                                               "MTP layers: step3p5.py builds "
+                                               "num_hidden_layers decoder layers; its MTP "
+                                               "layers are built only by vLLM's drafter "
+                                               "(--speculative-config), which kvledger does "
+                                               "not derive for this row")},
+                     options={"layer_windows": True},
+                     # transformers' class: vLLM's _CONFIG_REGISTRY maps step3p5 to it
+                     config_class="Step3p7TextConfig",
+                     vllm="step3p5.py (Step3p5Attention)"),
+        # Refused with the reason plan/engines/vllm/releases/model_type_verdicts.py gives.
+        "step5": T(),
+        "step5_vl": T(),
+        "dory": T(),
+        "flint": T(),
+        "alpamayo2_super": T(),
+        "ultravox": T(),
+        "ovis": T(),
     }
 )
 

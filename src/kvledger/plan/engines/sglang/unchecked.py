@@ -28,7 +28,10 @@ UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
      "cosmos3_edge", "cosmos3_edge_text", "hunyuan_vl", "hunyuan_vl_text", "gemma4_unified",
      "gemma4_unified_text",
      # breadth round 5
-     "moss_transcribe_diarize", "beam", "kolibri1"),
+     "moss_transcribe_diarize", "beam", "kolibri1",
+     # breadth round 6 (vLLM's own config classes)
+     "bagel", "funaudiochat", "kimi_vl", "midashenglm", "openvla", "step3_text", "step3_vl",
+     "step3p5"),
     "checked against vLLM's own numbers only",
 )
 

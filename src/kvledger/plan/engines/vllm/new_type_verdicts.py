@@ -20,6 +20,8 @@ that reason instead of planning a cache vLLM never builds. Two kinds, each a tab
 - ``CHECKED_AT_INIT``: a key the model class checks for itself (``hasattr``) and raises its own
   error without.
 - ``ASSERTED_AT_INIT``: a flag the model class asserts true, whose class default is false.
+- ``STRING_PARSED``: a key the model class parses as a comma-separated string
+  (``value.strip().split(",")``), so a config holding it as a list stops vLLM.
 
 A table is keyed by the model type of the level the model class reads: the top level, or for
 a wrapper the language model's config (Glm4vMoeTextConfig inside GLM-4.5V's). The same lines
@@ -79,6 +81,13 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[tuple[str, ...], tuple[str, object] | N
     "nemotron_h_omni": (
         ("patch_size",), None,
         "vllm/model_executor/models/nano_nemotron_vl.py NemotronH_Nano_VL_V2.__init__"),
+    # `self.use_moe_router_bias = config.use_moe_router_bias` (Step3p5MoEFeedForward, built on
+    # every MoE layer): transformers' Step3p7TextConfig, which vLLM 0.33 loads step3p5 with,
+    # has no use_moe_router_bias (0.33 oracle: tests/oracles/vllm-0.33/
+    # vllm-0.33-breadth.jsonl).
+    "step3p5": (
+        ("use_moe_router_bias",), None,
+        "vllm/model_executor/models/step3p5.py Step3p5MoEFeedForward.__init__"),
     # `self.image_size = vision_config.image_size`, then `vision_config.apply_vit_abs_pos_embed`
     # (Qwen3Omni_VisionTransformer.__init__, the thinker's vision tower, in vLLM 0.32 and 0.33
     # alike): transformers' Qwen3OmniMoeVisionEncoderConfig declares neither (0.33 oracle:
@@ -112,6 +121,24 @@ CHECKED_AT_INIT: Mapping[str, tuple[str, str, str]] = {
 # backend builds transformers' own HunYuanDenseV1Attention, whose __init__ computes
 # head_dim ** -0.5 (oracle: tests/oracles/vllm-0.32-breadth.jsonl).
 NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
+    # FunAudioChatDiscreteEncoder.__init__ (funaudiochat.py) runs int(config.pad_token_id) on
+    # the audio config, which vLLM's FunAudioChatAudioEncoderConfig leaves None (0.33 oracle:
+    # tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl). A dotted key is a sub-config's.
+    "funaudiochat": (
+        "audio_config.pad_token_id",
+        "TypeError: int() argument must be a string, a bytes-like object or a real number, "
+        "not 'NoneType'",
+        "vllm/model_executor/models/funaudiochat.py FunAudioChatDiscreteEncoder.__init__"),
+    # step3_vl.py Step3VLForConditionalGeneration.__init__ builds its language model with
+    # init_vllm_registered_model(hf_config=config.text_config) and no architectures=;
+    # VllmConfig.with_hf_config (vllm/config/vllm.py) then takes text_config.architectures
+    # (None in its class), or transformers' causal-LM class of its model_type, which
+    # step3_text has none of, and the registry stops (oracle:
+    # tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl).
+    "step3_text": (
+        "architectures", "ValueError: No model architectures are specified",
+        "vllm/model_executor/models/registry.py ModelRegistry.resolve_model_cls, from "
+        "step3_vl.py Step3VLForConditionalGeneration.__init__"),
     "hunyuan_v1_dense": (
         "head_dim", "TypeError: unsupported operand type(s) for ** or pow(): 'NoneType' and "
         "'float'",
@@ -168,6 +195,18 @@ def _missing(level: Mapping[str, Any], path: str) -> tuple[str, str] | None:
     return key, owner
 
 
+# model_type -> (the key, vLLM's error on a non-string value, where)
+STRING_PARSED: Mapping[str, tuple[str, str, str]] = {
+    # vLLM's own Step3TextConfig (transformers_utils/configs/step3_vl.py) defaults
+    # moe_layers_enum to a tuple, while Step3TextDecoderLayer.__init__ (step3_text.py) runs
+    # `[int(i) for i in moe_layers_enum.strip().split(",")]`; Step3's checkpoints write the
+    # string (oracle: tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl).
+    "step3_text": (
+        "moe_layers_enum", "AttributeError: 'list' object has no attribute 'strip'",
+        "vllm/model_executor/models/step3_text.py Step3TextDecoderLayer.__init__"),
+}
+
+
 def _levels(facts: ModelFacts) -> list[tuple[str, dict[str, Any]]]:
     """(model type, config as the file states it) of the top level and, for a wrapper, of the
     language model's config."""
@@ -177,6 +216,14 @@ def _levels(facts: ModelFacts) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(inner, str) and inner != facts.model_type:
         levels.append((inner, text))
     return levels
+
+
+def _dotted(level: Mapping[str, Any], key: str) -> Any:
+    """``level[key]``, where ``a.b`` is key ``b`` of the sub-config ``a``; None when absent."""
+    value: Any = level
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def _config_class(model_type: str) -> str:
@@ -202,7 +249,12 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
                     f"attribute '{key}' (architectures names the multimodal wrapper "
                     f"{architecture}, but the config is a flat text config without {key})",
                     where)
+    from kvledger.plan.engines.vllm.releases.current import release
+
+    filled = release().class_fills_construction_keys  # the release being planned
     for model_type, level in _levels(facts):
+        if model_type in filled:
+            continue
         unread = READ_WITHOUT_DEFAULT.get(model_type)
         if unread is not None:
             keys, gate, where = unread
@@ -224,10 +276,15 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
             return (f"{error} (the config omits {key} and the config class has no default)",
                     where)
         unset = NONE_NOT_ACCEPTED.get(model_type)
-        if unset is not None and level.get(unset[0]) is None:
+        if unset is not None and _dotted(level, unset[0]) is None:
             key, error, where = unset
             return (f"{error} (the config leaves {key} None, its config class's default)",
                     where)
+        parsed = STRING_PARSED.get(model_type)
+        if parsed is not None and not isinstance(level.get(parsed[0], ""), str):
+            key, error, where = parsed
+            return (f"{error} (the config's {key} is not a string; the model class parses "
+                    "a comma-separated one)", where)
     return None
 
 
@@ -353,4 +410,22 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
     "MossTranscribeDiarizeForConditionalGeneration": (
         True, "vllm/model_executor/models/moss_transcribe_diarize.py "
               "MossTranscribeDiarizeForConditionalGeneration"),
+    # breadth round 6: vLLM's own config classes (run_pp_oracle.py table, after the rows were
+    # added; UltravoxModel's line dropped since, its row refused). MiDashengLMModel: the 0.32
+    # registry could not import midashenglm.py (it imports torchaudio, which the oracle venv
+    # lacks), so its answer is None, not a verdict.
+    "BagelForConditionalGeneration": (
+        True, "vllm/model_executor/models/bagel.py BagelForConditionalGeneration"),
+    "FunAudioChatForConditionalGeneration": (
+        True, "vllm/model_executor/models/funaudiochat.py FunAudioChatForConditionalGeneration"),
+    "KimiVLForConditionalGeneration": (
+        True, "vllm/model_executor/models/kimi_vl.py KimiVLForConditionalGeneration"),
+    "MiDashengLMModel": (None, "vllm/model_executor/models/midashenglm.py MiDashengLMModel"),
+    "OpenVLAForActionPrediction": (
+        True, "vllm/model_executor/models/openvla.py OpenVLAForActionPrediction"),
+    "Step3TextForCausalLM": (
+        True, "vllm/model_executor/models/step3_text.py Step3TextForCausalLM"),
+    "Step3VLForConditionalGeneration": (
+        True, "vllm/model_executor/models/step3_vl.py Step3VLForConditionalGeneration"),
+    "Step3p5ForCausalLM": (True, "vllm/model_executor/models/step3p5.py Step3p5ForCausalLM"),
 }

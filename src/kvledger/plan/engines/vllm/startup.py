@@ -53,13 +53,14 @@ HEADS_ALIAS = {"gpt2": "n_head", "whisper": "encoder_attention_heads"}
 # (``get_supported_kernel_block_sizes``, ``AttentionBackend.supports_block_size``).
 KERNEL_BLOCK_MULTIPLE = 16
 # The model types of new_type_verdicts.READ_WITHOUT_DEFAULT, CHECKED_AT_INIT,
-# ASSERTED_AT_INIT and NONE_NOT_ACCEPTED (the module is imported only for these, at the top
-# level or as a wrapper's text config, and for wrapper-named configs without a vision_config;
-# a test keeps them equal).
+# ASSERTED_AT_INIT, NONE_NOT_ACCEPTED and STRING_PARSED (the module is imported only for these,
+# at the top level or as a wrapper's text config, and for wrapper-named configs without a
+# vision_config; a test keeps them equal).
 MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense", "longcat_flash",
                               "glm4v_moe_text", "hy_v3", "hunyuan_vl_text",
                               "gemma4_unified", "qianfan_ocr",
-                              "nemotron_h_omni", "qwen3_omni_moe", "cohere_compass"})
+                              "nemotron_h_omni", "qwen3_omni_moe", "cohere_compass",
+                              "step3_text", "step3p5", "funaudiochat"})
 
 
 class VllmStartupError(VllmRefusesToStart):

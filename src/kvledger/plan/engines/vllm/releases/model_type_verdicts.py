@@ -96,6 +96,16 @@ def _not_yet(model_type: str, architecture: str, later: str) -> str:
 SERVED_LATER = frozenset({"beam", "kolibri1"})
 
 
+def _new_in_033(architecture: str, where: str) -> str:
+    """``refused`` for an architecture vLLM 0.33's registry added (vLLM 0.32 has no class for
+    it) that a model type of vLLM 0.33's own config classes names: kvledger's
+    pipeline-parallel table is vLLM 0.32's registry answer, so it has no verdict to give."""
+    return (f"{architecture} is in vLLM 0.33's registry, not 0.32's ({where}; the model type "
+            "has a config class of vLLM 0.33's own, transformers_utils/config.py "
+            "_CONFIG_REGISTRY); kvledger's pipeline-parallel table is vLLM 0.32's registry "
+            f"answer and holds no verdict for it, so kvledger does not plan it for {_N.v}")
+
+
 def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
     """(``NOT_SERVED``, ``NO_CACHE_CONFIG``) worded for release ``v`` ("vLLM 0.32") running
     transformers ``t`` ("transformers 5.19")."""
@@ -306,6 +316,43 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
         'kolibri1': _not_yet("kolibri1", "Kolibri1ForCausalLM", "vLLM 0.33 serves it by its "
                              "Transformers backend (_TRANSFORMERS_SUPPORTED_MODELS) on "
                              "transformers 5.20's Kolibri1Config"),
+        # -- breadth round 6: vLLM 0.33's own config classes, architectures new in its
+        # registry (no 0.32 class, so no pipeline-parallel verdict in kvledger's table yet)
+        'step5': _new_in_033("Step5ForCausalLM", "vllm/models/step5/nvidia/model.py "
+                             "Step5ForCausalLM, declared SupportsPP"),
+        'step5_vl': _new_in_033(
+            "Step5ForConditionalGeneration", "vllm/models/step5/nvidia/vl.py "
+            "Step5ForConditionalGeneration, a subclass of step_vl.py's "
+            "Step3p7ForConditionalGeneration, whose vision tower stops step3p7's class "
+            "defaults"),
+        'dory': _new_in_033("DoryForCausalLM", "model_executor/models/dory.py "
+                            "DoryForCausalLM, declared without SupportsPP"),
+        'flint': _new_in_033("FlintForCausalLM", "vllm/models/flint/model.py "
+                             "FlintForCausalLM, declared SupportsPP"),
+        'alpamayo2_super': _new_in_033(
+            "Alpamayo2Super", "model_executor/models/alpamayo2_super.py "
+            "Alpamayo2SuperForConditionalGeneration, a subclass of qwen3_vl.py's "
+            "Qwen3VLForConditionalGeneration"),
+        'ovis': "vLLM's own OvisConfig (transformers_utils/configs/ovis.py) builds its "
+            "language model from llm_config, which its defaults leave None, so text_config and "
+            "hidden_size stay None and vLLM 0.33 stops on them (\"ValidationError: 1 "
+            "validation error for ModelConfig hidden_size Input should be a valid integer\"); "
+            "kvledger reads no Ovis llm_config yet (no real Ovis config checked), so it does "
+            "not plan it",
+        'ultravox': f"{_N.v}'s UltravoxModel (model_executor/models/ultravox.py) reads "
+            "config.vocab_size in __init__, which vLLM's own UltravoxConfig "
+            "(transformers_utils/configs/ultravox.py) does not set: on the class's defaults "
+            "vLLM 0.33 stops with \"AttributeError: 'UltravoxConfig' object has no attribute "
+            "'vocab_size'\"; and the class builds its language model from the checkpoint's "
+            "text_config, or from text_model_id, another repository's config it fetches at "
+            "load (as Ultravox's checkpoints do), which kvledger cannot read from the file, so "
+            "kvledger does not plan it",
+        'midashenglm': "vLLM's registry gave no pipeline-parallel answer for "
+            "MiDashengLMModel: run_pp_oracle.py could not import "
+            "model_executor/models/midashenglm.py (it imports torchaudio, which the oracle's "
+            "venv lacks), so kvledger's pipeline-parallel table holds None for it (the source "
+            "declares MiDashengLMModel(nn.Module, SupportsMultiModal, SupportsPP)), and "
+            f"kvledger does not plan it for {_N.v}",
     }
     no_cache_config = {
         'falcon': "vLLM's falcon.py builds its rotary and ALiBi "

@@ -62,3 +62,8 @@ class VllmRelease(Release):
     # workspace during the profile run, so the KV budget is sized around it. 0.32 reserves
     # it in TritonMLAMetadataBuilder.__init__, after the profile: not subtracted.
     triton_mla_workspace_in_profile: bool = False
+    # Model types whose config class in this release fills what new_type_verdicts.py's
+    # construction tables find missing (0.32's own Step3p5Config, transformers_utils/configs/
+    # step3p5.py, defaults use_moe_router_bias True; 0.33 loads step3p5 with transformers'
+    # Step3p7TextConfig, which lacks it): no construction refusal for them.
+    class_fills_construction_keys: frozenset[str] = frozenset()

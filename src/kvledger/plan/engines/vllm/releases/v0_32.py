@@ -28,4 +28,6 @@ RELEASE = VllmRelease(
     flag_table="vllm-0.32.0.json",
     not_served=MappingProxyType(dict(_NOT_SERVED)),
     no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    # transformers_utils/configs/step3p5.py Step3p5Config: use_moe_router_bias = True.
+    class_fills_construction_keys=frozenset({"step3p5"}),
 )

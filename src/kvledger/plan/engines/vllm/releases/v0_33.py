@@ -59,4 +59,7 @@ RELEASE = replace(
         "Kolibri1ForCausalLM": (
             True, "vllm/model_executor/models/transformers/ TransformersMoEForCausalLM"),
     }),
+    # _CONFIG_REGISTRY maps step3p5 to transformers' Step3p7TextConfig (no
+    # use_moe_router_bias), not vLLM's own class any more.
+    class_fills_construction_keys=frozenset(),
 )
