@@ -148,6 +148,27 @@ EXTRA: list[tuple[str, list[str], str]] = [
     ("class-default-configs/nemotron_h_omni.json",
      ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
      "NemotronH Omni class defaults: patch_size only inside vision_config"),
+    # SM10x sparse MLA (sparse_mla_backends.py): which backend, which layout, which stride.
+    ("zai-org--GLM-5.3-Flash.json",
+     ["--kv-cache-memory-bytes", "8589934592", "--block-size", "auto", "--max-model-len",
+      "32768", "--kv-cache-dtype", "bfloat16", "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: GLM-5.3-Flash (head 512, no RoPE) at an explicit bfloat16 cache "
+     "takes FLASHINFER_MLA_SPARSE, whose blocks align to 32 rows (32,768 B)"),
+    ("zai-org--GLM-5.3-Flash.json",
+     ["--kv-cache-memory-bytes", "8589934592", "--block-size", "auto", "--max-model-len",
+      "32768", "--kv-cache-dtype", "fp8", "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: GLM-5.3-Flash at fp8 (what Glm5NextModelConfig sets under auto on "
+     "a real SM100): FLASHINFER_MLA_SPARSE keeps one-byte fp8 rows, 32-row alignment"),
+    ("deepseek-ai--DeepSeek-V3.2.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--kv-cache-dtype", "fp8", "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: DeepSeek-V3.2 at fp8: FLASHINFER_MLA_SPARSE first for a quantized "
+     "cache, standard fp8 rows (not fp8_ds_mla), 32-row alignment"),
+    ("deepseek-ai--DeepSeek-V3.2.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: DeepSeek-V3.2 at bf16, 128 heads a rank: FLASHMLA_SPARSE first "
+     "(one-row alignment); the emulation may lack its kernel"),
 ]
 
 

@@ -26,6 +26,8 @@ TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
+    from kvledger.plan.engines.vllm.sparse_mla_backends import SparseMlaBackend
+
 __all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
 
 
@@ -73,6 +75,10 @@ class Resolved:
     # block size ``--block-size auto`` then takes; "" / 0 for other models.
     mla_backend: str = ""
     mla_auto_block: int = 0
+    # Sparse MLA (DSA) on an SM10x GPU: the backend ``sparse_mla_backends.choose_sm10x`` finds,
+    # which sets the stored layout and block-stride alignment; None elsewhere (the SM90 rules
+    # in ``convert.layer_spec``).
+    sparse_mla: SparseMlaBackend | None = None
     notes: tuple[str, ...] = ()
 
     def as_vllm_resolved(self) -> dict[str, Any]:
@@ -311,7 +317,9 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         **_joined({"notes": length_notes} if length_notes else {},
                   _gdn_checkpoint(facts, request, mamba_cache_mode),
                   _dense_mla_backend(facts, request, cache.cache_dtype, use_mla
-                                     and Kind.INDEXER not in kinds)),
+                                     and Kind.INDEXER not in kinds),
+                  _sparse_mla_backend(facts, request, cache.cache_dtype, model_dtype,
+                                      use_mla and Kind.INDEXER in kinds and not minimax_sparse)),
     )
 
 
@@ -381,6 +389,31 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str
             f"(SM{cap[0]}{cap[1]}) with MLA and kv_cache_dtype {cache_dtype}")
     return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
             "notes": notes}
+
+
+def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str,
+                        model_dtype: str, sparse: bool) -> dict[str, Any]:
+    """On an SM10x GPU, the sparse MLA backend vLLM takes (``sparse_mla_backends``); a
+    refusal when none takes this model and cache dtype."""
+    if not sparse:
+        return {}
+    from kvledger.plan.engines.vllm.hardware import capability
+
+    cap, _ = capability(request.gpu)
+    if cap is None or cap[0] != 10:
+        return {}
+    from kvledger.derive.layers import MLA
+    from kvledger.plan.engines.vllm.sparse_mla_backends import choose_sm10x
+
+    text = _text_config(facts.config)
+    mla = next(g.layer for g in facts.groups if isinstance(g.layer, MLA))
+    heads = int(text.get("num_attention_heads", 0)) // request.tensor_parallel_size
+    chosen = choose_sm10x(cache_dtype, model_dtype, text, mla.latent_dim + mla.rope_dim, heads)
+    if chosen is None:
+        raise VllmRefusesToStart(
+            f"{release_short()} refuses to start: No valid attention backend found for cuda "
+            f"(SM{cap[0]}{cap[1]}) with sparse MLA and kv_cache_dtype {cache_dtype}")
+    return {"sparse_mla": chosen}
 
 
 def _release_refusals(request: PlanRequest, model_dtype: str) -> None:
