@@ -265,6 +265,9 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         length_notes = (f"the config states no maximum length: {release_short()} assumes "
                         f"{NO_LENGTH_KEY_DEFAULT:,} tokens (after its RoPE step: "
                         f"{max_model_len:,}); pass --max-model-len to plan another",)
+    max_model_len, draft_note = _draft_limited(request, max_model_len)
+    if draft_note:
+        length_notes = (*length_notes, draft_note)
 
     async_scheduling, concurrent = concurrent_batches(request)
     # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
@@ -321,6 +324,26 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
                   _sparse_mla_backend(facts, request, cache.cache_dtype, model_dtype,
                                       use_mla and Kind.INDEXER in kinds and not minimax_sparse)),
     )
+
+
+def _draft_limited(request: PlanRequest, max_model_len: int) -> tuple[int, str | None]:
+    """vLLM 0.33 ``VllmConfig._limit_max_model_len_to_draft`` (``draft_length.py``): the
+    length a shorter separate draft model leaves, and vLLM's warning. Model Runner V2 runs
+    every draft-config method (none is in ``_V1_RUNNER_SPEC_METHODS``)."""
+    launch = request.vllm_launch
+    if launch is None or getattr(launch, "draft_max_model_len", None) is None \
+            or not request.num_speculative_tokens:
+        return max_model_len, None
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    release = vllm_release(request.engine_release)
+    if not release.limits_max_model_len_to_draft:
+        return max_model_len, None
+    from kvledger.plan.engines.vllm.draft_length import limited_max_model_len
+
+    return limited_max_model_len(max_model_len, (request.speculative_method or "").lower(),
+                                 launch.draft_max_model_len, launch.draft_rope_types,
+                                 release.short)
 
 
 def _model_hook_cache_dtype(facts: ModelFacts, request: PlanRequest,

@@ -45,3 +45,6 @@ class VllmRelease(Release):
     # 0.33 config/vllm.py VllmConfig.__post_init__: the speculative-method and PP rules that
     # turn async scheduling off apply to the V1 model runner only (v1_async_sched_incompat).
     async_off_only_on_v1_runner: bool = False
+    # 0.33 config/vllm.py VllmConfig._limit_max_model_len_to_draft: under Model Runner V2 a
+    # shorter draft model lowers max_model_len to its own (draft_length.py).
+    limits_max_model_len_to_draft: bool = False

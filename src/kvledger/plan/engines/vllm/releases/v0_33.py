@@ -41,4 +41,7 @@ RELEASE = replace(
     removed_speculative_methods=frozenset({"medusa", "mlp_speculator"}),
     fp8_auto_kv_on_sm100=frozenset({"Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"}),
     async_off_only_on_v1_runner=True,
+    # config/vllm.py VllmConfig._limit_max_model_len_to_draft (called in __post_init__): a
+    # draft model shorter than the target lowers max_model_len under Model Runner V2.
+    limits_max_model_len_to_draft=True,
 )
