@@ -43,8 +43,9 @@ Python >= 3.11 (it only starts the oracle), one run at a time, at low priority::
 
 ``--only`` keeps the questions whose config, source file or ``why`` contains a SUBSTR;
 ``--limit`` stops after N oracle runs; ``--stop-at`` launches no run after that UTC time;
-``--list`` prints the ordered work list and runs nothing. Set-up of the venv: the 0.33 tool's
-README (``python3 -m venv``, ``pip install vllm==0.33.0``).
+``--list`` prints the ordered work list and runs nothing. An ``EXTRA`` entry's
+``--env NAME=VALUE`` pair is not passed to the tool: the run gets that environment variable.
+Set-up of the venv: the 0.33 tool's README (``python3 -m venv``, ``pip install vllm==0.33.0``).
 """
 
 from __future__ import annotations
@@ -169,6 +170,14 @@ EXTRA: list[tuple[str, list[str], str]] = [
       "--gpu-capability", "10.0"],
      "sparse MLA on SM10x: DeepSeek-V3.2 at bf16, 128 heads a rank: FLASHMLA_SPARSE first "
      "(one-row alignment); the emulation may lack its kernel"),
+    # "--env NAME=VALUE" is no tool flag: run_tool sets it for the run.
+    ("mistralai--Mistral-7B-v0.1.json",
+     ["--kv-cache-memory-bytes", "17179869184", "--block-size", "auto", "--max-model-len",
+      "32768", "--num-speculative-tokens", "3", "--speculative-method", "ngram",
+      "--env", "VLLM_USE_V2_MODEL_RUNNER=1"],
+     "ngram under Model Runner V2 (forced: the CPU platform has no Triton, and the env var "
+     "is read before that check, VllmConfig.use_v2_model_runner): 0.33 keeps async "
+     "scheduling on (compare vllm-0.33-cases.jsonl, V1 runner, async off)"),
 ]
 
 
@@ -340,12 +349,19 @@ def run_tool(py: str, cfg: Path, args: list[str]) -> dict[str, Any]:
     """The tool's JSON answer; the companion named by ``--hf-quant-config`` is looked up next
     to the config the same way as the config itself."""
     real: list[str] = []
+    env = dict(os.environ)
     for prev, a in zip(["", *args[:-1]], args, strict=True):
+        if a == "--env":
+            continue
+        if prev == "--env":  # "--env NAME=VALUE": the tool runs with it set (not a tool flag)
+            name, _, value = a.partition("=")
+            env[name] = value
+            continue
         real.append(str(resolve_path(a)) if prev == "--hf-quant-config" else a)
     try:
         proc = subprocess.run([py, str(TOOL33), str(cfg), *real], capture_output=True,
                               text=True, timeout=RUN_TIMEOUT_S,
-                              check=False)
+                              check=False, env=env)
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"oracle run timed out after {RUN_TIMEOUT_S} s"}
     try:

@@ -1,12 +1,13 @@
 """The sparse MLA (DSA) backend an SM10x GPU picks, and the block stride it asks for.
 
-Expected values are read from vLLM 0.33's source (the same in 0.32): ``platforms/cuda.py
+Expected values are read from vLLM 0.33's source (the same in 0.32 but FA4): ``platforms/cuda.py
 _get_backend_priorities`` (capability 10: a quantized cache tries FLASHINFER_MLA_SPARSE then
 FLASHMLA_SPARSE; a float cache with > 16 heads a rank FLASHMLA_SPARSE then
 FLASHINFER_MLA_SPARSE, with <= 16 FLASH_ATTN_MLA_SPARSE_FA4 first) and each backend's
 ``supports_combination`` / ``customize_spec`` under ``v1/attention/backends/mla/``
-(``sparse_mla_backends.py`` cites them). The GLM-5.3-Flash numbers are also the 0.33 oracle's
-(``tests/oracles/vllm-0.33/vllm-0.33-new-behaviour.jsonl``, ``--gpu-capability 10.0``).
+(``sparse_mla_backends.py`` cites them); FA4 is new in 0.33. The GLM-5.3-Flash and the
+DeepSeek-V3.2 fp8 numbers are also the 0.33 oracle's (``tests/oracles/vllm-0.33/
+vllm-0.33-new-behaviour.jsonl``, ``--gpu-capability 10.0``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ def test_choice(text: dict[str, int], head: int, dtype: str, heads: int, name: s
     chosen = choose_sm10x(dtype, "bfloat16", text, head, heads)
     assert chosen is not None
     assert (chosen.name, chosen.ds_mla_layout, chosen.alignment_rows) == (name, ds, rows)
+
+
+def test_vllm_032_has_no_fa4() -> None:
+    # 0.32's SM10x list for a float cache at <= 16 heads starts at FLASHINFER_MLA_SPARSE.
+    chosen = choose_sm10x("bfloat16", "bfloat16", DSV32, 576, 16, fa4=False)
+    assert chosen is not None and (chosen.name, chosen.alignment_rows) == (
+        FLASHINFER_MLA_SPARSE, 32)
 
 
 def test_flashmla_sparse_packs_fp8_when_flashinfer_refuses() -> None:

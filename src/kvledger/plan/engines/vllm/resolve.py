@@ -431,7 +431,11 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: st
     text = _text_config(facts.config)
     mla = next(g.layer for g in facts.groups if isinstance(g.layer, MLA))
     heads = int(text.get("num_attention_heads", 0)) // request.tensor_parallel_size
-    chosen = choose_sm10x(cache_dtype, model_dtype, text, mla.latent_dim + mla.rope_dim, heads)
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    fa4 = vllm_release(request.engine_release).fa4_sparse_mla_on_sm10x
+    chosen = choose_sm10x(cache_dtype, model_dtype, text, mla.latent_dim + mla.rope_dim, heads,
+                          fa4=fa4)
     if chosen is None:
         raise VllmRefusesToStart(
             f"{release_short()} refuses to start: No valid attention backend found for cuda "

@@ -1,15 +1,17 @@
 """The sparse MLA (DSA) attention backend an SM10x CUDA worker picks, and what it does to the
 cache page: its stored layout and the stride between physical blocks.
 
-vLLM 0.32 and 0.33 read alike here (the files below are unchanged between them but for
-messages). ``platforms/cuda.py _get_backend_priorities`` (``use_mla``, capability major 10)
-puts the sparse backends last, in an order that depends on the KV cache dtype and on the
-layer's query heads per TP rank (``MLAAttention`` gets ``num_local_heads``):
+``platforms/cuda.py _get_backend_priorities`` (``use_mla``, capability major 10) puts the
+sparse backends last, in an order that depends on the KV cache dtype and on the layer's query
+heads per TP rank (``MLAAttention`` gets ``num_local_heads``):
 
 - quantized cache (fp8): FLASHINFER_MLA_SPARSE, FLASHMLA_SPARSE;
-- float cache, at most 16 heads a rank: FLASH_ATTN_MLA_SPARSE_FA4, FLASHINFER_MLA_SPARSE,
-  FLASHMLA_SPARSE;
+- float cache, at most 16 heads a rank: FLASHINFER_MLA_SPARSE, FLASHMLA_SPARSE, with
+  FLASH_ATTN_MLA_SPARSE_FA4 before them in vLLM 0.33 only (the release field
+  ``fa4_sparse_mla_on_sm10x``; 0.32 has no FA4 sparse backend);
 - float cache, more heads: FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE.
+
+Apart from FA4, the files below read alike in vLLM 0.32 and 0.33 (messages aside).
 
 The first whose ``supports_combination`` passes is taken (each as its file under
 ``v1/attention/backends/mla/`` states it):
@@ -88,14 +90,15 @@ def _fa4(cache_dtype: str, model_dtype: str, text: Mapping[str, Any], head_size:
 
 
 def choose_sm10x(cache_dtype: str, model_dtype: str, text: Mapping[str, Any], head_size: int,
-                 heads_per_rank: int) -> SparseMlaBackend | None:
+                 heads_per_rank: int, *, fa4: bool = True) -> SparseMlaBackend | None:
     """The sparse MLA backend an SM10x worker takes; None when none does (vLLM then stops:
-    "No valid attention backend found")."""
+    "No valid attention backend found"). ``fa4``: the release lists FA4 (0.33)."""
     order: tuple[SparseMlaBackend | None, ...]
     if cache_dtype not in _FLOAT:
         order = (_flashinfer(cache_dtype, text), _flashmla(cache_dtype, model_dtype, head_size))
     elif heads_per_rank <= 16:
-        order = (_fa4(cache_dtype, model_dtype, text, head_size, heads_per_rank),
+        order = (_fa4(cache_dtype, model_dtype, text, head_size, heads_per_rank) if fa4
+                 else None,
                  _flashinfer(cache_dtype, text),
                  _flashmla(cache_dtype, model_dtype, head_size))
     else:

@@ -48,3 +48,7 @@ class VllmRelease(Release):
     # 0.33 config/vllm.py VllmConfig._limit_max_model_len_to_draft: under Model Runner V2 a
     # shorter draft model lowers max_model_len to its own (draft_length.py).
     limits_max_model_len_to_draft: bool = False
+    # 0.33 platforms/cuda.py _get_backend_priorities (SM10x, float KV, <= 16 heads a rank):
+    # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
+    # (sparse_mla_backends.py).
+    fa4_sparse_mla_on_sm10x: bool = False

@@ -44,4 +44,7 @@ RELEASE = replace(
     # config/vllm.py VllmConfig._limit_max_model_len_to_draft (called in __post_init__): a
     # draft model shorter than the target lowers max_model_len under Model Runner V2.
     limits_max_model_len_to_draft=True,
+    # platforms/cuda.py _get_backend_priorities: FLASH_ATTN_MLA_SPARSE_FA4 (v1/attention/
+    # backends/mla/flashattn_mla_sparse.py, new) first for a float cache at <= 16 heads a rank.
+    fa4_sparse_mla_on_sm10x=True,
 )
