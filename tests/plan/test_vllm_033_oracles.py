@@ -9,8 +9,9 @@ has the command), plus the questions that show what 0.33 changed
 case's command (``--gpu-capability``, 9.0 unless stated); kvledger is asked for the same GPU
 (SM90: no ``--gpu``, which assumes it; 10.0: a B200; 8.0: an A100). Not emulated by that
 oracle (its README): FlashMLA's fp8 block of 64 on SM90 (test_mla_backends.py, from source),
-GLM-5-next's fp8 under ``auto`` on SM100 (test_engine_releases.py, from source), Model
-Runner V2.
+GLM-5-next's fp8 under ``auto`` on SM100 (test_engine_releases.py, from source; the
+explicit fp8 question is exact), Model Runner V2 unless ``VLLM_USE_V2_MODEL_RUNNER=1`` forces
+it (``--env`` in a case's command: make_vllm_033_cases.py).
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ KNOWN: dict[tuple[str, ...], str] = {
         "emulation's hook returns early and keeps bf16)",
     # ngram speculation: the oracle runs vLLM's V1 model runner (its CPU platform has no
     # Triton, so VllmConfig.use_v2_model_runner is false) and turns async scheduling off; a
-    # GPU runs Model Runner V2, where 0.33 keeps it on (test_engine_releases.py, by hand).
+    # GPU runs Model Runner V2, where 0.33 keeps it on. The same question with
+    # VLLM_USE_V2_MODEL_RUNNER=1 (read before the Triton check) is the GPU's answer, and
+    # kvledger matches it exactly (vllm-0.33-new-behaviour.jsonl, EXTRA line 20: 209,551
+    # tokens, 16,384 in flight).
     ("vllm-0.33-cases", "mistralai--Mistral-7B-v0.1.json"):
         "ngram: the oracle's V1 runner turns async off, a GPU's Model Runner V2 keeps it",
     # An fp8 MLA cache (ModelOpt fp8 KV under auto) on SM90: vLLM picks FLASHMLA, exactly
