@@ -3,9 +3,12 @@ Model Runner V2 (``config/vllm.py VllmConfig._limit_max_model_len_to_draft``; no
 unless the draft shares the target's positions (``SpeculativeConfig.
 draft_shares_target_positions``: not ``draft_model``, and every RoPE type cache-only).
 
-No oracle case: the vLLM CPU oracle's tool takes no draft model, and its CPU platform has no
-Triton, so ``use_v2_model_runner`` is false and the limit never runs there. Expected numbers
-are the configs' own values worked by hand.
+The shared oracle tool takes no draft model, and its CPU platform has no Triton, so
+``use_v2_model_runner`` is false there and the limit never runs. ``tests/oracles/
+run_draft_oracle.py`` asks vLLM 0.33's own config instead, with the draft put in
+``speculative_config`` and ``VLLM_USE_V2_MODEL_RUNNER=1``; its answers
+(``vllm-0.33-draft-limit.jsonl``) are replayed at the end. The other expected numbers are the
+configs' own values worked by hand.
 
 Target Llama-3.1-8B: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B a token, a
 16-token block 2,097,152 B; 10 GiB / 2,097,152 = 5,120 blocks. Draft: SpecForge's EAGLE3
@@ -15,6 +18,8 @@ draft for it, ``max_position_embeddings`` 2,048, no ``rope_scaling`` (RoPE "defa
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,3 +113,44 @@ def test_unreadable_draft_config_is_one_line_exit_2(tmp_path: Any,
     err = capsys.readouterr().err
     assert code == 2 and "--draft-config" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+DRAFT_CASES = Path(__file__).parents[1] / "oracles" / "vllm-0.33-draft-limit.jsonl"
+
+
+def _draft_cases() -> list[dict[str, Any]]:
+    if not DRAFT_CASES.is_file():
+        return []
+    return [json.loads(line) for line in DRAFT_CASES.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("case", _draft_cases(), ids=lambda c: c["command"][15:70])
+def test_matches_vllm_033_draft_limit(case: dict[str, Any]) -> None:
+    # vLLM 0.33's own config (tests/oracles/run_draft_oracle.py: create_engine_config with
+    # the draft in speculative_config and VLLM_USE_V2_MODEL_RUNNER=1). Only max_model_len is
+    # compared: vLLM's KV plan would hold the draft's own layers too, which kvledger does not
+    # plan; the budget here is only large enough for one request at the target's length.
+    assert "resolved" in case, case.get("error")
+    target, draft = CONFIGS / case["target"], CONFIGS / case["draft"]
+    if not (target.is_file() and draft.is_file()):
+        pytest.skip("the configs are in ../shared/configs")
+    found = re.search(r"--max-model-len (\d+)", case["command"])
+    budget = 40 << 30
+    request = PlanRequest(
+        engine="vllm", kv_cache_memory_bytes=budget,
+        max_model_len=int(found[1]) if found else None,
+        speculative_method=case["method"], num_speculative_tokens=3,
+        vllm_launch=VllmLaunch(**draft_fields(json.loads(draft.read_text()))))
+    plan = plan_vllm(derive_model(json.loads(target.read_text())), request, budget)
+    assert case["resolved"]["use_v2_model_runner"] is True
+    assert plan.max_model_len == case["resolved"]["max_model_len"]
+    if not found:  # Qwen3-32B at its own 40,960: vLLM lowered it and said so
+        # (the run's log: "The draft model's max_model_len (32768) is smaller than the
+        # target model's (40960) and ... reducing max_model_len to 32768.")
+        assert any("The draft model's max_model_len (32768) is smaller than the target "
+                   "model's (40960)" in w for w in plan.warnings)
+
+
+def test_there_are_draft_limit_cases() -> None:
+    cases = _draft_cases()
+    assert cases and all("resolved" in c for c in cases)
