@@ -43,8 +43,9 @@ Python >= 3.11 (it only starts the oracle), one run at a time, at low priority::
 
 ``--only`` keeps the questions whose config, source file or ``why`` contains a SUBSTR;
 ``--limit`` stops after N oracle runs; ``--stop-at`` launches no run after that UTC time;
-``--list`` prints the ordered work list and runs nothing. Set-up of the venv: the 0.33 tool's
-README (``python3 -m venv``, ``pip install vllm==0.33.0``).
+``--list`` prints the ordered work list and runs nothing. An ``EXTRA`` entry's
+``--env NAME=VALUE`` pair is not passed to the tool: the run gets that environment variable.
+Set-up of the venv: the 0.33 tool's README (``python3 -m venv``, ``pip install vllm==0.33.0``).
 """
 
 from __future__ import annotations
@@ -162,6 +163,35 @@ EXTRA: list[tuple[str, list[str], str]] = [
     ("class-default-configs/cohere_compass.json",
      ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "4096", "--block-size", "auto"],
      "CohereCompassConfig's defaults: the bare AssertionError, with its traceback"),
+    # SM10x sparse MLA (sparse_mla_backends.py): which backend, which layout, which stride.
+    ("zai-org--GLM-5.3-Flash.json",
+     ["--kv-cache-memory-bytes", "8589934592", "--block-size", "auto", "--max-model-len",
+      "32768", "--kv-cache-dtype", "bfloat16", "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: GLM-5.3-Flash (head 512, no RoPE) at an explicit bfloat16 cache "
+     "takes FLASHINFER_MLA_SPARSE, whose blocks align to 32 rows (32,768 B)"),
+    ("zai-org--GLM-5.3-Flash.json",
+     ["--kv-cache-memory-bytes", "8589934592", "--block-size", "auto", "--max-model-len",
+      "32768", "--kv-cache-dtype", "fp8", "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: GLM-5.3-Flash at fp8 (what Glm5NextModelConfig sets under auto on "
+     "a real SM100): FLASHINFER_MLA_SPARSE keeps one-byte fp8 rows, 32-row alignment"),
+    ("deepseek-ai--DeepSeek-V3.2.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--kv-cache-dtype", "fp8", "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: DeepSeek-V3.2 at fp8: FLASHINFER_MLA_SPARSE first for a quantized "
+     "cache, standard fp8 rows (not fp8_ds_mla), 32-row alignment"),
+    ("deepseek-ai--DeepSeek-V3.2.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--gpu-capability", "10.0"],
+     "sparse MLA on SM10x: DeepSeek-V3.2 at bf16, 128 heads a rank: FLASHMLA_SPARSE first "
+     "(one-row alignment); the emulation may lack its kernel"),
+    # "--env NAME=VALUE" is no tool flag: run_tool sets it for the run.
+    ("mistralai--Mistral-7B-v0.1.json",
+     ["--kv-cache-memory-bytes", "17179869184", "--block-size", "auto", "--max-model-len",
+      "32768", "--num-speculative-tokens", "3", "--speculative-method", "ngram",
+      "--env", "VLLM_USE_V2_MODEL_RUNNER=1"],
+     "ngram under Model Runner V2 (forced: the CPU platform has no Triton, and the env var "
+     "is read before that check, VllmConfig.use_v2_model_runner): 0.33 keeps async "
+     "scheduling on (compare vllm-0.33-cases.jsonl, V1 runner, async off)"),
 ]
 
 
@@ -333,12 +363,19 @@ def run_tool(py: str, cfg: Path, args: list[str]) -> dict[str, Any]:
     """The tool's JSON answer; the companion named by ``--hf-quant-config`` is looked up next
     to the config the same way as the config itself."""
     real: list[str] = []
+    env = dict(os.environ)
     for prev, a in zip(["", *args[:-1]], args, strict=True):
+        if a == "--env":
+            continue
+        if prev == "--env":  # "--env NAME=VALUE": the tool runs with it set (not a tool flag)
+            name, _, value = a.partition("=")
+            env[name] = value
+            continue
         real.append(str(resolve_path(a)) if prev == "--hf-quant-config" else a)
     try:
         proc = subprocess.run([py, str(TOOL33), str(cfg), *real], capture_output=True,
                               text=True, timeout=RUN_TIMEOUT_S,
-                              check=False)
+                              check=False, env=env)
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"oracle run timed out after {RUN_TIMEOUT_S} s"}
     try:

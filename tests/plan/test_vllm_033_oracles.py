@@ -9,8 +9,9 @@ has the command), plus the questions that show what 0.33 changed
 case's command (``--gpu-capability``, 9.0 unless stated); kvledger is asked for the same GPU
 (SM90: no ``--gpu``, which assumes it; 10.0: a B200; 8.0: an A100). Not emulated by that
 oracle (its README): FlashMLA's fp8 block of 64 on SM90 (test_mla_backends.py, from source),
-GLM-5-next's fp8 under ``auto`` on SM100 (test_engine_releases.py, from source), Model
-Runner V2.
+GLM-5-next's fp8 under ``auto`` on SM100 (test_engine_releases.py, from source; the
+explicit fp8 question is exact), Model Runner V2 unless ``VLLM_USE_V2_MODEL_RUNNER=1`` forces
+it (``--env`` in a case's command: make_vllm_033_cases.py).
 """
 
 from __future__ import annotations
@@ -39,17 +40,25 @@ HERE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33"
 GPU_OF = {"9.0": None, "10.0": "B200", "8.0": "A100-80GB"}
 # Cases kvledger does not match yet, each marked strict (it fails the day it matches, so the
 # mark is removed then) and listed in the closing note of the change that added them.
-KNOWN = {
-    # SM100: the emulating oracle keeps a bf16 cache (Glm5NextModelConfig's hook returns
-    # early off CUDA) where kvledger, from that hook's source, stores fp8 as a real B200
-    # does (test_engine_releases.py); and at bf16 the oracle's bytes a block were
-    # 50,823,168 against kvledger's 50,620,416 (202,752 B, a per-page difference on SM100's
-    # backends not read yet).
-    ("vllm-0.33-new-behaviour", "zai-org--GLM-5.3-Flash.json"):
-        "GLM-5.3-Flash on SM100: fp8 from the model hook (source) vs the emulation's bf16",
+KNOWN: dict[tuple[str, ...], str] = {
+    # SM100 under --kv-cache-dtype auto (this one question, EXTRA line 7): the emulating
+    # oracle keeps a bf16 cache — Glm5NextModelConfig.verify_and_update_config
+    # (model_executor/models/config.py) returns early when current_platform.is_cuda() is
+    # false, and the oracle's platform is the CPU one — where a real B200 stores fp8, as
+    # kvledger does (test_engine_releases.py). That fp8 plan is the oracle's own answer to
+    # the explicit --kv-cache-dtype fp8 question (EXTRA line 21, exact): the hook sets
+    # cache_dtype "fp8", the same string. (The 202,752 B a block once also differing at
+    # bf16 was FLASHINFER_MLA_SPARSE's 32-row block stride, now modelled:
+    # sparse_mla_backends.py; EXTRA line 20 is exact.)
+    ("vllm-0.33-new-behaviour", "zai-org--GLM-5.3-Flash.json", "EXTRA:7"):
+        "GLM-5.3-Flash on SM100 under auto: fp8 from the model hook (off CUDA the "
+        "emulation's hook returns early and keeps bf16)",
     # ngram speculation: the oracle runs vLLM's V1 model runner (its CPU platform has no
     # Triton, so VllmConfig.use_v2_model_runner is false) and turns async scheduling off; a
-    # GPU runs Model Runner V2, where 0.33 keeps it on (test_engine_releases.py, by hand).
+    # GPU runs Model Runner V2, where 0.33 keeps it on. The same question with
+    # VLLM_USE_V2_MODEL_RUNNER=1 (read before the Triton check) is the GPU's answer, and
+    # kvledger matches it exactly (vllm-0.33-new-behaviour.jsonl, EXTRA line 24: 209,551
+    # tokens, 16,384 in flight).
     ("vllm-0.33-cases", "mistralai--Mistral-7B-v0.1.json"):
         "ngram: the oracle's V1 runner turns async off, a GPU's Model Runner V2 keeps it",
     # An fp8 MLA cache (ModelOpt fp8 KV under auto) on SM90: vLLM picks FLASHMLA, exactly
@@ -89,7 +98,9 @@ def _cases() -> list[Any]:
             case = json.loads(line)
             if "expected" not in case or "tp" in case["inputs"]:
                 continue  # a failed run (its error is the line), or a PP/other runner's
-            why = KNOWN.get((path.stem, case["config"]))
+            source = case.get("source", {})
+            why = KNOWN.get((path.stem, case["config"])) or KNOWN.get(
+                (path.stem, case["config"], f"{source.get('file')}:{source.get('line')}"))
             marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
             out.append(pytest.param(case, id=f"{path.stem}-{i:03d}-"
                                     f"{case['config'].removesuffix('.json')}", marks=marks))

@@ -19,6 +19,7 @@ UNSET: dict[str, Any] = {
     "enable_lora": False, "max_loras": None, "max_lora_rank": None, "lora_dtype": None,
     "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
+    "draft_config": None,
 }
 
 
@@ -58,6 +59,10 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    help="CPU KV tier over all ranks: its capacity in tokens (kv_offload)")
     g.add_argument("--kv-offloading-backend", default=None, choices=("native", "lmcache"),
                    help="default native (only native is sized)")
+    g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
+                   help="the separate draft model's config.json (--speculative-method "
+                   "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "
+                   "under vLLM's Model Runner V2")
 
 
 def vllm_launch(ns: argparse.Namespace) -> Any:
@@ -79,9 +84,32 @@ def vllm_launch(ns: argparse.Namespace) -> Any:
             return None
     if given.get("cpu_offload_gb") == 0:
         del given["cpu_offload_gb"]
+    if "draft_config" in given:
+        given.update(_draft(given.pop("draft_config")))
     from kvledger.plan.engines.vllm.launch import VllmLaunch
 
     try:
         return VllmLaunch(**given)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"kvledger: error: {exc}") from None
+
+
+def _draft(path: str) -> dict[str, Any]:
+    """``--draft-config``: the draft's length and RoPE types (``draft_length.draft_fields``)."""
+    import json
+    from pathlib import Path
+
+    from kvledger.errors import KvledgerError
+    from kvledger.plan.engines.vllm.draft_length import draft_fields
+
+    try:
+        config = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"kvledger: error: --draft-config {path}: cannot read it as JSON: "
+                         f"{exc}") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"kvledger: error: --draft-config {path}: not a JSON object")
+    try:
+        return draft_fields(config)
+    except (KvledgerError, TypeError, ValueError) as exc:
+        raise UsageError(f"kvledger: error: --draft-config {path}: {exc}") from None

@@ -27,6 +27,7 @@ from kvledger.derive.layers import (
 from kvledger.plan.engines.vllm.hybrid import MINIMAX_M3_KERNEL_BLOCK
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.engines.vllm.specs import (
+    FP8_DS_MLA_BYTES_PER_TOKEN,
     QUANT_FP8_PER_TENSOR,
     QUANT_NVFP4,
     ChunkedLocalAttentionSpec,
@@ -155,6 +156,20 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         cache_str = res.cache_dtype
         head_size = layer.latent_dim + layer.rope_dim
         alignment: int | MultipleOf | None = None
+        if res.sparse_mla is not None:
+            # SM10x: the backend ``sparse_mla_backends.choose_sm10x`` found. FLASHMLA_SPARSE
+            # packs fp8 as "fp8_ds_mla"; FLASHINFER_MLA_SPARSE keeps the one-byte fp8 rows;
+            # each aligns blocks to whole rows of its kernel page (``align_blocks_to_rows``).
+            # The row is vLLM's ``state_content_size_bytes``: 656 B packed, else head_size
+            # elements of the stored dtype.
+            row = resolve_dtype(dtype).nbytes(head_size)
+            if res.sparse_mla.ds_mla_layout:
+                cache_str, row = "fp8_ds_mla", FP8_DS_MLA_BYTES_PER_TOKEN
+            return MLAAttentionSpec(
+                block_size=bs, num_kv_heads=1, head_size=head_size, dtype=dtype, quant=quant,
+                cache_dtype_str=cache_str,
+                block_stride_alignment=res.sparse_mla.alignment_rows * row,
+            )
         if res.use_sparse and quant == QUANT_FP8_PER_TENSOR:
             # FLASHMLA_SPARSE (the SM90 sparse backend that takes fp8) canonicalises fp8 to
             # its packed layout (``_canonicalize_sparse_mla_kv_cache_dtype``) and, quantized

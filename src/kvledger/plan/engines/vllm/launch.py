@@ -12,7 +12,10 @@ names and defaults, validated once here.
   ``--kv-offloading-size`` (GiB over all ranks) / ``--kv-offloading-backend`` ("native" or
   "lmcache", ``CacheConfig``): ``offload.py``.
 
-The same in vLLM 0.32.0 and 0.33.0 (the files named were compared): no release field.
+- the separate draft model's length and RoPE types (``draft_length.py``), which vLLM 0.33
+  uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``).
+
+The rest is the same in vLLM 0.32.0 and 0.33.0 (the files named were compared).
 """
 
 from __future__ import annotations
@@ -57,6 +60,11 @@ class VllmLaunch:
     cpu_offload_gb: float = 0.0
     kv_offloading_size: float | None = None  # GiB, over all ranks; None: no CPU tier
     kv_offloading_backend: str = "native"
+    # The separate draft model (--speculative-config model, methods draft_model / eagle /
+    # eagle3): the max_model_len vLLM derives for it and its RoPE types
+    # (draft_length.draft_fields); None / (): not given.
+    draft_max_model_len: int | None = None
+    draft_rope_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.enable_lora, bool):
@@ -82,6 +90,12 @@ class VllmLaunch:
         if self.kv_offloading_size is not None:
             # OffloadingSpec (v1/kv_offload/cpu/spec.py) refuses a falsy cpu_bytes_to_use.
             _gib("kv_offloading_size", self.kv_offloading_size, positive=True)
+        if self.draft_max_model_len is not None:
+            _int("draft_max_model_len", self.draft_max_model_len, 1)
+        if not isinstance(self.draft_rope_types, tuple) or not all(
+                isinstance(t, str) for t in self.draft_rope_types):
+            raise TypeError(f"draft_rope_types must be a tuple of names, got "
+                            f"{self.draft_rope_types!r}")
         if self.kv_offloading_backend not in KV_OFFLOADING_BACKENDS:
             raise ValueError("kv_offloading_backend must be one of "
                              f"{', '.join(KV_OFFLOADING_BACKENDS)}, got "

@@ -26,6 +26,8 @@ TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
+    from kvledger.plan.engines.vllm.sparse_mla_backends import SparseMlaBackend
+
 __all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
 
 
@@ -73,6 +75,10 @@ class Resolved:
     # block size ``--block-size auto`` then takes; "" / 0 for other models.
     mla_backend: str = ""
     mla_auto_block: int = 0
+    # Sparse MLA (DSA) on an SM10x GPU: the backend ``sparse_mla_backends.choose_sm10x`` finds,
+    # which sets the stored layout and block-stride alignment; None elsewhere (the SM90 rules
+    # in ``convert.layer_spec``).
+    sparse_mla: SparseMlaBackend | None = None
     notes: tuple[str, ...] = ()
 
     def as_vllm_resolved(self) -> dict[str, Any]:
@@ -259,6 +265,9 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         length_notes = (f"the config states no maximum length: {release_short()} assumes "
                         f"{NO_LENGTH_KEY_DEFAULT:,} tokens (after its RoPE step: "
                         f"{max_model_len:,}); pass --max-model-len to plan another",)
+    max_model_len, draft_note = _draft_limited(request, max_model_len)
+    if draft_note:
+        length_notes = (*length_notes, draft_note)
 
     async_scheduling, concurrent = concurrent_batches(request)
     # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
@@ -311,8 +320,30 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         **_joined({"notes": length_notes} if length_notes else {},
                   _gdn_checkpoint(facts, request, mamba_cache_mode),
                   _dense_mla_backend(facts, request, cache.cache_dtype, use_mla
-                                     and Kind.INDEXER not in kinds)),
+                                     and Kind.INDEXER not in kinds),
+                  _sparse_mla_backend(facts, request, cache.cache_dtype, model_dtype,
+                                      use_mla and Kind.INDEXER in kinds and not minimax_sparse)),
     )
+
+
+def _draft_limited(request: PlanRequest, max_model_len: int) -> tuple[int, str | None]:
+    """vLLM 0.33 ``VllmConfig._limit_max_model_len_to_draft`` (``draft_length.py``): the
+    length a shorter separate draft model leaves, and vLLM's warning. Model Runner V2 runs
+    every draft-config method (none is in ``_V1_RUNNER_SPEC_METHODS``)."""
+    launch = request.vllm_launch
+    if launch is None or getattr(launch, "draft_max_model_len", None) is None \
+            or not request.num_speculative_tokens:
+        return max_model_len, None
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    release = vllm_release(request.engine_release)
+    if not release.limits_max_model_len_to_draft:
+        return max_model_len, None
+    from kvledger.plan.engines.vllm.draft_length import limited_max_model_len
+
+    return limited_max_model_len(max_model_len, (request.speculative_method or "").lower(),
+                                 launch.draft_max_model_len, launch.draft_rope_types,
+                                 release.short)
 
 
 def _model_hook_cache_dtype(facts: ModelFacts, request: PlanRequest,
@@ -381,6 +412,35 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str
             f"(SM{cap[0]}{cap[1]}) with MLA and kv_cache_dtype {cache_dtype}")
     return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
             "notes": notes}
+
+
+def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str,
+                        model_dtype: str, sparse: bool) -> dict[str, Any]:
+    """On an SM10x GPU, the sparse MLA backend vLLM takes (``sparse_mla_backends``); a
+    refusal when none takes this model and cache dtype."""
+    if not sparse:
+        return {}
+    from kvledger.plan.engines.vllm.hardware import capability
+
+    cap, _ = capability(request.gpu)
+    if cap is None or cap[0] != 10:
+        return {}
+    from kvledger.derive.layers import MLA
+    from kvledger.plan.engines.vllm.sparse_mla_backends import choose_sm10x
+
+    text = _text_config(facts.config)
+    mla = next(g.layer for g in facts.groups if isinstance(g.layer, MLA))
+    heads = int(text.get("num_attention_heads", 0)) // request.tensor_parallel_size
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    fa4 = vllm_release(request.engine_release).fa4_sparse_mla_on_sm10x
+    chosen = choose_sm10x(cache_dtype, model_dtype, text, mla.latent_dim + mla.rope_dim, heads,
+                          fa4=fa4)
+    if chosen is None:
+        raise VllmRefusesToStart(
+            f"{release_short()} refuses to start: No valid attention backend found for cuda "
+            f"(SM{cap[0]}{cap[1]}) with sparse MLA and kv_cache_dtype {cache_dtype}")
+    return {"sparse_mla": chosen}
 
 
 def _release_refusals(request: PlanRequest, model_dtype: str) -> None:

@@ -288,6 +288,11 @@ def _rope_dicts(config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [params]
 
 
+def rope_types(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The RoPE types ``iter_rope_parameters`` yields ("rope_type", legacy "type")."""
+    return tuple(str(p.get("rope_type", p.get("type", "default"))) for p in _rope_dicts(config))
+
+
 def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
     """(length, key) vLLM derives from the config, None when no key states one.
 

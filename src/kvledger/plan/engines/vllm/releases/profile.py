@@ -67,3 +67,10 @@ class VllmRelease(Release):
     # step3p5.py, defaults use_moe_router_bias True; 0.33 loads step3p5 with transformers'
     # Step3p7TextConfig, which lacks it): no construction refusal for them.
     class_fills_construction_keys: frozenset[str] = frozenset()
+    # 0.33 config/vllm.py VllmConfig._limit_max_model_len_to_draft: under Model Runner V2 a
+    # shorter draft model lowers max_model_len to its own (draft_length.py).
+    limits_max_model_len_to_draft: bool = False
+    # 0.33 platforms/cuda.py _get_backend_priorities (SM10x, float KV, <= 16 heads a rank):
+    # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
+    # (sparse_mla_backends.py).
+    fa4_sparse_mla_on_sm10x: bool = False

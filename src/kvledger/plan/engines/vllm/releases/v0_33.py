@@ -62,4 +62,10 @@ RELEASE = replace(
     # _CONFIG_REGISTRY maps step3p5 to transformers' Step3p7TextConfig (no
     # use_moe_router_bias), not vLLM's own class any more.
     class_fills_construction_keys=frozenset(),
+    # config/vllm.py VllmConfig._limit_max_model_len_to_draft (called in __post_init__): a
+    # draft model shorter than the target lowers max_model_len under Model Runner V2.
+    limits_max_model_len_to_draft=True,
+    # platforms/cuda.py _get_backend_priorities: FLASH_ATTN_MLA_SPARSE_FA4 (v1/attention/
+    # backends/mla/flashattn_mla_sparse.py, new) first for a float cache at <= 16 heads a rank.
+    fa4_sparse_mla_on_sm10x=True,
 )
