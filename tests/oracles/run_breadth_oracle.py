@@ -46,9 +46,12 @@ OUT = Path(os.environ.get("BREADTH_OUT", HERE / "vllm-0.32-breadth.jsonl"))
 # calls at import (OLMo-hybrid's GDN: triton.set_allocator), and a Transformers-backend
 # multimodal model whose processor vLLM loads from the model folder, which holds the config
 # alone (HunYuan-VL: "Can't load image processor"), and a model file importing a package the
-# oracle venv lacks (OpenVLA's timm): printed, not written.
+# oracle venv lacks (OpenVLA's timm), and a buffer computed at build time on the meta device
+# (MiDashengLM: midashenglm.py DashengFrontend.__init__ calls torchaudio's melscale_fbanks,
+# which calls .item()): printed, not written.
 ORACLE_GAPS = ("Cannot copy out of meta tensor", "has no attribute 'set_allocator'",
-               "Can't load image processor", "Please install timm")
+               "Can't load image processor", "Please install timm",
+               "Tensor.item() cannot be called on meta tensors")
 MTP = ["--num-speculative-tokens", "1", "--speculative-method", "mtp"]
 AUTO = ["--block-size", "auto"]
 
@@ -165,6 +168,10 @@ RUNS: list[tuple[str, list[str], str]] = [
      "vLLM's FunAudioChatConfig defaults: Qwen3ForCausalLM on a Qwen2Config"),
     ("class-default:ovis", [*base(8192), *AUTO],
      "vLLM's OvisConfig defaults: no llm_config (text_config None)"),
+    ("class-default:midashenglm", [*base(), "--block-size", "16"],
+     "vLLM's MiDashengLMConfig defaults: Qwen2ForCausalLM on a qwen2_5_omni_text text_config "
+     "(0.33's PP table answers MiDashengLMModel: its venv imports torchaudio); an oracle gap: "
+     "the meta-device build stops in DashengFrontend.__init__ (ORACLE_GAPS)"),
     ("class-default:step3p5", [*base(), *AUTO],
      "transformers' Step3p7TextConfig defaults as step3p5 (vLLM's _CONFIG_REGISTRY): 45 "
      "full-attention layers, 8 KV heads x 128"),

@@ -5,7 +5,7 @@ them, file and function in each) and is replayed by ``tests/oracles/vllm-0.33/``
 Unchanged, read in 0.33's source: ``gpu_memory_utilization`` 0.92, block size 16, prefix
 caching on, the ``max_num_seqs`` / ``max_num_batched_tokens`` defaults, the model types it
 does not serve (no architecture of ``_PREVIOUSLY_SUPPORTED_MODELS`` returned), except the
-types it adds (``model_type_verdicts.SERVED_LATER``: Beam, Kolibri-1).
+types it adds (``model_type_verdicts.SERVED_LATER``: Beam, Kolibri-1, MiDashengLM).
 """
 
 from __future__ import annotations
@@ -58,6 +58,10 @@ RELEASE = replace(
         "BeamForCausalLM": (True, "vllm/models/beam/nvidia/model.py BeamForCausalLM"),
         "Kolibri1ForCausalLM": (
             True, "vllm/model_executor/models/transformers/ TransformersMoEForCausalLM"),
+        # 0.32's answer is None only because the 0.32 oracle venv lacks torchaudio, which
+        # midashenglm.py imports; the 0.33 venv has it, and the registry answers True.
+        "MiDashengLMModel": (
+            True, "vllm/model_executor/models/midashenglm.py MiDashengLMModel"),
     }),
     # _CONFIG_REGISTRY maps step3p5 to transformers' Step3p7TextConfig (no
     # use_moe_router_bias), not vLLM's own class any more.
