@@ -179,3 +179,16 @@ def test_oracle_refusals_are_refused(case: dict[str, Any]) -> None:
     dtype = case["command"].split("--kv-cache-dtype ")[1].split()[0]
     with pytest.raises(VllmRefusesToStart, match="only supports fp8"):
         _plan(kv_cache_dtype=dtype)
+
+
+def test_explain_names_the_caches_of_each_group() -> None:
+    from kvledger.report.explain import explain_log
+
+    log = ("INFO [gpu_worker.py:1] Available KV cache memory: 16.00 GiB\n"
+           "INFO [kv_cache_utils.py:1] GPU KV cache size: 82,478 tokens\n"
+           "INFO [kv_cache_utils.py:1] Maximum concurrency for 32,768 tokens per request: "
+           "2.52x\n")
+    got = explain_log(log, model=FLASH, engine="vllm", overrides={"max_model_len": 32768})
+    assert got.check("kv_cache_tokens").match
+    groups = [n for n in got.notes if n.startswith("vLLM KV cache group")]
+    assert len(groups) == 5 and "attn.indexer.k_cache ×21" in groups[2]
