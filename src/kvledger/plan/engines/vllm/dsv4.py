@@ -38,6 +38,12 @@ each block (``kv_cache_planning.py _get_packed_kv_cache_groups``, ``grouping.pac
 and reports the smallest block size of its groups (``v1/engine/core.py``: min over the
 prefix-cacheable groups, 4 here).
 
+The 0.33 oracle (``tests/oracles/vllm-0.33/vllm-0.33-dsv4.jsonl``) runs on a CPU and so builds
+vLLM's CPU variant (``models/deepseek_v4/cpu``); for the caches it is the CUDA class's twin:
+``DeepseekV4CPUAttention`` keeps the base ``__init__`` and ``get_kv_cache_spec`` (fp8_ds_mla
+layout, default SWA cache), and its backends (``cpu/cpu_mla.py``) subclass the CUDA ones with
+their block sizes and layouts unchanged, only their metadata builders and kernels differ.
+
 KV dtype (``_resolve_dsv4_kv_cache_dtype``): the default FlashMLA class (every CUDA GPU but
 SM12x, ``nvidia/model.py _select_dsv4_attn_cls``) has the fp8_ds_mla layout; ``auto`` and every
 ``fp8*`` value become ``fp8_ds_mla``, anything else raises.
