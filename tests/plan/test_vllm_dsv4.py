@@ -192,3 +192,27 @@ def test_explain_names_the_caches_of_each_group() -> None:
     assert got.check("kv_cache_tokens").match
     groups = [n for n in got.notes if n.startswith("vLLM KV cache group")]
     assert len(groups) == 5 and "attn.indexer.k_cache ×21" in groups[2]
+
+
+def _oracle_plans() -> list[dict[str, Any]]:
+    if not ORACLE.is_file():
+        return []
+    lines = [json.loads(t) for t in ORACLE.read_text().splitlines() if t.strip()]
+    return [c for c in lines if "expected" in c and c["config"].endswith("V4-Flash.json")]
+
+
+@pytest.mark.parametrize("case", _oracle_plans(), ids=lambda c: c["why"])
+def test_each_layer_spec_is_vllms(case: dict[str, Any]) -> None:
+    # Beyond the groups the replay compares: every unique layer spec vLLM 0.33 reported, with
+    # its layer count, head size (bytes a state for the indexer), window and page.
+    inputs = case["inputs"]
+    kw: dict[str, Any] = {"max_model_len": inputs["max_model_len"],
+                          "tensor_parallel_size": inputs["tensor_parallel_size"],
+                          "max_num_batched_tokens": inputs["max_num_batched_tokens"],
+                          "enable_prefix_caching": inputs["enable_prefix_caching"]}
+    plan = plan_vllm(derive_model(catalog_config(FLASH)), _request(**kw),
+                     inputs["kv_cache_memory_bytes"])
+    keys = ("spec", "block_size", "page_size_bytes", "head_size", "sliding_window")
+    got = [(n, *(d.get(k) for k in keys)) for d, n in plan.layer_specs]
+    want = [(s["num_layers"], *(s.get(k) for k in keys)) for s in case["layer_specs"]]
+    assert got == want
