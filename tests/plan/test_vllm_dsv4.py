@@ -161,7 +161,7 @@ def test_bad_kv_dtype_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str])
     code = main(["plan", FLASH, "--engine", "vllm", "--kv-cache-memory-bytes", str(16 * GIB),
                  "--max-model-len", "32768", "--kv-cache-dtype", "bfloat16"])
     _, err = capsys.readouterr()
-    assert code != 0
+    assert code == 2
     assert "Traceback" not in err and "fp8_ds_mla" in err
 
 
