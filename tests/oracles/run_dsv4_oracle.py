@@ -56,6 +56,12 @@ ASKED: list[tuple[str, list[str], str]] = [
      "the config's full length on 8 GiB: one request does not fit"),
     (PRO, ["--kv-cache-memory-bytes", "25769803776", "--max-model-len", "65536"],
      "DeepSeek-V4-Pro (61 layers, ratio-128 first layers)"),
+    (FLASH, ["--kv-cache-memory-bytes", G16, "--max-model-len", "32768", "--block-size", "256"],
+     "an explicit --block-size 256, the size auto picks"),
+    (FLASH, ["--kv-cache-memory-bytes", G16, "--max-model-len", "32768", "--block-size", "16"],
+     "an explicit --block-size 16, which V4's sparse backends do not take"),
+    (FLASH, ["--kv-cache-memory-bytes", G16, "--max-model-len", "32768", "--tp", "4"],
+     "tensor parallel 4"),
 ]
 
 
@@ -65,7 +71,8 @@ def main() -> None:
     if OUT.is_file():
         done = {json.loads(t)["command"] for t in OUT.read_text().splitlines() if t.strip()}
     for n, (name, args, why) in enumerate(ASKED):
-        full = [*args[:2], *BASE, *args[2:]]
+        base = BASE[2:] if "--block-size" in args else BASE
+        full = [*args[:2], *base, *args[2:]]
         q = Question("a", OUT, "run_dsv4_oracle.py", n, str(resolve_path(name)), name, full,
                      {"config": name, "hf_quant_config": None, "why": why}, strip=True)
         if q.shown in done:

@@ -175,10 +175,19 @@ def _oracle_errors() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("case", _oracle_errors(), ids=lambda c: c["command"][-40:])
 def test_oracle_refusals_are_refused(case: dict[str, Any]) -> None:
     # vLLM 0.33's run stopped (its error is the line): kvledger refuses the same request.
-    assert "fp8_ds_mla layout only supports fp8" in str(case["error"])
-    dtype = case["command"].split("--kv-cache-dtype ")[1].split()[0]
-    with pytest.raises(VllmRefusesToStart, match="only supports fp8"):
-        _plan(kv_cache_dtype=dtype)
+    command = case["command"]
+    if "--kv-cache-dtype" in command:
+        assert "fp8_ds_mla layout only supports fp8" in str(case["error"])
+        dtype = command.split("--kv-cache-dtype ")[1].split()[0]
+        with pytest.raises(VllmRefusesToStart, match="only supports fp8"):
+            _plan(kv_cache_dtype=dtype)
+        return
+    # --block-size 16: the ratio-128 pages hold 16 // 128 = 0 states and vLLM divides by
+    # zero while it plans; kvledger refuses the block size by name.
+    assert "ZeroDivisionError" in str(case["error"])
+    block = int(command.split("--block-size ")[1].split()[0])
+    with pytest.raises(VllmLayoutError, match=f"--block-size {block}"):
+        _plan(block_size=block)
 
 
 def test_explain_names_the_caches_of_each_group() -> None:

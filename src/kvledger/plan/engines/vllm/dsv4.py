@@ -77,7 +77,6 @@ TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import ClassVar
 
-MODEL_TYPE = "deepseek_v4"
 CACHE_DTYPE = "fp8_ds_mla"
 # DeepseekV4SparseMLABackend / DeepseekV4IndexerBackend.get_supported_kernel_block_sizes.
 SPARSE_BLOCK = 256
@@ -157,6 +156,8 @@ def check_request(facts: ModelFacts, request: PlanRequest, cap: tuple[int, int] 
     elif request.pipeline_parallel_size > 1:
         why = "pipeline parallelism: no oracle case checks V4's packed groups across stages"
     elif request.block_size not in (None, SPARSE_BLOCK):
+        # The 0.33 oracle at --block-size 16: a ratio-128 page holds 16 // 128 = 0 states and
+        # vLLM stops with a ZeroDivisionError while it plans; other sizes were not asked.
         why = (f"--block-size {request.block_size}: V4's sparse-MLA and indexer backends take "
                f"only {SPARSE_BLOCK}-token blocks (get_supported_kernel_block_sizes)")
     elif request.kv_cache_dtype == "nvfp4_ds_mla" or request.kv_cache_dtype.startswith("fp8_e5"):
