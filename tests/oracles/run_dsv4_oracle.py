@@ -4,8 +4,9 @@ write the answers to ``tests/oracles/vllm-0.33/vllm-0.33-dsv4.jsonl``.
 Research tool, never imported by the package or the tests. The questions vary what can move
 vLLM's V4 numbers: the budget, ``max_model_len`` (up to a request that does not fit),
 prefix caching, tensor parallelism, ``--kv-cache-dtype``, ``max_num_batched_tokens`` (the
-sliding-window and compressor-state caches hold ``max_in_flight_tokens``), the emulated SM100
-and the second real V4 config (V4-Pro). Each runs on a copy without ``quantization_config``
+sliding-window and compressor-state caches hold ``max_in_flight_tokens``), the emulated SM100,
+an explicit ``--block-size`` (256, and 16, which stops vLLM) and the second real V4 config
+(V4-Pro). Each runs on a copy without ``quantization_config``
 (the CUDA wheel has no CPU kernel for its fp8 weights: ``inputs.weights_quant_stripped``), as
 ``make_vllm_033_cases.py`` does for the existing V4-Flash question, whose helpers it reuses.
 Runs go one at a time through the shared lock (``/tmp/oracle.lock``)::
