@@ -74,10 +74,6 @@ KNOWN: dict[tuple[str, ...], str] = {
         "fbgemm_fp8: vLLM refuses the verbatim file; the oracle planned a stripped copy",
     ("vllm-0.33-refusals-heldout", "meta-llama--Meta-Llama-3.1-405B-Instruct-FP8.json"):
         "fbgemm_fp8: vLLM refuses the verbatim file; the oracle planned a stripped copy",
-    # The 0.32 CPU build had no DeepSeek-V4 model; the 0.33 wheel builds it, and kvledger's
-    # vLLM layout does not model its V4WindowKV / compressor caches yet (it refuses).
-    ("vllm-0.33-new-behaviour", "deepseek-ai--DeepSeek-V4-Flash.json"):
-        "DeepSeek-V4 is refused by kvledger's vLLM layout",
 }
 
 

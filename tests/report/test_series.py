@@ -170,13 +170,13 @@ def test_layouts_follow_the_planners_registry(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_layout_that_refuses_the_model_is_a_note_not_a_failure() -> None:
-    # DeepSeek-V4's sliding caches: the vLLM layout says it does not model them.
-    data = build_report_data("deepseek-ai/DeepSeek-V4-Flash",
+    # MiniMaxAI's text-only MiniMax-M3 file: vLLM has no model for its model_type.
+    data = build_report_data("MiniMaxAI/MiniMax-M3",
                              PlanRequest(engine="native", max_model_len=8192,
                                          kv_cache_memory_bytes=20 * GIB),
                              gpus=["H200"], tp_sizes=(8,))
     by_name = {c.label: c for c in data.layouts}
     assert all(v is None for _, v in by_name["vllm"].points)
-    assert "vLLM layout does not model" in by_name["vllm"].note
-    assert by_name["vllm"].note.count("does not model") == 1  # one message, not one per point
+    assert "has no model for model_type 'minimax_m3'" in by_name["vllm"].note
+    assert by_name["vllm"].note.count("has no model") == 1  # one message, not one per point
     assert all(v is not None and v > 0 for _, v in by_name["native"].points)

@@ -256,7 +256,7 @@ _HEADLINE = (
 _WHEN_SET = ("enable_expert_parallel",)
 _STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals",
                "model_local_kv", "vllm_refusal_reason", "bytes_per_token", "bytes_per_request",
-               "kv_cache_tokens_note", "batch_defaults")
+               "kv_cache_tokens_note", "batch_defaults", "kv_cache_groups")
 
 _POOL_COLS = (
     ("name", "class"), ("pool", "pool"), ("entries", "entries"), ("entry_bytes", "B/entry"),
@@ -267,6 +267,9 @@ _LOCAL_COLS = (
     ("bytes_per_row", "B/row"), ("peak_bytes", "peak B"), ("status", "charged / subtracted"),
     ("stage", "stage"),
 )
+_GROUP_COLS = (("spec", "spec"), ("num_layers", "layers"), ("block_size", "block"),
+               ("page_size_bytes", "page B"), ("blocks_per_request", "blocks/req"),
+               ("caches", "caches (vLLM's names)"))
 _BUDGET_COLS = (("key", "key"), ("label", "line"), ("bytes", "bytes"), ("gib", "GiB"),
                 ("basis", "basis"))
 _RANK_COLS = (
@@ -378,6 +381,8 @@ def render_plan(
             title="layers in order (one TP rank; repeating patterns as one row)",
             shape="window / state"))
     for table in (
+        _table("vLLM KV cache groups (one block table each; one shared pool)",
+               data.get("kv_cache_groups"), _GROUP_COLS),
         _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
                gib_cols=("reserved_bytes",)),
         _table("budget per GPU", _budget_rows(data.get("budget")), _BUDGET_COLS),

@@ -53,7 +53,20 @@ def vllm_checks(ctx: Context) -> list[Check]:
         checks.append(_blocks_check(ctx, budget))
     if "needed_kv_gib" in f:
         checks.extend(_refused_checks(ctx, budget))
+    ctx.notes.extend(_group_notes(ctx, budget))
     return checks
+
+
+def _group_notes(ctx: Context, budget: tuple[int, int, int, str] | None) -> list[str]:
+    """The caches each of vLLM's KV cache groups holds, where the plan names them (the vLLM
+    layout's ``kv_cache_groups``: DeepSeek-V4)."""
+    plans = _plans(ctx, budget)
+    if isinstance(plans, str):
+        return []
+    groups = plans[0].engine_fields.get("kv_cache_groups") or ()
+    return [f"vLLM KV cache group {k}: {g['spec']}, {g['num_layers']} layers, block "
+            f"{g['block_size']}, page {g['page_size_bytes']:,} B, {g['blocks_per_request']:,} "
+            f"blocks a request — {g['caches']}" for k, g in enumerate(groups)]
 
 
 def _unlogged(ctx: Context, budget: tuple[int, int, int, str] | None, name: str) -> Check:

@@ -95,6 +95,25 @@ def tokens_note(plan: VllmPlan) -> str:
             f"takes {sp.blocks_per_request:,} blocks ({parts}): {why}")
 
 
+def _stored_rows(inp: LayoutInput, plan: VllmPlan) -> tuple[dict[str, object], ...]:
+    """The layer rows as vLLM stores them: its KV dtype, nothing for layers it leaves out."""
+    from kvledger.plan.engines.vllm.convert import why_not_cached
+
+    return tuple(stored_summary(
+        inp.facts, inp.request.tensor_parallel_size, plan.resolved.kv_cache_dtype,
+        lambda layer: why_not_cached(layer, inp.request)))
+
+
+def _group_rows(plan: VllmPlan) -> list[dict[str, object]]:
+    """vLLM's KV cache groups with the caches each holds, where kvledger names them (one row a
+    group, as vLLM lists ``kv_cache_groups``); [] otherwise."""
+    if not any(g.caches for g in plan.groups):
+        return []
+    return [{"spec": g.spec, "num_layers": g.num_layers, "block_size": g.block_size,
+             "page_size_bytes": g.page_size_bytes, "blocks_per_request": g.blocks_per_request,
+             "caches": g.caches} for g in plan.groups]
+
+
 class VllmEngine(Layout):
     """vLLM's KV cache allocator (``kvledger.plan.engines.vllm``), as the requested release
     (``releases/``) builds it."""
@@ -178,8 +197,6 @@ class VllmEngine(Layout):
                                whose_default=whose if util is None else None)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
-        from kvledger.plan.engines.vllm.convert import why_not_cached
-
         plan = _plan(inp)
         stage_plans = list(plan.stages) or [plan]
         tier: dict[str, object] = {}
@@ -192,6 +209,8 @@ class VllmEngine(Layout):
                                   block_size=plan.block_size, groups=len(plan.groups),
                                   use_mla=any("MLA" in g.spec for g in plan.groups))
             notes = given_budget_note(inp.request)
+        rows = _stored_rows(inp, plan)
+        groups = _group_rows(plan)
         return LayoutPlan(
             ranks=_ranks(inp, plan),
             block_size=plan.block_size,
@@ -202,9 +221,7 @@ class VllmEngine(Layout):
             # A dtype name (fp8_e4m3, not its uint8 storage), as vLLM resolved it.
             kv_cache_dtype=plan.resolved.kv_cache_dtype or inp.facts.kv_dtype,
             # The rows as vLLM stores them: its KV dtype, nothing for layers it leaves out.
-            layers=tuple(stored_summary(
-                inp.facts, inp.request.tensor_parallel_size, plan.resolved.kv_cache_dtype,
-                lambda layer: why_not_cached(layer, inp.request))),
+            layers=rows,
             warnings=(*plan.warnings, *notes),
             refuses_to_start=plan.vllm_refuses_to_start,
             # vLLM refuses unless one request's blocks fit beside the null block.
@@ -214,7 +231,8 @@ class VllmEngine(Layout):
             engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
                            "vllm_refusal_reason": plan.refusal_reason or None, **tier,
                            **({"kv_cache_tokens_note": note} if (note := tokens_note(plan))
-                              else {})},
+                              else {}),
+                           **({"kv_cache_groups": groups} if groups else {})},
         )
 
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:

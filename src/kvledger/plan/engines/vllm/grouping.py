@@ -137,9 +137,10 @@ def block_outermost(specs: Iterable[KVCacheSpec]) -> bool:
     vLLM ``resolve_kv_cache_layout`` takes the first layout every backend that declares one
     supports (``get_supported_kv_cache_layouts``); the SM90 backends kvledger models declare
     none (any layout; default preference LBNHC, layer-outermost) except ``KpoolTailBackend``
-    (GLM-5.3-Flash's indexer ring, ``CircularBufferSpec``), which takes BLHNC only.
+    (GLM-5.3-Flash's indexer ring, ``CircularBufferSpec``), which takes BLHNC only, and
+    ``DeepseekV4IndexerBackend`` (BLHNC, BLNHC: ``dsv4.py``) — ``needs_block_outermost``.
     """
-    return any(isinstance(s, CircularBufferSpec) for s in specs)
+    return any(s.needs_block_outermost() for s in specs)
 
 
 def get_kv_cache_groups(buckets: list[Bucket]) -> Grouping:

@@ -44,6 +44,8 @@ TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
+DSV4_TYPE = "deepseek_v4"  # planned by dsv4.py
+
 __all__ = ["GroupInfo", "VllmLayoutError", "VllmPlan", "plan_vllm", "plan_vllm_stage", "pp_stages"]
 
 
@@ -70,6 +72,9 @@ class GroupInfo:
     page_size_bytes: int
     max_memory_usage_bytes_per_request: int
     blocks_per_request: int
+    # The caches it holds in vLLM's layer names, where kvledger names them (DeepSeek-V4:
+    # ``dsv4.group_caches``); "" otherwise.
+    caches: str = ""
 
 
 @record(frozen=True)
@@ -143,6 +148,9 @@ class _Prepared:
     grouping: Grouping
     ctx: SpecContext
     warnings: tuple[str, ...]
+    # Per ordinal: (model layer index, vLLM's cache name) where kvledger names the caches
+    # (DeepSeek-V4), else None.
+    cache_names: tuple[tuple[int, str], ...] | None = None
 
 
 def not_in_vllm(model_type: str, release: str | None = None) -> str:
@@ -189,20 +197,37 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
                 "target: plan the target model with --speculative-method eagle3"
             )
         raise VllmLayoutError(f"{facts.model}: no layer keeps a KV cache under these options")
-    order = facts.cached(("vllm registration order", taking),
-                         lambda: _registration_order(facts, taking, res.minimax_sparse_layers))
+    v4 = facts.model_type == DSV4_TYPE
+    if v4:
+        # DeepSeek-V4's caches are registered by its own model classes (imported only here:
+        # start-up, bench/startup.py).
+        from kvledger.plan.engines.vllm import dsv4
+        from kvledger.plan.engines.vllm.hardware import capability
+
+        dsv4.check_request(facts, request, capability(request.gpu)[0])
+        res = dsv4.resolved(res)
+    order = facts.cached(
+        ("vllm registration order", taking),
+        lambda: _registration_order(facts, taking, res.minimax_sparse_layers, v4=v4))
     # One spec per part (a group of identical layers, ``ModelFacts.groups``), shared by its
     # members: the work follows the number of distinct layers, not of layers.
     tp = request.tensor_parallel_size
     split = {n: facts.groups[n].layer.split(tp) for n in taking}
     parts = [split[n] if split[n].index == index else split[n].at(index)
              for n, index in order.parts]
-    raw = [layer_spec(layer, res, request) for layer in parts]
-    sizes = resolve_block_sizes(
-        [(raw[k], len(order.positions[k])) for k in order.by_first_layer], res)
-    check_block_size(sizes.block_size, request.block_size,
-                     any(isinstance(s, AttentionSpec) for s in raw))
-    specs = apply_block_sizes(raw, sizes)
+    if v4:
+        # V4's caches come with their block sizes (dsv4.py); vLLM reports the smallest of
+        # its groups' (v1/engine/core.py), and every spec is in a group.
+        specs = [dsv4.layer_spec(layer) for layer in parts]
+        dsv4.check_layout(specs)
+        sizes = BlockSizes(min(s.block_size for s in specs), None, None)
+    else:
+        raw = [layer_spec(layer, res, request) for layer in parts]
+        sizes = resolve_block_sizes(
+            [(raw[k], len(order.positions[k])) for k in order.by_first_layer], res)
+        check_block_size(sizes.block_size, request.block_size,
+                         any(isinstance(s, AttentionSpec) for s in raw))
+        specs = apply_block_sizes(raw, sizes)
     # vLLM buckets layers by spec equality: parts with equal specs (an MTP layer and the
     # decoder's full attention) share a bucket.
     buckets: list[tuple[KVCacheSpec, tuple[int, ...]]] = []
@@ -223,6 +248,8 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes + list(res.notes)
     warnings.extend(checkpoint_kv_notes(facts, request, res))
     warnings.extend(sentence_len_notes(facts, request))
+    if v4:
+        warnings.extend(dsv4.NOTES)
     if any(getattr(layer, "with_value", False) for layer in parts
            if layer.index in res.minimax_sparse_layers):
         warnings.append(
@@ -240,7 +267,15 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
             f"for bf16 "
             "head_dim-128 bounded-gate models and charges a third (prefill checkpoint) block"
         )
-    return _Prepared(res, order.indices, order.roles, sizes, grouping, ctx, tuple(warnings))
+    names = None
+    if v4:
+        named = [""] * len(order.indices)
+        for k, layer in enumerate(parts):
+            for ordinal in order.positions[k]:
+                named[ordinal] = dsv4.cache_name(layer, facts)
+        names = tuple(zip(order.indices, named, strict=True))
+    return _Prepared(res, order.indices, order.roles, sizes, grouping, ctx, tuple(warnings),
+                     names)
 
 
 @record(frozen=True)
@@ -260,7 +295,7 @@ class _Order:
 
 
 def _registration_order(
-    facts: ModelFacts, taking: tuple[int, ...], sparse: frozenset[int]
+    facts: ModelFacts, taking: tuple[int, ...], sparse: frozenset[int], *, v4: bool = False
 ) -> _Order:
     parts: list[tuple[int, int]] = []
     # (layer index, 0 for an indexer's cache, position in the model's layers, part number)
@@ -268,6 +303,10 @@ def _registration_order(
     for number in taking:
         group = facts.groups[number]
         rank = 0 if group.layer.kind is Kind.INDEXER else 1
+        if v4:
+            from kvledger.plan.engines.vllm.dsv4 import registration_rank
+
+            rank = registration_rank(group.layer, facts)  # five caches a layer, vLLM's order
         for members in _by_spec(group, sparse):
             parts.append((number, members[0][0]))
             entries.extend((index, rank, ordinal, len(parts) - 1) for index, ordinal in members)
@@ -317,11 +356,18 @@ def checkpoint_kv_notes(facts: ModelFacts, request: PlanRequest, res: Resolved) 
     return []
 
 
-def _group_info(group: Group, ctx: SpecContext) -> GroupInfo:
+def _group_info(
+    group: Group, ctx: SpecContext, names: tuple[tuple[int, str], ...] | None = None
+) -> GroupInfo:
     # Per-layer representative, as vLLM's scheduler view reports a UniformType group.
     spec: KVCacheSpec = group.spec.specs[0] if isinstance(group.spec, UniformTypeSpecs) else (
         group.spec
     )
+    caches = ""
+    if names is not None:
+        from kvledger.plan.engines.vllm.dsv4 import group_caches
+
+        caches = group_caches([names[i] for i in group.layers])
     return GroupInfo(
         spec=spec_name(group.spec),
         num_layers=len(group.layers),
@@ -329,6 +375,7 @@ def _group_info(group: Group, ctx: SpecContext) -> GroupInfo:
         page_size_bytes=spec.page_size_bytes,
         max_memory_usage_bytes_per_request=spec.max_memory_usage_bytes(ctx),
         blocks_per_request=group.spec.blocks_per_request(ctx),
+        caches=caches,
     )
 
 
@@ -442,7 +489,7 @@ def _plan(
         needed_bytes=math.needed_bytes,
         available_bytes=available_bytes,
         vllm_refuses_to_start=math.refuses_to_start,
-        groups=tuple(_group_info(g, prep.ctx) for g in groups),
+        groups=tuple(_group_info(g, prep.ctx, prep.cache_names) for g in groups),
         spec_buckets=prep.grouping.buckets,
         spec_members=None if members is None else frozenset(members),
         resolved=prep.res,

@@ -128,6 +128,12 @@ class KVCacheSpec:
         """
         return None
 
+    def needs_block_outermost(self) -> bool:
+        """Whether this layer's attention backend declares block-outermost KV cache layouts
+        only (vLLM ``AttentionBackend.supported_kv_cache_layouts``), see
+        ``grouping.block_outermost``."""
+        return False
+
     def with_block_size(self, block_size: int) -> Self:
         return replace(self, block_size=block_size)
 
@@ -338,6 +344,10 @@ class CircularBufferSpec(AttentionSpec):
 
     def max_memory_usage_bytes(self, ctx: SpecContext) -> int:
         return self.page_size_bytes
+
+    def needs_block_outermost(self) -> bool:
+        # KpoolTailBackend.supported_kv_cache_layouts: BLHNC only.
+        return True
 
     def uniform_type_key(self) -> tuple[Any, ...] | None:
         # vLLM ``CircularBufferSpec.is_uniform_with_collection``: every ring alike.

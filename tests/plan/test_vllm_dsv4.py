@@ -1,0 +1,227 @@
+"""DeepSeek-V4 in the vLLM layout (``kvledger/plan/engines/vllm/dsv4.py``), worked by hand from
+the DeepSeek-V4-Flash config (the bundled catalog's, ``deepseek-ai/DeepSeek-V4-Flash``) and the
+rules of vLLM's source that dsv4.py cites. The oracle replays (``test_vllm_033_oracles.py``,
+``tests/oracles/vllm-0.33/vllm-0.33-dsv4.jsonl``) check the same numbers against vLLM 0.33's
+own run; this file checks them from the config's values, and the refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvledger.cli.main import main
+from kvledger.derive import derive_model
+from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.errors import VllmRefusesToStart
+from kvledger.plan.engines.vllm.resolve import VllmLayoutError
+from kvledger.plan.request import PlanRequest
+from sglang_cases import catalog_config
+
+GIB = 1 << 30
+FLASH = "deepseek-ai/DeepSeek-V4-Flash"
+ORACLE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33" / "vllm-0.33-dsv4.jsonl"
+
+
+def _request(**kw: Any) -> PlanRequest:
+    base: dict[str, Any] = {"engine": "vllm", "max_model_len": 32768,
+                            "kv_cache_memory_bytes": 16 * GIB}
+    return PlanRequest(**{**base, **kw})
+
+
+def _plan(**kw: Any) -> Any:
+    return plan_vllm(derive_model(catalog_config(FLASH)), _request(**kw), 16 * GIB)
+
+
+def test_flash_16_gib_32k_by_hand() -> None:
+    # Config: 43 layers; compress_ratios[:43] = 0, 0, then 4 / 128 alternating, 4 last:
+    # 2 window-only layers, 21 ratio-4 (layers 2, 4, ..., 42), 20 ratio-128 (3, 5, ..., 41).
+    # head_dim 512 = 448 nope + 64 rope (qk_rope_head_dim): an fp8_ds_mla row is
+    # 448 + 448 / 64 scales + 1 pad + 64 x 2 = 584 B. index_head_dim 128: 128 + 128/128 x 4 =
+    # 132 B a key. Pages, each rounded up to 576 B:
+    #   swa_cache      block 64:  64 x 584 = 37,376 -> 65 x 576 = 37,440
+    #   attn [C4]      block 256: 256/4 = 64 x 584 = 37,376 -> 37,440
+    #   attn [C128]    block 256: 256/128 = 2 x 584 = 1,168 -> 3 x 576 = 1,728
+    #   indexer keys   block 256: 64 x 132 = 8,448 -> 15 x 576 = 8,640
+    #   C4 state       block 4, float32 2 x 2 x 512 wide: 4 x 2,048 x 4 = 32,768 -> 57 x 576
+    #                  = 32,832 (window 2 x 4 = 8)
+    #   indexer state  block 4, 2 x 2 x 128 wide: 4 x 512 x 4 = 8,192 -> 8,640 (window 8)
+    #   C128 state     block 8, 2 x 1 x 512 wide: 8 x 1,024 x 4 = 32,768 -> 32,832 (window 128)
+    # Packed groups (repeats = approximate_gcd([43, 21, 20], floor 21) = 22: pads 1+1+2):
+    # swa 43 -> 22 + 21 layers; MLA (3 page sizes, 21/21/20: unbalanced) one group of 62;
+    # C4 + indexer states one group of 42; C128 states one group of 20.
+    # Bytes a block = the widest group: 21 x 8,640 + 21 x 37,440 + 20 x 1,728 = 1,002,240
+    # (swa 22 x 37,440 = 823,680; states 21 x 8,640 + 21 x 32,832 = 870,912; C128 656,640).
+    # 16 GiB = 17,179,869,184 B // 1,002,240 = 17,141 blocks.
+    # Blocks a 32,768-token request takes (max_in_flight_tokens = 2 x 8,192 = 16,384):
+    #   swa: min(127 + 16,384, 32,768) = 16,511 -> cdiv(16,511, 64) + 1 = 259, twice
+    #   MLA: cdiv(32,768, 256) = 128
+    #   C4 states: min(7 + 16,384, 32,768) = 16,391 -> cdiv(16,391, 4) + 1 = 4,099
+    #   C128 states: 16,511 -> cdiv(16,511, 8) + 1 = 2,065
+    #   total 259 + 259 + 128 + 4,099 + 2,065 = 6,810
+    # Concurrency 17,141 / 6,810 = 2.5170...; tokens int(2.5170... x 32,768) = 82,478.
+    # Block size reported: the smallest of the groups', 4.
+    plan = _plan()
+    assert [(g.spec, g.num_layers, g.block_size, g.page_size_bytes, g.blocks_per_request)
+            for g in plan.groups] == [
+        ("SlidingWindowMLASpec", 22, 64, 37_440, 259),
+        ("SlidingWindowMLASpec", 21, 64, 37_440, 259),
+        ("MLAAttentionSpec", 62, 256, 8_640, 128),
+        ("SlidingWindowMLASpec", 42, 4, 8_640, 4_099),
+        ("SlidingWindowMLASpec", 20, 8, 32_832, 2_065),
+    ]
+    assert plan.bytes_per_block == 21 * 8_640 + 21 * 37_440 + 20 * 1_728 == 1_002_240
+    assert plan.num_blocks == 17_179_869_184 // 1_002_240 == 17_141
+    assert plan.blocks_per_request == 6_810
+    assert plan.kv_cache_tokens == int(17_141 / 6_810 * 32_768) == 82_478
+    assert plan.block_size == 4
+    assert plan.resolved.cache_dtype == "fp8_ds_mla"
+    assert not plan.vllm_refuses_to_start
+
+
+def test_each_distinct_cache_page_by_hand() -> None:
+    # The unique layer specs, in registration order (see the test above for each page).
+    pages = [(d["spec"], d["block_size"], d["page_size_bytes"]) for d, _ in _plan().layer_specs]
+    assert pages == [
+        ("SlidingWindowMLASpec", 64, 37_440),  # swa_cache
+        ("MLAAttentionSpec", 256, 8_640),  # indexer keys
+        ("SlidingWindowMLASpec", 4, 8_640),  # indexer compressor state
+        ("MLAAttentionSpec", 256, 37_440),  # attn [C4]
+        ("SlidingWindowMLASpec", 4, 32_832),  # C4 compressor state
+        ("MLAAttentionSpec", 256, 1_728),  # attn [C128]
+        ("SlidingWindowMLASpec", 8, 32_832),  # C128 compressor state
+    ]
+
+
+def test_fp8_is_the_same_layout_as_auto() -> None:
+    # _resolve_dsv4_kv_cache_dtype: every fp8* value becomes fp8_ds_mla.
+    assert _plan(kv_cache_dtype="fp8").num_blocks == _plan().num_blocks
+
+
+def test_bfloat16_is_refused_as_vllm_refuses_it() -> None:
+    with pytest.raises(VllmRefusesToStart, match="fp8_ds_mla layout only supports fp8"):
+        _plan(kv_cache_dtype="bfloat16")
+
+
+@pytest.mark.parametrize("kw, why", [
+    ({"num_speculative_tokens": 1, "speculative_method": "mtp"}, "speculative decoding"),
+    ({"pipeline_parallel_size": 2}, "pipeline parallelism"),
+    ({"block_size": 16}, "--block-size 16"),
+    ({"gpu": "RTX-PRO-6000"}, "SM12x"),
+    ({"gpu": "MI300X"}, "non-CUDA"),
+])
+def test_what_is_not_reproduced_is_refused_by_name(kw: dict[str, Any], why: str) -> None:
+    with pytest.raises(VllmLayoutError, match=why):
+        _plan(**kw)
+
+
+def test_tensor_parallel_keeps_every_cache_on_every_rank() -> None:
+    # One KV head, max_tp_shards 1 on every V4 spec: TP 2 holds what TP 1 holds per GPU.
+    one, two = _plan(), _plan(tensor_parallel_size=2)
+    assert (two.num_blocks, two.kv_cache_tokens) == (one.num_blocks, one.kv_cache_tokens)
+
+
+def test_032_plans_it_the_same_way() -> None:
+    # vLLM 0.32's V4 model registers the same specs (dsv4.py docstring); there is no 0.32
+    # oracle case for it (its CPU build had no V4 model), so this states the reading only.
+    old = _plan(engine_release="0.32")
+    assert (old.num_blocks, old.kv_cache_tokens, old.bytes_per_block) == (
+        17_141, 82_478, 1_002_240)
+
+
+def test_config_without_ratio_4_layers_is_refused() -> None:
+    cfg = catalog_config(FLASH)
+    cfg["compress_ratios"] = [0 if r == 4 else r for r in cfg["compress_ratios"]]
+    with pytest.raises(VllmLayoutError, match="without ratio-4"):
+        plan_vllm(derive_model(cfg), _request(), 16 * GIB)
+
+
+def test_cli_json_names_the_caches_of_each_group(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", FLASH, "--engine", "vllm", "--kv-cache-memory-bytes", str(16 * GIB),
+                 "--max-model-len", "32768", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["num_blocks"], data["kv_cache_tokens"]) == (17_141, 82_478)
+    caches = [g["caches"] for g in data["kv_cache_groups"]]
+    assert caches[0] == "attn.swa_cache ×22 (layers 0-42)"
+    assert caches[2] == ("attn.indexer.k_cache ×21 (layers 2-42), attn [C4] ×21 (layers 2-42), "
+                         "attn [C128] ×20 (layers 3-41)")
+    assert "attn.indexer.compressor.state_cache ×21" in caches[3]
+    code = main(["plan", FLASH, "--engine", "vllm", "--kv-cache-memory-bytes", str(16 * GIB),
+                 "--max-model-len", "32768"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "vLLM KV cache groups" in out and "attn.compressor.state_cache" in out
+
+
+def test_bad_kv_dtype_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", FLASH, "--engine", "vllm", "--kv-cache-memory-bytes", str(16 * GIB),
+                 "--max-model-len", "32768", "--kv-cache-dtype", "bfloat16"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "Traceback" not in err and "fp8_ds_mla" in err
+
+
+def _oracle_errors() -> list[dict[str, Any]]:
+    if not ORACLE.is_file():
+        return []
+    lines = [json.loads(t) for t in ORACLE.read_text().splitlines() if t.strip()]
+    return [c for c in lines if "expected" not in c]
+
+
+@pytest.mark.parametrize("case", _oracle_errors(), ids=lambda c: c["command"][-40:])
+def test_oracle_refusals_are_refused(case: dict[str, Any]) -> None:
+    # vLLM 0.33's run stopped (its error is the line): kvledger refuses the same request.
+    command = case["command"]
+    if "--kv-cache-dtype" in command:
+        assert "fp8_ds_mla layout only supports fp8" in str(case["error"])
+        dtype = command.split("--kv-cache-dtype ")[1].split()[0]
+        with pytest.raises(VllmRefusesToStart, match="only supports fp8"):
+            _plan(kv_cache_dtype=dtype)
+        return
+    # --block-size 16: the ratio-128 pages hold 16 // 128 = 0 states and vLLM divides by
+    # zero while it plans; kvledger refuses the block size by name.
+    assert "ZeroDivisionError" in str(case["error"])
+    block = int(command.split("--block-size ")[1].split()[0])
+    with pytest.raises(VllmLayoutError, match=f"--block-size {block}"):
+        _plan(block_size=block)
+
+
+def test_explain_names_the_caches_of_each_group() -> None:
+    from kvledger.report.explain import explain_log
+
+    log = ("INFO [gpu_worker.py:1] Available KV cache memory: 16.00 GiB\n"
+           "INFO [kv_cache_utils.py:1] GPU KV cache size: 82,478 tokens\n"
+           "INFO [kv_cache_utils.py:1] Maximum concurrency for 32,768 tokens per request: "
+           "2.52x\n")
+    got = explain_log(log, model=FLASH, engine="vllm", overrides={"max_model_len": 32768})
+    assert got.check("kv_cache_tokens").match
+    groups = [n for n in got.notes if n.startswith("vLLM KV cache group")]
+    assert len(groups) == 5 and "attn.indexer.k_cache ×21" in groups[2]
+
+
+def _oracle_plans() -> list[dict[str, Any]]:
+    if not ORACLE.is_file():
+        return []
+    lines = [json.loads(t) for t in ORACLE.read_text().splitlines() if t.strip()]
+    return [c for c in lines if "expected" in c and c["config"].endswith("V4-Flash.json")]
+
+
+@pytest.mark.parametrize("case", _oracle_plans(), ids=lambda c: c["why"])
+def test_each_layer_spec_is_vllms(case: dict[str, Any]) -> None:
+    # Beyond the groups the replay compares: every unique layer spec vLLM 0.33 reported, with
+    # its layer count, head size (bytes a state for the indexer), window and page.
+    inputs = case["inputs"]
+    kw: dict[str, Any] = {"max_model_len": inputs["max_model_len"],
+                          "tensor_parallel_size": inputs["tensor_parallel_size"],
+                          "max_num_batched_tokens": inputs["max_num_batched_tokens"],
+                          "enable_prefix_caching": inputs["enable_prefix_caching"]}
+    plan = plan_vllm(derive_model(catalog_config(FLASH)), _request(**kw),
+                     inputs["kv_cache_memory_bytes"])
+    keys = ("spec", "block_size", "page_size_bytes", "head_size", "sliding_window")
+    got = [(n, *(d.get(k) for k in keys)) for d, n in plan.layer_specs]
+    want = [(s["num_layers"], *(s.get(k) for k in keys)) for s in case["layer_specs"]]
+    assert got == want
