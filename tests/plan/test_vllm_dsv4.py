@@ -105,8 +105,70 @@ def test_bfloat16_is_refused_as_vllm_refuses_it() -> None:
         _plan(kv_cache_dtype="bfloat16")
 
 
+def _groups(plan: Any) -> list[tuple[str, int, int, int, int]]:
+    return [(g.spec, g.num_layers, g.block_size, g.page_size_bytes, g.blocks_per_request)
+            for g in plan.groups]
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 3])
+def test_mtp_adds_one_window_cache_by_hand(tokens: int) -> None:
+    # num_nextn_predict_layers 1: DeepSeekV4MTP builds model.layers.43, ratio 1 (index past
+    # num_hidden_layers 43): one more attn.swa_cache, equal to the backbone's, in their bucket.
+    # swa bucket 44 layers: repeats = approximate_gcd([44, 21, 20], floor 21): d = 22 pads
+    # 0 + 1 + 2 = 3 (d = 21: 19 + 0 + 1 = 20; d = 23: 2 + 2 + 3 = 7; larger d pad more), so
+    # 44 -> 22 + 22: the MTP layer fills the slot that was padding. The widest group is
+    # still the MLA one (1,002,240 B), so the blocks do not change: 17,141.
+    # One MTP module: not multi-module (min(1, tokens) = 1), extra_retained_tokens 0, the
+    # blocks a request takes are the plain plan's 6,810 whatever the draft length.
+    plan = _plan(num_speculative_tokens=tokens, speculative_method="mtp")
+    assert _groups(plan) == [
+        ("SlidingWindowMLASpec", 22, 64, 37_440, 259),
+        ("SlidingWindowMLASpec", 22, 64, 37_440, 259),
+        ("MLAAttentionSpec", 62, 256, 8_640, 128),
+        ("SlidingWindowMLASpec", 42, 4, 8_640, 4_099),
+        ("SlidingWindowMLASpec", 20, 8, 32_832, 2_065),
+    ]
+    assert (plan.num_blocks, plan.blocks_per_request, plan.kv_cache_tokens) == (
+        17_141, 6_810, 82_478)
+    assert plan.resolved.extra_retained_tokens == 0
+
+
+def test_mtp_layer_is_named_as_vllm_registers_it() -> None:
+    plan = _plan(num_speculative_tokens=1, speculative_method="mtp")
+    # The packed split deals the bucket out in turn (the plain plan: 0-42 and 1-41), so the
+    # MTP layer 43 lands in the second group.
+    assert plan.groups[1].caches == "attn.swa_cache ×22 (layers 1-43)"
+
+
+def test_two_mtp_modules_retain_tokens_by_hand() -> None:
+    # A config with num_nextn_predict_layers 2 (no published V4 has one) drafting 3 tokens:
+    # multi-module MTP (min(2, 3) > 1), lookahead 3, extra_retained_tokens 2 on every
+    # SlidingWindowSpec. swa bucket 45: approximate_gcd([45, 21, 20], floor 21): d = 23 pads
+    # 1 + 2 + 3 = 6 (d = 21: 18 + 0 + 1 = 19; d = 22: 21 + 1 + 2 = 24; d = 24: 3 + 3 + 4 = 10)
+    # -> 23 + 22; widest group still MLA's 1,002,240 B: 17,141 blocks.
+    #   swa: min(127 + 2 + 16,384, 32,768) = 16,513 -> cdiv(16,513, 64) + 1 = 260, twice
+    #   C4 states: 7 + 2 + 16,384 = 16,393 -> cdiv(16,393, 4) + 1 = 4,100
+    #   C128 states: 16,513 -> cdiv(16,513, 8) + 1 = 2,066
+    #   total 260 + 260 + 128 + 4,100 + 2,066 = 6,814; tokens int(17,141 / 6,814 x 32,768)
+    #   = 82,429.
+    cfg = catalog_config(FLASH)
+    cfg["num_nextn_predict_layers"] = 2
+    plan = plan_vllm(derive_model(cfg), _request(num_speculative_tokens=3,
+                                                 speculative_method="mtp"), 16 * GIB)
+    assert _groups(plan) == [
+        ("SlidingWindowMLASpec", 23, 64, 37_440, 260),
+        ("SlidingWindowMLASpec", 22, 64, 37_440, 260),
+        ("MLAAttentionSpec", 62, 256, 8_640, 128),
+        ("SlidingWindowMLASpec", 42, 4, 8_640, 4_100),
+        ("SlidingWindowMLASpec", 20, 8, 32_832, 2_066),
+    ]
+    assert (plan.num_blocks, plan.blocks_per_request, plan.kv_cache_tokens) == (
+        17_141, 6_814, 82_429)
+
+
 @pytest.mark.parametrize("kw, why", [
-    ({"num_speculative_tokens": 1, "speculative_method": "mtp"}, "speculative decoding"),
+    ({"num_speculative_tokens": 1, "speculative_method": "eagle3"},
+     "speculative-method eagle3"),
     ({"pipeline_parallel_size": 2}, "pipeline parallelism"),
     ({"block_size": 16}, "--block-size 16"),
     ({"gpu": "RTX-PRO-6000"}, "SM12x"),
