@@ -166,10 +166,46 @@ def test_two_mtp_modules_retain_tokens_by_hand() -> None:
         17_141, 6_814, 82_429)
 
 
+def test_pipeline_parallel_2_by_hand() -> None:
+    # get_pp_indices(43, 2): 21 each, the remainder to the second-last stage -> layers 0-21
+    # and 22-42. The packed groups are the whole model's (repeats 22), projected per stage:
+    #   stage 0: swa 11 (0, 2, ..., 20) + 11 (1, ..., 21); MLA: C4 layers 2-20 (10) with
+    #   their 10 indexer keys, C128 3-21 (10): 10 x 8,640 + 10 x 37,440 + 10 x 1,728 =
+    #   478,080; states 10 x 8,640 + 10 x 32,832 = 414,720; C128 states 10 x 32,832.
+    #   stage 1: C4 22-42 (11), keys 11, C128 23-41 (10): 11 x 8,640 + 11 x 37,440 +
+    #   10 x 1,728 = 524,160 (the widest of its groups).
+    # Each stage its own 16 GiB: 17,179,869,184 // 478,080 = 35,935, // 524,160 = 32,776;
+    # vLLM keeps the smallest, 32,776.
+    # Model Runner V2 with async scheduling keeps pp + 1 = 3 batches in flight:
+    # 3 x 8,192 = 24,576 tokens.
+    #   swa: min(127 + 24,576, 32,768) = 24,703 -> cdiv(24,703, 64) + 1 = 387, twice
+    #   C4 states: 7 + 24,576 = 24,583 -> cdiv(24,583, 4) + 1 = 6,147
+    #   C128 states: 24,703 -> cdiv(24,703, 8) + 1 = 3,089
+    #   MLA: 128; total 387 + 387 + 128 + 6,147 + 3,089 = 10,138
+    # Tokens int(32,776 / 10,138 x 32,768) = 105,938.
+    plan = _plan(pipeline_parallel_size=2)
+    assert [s.layer_range for s in plan.stages] == [(0, 22), (22, 43)]
+    assert [s.bytes_per_block for s in plan.stages] == [478_080, 524_160]
+    assert 17_179_869_184 // 478_080 == 35_935
+    assert (plan.num_blocks, plan.blocks_per_request, plan.kv_cache_tokens) == (
+        32_776, 10_138, 105_938)
+    assert [g.blocks_per_request for g in plan.stages[1].groups] == [387, 387, 128, 6_147,
+                                                                    3_089]
+
+
+def test_pipeline_parallel_puts_the_mtp_layer_on_the_last_stage() -> None:
+    # The drafter runs on the last rank: layer 43's swa_cache joins stage 1's second swa
+    # group (23-41 -> 23-43, 11 layers) without widening its widest group (MLA, 524,160).
+    plan = _plan(pipeline_parallel_size=2, num_speculative_tokens=1, speculative_method="mtp")
+    assert [g.caches for g in plan.stages[1].groups][:2] == [
+        "attn.swa_cache ×11 (layers 22-42)", "attn.swa_cache ×11 (layers 23-43)"]
+    assert [g.num_layers for g in plan.stages[0].groups][:2] == [11, 11]
+    assert (plan.num_blocks, plan.kv_cache_tokens) == (32_776, 105_938)
+
+
 @pytest.mark.parametrize("kw, why", [
     ({"num_speculative_tokens": 1, "speculative_method": "eagle3"},
      "speculative-method eagle3"),
-    ({"pipeline_parallel_size": 2}, "pipeline parallelism"),
     ({"block_size": 16}, "--block-size 16"),
     ({"gpu": "RTX-PRO-6000"}, "SM12x"),
     ({"gpu": "MI300X"}, "non-CUDA"),

@@ -49,6 +49,15 @@ MTP class is a stub that raises (``models/deepseek_v4/cpu/mtp.py``; asked with
 ``--num-speculative-tokens 1 --speculative-method mtp``, the 0.33 tool stops there with
 NotImplementedError), so the MTP plans rest on this reading and hand arithmetic.
 
+Pipeline parallelism takes vLLM's generic path: ``DeepseekV4Model`` builds its layers with
+``make_layers`` (other stages' layers are ``PPMissingLayer``s, registering nothing) and
+``DeepseekV4ForCausalLM`` is ``SupportsPP``; the MTP drafter runs on the last rank.
+``get_kv_cache_configs`` groups the specs of every worker together (the packed groups above,
+for the whole model), projects the groups onto each worker
+(``_project_kv_cache_groups_to_worker``), sizes each worker's blocks from its projected groups
+and keeps the smallest block count — the layout's PP path (``layout.py _project_all``). No
+oracle case checks it (the tool has no PP option): hand arithmetic only.
+
 The indexer backend declares block-outermost layouts only (``DeepseekV4IndexerBackend
 .supported_kv_cache_layouts``: BLHNC, BLNHC), so vLLM packs the mixed pages side by side in
 each block (``kv_cache_planning.py _get_packed_kv_cache_groups``, ``grouping.packed_groups``),
@@ -171,8 +180,6 @@ def check_request(facts: ModelFacts, request: PlanRequest, cap: tuple[int, int] 
         why = (f"--speculative-method {request.speculative_method}: only V4's own MTP "
                "drafter (models/deepseek_v4/nvidia/mtp.py) was read; DSpark and separate "
                "draft models were not")
-    elif request.pipeline_parallel_size > 1:
-        why = "pipeline parallelism: no oracle case checks V4's packed groups across stages"
     elif request.block_size not in (None, SPARSE_BLOCK):
         # The 0.33 oracle at --block-size 16: a ratio-128 page holds 16 // 128 = 0 states and
         # vLLM stops with a ZeroDivisionError while it plans; other sizes were not asked.
