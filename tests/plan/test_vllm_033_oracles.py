@@ -26,13 +26,16 @@ import pytest
 from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.engines.vllm.errors import VllmRefusesToStart
+from kvledger.plan.engines.vllm.resolve import VllmLayoutError
 from kvledger.plan.request import PlanRequest
 from oracle_cases import (
     CLASS_DEFAULT_CONFIGS,
     CONFIGS,
     assert_plan_is,
     case_model,
+    config_path,
     hf_quant_config,
+    real_config,
     request_of,
 )
 
@@ -66,14 +69,6 @@ KNOWN: dict[tuple[str, ...], str] = {
     # FlashMLA kernel, falls back to TRITON_MLA and reports 16.
     ("vllm-0.33-heldout", "nvidia--Kimi-K2.6-NVFP4.json"):
         "fp8 MLA on SM90: FlashMLA's 64 (source) vs the CPU oracle's TRITON_MLA 16",
-    # fbgemm_fp8 is still deprecated in 0.33 (quantization/__init__.py
-    # DEPRECATED_QUANTIZATION_METHODS): vLLM refuses the verbatim file, as kvledger does; the
-    # CUDA wheel could not build its fp8 weights on CPU, so the oracle ran a copy without
-    # quantization_config (weights_quant_stripped), which bypasses that refusal.
-    ("vllm-0.33-heldout", "meta-llama--Meta-Llama-3.1-405B-Instruct-FP8.json"):
-        "fbgemm_fp8: vLLM refuses the verbatim file; the oracle planned a stripped copy",
-    ("vllm-0.33-refusals-heldout", "meta-llama--Meta-Llama-3.1-405B-Instruct-FP8.json"):
-        "fbgemm_fp8: vLLM refuses the verbatim file; the oracle planned a stripped copy",
 }
 
 
@@ -121,12 +116,31 @@ def _request(case: dict[str, Any]) -> PlanRequest:
     return request
 
 
+def _as_asked(case: dict[str, Any]) -> tuple[str | dict[str, Any], dict[str, Any] | None]:
+    """(model, companion) as the oracle's vLLM saw them. ``inputs.weights_quant_stripped``: the
+    oracle ran a copy (make_vllm_033_cases.py ``stripped_copy``) — True: without
+    ``quantization_config`` and without the companion; "weights part only": a
+    compressed-tensors block without ``config_groups`` / ``ignore``, the companion kept. The
+    verbatim file's own answer (e.g. fbgemm_fp8's refusal) has its own test."""
+    stripped = case["inputs"].get("weights_quant_stripped")
+    if not stripped:
+        return case_model(case), hf_quant_config(case)
+    name = case["config"]
+    raw = (json.loads(config_path(case).read_text()) if name.startswith("class-default-configs/")
+           else real_config(name))
+    if stripped == "weights part only":
+        qc = raw["quantization_config"]
+        raw["quantization_config"] = {k: v for k, v in qc.items()
+                                      if k not in ("config_groups", "ignore")}
+        return raw, hf_quant_config(case)
+    raw.pop("quantization_config", None)
+    return raw, None
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_matches_vllm_033(case: dict[str, Any]) -> None:
-    model = case_model(case)
-    if model is None:
-        pytest.skip("the case's config is in ../shared/configs, not beside this checkout")
-    facts = derive_model(model, hf_quant_config=hf_quant_config(case))
+    model, companion = _as_asked(case)
+    facts = derive_model(model, hf_quant_config=companion)
     request = _request(case)
     assert request.engine_release is None  # the default: the newest release, 0.33.0
     plan = plan_vllm(facts, request, case["inputs"]["kv_cache_memory_bytes"])
@@ -181,3 +195,27 @@ def test_bare_asserts_are_refused_quoting_the_assert(case: dict[str, Any]) -> No
 
 def test_there_is_a_bare_assert_case() -> None:
     assert any("cohere_compass" in c["config"] for c in _bare_asserts())
+
+
+def _fbgemm_cases() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = [p.values[0] for p in CASES]
+    return [c for c in cases if "405B-Instruct-FP8" in c["config"]]
+
+
+def test_fbgemm_cases_are_replayed_stripped() -> None:
+    # The oracle ran the 405B FP8 questions on a copy without quantization_config (the CUDA
+    # wheel builds no fp8 weights on CPU): test_matches_vllm_033 replays that copy.
+    cases = _fbgemm_cases()
+    assert len(cases) == 2
+    assert all(c["inputs"]["weights_quant_stripped"] is True for c in cases)
+
+
+def test_verbatim_fbgemm_file_is_refused_as_vllm_033_refuses_it() -> None:
+    # fbgemm_fp8 is still in 0.33's DEPRECATED_QUANTIZATION_METHODS (quantization/__init__.py):
+    # ModelConfig._verify_quantization raises without --allow-deprecated-quantization.
+    case = _fbgemm_cases()[0]
+    model = case_model(case)
+    raw = model if isinstance(model, dict) else real_config(case["config"])
+    assert raw["quantization_config"]["quant_method"] == "fbgemm_fp8"
+    with pytest.raises(VllmLayoutError, match="fbgemm_fp8 is deprecated"):
+        plan_vllm(derive_model(raw), _request(case), case["inputs"]["kv_cache_memory_bytes"])

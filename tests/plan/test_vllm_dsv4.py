@@ -105,9 +105,107 @@ def test_bfloat16_is_refused_as_vllm_refuses_it() -> None:
         _plan(kv_cache_dtype="bfloat16")
 
 
+def _groups(plan: Any) -> list[tuple[str, int, int, int, int]]:
+    return [(g.spec, g.num_layers, g.block_size, g.page_size_bytes, g.blocks_per_request)
+            for g in plan.groups]
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 3])
+def test_mtp_adds_one_window_cache_by_hand(tokens: int) -> None:
+    # num_nextn_predict_layers 1: DeepSeekV4MTP builds model.layers.43, ratio 1 (index past
+    # num_hidden_layers 43): one more attn.swa_cache, equal to the backbone's, in their bucket.
+    # swa bucket 44 layers: repeats = approximate_gcd([44, 21, 20], floor 21): d = 22 pads
+    # 0 + 1 + 2 = 3 (d = 21: 19 + 0 + 1 = 20; d = 23: 2 + 2 + 3 = 7; larger d pad more), so
+    # 44 -> 22 + 22: the MTP layer fills the slot that was padding. The widest group is
+    # still the MLA one (1,002,240 B), so the blocks do not change: 17,141.
+    # One MTP module: not multi-module (min(1, tokens) = 1), extra_retained_tokens 0, the
+    # blocks a request takes are the plain plan's 6,810 whatever the draft length.
+    plan = _plan(num_speculative_tokens=tokens, speculative_method="mtp")
+    assert _groups(plan) == [
+        ("SlidingWindowMLASpec", 22, 64, 37_440, 259),
+        ("SlidingWindowMLASpec", 22, 64, 37_440, 259),
+        ("MLAAttentionSpec", 62, 256, 8_640, 128),
+        ("SlidingWindowMLASpec", 42, 4, 8_640, 4_099),
+        ("SlidingWindowMLASpec", 20, 8, 32_832, 2_065),
+    ]
+    assert (plan.num_blocks, plan.blocks_per_request, plan.kv_cache_tokens) == (
+        17_141, 6_810, 82_478)
+    assert plan.resolved.extra_retained_tokens == 0
+
+
+def test_mtp_layer_is_named_as_vllm_registers_it() -> None:
+    plan = _plan(num_speculative_tokens=1, speculative_method="mtp")
+    # The packed split deals the bucket out in turn (the plain plan: 0-42 and 1-41), so the
+    # MTP layer 43 lands in the second group.
+    assert plan.groups[1].caches == "attn.swa_cache ×22 (layers 1-43)"
+
+
+def test_two_mtp_modules_retain_tokens_by_hand() -> None:
+    # A config with num_nextn_predict_layers 2 (no published V4 has one) drafting 3 tokens:
+    # multi-module MTP (min(2, 3) > 1), lookahead 3, extra_retained_tokens 2 on every
+    # SlidingWindowSpec. swa bucket 45: approximate_gcd([45, 21, 20], floor 21): d = 23 pads
+    # 1 + 2 + 3 = 6 (d = 21: 18 + 0 + 1 = 19; d = 22: 21 + 1 + 2 = 24; d = 24: 3 + 3 + 4 = 10)
+    # -> 23 + 22; widest group still MLA's 1,002,240 B: 17,141 blocks.
+    #   swa: min(127 + 2 + 16,384, 32,768) = 16,513 -> cdiv(16,513, 64) + 1 = 260, twice
+    #   C4 states: 7 + 2 + 16,384 = 16,393 -> cdiv(16,393, 4) + 1 = 4,100
+    #   C128 states: 16,513 -> cdiv(16,513, 8) + 1 = 2,066
+    #   total 260 + 260 + 128 + 4,100 + 2,066 = 6,814; tokens int(17,141 / 6,814 x 32,768)
+    #   = 82,429.
+    cfg = catalog_config(FLASH)
+    cfg["num_nextn_predict_layers"] = 2
+    plan = plan_vllm(derive_model(cfg), _request(num_speculative_tokens=3,
+                                                 speculative_method="mtp"), 16 * GIB)
+    assert _groups(plan) == [
+        ("SlidingWindowMLASpec", 23, 64, 37_440, 260),
+        ("SlidingWindowMLASpec", 22, 64, 37_440, 260),
+        ("MLAAttentionSpec", 62, 256, 8_640, 128),
+        ("SlidingWindowMLASpec", 42, 4, 8_640, 4_100),
+        ("SlidingWindowMLASpec", 20, 8, 32_832, 2_066),
+    ]
+    assert (plan.num_blocks, plan.blocks_per_request, plan.kv_cache_tokens) == (
+        17_141, 6_814, 82_429)
+
+
+def test_pipeline_parallel_2_by_hand() -> None:
+    # get_pp_indices(43, 2): 21 each, the remainder to the second-last stage -> layers 0-21
+    # and 22-42. The packed groups are the whole model's (repeats 22), projected per stage:
+    #   stage 0: swa 11 (0, 2, ..., 20) + 11 (1, ..., 21); MLA: C4 layers 2-20 (10) with
+    #   their 10 indexer keys, C128 3-21 (10): 10 x 8,640 + 10 x 37,440 + 10 x 1,728 =
+    #   478,080; states 10 x 8,640 + 10 x 32,832 = 414,720; C128 states 10 x 32,832.
+    #   stage 1: C4 22-42 (11), keys 11, C128 23-41 (10): 11 x 8,640 + 11 x 37,440 +
+    #   10 x 1,728 = 524,160 (the widest of its groups).
+    # Each stage its own 16 GiB: 17,179,869,184 // 478,080 = 35,935, // 524,160 = 32,776;
+    # vLLM keeps the smallest, 32,776.
+    # Model Runner V2 with async scheduling keeps pp + 1 = 3 batches in flight:
+    # 3 x 8,192 = 24,576 tokens.
+    #   swa: min(127 + 24,576, 32,768) = 24,703 -> cdiv(24,703, 64) + 1 = 387, twice
+    #   C4 states: 7 + 24,576 = 24,583 -> cdiv(24,583, 4) + 1 = 6,147
+    #   C128 states: 24,703 -> cdiv(24,703, 8) + 1 = 3,089
+    #   MLA: 128; total 387 + 387 + 128 + 6,147 + 3,089 = 10,138
+    # Tokens int(32,776 / 10,138 x 32,768) = 105,938.
+    plan = _plan(pipeline_parallel_size=2)
+    assert [s.layer_range for s in plan.stages] == [(0, 22), (22, 43)]
+    assert [s.bytes_per_block for s in plan.stages] == [478_080, 524_160]
+    assert 17_179_869_184 // 478_080 == 35_935
+    assert (plan.num_blocks, plan.blocks_per_request, plan.kv_cache_tokens) == (
+        32_776, 10_138, 105_938)
+    assert [g.blocks_per_request for g in plan.stages[1].groups] == [387, 387, 128, 6_147,
+                                                                    3_089]
+
+
+def test_pipeline_parallel_puts_the_mtp_layer_on_the_last_stage() -> None:
+    # The drafter runs on the last rank: layer 43's swa_cache joins stage 1's second swa
+    # group (23-41 -> 23-43, 11 layers) without widening its widest group (MLA, 524,160).
+    plan = _plan(pipeline_parallel_size=2, num_speculative_tokens=1, speculative_method="mtp")
+    assert [g.caches for g in plan.stages[1].groups][:2] == [
+        "attn.swa_cache ×11 (layers 22-42)", "attn.swa_cache ×11 (layers 23-43)"]
+    assert [g.num_layers for g in plan.stages[0].groups][:2] == [11, 11]
+    assert (plan.num_blocks, plan.kv_cache_tokens) == (32_776, 105_938)
+
+
 @pytest.mark.parametrize("kw, why", [
-    ({"num_speculative_tokens": 1, "speculative_method": "mtp"}, "speculative decoding"),
-    ({"pipeline_parallel_size": 2}, "pipeline parallelism"),
+    ({"num_speculative_tokens": 1, "speculative_method": "eagle3"},
+     "speculative-method eagle3"),
     ({"block_size": 16}, "--block-size 16"),
     ({"gpu": "RTX-PRO-6000"}, "SM12x"),
     ({"gpu": "MI300X"}, "non-CUDA"),

@@ -173,6 +173,37 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
         return
     out.options["--speculative-method"] = str(method)
     out.options["--num-speculative-tokens"] = str(tokens)
+    if spec.get("model"):
+        _draft_model(str(spec["model"]), str(method), out)
+
+
+def _draft_model(model: str, method: str, out: Translation) -> None:
+    """``--speculative-config`` ``model``: a separate draft (``draft_length.py``'s methods) in
+    a local directory becomes ``--draft-config DIR/config.json``, so that 0.33's Model Runner
+    V2 limit (a shorter draft lowers ``max_model_len``) applies; a hub id is not read."""
+    from pathlib import Path
+
+    from kvledger.plan.engines.vllm.draft_length import DRAFT_CONFIG_METHODS
+
+    if method not in DRAFT_CONFIG_METHODS:
+        return  # MTP and ngram-like methods build no separate draft config
+    where = Path(model).expanduser()
+    if where.is_dir():
+        config = where / "config.json"
+        if not config.is_file():
+            out.refused.append(f"--speculative-config model {model}: the directory has no "
+                               "config.json (vLLM reads the draft's config from it)")
+            return
+        out.options["--draft-config"] = str(config)
+        return
+    if where.exists():
+        out.refused.append(f"--speculative-config model {model}: not a directory; vLLM loads "
+                           "a draft model from a directory or a hub id")
+        return
+    out.notes.append(f"--speculative-config model {model}: not a local directory; kvledger "
+                     "reads no draft config from the hub, so a shorter draft's limit on "
+                     "max_model_len (Model Runner V2) is not applied; give --draft-config "
+                     "CONFIG_JSON before '--'")
 
 
 def _dtype_and_quantization(values: dict[str, Any], out: Translation) -> None:

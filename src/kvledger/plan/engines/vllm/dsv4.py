@@ -32,6 +32,32 @@ Those fixed sizes give the two specs a ``MultipleOf(256)`` block-stride alignmen
 Page sizes: ``AttentionSpec.page_size_bytes`` = heads x (block / tokens_per_state) x bytes a
 state, padded up to the alignment (``kv_cache_interface.py _apply_alignment_padding``).
 
+MTP speculation (``--speculative-method mtp``; ``config/speculative.py`` turns a V4 draft
+config into ``DeepSeekV4MTPModel``, ``models/deepseek_v4/nvidia/mtp.py DeepSeekV4MTP``): one
+``DeepSeekV4MultiTokenPredictorLayer`` per ``num_nextn_predict_layers``, prefixed
+``model.layers.<num_hidden_layers + k>``, each a full ``DeepseekV4DecoderLayer`` whose attention
+reads its index past ``num_hidden_layers`` and so takes ratio 1 ("MTP layer is not included in
+the compress ratio list", ``DeepseekV4Attention.__init__``): no indexer, no compressor, and
+``get_kv_cache_spec`` None — the layer registers its ``attn.swa_cache`` only, the same
+``SlidingWindowMLASpec`` as the backbone's, so it joins their bucket (the runner marks it
+``is_draft``, a field outside spec equality: ``kv_cache_interface.py KVCacheSpec``). vLLM's
+``get_kv_cache_configs`` then writes ``extra_retained_tokens`` = num_prefill_lookahead_tokens
+- 1 on every ``SlidingWindowSpec`` (window caches and compressor states alike): 0 unless more
+than one MTP module drafts (``VllmConfig.num_prefill_lookahead_tokens``), which no published V4
+config has (both state ``num_nextn_predict_layers`` 1). The CPU oracle cannot answer: its V4
+MTP class is a stub that raises (``models/deepseek_v4/cpu/mtp.py``; asked with
+``--num-speculative-tokens 1 --speculative-method mtp``, the 0.33 tool stops there with
+NotImplementedError), so the MTP plans rest on this reading and hand arithmetic.
+
+Pipeline parallelism takes vLLM's generic path: ``DeepseekV4Model`` builds its layers with
+``make_layers`` (other stages' layers are ``PPMissingLayer``s, registering nothing) and
+``DeepseekV4ForCausalLM`` is ``SupportsPP``; the MTP drafter runs on the last rank.
+``get_kv_cache_configs`` groups the specs of every worker together (the packed groups above,
+for the whole model), projects the groups onto each worker
+(``_project_kv_cache_groups_to_worker``), sizes each worker's blocks from its projected groups
+and keeps the smallest block count — the layout's PP path (``layout.py _project_all``). No
+oracle case checks it (the tool has no PP option): hand arithmetic only.
+
 The indexer backend declares block-outermost layouts only (``DeepseekV4IndexerBackend
 .supported_kv_cache_layouts``: BLHNC, BLNHC), so vLLM packs the mixed pages side by side in
 each block (``kv_cache_planning.py _get_packed_kv_cache_groups``, ``grouping.packed_groups``),
@@ -70,7 +96,7 @@ from kvledger.plan.engines.vllm.specs import (
     SlidingWindowSpec,
 )
 from kvledger.plan.engines.vllm.startup import VllmStartupError
-from kvledger.plan.request import PlanRequest
+from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.records import record, replace
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -150,11 +176,10 @@ def check_request(facts: ModelFacts, request: PlanRequest, cap: tuple[int, int] 
     elif cap[0] == 12:
         why = ("an SM12x GPU: vLLM picks DeepseekV4FlashInferSM120Attention (nvidia/model.py "
                "_select_dsv4_attn_cls), whose backends' block sizes were not checked")
-    elif request.num_speculative_tokens:
-        why = ("speculative decoding: V4's MTP / DSpark drafters add window-only layers and "
-               "retained tokens no oracle case checks")
-    elif request.pipeline_parallel_size > 1:
-        why = "pipeline parallelism: no oracle case checks V4's packed groups across stages"
+    elif request.num_speculative_tokens and request.speculative_method not in MTP_METHODS:
+        why = (f"--speculative-method {request.speculative_method}: only V4's own MTP "
+               "drafter (models/deepseek_v4/nvidia/mtp.py) was read; DSpark and separate "
+               "draft models were not")
     elif request.block_size not in (None, SPARSE_BLOCK):
         # The 0.33 oracle at --block-size 16: a ratio-128 page holds 16 // 128 = 0 states and
         # vLLM stops with a ZeroDivisionError while it plans; other sizes were not asked.
@@ -210,14 +235,18 @@ def _state_shape(layer: CompressorState) -> tuple[int, int]:
     return kv.shape[0], kv.shape[1] + score.shape[1]
 
 
-def layer_spec(layer: LayerCache) -> KVCacheSpec:
-    """The spec vLLM's V4 layer registers for one derived cache (module docstring)."""
+def layer_spec(layer: LayerCache, extra_retained_tokens: int = 0) -> KVCacheSpec:
+    """The spec vLLM's V4 layer registers for one derived cache (module docstring).
+
+    ``extra_retained_tokens`` (``Resolved.extra_retained_tokens``) is what vLLM's
+    ``get_kv_cache_configs`` writes onto every ``SlidingWindowSpec`` — the window caches and
+    both compressor states are ``SlidingWindowMLASpec``s, a subclass — before it groups."""
     if isinstance(layer, V4WindowKV):
         return SlidingWindowMLASpec(
             block_size=SWA_BLOCK, num_kv_heads=1, head_size=layer.head_dim, dtype="uint8",
             quant=QUANT_FP8_PER_TENSOR, sliding_window=layer.window,
             cache_dtype_str=CACHE_DTYPE, state_content_bytes=_packed_row(layer),
-            alignment=ALIGNMENT)
+            alignment=ALIGNMENT, extra_retained_tokens=extra_retained_tokens)
     if isinstance(layer, V4CompressedKV):
         return DeepseekV4MLASpec(
             block_size=SPARSE_BLOCK, num_kv_heads=1, head_size=layer.head_dim, dtype="uint8",
@@ -236,7 +265,8 @@ def layer_spec(layer: LayerCache) -> KVCacheSpec:
         window, state_dim = _state_shape(layer)
         return SlidingWindowMLASpec(
             block_size=STATE_BLOCK[layer.ratio], num_kv_heads=1, head_size=state_dim,
-            dtype=layer.dtype, sliding_window=window, alignment=ALIGNMENT)
+            dtype=layer.dtype, sliding_window=window, alignment=ALIGNMENT,
+            extra_retained_tokens=extra_retained_tokens)
     raise VllmLayoutError(f"layer {layer.index}: {type(layer).__name__} is not a DeepSeek-V4 "
                           "cache vLLM registers")
 

@@ -218,7 +218,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     if v4:
         # V4's caches come with their block sizes (dsv4.py); vLLM reports the smallest of
         # its groups' (v1/engine/core.py), and every spec is in a group.
-        specs = [dsv4.layer_spec(layer) for layer in parts]
+        specs = [dsv4.layer_spec(layer, res.extra_retained_tokens) for layer in parts]
         dsv4.check_layout(specs)
         sizes = BlockSizes(min(s.block_size for s in specs), None, None)
     else:
