@@ -179,7 +179,9 @@ def given_budget(kv_cache_memory_bytes: int) -> Budget:
     return Budget(kv_cache_memory_bytes, (line,))
 
 
-def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+def config_int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+    """The first of ``keys`` that ``cfg`` states as an int (a bool is not one), else
+    ``default``."""
     for key in keys:
         value = cfg.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -191,13 +193,13 @@ def estimate_activation_peak(
     cfg: Mapping[str, Any], request: PlanRequest, model_dtype: str
 ) -> int:
     """The documented estimate (module docstring); bytes per GPU."""
-    hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
-    vocab = _int(cfg, "vocab_size")
-    inter = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
-    if _int(cfg, "n_routed_experts", "num_local_experts", "num_experts"):
-        per_expert = _int(cfg, "moe_intermediate_size", default=inter)
-        active = _int(cfg, "num_experts_per_tok", "moe_topk", default=1)
-        inter = max(inter if _int(cfg, "first_k_dense_replace") else 0, per_expert * active)
+    hidden = config_int(cfg, "hidden_size", "d_model", "n_embd")
+    vocab = config_int(cfg, "vocab_size")
+    inter = config_int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+    if config_int(cfg, "n_routed_experts", "num_local_experts", "num_experts"):
+        per_expert = config_int(cfg, "moe_intermediate_size", default=inter)
+        active = config_int(cfg, "num_experts_per_tok", "moe_topk", default=1)
+        inter = max(inter if config_int(cfg, "first_k_dense_replace") else 0, per_expert * active)
     element = resolve_dtype(model_dtype).nbytes(1)
     tokens = request.max_num_batched_tokens
     mlp = tokens * (2 * inter + 4 * hidden) * element // request.tensor_parallel_size

@@ -85,6 +85,7 @@ from kvledger.plan.budget import (
     GIB,
     NON_TORCH,
     BudgetLine,
+    config_int,
 )
 from kvledger.records import record
 
@@ -148,14 +149,6 @@ class ReserveInput:
     triton_mla_workspace_in_profile: bool = False
 
 
-def _int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
-    for key in keys:
-        value = cfg.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return default
-
-
 def _element(inp: ReserveInput) -> int:
     return resolve_dtype(inp.model_dtype).nbytes(1)
 
@@ -167,24 +160,25 @@ def sampler_rows(inp: ReserveInput) -> int:
 
 def sampler_bytes(inp: ReserveInput) -> int:
     """The four ``rows × vocab`` tensors of ``_dummy_sampler_run`` (module docstring)."""
-    vocab = _int(inp.text, "vocab_size")
+    vocab = config_int(inp.text, "vocab_size")
     return sampler_rows(inp) * vocab * (_element(inp) + 12)
 
 
 def hidden_states_bytes(inp: ReserveInput) -> int:
     """``_dummy_run``'s hidden states, alive while the sampler runs."""
-    hidden = _int(inp.text, "hidden_size", "d_model", "n_embd")
+    hidden = config_int(inp.text, "hidden_size", "d_model", "n_embd")
     return inp.max_num_batched_tokens * hidden * _element(inp)
 
 
 def mlp_bytes(inp: ReserveInput) -> int:
     """The MLP transient (estimated): gate+up per token, plus a few hidden-sized buffers."""
-    hidden = _int(inp.text, "hidden_size", "d_model", "n_embd")
-    inter = _int(inp.text, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
-    if _int(inp.text, "n_routed_experts", "num_local_experts", "num_experts"):
-        per_expert = _int(inp.text, "moe_intermediate_size", default=inter)
-        active = _int(inp.text, "num_experts_per_tok", "moe_topk", default=1)
-        inter = max(inter if _int(inp.text, "first_k_dense_replace") else 0, per_expert * active)
+    hidden = config_int(inp.text, "hidden_size", "d_model", "n_embd")
+    inter = config_int(inp.text, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+    if config_int(inp.text, "n_routed_experts", "num_local_experts", "num_experts"):
+        per_expert = config_int(inp.text, "moe_intermediate_size", default=inter)
+        active = config_int(inp.text, "num_experts_per_tok", "moe_topk", default=1)
+        dense = inter if config_int(inp.text, "first_k_dense_replace") else 0
+        inter = max(dense, per_expert * active)
     tokens = inp.max_num_batched_tokens
     return tokens * (2 * inter + 4 * hidden) * _element(inp) // inp.tensor_parallel_size
 
@@ -201,8 +195,8 @@ def mla_profile_bytes(inp: ReserveInput) -> int:
     """The profile run's ``kv_b_proj`` worst-case tensor (module docstring); 0 without MLA."""
     if not inp.mla:
         return 0
-    heads = _int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
-    width = _int(inp.text, "qk_nope_head_dim") + _int(inp.text, "v_head_dim")
+    heads = config_int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
+    width = config_int(inp.text, "qk_nope_head_dim") + config_int(inp.text, "v_head_dim")
     return mla_workspace_tokens(inp) * heads * width * _element(inp)
 
 
@@ -225,8 +219,8 @@ def triton_mla_workspace_bytes(inp: ReserveInput) -> int:
     if not (inp.mla and inp.mla_backend == "TRITON_MLA" and inp.triton_mla_workspace_in_profile):
         return 0
     rows = inp.max_num_seqs * (1 + inp.num_speculative_tokens)
-    heads = _int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
-    lora = _int(inp.text, "kv_lora_rank")
+    heads = config_int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
+    lora = config_int(inp.text, "kv_lora_rank")
     return rows * heads * triton_mla_splits(inp) * (lora + 1) * 4
 
 
