@@ -191,9 +191,31 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # Step3p5MoEFeedForward (step3p5.py) reads use_moe_router_bias, which transformers'
     # Step3p7TextConfig lacks, and asserts it true; Step-3.5's checkpoints state true.
     "step3p5.router-bias": ("step3p5", {"use_moe_router_bias": True}),
+    # vLLM's DeepseekVLV2Config reads its language model from language_config (as DeepSeek-VL2's
+    # checkpoints write it) but to_dict() writes the text_config attribute it built; read
+    # back, that text_config reaches PreTrainedConfig.__init__ as a plain dict and language_config
+    # is absent, so the class's defaults do not round-trip. The same defaults, the key renamed
+    # to the one the class reads (RENAMED).
+    "deepseek_vl_v2.language-config": ("deepseek_vl_v2", {}),
+    # vLLM's Moondream3Config builds text_config / vision_config from config["text"] /
+    # config["vision"] (Moondream's own schema, as its checkpoints write it) and to_dict()
+    # writes both built objects beside config, which read back as plain dicts the class then
+    # indexes (self.text_config.hidden_size). The same defaults given as empty "text" and
+    # "vision" sections, the two built objects left out (DROPPED).
+    "moondream3.config-text": ("moondream3", {"config": {"text": {}, "vision": {}}}),
     "step3_vl.text-architectures": ("step3_vl", {"text_config": {
         "moe_layers_enum": ",".join(str(i) for i in range(4, 60)),
         "architectures": ["Step3TextForCausalLM"]}}),
+}
+
+
+# A variant whose to_dict() key is not the key the class reads: name -> {written: read}
+RENAMED: dict[str, dict[str, str]] = {
+    "deepseek_vl_v2.language-config": {"text_config": "language_config"},
+}
+# A variant whose to_dict() writes objects the class rebuilds from other keys: name -> keys
+DROPPED: dict[str, tuple[str, ...]] = {
+    "moondream3.config-text": ("text_config", "vision_config"),
 }
 
 
@@ -241,6 +263,12 @@ def generate(name: str) -> Path:
     if config.model_type != model_type:
         raise SystemExit(f"{class_name} is model_type {config.model_type!r}, not {model_type!r}")
     data = config.to_dict()
+    renamed = RENAMED.get(name, {})
+    for written, read in renamed.items():
+        data[read] = data.pop(written)
+    dropped = DROPPED.get(name, ())
+    for written in dropped:
+        del data[written]
     data["architectures"] = [architecture]
     data["dtype"] = "bfloat16"
     data["_generated_by"] = {
@@ -251,6 +279,8 @@ def generate(name: str) -> Path:
         "transformers_version": transformers.__version__,
         "set_beyond_the_class": ["architectures", "dtype"],
         "class_arguments": sorted(arguments),
+        **({"keys_renamed": renamed} if renamed else {}),
+        **({"keys_dropped": list(dropped)} if dropped else {}),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.json"

@@ -52,9 +52,12 @@ WITHOUT_CASE: dict[str, str] = {
 
 # The class-default file a breadth row is planned from where it is not ``<type>.json``:
 # lfm2_moe's class builds no layer_types, and the GLM-4.5V and Qwen3-Omni classes leave
-# head_dim None (their variants state it).
+# head_dim None (their variants state it); DeepSeek-VL2's class writes the language_config
+# it reads as text_config (its variant renames it back).
 _DEFAULT_FILE = {"lfm2_moe": "lfm2_moe.layer-types", "glm4v_moe": "glm4v_moe.head-dim",
-                 "qwen3_omni_moe": "qwen3_omni_moe.head-dim"}
+                 "qwen3_omni_moe": "qwen3_omni_moe.head-dim",
+                 "deepseek_vl_v2": "deepseek_vl_v2.language-config",
+                 "moondream3": "moondream3.config-text"}
 # Text configs (and Qwen3-Omni's thinker) inside a wrapper's class defaults: (file, keys down).
 _INSIDE = {"aria_text": ("aria", ("text_config",)),
            "glm4v_moe_text": ("glm4v_moe.head-dim", ("text_config",)),
@@ -67,6 +70,12 @@ _INSIDE = {"aria_text": ("aria", ("text_config",)),
            "cosmos3_edge_text": ("cosmos3_edge", ("text_config",)),
            "gemma4_unified_text": ("gemma4_unified.vision", ("text_config",)),
            "hunyuan_vl_text": ("hunyuan_vl.head-dim", ("text_config",))}
+
+
+# Levels inside Moondream 3's schema (config -> text), which state no model_type: each given
+# its row's type, with the class defaults' empty sections.
+_BUILT = {"moondream3_config": {"model_type": "moondream3_config", "text": {}},
+          "moondream3_text": {"model_type": "moondream3_text"}}
 
 
 def _inside(name: str, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -94,8 +103,9 @@ REFUSALS: dict[str, tuple[Any, str]] = {
                             "has no model class Qwen2OmniTalkerForConditionalGeneration"),
     **{t: (str(_DEFAULTS / f"{_DEFAULT_FILE.get(t, t)}.json"),
            "has not been checked against SGLang")
-       for t in UNCHECKED_MODEL_TYPES if t not in _INSIDE},
+       for t in UNCHECKED_MODEL_TYPES if t not in _INSIDE and t not in _BUILT},
     **{t: (_inside(*_INSIDE[t]), "has not been checked against SGLang") for t in _INSIDE},
+    **{t: (_BUILT[t], "has not been checked against SGLang") for t in _BUILT},
 }
 
 
@@ -213,7 +223,11 @@ ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
          # breadth round 6
          "BagelForConditionalGeneration", "FunAudioChatForConditionalGeneration",
          "KimiVLForConditionalGeneration", "MiDashengLMModel", "OpenVLAForActionPrediction",
-         "Step3TextForCausalLM", "Step3VLForConditionalGeneration", "Step3p5ForCausalLM"),
+         "Step3TextForCausalLM", "Step3VLForConditionalGeneration", "Step3p5ForCausalLM",
+         # breadth round 7 (and round 5's beam / kolibri1, which the 0.32 PP table now names
+         # as not registered there)
+         "DeepseekVLV2ForCausalLM", "IsaacForConditionalGeneration", "BeamForCausalLM",
+         "Kolibri1ForCausalLM", "Moondream3ForCausalLM"),
         "a breadth row's architecture: its model type is refused under --engine sglang as not "
         "checked (see WITHOUT_CASE)"),
     "MptForCausalLM": "row mpt (MPT-7B, ../shared/configs): see WITHOUT_CASE",
@@ -238,7 +252,8 @@ def test_every_architecture_of_a_derivable_type_has_an_sglang_case_or_a_reason()
 _BREADTH = {json.loads(p.read_text())["architectures"][0]: str(p)
             for p in sorted(_DEFAULTS.glob("*.json"))
             if json.loads(p.read_text())["model_type"] in UNCHECKED_MODEL_TYPES
-            and p.name not in ("lfm2_moe.json", "glm4v_moe.json", "qwen3_omni_moe.json")}
+            and p.name not in ("lfm2_moe.json", "glm4v_moe.json", "qwen3_omni_moe.json",
+                               "deepseek_vl_v2.json", "moondream3.json")}
 
 
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES_WITHOUT_CASE))

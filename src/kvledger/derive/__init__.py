@@ -94,7 +94,7 @@ def derive_model(
                      f"({text_row.name}); the encoders hold no KV cache")
     notes.extend(derived.notes)
     # Decoder positions, as vLLM reads them (max_len.py: the smallest length key stated).
-    max_pos = max_len(text)
+    max_pos = derived.max_len if derived.max_len is not None else max_len(text)
     return ModelFacts(
         model=source.label,
         model_type=cfg.model_type,
@@ -132,14 +132,30 @@ def _language_model(cfg: Config, row: Resolved) -> tuple[Config, Resolved, str]:
                         extra={**extra, **level_row.text_harmless})
             check_level_values(inner, inner_row.keys | level_row.keys)
             return inner, inner_row, "top-level text keys"
-        check_level(level, level_row, path=path, extra=extra)
-        check_level_values(level, level_row.keys)
+        mirrored = inner_row if level_row.text_mirrored else None
+        if mirrored is not None:
+            _check_mirrored(level, level_row, inner, inner_row)
+        check_level(level, level_row, path=path, extra=extra, also=mirrored)
+        check_level_values(level, level_row.keys | (mirrored.keys if mirrored else frozenset()))
         path = f"{path}{level_row.text_key}."
         extra = level_row.text_harmless
         level, level_row = inner, inner_row
     check_level(level, level_row, path=path, extra=extra)
     check_level_values(level, level_row.keys)
     return level, level_row, path.rstrip(".")
+
+
+def _check_mirrored(top: Config, row: Resolved, text: Config, text_row: Resolved) -> None:
+    """A ``text_mirrored`` wrapper: the engine's layers read the top level, its lengths the
+    text config; a file whose two copies differ on a key the inner row reads is refused
+    naming it (the same class builds both, so its own defaults agree)."""
+    for key in sorted(text_row.keys):
+        above = top.raw[key] if key in top.raw else text_row.defaults.get(key)
+        if above != text.get(key):
+            raise ConfigError(
+                f"{top.model}: {row.name} {key} is {above!r} at the top level, which vLLM's "
+                f"language model reads, but {text.get(key)!r} in {row.text_key}, which its "
+                "length and text-config reads take; kvledger plans one value stated in both")
 
 
 def _inner(cfg: Config, row: Resolved) -> tuple[Resolved, Config, bool]:

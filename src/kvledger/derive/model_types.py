@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 #                        text config from the top-level keys (older Qwen2-VL / GLM-4.1V files)
 #   text_harmless        wrapper: {key: why} its text config may carry beyond what the inner
 #                        row lists (the wrapper's own training flags in a llama text_config)
+#   text_mirrored        wrapper: the engine builds the language model from the wrapper's
+#                        top-level keys and reads only lengths (its hf_text_config) from the
+#                        text_key copy; the two must agree on the inner row's keys (Isaac)
 #   stated    remote-code model types (derive/remote_code.py): keys config.json must state,
 #             because no config class kvledger can read fills them in (their default lives in
 #             the checkpoint's own configuration code); a config omitting one is refused
@@ -63,7 +66,8 @@ if TYPE_CHECKING:  # an alias for annotations only
     Row = dict[str, Any]
 FIELDS = frozenset(
     {"handler", "keys", "harmless", "off", "like", "defaults", "config_class", "options",
-     "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "stated"}
+     "text_key", "inner", "text_defaults", "text_inline", "text_harmless", "vllm", "stated",
+     "text_mirrored"}
 )
 
 
@@ -1804,6 +1808,52 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      config_class="vLLM's KimiVLConfig (transformers_utils/configs/kimi_vl.py; "
                                   "text_config: DeepseekV2Config by default)",
                      vllm="kimi_vl.py (DeepseekV2ForCausalLM on text_config)"),
+        # DeepSeek-VL2: vLLM's DeepseekVLV2Config builds its text config (DeepseekVLV2TextConfig,
+        # a DeepseekV2Config whose kv_lora_rank may be None) from language_config, and
+        # deepseek_vl2.py DeepseekVLV2ForCausalLM runs init_vllm_registered_model on it; the
+        # SigLIP tower and the MLP projector keep no cache.
+        "deepseek_vl_v2": T(text_key="language_config", inner=("deepseek_v2",),
+                            harmless=_HARMLESS_MULTIMODAL,
+                            config_class="vLLM's DeepseekVLV2Config (transformers_utils/"
+                                         "configs/deepseek_vl2.py; language_config: "
+                                         "DeepseekVLV2TextConfig)",
+                            vllm="deepseek_vl2.py (the registered model of language_config)"),
+        # Isaac: vLLM's IsaacConfig is a Qwen3Config with a text_config copy; isaac.py runs
+        # init_vllm_registered_model(architectures=["Qwen3ForCausalLM"]) on the TOP-LEVEL
+        # config, while vLLM's length (get_hf_text_config) comes from text_config — which
+        # lacks the top level's max_sequence_length, the processor's 16,384 (IsaacConfig takes
+        # it as its own argument, so Qwen3Config(**kwargs) never sees it).
+        "isaac": T(text_key="text_config", inner=("qwen3",), text_mirrored=True,
+                   harmless=_HARMLESS_MULTIMODAL,
+                   config_class="vLLM's IsaacConfig (transformers_utils/configs/isaac.py; a "
+                                "Qwen3Config, text_config: Qwen3Config)",
+                   vllm="isaac.py (Qwen3ForCausalLM on the top-level config)"),
+        # Moondream 3: vLLM's Moondream3Config reads Moondream's own schema, config["text"]
+        # (families/moondream3.py); the to_dict() copies of what the class builds from it
+        # (the top-level sizes) are overwritten on load, never read from the file.
+        "moondream3": T(text_key="config", inner=("moondream3_config",),
+                        harmless={**_HARMLESS_MULTIMODAL, **dict.fromkeys(
+                            ("num_hidden_layers", "num_attention_heads",
+                             "num_key_value_heads"),
+                            "Moondream3Config.__init__ overwrites it from config['text'] "
+                            "(its text_config), which the decoder reads")},
+                        config_class="vLLM's Moondream3Config (transformers_utils/configs/"
+                                     "moondream3.py; the decoder: config['text'])",
+                        vllm="moondream3.py (Moondream3TextModel on the text config)"),
+        "moondream3_config": T(text_key="text", inner=("moondream3_text",),
+                               config_class="the config dict of vLLM's Moondream3Config "
+                                            "(its 'text', 'vision' and 'tokenizer' sections)",
+                               vllm="moondream3.py"),
+        "moondream3_text": T(handler="moondream3:derive",
+                             keys={"n_layers", "n_heads", "n_kv_heads", "dim", "max_context"},
+                             harmless={"prefix_attn": "the image prefix's length in "
+                                       "Moondream's reference code; vLLM's moondream3.py "
+                                       "never reads it (a plain causal Attention a layer)"},
+                             defaults={"dim": 2048, "n_layers": 24, "n_heads": 32,
+                                       "n_kv_heads": 32, "max_context": 4096},
+                             config_class="vLLM's Moondream3TextConfig (transformers_utils/"
+                                          "configs/moondream3.py)",
+                             vllm="moondream3.py (Moondream3Attention)"),
         "openvla": T(text_key="text_config", inner=("llama",),
                      harmless={**_HARMLESS_MULTIMODAL,
                                "timm_override_act_layers": "activation overrides of the timm "
@@ -1912,7 +1962,7 @@ class Resolved:
 
     __slots__ = ("chain", "config_class", "defaults", "handler", "harmless", "inner", "keys",
                  "name", "off", "options", "stated", "text_defaults", "text_harmless",
-                 "text_inline", "text_key", "vllm")
+                 "text_inline", "text_key", "text_mirrored", "vllm")
 
     def __init__(self, name: str, chain: tuple[str, ...], merged: Mapping[str, Any]):
         self.name = name
@@ -1930,6 +1980,7 @@ class Resolved:
         self.text_defaults: Mapping[str, Mapping[str, Any]] = _ro(
             {k: _ro(v) for k, v in merged["text_defaults"].items()})
         self.text_inline: bool = bool(merged["text_inline"])
+        self.text_mirrored: bool = bool(merged["text_mirrored"])
         self.text_harmless: Mapping[str, str] = _ro(merged["text_harmless"])
         self.vllm: str = merged["vllm"]
 
@@ -1970,6 +2021,7 @@ def resolve(name: str) -> Resolved:
         "stated": frozenset(),
         "defaults": {}, "config_class": "", "options": {}, "text_key": "", "inner": (),
         "text_defaults": {}, "text_inline": False, "text_harmless": {}, "vllm": "",
+        "text_mirrored": False,
     }
     for row_name in reversed(chain):  # base first
         row = MODEL_TYPES[row_name]
@@ -1981,7 +2033,8 @@ def resolve(name: str) -> Resolved:
         merged["stated"] = merged["stated"] | frozenset(row.get("stated", ()))
         for field in ("harmless", "defaults", "options", "text_defaults", "text_harmless"):
             merged[field] = {**merged[field], **row.get(field, {})}
-        for field in ("handler", "config_class", "text_key", "vllm", "inner", "text_inline"):
+        for field in ("handler", "config_class", "text_key", "vllm", "inner", "text_inline",
+                      "text_mirrored"):
             if row.get(field):
                 merged[field] = row[field]
     out = Resolved(name, tuple(chain), merged)

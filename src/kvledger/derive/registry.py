@@ -36,13 +36,17 @@ class Derived:
     """What a handler returns: the per-layer facts, notes, warnings and layout hints.
 
     ``warnings`` are for a config that states one size two ways that disagree (derived the
-    way vLLM's model code does it): a plan shows them, unlike ``notes``.
+    way vLLM's model code does it): a plan shows them, unlike ``notes``. ``max_len``: the
+    decoder's length, for a schema whose config class maps its own length key to one of
+    vLLM's (Moondream's ``max_context`` → ``max_position_embeddings``); None: derive reads the
+    level's keys (max_len.py).
     """
 
     layers: list[LayerCache]
     notes: list[str] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    max_len: int | None = None
 
 
 Handler = Callable[..., Derived]

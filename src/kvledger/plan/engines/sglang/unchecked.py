@@ -31,7 +31,9 @@ UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
      "moss_transcribe_diarize", "beam", "kolibri1",
      # breadth round 6 (vLLM's own config classes)
      "bagel", "funaudiochat", "kimi_vl", "midashenglm", "openvla", "step3_text", "step3_vl",
-     "step3p5"),
+     "step3p5",
+     # breadth round 7
+     "deepseek_vl_v2", "isaac", "moondream3", "moondream3_config", "moondream3_text"),
     "checked against vLLM's own numbers only",
 )
 

@@ -428,4 +428,15 @@ NEW_PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = {
     "Step3VLForConditionalGeneration": (
         True, "vllm/model_executor/models/step3_vl.py Step3VLForConditionalGeneration"),
     "Step3p5ForCausalLM": (True, "vllm/model_executor/models/step3p5.py Step3p5ForCausalLM"),
+    # breadth round 7 (run_pp_oracle.py table, after the rows were added)
+    "DeepseekVLV2ForCausalLM": (
+        True, "vllm/model_executor/models/deepseek_vl2.py DeepseekVLV2ForCausalLM"),
+    "IsaacForConditionalGeneration": (
+        True, "vllm/model_executor/models/isaac.py IsaacForConditionalGeneration"),
+    "Moondream3ForCausalLM": (
+        True, "vllm/model_executor/models/moondream3.py Moondream3ForCausalLM"),
+    # ... and that 0.32 table, regenerated, now names the 0.33-only rows' architectures too:
+    # 0.32's registry has neither (0.33's profile adds them, pp_support_added)
+    "BeamForCausalLM": (None, ""),
+    "Kolibri1ForCausalLM": (None, ""),
 }
