@@ -207,3 +207,14 @@ def test_a_given_reserve_is_taken_as_given(key: str) -> None:
             "non_torch_bytes": "non_torch"}[key]
     found = next(ln for ln in data["budget"] if ln["key"] == line)
     assert (found["bytes"], found["basis"], "parts" in found) == (12345, "given", False)
+
+
+def test_the_profile_tensors_take_the_dtype_vllm_runs() -> None:
+    # The shared gpt-oss-120b config states no dtype (transformers would load float32); vLLM
+    # downcasts to bfloat16, and so do the profile tensors. An H100's serve tier: 1,024 rows ×
+    # 201,088 × (2 + 12) = 2,882,797,568 B of sampler + hidden states 8,192 × 2,880 × 2 =
+    # 47,185,920 B = 2,929,983,488 B, above the MLP transient 8,192 × (2 × 4 × 2,880 + 4 ×
+    # 2,880) × 2 = 566,231,040 B (float32 would have made them 3,294,625,792 + 94,371,840).
+    lines = _budget("openai--gpt-oss-120b.json", "vllm", "H100-80GB")
+    assert lines["activation_peak"]["bytes"] == 2_929_983_488
+

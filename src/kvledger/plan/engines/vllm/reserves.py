@@ -82,8 +82,8 @@ communicators: a TP-4 log printed 0.13 GiB) and 0.32's cuBLAS / cuBLASLt handles
 (64 MiB; ± 64 MiB).
 
 Not explained (``bench/README.md``): a gpt-oss-120b start-up on an H100 (an older release, 1,024
-sequences, its own 65.97 GiB of weights) reserved about 7.4 GiB besides the weights where these
-rules count 3.4 GiB. That release's sampler may have taken PyTorch's sort-based top-k/top-p
+sequences, its own 65.97 GiB of weights) reserved 7.5–7.9 GiB besides the weights where these
+rules count 3.1 GiB. That release's sampler may have taken PyTorch's sort-based top-k/top-p
 (``logits.sort`` keeps float32 values and int64 indices, + 12 B per row × vocabulary entry, 2.3
 GiB there) where 0.32/0.33 run the Triton kernel above; the rest is not accounted for.
 """
