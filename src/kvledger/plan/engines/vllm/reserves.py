@@ -74,9 +74,9 @@ Estimates (device-measured in vLLM; the label gives the likely error): the MLP t
 (``2 × intermediate + 4 × hidden`` per token at the model dtype over TP, as before; start-up logs
 put the whole activation line within a factor of 2 of vLLM's peak on dense models, and 1.7×
 below on a TP-4 Qwen3.5-35B-A3B; ``bench/whole_budget.py --breakdown``), the CUDA
-graph pool (0.5 GiB: seven start-up logs' "Estimated CUDA graph memory" range 0.13–2.44 GiB,
-median 0.36 GiB, mean 0.86 GiB — small dense models near the median, large MoE ones above
-2 GiB; ``bench/data/cuda_graph_logs.csv``), the non-torch growth after the snapshot (0.25 GiB
+graph pool (0.5 GiB: twelve start-up logs' "Estimated CUDA graph memory" range 0.13–2.44 GiB,
+median 0.55 GiB, mean 0.87 GiB — small dense models near the median, large MoE ones above
+1.3 GiB; ``bench/data/cuda_graph_logs.csv``), the non-torch growth after the snapshot (0.25 GiB
 on one GPU, 0.5 GiB with communicators; ± 0.25 GiB on one GPU, −0.4/+0.25 GiB with
 communicators: a TP-4 log printed 0.13 GiB) and 0.32's cuBLAS / cuBLASLt handles
 (64 MiB; ± 64 MiB).
