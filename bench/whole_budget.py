@@ -13,6 +13,12 @@ each row naming its URL; no log text is kept). Per row, two comparisons with the
   (activation peak + CUDA graphs + non-torch), for rows that log their weights — the part
   this change is about.
 
+A row's ``graphs_subtracted`` says whether its release took a CUDA-graph estimate from the
+budget (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 since v0.21.0, and no graph
+is captured under ``--enforce-eager``); where it did not, kvledger is asked with a zero graph
+reserve, so both sides count the same terms. Where the log prints its breakdown (peak
+activation, non-torch, graph estimate), ``--breakdown`` sets kvledger's line beside each.
+
 "before" runs this same script under the kvledger of commit ``--before`` (default d09a878,
 main before the change), unpacked with ``git archive`` into a temporary folder. The logs come
 from older vLLM releases than the two kvledger reproduces (the table's ``vllm`` column); the
@@ -58,8 +64,9 @@ def _request(row: dict[str, str]) -> Any:
     requested = _gib(row["requested_gib"])
     if total is None and requested is not None:
         total = requested / util
+    graphs = None if row["graphs_subtracted"] == "yes" else 0
     return PlanRequest(
-        gpu=row["gpu"] or None,
+        gpu=row["gpu"] or None, cuda_graph_bytes=graphs,
         gpu_total_bytes=None if total is None else int(total * GIB),
         gpu_memory_utilization=util, tensor_parallel_size=int(row["tp"]),
         max_num_seqs=int(row["max_num_seqs"]),
@@ -96,6 +103,7 @@ def measure() -> dict[str, dict[str, float | None]]:
             "whole": available / GIB if row["weights_from_config"] == "yes" else None,
             "reserves": None if weights is None else (usable - weights * GIB - reserves) / GIB,
             "reserve_gib": reserves / GIB,
+            **{key: lines.get(key, 0) / GIB for key in RESERVE_KEYS},
         }
     return out
 
@@ -131,9 +139,31 @@ def _summary(errors: list[float]) -> str:
            f"worst {worst:+.2f} GiB (n={len(errors)})"
 
 
+LOGGED = (("activation_peak", "activation_gib"), ("non_torch", "non_torch_gib"),
+          ("cuda_graphs", "cuda_graph_gib"))
+
+
+def _breakdown(rows: list[dict[str, str]], got: dict[str, dict[str, float | None]]) -> None:
+    """kvledger's reserve lines (after) beside the log's own, where the log prints them."""
+    print(f"{'log':44} {'activation: kvledger':>20} {'logged':>7} | {'non-torch':>9} "
+          f"{'logged':>7} | {'graphs':>6} {'logged':>7}")
+    for row in rows:
+        if not any(row[col].strip() for _, col in LOGGED):
+            continue
+        cells = []
+        for key, col in LOGGED:
+            mine = got[row["id"]][key]
+            logged = "-" if not row[col].strip() else f"{float(row[col]):.2f}"
+            cells.append((f"{mine:.2f}" if mine is not None else "-", logged))
+        (a, la), (n, ln), (g, lg) = cells
+        print(f"{row['id']:44} {a:>20} {la:>7} | {n:>9} {ln:>7} | {g:>6} {lg:>7}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="d09a878", help="commit of the 'before' rules")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also set kvledger's reserve lines beside the logged ones")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not SHARED_CONFIGS.is_dir():
@@ -161,6 +191,8 @@ def main() -> int:
         for kind in ("whole", "reserves"):
             print(f"{name}, {kind:8}: before {_summary(_errors(rows, before, kind, v0))}; "
                   f"after {_summary(_errors(rows, after, kind, v0))}")
+    if args.breakdown:
+        _breakdown(rows, after)
     return 0
 
 

@@ -134,9 +134,10 @@ def test_the_library_and_the_cli_agree_on_a_gpu(capsys: pytest.CaptureFixture[st
     # reserves.py): int(85,520,809,984 × 0.92) = 78,679,145,185 − weights 16,060,522,496
     # − activation max(MLP 738,197,504, sampler 1,024 × 128,256 × (2 + 12) = 1,838,678,016
     # + hidden states 8,192 × 4,096 × 2 = 67,108,864) = 1,905,786,880 − CUDA graphs
-    # 536,870,912 − non-torch 268,435,456 = 59,907,529,441 B; / (32 × 2 × 8 × 128 × 2 × 16
-    # = 2,097,152 B a block) = 28,566 blocks = 457,056 tokens.
-    assert (cli["max_num_seqs"], cli["kv_cache_tokens"]) == (1024, 457056)
+    # 536,870,912 − non-torch (268,435,456 + the Triton top-k/top-p buffer, 132 rows ×
+    # 128,256 × 4 = 67,719,168) 336,154,624 = 59,839,810,273 B; / (32 × 2 × 8 × 128 × 2 × 16
+    # = 2,097,152 B a block) = 28,533 blocks = 456,528 tokens.
+    assert (cli["max_num_seqs"], cli["kv_cache_tokens"]) == (1024, 456528)
     assert cli["batch_defaults"]["applied"] == ["max_num_batched_tokens", "max_num_seqs"]
 
 

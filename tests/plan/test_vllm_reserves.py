@@ -22,6 +22,8 @@ from kvledger.plan.engines.vllm.reserves import (
     mla_workspace_tokens,
     non_torch_line,
     sampler_bytes,
+    topk_topp_buffer_bytes,
+    topk_topp_buffer_rows,
     triton_mla_splits,
     triton_mla_workspace_bytes,
 )
@@ -103,24 +105,48 @@ def test_triton_mla_workspace_by_release() -> None:
 
 def test_non_torch_by_release() -> None:
     # 0.32 counts its cuBLAS handles (created after the snapshot, 64 MiB estimated) on top of
-    # the 0.25 GiB growth; 0.33 creates them before the snapshot.
+    # the 0.25 GiB growth; 0.33 creates them before the snapshot. Both keep the Triton
+    # top-k/top-p buffer: an H100's 132 SMs, 1,024 rows → min(next_pow2(132) = 256, 132) = 132
+    # rows × 128,256 × 4 B = 67,719,168 B.
     llama = {"hidden_size": 4096, "intermediate_size": 14336, "vocab_size": 128256}
-    old, _ = non_torch_line(_inp(llama))
-    new, _ = non_torch_line(_inp(llama, cublas_handles_before_snapshot=True))
-    assert (old.bytes, new.bytes) == (GIB // 4 + 64 * MIB, GIB // 4)
-    multi, _ = non_torch_line(_inp(llama, multi_gpu=True, cublas_handles_before_snapshot=True))
-    assert multi.bytes == GIB // 2
+    buffer = 67_719_168
+    old, _ = non_torch_line(_inp(llama, sm_count=132))
+    new, _ = non_torch_line(_inp(llama, sm_count=132, cublas_handles_before_snapshot=True))
+    assert (old.bytes, new.bytes) == (GIB // 4 + 64 * MIB + buffer, GIB // 4 + buffer)
+    multi, _ = non_torch_line(_inp(llama, sm_count=132, multi_gpu=True,
+                                   cublas_handles_before_snapshot=True))
+    assert multi.bytes == GIB // 2 + buffer
+
+
+def test_triton_topk_topp_buffer() -> None:
+    # gpt-oss (vocab 201,088) on an H100, 1,024 sequences: P = min(132, 1,024) = 132,
+    # min(next_pow2(132) = 256, 132) = 132 rows × 201,088 × 4 B = 106,174,464 B.
+    oss = {"hidden_size": 2880, "vocab_size": 201088}
+    assert topk_topp_buffer_bytes(_inp(oss, sm_count=132)) == 106_174_464
+    # 6 sequences: P = 6, next_pow2(6) = 8 rows: 8 × 201,088 × 4 = 6,434,816 B.
+    assert topk_topp_buffer_rows(_inp(oss, sm_count=132, max_num_seqs=6)) == 8
+    assert topk_topp_buffer_bytes(_inp(oss, sm_count=132, max_num_seqs=6)) == 6_434_816
+    # An unknown GPU: the largest known SM count (RTX PRO 6000, 188) caps the rows:
+    # min(next_pow2(188) = 256, 188) = 188 × 201,088 × 4 = 151,218,176 B, an estimate.
+    unknown = _inp(oss)
+    assert topk_topp_buffer_bytes(unknown) == 151_218_176
+    _, parts = non_torch_line(unknown)
+    part = next(p for p in parts if p.what.startswith("Triton top-k/top-p"))
+    assert (part.bytes, part.basis) == (151_218_176, "estimated")
+    assert next(p for p in non_torch_line(_inp(oss, sm_count=132))[1]
+                if p.what.startswith("Triton top-k/top-p")).basis == "exact"
 
 
 def test_cutlass_mla_workspace_in_both_releases() -> None:
     # cutlass_mla.py: SM100Workspace(128 * 1024 * 1024) at import, after the snapshot:
-    # 0.25 GiB + 128 MiB (0.33); 0.32 adds its 64 MiB of cuBLAS handles.
-    inp = _inp(V2_LITE_TEXT, mla=True, mla_backend="CUTLASS_MLA",
+    # 0.25 GiB + 128 MiB (0.33); 0.32 adds its 64 MiB of cuBLAS handles. Both: the Triton
+    # top-k/top-p buffer on a B200 (148 SMs): 148 × 102,400 × 4 = 60,620,800 B.
+    inp = _inp(V2_LITE_TEXT, mla=True, mla_backend="CUTLASS_MLA", sm_count=148,
                cublas_handles_before_snapshot=True, triton_mla_workspace_in_profile=True)
-    assert non_torch_line(inp)[0].bytes == GIB // 4 + 128 * MIB
+    assert non_torch_line(inp)[0].bytes == GIB // 4 + 128 * MIB + 60_620_800
     old = records.replace(inp, cublas_handles_before_snapshot=False,
                           triton_mla_workspace_in_profile=False)
-    assert non_torch_line(old)[0].bytes == GIB // 4 + 128 * MIB + 64 * MIB
+    assert non_torch_line(old)[0].bytes == GIB // 4 + 128 * MIB + 64 * MIB + 60_620_800
     # The Triton workspace is Triton MLA's only.
     assert triton_mla_workspace_bytes(inp) == 0
 
@@ -140,12 +166,15 @@ def _budget(config: str, engine: str, gpu: str) -> dict[str, dict[str, object]]:
 
 def test_the_releases_differ_on_deepseek_v2_lite_on_an_a100() -> None:
     # An A100 is SM80: the dense MLA backend is TRITON_MLA (mla_backends.py). The serve tier
-    # on an A100: 256 sequences, 2,048 batched tokens. non_torch: 0.32 = 0.25 GiB + 64 MiB
-    # = 335,544,320 B; 0.33 = 0.25 GiB + the workspace 1,815,478,272 = 2,083,913,728 B.
+    # on an A100: 256 sequences, 2,048 batched tokens. Both keep the Triton top-k/top-p
+    # buffer: 108 SMs, P = min(108, 256) = 108, min(next_pow2(108) = 128, 108) = 108 rows ×
+    # 102,400 × 4 = 44,236,800 B. non_torch: 0.32 = 0.25 GiB + 64 MiB + 44,236,800 =
+    # 379,781,120 B; 0.33 = 0.25 GiB + the workspace 1,815,478,272 + 44,236,800 =
+    # 2,128,150,528 B.
     old = _budget("deepseek-ai--DeepSeek-V2-Lite.json", "vllm==0.32", "A100-80GB")
     new = _budget("deepseek-ai--DeepSeek-V2-Lite.json", "vllm==0.33", "A100-80GB")
-    assert old["non_torch"]["bytes"] == 335_544_320
-    assert new["non_torch"]["bytes"] == 2_083_913_728
+    assert old["non_torch"]["bytes"] == 379_781_120
+    assert new["non_torch"]["bytes"] == 2_128_150_528
     # The MLA profile tensor is the same in both: 65,536 × 16 × 256 × 2 = 536,870,912 B, the
     # forward's peak (MLP 2,048 × (2 × 10,944 + 4 × 2,048) × 2 = 123,207,680 is smaller; the
     # sampler 256 × 102,400 × 14 = 367,001,600 + hidden 2,048 × 2,048 × 2 = 8,388,608 too).
@@ -178,3 +207,14 @@ def test_a_given_reserve_is_taken_as_given(key: str) -> None:
             "non_torch_bytes": "non_torch"}[key]
     found = next(ln for ln in data["budget"] if ln["key"] == line)
     assert (found["bytes"], found["basis"], "parts" in found) == (12345, "given", False)
+
+
+def test_the_profile_tensors_take_the_dtype_vllm_runs() -> None:
+    # The shared gpt-oss-120b config states no dtype (transformers would load float32); vLLM
+    # downcasts to bfloat16, and so do the profile tensors. An H100's serve tier: 1,024 rows ×
+    # 201,088 × (2 + 12) = 2,882,797,568 B of sampler + hidden states 8,192 × 2,880 × 2 =
+    # 47,185,920 B = 2,929,983,488 B, above the MLP transient 8,192 × (2 × 4 × 2,880 + 4 ×
+    # 2,880) × 2 = 566,231,040 B (float32 would have made them 3,294,625,792 + 94,371,840).
+    lines = _budget("openai--gpt-oss-120b.json", "vllm", "H100-80GB")
+    assert lines["activation_peak"]["bytes"] == 2_929_983_488
+

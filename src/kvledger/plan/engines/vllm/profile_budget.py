@@ -39,6 +39,14 @@ def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
     return req.block_size or chosen.preferred_block(), chosen.name
 
 
+def runtime_dtype(inp: GpuBudgetInput) -> str:
+    """The dtype vLLM runs the model in (``resolve._model_dtype``: a float32 config, or one
+    stating none, is downcast to bfloat16), which the profile run's tensors take."""
+    from kvledger.plan.engines.vllm.resolve import _model_dtype
+
+    return _model_dtype(inp.facts)
+
+
 def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
     from kvledger.plan.engines.vllm.startup import default_max_model_len
 
@@ -46,7 +54,7 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
     mla = _dense_mla(inp)
     block, backend = _mla_backend(inp) if mla else (16, "")
     return ReserveInput(
-        text=inp.text_config, model_dtype=inp.facts.model_dtype,
+        text=inp.text_config, model_dtype=runtime_dtype(inp),
         tensor_parallel_size=req.tensor_parallel_size,
         multi_gpu=req.tensor_parallel_size * req.pipeline_parallel_size > 1
         or inp.weights.split is not None,
@@ -74,7 +82,7 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
     req = inp.request
     return gpu_budget(
         inp.preset, gpu_memory_utilization=utilization, weights=inp.weights, request=req,
-        cfg=inp.text_config, model_dtype=inp.facts.model_dtype,
+        cfg=inp.text_config, model_dtype=runtime_dtype(inp),
         reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes, req.non_torch_bytes),
         total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
         estimates=estimates)

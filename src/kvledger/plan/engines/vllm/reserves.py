@@ -58,18 +58,34 @@ Exact terms (source formulas, this module):
   256 MiB with LSE; ``flashinfer_mla.py _get_workspace_buffer``) is allocated on the first
   decode call, not in the profile run (its forward returns before it without attention
   metadata): the CUDA-graph profile captures it, so it is inside the graph estimate.
+- Triton top-k/top-p buffer (both releases): the dummy sampler's second call (with a
+  generator) takes ``TopKTopPSampler.forward_native`` → ``apply_top_k_top_p`` →
+  ``apply_top_k_top_p_triton`` (``v1/sample/ops/topk_topp_triton.py``), which allocates a float32
+  ``(min(next_pow2(P), SMs), vocab)`` buffer, ``P = min(SMs, rows)``, and keeps it in
+  ``_TRITON_BUFFER_CACHE``: it stays allocated after the profile run, so it is in
+  ``total_consumed`` — a ``non_torch`` part (132 × 201,088 × 4 B = 101 MiB for gpt-oss on an
+  H100). Without the GPU's SM count, the largest count kvledger knows caps it (an upper bound).
 - encoder cache (multimodal): the dummy batch's outputs, ``max_num_encoder_input_tokens`` (=
   ``max_num_batched_tokens``, ``SchedulerConfig``) × the text hidden size in the model dtype —
   a lower bound: an item larger than the budget raises it, and the vision tower's own
   transients are not modelled (a warning says so).
 
 Estimates (device-measured in vLLM; the label gives the likely error): the MLP transient
-(``2 × intermediate + 4 × hidden`` per token at the model dtype over TP, as before), the CUDA
-graph pool (0.5 GiB: seven start-up logs' "Estimated CUDA graph memory" range 0.13–2.44 GiB,
-median 0.36 GiB, mean 0.86 GiB — small dense models near the median, large MoE ones above
-2 GiB; ``bench/data/cuda_graph_logs.csv``), the non-torch growth after the snapshot (0.25 GiB
-on one GPU, 0.5 GiB with communicators; ± 0.25 GiB) and 0.32's cuBLAS / cuBLASLt handles
+(``2 × intermediate + 4 × hidden`` per token at the model dtype over TP, as before; start-up logs
+put the whole activation line within a factor of 2 of vLLM's peak on dense models, and 1.7×
+below on a TP-4 Qwen3.5-35B-A3B; ``bench/whole_budget.py --breakdown``), the CUDA
+graph pool (0.5 GiB: twelve start-up logs' "Estimated CUDA graph memory" range 0.13–2.44 GiB,
+median 0.55 GiB, mean 0.87 GiB — small dense models near the median, large MoE ones above
+1.3 GiB; ``bench/data/cuda_graph_logs.csv``), the non-torch growth after the snapshot (0.25 GiB
+on one GPU, 0.5 GiB with communicators; ± 0.25 GiB on one GPU, −0.4/+0.25 GiB with
+communicators: a TP-4 log printed 0.13 GiB) and 0.32's cuBLAS / cuBLASLt handles
 (64 MiB; ± 64 MiB).
+
+Not explained (``bench/README.md``): a gpt-oss-120b start-up on an H100 (an older release, 1,024
+sequences, its own 65.97 GiB of weights) reserved 7.5–7.9 GiB besides the weights where these
+rules count 3.1 GiB. That release's sampler may have taken PyTorch's sort-based top-k/top-p
+(``logits.sort`` keeps float32 values and int64 indices, + 12 B per row × vocabulary entry, 2.3
+GiB there) where 0.32/0.33 run the Triton kernel above; the rest is not accounted for.
 """
 
 from __future__ import annotations
@@ -102,6 +118,7 @@ CUTLASS_MLA_WORKSPACE = 128 * MIB  # cutlass_mla.py: SM100Workspace(128 * 1024 *
 MLA_WORKSPACE_CAP = 64 * 1024  # determine_chunked_prefill_workspace_size: 64k tokens
 TRITON_MIN_WORK_PER_SPLIT = 512  # triton_mla.py _MIN_WORK_PER_SPLIT
 TRITON_SPLIT_OCCUPANCY = 2  # triton_mla.py _SPLIT_OCCUPANCY_MULTIPLIER
+FLOAT32 = 4  # apply_top_k_top_p_triton asserts float32 logits; its buffer takes their dtype
 
 # Streaming multiprocessors per preset (Triton MLA's split cap): NVIDIA's datasheets and
 # architecture whitepapers (H100 SXM 132, H100 PCIe 114, H200 132, H20 78, GH200 132,
@@ -224,6 +241,18 @@ def triton_mla_workspace_bytes(inp: ReserveInput) -> int:
     return rows * heads * triton_mla_splits(inp) * (lora + 1) * 4
 
 
+def topk_topp_buffer_rows(inp: ReserveInput) -> int:
+    """``apply_top_k_top_p_triton``'s buffer rows: ``min(next_pow2(P), SMs)``,
+    ``P = min(SMs, rows)``; an unknown GPU takes the largest SM count kvledger knows."""
+    sms = inp.sm_count if inp.sm_count is not None else max(SM_COUNT.values())
+    return min(_next_pow2(min(sms, sampler_rows(inp))), sms)
+
+
+def topk_topp_buffer_bytes(inp: ReserveInput) -> int:
+    """The Triton top-k/top-p buffer the dummy sampler leaves allocated (module docstring)."""
+    return topk_topp_buffer_rows(inp) * _int(inp.text, "vocab_size") * FLOAT32
+
+
 def encoder_cache_bytes(inp: ReserveInput) -> int:
     """The encoder dummy batch's outputs (module docstring); 0 for a text-only model."""
     if not inp.multimodal:
@@ -282,6 +311,14 @@ def non_torch_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
     if not inp.cublas_handles_before_snapshot:
         parts.append(Part("cuBLAS / cuBLASLt handles, created in the profile run (after the "
                           "snapshot); estimated ± 64 MiB", CUBLAS_HANDLES, ESTIMATED))
+    buffer = topk_topp_buffer_bytes(inp)
+    if buffer:
+        known = inp.sm_count is not None
+        parts.append(Part(f"Triton top-k/top-p buffer kept by the dummy sampler: "
+                          f"{topk_topp_buffer_rows(inp)} rows × vocab × 4 B "
+                          "(topk_topp_triton.py apply_top_k_top_p_triton)" + ("" if known else
+                          "; the GPU's SM count is not known, so the largest known caps the "
+                          "rows (an upper bound)"), buffer, EXACT if known else ESTIMATED))
     workspace = triton_mla_workspace_bytes(inp)
     if workspace:
         known = inp.sm_count is not None
