@@ -250,7 +250,7 @@ def topk_topp_buffer_rows(inp: ReserveInput) -> int:
 
 def topk_topp_buffer_bytes(inp: ReserveInput) -> int:
     """The Triton top-k/top-p buffer the dummy sampler leaves allocated (module docstring)."""
-    return topk_topp_buffer_rows(inp) * _int(inp.text, "vocab_size") * FLOAT32
+    return topk_topp_buffer_rows(inp) * config_int(inp.text, "vocab_size") * FLOAT32
 
 
 def encoder_cache_bytes(inp: ReserveInput) -> int:
