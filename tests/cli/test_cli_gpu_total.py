@@ -62,3 +62,30 @@ def test_report_takes_a_total_alone(tmp_path: Any, capsys: pytest.CaptureFixture
     # The page's plan is the same as plan's with the same total.
     tokens = _plan(capsys, "--gpu-total-bytes", "80G")["kv_cache_tokens"]
     assert f"{tokens:,}" in out.read_text()
+
+
+def _warnings(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    assert main(["plan", "meta-llama/Meta-Llama-3.1-8B", "--max-model-len", "8192", *argv,
+                 "--json"]) == 0
+    out: list[str] = json.loads(capsys.readouterr().out)["warnings"]
+    return out
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    # An NVIDIA device-report preset under vLLM: its nvidia-smi total sits above what CUDA
+    # reports (vLLM logs total_gpu_memory 79.22-79.33 GiB on an H100 80GB; the preset is
+    # 81,559 MiB = 79.65 GiB), so the plan says the budget is likely high.
+    (("--gpu", "H100-80GB"), True),
+    (("--gpu", "H100-80GB", "--engine", "vllm==0.32"), True),
+    # A total the user measured, and engines whose total kvledger has no log of: no such note.
+    (("--gpu-total-bytes", "85000000000"), False),
+    (("--gpu", "H100-80GB", "--engine", "sglang"), False),
+    # A datasheet preset is labelled estimated already (MI300X: AMD, rocminfo's total).
+    (("--gpu", "MI300X", "--engine", "vllm"), False),
+])
+def test_an_nvml_preset_says_cuda_reports_less(capsys: pytest.CaptureFixture[str],
+                                                argv: tuple[str, ...], said: bool) -> None:
+    found = [w for w in _warnings(capsys, *argv) if "torch.cuda.mem_get_info" in w]
+    assert bool(found) is said, found
+    if said:
+        assert "0.3-0.6 GiB lower" in found[0]

@@ -64,12 +64,15 @@ def _budget(
             notes.append(f"kv_cache_memory_bytes given: the {request.gpu} budget (weights, "
                          "reserves, utilization) is not computed")
         return given_budget(request.kv_cache_memory_bytes), notes, None
-    from kvledger.plan.gpus import ASSUMED_NOTE, given_total_preset, gpu_preset
+    from kvledger.plan.gpus import ASSUMED_NOTE, given_total_preset, gpu_preset, nvml_total_note
     from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import model_weights
 
     if request.gpu is not None:
         preset = gpu_preset(request.gpu)
+        nvml = nvml_total_note(preset) if layout.name == "vllm" else None
+        if nvml is not None:
+            notes.append(nvml)
     elif request.gpu_total_bytes is not None:  # the total alone is a complete budget
         preset = given_total_preset(request.gpu_total_bytes)
         notes.append(ASSUMED_NOTE)

@@ -249,6 +249,28 @@ _AMBIGUOUS_BY_KEY: dict[str, tuple[str, ...]] = {_key(k): v for k, v in _AMBIGUO
 # The compute capability assumed when only a total is given (no GPU named): Hopper, the
 # common deployment; the plan says so in a warning (``ASSUMED_NOTE``).
 ASSUMED_CAPABILITY = "sm90"
+# How far below NVML's total CUDA's own figure sits (driver-reserved memory): vLLM start-up
+# logs' total_gpu_memory (bench/data/vllm_startup_logs.csv, each row with its URL) give
+# H100-80GB 79.22-79.33 GiB against the preset's 79.65, RTX-3090 23.56-23.58 against 24.00,
+# L40S 44.42 against 44.99.
+CUDA_BELOW_NVML_GIB = (0.3, 0.6)
+
+
+def nvml_total_note(preset: GpuPreset) -> str | None:
+    """Why an NVIDIA device-report preset may plan a budget a few hundred MiB high under an
+    engine that multiplies CUDA's total (vLLM: ``torch.cuda.mem_get_info()``); None for other
+    presets (a datasheet figure is already ``estimated``; AMD totals are rocminfo's)."""
+    if preset.vendor != "nvidia" or preset.basis != EXACT:
+        return None
+    low, high = CUDA_BELOW_NVML_GIB
+    return (f"{preset.name}'s total is nvidia-smi's (NVML); vLLM multiplies "
+            "gpu_memory_utilization by the total CUDA reports (torch.cuda.mem_get_info), "
+            f"which public start-up logs put {low}-{high} GiB lower (H100-80GB: 79.22-79.33 "
+            "GiB against 79.65), so this KV budget is likely that much times the utilization "
+            "high; --gpu-total-bytes with the device's torch.cuda.mem_get_info()[1] plans on "
+            "CUDA's figure")
+
+
 ASSUMED_NOTE = ("no GPU named: planned on the given gpu_total_bytes with the engine's "
                 "utilization and reserves; compute capability assumed SM90 (Hopper) for the "
                 "engine's defaults")
