@@ -7,9 +7,13 @@ read and derived once per layout; the hundreds of re-plans behind the curves reu
 (a re-derive per point would dominate the report's run time).
 
 Why a curve point is planned on the *given* budget of the headline plan instead of the GPU
-again: the budget per GPU (total × utilization − weights − reserves) does not depend on
+again: the budget per GPU (total × utilization − weights − reserves) barely depends on
 ``max_model_len`` — the activation estimate depends on ``max_num_batched_tokens`` and
-``max_num_seqs`` only — so re-running it per point would only repeat the same subtraction.
+``max_num_seqs`` only — so re-running it per point would mostly repeat the same subtraction.
+The exception, left out of the curves: under vLLM an MLA model's profile reserves grow with the
+length (engines/vllm/reserves.py: the MLA profiling tensor's ``W = min(max(8 × max_model_len,
+…), 65536)`` rows and the Triton MLA split count), so a curve point far from the headline
+length keeps the headline's reserve, a difference of at most that tensor's size.
 The GPU × TP grid does need a budget per cell; it is computed by the planner's own budget step
 (``plan.api._budget``: weights, then the layout's ``gpu_budget``) on the already-derived facts,
 and a test holds each cell equal to a plain ``plan_model(..., gpu=...)`` call so the two
