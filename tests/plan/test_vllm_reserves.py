@@ -218,3 +218,14 @@ def test_the_profile_tensors_take_the_dtype_vllm_runs() -> None:
     lines = _budget("openai--gpt-oss-120b.json", "vllm", "H100-80GB")
     assert lines["activation_peak"]["bytes"] == 2_929_983_488
 
+
+
+def test_a_reserve_without_its_config_key_is_refused_not_zero() -> None:
+    # The sampler's rows × vocab tensors need vocab_size: 1,024 rows × 102,400 × (2 + 12) B
+    # = 1,468,006,400 B with it; without it the reserve would silently be 0 B.
+    from kvledger.errors import PlanError
+
+    assert sampler_bytes(_inp(V2_LITE_TEXT)) == 1_468_006_400
+    missing = {k: v for k, v in V2_LITE_TEXT.items() if k != "vocab_size"}
+    with pytest.raises(PlanError, match="vocab_size"):
+        sampler_bytes(_inp(missing))

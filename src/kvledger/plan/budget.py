@@ -193,18 +193,36 @@ def estimate_activation_peak(
     cfg: Mapping[str, Any], request: PlanRequest, model_dtype: str
 ) -> int:
     """The documented estimate (module docstring); bytes per GPU."""
-    hidden = config_int(cfg, "hidden_size", "d_model", "n_embd")
-    vocab = config_int(cfg, "vocab_size")
+    vocab = required_int(cfg, "vocab_size")
+    element = resolve_dtype(model_dtype).nbytes(1)
+    tokens = request.max_num_batched_tokens
+    mlp = mlp_transient_bytes(cfg, tokens, element, request.tensor_parallel_size)
+    logits = min(request.max_num_seqs, tokens) * vocab * 4
+    return mlp + logits
+
+
+def required_int(cfg: Mapping[str, Any], *keys: str) -> int:
+    """``config_int`` for a key a reserve cannot do without: a config stating none of ``keys``
+    is refused naming them, instead of a reserve of 0 bytes that looks like an answer."""
+    value = config_int(cfg, *keys)
+    if value <= 0:
+        raise PlanError(f"the activation reserve needs the config's {' or '.join(keys)}, which "
+                        "it does not state; pass --activation-peak-bytes")
+    return value
+
+
+def mlp_transient_bytes(cfg: Mapping[str, Any], tokens: int, element: int, tp: int) -> int:
+    """The MLP's transient over ``tokens`` (estimated, module docstring): gate+up per token —
+    per active expert on a MoE model, the dense width where dense layers come first — plus a
+    few hidden-sized buffers, at ``element`` bytes, split over ``tp`` ranks."""
+    hidden = required_int(cfg, "hidden_size", "d_model", "n_embd")
     inter = config_int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
     if config_int(cfg, "n_routed_experts", "num_local_experts", "num_experts"):
         per_expert = config_int(cfg, "moe_intermediate_size", default=inter)
         active = config_int(cfg, "num_experts_per_tok", "moe_topk", default=1)
-        inter = max(inter if config_int(cfg, "first_k_dense_replace") else 0, per_expert * active)
-    element = resolve_dtype(model_dtype).nbytes(1)
-    tokens = request.max_num_batched_tokens
-    mlp = tokens * (2 * inter + 4 * hidden) * element // request.tensor_parallel_size
-    logits = min(request.max_num_seqs, tokens) * vocab * 4
-    return mlp + logits
+        dense = inter if config_int(cfg, "first_k_dense_replace") else 0
+        inter = max(dense, per_expert * active)
+    return tokens * (2 * inter + 4 * hidden) * element // tp
 
 
 def gpu_budget(

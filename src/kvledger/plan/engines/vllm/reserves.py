@@ -102,6 +102,8 @@ from kvledger.plan.budget import (
     NON_TORCH,
     BudgetLine,
     config_int,
+    mlp_transient_bytes,
+    required_int,
 )
 from kvledger.records import record
 
@@ -177,27 +179,20 @@ def sampler_rows(inp: ReserveInput) -> int:
 
 def sampler_bytes(inp: ReserveInput) -> int:
     """The four ``rows × vocab`` tensors of ``_dummy_sampler_run`` (module docstring)."""
-    vocab = config_int(inp.text, "vocab_size")
+    vocab = required_int(inp.text, "vocab_size")
     return sampler_rows(inp) * vocab * (_element(inp) + 12)
 
 
 def hidden_states_bytes(inp: ReserveInput) -> int:
     """``_dummy_run``'s hidden states, alive while the sampler runs."""
-    hidden = config_int(inp.text, "hidden_size", "d_model", "n_embd")
+    hidden = required_int(inp.text, "hidden_size", "d_model", "n_embd")
     return inp.max_num_batched_tokens * hidden * _element(inp)
 
 
 def mlp_bytes(inp: ReserveInput) -> int:
-    """The MLP transient (estimated): gate+up per token, plus a few hidden-sized buffers."""
-    hidden = config_int(inp.text, "hidden_size", "d_model", "n_embd")
-    inter = config_int(inp.text, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
-    if config_int(inp.text, "n_routed_experts", "num_local_experts", "num_experts"):
-        per_expert = config_int(inp.text, "moe_intermediate_size", default=inter)
-        active = config_int(inp.text, "num_experts_per_tok", "moe_topk", default=1)
-        dense = inter if config_int(inp.text, "first_k_dense_replace") else 0
-        inter = max(dense, per_expert * active)
-    tokens = inp.max_num_batched_tokens
-    return tokens * (2 * inter + 4 * hidden) * _element(inp) // inp.tensor_parallel_size
+    """The MLP transient (estimated): ``budget.mlp_transient_bytes`` at the dtype vLLM runs."""
+    return mlp_transient_bytes(inp.text, inp.max_num_batched_tokens, _element(inp),
+                               inp.tensor_parallel_size)
 
 
 def mla_workspace_tokens(inp: ReserveInput) -> int:
@@ -250,7 +245,7 @@ def topk_topp_buffer_rows(inp: ReserveInput) -> int:
 
 def topk_topp_buffer_bytes(inp: ReserveInput) -> int:
     """The Triton top-k/top-p buffer the dummy sampler leaves allocated (module docstring)."""
-    return topk_topp_buffer_rows(inp) * config_int(inp.text, "vocab_size") * FLOAT32
+    return topk_topp_buffer_rows(inp) * required_int(inp.text, "vocab_size") * FLOAT32
 
 
 def encoder_cache_bytes(inp: ReserveInput) -> int:
