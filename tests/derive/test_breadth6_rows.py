@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from cli_refusals import refusal_line
 from kvledger.cli.main import main
 from kvledger.derive import Role, derive_model
 from kvledger.derive.model_types import MODEL_TYPES
@@ -64,13 +65,7 @@ def _blocks(name: str, length: int) -> tuple[int, int, int]:
 
 
 def _refusal(name: str, engine: str) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(["plan", str(DEFAULTS / f"{name}.json"), "--engine", engine,
-                     "--kv-cache-memory-bytes", "8GiB"])
-    assert code == 2 and out.getvalue() == "", err.getvalue()
-    assert len(err.getvalue().splitlines()) == 1  # one line, no traceback
-    return err.getvalue()
+    return refusal_line(str(DEFAULTS / f"{name}.json"), engine)
 
 
 def test_step3_text_class_defaults_stop_vllm_on_moe_layers_enum() -> None:
