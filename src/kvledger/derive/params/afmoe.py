@@ -13,10 +13,7 @@ from kvledger.derive.params.base import _Count
 
 
 def _afmoe(k: _Count) -> None:
-    hidden, layers, vocab = k.alias("hidden"), k.alias("layers"), k.alias("vocab")
-    heads = k.alias("heads")
-    kv_heads = k.alias("kv_heads", default=heads)
-    head_dim = k.num("head_dim", default=hidden // max(1, heads))
+    hidden, layers, vocab, heads, kv_heads, head_dim = k.decoder_shape()
     inter = k.alias("inter")
     moe_inter = k.num("moe_intermediate_size", default=inter)
     experts = k.alias("experts", default=0)

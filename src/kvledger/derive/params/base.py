@@ -172,6 +172,15 @@ class _Count:
     def alias(self, name: str, default: int | None = None) -> int:
         return self.num(*ALIASES[name], default=default)
 
+    def decoder_shape(self) -> tuple[int, int, int, int, int, int]:
+        """(hidden, layers, vocab, heads, kv_heads, head_dim) as a Llama-like decoder states
+        them: KV heads default to the query heads, head_dim to hidden // heads."""
+        hidden, layers, vocab = self.alias("hidden"), self.alias("layers"), self.alias("vocab")
+        heads = self.alias("heads")
+        kv_heads = self.alias("kv_heads", default=heads)
+        return (hidden, layers, vocab, heads, kv_heads,
+                self.num("head_dim", default=hidden // max(1, heads)))
+
     def flag(self, key: str, default: bool = False) -> bool:
         value = self.cfg.get(key)
         return default if value is None else bool(value)

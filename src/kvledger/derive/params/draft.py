@@ -18,10 +18,7 @@ from kvledger.derive.params.base import _Count
 
 
 def _eagle3(k: _Count) -> None:
-    hidden, layers, vocab = k.alias("hidden"), k.alias("layers"), k.alias("vocab")
-    heads = k.alias("heads")
-    kv_heads = k.alias("kv_heads", default=heads)
-    head_dim = k.num("head_dim", default=hidden // max(1, heads))
+    hidden, layers, vocab, heads, kv_heads, head_dim = k.decoder_shape()
     inter = k.alias("inter")
     draft_vocab = k.num("draft_vocab_size", default=vocab)
     eagle = k.cfg.get("eagle_config")

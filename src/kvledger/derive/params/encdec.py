@@ -57,10 +57,7 @@ def _mllama_text(k: _Count) -> None:
     self-attention's shapes (no biases), ``q_norm`` / ``k_norm`` over ``head_dim``, the
     tanh gates ``cross_attn_attn_gate`` / ``cross_attn_mlp_gate`` (one value each) — the others
     Llama self-attention layers; every layer a gated MLP and two RMSNorms; a final norm."""
-    hidden, layers, vocab = k.alias("hidden"), k.alias("layers"), k.alias("vocab")
-    heads = k.alias("heads")
-    kv_heads = k.alias("kv_heads", default=heads)
-    head_dim = k.num("head_dim", default=hidden // max(1, heads))
+    hidden, layers, vocab, heads, kv_heads, head_dim = k.decoder_shape()
     inter = k.alias("inter")
     cross = k.cfg.get("cross_attention_layers") or []
     crossed = {int(i) for i in cross if isinstance(i, int) and not isinstance(i, bool)}
