@@ -242,18 +242,19 @@ def installed_release(engine: str, *, warn: bool = True) -> str:
     found = _installed_version(name)
     if found is None:
         return engine
+    from kvledger.plan.engines.release import version_key
+
+    if version_key(found) is None:  # a build kvledger cannot read as a release: the newest
+        return engine
     from kvledger.plan.engines.base import get_layout
 
     layout = get_layout(name)
     try:
-        release = layout.release(found)
+        release = layout.find_release(found)
     except ValueError:
-        newest = layout.release()
-        if newest is not None and warn:
-            print(f"kvledger: warning: {name} {found} is installed, a release kvledger does "
-                  f"not reproduce; planned as {newest.label} (pin one with --engine "
-                  f"{name}==VERSION)", file=sys.stderr)
-        return engine
+        # An installed release kvledger does not know: planned as the nearest known one,
+        # which the plan's release_note names (get_layout binds it).
+        return f"{name}=={found}"
     return release.pin if release is not None else engine
 
 

@@ -234,6 +234,9 @@ class PlanResult:
     answers: dict[str, Any] = field(default_factory=dict)
     engine_label: str = ""
     engine_release: str = ""  # the release planned ("0.32.0"); "" for the native layout
+    # Why the release planned is not the one asked ("" when it is): an unknown well-formed
+    # release (vllm==0.35) is planned as the nearest known one.
+    release_note: str = ""
     # The engine would refuse to start (one max_model_len request does not fit).
     refuses_to_start: bool = False
     # JSON keys only this engine has (vllm_refuses_to_start, max_running_requests, ...).
@@ -273,6 +276,7 @@ class PlanResult:
             "engine": self.engine,
             "engine_label": self.engine_label,
             "engine_release": self.engine_release or None,
+            **({"release_note": self.release_note} if self.release_note else {}),
             "block_size": self.block_size,
             "num_blocks": self.num_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,

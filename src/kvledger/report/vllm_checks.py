@@ -141,7 +141,7 @@ def _tokens_check(ctx: Context, budget: tuple[int, int, int, str] | None) -> Che
         return Check("kv_cache_tokens", logged, _old_rule(mid, length)[0], True,
                      f"tokens follow from {budget[3]} by the early-V1 rule, blocks × block "
                      f"size: {_fmt(old[0])}–{_fmt(old[1])}; the log's {_fmt(logged)} is inside "
-                     f"(0.32's rule, int(concurrency × max_model_len), gives {where})", old)
+                     f"(today's rule, int(concurrency × max_model_len), gives {where})", old)
     delta = logged - mid.kv_cache_tokens
     return Check("kv_cache_tokens", logged, mid.kv_cache_tokens, False,
                  f"{base}; the log has {_fmt(logged)} ({delta:+,}, "

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 from kvledger.derive.layers import LayerCache, Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
+from kvledger.plan.engines.sglang.releases.profile import SglangRelease
 from kvledger.plan.result import PoolRow, RankResult, stored_summary
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
+    from kvledger.plan.engines.release import Release
     from kvledger.plan.engines.sglang.options import SglangOptions
     from kvledger.plan.engines.sglang.result import SglangPlan
     from kvledger.plan.engines.sglang.settings import Resolved
@@ -47,7 +49,7 @@ def _options(inp: GpuBudgetInput | LayoutInput) -> SglangOptions:
     return given or SglangOptions()
 
 
-def _plan(inp: LayoutInput) -> SglangPlan:
+def _plan(inp: LayoutInput, release: SglangRelease) -> SglangPlan:
     from kvledger.plan.engines.sglang.layout import plan_sglang
     from kvledger.plan.engines.sglang.memory import default_chunked_prefill_size, gpu_arch
     from kvledger.plan.gpus import gpu_preset
@@ -59,7 +61,7 @@ def _plan(inp: LayoutInput) -> SglangPlan:
     chunked = default_chunked_prefill_size(total / MIB if total else HOPPER_80GB_MIB)
     return plan_sglang(inp.facts, request, min(inp.stage_budgets), options=options,
                        platform=gpu_arch(gpu), default_chunked_prefill_size=chunked,
-                       stage_available_bytes=inp.stage_budgets)
+                       stage_available_bytes=inp.stage_budgets, release=release)
 
 
 def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
@@ -104,13 +106,17 @@ class SglangEngine(Layout):
     releases = RELEASES
     newest = NEWEST
 
-    def __init__(self) -> None:
+    def __init__(self, release: Release | None = None, release_note: str = "") -> None:
+        super().__init__(release, release_note)
+        # The profile every rule of this layout reads (``get_layout`` binds it once).
+        self.profile: SglangRelease = release if isinstance(release, SglangRelease) else \
+            RELEASES[NEWEST]
         # concurrency_at is asked many contexts for one input: plan it once.
         self._last: tuple[LayoutInput, SglangPlan] | None = None
 
     def _planned(self, inp: LayoutInput) -> SglangPlan:
         if self._last is None or self._last[0] is not inp:
-            self._last = (inp, _plan(inp))
+            self._last = (inp, _plan(inp, self.profile))
         return self._last[1]
 
     def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
@@ -130,10 +136,10 @@ class SglangEngine(Layout):
         from kvledger.plan.engines.sglang.served import NotServed, pipeline_parallel_refusal
 
         try:
-            reason = pipeline_parallel_refusal(facts.architectures)
+            reason = pipeline_parallel_refusal(facts.architectures, self.profile)
         except NotServed:
             return ""  # refused whatever the layout: each candidate says why
-        return f"SGLang 0.5.23 refuses to start: {reason}" if reason else ""
+        return f"{self.profile.short} refuses to start: {reason}" if reason else ""
 
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
         from kvledger.plan.engines.sglang.budget import sglang_gpu_budget
@@ -147,7 +153,7 @@ class SglangEngine(Layout):
 
         request, options = inp.request, _options(inp)
         gpu_arch(inp.preset)  # refuses platforms whose defaults are not reproduced
-        model = build(inp.facts)
+        model = build(inp.facts, self.profile)
         if request.pipeline_parallel_size > 1 and \
                 (no_pp := self.pipeline_parallel_refusal(inp.facts)):
             # SGLang stops while it builds the model, before it sizes the pools
