@@ -175,6 +175,8 @@ def check_release(version: str) -> None:
 
 
 def _fields(cfg: Mapping[str, Any], where: str) -> tuple[str, str, str, dict[str, Any]]:
+    if not isinstance(cfg, Mapping):
+        raise ConnectorNotModelled(f"{where}must be a JSON object")
     for key in cfg:
         if key == "kv_buffer_size":
             raise ConnectorNotModelled(
@@ -204,7 +206,8 @@ def _fields(cfg: Mapping[str, Any], where: str) -> tuple[str, str, str, dict[str
     return name, str(role), str(device), extra
 
 
-def plan_connector(cfg: Mapping[str, Any], pool: PoolFacts, *, where: str = "") -> ConnectorMemory:
+def plan_connector(cfg: Mapping[str, Any], pool: PoolFacts, *,
+                   where: str = "--kv-transfer-config ") -> ConnectorMemory:
     """The memory ``cfg`` (a ``KVTransferConfig`` as JSON) adds to an instance with ``pool``."""
     name, role, device, extra = _fields(cfg, where)
     at = f"{where}{name}"
