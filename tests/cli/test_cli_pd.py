@@ -83,6 +83,10 @@ def test_vllm_lmcache_decode_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert r["gpu_bytes_beyond_pool_per_gpu"] == 20_971_520
     assert r["host_bytes"] == 4 * 5 * (1 << 30)
     assert data["host_bytes"] == 4 * 5 * (1 << 30)
+    # The CPU tier: 5 GiB / 20,971,520 B = 256 chunks of 256 tokens; a 32,768-token prefix
+    # takes 128 chunks: 2 whole prefixes (a capacity, not a hit rate).
+    (cpu,) = r["transfer"]["tiers"]
+    assert (cpu["chunks"], cpu["prefixes_at_context"]) == (256, 2)
 
 
 def test_sglang_pair(capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,6 +102,7 @@ def test_sglang_pair(capsys: pytest.CaptureFixture[str]) -> None:
     host = decode["transfer"]["host_pool"]
     assert host["tokens"] == int(tokens * 0.2) + 1
     assert host["bytes_per_gpu"] == (int(tokens * 0.2) + 1) * 81_920
+    assert host["prefixes_at_context"] == host["tokens"] // 32_768
     rows = decode["transfer"]["metadata_rows"]
     assert decode["host_bytes"] == 4 * (host["bytes_per_gpu"] + rows * 1_600)
     assert prefill["transfer"]["host_pool"] is None

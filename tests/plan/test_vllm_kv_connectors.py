@@ -165,5 +165,5 @@ def test_kv_offloading_size_replaces_the_connector_so_both_are_refused() -> None
 
 
 def test_a_release_whose_connectors_were_not_read_is_refused() -> None:
-    with pytest.raises(PlanError, match="vllm==0.33"):
+    with pytest.raises(PlanError, match=r"vllm==0\.33"):
         plan({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, release="vllm==0.32")

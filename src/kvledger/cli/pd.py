@@ -196,6 +196,7 @@ def _b(n: int) -> str:
 
 def text_lines(data: dict[str, Any]) -> list[str]:
     lines = [f"{data['model']} — disaggregated on {data['engine']} {data['engine_release']}"]
+    context = data["decode_requests_at_context"]["context"]
     for r in data["roles"]:
         t = r["transfer"] or {}
         name = t.get("connector") or t.get("transfer_backend")
@@ -212,11 +213,13 @@ def text_lines(data: dict[str, Any]) -> list[str]:
             per = "per GPU" if tier["per"] == "gpu" else "for the instance"
             lines.append(f"  {tier['tier']} tier: {_b(tier['bytes'])} {per} holds "
                          f"{tier['tokens']:,} tokens ({tier['chunks']:,} chunks of "
-                         f"{tier['tokens_per_chunk']} tokens)")
+                         f"{tier['tokens_per_chunk']} tokens): {tier['prefixes_at_context']:,} "
+                         f"prefixes of {context:,} tokens")
         pool = t.get("host_pool")
         if pool:
             lines.append(f"  host pool ({pool['pool']}): {pool['tokens']:,} tokens, "
-                         f"{_b(pool['bytes_per_gpu'])} per GPU")
+                         f"{_b(pool['bytes_per_gpu'])} per GPU: {pool['prefixes_at_context']:,} "
+                         f"prefixes of {context:,} tokens")
         lines += [f"  note: {n}" for n in [*(t.get("notes") or []), *r["serve_line_notes"]]]
         lines += [f"  warning: {w}" for w in r["warnings"] if w.startswith(r["role"])]
     at = data["decode_requests_at_context"]

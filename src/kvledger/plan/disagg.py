@@ -111,6 +111,8 @@ def pair(prefill: dict[str, Any], decode: dict[str, Any], *, context: int | None
     if length > int(prefill["max_model_len"]):
         raise DisaggError(f"--context {length} is longer than the prefill line's "
                           f"max_model_len ({prefill['max_model_len']}): raise it on the line")
+    for role in (prefill, decode):
+        _prefixes(role, length)
     out: dict[str, Any] = {
         "engine": decode["engine"], "engine_release": decode.get("engine_release"),
         "model": decode["_plan"]["model"],
@@ -134,3 +136,17 @@ def pair(prefill: dict[str, Any], decode: dict[str, Any], *, context: int | None
                             "decode": decode["serve_line"]},
         }
     return out
+
+
+def _prefixes(role: dict[str, Any], context: int) -> None:
+    """Each host tier's capacity in whole prefixes of ``context`` tokens (``prefixes_at_context``):
+    what prefix-cache reuse it can hold, as a count, never as a hit rate. A tier keeps whole
+    chunks (pages), so a prefix takes ``ceil(context / chunk)`` of them."""
+    transfer = role.get("transfer") or {}
+    for tier in transfer.get("tiers") or []:
+        tier["prefixes_at_context"] = tier["chunks"] // math.ceil(
+            context / tier["tokens_per_chunk"])
+    pool = transfer.get("host_pool")
+    if pool:
+        pool["prefixes_at_context"] = pool["tokens"] // tokens_per_request(
+            context, int(role["block_size"]))
