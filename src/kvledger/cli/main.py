@@ -139,7 +139,7 @@ def _fill_pd_fit(pd: argparse.ArgumentParser) -> None:
 def _pd(ns: argparse.Namespace, command: str) -> int:
     from kvledger.cli.pd import run
 
-    return run(ns, _emit_json, command=command)
+    return run(ns, _emit_json, command=command, plan_parser=lambda: command_parser("plan"))
 
 
 # command → (help line, filler, aliases). 'audit' has no filler: main() hands it its argv.

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from kvledger.cli.errors import UsageError
@@ -64,7 +65,8 @@ def fill(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
                    help="never ask the Hub: paths, the local HF cache and the catalog only")
 
 
-def run(ns: argparse.Namespace, emit_json: Any, *, command: str) -> int:
+def run(ns: argparse.Namespace, emit_json: Any, *, command: str,
+        plan_parser: Callable[[], argparse.ArgumentParser]) -> int:
     for name in ("context", "requests"):
         value = getattr(ns, name, None)
         if value is not None and value < 1:
@@ -74,8 +76,8 @@ def run(ns: argparse.Namespace, emit_json: Any, *, command: str) -> int:
                          hint="pass --gpu NAME (e.g. --gpu H100-80GB) or --gpu-total-bytes N")
     from kvledger.plan.disagg import pair
 
-    prefill = _role("prefill", ns.prefill, ns)
-    decode = _role("decode", ns.decode, ns)
+    prefill = _role("prefill", ns.prefill, ns, plan_parser)
+    decode = _role("decode", ns.decode, ns, plan_parser)
     data = pair(prefill, decode, context=ns.context, requests=getattr(ns, "requests", None))
     if ns.json:
         emit_json(data)
@@ -126,8 +128,8 @@ def _sglang_settings(words: list[str], role: str) -> tuple[list[str], Any]:
     return kept, SglangHostSettings(**got)
 
 
-def _role(role: str, line: str, ns: argparse.Namespace) -> dict[str, Any]:
-    from kvledger.cli.main import command_parser
+def _role(role: str, line: str, ns: argparse.Namespace,
+          plan_parser: Callable[[], argparse.ArgumentParser]) -> dict[str, Any]:
     from kvledger.cli.plan_options import build_request
     from kvledger.cli.serve.cli import plan_args
     from kvledger.cli.source_args import model_source
@@ -152,8 +154,8 @@ def _role(role: str, line: str, ns: argparse.Namespace) -> dict[str, Any]:
         before += ["--gpu-total-bytes", str(ns.gpu_total_bytes)]
     if ns.offline:
         before.append("--offline")
-    args, translation = plan_args([*before, "--", *words], lambda: command_parser("plan"))
-    plan_ns = command_parser("plan").parse_args(args)
+    args, translation = plan_args([*before, "--", *words], plan_parser)
+    plan_ns = plan_parser().parse_args(args)
     plan = plan_model(model_source(plan_ns), build_request(plan_ns)).to_json()
     transfer: dict[str, Any] | None
     if settings is not None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.plan.engines.vllm.connectors import (
+from kvledger.plan.engines.vllm.connectors_records import (
     GIB,
     ConnectorMemory,
     ConnectorNotModelled,
