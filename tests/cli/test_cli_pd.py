@@ -141,3 +141,12 @@ def test_refusals_are_one_line_naming_the_setting(capsys: pytest.CaptureFixture[
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and named in err, err
     assert "Traceback" not in err
+
+
+def test_sglang_dsa_roles_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # SGLang sizes the DSA indexer's KV by the role's own backend: not modelled.
+    line = SGL.replace(M, "deepseek-ai/DeepSeek-V3.2").replace("--tp-size 4", "--tp-size 8")
+    code, out, err = run(capsys, "pd", "--gpu", "H200", "--offline",
+                         "--prefill", f"{line} --disaggregation-mode prefill",
+                         "--decode", f"{line} --disaggregation-mode decode")
+    assert code == 2 and out == "" and "indexer layers" in err and err.count("\n") == 1

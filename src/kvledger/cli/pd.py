@@ -182,6 +182,12 @@ def _sglang_transfer(role: str, plan: dict[str, Any], settings: Any) -> dict[str
     if int(plan.get("data_parallel_size") or 1) > 1:
         raise DisaggError(f"the {role} line uses data parallelism: SGLang's per-rank "
                           "disaggregation buffers are not modelled for it")
+    kinds = sorted({layer["kind"] for layer in plan.get("layers") or []} - {"full", "mla"})
+    if kinds:
+        # e.g. DSA: SGLang picks the indexer's KV layout by the role's own backend
+        # (kv_cache_configurator.py), which kvledger's plan does not follow.
+        raise DisaggError(f"the {role} line's model has {', '.join(kinds)} layers: SGLang's "
+                          "per-role KV layout for them is not modelled in a P/D role")
     pools = plan.get("pools") or []
     memory = plan_role(settings, pool_tokens=int(plan["kv_cache_tokens"]),
                        bytes_per_token=int(plan.get("cell_bytes_per_token")
