@@ -55,17 +55,18 @@ def test_vllm_nixl_pair(capsys: pytest.CaptureFixture[str]) -> None:
         assert r["bytes_per_token"] == 81_920
         assert r["transfer"]["connector"] == "NixlConnector"
         assert r["gpu_bytes_beyond_pool_per_gpu"] == 0 and r["host_bytes"] == 0
-    # 32,768 tokens = 2,048 blocks a request: num_blocks // 2,048 whole requests.
+    # 32,768 tokens = 2,048 blocks a request; the pool less vLLM's null block holds
+    # (num_blocks - 1) // 2,048 whole requests.
     at = data["decode_requests_at_context"]
     assert at["tokens_per_request"] == 32_768
-    assert at["requests_by_pool"] == pool["num_blocks"] // 2_048
+    assert at["requests_by_pool"] == (pool["num_blocks"] - 1) // 2_048
 
 
 def test_vllm_pd_fit_counts_decode_instances(capsys: pytest.CaptureFixture[str]) -> None:
     data = as_json(capsys, "pd-fit", "--gpu", "H100-80GB", "--offline", "--prefill", VLLM,
                    "--decode", VLLM, "--requests", "100", "--context", "8192")
     pool = plain(capsys, *VLLM.replace(f"'{NIXL}'", NIXL).split(" "))
-    per = pool["num_blocks"] // 512  # 8,192 tokens = 512 blocks
+    per = (pool["num_blocks"] - 1) // 512  # 8,192 tokens = 512 blocks; less the null block
     fit = data["fit"]
     assert fit["requests_per_decode_instance"] == per
     assert fit["decode_instances"] == math.ceil(100 / per)

@@ -46,6 +46,11 @@ def tokens_per_request(context: int, block_size: int) -> int:
     return math.ceil(context / block_size) * block_size
 
 
+# Blocks an engine's pool holds back from requests: vLLM's BlockPool keeps block 0 as the null
+# block (v1/core/block_pool.py); SGLang's kv_cache_tokens (max_total_num_tokens) are all usable.
+HELD_BACK_BLOCKS = {"vllm": 1}
+
+
 def requests_at(plan: dict[str, Any], context: int) -> dict[str, Any]:
     """Whole requests of ``context`` tokens the instance's pool holds, and its batch cap."""
     if len(plan.get("pools") or []) != 1 or plan.get("swa_tokens"):
@@ -57,7 +62,8 @@ def requests_at(plan: dict[str, Any], context: int) -> dict[str, Any]:
     block = int(plan["block_size"])
     per_request = tokens_per_request(context, block)
     replicas = int((plan.get("totals") or {}).get("replicas") or 1)
-    per_replica = int(plan["kv_cache_tokens"]) // per_request
+    held_back = HELD_BACK_BLOCKS.get(str(plan.get("engine")), 0) * block
+    per_replica = (int(plan["kv_cache_tokens"]) - held_back) // per_request
     cap = int(plan.get("max_running_requests") or plan.get("max_num_seqs") or per_replica)
     held = min(per_replica, cap) * replicas
     return {"context": context, "tokens_per_request": per_request,
