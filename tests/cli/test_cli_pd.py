@@ -75,7 +75,10 @@ def test_vllm_pd_fit_counts_decode_instances(capsys: pytest.CaptureFixture[str])
 
 
 def test_vllm_lmcache_decode_side(capsys: pytest.CaptureFixture[str]) -> None:
-    lmcache = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_consumer"}'
+    lmcache = ('{"kv_connector":"MultiConnector","kv_role":"kv_both",'
+               '"kv_connector_extra_config":{"connectors":['
+               '{"kv_connector":"NixlConnector","kv_role":"kv_both"},'
+               '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}}')
     decode = VLLM.replace(NIXL, lmcache)
     data = as_json(capsys, "pd", "--gpu", "H100-80GB", "--offline", "--prefill", VLLM,
                    "--decode", decode)
@@ -129,6 +132,11 @@ def test_sglang_decode_pool_is_the_plain_plan_without_radix_cache(
     (VLLM, f"{SGL} --disaggregation-mode decode", "KV moves between instances of one engine"),
     (f"{SGL} --disaggregation-mode decode", f"{SGL} --disaggregation-mode decode",
      "--disaggregation-mode prefill"),
+    (f"{SGL} --disaggregation-mode prefill",
+     f"{SGL} --disaggregation-mode decode".replace("nixl", "mooncake"),
+     "sends KV with nixl and the decode line receives with mooncake"),
+    (VLLM.replace(NIXL, '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'), VLLM,
+     "the prefill line moves no KV between instances"),
     (f"{SGL} --disaggregation-mode prefill --hicache-storage-backend file",
      f"{SGL} --disaggregation-mode decode", "--hicache-storage-backend"),
     (VLLM.replace(NIXL, '{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer"}'), VLLM,

@@ -112,6 +112,7 @@ def pair(prefill: dict[str, Any], decode: dict[str, Any], *, context: int | None
     if prefill["engine"] != decode["engine"]:
         raise DisaggError(f"the prefill line runs {prefill['engine']} and the decode line "
                           f"{decode['engine']}: KV moves between instances of one engine")
+    _same_transfer(prefill, decode)
     length = context or int(decode["max_model_len"])
     at = requests_at(decode["_plan"], length)
     if length > int(prefill["max_model_len"]):
@@ -142,6 +143,34 @@ def pair(prefill: dict[str, Any], decode: dict[str, Any], *, context: int | None
                             "decode": decode["serve_line"]},
         }
     return out
+
+
+# What moves KV from one instance to another: vLLM's P/D connectors (an offloading or LMCache
+# connector keeps a copy, it does not send one: LMCache's own P/D mode is not modelled), or
+# SGLang's transfer backend.
+TRANSFER_CONNECTORS = ("NixlConnector", "MooncakeConnector")
+
+
+def _transfers(transfer: dict[str, Any]) -> set[str]:
+    if transfer.get("transfer_backend"):
+        return {str(transfer["transfer_backend"])}
+    names = {transfer.get("connector")} | {c.get("connector")
+                                           for c in transfer.get("children") or []}
+    return {str(n) for n in names if n in TRANSFER_CONNECTORS}
+
+
+def _same_transfer(prefill: dict[str, Any], decode: dict[str, Any]) -> None:
+    sent = _transfers(prefill.get("transfer") or {})
+    received = _transfers(decode.get("transfer") or {})
+    for role, names in (("prefill", sent), ("decode", received)):
+        if not names:
+            raise DisaggError(f"the {role} line moves no KV between instances: give it "
+                              f"{' or '.join(TRANSFER_CONNECTORS)} (alone or in a "
+                              "MultiConnector)")
+    if not sent & received:
+        raise DisaggError(f"the prefill line sends KV with {', '.join(sorted(sent))} and the "
+                          f"decode line receives with {', '.join(sorted(received))}: give both "
+                          "the same")
 
 
 def _prefixes(role: dict[str, Any], context: int) -> None:
