@@ -178,9 +178,9 @@ def test_weights_flags_refused_by_name_unless_the_kv_budget_is_given() -> None:
 
 
 def test_kv_flags_always_refused_and_all_named_in_one_line() -> None:
-    message = refused("""vllm serve M --kv-transfer-config '{"kv_connector": "LMCache"}'"""
+    message = refused("""vllm serve M --hf-overrides '{"num_hidden_layers": 2}'"""
                       " --attention-backend FLASHINFER --kv-cache-memory-bytes 8G")
-    assert "--kv-transfer-config" in message and "--attention-backend" in message
+    assert "--hf-overrides" in message and "--attention-backend" in message
 
 
 def test_auto_max_model_len_refused() -> None:

@@ -122,6 +122,26 @@ def _fill_report(report: argparse.ArgumentParser) -> None:
     fill_report(report)
 
 
+def _fill_pd(pd: argparse.ArgumentParser) -> None:
+    from kvledger.cli.pd import fill
+
+    fill(pd)
+    pd.set_defaults(handler=lambda ns: _pd(ns, "pd"))
+
+
+def _fill_pd_fit(pd: argparse.ArgumentParser) -> None:
+    from kvledger.cli.pd import fill
+
+    fill(pd, for_fit=True)
+    pd.set_defaults(handler=lambda ns: _pd(ns, "pd-fit"))
+
+
+def _pd(ns: argparse.Namespace, command: str) -> int:
+    from kvledger.cli.pd import run
+
+    return run(ns, _emit_json, command=command, plan_parser=lambda: command_parser("plan"))
+
+
 # command → (help line, filler, aliases). 'audit' has no filler: main() hands it its argv.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
                           tuple[str, ...]]] = {
@@ -136,6 +156,10 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "explain": ("re-derive the KV numbers of a vLLM / SGLang start-up log", _fill_explain, ()),
     "report": ("write a self-contained HTML report with plots (needs kvledger[report])",
                _fill_report, ()),
+    "pd": ("a disaggregated prefill/decode pair from its two serve lines: pools, KV "
+           "transfer and host tiers", _fill_pd, ()),
+    "pd-fit": ("the decode instances that hold N requests of L tokens behind a prefill line",
+               _fill_pd_fit, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}

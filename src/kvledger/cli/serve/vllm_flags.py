@@ -128,8 +128,9 @@ RULES: dict[str, Rule] = merge(
         cpu_offload_gb cpu_offload_params offload_group_size offload_num_in_group
         offload_prefetch_step offload_params
     """, "moves weights off the GPU"),
-    # enable_lora, cpu_offload_gb and kv_offloading_size (with its backend) are mapped when
-    # set (vllm_launch_map.py); the rows below classify what is left.
+    # enable_lora, cpu_offload_gb, kv_offloading_size (with its backend) and
+    # kv_transfer_config are mapped when set (vllm_launch_map.py); the rows below classify
+    # what is left.
     table(WEIGHTS, "enable_lora", "reserves LoRA weight slots (max_loras × max_lora_rank)"),
     table(WEIGHTS, "enable_eplb eplb_config engram_config",
             "changes which expert / embedding weights each GPU holds"),

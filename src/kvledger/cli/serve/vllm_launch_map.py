@@ -15,9 +15,14 @@ _LORA = {
 }
 
 
-def map_launch(values: dict[str, Any], out: Translation) -> set[str]:
+def map_launch(values: dict[str, Any], out: Translation,
+               env: dict[str, str] | None = None) -> set[str]:
     """Put the flags kvledger sizes into ``out.options``; the dests it took."""
     taken: set[str] = set()
+    if values.get("kv_transfer_config") is not None:
+        taken.add("kv_transfer_config")
+        out.options["--kv-transfer-config"] = _transfer_json(values["kv_transfer_config"],
+                                                             env or {}, out)
     if values.get("enable_lora"):
         out.options["--enable-lora"] = None
         taken |= {"enable_lora", *_LORA, "fully_sharded_loras"}
@@ -46,3 +51,25 @@ def map_launch(values: dict[str, Any], out: Translation) -> set[str]:
         if backend is not None:
             out.options["--kv-offloading-backend"] = str(backend)
     return taken
+
+
+def _transfer_json(config: Any, env: dict[str, str], out: Translation) -> str:
+    """``--kv-transfer-config`` as JSON text; for LMCacheConnectorV1, the line's ``LMCACHE_*``
+    variables become the ``lmcache.*`` extra-config keys they set (a key the config gives
+    wins, as in LMCache's adapter: ``connectors_lmcache.py``)."""
+    import json
+
+    if not isinstance(config, dict):
+        return str(config)
+    if config.get("kv_connector") == "LMCacheConnectorV1":
+        from kvledger.plan.engines.vllm.connectors_lmcache import ENV
+
+        extra = dict(config.get("kv_connector_extra_config") or {})
+        for name, key in ENV.items():
+            if name in env:
+                extra.setdefault(key, env[name])
+                if name in out.env_ignored:
+                    out.env_ignored.remove(name)
+        if extra:
+            config = {**config, "kv_connector_extra_config": extra}
+    return json.dumps(config, sort_keys=True)

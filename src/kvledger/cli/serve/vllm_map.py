@@ -53,7 +53,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
     _batch_defaults(values, out, ctx)
     _environment(env, table, out)
     mapped = {dest for dest, rule in vllm_flags.RULES.items() if rule.cls == MAPPED}
-    mapped |= map_launch(values, out)  # LoRA, --cpu-offload-gb, --kv-offloading-size
+    mapped |= map_launch(values, out, env)  # LoRA, offload, KV offload and connectors
     classify(scanned, vllm_flags.RULES, out, kv_budget_given=kv_budget_given, skip=mapped)
     media = values.get("media_io_kwargs")
     if media and "pynvvideocodec" in str(media).lower():

@@ -213,7 +213,8 @@ class VllmEngine(Layout):
 
             tier = kv_tier_fields(inp.request, bytes_per_block=plan.bytes_per_block,
                                   block_size=plan.block_size, groups=len(plan.groups),
-                                  use_mla=any("MLA" in g.spec for g in plan.groups))
+                                  use_mla=any("MLA" in g.spec for g in plan.groups),
+                                  num_blocks=plan.num_blocks)
             notes = given_budget_note(inp.request)
         rows = _stored_rows(inp, plan)
         groups = _group_rows(plan)

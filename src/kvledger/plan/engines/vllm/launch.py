@@ -11,6 +11,8 @@ names and defaults, validated once here.
 - ``--cpu-offload-gb`` (``UVAOffloadConfig.cpu_offload_gb``, GiB per GPU, ``ge=0``) and
   ``--kv-offloading-size`` (GiB over all ranks) / ``--kv-offloading-backend`` ("native" or
   "lmcache", ``CacheConfig``): ``offload.py``.
+- ``--kv-transfer-config`` (a KV connector: NIXL, Mooncake, LMCache, offloading): its GPU and
+  host bytes beside the plan, ``connectors.py``.
 
 - the separate draft model's length and RoPE types (``draft_length.py``), which vLLM 0.33
   uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``).
@@ -60,6 +62,8 @@ class VllmLaunch:
     cpu_offload_gb: float = 0.0
     kv_offloading_size: float | None = None  # GiB, over all ranks; None: no CPU tier
     kv_offloading_backend: str = "native"
+    # --kv-transfer-config, as JSON text (connectors.py sizes it); None: no connector.
+    kv_transfer_config: str | None = None
     # The separate draft model (--speculative-config model, methods draft_model / eagle /
     # eagle3): the max_model_len vLLM derives for it and its RoPE types
     # (draft_length.draft_fields); None / (): not given.
@@ -96,6 +100,9 @@ class VllmLaunch:
                 isinstance(t, str) for t in self.draft_rope_types):
             raise TypeError(f"draft_rope_types must be a tuple of names, got "
                             f"{self.draft_rope_types!r}")
+        if self.kv_transfer_config is not None and not isinstance(self.kv_transfer_config, str):
+            raise TypeError(f"kv_transfer_config must be JSON text, got "
+                            f"{self.kv_transfer_config!r}")
         if self.kv_offloading_backend not in KV_OFFLOADING_BACKENDS:
             raise ValueError("kv_offloading_backend must be one of "
                              f"{', '.join(KV_OFFLOADING_BACKENDS)}, got "

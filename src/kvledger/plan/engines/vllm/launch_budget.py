@@ -102,10 +102,17 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
 
 
 def kv_tier_fields(request: Any, *, bytes_per_block: int, block_size: int, groups: int,
-                   use_mla: bool) -> dict[str, Any]:
-    """``{"kv_offload": ...}`` for the plan's JSON when ``--kv-offloading-size`` is given."""
+                   use_mla: bool, num_blocks: int = 0) -> dict[str, Any]:
+    """``{"kv_offload": ...}`` for the plan's JSON when ``--kv-offloading-size`` is given;
+    ``{"kv_transfer": ...}`` when ``--kv-transfer-config`` is (connectors.py)."""
     launch = launch_of(request)
-    if launch is None or launch.kv_offloading_size is None:
+    if launch is None:
+        return {}
+    if launch.kv_transfer_config is not None:
+        return _kv_transfer_fields(request, launch, bytes_per_block=bytes_per_block,
+                                   block_size=block_size, groups=groups, use_mla=use_mla,
+                                   num_blocks=num_blocks)
+    if launch.kv_offloading_size is None:
         return {}
     from kvledger.plan.engines.vllm.offload import OffloadNotModelled, kv_tier
 
@@ -128,3 +135,32 @@ def given_budget_note(request: Any) -> list[str]:
     # gpu_worker.determine_available_memory: a given kv_cache_memory_bytes is the KV budget.
     return [f"{' and '.join(what)} change the weights' memory, not the given "
             "kv_cache_memory_bytes (vLLM then skips its memory profiling)"]
+
+
+def _kv_transfer_fields(request: Any, launch: VllmLaunch, *, bytes_per_block: int,
+                        block_size: int, groups: int, use_mla: bool,
+                        num_blocks: int) -> dict[str, Any]:
+    from kvledger.plan.engines.vllm.connectors import (
+        ConnectorNotModelled,
+        PoolFacts,
+        check_release,
+        parse,
+        plan_connector,
+    )
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    check_release(vllm_release(request.engine_release).version)
+    if launch.kv_offloading_size is not None:
+        # config/vllm.py _post_init_kv_transfer_config replaces the connector.
+        raise ConnectorNotModelled("--kv-offloading-size with --kv-transfer-config: vLLM "
+                                   "replaces the named connector with its offloading one; "
+                                   "give one of the two")
+    if request.pipeline_parallel_size > 1:
+        raise ConnectorNotModelled("--kv-transfer-config with pipeline parallelism: each "
+                                   "stage's blocks differ, which kvledger does not size")
+    pool = PoolFacts(num_blocks=num_blocks, bytes_per_block=bytes_per_block,
+                     block_size=block_size, world_size=request.tensor_parallel_size,
+                     groups=groups, use_mla=use_mla)
+    assert launch.kv_transfer_config is not None
+    memory = plan_connector(parse(launch.kv_transfer_config), pool)
+    return {"kv_transfer": memory.to_json()}
