@@ -165,3 +165,68 @@ def _kvledger_lines(ctx: Context) -> dict[str, tuple[int, str]] | str:
     except ValueError as exc:
         return str(exc)
     return {ln.key: (ln.bytes, ln.basis) for ln in lines}
+
+
+def startup_checks(ctx: Context) -> list[Check]:
+    """Will it start, and stay up, from the log's own figures (``plan/startup_memory.py``):
+
+    - ``free_memory_at_start``: vLLM starts only when the free memory at its snapshot F is at
+      least ``ceil(total × U)`` (``request_memory``); logged F, derived the request;
+    - ``headroom_after_kv``: what the graph capture took beyond the estimate vLLM took from
+      the budget (G − Y; before 0.21 all of G, nothing was taken) against what the request
+      left outside it (F − D): the capture runs after the cache is allocated."""
+    f = ctx.log.figures
+    free, total = f.get("gpu_free_gib"), f.get("gpu_total_gib")
+    if not isinstance(free, Gib) or not isinstance(total, Gib):
+        return []
+    requested = f.get("requested_gib")
+    util = ctx.log.settings.get("gpu_memory_utilization")
+    if isinstance(requested, Gib):
+        need, need_low, need_high = requested.bytes, requested.low, requested.high
+        what = f"the desired {requested} (ceil(total × {util}))"
+    elif util:
+        from kvledger.plan.startup_memory import vllm_requested
+
+        need = vllm_requested(total.bytes, float(util))
+        need_low, need_high = vllm_requested(total.low, float(util)), \
+            vllm_requested(total.high, float(util))
+        what = f"ceil({total} × {util}) = {gib(need)}"
+    else:
+        return []
+    refused = bool(f.get("refused_free_memory"))
+    starts = free.high >= need_low
+    certain = free.low >= need_high or free.high < need_low
+    why = (f"free memory at vLLM's start-up snapshot {free} against {what} "
+           "(v1/worker/utils.py request_memory)")
+    if refused:
+        most = max(0.0, free.value / total.value)
+        why += (f": vLLM refused to start; lower --gpu-memory-utilization to "
+                f"{int(most * 100) / 100:.2f} or less, or free the GPU")
+        starts = False
+    elif not certain:
+        why += ": too close to call at the printed rounding"
+    checks = [Check("free_memory_at_start", free.bytes, need, starts if certain or refused
+                    else None, why, range=(free.low, free.high))]
+    graphs, estimate = f.get("cuda_graphs_gib"), f.get("cuda_graphs_estimate_gib")
+    if refused or not isinstance(graphs, Gib):
+        return checks
+    from kvledger.report.vllm_defaults import version_tuple
+
+    version = version_tuple(ctx.log.engine_version)
+    if isinstance(estimate, Gib):
+        beyond = max(0, graphs.bytes - estimate.bytes)
+        how = f"the capture {graphs} − the estimate {estimate} taken from the budget"
+    elif version is not None and version < (0, 21):
+        beyond = graphs.bytes
+        how = f"the whole capture {graphs} (this release took no estimate from the budget)"
+    else:
+        return checks
+    outside = free.bytes - need
+    ok = beyond <= outside
+    checks.append(Check(
+        "headroom_after_kv", outside, beyond, ok,
+        f"left outside the requested memory: free {free} − {gib(need)} = {gib(outside)}; "
+        f"needed after the cache was allocated: {how} = {gib(beyond)}"
+        + ("" if ok else "; the capture ran into memory vLLM did not request (another "
+           "process there would have made it fail)")))
+    return checks

@@ -159,7 +159,10 @@ def layout_budget(ctx: Context, weights: Any, util: float, reserves: Any = None)
     request = records.replace(
         ctx.request, kv_cache_memory_bytes=None, gpu_memory_utilization=util,
         activation_peak_bytes=given.activation_peak_bytes,
-        cuda_graph_bytes=given.cuda_graph_bytes, non_torch_bytes=given.non_torch_bytes)
+        cuda_graph_bytes=given.cuda_graph_bytes, non_torch_bytes=given.non_torch_bytes,
+        # The log says whether vLLM started (budget_checks.startup_checks): kvledger's
+        # estimate of its free-memory admission is not applied to a replay.
+        startup_admission=False)
     layout = get_layout(request.engine)
     inp = GpuBudgetInput(ctx.facts, request, ctx.gpu, weights, ctx.facts.language_config())
     return layout.gpu_budget(inp)
