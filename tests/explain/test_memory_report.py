@@ -20,6 +20,7 @@ import pytest
 from kvledger.plan.api import plan_model
 from kvledger.plan.request import PlanRequest
 from kvledger.report.explain import explain_log
+from kvledger.report.findings import Check
 
 GIB = 1 << 30
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
@@ -47,7 +48,7 @@ MEMORY = (
 )
 
 
-def _checks(text: str) -> dict[str, object]:
+def _checks(text: str) -> dict[str, Check]:
     e = explain_log(text)
     return {c.name: c for c in e.checks}
 
