@@ -62,6 +62,8 @@ def test_rocm_smi_when_there_is_no_nvidia_smi(tmp_path: Path,
     assert code == 0, err
     # 206,141,652,992 B = 191.98 GiB; 1 GiB used → 190.98 GiB free
     assert "rocm-smi reports AMD Instinct MI300X: 191.98 GiB total, 190.98 GiB free" in err
+    budget = {row["key"]: row for row in json.loads(out)["budget"]}
+    assert budget["gpu_total"]["bytes"] == 206_141_652_992  # the probe's, over the preset's
 
 
 def test_without_a_tool_one_line_names_the_flags(tmp_path: Path,
