@@ -93,8 +93,9 @@ def logged_lines(ctx: Context) -> dict[str, tuple[int, int, int, str]]:
             activation, estimate, f"peak activation {activation} − CUDA graph estimate "
             f"{estimate}")
         one("cuda_graphs", estimate, "the CUDA graph estimate")
-    elif isinstance(activation, Gib):
+    else:
         one("activation_peak", activation, "peak activation")
+        one("cuda_graphs", estimate, "the CUDA graph estimate")
     return out
 
 

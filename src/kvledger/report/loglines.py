@@ -86,6 +86,15 @@ VLLM_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("kv_to_limits", r"--kv-cache-memory=(?P<requested>-?[0-9]+)` \([^)]*\) to fit into "
                          r"requested memory, or `--kv-cache-memory=(?P<gpu>-?[0-9]+)`"),
         ("kv_in_use", rf"Current kv cache memory in use is (?P<gib>-?{_NUM}) GiB"),
+        # 0.10-0.11 (seen in public 0.10.2 logs, gpu_worker.py:391): "Actual usage is W GiB for
+        # weight, A GiB for peak activation, N GiB for non-torch memory, and G GiB for
+        # CUDAGraph memory. ... Current kv cache memory in use is K bytes." — graphs captured
+        # after the cache was sized (nothing subtracted for them), K exact.
+        ("usage_report_v010", rf"Actual usage is (?P<weights>{_NUM}) GiB for weight, "
+                              rf"(?P<activation>{_NUM}) GiB for peak activation, "
+                              rf"(?P<non_torch>{_NUM}) GiB for non-torch memory, and "
+                              rf"(?P<graphs>{_NUM}) GiB for CUDAGraph memory"),
+        ("kv_in_use_bytes", r"Current kv cache memory in use is (?P<bytes>[0-9]+) bytes"),
         # 0.28-0.33 gpu_worker.compile_or_warm_up_model, when the graphs were profiled: "CUDA
         # graph pool memory: X GiB (actual), Y GiB (estimated), difference: ...". Y is what
         # ``determine_available_memory`` subtracted (inside the logged peak activation).

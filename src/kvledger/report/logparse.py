@@ -289,6 +289,14 @@ def _take(
         _first(log, "kv_to_gpu_bytes", int(g["gpu"]), line)
     elif figure == "kv_in_use":
         _available(log, Gib(g["gib"]), line)
+    elif figure == "kv_in_use_bytes":
+        # Exact bytes: a figure with ten decimals of GiB (well inside the printed intervals).
+        _available(log, Gib(f"{int(g['bytes']) / GIB:.10f}"), line)
+    elif figure == "usage_report_v010":
+        _first(log, "weights_gib", Gib(g["weights"]), line)
+        _first(log, "activation_gib", Gib(g["activation"]), line)
+        _first(log, "non_torch_gib", Gib(g["non_torch"]), line)
+        _first(log, "cuda_graphs_gib", Gib(g["graphs"]), line)
     elif figure == "graph_pool":
         _first(log, "cuda_graphs_gib", Gib(g["actual"]), line)
         _first(log, "cuda_graphs_estimate_gib", Gib(g["estimated"]), line)

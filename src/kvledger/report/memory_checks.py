@@ -214,6 +214,10 @@ def _logged_reserves(ctx: Context, weights: Any) -> Any:
         if isinstance(estimate, Gib) and activation_bytes is not None:
             graphs = estimate.bytes
             activation_bytes = max(0, activation_bytes - estimate.bytes)
+    elif isinstance(estimate, Gib):
+        # "... for weight, A for peak activation, N for non-torch memory" with a graph
+        # estimate line: A is the transient peak alone, the estimate subtracted beside it.
+        graphs = estimate.bytes
     version = version_tuple(ctx.log.engine_version)
     if version is not None and version < (0, 21):
         graphs = 0  # captured after the cache was sized
