@@ -148,3 +148,38 @@ def test_a_reserve_far_from_kvledgers_is_a_mismatch(key: str) -> None:
         assert checks[key].match is False
     else:
         assert checks[key].match is (key != "kv_budget")  # activation unchanged; KV off 6 GiB
+
+
+def test_the_0_10_wording_and_the_graph_estimate_line() -> None:
+    # vLLM 0.10's report (gpu_worker.py; the wording of public 0.10.2 logs), written for a
+    # made-up Llama-3.1-8B run: desired ceil(79.19 × 0.9) = 71.27 GiB; KV = 71.27 − 14.99
+    # (weights) − 1.35 (peak activation) − 0.08 (non-torch) = 54.85 GiB, printed in exact
+    # bytes; the graphs (0.61 GiB) were captured after, nothing subtracted.
+    kv = int(54.85 * GIB)
+    text = CONFIG.replace("v0.33.0", "v0.10.2") + (
+        "INFO [gpu_model_runner.py:2392] Model loading took 14.99 GiB and 6.1 seconds\n"
+        "INFO [gpu_worker.py:391] Free memory on device (78.7/79.19 GiB) on startup. Desired "
+        "GPU memory utilization is (0.9, 71.27 GiB). Actual usage is 14.99 GiB for weight, "
+        "1.35 GiB for peak activation, 0.08 GiB for non-torch memory, and 0.61 GiB for "
+        "CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=1` "
+        "to fit into requested memory, or `--kv-cache-memory=2` to fully utilize gpu "
+        f"memory. Current kv cache memory in use is {kv} bytes.\n")
+    e = explain_log(text)
+    checks = {c.name: c for c in e.checks}
+    assert checks["non_torch"].logged == int(0.08 * GIB)
+    assert checks["activation_peak"].logged == int(1.35 * GIB)
+    assert "cuda_graphs" not in checks  # no estimate was printed: none was taken
+    avail = checks["available_kv_bytes"]
+    assert abs(avail.logged - kv) < GIB // 10**6  # the exact bytes, as a GiB figure
+    # re-derived from the logged reserves with no graph reserve: within the 0.01 GiB
+    # the printed figures round to
+    assert avail.match is True and abs(avail.derived - kv) < GIB // 50
+    # "Estimated CUDA graph memory" (gpu_model_runner.profile_cudagraph_memory) splits a
+    # 0.28+ peak activation like the "CUDA graph pool memory" line does.
+    newer = CONFIG + MEMORY.replace(
+        "(EngineCore pid=11) INFO 01-02 10:00:52 [gpu_worker.py:1002] CUDA graph pool memory: "
+        "0.61 GiB (actual), 0.52 GiB (estimated), difference: 0.09 GiB (14.8%).\n",
+        "INFO [gpu_model_runner.py:6737] Estimated CUDA graph memory: 0.52 GiB total\n")
+    split = _checks(newer)
+    assert split["cuda_graphs"].logged == int(0.52 * GIB)
+    assert split["activation_peak"].logged == int(1.92 * GIB) - int(0.52 * GIB)

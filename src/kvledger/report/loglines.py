@@ -100,6 +100,9 @@ VLLM_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # ``determine_available_memory`` subtracted (inside the logged peak activation).
         ("graph_pool", rf"CUDA graph pool memory: (?P<actual>{_NUM}) GiB \(actual\), "
                        rf"(?P<estimated>{_NUM}) GiB \(estimated\)"),
+        # gpu_model_runner.profile_cudagraph_memory (0.21+): "Estimated CUDA graph memory: Y
+        # GiB total" — the estimate subtracted, before the cache is sized.
+        ("graph_estimate", rf"Estimated CUDA graph memory: (?P<estimated>{_NUM}) GiB total"),
         # 0.28-0.33 ``v1/worker/utils.py request_memory``: vLLM refuses to start ("Free memory
         # on device cuda:0 (F/T GiB) on startup is less than desired GPU memory utilization
         # (U, D GiB)").

@@ -297,6 +297,8 @@ def _take(
         _first(log, "activation_gib", Gib(g["activation"]), line)
         _first(log, "non_torch_gib", Gib(g["non_torch"]), line)
         _first(log, "cuda_graphs_gib", Gib(g["graphs"]), line)
+    elif figure == "graph_estimate":
+        _first(log, "cuda_graphs_estimate_gib", Gib(g["estimated"]), line)
     elif figure == "graph_pool":
         _first(log, "cuda_graphs_gib", Gib(g["actual"]), line)
         _first(log, "cuda_graphs_estimate_gib", Gib(g["estimated"]), line)

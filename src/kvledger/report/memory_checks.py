@@ -214,10 +214,13 @@ def _logged_reserves(ctx: Context, weights: Any) -> Any:
         if isinstance(estimate, Gib) and activation_bytes is not None:
             graphs = estimate.bytes
             activation_bytes = max(0, activation_bytes - estimate.bytes)
-    elif isinstance(estimate, Gib):
-        # "... for weight, A for peak activation, N for non-torch memory" with a graph
-        # estimate line: A is the transient peak alone, the estimate subtracted beside it.
-        graphs = estimate.bytes
+    elif isinstance(non_torch, Gib) and isinstance(activation, Gib) and \
+            isinstance(f.get("cuda_graphs_gib"), Gib):
+        # "... for weight, A for peak activation, N for non-torch memory, and G for CUDAGraph
+        # memory": A is the transient peak alone. A graph estimate was subtracted beside it
+        # only where the log prints it ("CUDA graph pool memory: ... (estimated)": the line
+        # is printed whenever the estimate is above 0, gpu_worker.compile_or_warm_up_model).
+        graphs = estimate.bytes if isinstance(estimate, Gib) else 0
     version = version_tuple(ctx.log.engine_version)
     if version is not None and version < (0, 21):
         graphs = 0  # captured after the cache was sized
