@@ -62,12 +62,19 @@ def run(ns: argparse.Namespace, emit_json: Any) -> int:
     return 0
 
 
+# The checks whose numbers are bytes besides the ``*_bytes`` ones: the budget keys
+# (report/budget_checks.py) and the start-up checks.
+_BYTE_CHECKS = frozenset({"gpu_total", "utilization", "weights", "non_torch", "activation_peak",
+                          "cuda_graphs", "kv_budget", "free_memory_at_start",
+                          "headroom_after_kv"})
+
+
 def _value(name: str, value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
         return f"{value:.2f}"
-    if isinstance(value, int) and name.endswith("_bytes"):
+    if isinstance(value, int) and (name.endswith("_bytes") or name in _BYTE_CHECKS):
         return f"{value / (1 << 30):.2f} GiB"
     if isinstance(value, int):
         return f"{value:,}"

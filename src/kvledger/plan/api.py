@@ -92,6 +92,7 @@ def _budget(
         split=split,
     )
     budget = layout.gpu_budget(GpuBudgetInput(facts, request, preset, weights, text))
+    notes.extend(budget.notes)  # start-up verdicts (plan/startup_memory.py)
     if weights.basis != "exact":
         why = source.weights_note() if source is not None else "no checkpoint given"
         notes.append(f"weights estimated from the config's parameter count ({why})")

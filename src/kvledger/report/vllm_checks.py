@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kvledger.report.budget_checks import budget_line_checks, startup_checks
 from kvledger.report.findings import Check, Context, gib
 from kvledger.report.logparse import Gib
 from kvledger.report.memory_checks import (
@@ -53,6 +54,8 @@ def vllm_checks(ctx: Context) -> list[Check]:
         checks.append(_blocks_check(ctx, budget))
     if "needed_kv_gib" in f:
         checks.extend(_refused_checks(ctx, budget))
+    checks.extend(budget_line_checks(ctx))
+    checks.extend(startup_checks(ctx))
     ctx.notes.extend(_group_notes(ctx, budget))
     return checks
 

@@ -161,23 +161,33 @@ class SglangEngine(Layout):
         total = request.gpu_total_bytes or inp.preset.total_bytes
         fraction = options.mem_fraction_static if options.mem_fraction_static is not None \
             else request.gpu_memory_utilization
-        settings = memory_settings(
-            total / MIB, tp=request.tensor_parallel_size, pp=request.pipeline_parallel_size,
+        settings_for: dict[str, Any] = dict(
+            tp=request.tensor_parallel_size, pp=request.pipeline_parallel_size,
             mla=model.attention_arch == "MLA", attn_dp_size=request.data_parallel_size,
             dp_attention=options.enable_dp_attention,
             chunked_prefill_size=options.chunked_prefill_size,
             cuda_graph_max_bs=options.cuda_graph_max_bs,
             max_running_requests=options.max_running_requests,
-            max_total_tokens=options.max_total_tokens, mem_fraction_static=fraction,
+            max_total_tokens=options.max_total_tokens,
             model_name=inp.facts.model, multimodal=model.multimodal,
             prefill_graph=not model.multimodal
             or model.architecture in MULTIMODAL_PREFILL_GRAPH_ARCHS,
             vision_tower=vision_tower(model.config))
+        settings = memory_settings(total / MIB, mem_fraction_static=fraction, **settings_for)
+        # SGLang's own reservation for these settings (its default fraction's), for the
+        # runtime-OOM check beside a given fraction or a co-tenant (budget.py).
+        own = settings.reserved_mib if fraction is None else \
+            memory_settings(total / MIB, mem_fraction_static=None, **settings_for).reserved_mib
         multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1
+        others = 0
+        if request.gpu_free_bytes is not None:
+            others = max(0, total - request.gpu_free_bytes)
+        elif request.gpu_memory_in_use is not None:
+            others = request.gpu_memory_in_use
         return sglang_gpu_budget(
             inp.preset, settings, weights=inp.weights, multi_gpu=multi,
             multimodal=model.multimodal, pre_load_in_use_bytes=request.non_torch_bytes,
-            total_bytes=request.gpu_total_bytes)
+            total_bytes=request.gpu_total_bytes, others_bytes=others, own_reserve_mib=own)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         plan = self._planned(inp)
