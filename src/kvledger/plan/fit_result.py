@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kvledger.records import record
 
 if TYPE_CHECKING:
+    from kvledger.plan.fit_trades import FitAlternative
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import PlanResult
 
@@ -60,6 +61,8 @@ class FitResult:
     caveats: tuple[str, ...] = ()
     # The request the chosen layout was planned with (its serve line is written from it).
     request: PlanRequest | None = None
+    # Layouts proposed beside the answer, each with what it trades (plan/fit_trades.py).
+    alternatives: tuple[FitAlternative, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -97,4 +100,5 @@ class FitResult:
             "reason": self.reason,
             "attempts": [a.to_json() for a in self.attempts],
             "plan": self.plan.to_json() if self.plan is not None else None,
+            "alternatives": [a.to_json() for a in self.alternatives],
         }
