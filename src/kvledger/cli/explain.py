@@ -58,7 +58,9 @@ def run(ns: argparse.Namespace, emit_json: Any) -> int:
     if ns.json:
         emit_json(data)
     else:
-        sys.stdout.write(render_text(data))
+        from kvledger.cli.terminal import output_width
+
+        sys.stdout.write(render_text(data, width=output_width(sys.stdout)))
     return 0
 
 
@@ -74,10 +76,23 @@ def _value(name: str, value: Any) -> str:
     return str(value)
 
 
-def render_text(data: dict[str, Any]) -> str:
-    """The explanation for a person: header, settings, one block per check, suggestions."""
+def _verdict(checks: list[dict[str, Any]]) -> str:
+    """``4 checks match, 1 MISMATCH (kv_cache_tokens)``: the answer, for the first line."""
+    matched = [c["name"] for c in checks if c["match"] is True]
+    missed = [c["name"] for c in checks if c["match"] is False]
+    out = f"{len(matched)} of {len(checks)} checks match"
+    if missed:
+        out += f", {len(missed)} MISMATCH ({', '.join(missed)})"
+    return out
+
+
+def render_text(data: dict[str, Any], width: int | None = None) -> str:
+    """The explanation for a person: the verdict and header, settings, one block per check,
+    suggestions; each line wrapped at spaces to ``width`` columns (None: unwrapped), so no
+    number is split."""
     version = f" {data['engine_version']}" if data.get("engine_version") else ""
-    lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}"]
+    lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}: "
+             f"{_verdict(data['checks'])}"]
     settings = data.get("settings") or {}
     if settings:
         lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()
@@ -99,4 +114,22 @@ def render_text(data: dict[str, Any]) -> str:
             lines.append(f"  {s['change']}: {s['effect']}")
     for note in data.get("notes") or ():
         lines.append(f"note: {note}")
+    if width is not None:
+        lines = _wrapped(lines, width)
     return "\n".join(lines) + "\n"
+
+
+def _wrapped(lines: list[str], width: int) -> list[str]:
+    """Each line cut at spaces (never inside a word or a number), its continuation indented
+    as the line is, plus two."""
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ",
+                             break_long_words=False, break_on_hyphens=False) or [line]
+    return out
