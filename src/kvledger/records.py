@@ -203,10 +203,9 @@ class _Signature:
             if spec.name not in plan.required:
                 default = spec.default if spec.default is not MISSING else \
                     _FactoryDefault(spec.default_factory)
-            annotation = cls.__dict__.get("__annotations__", {}).get(spec.name)
-            for base in cls.__mro__:
-                annotation = annotation or base.__dict__.get("__annotations__", {}).get(
-                    spec.name)
+            annotation = None
+            for base in cls.__mro__:  # the nearest class that declares the field
+                annotation = annotation or inspect.get_annotations(base).get(spec.name)
             params.append(inspect.Parameter(
                 spec.name, kind, default=default,
                 annotation=annotation if annotation is not None else inspect.Parameter.empty))
