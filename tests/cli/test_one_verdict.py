@@ -102,3 +102,23 @@ def test_own_reserves_are_named_not_folded() -> None:
     assert "model-local KV (declared) 2.00 GiB" in text
     assert "LoRA slots 3.00 GiB" in text
     assert "other reserves 1.00 GiB" in text  # the CUDA graphs alone
+
+
+def test_fit_does_not_multiply_a_rank_that_refuses(capsys: pytest.CaptureFixture[str]) -> None:
+    """Qwen3-30B-A3B-FP8 on L4s at utilization 0.85, DP 2 × EP: each rank holds under one
+    40,960-token request, so the layout holds none (not 2 × the fraction)."""
+    moe = "Qwen/Qwen3-30B-A3B-FP8"
+    knobs = ["--gpu", "L4", "--gpu-memory-utilization", "0.85", "--engine", "vllm==0.33"]
+    code, out, _ = _run(capsys, "fit", moe, *knobs, "--concurrency", "4", "--context",
+                        "40960", "--enable-expert-parallel", "--max-gpus", "8", "--json")
+    assert code == 0
+    dp2 = next(a for a in json.loads(out)["attempts"] if a["data_parallel_size"] == 2)
+    # The same rank planned alone: plan's own figure for one DP rank.
+    code, out, _ = _run(capsys, "plan", moe, *knobs, "--max-model-len", "40960",
+                        "--data-parallel-size", "2", "--enable-expert-parallel",
+                        "--max-num-seqs", "2", "--json")
+    per_rank = json.loads(out)["max_concurrency"]
+    assert per_rank < 1
+    assert dp2["fits"] is False and dp2["max_concurrency"] == pytest.approx(per_rank)
+    assert "refuses to start" in dp2["reason"]
+    assert f"{2 * per_rank:.2f}" not in dp2["reason"]
