@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from kvledger.records import record
 
 if TYPE_CHECKING:
-    from kvledger.plan.fit_trades import FitAlternative
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import PlanResult
 
@@ -42,6 +41,32 @@ class FitAttempt:
             "fits": self.fits,
             "max_concurrency": self.max_concurrency,
             "reason": self.reason,
+        }
+
+
+@record(frozen=True)
+class FitAlternative:
+    """A layout ``fit`` proposes beside its answer, and what it trades for it
+    (``plan/fit_trades.py``)."""
+
+    label: str  # "fp8 KV cache", "data-parallel replicas"
+    trades: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    kv_cache_dtype: str
+    gpus: int
+    max_concurrency: float | None  # the whole layout's, as the attempt says it
+    reason: str  # the attempt's words
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label, "trades": self.trades,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "data_parallel_size": self.data_parallel_size,
+            "kv_cache_dtype": self.kv_cache_dtype, "gpus": self.gpus,
+            "max_concurrency": self.max_concurrency, "reason": self.reason,
         }
 
 

@@ -20,9 +20,9 @@ An operator holding a load does not only add GPUs. Two proposals, each an ordina
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kvledger.records import record
+from kvledger.plan.fit_result import FitAlternative
 
 if TYPE_CHECKING:
     from kvledger.plan.fit_result import FitAttempt
@@ -34,31 +34,6 @@ DP_TRADE = ("cache sharing: the replicas do not share a KV cache (a prefix cache
             "spread over the replicas")
 
 _EIGHT_BITS = ("fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "int8", "int4", "uint8")
-
-
-@record(frozen=True)
-class FitAlternative:
-    """A layout ``fit`` proposes beside its answer, and what it trades for it."""
-
-    label: str  # "fp8 KV cache", "data-parallel replicas"
-    trades: str
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    data_parallel_size: int
-    kv_cache_dtype: str
-    gpus: int
-    max_concurrency: float | None  # the whole layout's, as the attempt says it
-    reason: str  # the attempt's words
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label, "trades": self.trades,
-            "tensor_parallel_size": self.tensor_parallel_size,
-            "pipeline_parallel_size": self.pipeline_parallel_size,
-            "data_parallel_size": self.data_parallel_size,
-            "kv_cache_dtype": self.kv_cache_dtype, "gpus": self.gpus,
-            "max_concurrency": self.max_concurrency, "reason": self.reason,
-        }
 
 
 def computes_fp8(compute_capability: str) -> bool:
