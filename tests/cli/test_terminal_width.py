@@ -95,3 +95,20 @@ def test_no_number_is_split(capsys: pytest.CaptureFixture[str],
     figures += [f"{line['bytes']:,}" for line in data["budget"]]
     for figure in figures:
         assert any(figure in line for line in lines), figure
+
+
+def test_an_omni_deployment_at_80_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from cli.test_cli_omni import TINY, TINY_YAML
+
+    config, deploy = tmp_path / "config.json", tmp_path / "deploy.yaml"
+    config.write_text(json.dumps(TINY))
+    deploy.write_text(TINY_YAML)
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = _lines(capsys, "plan", str(config), "--omni-deploy", str(deploy),
+                   "--gpu-total-bytes", "16GiB", "--concurrency", "2")
+    assert lines is not None and _too_long(lines, 80) == []
+    # The admission sum's figures stay whole when its line is cut.
+    assert any("17,179,869,184 B" in line for line in lines)

@@ -115,21 +115,8 @@ def render_text(data: dict[str, Any], width: int | None = None) -> str:
     for note in data.get("notes") or ():
         lines.append(f"note: {note}")
     if width is not None:
-        lines = _wrapped(lines, width)
+        from kvledger.cli.terminal import wrap_lines
+
+        lines = wrap_lines(lines, width)
     return "\n".join(lines) + "\n"
 
-
-def _wrapped(lines: list[str], width: int) -> list[str]:
-    """Each line cut at spaces (never inside a word or a number), its continuation indented
-    as the line is, plus two."""
-    import textwrap
-
-    out: list[str] = []
-    for line in lines:
-        if len(line) <= width:
-            out.append(line)
-            continue
-        indent = " " * (len(line) - len(line.lstrip()))
-        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ",
-                             break_long_words=False, break_on_hyphens=False) or [line]
-    return out

@@ -31,3 +31,19 @@ def output_width(stream: TextIO) -> int:
     except (AttributeError, OSError, ValueError):
         pass
     return PIPE_WIDTH
+
+
+def wrap_lines(lines: list[str], width: int) -> list[str]:
+    """Plain lines for a person, each cut at spaces (never inside a word or a number) to
+    ``width`` columns, a continuation indented as its line is, plus two."""
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ",
+                             break_long_words=False, break_on_hyphens=False) or [line]
+    return out
