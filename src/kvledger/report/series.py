@@ -325,9 +325,12 @@ def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: in
     for name in layout_names():
         if refuses_gpu(name, request.gpu):
             continue  # not drawn: the engine would not run there (ReportData.notes says so)
+        # A release pinned for the report's engine (--engine vllm==0.33) is that engine's:
+        # every other layout plans its own default release.
+        release = request.engine_release if name == request.engine else None
         base = _on_given_budget(
-            records.replace(request, engine=name, gpu=None, gpu_total_bytes=None,
-                                concurrency=None),
+            records.replace(request, engine=name, engine_release=release, gpu=None,
+                            gpu_total_bytes=None, concurrency=None),
             get_layout(name).pools_model_local, available_bytes, taken)
         try:
             facts, _ = load_facts(source, base)
