@@ -122,3 +122,16 @@ def test_fit_does_not_multiply_a_rank_that_refuses(capsys: pytest.CaptureFixture
     assert dp2["fits"] is False and dp2["max_concurrency"] == pytest.approx(per_rank)
     assert "refuses to start" in dp2["reason"]
     assert f"{2 * per_rank:.2f}" not in dp2["reason"]
+
+
+def test_the_summary_names_declared_model_local_bytes(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    example = Path(__file__).parents[2] / "examples" / "omni-talker-kv.json"
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, _ = _run(capsys, "plan", LLAMA, "--gpu", "H100-80GB", "--max-model-len",
+                        "32768", "--model-local-kv", str(example), "-q")
+    assert code == 0
+    # The example declares 25,165,824 B (tests/cli/test_cli_model_local.py): 0.02 GiB.
+    assert "model-local KV (declared) 0.02 GiB" in out.splitlines()[1]
