@@ -58,7 +58,9 @@ def run(ns: argparse.Namespace, emit_json: Any) -> int:
     if ns.json:
         emit_json(data)
     else:
-        sys.stdout.write(render_text(data))
+        from kvledger.cli.terminal import output_width
+
+        sys.stdout.write(render_text(data, width=output_width(sys.stdout)))
     return 0
 
 
@@ -81,10 +83,23 @@ def _value(name: str, value: Any) -> str:
     return str(value)
 
 
-def render_text(data: dict[str, Any]) -> str:
-    """The explanation for a person: header, settings, one block per check, suggestions."""
+def _verdict(checks: list[dict[str, Any]]) -> str:
+    """``4 checks match, 1 MISMATCH (kv_cache_tokens)``: the answer, for the first line."""
+    matched = [c["name"] for c in checks if c["match"] is True]
+    missed = [c["name"] for c in checks if c["match"] is False]
+    out = f"{len(matched)} of {len(checks)} checks match"
+    if missed:
+        out += f", {len(missed)} MISMATCH ({', '.join(missed)})"
+    return out
+
+
+def render_text(data: dict[str, Any], width: int | None = None) -> str:
+    """The explanation for a person: the verdict and header, settings, one block per check,
+    suggestions; each line wrapped at spaces to ``width`` columns (None: unwrapped), so no
+    number is split."""
     version = f" {data['engine_version']}" if data.get("engine_version") else ""
-    lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}"]
+    lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}: "
+             f"{_verdict(data['checks'])}"]
     settings = data.get("settings") or {}
     if settings:
         lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()
@@ -106,4 +121,9 @@ def render_text(data: dict[str, Any]) -> str:
             lines.append(f"  {s['change']}: {s['effect']}")
     for note in data.get("notes") or ():
         lines.append(f"note: {note}")
+    if width is not None:
+        from kvledger.cli.terminal import wrap_lines
+
+        lines = wrap_lines(lines, width)
     return "\n".join(lines) + "\n"
+
