@@ -225,6 +225,21 @@ def _matches(patterns: Iterable[str], name: str) -> bool:
     return False
 
 
+def quantization_config(cfg: Mapping[str, Any]) -> Any:
+    """The quantization block vLLM reads, where vLLM 0.33 looks for it
+    (``transformers_utils/model_arch_config_convertor.py`` ``get_quantization_config``): the
+    config's ``quantization_config``, else its ``compression_config`` (compressed-tensors),
+    else the same two in its ``text_config`` ("Check the text config as well for multi-modal
+    models": Kimi-K2.5 states its INT4 experts there)."""
+    for where in (cfg, cfg.get("text_config")):
+        if not isinstance(where, Mapping):
+            continue
+        for key in ("quantization_config", "compression_config"):
+            if where.get(key) is not None:
+                return where[key]
+    return None
+
+
 def _experts_scheme(cfg: Mapping[str, Any], model_type: str,
                    scheme: tuple[str, float, frozenset[str]] | None) -> tuple[str, float] | None:
     """The routed experts' own storage where a checkpoint quantizes them apart: DeepSeek-V4's
@@ -255,7 +270,7 @@ def _quant_scheme(
                                "config.json's quantization_config) has no known storage size")
         cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
         return f"modelopt {algo}", bits, cats
-    qc = cfg.get("quantization_config")
+    qc = quantization_config(cfg)
     mlx = cfg.get("quantization")
     if isinstance(mlx, Mapping) and "bits" in mlx and "group_size" in mlx and \
             (qc is None or (isinstance(qc, Mapping) and states_no_method(qc))):
@@ -457,7 +472,7 @@ def _flat_modelopt(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
     ``producer.name`` "modelopt"), laid out as ``hf_quant_config.json`` is: vLLM 0.33
     modelopt.py ``ModelOptQuantConfigBase.from_config`` reads such a flat block's
     ``quant_algo`` and its ``ignore`` (else ``exclude_modules``) list."""
-    qc = cfg.get("quantization_config")
+    qc = quantization_config(cfg)
     if not isinstance(qc, Mapping) or "quant_algo" not in qc or "quantization" in qc:
         return None
     producer = qc.get("producer")

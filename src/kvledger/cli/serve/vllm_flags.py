@@ -93,7 +93,7 @@ RULES: dict[str, Rule] = merge(
         max_model_len gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype block_size
         max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
         spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
-        enable_chunked_prefill revision enable_expert_parallel
+        enable_chunked_prefill revision enable_expert_parallel async_scheduling
     """),
     table(INERT, _FRONTEND, "API server option"),
     table(INERT, _MODEL_INERT + _LOAD_INERT + _PARALLEL_INERT + _OTHER_INERT,
@@ -148,7 +148,7 @@ RULES: dict[str, Rule] = merge(
             "selects an attention backend (block size and KV layout follow the backend)"),
     table(KV, """
         num_gpu_blocks_override kv_cache_dtype_skip_layers disable_sliding_window
-        disable_hybrid_kv_cache_manager swa_bounded_replay prefix_match_unit async_scheduling
+        disable_hybrid_kv_cache_manager swa_bounded_replay prefix_match_unit
     """, "changes the KV blocks vLLM allocates"),
     table(KV, """
         mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size mamba_cache_mode

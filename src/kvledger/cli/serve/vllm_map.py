@@ -49,6 +49,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
                            "flags into the line")
     _simple(values, out, ctx)
     _speculative(values, out)
+    _async_scheduling(values, out)
     _dtype_and_quantization(values, out)
     _batch_defaults(values, out, ctx)
     _environment(env, table, out)
@@ -204,6 +205,36 @@ def _draft_model(model: str, method: str, out: Translation) -> None:
                      "reads no draft config from the hub, so a shorter draft's limit on "
                      "max_model_len (Model Runner V2) is not applied; give --draft-config "
                      "CONFIG_JSON before '--'")
+
+
+def _async_scheduling(values: dict[str, Any], out: Translation) -> None:
+    """``--async-scheduling``: what vLLM 0.32 / 0.33 do by default wherever it is allowed
+    (config/vllm.py ``VllmConfig.__post_init__``: ``async_scheduling`` None becomes True
+    unless an incompatible option is set), so it changes no memory kvledger plans. Given
+    explicitly with an incompatible option, vLLM stops ("Async scheduling is not supported
+    by the V1 model runner with …"); ``--no-async-scheduling`` keeps one batch in flight
+    instead of two or pp + 1 (``max_concurrent_batches``), which kvledger does not plan."""
+    from kvledger.plan.engines.vllm.resolve import _NO_ASYNC_SPEC_METHODS
+
+    given = values.get("async_scheduling")
+    if given is None:
+        return
+    if given is False:
+        out.refused.append("--no-async-scheduling keeps one batch in flight instead of the "
+                           "two (or pp + 1) vLLM overlaps by default (max_concurrent_batches), "
+                           "which kvledger does not plan; drop it to plan vLLM's default")
+        return
+    method = str(out.options.get("--speculative-method") or "")
+    if method in _NO_ASYNC_SPEC_METHODS and method != "ngram":
+        # 0.32 and 0.33 alike: these methods run on the V1 model runner (medusa,
+        # mlp_speculator, suffix) or turn async scheduling off (0.32's ngram).
+        out.refused.append(f"--async-scheduling with speculative method {method}: vLLM stops "
+                           f"('Async scheduling is not supported by the V1 model runner with "
+                           f"{method}-based speculative decoding'); drop --async-scheduling")
+        return
+    out.ignore("default", "--async-scheduling")
+    out.notes.append("--async-scheduling: vLLM's default where allowed (VllmConfig turns it "
+                     "on unless an option forbids it); no memory changes")
 
 
 def _dtype_and_quantization(values: dict[str, Any], out: Translation) -> None:
