@@ -207,7 +207,10 @@ def test_flags_vllm_refuses_are_refused_with_its_reason() -> None:
 
 def test_no_model_and_not_a_serve_line() -> None:
     assert "names no model" in refused("vllm serve --port 8000")
-    assert "expected a serve line" in refused("docker run vllm/vllm-openai --model M")
+    assert "expected a serve line" in refused("curl localhost:8000/v1/models")
+    # vllm/vllm-openai's ENTRYPOINT is `vllm serve`: the words after the image are its argv
+    # (tests/serve/test_serve_wrappers.py).
+    assert t("docker run vllm/vllm-openai --model M").model == "M"
 
 
 def test_config_file_refused() -> None:

@@ -1,0 +1,162 @@
+"""Launch lines as people copy them: container wrappers, launcher paths and the vLLM 0.33
+flags recipes set, each read as vllm==0.33 reads it (lines written here in the shapes of
+recipe / cookbook / runbook lines; none is quoted)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kvledger.cli.main import main
+from kvledger.cli.serve.errors import ServeLineError
+from kvledger.cli.serve.translate import translate
+from kvledger.cli.serve.translation import Context, Translation
+
+KV_DTYPES = ("auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4")
+CTX = Context(kv_cache_dtypes=KV_DTYPES, engine_spec="vllm==0.33")
+
+
+def t(line: str) -> Translation:
+    return translate([line], CTX)
+
+
+def refused(line: str) -> str:
+    with pytest.raises(ServeLineError) as info:
+        translate([line], CTX)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+# -- docker run and launcher paths ----------------------------------------------------------
+
+
+def test_vllm_openai_image_runs_vllm_serve_with_its_env() -> None:
+    # vllm/vllm-openai's ENTRYPOINT is ["vllm", "serve"]: the words after the image are its
+    # argv; -e / --env assignments are the container's environment.
+    line = """docker run --runtime nvidia --gpus all \\
+        -v ~/.cache/huggingface:/root/.cache/huggingface \\
+        -p 8000:8000 --ipc=host -it --rm \\
+        -e VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 --env=HF_TOKEN=xyz \\
+        vllm/vllm-openai:v0.33.0 \\
+        --model my-org/My-Model --tensor-parallel-size 2 --max-model-len 300000"""
+    out = t(line)
+    assert out.launcher == "vllm serve"
+    assert out.model == "my-org/My-Model"
+    assert out.options["--tensor-parallel-size"] == "2"
+    assert "--allow-long-max-model-len" in out.options
+    assert out.env == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
+    assert "HF_TOKEN" in out.env_ignored
+
+
+def test_repeated_serve_after_the_vllm_image_is_vllms_error() -> None:
+    assert "unrecognized arguments: serve" in refused(
+        "docker run --gpus all vllm/vllm-openai:latest vllm serve my-org/M")
+
+
+def test_sglang_image_runs_the_command_after_it() -> None:
+    out = t("sudo docker run --gpus all --shm-size 32g -p 30000:30000 -e SGLANG_X=1 "
+            "lmsysorg/sglang:latest python3 -m sglang.launch_server --model-path my-org/M "
+            "--tp 4")
+    assert (out.engine, out.model) == ("sglang", "my-org/M")
+    out = t("docker run --gpus all lmsysorg/sglang:latest bash -c "
+            "'python3 -m sglang.launch_server --model-path my-org/M --tp 2'")
+    assert out.model == "my-org/M"
+
+
+@pytest.mark.parametrize("image", ["vllm/vllm-openai-rocm:latest",
+                                   "vllm/vllm-openai-cpu:latest-x86_64",
+                                   "lmsysorg/sglang:v0.5.23-rocm700-mi35x"])
+def test_other_platform_images_are_refused_by_name(image: str) -> None:
+    message = refused(f"docker run --device=/dev/kfd {image} --model my-org/M")
+    assert "kvledger does not model" in message and "paste" in message
+
+
+def test_launcher_given_as_a_path() -> None:
+    assert t(".venv/bin/vllm serve my-org/M -tp 2").options["--tensor-parallel-size"] == "2"
+    assert t("/opt/venv/bin/sglang serve --model-path my-org/M").engine == "sglang"
+    assert t("/usr/bin/python3.12 -m vllm.entrypoints.openai.api_server --model my-org/M"
+             ).model == "my-org/M"
+
+
+# -- vLLM 0.33 flags ------------------------------------------------------------------------
+
+
+def test_async_scheduling_is_the_default() -> None:
+    # config/vllm.py VllmConfig.__post_init__: async_scheduling None becomes True unless an
+    # option forbids it, so the flag changes nothing planned.
+    out = t("vllm serve my-org/M --async-scheduling")
+    assert "--async-scheduling" in out.ignored["default"]
+    assert "no-async-scheduling" in refused("vllm serve my-org/M --no-async-scheduling")
+    assert "not supported by the V1 model runner" in refused(
+        "vllm serve my-org/M --async-scheduling "
+        "--speculative-config '{\"method\": \"suffix\", \"num_speculative_tokens\": 4}'")
+
+
+@pytest.mark.parametrize("method", ["dspark", "dflash"])
+def test_parallel_drafting_methods_are_refused_with_their_draft(method: str) -> None:
+    message = refused("vllm serve my-org/M --speculative-config "
+                      f"'{{\"method\": \"{method}\", \"num_speculative_tokens\": 7}}'")
+    assert f"method {method}: vLLM 0.33" in message
+    assert "drop --speculative-config" in message
+
+
+def test_attention_config_keys() -> None:
+    # vLLM 0.33 AttentionConfig (config/attention.py) has no use_fp4_indexer_cache, and its
+    # @config dataclass forbids extra keys: vLLM stops at start-up.
+    message = refused("vllm serve my-org/M --attention-config.use_fp4_indexer_cache False")
+    assert "Extra inputs are not permitted" in message and "indexer_kv_dtype" in message
+    # A key at its default changes nothing; a kernel choice only a reserve kvledger estimates.
+    out = t("vllm serve my-org/M --attention_config.indexer_kv_dtype auto "
+            "--attention-config.flash_attn_version 3")
+    assert "--attention-config.indexer_kv_dtype" in out.ignored["default"]
+    assert "--attention-config.flash_attn_version" in out.ignored["estimate"]
+    assert "backend" in refused("vllm serve my-org/M --attention-config.backend FLASHINFER")
+
+
+def test_limit_mm_per_prompt() -> None:
+    # Non-zero limits size only the encoder's profiling run (an estimated reserve); image
+    # and video both 0 drop the vision tower (interfaces.py _mark_tower_model).
+    out = t("vllm serve my-org/M --limit-mm-per-prompt '{\"image\": 4, \"video\": 1}'")
+    assert "--limit-mm-per-prompt" in out.ignored["estimate"]
+    out = t("vllm serve my-org/M --limit-mm-per-prompt.video 0")
+    assert "--limit-mm-per-prompt" in out.ignored["estimate"]
+    assert "vision tower" in refused(
+        "vllm serve my-org/M --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'")
+
+
+# -- whole plans ----------------------------------------------------------------------------
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if code == 0 else {}, err
+
+
+def test_deepseek_v4_fp8_kv_plans_as_the_oracle(capsys: pytest.CaptureFixture[str]) -> None:
+    # tests/oracles/vllm-0.33/vllm-0.33-dsv4.jsonl, the fp8 case (vLLM 0.33 maps fp8 to
+    # fp8_ds_mla for V4): 16 GiB, max_model_len 32768 → 17,141 blocks, 82,478 tokens.
+    # Main stopped on the layer table ("one 584-byte entry per 128 tokens …").
+    code, data, err = run(capsys, "plan", "deepseek-ai/DeepSeek-V4-Flash", "--engine",
+                          "vllm==0.33", "--kv-cache-memory-bytes", "17179869184",
+                          "--max-model-len", "32768", "--kv-cache-dtype", "fp8",
+                          "--max-num-seqs", "256", "--max-num-batched-tokens", "8192", "--json")
+    assert code == 0, err
+    assert (data["num_blocks"], data["kv_cache_tokens"]) == (17141, 82478)
+    # The C128 rows: fp8_ds_mla entry = 448 fp8 nope + 448/64 = 7 scales + 1 pad + 64 × 2 B
+    # rope = 584 B per 128 tokens (not a whole number of bytes per token).
+    c128 = [row for row in data["layers"] if row.get("tokens_per_entry") == 128]
+    assert c128 and all(row["entry_bytes"] == 584 and row["bytes_per_token"] is None
+                        for row in c128)
+
+
+def test_deepseek_v4_recipe_line_plans_on_8_h200(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data, err = run(capsys, "plan", "--gpu", "H200", "--json", "--", """
+        vllm serve deepseek-ai/DeepSeek-V4-Flash \\
+            --trust-remote-code --kv-cache-dtype fp8 --block-size 256 \\
+            --tensor-parallel-size 8 --async-scheduling""")
+    assert code == 0, err
+    assert data["tensor_parallel_size"] == 8 and data["num_blocks"] > 0
