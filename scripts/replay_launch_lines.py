@@ -43,7 +43,7 @@ def blocks(text: str) -> list[tuple[str, str]]:
     source, other whole-line comments outside a continuation are dropped."""
     out = []
     for block in re.split(r"\n\s*\n", text):
-        source, kept = "", []
+        source, kept = "", list[str]()
         for line in block.splitlines():
             stripped = line.strip()
             if stripped.startswith("# source:"):
@@ -110,7 +110,7 @@ def replay(command: str, gpu: str) -> tuple[str, str]:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(["plan", "--gpu", gpu, "--", command])
-    except BaseException:  # noqa: BLE001 - a traceback out of main is what we count
+    except BaseException:  # a traceback out of main is what is counted
         return "error", traceback.format_exc()
     message = err.getvalue().strip()
     if code == 0:
