@@ -19,7 +19,7 @@ UNSET: dict[str, Any] = {
     "enable_lora": False, "max_loras": None, "max_lora_rank": None, "lora_dtype": None,
     "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
-    "draft_config": None,
+    "draft_config": None, "language_model_only": False, "mm_encoder_tp_mode": None,
 }
 
 
@@ -59,6 +59,12 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    help="CPU KV tier over all ranks: its capacity in tokens (kv_offload)")
     g.add_argument("--kv-offloading-backend", default=None, choices=("native", "lmcache"),
                    help="default native (only native is sized)")
+    g.add_argument("--language-model-only", action="store_true",
+                   help="vLLM builds no vision / audio tower and profiles no encoder: the "
+                   "towers leave the weights line")
+    g.add_argument("--mm-encoder-tp-mode", default=None, choices=("weights", "data"),
+                   help="data: each TP rank holds the whole multimodal encoder (models "
+                   "that support it; default weights)")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "

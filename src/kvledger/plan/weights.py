@@ -341,6 +341,16 @@ def _quant_scheme(
     )
 
 
+def tower_bytes(cfg: Mapping[str, Any], model_dtype: str) -> int:
+    """The vision / audio towers vLLM builds beside the language model, at the serving dtype
+    (``estimate_weights``'s ``towers`` share: towers stay at the dense dtype; layers past a
+    LLaVA-style ``vision_feature_layer`` are not built). 0 for a text-only config, or one
+    whose tower states no sizes (the estimate's warning says so)."""
+    params = count_parameters(cfg)
+    towers = params.towers - params.towers_unused
+    return -(-towers * resolve_dtype(serving_dtype(model_dtype)).bits // 8)
+
+
 @record(frozen=True)
 class Estimate:
     """Bytes of the parameters ``derive/params/`` counts, at a dtype and quantization."""

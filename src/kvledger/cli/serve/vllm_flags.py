@@ -93,7 +93,7 @@ RULES: dict[str, Rule] = merge(
         max_model_len gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype block_size
         max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
         spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
-        attention_config limit_mm_per_prompt
+        attention_config limit_mm_per_prompt language_model_only mm_encoder_tp_mode
         enable_chunked_prefill revision enable_expert_parallel async_scheduling
     """),
     table(INERT, _FRONTEND, "API server option"),
@@ -134,8 +134,6 @@ RULES: dict[str, Rule] = merge(
     table(WEIGHTS, "enable_lora", "reserves LoRA weight slots (max_loras × max_lora_rank)"),
     table(WEIGHTS, "enable_eplb eplb_config engram_config",
             "changes which expert / embedding weights each GPU holds"),
-    table(WEIGHTS, "language_model_only mm_encoder_tp_mode",
-            "changes the multimodal encoder weights each GPU holds"),
     table(WEIGHTS, "load_format", "loads or quantizes the weights differently",
             same=("auto", "pt", "safetensors", "npcache", "dummy", "fastsafetensors",
                   "runai_streamer", "runai_streamer_sharded", "tensorizer", "sharded_state")),

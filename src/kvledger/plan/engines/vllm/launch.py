@@ -12,6 +12,11 @@ names and defaults, validated once here.
   ``--kv-offloading-size`` (GiB over all ranks) / ``--kv-offloading-backend`` ("native" or
   "lmcache", ``CacheConfig``): ``offload.py``.
 
+- ``--language-model-only`` (``MultiModalConfig.language_model_only``: every modality's limit
+  0, so ``_mark_tower_model`` builds no tower and the encoder is not profiled) and
+  ``--mm-encoder-tp-mode data`` (each TP rank holds the whole encoder, for the model classes
+  with ``supports_encoder_tp_data``; the others fall back to "weights"):
+  ``launch_budget.tower_weights``.
 - the separate draft model's length and RoPE types (``draft_length.py``), which vLLM 0.33
   uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``).
 
@@ -29,6 +34,7 @@ from kvledger.records import record
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 LORA_DTYPES = ("auto", "float16", "bfloat16")
 KV_OFFLOADING_BACKENDS = ("native", "lmcache")
+MM_ENCODER_TP_MODES = ("weights", "data")  # MMEncoderTPMode (vllm/config/multimodal.py)
 
 
 def _int(name: str, value: Any, minimum: int) -> None:
@@ -65,6 +71,8 @@ class VllmLaunch:
     # (draft_length.draft_fields); None / (): not given.
     draft_max_model_len: int | None = None
     draft_rope_types: tuple[str, ...] = ()
+    language_model_only: bool = False
+    mm_encoder_tp_mode: str = "weights"  # MMEncoderTPMode: "weights" or "data"
 
     def __post_init__(self) -> None:
         if not isinstance(self.enable_lora, bool):
@@ -96,6 +104,12 @@ class VllmLaunch:
                 isinstance(t, str) for t in self.draft_rope_types):
             raise TypeError(f"draft_rope_types must be a tuple of names, got "
                             f"{self.draft_rope_types!r}")
+        if not isinstance(self.language_model_only, bool):
+            raise TypeError(f"language_model_only must be a bool, got "
+                            f"{self.language_model_only!r}")
+        if self.mm_encoder_tp_mode not in MM_ENCODER_TP_MODES:
+            raise ValueError("mm_encoder_tp_mode must be one of "
+                             f"{', '.join(MM_ENCODER_TP_MODES)}, got {self.mm_encoder_tp_mode!r}")
         if self.kv_offloading_backend not in KV_OFFLOADING_BACKENDS:
             raise ValueError("kv_offloading_backend must be one of "
                              f"{', '.join(KV_OFFLOADING_BACKENDS)}, got "
@@ -103,5 +117,7 @@ class VllmLaunch:
 
     @property
     def changes_weights(self) -> bool:
-        """Whether the GPU budget differs from the plain one (LoRA, quantization, offload)."""
-        return self.enable_lora or self.quantization is not None or self.cpu_offload_gb > 0
+        """Whether the GPU budget differs from the plain one (LoRA, quantization, offload,
+        the towers)."""
+        return self.enable_lora or self.quantization is not None or self.cpu_offload_gb > 0 \
+            or self.language_model_only or self.mm_encoder_tp_mode == "data"
