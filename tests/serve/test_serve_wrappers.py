@@ -160,3 +160,19 @@ def test_deepseek_v4_recipe_line_plans_on_8_h200(capsys: pytest.CaptureFixture[s
             --tensor-parallel-size 8 --async-scheduling""")
     assert code == 0, err
     assert data["tensor_parallel_size"] == 8 and data["num_blocks"] > 0
+
+
+def test_sglang_longer_context_env(capsys: pytest.CaptureFixture[str]) -> None:
+    # sglang==0.5.23 configs/model_config.py _derive_context_length: a --context-length above
+    # the derived length (Qwen3-8B: max_position_embeddings 40,960) is refused unless
+    # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is true (environ.py EnvBool: true/1/yes/y).
+    line = ("{}python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 1 "
+            "--context-length 131072")
+    code, data, err = run(capsys, "plan", "--gpu", "H200", "--json", "--",
+                          line.format("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "))
+    assert code == 0, err
+    assert data["max_model_len"] == 131_072
+    code, _, err = run(capsys, "plan", "--gpu", "H200", "--", line.format(""))
+    assert code == 2 and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" in err
+    assert "not a valid boolean" in refused(line.format(
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=maybe "))

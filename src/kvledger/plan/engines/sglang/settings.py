@@ -141,10 +141,12 @@ def _page_size(model: SglangModel, request: PlanRequest, platform: str) -> tuple
 
 def context_length(model: SglangModel, request: PlanRequest) -> int:
     """``--context-length`` (kvledger's ``max_model_len``), at most the model's derived length:
-    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1
+    (``request.allow_long_max_model_len``: configs/model_config.py
+    ``_derive_context_length`` then uses the given length)."""
     if request.max_model_len is None:
         return model.context_len
-    if request.max_model_len > model.context_len:
+    if request.max_model_len > model.context_len and not request.allow_long_max_model_len:
         raise ValueError(
             f"--context-length {request.max_model_len} exceeds the model's derived context "
             f"length {model.context_len}; SGLang refuses it (unless "

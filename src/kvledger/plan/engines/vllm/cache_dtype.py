@@ -31,6 +31,7 @@ from collections.abc import Mapping
 
 from kvledger.derive.layers import Kind, ModelFacts
 from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
+from kvledger.plan.engines.vllm.releases.current import release as current_release
 from kvledger.plan.engines.vllm.releases.current import short as release_short
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -101,6 +102,8 @@ def normalized_quant_method(qc: Mapping[str, Any], where: str) -> str:
                 method = "modelopt"
             elif upper == "NVFP4":
                 method = "modelopt_fp4"
+            elif upper == "MIXED_PRECISION" and current_release().modelopt_mixed_precision:
+                method = "modelopt_mixed"
             else:
                 raise VllmRefusesToStart(
                     f"{release_short()} refuses to start: Unknown ModelOpt quant algo: {algo} "
