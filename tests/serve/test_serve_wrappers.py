@@ -99,7 +99,7 @@ def test_async_scheduling_is_the_default() -> None:
 def test_parallel_drafting_methods_are_refused_with_their_draft(method: str) -> None:
     message = refused("vllm serve my-org/M --speculative-config "
                       f"'{{\"method\": \"{method}\", \"num_speculative_tokens\": 7}}'")
-    assert f"method {method}: vLLM 0.33" in message
+    assert f"method {method}: vllm 0.33 " in message
     assert "drop --speculative-config" in message
 
 

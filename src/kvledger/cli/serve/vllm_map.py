@@ -36,13 +36,13 @@ _SPEC_REFUSED = frozenset({
 # is (config/speculative.py SpeculativeConfig.__post_init__ and the draft model classes).
 _UNPLANNED_METHODS = {
     "dspark": (
-        "vLLM 0.33 builds a DSpark draft (parallel drafting of num_speculative_tokens tokens) "
+        "builds a DSpark draft (parallel drafting of num_speculative_tokens tokens) "
         "from the target checkpoint's mtp.* weights — for DeepSeek-V4, n_mtp_layers (default "
         "3) DeepseekV4DecoderLayer blocks with their own KV cache plus a Markov and a "
         "confidence head (models/deepseek_v4/nvidia/dspark.py), and for Qwen3 / Gemma4 a "
         "separate draft checkpoint"),
     "dflash": (
-        "vLLM 0.33 loads a separate DFlash draft model (its hf_config wrapped as EAGLEConfig, "
+        "loads a separate DFlash draft model (its hf_config wrapped as EAGLEConfig, "
         "parallel drafting on) with its own decoder layers and KV cache "
         "(model_executor/models/qwen3_dflash.py)"),
 }
@@ -186,9 +186,9 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
         return
     why = _UNPLANNED_METHODS.get(str(method))
     if why:
-        out.refused.append(f"--speculative-config method {method}: {why}; kvledger does not "
-                           "plan that draft yet — drop --speculative-config to plan the target "
-                           "alone (the draft's memory is then not counted)")
+        out.refused.append(f"--speculative-config method {method}: {out.engine_label} {why}; "
+                           "kvledger does not plan that draft yet — drop --speculative-config "
+                           "to plan the target alone (the draft's memory is then not counted)")
         return
     if tokens is None:
         out.refused.append("--speculative-config without num_speculative_tokens: vLLM takes "
