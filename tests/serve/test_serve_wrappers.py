@@ -113,7 +113,8 @@ def test_attention_config_keys() -> None:
             "--attention-config.flash_attn_version 3")
     assert "--attention-config.indexer_kv_dtype" in out.ignored["default"]
     assert "--attention-config.flash_attn_version" in out.ignored["estimate"]
-    assert "backend" in refused("vllm serve my-org/M --attention-config.backend FLASHINFER")
+    assert t("vllm serve my-org/M --attention-config.backend FLASHINFER").options[
+        "--attention-backend"] == "FLASHINFER"
 
 
 def test_limit_mm_per_prompt() -> None:
@@ -176,3 +177,52 @@ def test_sglang_longer_context_env(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" in err
     assert "not a valid boolean" in refused(line.format(
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=maybe "))
+
+
+# -- a selected attention backend (vllm==0.33) ---------------------------------------------
+
+
+def plan_line(capsys: pytest.CaptureFixture[str], gpu: str, line: str) -> tuple[int, Any, str]:
+    return run(capsys, "plan", "--gpu", gpu, "--json", "--", line)
+
+
+@pytest.mark.parametrize(("gpu", "flag", "block"), [
+    # v1/attention/backends/mla/flashmla.py: kernel block exactly 64 (Hopper).
+    ("H200", "--attention-backend FLASHMLA", 64),
+    # triton_mla.py: MultipleOf(16), so --block-size auto takes 16.
+    ("H200", "--attention-config.backend TRITON_MLA", 16),
+    # cutlass_mla.py: exactly 128, SM10x only.
+    ("B200", "--attention-backend CUTLASS_MLA", 128),
+])
+def test_selected_mla_backend_sets_the_block(capsys: pytest.CaptureFixture[str], gpu: str,
+                                             flag: str, block: int) -> None:
+    code, data, err = plan_line(capsys, gpu,
+                                f"vllm serve deepseek-ai/DeepSeek-V3 -tp 8 {flag}")
+    assert code == 0, err
+    assert data["block_size"] == block
+
+
+@pytest.mark.parametrize(("gpu", "line", "reason"), [
+    ("H200", "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --attention-backend CUTLASS_MLA",
+     "['compute capability not supported']"),
+    ("H200", "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --attention-backend FLASH_ATTN",
+     "['MLA not supported']"),
+    ("H200", "vllm serve Qwen/Qwen3-8B --attention-backend FLASHMLA",
+     "['non-MLA not supported']"),
+    # models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls.
+    ("H200", "vllm serve deepseek-ai/DeepSeek-V4-Flash -tp 8 --kv-cache-dtype fp8 "
+     "--attention-backend FLASHINFER_MLA_SPARSE", "is not a DeepSeek V4 attention backend"),
+])
+def test_selected_backend_refused_in_vllms_words(capsys: pytest.CaptureFixture[str], gpu: str,
+                                                 line: str, reason: str) -> None:
+    # platforms/cuda.py get_attn_backend_cls: a selected backend is validated alone.
+    code, _, err = plan_line(capsys, gpu, line)
+    assert code == 2 and reason in err
+
+
+def test_backend_flags_given_twice_and_rocm_backends() -> None:
+    assert "mutually exclusive" in refused(
+        "vllm serve my-org/M --attention-backend FLASHMLA --attention-config.backend FLASHMLA")
+    assert "ROCm backend" in refused("vllm serve my-org/M --attention-backend ROCM_AITER_MLA")
+    assert t("vllm serve my-org/M --attention-backend flashinfer").options[
+        "--attention-backend"] == "FLASHINFER"

@@ -20,6 +20,7 @@ UNSET: dict[str, Any] = {
     "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
     "draft_config": None, "language_model_only": False, "mm_encoder_tp_mode": None,
+    "attention_backend": None,
 }
 
 
@@ -65,6 +66,9 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mm-encoder-tp-mode", default=None, choices=("weights", "data"),
                    help="data: each TP rank holds the whole multimodal encoder (models "
                    "that support it; default weights)")
+    g.add_argument("--attention-backend", default=None, metavar="NAME",
+                   help="the attention backend vLLM is told to use (AttentionBackendEnum name, "
+                   "e.g. FLASHMLA, CUTLASS_MLA): its block sizes, or vLLM's refusal")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "

@@ -94,6 +94,7 @@ RULES: dict[str, Rule] = merge(
         max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
         spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
         attention_config limit_mm_per_prompt language_model_only mm_encoder_tp_mode
+        attention_backend
         enable_chunked_prefill revision enable_expert_parallel async_scheduling
     """),
     table(INERT, _FRONTEND, "API server option"),
@@ -143,8 +144,6 @@ RULES: dict[str, Rule] = merge(
     table(KV, "model_impl runner convert worker_cls diffusion_config mm_encoder_only",
             "runs another model implementation or runner"),
     table(KV, "quantization_config", "quantizes online with a config kvledger does not read"),
-    table(KV, "attention_backend",
-            "selects an attention backend (block size and KV layout follow the backend)"),
     table(KV, """
         num_gpu_blocks_override kv_cache_dtype_skip_layers disable_sliding_window
         disable_hybrid_kv_cache_manager swa_bounded_replay prefix_match_unit

@@ -64,6 +64,9 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
     _simple(values, out, ctx)
     _speculative(values, out)
     _async_scheduling(values, out)
+    if values.get("attention_backend"):
+        _attention_backend(str(values["attention_backend"]), out,
+                           f"--attention-backend {values['attention_backend']}")
     _attention_config(values, out)
     _limit_mm_per_prompt(values, out)
     _dtype_and_quantization(values, out)
@@ -277,8 +280,6 @@ _ATTENTION_DEFAULTS: dict[str, Any] = {
 # Of those, the ones that change the KV cache's layout or size (the rest pick kernels or
 # their workspaces: reserves kvledger estimates).
 _ATTENTION_KV = {
-    "backend": "selects the attention backend, whose block sizes and KV layout vLLM then "
-               "uses (drop it to plan the backend vLLM picks itself)",
     "backend_per_kind": "selects attention backends per layer kind, whose block sizes and "
                         "KV layouts vLLM then uses",
     "indexer_kv_dtype": "stores the sparse-attention indexer's K cache in another dtype",
@@ -293,6 +294,25 @@ def _bool_text(value: Any) -> Any:
     if isinstance(value, str) and value in ("True", "False", "true", "false"):
         return value.lower() == "true"
     return value
+
+
+def _attention_backend(name: str, out: Translation, given: str) -> None:
+    """A selected backend (``--attention-backend`` / ``--attention-config.backend``; vLLM
+    0.33 arg_utils: both set ``AttentionConfig.backend``): planned with its block sizes
+    (the engine checks it as vLLM does), except another platform's backends."""
+    upper = name.upper()
+    if upper.startswith(("ROCM_", "XPU_")) or upper == "TORCH_SDPA":
+        platform = "ROCm" if upper.startswith("ROCM_") else \
+            "XPU" if upper.startswith("XPU_") else "CPU"
+        out.refused.append(f"{given}: a {platform} backend, whose kernels and block sizes "
+                           "kvledger does not model (it plans CUDA GPUs); drop it to plan "
+                           "vLLM's own CUDA choice")
+        return
+    if "--attention-backend" in out.options:
+        # EngineArgs.create_engine_config, even when the two name the same backend.
+        raise ServeLineError(f"{out.launcher}: vLLM stops: 'attention_backend and "
+                             "attention_config.backend are mutually exclusive'; keep one")
+    out.options["--attention-backend"] = upper
 
 
 def _attention_config(values: dict[str, Any], out: Translation) -> None:
@@ -314,6 +334,8 @@ def _attention_config(values: dict[str, Any], out: Translation) -> None:
                 "permitted'); drop it")
         elif value == _ATTENTION_DEFAULTS[key]:
             out.ignore("default", f"--attention-config.{key}")
+        elif key == "backend":
+            _attention_backend(str(value), out, f"--attention-config backend {value}")
         elif key in _ATTENTION_KV:
             out.refused.append(f"--attention-config {key} {_ATTENTION_KV[key]}, which "
                                "kvledger does not model")

@@ -73,6 +73,8 @@ class VllmLaunch:
     draft_rope_types: tuple[str, ...] = ()
     language_model_only: bool = False
     mm_encoder_tp_mode: str = "weights"  # MMEncoderTPMode: "weights" or "data"
+    # AttentionBackendEnum name the line selects (resolve.forced_backend); None: vLLM's choice.
+    attention_backend: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.enable_lora, bool):

@@ -33,7 +33,10 @@ def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
 
     req = inp.request
     cap, _ = capability(req.gpu)
-    chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size)
+    from kvledger.plan.engines.vllm.resolve import forced_backend
+
+    chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size,
+                    forced_backend(req))
     if chosen is None:
         return req.block_size or 16, ""
     return req.block_size or chosen.preferred_block(), chosen.name
