@@ -226,3 +226,16 @@ def test_backend_flags_given_twice_and_rocm_backends() -> None:
     assert "ROCm backend" in refused("vllm serve my-org/M --attention-backend ROCM_AITER_MLA")
     assert t("vllm serve my-org/M --attention-backend flashinfer").options[
         "--attention-backend"] == "FLASHINFER"
+
+
+def test_sglang_nsa_flags_name_their_dsa_spelling() -> None:
+    # sglang==0.5.23 has --dsa-prefill-backend / --dsa-decode-backend and no --nsa-* flag
+    # (arg_groups/fields/exec_.py); the line is refused naming the current spelling.
+    from kvledger.cli.serve import removed
+    from kvledger.cli.serve.table import load
+
+    rows = removed.removed_flags("sglang")
+    assert not set(rows) & set(load("sglang", None).by_option)
+    message = refused("sglang serve --model-path my-org/M --tp 8 "
+                      "--nsa-prefill-backend tilelang")
+    assert "--dsa-prefill-backend replaces it" in message
