@@ -366,8 +366,9 @@ def _limit_mm_per_prompt(values: dict[str, Any], out: Translation) -> None:
         out.refused.append(
             f"--limit-mm-per-prompt with {' and '.join(sorted(zero))} at 0: vLLM does not "
             f"build the {' and '.join(dropped)} tower (its weights leave the GPU), which "
-            "kvledger does not model; set a non-zero limit to plan with the tower, or give "
-            "--kv-cache-memory-bytes")
+            "kvledger does not model per modality; for a model with no other modality it is "
+            "--language-model-only, which kvledger plans — or set a non-zero limit to plan "
+            "with the tower")
         return
     out.ignore(ESTIMATE, "--limit-mm-per-prompt")
 

@@ -178,7 +178,11 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
             if model.mambaish or model.hybrid_swa:
                 raise SglangLayoutError(
                     "speculative decoding with a recurrent-state or sliding-window pool "
-                    "(intermediate states, draft SWA layers) is not reproduced for SGLang")
+                    "(intermediate states, draft SWA layers) is not reproduced for SGLang: "
+                    "SGLang 0.5.23 keeps an intermediate SSM state and conv window per draft "
+                    "token for every state slot (mem_cache/memory_pool.py MambaPool) and "
+                    "the draft's own layers; drop the --speculative-* flags to plan the "
+                    "target without speculation (those buffers are then not counted)")
             # spec_aux_hidden_state.py: a path-less NEXTN/MTP draft takes the target's
             # num_nextn_predict_layers; without it SGLang sizes no draft KV in the cell.
             draft = model.nextn_layers
