@@ -239,3 +239,19 @@ def test_sglang_nsa_flags_name_their_dsa_spelling() -> None:
     message = refused("sglang serve --model-path my-org/M --tp 8 "
                       "--nsa-prefill-backend tilelang")
     assert "--dsa-prefill-backend replaces it" in message
+
+
+def test_selected_standard_backend_on_a_hybrid(capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen3.5 on an H200: vLLM's own choice is FLASH_ATTN (MultipleOf(16)); TRITON_ATTN
+    # (MultipleOf(16), triton_attn.py) and FLASHINFER (16/32/64) take the same blocks, so the
+    # plan is the default's. On SM10x FLASH_ATTN may run FA4 (hd256 blocks): not modelled.
+    line = "vllm serve Qwen/Qwen3.5-397B-A17B -tp 8"
+    code, plain, err = plan_line(capsys, "H200", line)
+    assert code == 0, err
+    for backend in ("TRITON_ATTN", "FLASHINFER"):
+        code, data, err = plan_line(capsys, "H200", f"{line} --attention-backend {backend}")
+        assert code == 0, err
+        assert (data["block_size"], data["num_blocks"]) == (plain["block_size"],
+                                                            plain["num_blocks"])
+    code, _, err = plan_line(capsys, "B200", f"{line} --attention-backend FLASH_ATTN")
+    assert code == 2 and "not modelled" in err and "drop --attention-backend" in err

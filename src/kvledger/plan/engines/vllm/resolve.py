@@ -419,10 +419,8 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str
             "notes": notes}
 
 
-# Standard attention backends vLLM 0.32 / 0.33 offer on CUDA whose kernel blocks take the
-# 16-token block kvledger plans for a model without MLA or recurrent state
-# (get_supported_kernel_block_sizes: FLASH_ATTN, TRITON_ATTN, FLEX_ATTENTION MultipleOf(16);
-# FLASHINFER 16, 32, 64 — its >= 128 pages only where the model config asks for them).
+# Standard attention backends vLLM 0.32 / 0.33 offer on CUDA (get_supported_kernel_block_sizes:
+# FLASH_ATTN, TRITON_ATTN, FLEX_ATTENTION MultipleOf(16); FLASHINFER 16, 32, 64).
 _STANDARD_BACKENDS = frozenset({"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"})
 _SPARSE_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE",
                               "FLASH_ATTN_MLA_SPARSE_FA4", "FLASHINFER_MLA_SPARSE_SM90",
@@ -463,33 +461,35 @@ def _forced_dense_mla(forced: str, cap: tuple[int, int], cache_dtype: str,
 
 def _forced_standard(facts: ModelFacts, request: PlanRequest, use_mla: bool,
                      has_state: bool) -> dict[str, Any]:
-    """A selected backend on a model without MLA: vLLM refuses an MLA one ("MLA"
-    backends declare ``is_mla``: "non-MLA not supported"); a standard one takes the block
-    kvledger plans. With recurrent state the block follows the backend's kernel sizes
-    (hybrid page alignment), which is not modelled for a selected backend."""
+    """A selected backend on a model without MLA: vLLM refuses an MLA one (they declare
+    ``is_mla``: "non-MLA not supported"). A standard one takes the blocks kvledger plans for
+    vLLM's own choice — FLASH_ATTN off SM10x, FLASHINFER on SM10x — where its kernel sizes
+    are the same: TRITON_ATTN and FLEX_ATTENTION MultipleOf(16), FLASHINFER 16/32/64 (a
+    larger block splits into kernel blocks), FLASH_ATTN MultipleOf(16) off SM10x. On SM10x,
+    FLASH_ATTN may run FlashAttention 4, whose hd256 / fp8 block sizes
+    (flash_attn.py ``_get_fa4_hd256_block_size``) are not modelled."""
+    del has_state  # the recurrent state's page alignment takes the same kernel sizes
     forced = forced_backend(request)
     if forced is None:
         return {}
     from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.engines.vllm.hardware import capability
     from kvledger.plan.engines.vllm.mla_backends import BY_NAME
 
     if facts.model_type == "deepseek_v4":
         return _forced_dsv4(forced, request)
     if use_mla:
         return {}
-
     if forced in BY_NAME or forced in _SPARSE_BACKENDS:
         raise _selected_refusal(forced, ["non-MLA not supported"])
-    if forced not in _STANDARD_BACKENDS:
-        raise VllmLayoutError(f"attention backend {forced}: its kernel block sizes are not "
-                              "modelled; drop --attention-backend to plan vLLM's own choice")
-    if has_state:
-        raise VllmLayoutError(f"attention backend {forced} on a hybrid model: the block size "
-                              "follows the backend's kernel sizes through the recurrent "
-                              "state's page alignment, which is not modelled for a selected "
-                              "backend; drop --attention-backend to plan vLLM's own choice")
+    cap, _ = capability(request.gpu)
+    if forced not in _STANDARD_BACKENDS or cap is None or (cap[0] == 10
+                                                             and forced == "FLASH_ATTN"):
+        raise VllmLayoutError(f"attention backend {forced} on this GPU: its kernel block sizes "
+                              "are not modelled; drop --attention-backend to plan vLLM's own "
+                              "choice")
     return {"notes": (f"attention backend {forced}: selected by the line; its kernel blocks "
-                      "take the block size planned",)}
+                      "take the block sizes vLLM's own choice takes here",)}
 
 
 def _forced_dsv4(forced: str, request: PlanRequest) -> dict[str, Any]:
