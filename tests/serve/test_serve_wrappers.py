@@ -155,7 +155,8 @@ def test_deepseek_v4_fp8_kv_plans_as_the_oracle(capsys: pytest.CaptureFixture[st
 
 
 def test_deepseek_v4_recipe_line_plans_on_8_h200(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data, err = run(capsys, "plan", "--gpu", "H200", "--json", "--", """
+    code, data, err = run(capsys, "plan", "--gpu", "H200", "--engine", "vllm==0.33", "--json",
+                          "--", """
         vllm serve deepseek-ai/DeepSeek-V4-Flash \\
             --trust-remote-code --kv-cache-dtype fp8 --block-size 256 \\
             --tensor-parallel-size 8 --async-scheduling""")
@@ -183,7 +184,7 @@ def test_sglang_longer_context_env(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def plan_line(capsys: pytest.CaptureFixture[str], gpu: str, line: str) -> tuple[int, Any, str]:
-    return run(capsys, "plan", "--gpu", gpu, "--json", "--", line)
+    return run(capsys, "plan", "--gpu", gpu, "--engine", "vllm==0.33", "--json", "--", line)
 
 
 @pytest.mark.parametrize(("gpu", "flag", "block"), [
