@@ -43,6 +43,15 @@ def map_launch(values: dict[str, Any], out: Translation,
         taken.add("cpu_offload_gb")
         if gb:
             out.options["--cpu-offload-gb"] = f"{gb:g}"
+    taken |= {"language_model_only", "mm_encoder_tp_mode"}
+    if values.get("language_model_only"):
+        out.options["--language-model-only"] = None
+    mode = values.get("mm_encoder_tp_mode")
+    if mode is not None and mode != "weights":
+        out.options["--mm-encoder-tp-mode"] = str(mode)
+        if (values.get("pipeline_parallel_size") or 1) > 1:
+            out.refused.append("--mm-encoder-tp-mode data with pipeline parallelism: which "
+                               "stages hold the encoder is not modelled; drop one")
     size = values.get("kv_offloading_size")
     if size is not None:
         taken |= {"kv_offloading_size", "kv_offloading_backend"}

@@ -145,10 +145,12 @@ def _page_size(model: SglangModel, request: PlanRequest, platform: str) -> tuple
 
 def context_length(model: SglangModel, request: PlanRequest) -> int:
     """``--context-length`` (kvledger's ``max_model_len``), at most the model's derived length:
-    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1
+    (``request.allow_long_max_model_len``: configs/model_config.py
+    ``_derive_context_length`` then uses the given length)."""
     if request.max_model_len is None:
         return model.context_len
-    if request.max_model_len > model.context_len:
+    if request.max_model_len > model.context_len and not request.allow_long_max_model_len:
         raise ValueError(
             f"--context-length {request.max_model_len} exceeds the model's derived context "
             f"length {model.context_len}; SGLang refuses it (unless "
@@ -181,7 +183,11 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
             if model.mambaish or model.hybrid_swa:
                 raise SglangLayoutError(
                     "speculative decoding with a recurrent-state or sliding-window pool "
-                    "(intermediate states, draft SWA layers) is not reproduced for SGLang")
+                    "(intermediate states, draft SWA layers) is not reproduced for SGLang: "
+                    "SGLang 0.5.23 keeps an intermediate SSM state and conv window per draft "
+                    "token for every state slot (mem_cache/memory_pool.py MambaPool) and "
+                    "the draft's own layers; drop the --speculative-* flags to plan the "
+                    "target without speculation (those buffers are then not counted)")
             # spec_aux_hidden_state.py: a path-less NEXTN/MTP draft takes the target's
             # num_nextn_predict_layers; without it SGLang sizes no draft KV in the cell.
             draft = model.nextn_layers

@@ -103,6 +103,9 @@ def normalized_quant_method(qc: Mapping[str, Any], where: str,
                 method = "modelopt"
             elif upper == "NVFP4":
                 method = "modelopt_fp4"
+            elif upper == "MIXED_PRECISION" and release is not None \
+                    and release.modelopt_mixed_precision:
+                method = "modelopt_mixed"
             else:
                 raise VllmRefusesToStart(
                     f"{engine_words(release)} refuses to start: Unknown ModelOpt quant algo: "

@@ -66,6 +66,53 @@ def _online_weights(inp: GpuBudgetInput, method: str) -> Weights | None:
         raise OnlineQuantNotModelled(f"--quantization {method}: {exc}") from None
 
 
+# Model types whose vLLM 0.33 class sets ``supports_encoder_tp_data = True`` (itself or by
+# inheritance: Qwen3.5's classes derive from Qwen3VLForConditionalGeneration, GLM-4.5V's
+# from Glm4vForConditionalGeneration); vLLM falls back to "weights" for the others
+# (config/multimodal.py ``mm_encoder_tp_mode``).
+ENCODER_TP_DATA = frozenset({
+    "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe",
+    "kimi_k25", "kimi_vl", "glm4v", "glm4v_moe", "internvl_chat", "step3_vl", "minicpmv",
+    "llama4", "minimax_m3_vl", "kimi_k3",
+})
+
+
+def tower_weights(inp: GpuBudgetInput, launch: VllmLaunch, weights: Weights) -> Weights:
+    """The weights line without the towers (``--language-model-only``), or with the whole
+    towers on every TP rank (``--mm-encoder-tp-mode data``, where the model supports it).
+    The towers' bytes are the estimate's (``plan/weights.tower_bytes``), whichever way the
+    total was read; per GPU they were total / (TP × PP) like the rest."""
+    if not launch.language_model_only and launch.mm_encoder_tp_mode != "data":
+        return weights
+    from kvledger.plan.budget import ESTIMATED
+    from kvledger.plan.weights import WeightsError, tower_bytes
+
+    config = inp.facts.config or inp.text_config
+    try:
+        towers = tower_bytes(config, inp.facts.model_dtype)
+    except WeightsError:
+        towers = 0
+    req = inp.request
+    tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
+    share = -(-towers // (tp * pp))
+    if launch.language_model_only:
+        if not towers:
+            return weights
+        return records.replace(
+            weights, total_bytes=weights.total_bytes - towers,
+            per_rank_bytes=weights.per_rank_bytes - share, per_rank_basis=ESTIMATED,
+            detail=f"{weights.detail}; less the towers' {towers:,} B (--language-model-only: "
+                   "vLLM builds no tower, models/interfaces.py _mark_tower_model)")
+    model_type = str(config.get("model_type") or "")
+    if model_type not in ENCODER_TP_DATA or tp == 1 or not towers:
+        return weights  # vLLM falls back to "weights": the towers are split by TP as before
+    extra = -(-towers // pp) - share
+    return records.replace(
+        weights, per_rank_bytes=weights.per_rank_bytes + extra, per_rank_basis=ESTIMATED,
+        detail=f"{weights.detail}; plus {extra:,} B: each of the {tp} TP ranks holds the "
+               f"whole towers ({towers:,} B; --mm-encoder-tp-mode data)")
+
+
 def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]) -> Budget:
     """``plain`` (the engine's budget) under ``inp.request.vllm_launch``."""
     launch = launch_of(inp.request)
@@ -76,6 +123,7 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
     weights = inp.weights
     if launch.quantization is not None:
         weights = _online_weights(inp, launch.quantization) or weights
+    weights = tower_weights(inp, launch, weights)
     offload_line = None
     if launch.cpu_offload_gb > 0:
         from kvledger.plan.engines.vllm.offload import cpu_offload

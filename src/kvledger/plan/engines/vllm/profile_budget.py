@@ -33,7 +33,10 @@ def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
 
     req = inp.request
     cap, _ = capability(req.gpu)
-    chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size)
+    from kvledger.plan.engines.vllm.resolve import forced_backend
+
+    chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size,
+                    forced_backend(req))
     if chosen is None:
         return req.block_size or 16, ""
     return req.block_size or chosen.preferred_block(), chosen.name
@@ -48,6 +51,7 @@ def runtime_dtype(inp: GpuBudgetInput) -> str:
 
 
 def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
+    from kvledger.plan.engines.vllm.launch_budget import launch_of
     from kvledger.plan.engines.vllm.startup import default_max_model_len
 
     req = inp.request
@@ -63,7 +67,9 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         num_speculative_tokens=req.num_speculative_tokens,
         mla=mla, mla_block_size=block, mla_backend=backend,
         sm_count=SM_COUNT.get(inp.preset.name),
-        multimodal=any(key in inp.facts.config for key in _MULTIMODAL_KEYS),
+        # --language-model-only: every modality's limit is 0, so no encoder is profiled.
+        multimodal=any(key in inp.facts.config for key in _MULTIMODAL_KEYS)
+        and not getattr(launch_of(req), "language_model_only", False),
         cublas_handles_before_snapshot=release.cublas_handles_before_snapshot,
         triton_mla_workspace_in_profile=release.triton_mla_workspace_in_profile,
     )

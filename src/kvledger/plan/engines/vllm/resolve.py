@@ -12,7 +12,7 @@ from __future__ import annotations
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
 from kvledger.plan.engines.vllm.cache_dtype import CacheDtype, resolve_cache_dtype
-from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
+from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart, engine_words
 from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NONE,
@@ -323,7 +323,8 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
                   _dense_mla_backend(facts, request, release, cache.cache_dtype, use_mla
                                      and Kind.INDEXER not in kinds),
                   _sparse_mla_backend(facts, request, release, cache.cache_dtype, model_dtype,
-                                      use_mla and Kind.INDEXER in kinds and not minimax_sparse)),
+                                      use_mla and Kind.INDEXER in kinds and not minimax_sparse),
+                  _forced_standard(facts, request, release, use_mla, has_state)),
     )
 
 
@@ -397,6 +398,10 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
     if cap is None:  # a ROCm GPU: its MLA backends are not modelled, SM90's block is used
         cap = (9, 0)
         notes = (*notes, "ROCm MLA backends are not modelled: the block size is SM90's")
+    forced = forced_backend(request)
+    if forced is not None:
+        return _forced_dense_mla(forced, cap, cache_dtype, _text_config(facts.config),
+                                 request.block_size, notes, release)
     chosen = choose(cap, cache_dtype, _text_config(facts.config), request.block_size)
     if chosen is None and request.block_size is not None:
         # No backend splits this block into kernel blocks: the start-up check
@@ -410,6 +415,102 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
             "notes": notes}
 
 
+# Standard attention backends vLLM 0.32 / 0.33 offer on CUDA (get_supported_kernel_block_sizes:
+# FLASH_ATTN, TRITON_ATTN, FLEX_ATTENTION MultipleOf(16); FLASHINFER 16, 32, 64).
+_STANDARD_BACKENDS = frozenset({"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"})
+_SPARSE_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE",
+                              "FLASH_ATTN_MLA_SPARSE_FA4", "FLASHINFER_MLA_SPARSE_SM90",
+                              "FLASHINFER_MLA_SPARSE_SM120"})
+
+
+def forced_backend(request: PlanRequest) -> str | None:
+    """The attention backend the line selects (``--attention-backend``, or
+    ``--attention-config '{"backend": …}'``), None for vLLM's own choice."""
+    launch = getattr(request, "vllm_launch", None)
+    name = getattr(launch, "attention_backend", None)
+    return str(name).upper() if name else None
+
+
+def _selected_refusal(forced: str, why: list[str],
+                      release: VllmRelease | None = None) -> VllmRefusesToStart:
+    """platforms/cuda.py ``get_attn_backend_cls``: a selected backend is checked alone."""
+    return VllmRefusesToStart(
+        f"{engine_words(release)} refuses to start: Selected backend AttentionBackendEnum.{forced} "
+        f"is not valid for this configuration. Reason: {why}")
+
+
+def _forced_dense_mla(forced: str, cap: tuple[int, int], cache_dtype: str,
+                      text: dict[str, Any], block_size: int | None,
+                      notes: tuple[str, ...], release: VllmRelease) -> dict[str, Any]:
+    from kvledger.plan.engines.vllm.mla_backends import BY_NAME, reasons
+
+    backend = BY_NAME.get(forced)
+    if backend is None:
+        raise _selected_refusal(forced, ["non-sparse not supported"]
+                                if forced in _SPARSE_BACKENDS else ["MLA not supported"],
+                                release)
+    why = reasons(backend, cap, cache_dtype, text, block_size)
+    if why:
+        raise _selected_refusal(forced, why, release)
+    return {"mla_backend": backend.name, "mla_auto_block": backend.preferred_block(),
+            "notes": (*notes, f"attention backend {forced}: selected by the line (block "
+                              f"size {backend.preferred_block()} unless one is given)")}
+
+
+def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
+                     use_mla: bool, has_state: bool) -> dict[str, Any]:
+    """A selected backend on a model without MLA: vLLM refuses an MLA one (they declare
+    ``is_mla``: "non-MLA not supported"). A standard one takes the blocks kvledger plans for
+    vLLM's own choice — FLASH_ATTN off SM10x, FLASHINFER on SM10x — where its kernel sizes
+    are the same: TRITON_ATTN and FLEX_ATTENTION MultipleOf(16), FLASHINFER 16/32/64 (a
+    larger block splits into kernel blocks), FLASH_ATTN MultipleOf(16) off SM10x. On SM10x,
+    FLASH_ATTN may run FlashAttention 4, whose hd256 / fp8 block sizes
+    (flash_attn.py ``_get_fa4_hd256_block_size``) are not modelled."""
+    del has_state  # the recurrent state's page alignment takes the same kernel sizes
+    forced = forced_backend(request)
+    if forced is None:
+        return {}
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.engines.vllm.hardware import capability
+    from kvledger.plan.engines.vllm.mla_backends import BY_NAME
+
+    if facts.model_type == "deepseek_v4":
+        return _forced_dsv4(forced, request, release)
+    if use_mla:
+        return {}
+    if forced in BY_NAME or forced in _SPARSE_BACKENDS:
+        raise _selected_refusal(forced, ["non-MLA not supported"], release)
+    cap, _ = capability(request.gpu)
+    if forced not in _STANDARD_BACKENDS or cap is None or (cap[0] == 10
+                                                             and forced == "FLASH_ATTN"):
+        raise VllmLayoutError(f"attention backend {forced} on this GPU: its kernel block sizes "
+                              "are not modelled; drop --attention-backend to plan vLLM's own "
+                              "choice")
+    return {"notes": (f"attention backend {forced}: selected by the line; its kernel blocks "
+                      "take the block sizes vLLM's own choice takes here",)}
+
+
+def _forced_dsv4(forced: str, request: PlanRequest, release: VllmRelease) -> dict[str, Any]:
+    """DeepSeek-V4 picks its attention class from the selected backend itself (vLLM 0.33
+    models/deepseek_v4/nvidia/model.py ``_select_dsv4_attn_cls``): FLASHMLA_SPARSE and
+    FLASHMLA_SPARSE_DSV4 are its default FlashMLA class off SM12x (what kvledger plans);
+    FlashInfer's generic sparse backends are vLLM's ValueError; the rest are not modelled."""
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.engines.vllm.hardware import capability
+
+    cap, _ = capability(request.gpu)
+    if forced in ("FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"):
+        raise VllmRefusesToStart(
+            f"{engine_words(release)} refuses to start: {forced} is not a DeepSeek V4 attention "
+            "backend. Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer sparse MLA.")
+    if forced in ("FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4") and (cap is None or cap[0] != 12):
+        return {"notes": (f"attention backend {forced}: DeepSeek-V4's FlashMLA attention "
+                          "class, its default off SM12x",)}
+    raise VllmLayoutError(f"attention backend {forced} for DeepSeek-V4: the attention class "
+                          "it selects (_select_dsv4_attn_cls) is not modelled; drop "
+                          "--attention-backend to plan vLLM's default FlashMLA class")
+
+
 def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
                         cache_dtype: str, model_dtype: str, sparse: bool) -> dict[str, Any]:
     """On an SM10x GPU, the sparse MLA backend vLLM takes (``sparse_mla_backends``); a
@@ -419,7 +520,15 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRe
     from kvledger.plan.engines.vllm.hardware import capability
 
     cap, _ = capability(request.gpu)
+    forced = forced_backend(request)
+    if forced is not None and forced not in _SPARSE_BACKENDS:
+        raise _selected_refusal(forced, ["sparse not supported"], release)
     if cap is None or cap[0] != 10:
+        if forced not in (None, "FLASHMLA_SPARSE"):
+            from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+            raise VllmLayoutError(f"attention backend {forced} off SM10x: not modelled; drop "
+                                  "--attention-backend to plan vLLM's own choice")
         return {}
     from kvledger.derive.layers import MLA
     from kvledger.plan.engines.vllm.sparse_mla_backends import choose_sm10x
@@ -429,7 +538,10 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRe
     heads = int(text.get("num_attention_heads", 0)) // request.tensor_parallel_size
     fa4 = release.fa4_sparse_mla_on_sm10x
     chosen = choose_sm10x(cache_dtype, model_dtype, text, mla.latent_dim + mla.rope_dim, heads,
-                          fa4=fa4)
+                          fa4=fa4, forced=forced)
+    if chosen is None and forced is not None:
+        raise _selected_refusal(forced, ["the configuration not supported (head size, "
+                                         "kv_cache_dtype or supports_combination)"], release)
     if chosen is None:
         raise VllmRefusesToStart(
             f"{release.short} refuses to start: No valid attention backend found for cuda "

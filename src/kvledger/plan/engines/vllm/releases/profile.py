@@ -74,3 +74,7 @@ class VllmRelease(Release):
     # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
     # (sparse_mla_backends.py).
     fa4_sparse_mla_on_sm10x: bool = False
+    # 0.33 transformers_utils/model_arch_config_convertor.py _normalize_quantization_config:
+    # a ModelOpt quant_algo MIXED_PRECISION is "modelopt_mixed" (per-layer algos,
+    # ModelOptMixedPrecisionConfig); 0.32 raises "Unknown ModelOpt quant algo".
+    modelopt_mixed_precision: bool = False

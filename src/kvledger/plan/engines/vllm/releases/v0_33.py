@@ -72,4 +72,6 @@ RELEASE = replace(
     # platforms/cuda.py _get_backend_priorities: FLASH_ATTN_MLA_SPARSE_FA4 (v1/attention/
     # backends/mla/flashattn_mla_sparse.py, new) first for a float cache at <= 16 heads a rank.
     fa4_sparse_mla_on_sm10x=True,
+    # model_arch_config_convertor.py: quant_algo MIXED_PRECISION → "modelopt_mixed".
+    modelopt_mixed_precision=True,
 )
