@@ -74,6 +74,10 @@ class VllmRelease(Release):
     # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
     # (sparse_mla_backends.py).
     fa4_sparse_mla_on_sm10x: bool = False
+    # The KV connectors of --kv-transfer-config were read in this release's source
+    # (distributed/kv_transfer/kv_connector/v1/: connectors.py); a release whose were not is
+    # refused by name rather than sized with another release's rules.
+    sizes_kv_connectors: bool = False
     # 0.33 transformers_utils/model_arch_config_convertor.py _normalize_quantization_config:
     # a ModelOpt quant_algo MIXED_PRECISION is "modelopt_mixed" (per-layer algos,
     # ModelOptMixedPrecisionConfig); 0.32 raises "Unknown ModelOpt quant algo".
