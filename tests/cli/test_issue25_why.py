@@ -60,7 +60,7 @@ COVERED: tuple[tuple[str, str], ...] = (
     ("under --json, errors are still plain text",
      "tests/cli/test_cli_json_errors.py::test_a_failure_is_one_json_object"),
     ("explain README.md is accepted as a log (exit 0)",
-     "tests/explain/test_explain_cli.py::test_the_readme_is_not_a_start_up_log"),
+     "tests/explain/test_explain_cli.py::test_a_docs_page_is_not_a_start_up_log"),
     ("audit on a model with nothing to check prints result: ok",
      "tests/check/test_cli_audit.py::test_nothing_to_check_is_said_and_exits_one"),
     ("a Nemotron-H plan is 184 lines with no summary",

@@ -123,7 +123,8 @@ def test_a_marker_outside_the_list_fails(tmp_path: Path) -> None:
 
 def test_the_reader_finds_commands_shown_and_output() -> None:
     page = ("```bash\npython3 -m venv .venv && pip install . && kvledger plan m \\\n"
-            "    --gpu H100  # a comment\nkvledger gpus | head\n```\n\n```text\n1,024 x 2.50\n```\n")
+            "    --gpu H100  # a comment\nkvledger gpus | head\n```\n\n"
+            "```text\n1,024 x 2.50\n```\n")
     (one,) = examples(Path("/x.md"), page)
     assert one.commands == [["plan", "m", "--gpu", "H100"], ["gpus"]]
     assert one.shown == "1,024 x 2.50"
