@@ -59,7 +59,7 @@ def pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def _blocks(text: str) -> Iterator[tuple[int, str, str]]:
+def blocks(text: str) -> Iterator[tuple[int, str, str]]:
     """(line of the opening fence, info string, body) of every fenced block."""
     lines = text.splitlines()
     i = 0
@@ -101,9 +101,9 @@ def examples(page: Path, text: str | None = None) -> list[Example]:
     """Every ```bash block of ``page`` that holds a ``kvledger`` command."""
     text = page.read_text(encoding="utf-8") if text is None else text
     lines = text.splitlines()
-    blocks = list(_blocks(text))
+    fenced = list(blocks(text))
     found = []
-    for n, (line, lang, body) in enumerate(blocks):
+    for n, (line, lang, body) in enumerate(fenced):
         if lang not in {"bash", "sh", "shell", "console"}:
             continue
         argvs = commands(body)
@@ -112,8 +112,8 @@ def examples(page: Path, text: str | None = None) -> list[Example]:
         above = lines[line - 2] if line >= 2 else ""
         marker = MARKER.match(above)
         shown = None
-        if n + 1 < len(blocks):
-            next_line, next_lang, next_body = blocks[n + 1]
+        if n + 1 < len(fenced):
+            next_line, next_lang, next_body = fenced[n + 1]
             end = line + body.count("\n") + 2  # the closing fence's line (1-based)
             between = lines[end:next_line - 1]
             if next_lang == "text" and all(not x.strip() for x in between):

@@ -15,7 +15,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from doc_examples import REASONS, ROOT, Example, examples, missing_numbers, numbers, pages
+from doc_examples import (
+    REASONS,
+    ROOT,
+    Example,
+    blocks,
+    examples,
+    missing_numbers,
+    numbers,
+    pages,
+)
 
 from kvledger.cli.main import main
 
@@ -130,3 +139,11 @@ def test_the_reader_finds_commands_shown_and_output() -> None:
     assert one.shown == "1,024 x 2.50"
     assert missing_numbers("1,024 and 2.50 and 7", "2.50 1,024") == ["7"]
     assert missing_numbers("16 16", "16") == ["16"]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_fence_names_its_language(page: Path) -> None:
+    # A command in a fence with no language would escape the check above: every fence says
+    # what it holds (bash, text, python, yaml, json, ...).
+    unnamed = [line for line, lang, _ in blocks(page.read_text(encoding="utf-8")) if not lang]
+    assert not unnamed, f"{page.name}: fences without a language at lines {unnamed}"
