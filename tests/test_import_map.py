@@ -1,7 +1,7 @@
 """The import map runs one way: no module of ``src/kvledger`` reaches itself, and no lower layer
 imports a higher one.
 
-The layers, top to bottom (docs/ARCHITECTURE.md): cli → report → plan.api → plan.engines →
+The layers, top to bottom (docs/architecture.md): cli → report → plan.api → plan.engines →
 plan core → derive → source → declare → errors/records. Every import counts, wherever it is
 written: at module level, inside a function (a lazy import still ties the two modules: one
 cannot be understood, moved or tested without the other), under ``if TYPE_CHECKING:``. An
