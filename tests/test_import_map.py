@@ -24,7 +24,7 @@ KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 
 # plan's engine-neutral core: below every engine (it may name the engines' leaf registry).
 PLAN_CORE = ("request", "budget", "gpus", "weights", "parallel", "speculative", "model_local",
-             "answers", "result", "fit_result", "launch")
+             "answers", "result", "fit_result", "batch_defaults")
 # (importer prefix, imported prefix, why that arrow would run back up).
 FORBIDDEN = (
     *((f"kvledger.plan.{core}", f"kvledger.plan.engines.{engine}", "the core knows no engine")

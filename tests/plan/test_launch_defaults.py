@@ -16,7 +16,7 @@ import pytest
 
 from kvledger.cli.main import main
 from kvledger.plan.api import plan_model
-from kvledger.plan.launch import vllm_tier
+from kvledger.plan.engines.vllm.batch_defaults import vllm_tier
 from kvledger.plan.request import PlanRequest
 from kvledger.records import replace
 

@@ -190,14 +190,16 @@ def batch_defaults(total_bytes: int | None, device_name: str | None,
     """(max_num_seqs, max_num_batched_tokens) ``vllm serve`` picks when the line sets neither.
 
     vLLM ``EngineArgs.get_batch_defaults`` for ``UsageContext.OPENAI_API_SERVER``: the one
-    tier table, ``kvledger.plan.launch`` (≥ 160 GiB → 1024 / 16384; ≥ 70 GiB and not an
-    A100 → 1024 / 8192; else 256 / 2048), the one ``plan --gpu`` uses. ``world_size`` only
-    matters on the CPU backend (not planned here). None when the GPU is unknown.
+    tier table, ``kvledger.plan.engines.vllm.batch_defaults`` (≥ 160 GiB → 1024 / 16384;
+    ≥ 70 GiB and not an A100 → 1024 / 8192; else 256 / 2048), the one ``plan --gpu`` uses.
+    ``world_size`` only matters on the CPU backend (not planned here). None when the GPU is
+    unknown.
     """
     del world_size
     if total_bytes is None:
         return None
-    from kvledger.plan.launch import SERVE, vllm_tier
+    from kvledger.plan.batch_defaults import SERVE
+    from kvledger.plan.engines.vllm.batch_defaults import vllm_tier
 
     picked = vllm_tier(SERVE, total_bytes, device_name)
     return picked.max_num_seqs, picked.max_num_batched_tokens
