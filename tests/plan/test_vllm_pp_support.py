@@ -49,7 +49,8 @@ from oracle_cases import CONFIGS, LOCAL_DIR, bundled_id
 ROOT = Path(__file__).resolve().parents[2]
 # release -> (its table file, its start-up file, the --engine that plans as it)
 RELEASE_FILES = {
-    "0.32": (LOCAL_DIR / "vllm-0.32-pp-support.json", LOCAL_DIR / "vllm-0.32-pp-startup.jsonl",
+    "0.32": (LOCAL_DIR / "vllm-0.32" / "vllm-0.32-pp-support.json",
+             LOCAL_DIR / "vllm-0.32" / "vllm-0.32-pp-startup.jsonl",
              "vllm==0.32"),
     "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-support.json",
              LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-startup.jsonl", "vllm"),

@@ -1,7 +1,7 @@
 """The length vLLM starts with when a model directory carries a sentence-transformers config or a
 tokenizer_config.json beside config.json (source/sentence.py).
 
-Every line of ``tests/oracles/vllm-0.32-tokenizer-len.jsonl`` (and of 0.33's,
+Every line of ``tests/oracles/vllm-0.32/vllm-0.32-tokenizer-len.jsonl`` (and of 0.33's,
 ``vllm-0.33/vllm-0.33-tokenizer-len.jsonl``) is that release's own ``ModelConfig`` on such a
 directory (``tests/oracles/run_tokenizer_len_oracle.py [--vllm 0.33]`` made them); each is
 replayed here on the same files, planned as its release. (The rule, ``_get_and_verify_max_len``
@@ -24,7 +24,7 @@ from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, bundled_id
 
 HERE = Path(__file__).resolve().parent
-CASES = HERE.parent / "oracles" / "vllm-0.32-tokenizer-len.jsonl"
+CASES = HERE.parent / "oracles" / "vllm-0.32" / "vllm-0.32-tokenizer-len.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {
     "0.32": (CASES, "vllm==0.32"),

@@ -1,6 +1,7 @@
 """vLLM's start-up refusals (plan/engines/vllm/startup.py), each against the oracle's answer.
 
-``tests/oracles/vllm-0.32-startup.jsonl`` and ``vllm-0.33/vllm-0.33-startup.jsonl`` hold what
+``tests/oracles/vllm-0.32/vllm-0.32-startup.jsonl`` and ``vllm-0.33/vllm-0.33-startup.jsonl`` hold
+what
 each vLLM release itself did for each setting (``tests/oracles/run_startup_oracle.py`` ran
 0.32's, ``make_vllm_033_cases.py`` the same 13 questions of 0.33; the checks read the same in
 both releases' config/model.py and config/scheduler.py, and the answers agree line for line),
@@ -32,7 +33,7 @@ from kvledger.plan.engines.vllm.startup import (
 from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, LOCAL_DIR, config_path, needs_shared
 
-STARTUP_FILE = LOCAL_DIR / "vllm-0.32-startup.jsonl"
+STARTUP_FILE = LOCAL_DIR / "vllm-0.32" / "vllm-0.32-startup.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {"0.32": (STARTUP_FILE, "vllm==0.32"),
                  "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-startup.jsonl", "vllm")}
@@ -78,7 +79,7 @@ def _request(args: list[str], engine: str = "vllm==0.32") -> PlanRequest:
 
 def test_the_oracle_file_covers_every_rule() -> None:
     if not STARTUP_FILE.is_file():
-        pytest.skip("tests/oracles/vllm-0.32-startup.jsonl not written yet")
+        pytest.skip("tests/oracles/vllm-0.32/vllm-0.32-startup.jsonl not written yet")
     errors = " ".join(c.get("error", "") for c in CASES)
     assert all(vllm in errors for vllm, _ in PHRASES)
     assert any(c["ok"] for c in CASES)

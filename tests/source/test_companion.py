@@ -100,7 +100,7 @@ def test_cli_plan_of_a_bare_config_path_matches_vllm(
 
 
 def test_cli_shows_vllms_reason_for_nvfp4_on_mla(capsys: pytest.CaptureFixture[str]) -> None:
-    # tests/oracles/vllm-0.32-refusals.jsonl: DeepSeek-V2-Lite with a ModelOpt NVFP4 KV
+    # tests/oracles/vllm-0.32/vllm-0.32-refusals.jsonl: DeepSeek-V2-Lite with a ModelOpt NVFP4 KV
     # companion; vLLM refuses with "nvfp4 KV cache is not supported with MLA ...". The bare
     # config path brings the companion, and the user sees vLLM's reason, not derive's.
     path = CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.NVFP4KV-HFQ.MODIFIED.json"
