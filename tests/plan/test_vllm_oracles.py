@@ -208,3 +208,10 @@ def test_every_release_has_cases() -> None:
     replayed = {release for release, _ in _files()}
     assert {v.rsplit(".", 1)[0] for v in RELEASES} <= replayed
 
+
+def test_the_034_block_auto_cases_are_replayed() -> None:
+    # vLLM 0.34's own answers with --block-size auto (CacheConfig.DEFAULT_BLOCK_SIZE 64).
+    auto = [c for r, c in (p.values for p in CASES) if r == "0.34"
+            and c["inputs"]["block_size"] == "auto"]
+    assert len(auto) >= 14
+    assert {c["expected"]["block_size"] for c in auto} >= {64, 4160}

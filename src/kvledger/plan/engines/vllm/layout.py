@@ -521,7 +521,7 @@ def plan_vllm_stage(
     if not 0 <= stage < len(members):
         raise ValueError(f"stage {stage} out of range for {len(members)} pipeline stages")
     groups = _project(prep.grouping.groups, members[stage])
-    math = block_math(groups, available_bytes, prep.ctx)
+    math = block_math(groups, available_bytes, prep.ctx, granule=_extensible_granule(request))
     return _plan(
         facts, prep, groups, members[stage], available_bytes, math, stage=stage,
         layer_range=_stage_ranges(prep, request.pipeline_parallel_size)[stage],
@@ -547,6 +547,14 @@ def plan_vllm(
                           stage_available_bytes=stage_available_bytes)
 
 
+def _extensible_granule(request: PlanRequest) -> int:
+    """vLLM 0.34's commit granule when its extensible KV cache sizes this launch (a GPU
+    budget, no kv_cache_memory_bytes: extensible_budget.py); 0 otherwise."""
+    from kvledger.plan.engines.vllm.extensible_budget import GRANULE, applies
+
+    return GRANULE if applies(request, vllm_release(request.engine_release)) else 0
+
+
 def _plan_vllm(
     facts: ModelFacts,
     request: PlanRequest,
@@ -563,15 +571,16 @@ def _plan_vllm(
         raise ValueError(f"stage_available_bytes has {len(budgets)} entries for {pp} stages")
     for b in budgets:
         _check_budget(b)
+    granule = _extensible_granule(request)
     if pp == 1:
-        math = block_math(prep.grouping.groups, budgets[0], prep.ctx)
+        math = block_math(prep.grouping.groups, budgets[0], prep.ctx, granule=granule)
         return _plan(facts, prep, prep.grouping.groups, None, budgets[0], math, stage=None)
 
     members = _stage_members(prep, pp)
     ranges = _stage_ranges(prep, pp)
     projected = _project_all(prep.grouping.groups, members)
     counts = [
-        block_math(g, budgets[k], prep.ctx).num_blocks
+        block_math(g, budgets[k], prep.ctx, granule=granule).num_blocks
         for k, g in enumerate(projected)
     ]
     # vLLM: every stage uses the smallest block count among stages.

@@ -26,7 +26,7 @@ def _dense_mla(inp: GpuBudgetInput) -> bool:
     return Kind.MLA in kinds and Kind.INDEXER not in kinds
 
 
-def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
+def _mla_backend(inp: GpuBudgetInput, default: int) -> tuple[int, str]:
     """(the block size the dense MLA backend takes, its name; "" when none is found)."""
     from kvledger.plan.engines.vllm.hardware import capability
     from kvledger.plan.engines.vllm.mla_backends import choose
@@ -35,8 +35,8 @@ def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
     cap, _ = capability(req.gpu)
     chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size)
     if chosen is None:
-        return req.block_size or 16, ""
-    return req.block_size or chosen.preferred_block(), chosen.name
+        return req.block_size or default, ""
+    return req.block_size or chosen.preferred_block(default), chosen.name
 
 
 def runtime_dtype(inp: GpuBudgetInput) -> str:
@@ -52,7 +52,8 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
 
     req = inp.request
     mla = _dense_mla(inp)
-    block, backend = _mla_backend(inp) if mla else (16, "")
+    default = release.default_block_size
+    block, backend = _mla_backend(inp, default) if mla else (default, "")
     return ReserveInput(
         text=inp.text_config, model_dtype=runtime_dtype(inp),
         tensor_parallel_size=req.tensor_parallel_size,
@@ -80,9 +81,16 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
     for line, parts in (activation_line(rin), cuda_graph_line(), non_torch_line(rin)):
         estimates[line.key] = records.replace(line, parts=parts)
     req = inp.request
-    return gpu_budget(
+    budget = gpu_budget(
         inp.preset, gpu_memory_utilization=utilization, weights=inp.weights, request=req,
         cfg=inp.text_config, model_dtype=runtime_dtype(inp),
         reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes, req.non_torch_bytes),
         total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
         estimates=estimates)
+    from kvledger.plan.engines.vllm.extensible_budget import applies, extensible_budget
+
+    if not applies(req, release):
+        return budget
+    # 0.34: sized after warm-up and CUDA-graph capture (extensible_budget.py).
+    return extensible_budget(budget, release, multi_gpu=rin.multi_gpu,
+                             rocm=inp.preset.vendor == "amd")
