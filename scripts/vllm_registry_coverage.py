@@ -229,6 +229,11 @@ def named_types(registry: Mapping[str, dict[str, str]]) -> dict[str, set[str]]:
 
 
 # -- kvledger's verdict ------------------------------------------------------------------------
+# The release whose registry.py the committed coverage file was read from: its verdicts are
+# that release's (tests/data/vllm-0.33-registry-coverage.json).
+RELEASE = "0.33"
+
+
 def _row_verdict(model_type: str) -> tuple[str, str]:
     from kvledger.derive.model_types import MODEL_TYPES, resolve
 
@@ -237,8 +242,8 @@ def _row_verdict(model_type: str) -> tuple[str, str]:
     from kvledger.plan.engines.vllm.layout import not_in_vllm
 
     row = resolve(model_type)
-    # The vLLM release's own verdict (plan/engines/vllm/releases: the newest release).
-    reason = not_in_vllm(model_type)
+    # The vLLM release's own verdict (plan/engines/vllm/releases: RELEASE's profile).
+    reason = not_in_vllm(model_type, RELEASE)
     if reason:
         return "refused", reason
     if not row.derivable:

@@ -53,7 +53,7 @@ RELEASE_FILES = {
              LOCAL_DIR / "vllm-0.32" / "vllm-0.32-pp-startup.jsonl",
              "vllm==0.32"),
     "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-support.json",
-             LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-startup.jsonl", "vllm"),
+             LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-startup.jsonl", "vllm==0.33"),
 }
 STARTUP = [(release, json.loads(line)) for release, (_, path, _) in RELEASE_FILES.items()
            if path.is_file() for line in path.read_text().splitlines() if line.strip()]

@@ -39,25 +39,26 @@ def _facts(layers: Sequence[LayerCache], *, dtype: str = "bfloat16",
 
 
 def _req(**kw: object) -> PlanRequest:
-    return PlanRequest(engine="vllm", kv_cache_memory_bytes=GIB, **kw)  # type: ignore[arg-type]
+    return PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=GIB,
+                       **kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("engine", "pp", "method", "expected"),
     [
         # VllmConfig.max_concurrent_batches: async + Model Runner V2 → pp + 1.
-        ("vllm", 1, None, (True, 2)),
-        ("vllm", 4, None, (True, 5)),
-        ("vllm", 2, "eagle3", (True, 3)),
-        ("vllm", 2, "mtp", (True, 3)),
+        ("vllm==0.33", 1, None, (True, 2)),
+        ("vllm==0.33", 4, None, (True, 5)),
+        ("vllm==0.33", 2, "eagle3", (True, 3)),
+        ("vllm==0.33", 2, "mtp", (True, 3)),
         # ngram: vLLM 0.32 turns async scheduling off (VllmConfig.__post_init__) → pp
         # batches; 0.33 only on the V1 runner, and ngram runs on Model Runner V2.
         ("vllm==0.32", 1, "ngram", (False, 1)),
-        ("vllm", 1, "ngram", (True, 2)),
+        ("vllm==0.33", 1, "ngram", (True, 2)),
         # medusa: off, and the V1 runner (unsupported by V2) → pp (0.33 refuses the method
         # elsewhere; here only the batches).
         ("vllm==0.32", 2, "medusa", (False, 2)),
-        ("vllm", 2, "medusa", (False, 2)),
+        ("vllm==0.33", 2, "medusa", (False, 2)),
     ],
 )
 def test_concurrent_batches(engine: str, pp: int, method: str | None,

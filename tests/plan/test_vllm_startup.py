@@ -3,7 +3,7 @@
 ``tests/oracles/vllm-0.32/vllm-0.32-startup.jsonl`` and ``vllm-0.33/vllm-0.33-startup.jsonl`` hold
 what
 each vLLM release itself did for each setting (``tests/oracles/run_startup_oracle.py`` ran
-0.32's, ``make_vllm_033_cases.py`` the same 13 questions of 0.33; the checks read the same in
+0.32's, ``make_vllm_cases.py --release 0.33`` the same 13 questions of 0.33; the checks read the same in
 both releases' config/model.py and config/scheduler.py, and the answers agree line for line),
 each replayed as its release: refused, with its message, or started, with the max_model_len,
 block size and block count it settled on. Every line is replayed: kvledger must refuse exactly
@@ -36,7 +36,7 @@ from oracle_cases import CONFIGS, LOCAL_DIR, config_path, needs_shared
 STARTUP_FILE = LOCAL_DIR / "vllm-0.32" / "vllm-0.32-startup.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {"0.32": (STARTUP_FILE, "vllm==0.32"),
-                 "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-startup.jsonl", "vllm")}
+                 "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-startup.jsonl", "vllm==0.33")}
 RELEASE_CASES = [(release, json.loads(line)) for release, (path, _) in RELEASE_FILES.items()
                  if path.is_file() for line in path.read_text().splitlines() if line.strip()]
 CASES = [case for release, case in RELEASE_CASES if release == "0.32"]

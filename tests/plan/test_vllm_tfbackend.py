@@ -39,7 +39,8 @@ FILE = ROOT / "tests" / "oracles" / "vllm-0.32" / "vllm-0.32-tfbackend.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {
     "0.32": (FILE, "vllm==0.32"),
-    "0.33": (ROOT / "tests" / "oracles" / "vllm-0.33" / "vllm-0.33-tfbackend.jsonl", "vllm"),
+    "0.33": (ROOT / "tests" / "oracles" / "vllm-0.33" / "vllm-0.33-tfbackend.jsonl",
+             "vllm==0.33"),
 }
 RELEASE_CASES = [(release, json.loads(line)) for release, (path, _) in RELEASE_FILES.items()
                  if path.is_file() for line in path.read_text().splitlines() if line.strip()]

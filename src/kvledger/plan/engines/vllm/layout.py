@@ -550,6 +550,8 @@ def plan_vllm(
 def _extensible_granule(request: PlanRequest) -> int:
     """vLLM 0.34's commit granule when its extensible KV cache sizes this launch (a GPU
     budget, no kv_cache_memory_bytes: extensible_budget.py); 0 otherwise."""
+    if request.kv_cache_memory_bytes is not None:
+        return 0  # a given budget: never extensible (and the module stays unimported)
     from kvledger.plan.engines.vllm.extensible_budget import GRANULE, applies
 
     return GRANULE if applies(request, vllm_release(request.engine_release)) else 0
