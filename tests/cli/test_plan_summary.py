@@ -17,6 +17,7 @@ from typing import Any
 from kvledger.cli.layer_runs import fold, folded_rows, spell
 from kvledger.cli.main import main
 from kvledger.cli.render_layers import pattern_label
+from release_pin import as_release
 
 NEMOTRON_H = "nvidia/Nemotron-H-56B-Base-8K"
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
@@ -25,7 +26,7 @@ LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 def run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
+        code = main(as_release(argv))
     return code, out.getvalue(), err.getvalue()
 
 

@@ -29,7 +29,7 @@ def _config(model_type: str, **extra: Any) -> dict[str, Any]:
 
 def _plan(config: dict[str, Any], length: int) -> Any:
     return plan_vllm(derive_model(config), PlanRequest(
-        engine="vllm", kv_cache_memory_bytes=GIB8, max_model_len=length, block_size=16), GIB8)
+        engine="vllm==0.33", kv_cache_memory_bytes=GIB8, max_model_len=length, block_size=16), GIB8)
 
 
 # (model type, layers, KV heads, head dim, bytes a block, blocks in 8 GiB)
@@ -122,7 +122,7 @@ def test_lfm2_moe_by_hand() -> None:
     states = [x for x in facts.by_role(Role.DECODER) if not hasattr(x, "k_heads")]
     # A short-conv state: (conv_L_cache - 1) x hidden_size = 2 x 2048 values, bf16: 8,192 B.
     assert {x.bytes_per_request() for x in states} == {8192}  # type: ignore[attr-defined]
-    plan = plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=GIB8,
+    plan = plan_vllm(facts, PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=GIB8,
                                         max_model_len=32768), GIB8)
     # Attention: 2 x 8 x (2048 / 32 = 64) x 2 = 2,048 B a token; block 16 makes a 32,768 B
     # page, which holds the 8,192 B state (padded to it). Groups of 8 layers (8 attention,

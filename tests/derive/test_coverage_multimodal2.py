@@ -96,7 +96,7 @@ def test_wrapper_plans_as_vllm_planned_its_language_model() -> None:
     # = 32,768; vLLM groups the 20 owning layers 4 to a group (16 sliding in 4, 4 full in 1),
     # so a block costs 4 × 32,768 = 131,072 B and 16 GiB holds 2**34 / 131,072 = 131,072.
     case = _case(GEMMA3N_TEXT)
-    request = PlanRequest(engine="vllm", kv_cache_memory_bytes=16 << 30, max_model_len=32768,
+    request = PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=16 << 30, max_model_len=32768,
                           block_size="auto")
     plan = plan_vllm(_facts(GEMMA3N), request, 16 << 30)
     assert case["expected"]["bytes_per_block"] == 4 * 16 * 2 * 2 * 256 * 2

@@ -3,7 +3,8 @@
 ``tests/oracles/vllm-0.32/vllm-0.32-startup.jsonl`` and ``vllm-0.33/vllm-0.33-startup.jsonl`` hold
 what
 each vLLM release itself did for each setting (``tests/oracles/run_startup_oracle.py`` ran
-0.32's, ``make_vllm_cases.py --release 0.33`` the same 13 questions of 0.33; the checks read the same in
+0.32's, ``make_vllm_cases.py --release 0.33`` the same 13
+questions of 0.33; the checks read the same in
 both releases' config/model.py and config/scheduler.py, and the answers agree line for line),
 each replayed as its release: refused, with its message, or started, with the max_model_len,
 block size and block count it settled on. Every line is replayed: kvledger must refuse exactly

@@ -308,7 +308,10 @@ def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: in
     for name in layout_names():
         base = _on_given_budget(
             records.replace(request, engine=name, gpu=None, gpu_total_bytes=None,
-                                concurrency=None),
+                                concurrency=None,
+                                # the headline's pinned release is its engine's, not another's
+                                engine_release=request.engine_release
+                                if name == request.engine else None),
             get_layout(name).pools_model_local, available_bytes, taken)
         try:
             facts, _ = load_facts(source, base)
