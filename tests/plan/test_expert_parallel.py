@@ -184,7 +184,8 @@ def test_the_serve_line_plans_dp_with_expert_parallel(capsys: pytest.CaptureFixt
         from oracle_cases import SHARED_MISSING
 
         pytest.skip(SHARED_MISSING)
-    code = main(["plan", "--gpu", "H200", "--json", "--", "vllm", "serve", str(DSV3), "-dp", "8",
+    code = main(["plan", "--engine", "vllm==0.33", "--gpu", "H200", "--json", "--", "vllm",
+                 "serve", str(DSV3), "-dp", "8",
                  "--enable-expert-parallel", "--max-model-len", "32768", "--max-num-seqs",
                  "256"])
     assert code == 0

@@ -92,3 +92,16 @@ def test_pp_keeps_async_scheduling_under_034() -> None:
                           num_speculative_tokens=3, speculative_method="ngram",
                           kv_cache_memory_bytes=GIB)
     assert concurrent_batches(request) == (True, 3)
+
+
+@pytest.mark.parametrize(("release", "where"), [
+    ("0.33", "models/gemma.py"), ("0.34", "models/transformers/")])
+def test_gemma_moved_to_the_transformers_backend(release: str, where: str) -> None:
+    # 0.34 model_executor/models/registry.py _TRANSFORMERS_SUPPORTED_MODELS: GemmaForCausalLM
+    # is the Transformers backend's TransformersForCausalLM (its Base is SupportsPP).
+    from kvledger.plan.engines.vllm.pp_support import pp_verdict
+    from kvledger.plan.engines.vllm.releases.current import planning
+
+    with planning(release):
+        found = pp_verdict(("GemmaForCausalLM",))
+    assert found is not None and found[1] is True and where in found[2]

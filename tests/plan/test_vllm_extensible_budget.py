@@ -16,6 +16,8 @@ from source.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvledger.plan.api import plan_model
 from kvledger.plan.engines.vllm.extensible_budget import granule_blocks, margin_bytes
 from kvledger.plan.engines.vllm.launch import VllmLaunch
@@ -27,15 +29,15 @@ LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 TOTAL = 80 * GIB  # --gpu-total-bytes: a round total for the arithmetic
 
 
-def _plan(engine: str, **extra: object) -> object:
+def _plan(engine: str, **extra: Any) -> Any:
     request = PlanRequest(engine=engine, gpu="H100-80GB", gpu_total_bytes=TOTAL,
                           max_model_len=32768, activation_peak_bytes=2 * GIB,
                           cuda_graph_bytes=GIB, non_torch_bytes=GIB // 2, **extra)
     return plan_model(LLAMA, request)
 
 
-def _lines(result: object) -> dict[str, int]:
-    return {line["key"]: line["bytes"] for line in result.to_json()["budget"]}  # type: ignore[attr-defined]
+def _lines(result: Any) -> dict[str, int]:
+    return {line["key"]: line["bytes"] for line in result.to_json()["budget"]}
 
 
 def test_default_034_budget_by_hand_on_an_h100() -> None:
@@ -50,11 +52,11 @@ def test_default_034_budget_by_hand_on_an_h100() -> None:
     assert lines["kv_margin"] == 3 * GIB // 2
     assert lines["kv_budget"] == 80 * GIB - GIB // 2 - 3 * GIB // 2 - weights - 2 * GIB \
         - GIB - GIB // 2
-    assert got.to_json()["available_bytes"] == lines["kv_budget"]  # type: ignore[attr-defined]
+    assert got.to_json()["available_bytes"] == lines["kv_budget"]
 
 
 def test_034_blocks_commit_whole_granules() -> None:
-    got = _plan("vllm==0.34").to_json()  # type: ignore[attr-defined]
+    got = _plan("vllm==0.34").to_json()
     available = got["available_bytes"]
     # 32 layer segments of 262,144 B a block: n blocks map 32 × ceil(n / 8) × 2 MiB.
     n = available // 8_388_608
@@ -107,7 +109,7 @@ def test_margin_floor_and_fraction() -> None:
 
 
 def test_the_budget_says_why_utilization_is_one() -> None:
-    got = _plan("vllm==0.34").to_json()  # type: ignore[attr-defined]
+    got = _plan("vllm==0.34").to_json()
     util = next(line for line in got["budget"] if line["key"] == "utilization")
     assert "extensible KV cache" in util["label"]
     margin = next(line for line in got["budget"] if line["key"] == "kv_margin")

@@ -134,8 +134,8 @@ def test_memory_refusal_is_a_reason_in_the_json() -> None:
     # A budget too small for one request: exit 0, the figures, and vLLM's reason.
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(["plan", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory-bytes", "1GiB",
-                     "--max-model-len", "32768", "--json"])
+        code = main(["plan", "meta-llama/Meta-Llama-3.1-8B", "--engine", "vllm==0.33",
+                     "--kv-cache-memory-bytes", "1GiB", "--max-model-len", "32768", "--json"])
     data = json.loads(out.getvalue())
     assert code == 0 and data["vllm_refuses_to_start"] is True
     # One 32,768-token request: 2 (K, V) x 32 layers x 8 heads x 128 x 2 B = 131,072 B a
