@@ -136,7 +136,18 @@ _MORE = [("nvidia--MiniMax-M3-NVFP4.json", "auto", "auto"),
 EXTRA: dict[str, list[tuple[str, list[str], str]]] = {"0.32": [
     (name, ["--kv-cache-memory-bytes", "16GiB", "--max-model-len", "32768", "--block-size",
             block, "--kv-cache-dtype", kv], "NVFP4 checkpoint, weights stripped (strip)")
-    for name, kv, block in _MORE], "0.34": [], "0.33": [
+    for name, kv, block in _MORE], "0.34": [
+    ("deepseek-ai--DeepSeek-V2-Lite.json",
+     ["--kv-cache-memory-bytes", "8GiB", "--block-size", "auto", "--max-model-len", "32768",
+      "--gpu-capability", "10.0"],
+     "dense MLA on SM100: FLASHINFER_MLA (kernel blocks [32, 64]) keeps 0.34's default block "
+     "of 64 (0.33: 32, vllm-0.33-new-behaviour.jsonl)"),
+    ("mistralai--Mistral-7B-v0.1.json",
+     ["--kv-cache-memory-bytes", "17179869184", "--block-size", "16", "--max-model-len",
+      "32768", "--num-speculative-tokens", "3", "--speculative-method", "ngram"],
+     "ngram without Model Runner V1 (gone in 0.34): async scheduling stays on, two batches in "
+     "flight (0.33's oracle ran the V1 runner and turned it off)"),
+], "0.33": [
     ("Qwen--Qwen3-Next-80B-A3B-Thinking.json",
      ["--kv-cache-memory-bytes", "8GiB", "--max-model-len", "32768", "--enable-prefix-caching",
       "--gpu-capability", "9.0"],
