@@ -16,6 +16,7 @@ from source.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kvledger.plan.api import plan_model
@@ -114,3 +115,16 @@ def test_the_budget_says_why_utilization_is_one() -> None:
     assert "extensible KV cache" in util["label"]
     margin = next(line for line in got["budget"] if line["key"] == "kv_margin")
     assert margin["basis"] == "exact"  # the given peak × 0.75 beats the floor: source rule
+
+
+def test_the_cli_and_a_serve_line_turn_it_off(capsys: Any) -> None:
+    # --no-enable-extensible-kv-cache (0.34's own flag): the 0.92 budget, no margin line.
+    from kvledger.cli.main import main
+
+    for argv in (["plan", LLAMA, "--engine", "vllm==0.34", "--gpu", "H100-80GB",
+                  "--no-enable-extensible-kv-cache", "--json"],
+                 ["plan", "--engine", "vllm==0.34", "--gpu", "H100-80GB", "--json", "--",
+                  "vllm", "serve", LLAMA, "--no-enable-extensible-kv-cache"]):
+        assert main(argv) == 0
+        keys = [line["key"] for line in json.loads(capsys.readouterr().out)["budget"]]
+        assert "kv_margin" not in keys and "before_snapshot" not in keys

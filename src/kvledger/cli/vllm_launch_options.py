@@ -19,7 +19,7 @@ UNSET: dict[str, Any] = {
     "enable_lora": False, "max_loras": None, "max_lora_rank": None, "lora_dtype": None,
     "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
-    "draft_config": None,
+    "draft_config": None, "enable_extensible_kv_cache": None,
 }
 
 
@@ -59,6 +59,11 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    help="CPU KV tier over all ranks: its capacity in tokens (kv_offload)")
     g.add_argument("--kv-offloading-backend", default=None, choices=("native", "lmcache"),
                    help="default native (only native is sized)")
+    import argparse
+
+    g.add_argument("--enable-extensible-kv-cache", action=argparse.BooleanOptionalAction,
+                   default=None, help="vLLM 0.34's default on CUDA/ROCm: the KV cache sized "
+                   "after warm-up with gpu_memory_utilization 1.0; --no-...: as 0.33 did")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "

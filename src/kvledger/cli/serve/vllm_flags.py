@@ -165,9 +165,8 @@ RULES: dict[str, Rule] = merge(
             "is subtracted from the KV budget (multimodal/gpu_ipc_memory.py)"),
     table(KV, "additional_config", "passes platform options kvledger does not read"),
     # vLLM 0.34's new flags (vllm-0.34.0.json). enable_extensible_kv_cache: on by default on
-    # CUDA/ROCm (config/vllm.py _resolve_extensible_kv_cache), as kvledger plans a 0.34
-    # launch; turned off, vLLM sizes the cache as 0.33 did, which a serve line cannot map yet
-    # (the library's VllmLaunch.enable_extensible_kv_cache can).
+    # CUDA/ROCm (config/vllm.py _resolve_extensible_kv_cache); mapped when given
+    # (vllm_launch_map.py: --no-enable-extensible-kv-cache sizes the cache as 0.33 did).
     table(KV, "enable_extensible_kv_cache",
           "turns the extensible KV cache off (its default is on)", same=(True,)),
     # config/scheduler.py: admission order (cache_aware_admission_*), requests holding blocks

@@ -38,6 +38,11 @@ def map_launch(values: dict[str, Any], out: Translation) -> set[str]:
         taken.add("cpu_offload_gb")
         if gb:
             out.options["--cpu-offload-gb"] = f"{gb:g}"
+    extensible = values.get("enable_extensible_kv_cache")
+    if extensible is not None:  # vLLM 0.34 (VllmLaunch.enable_extensible_kv_cache)
+        taken.add("enable_extensible_kv_cache")
+        if extensible is False:
+            out.options["--no-enable-extensible-kv-cache"] = None
     size = values.get("kv_offloading_size")
     if size is not None:
         taken |= {"kv_offloading_size", "kv_offloading_backend"}
