@@ -62,8 +62,9 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     import argparse
 
     g.add_argument("--enable-extensible-kv-cache", action=argparse.BooleanOptionalAction,
-                   default=None, help="vLLM 0.34's default on CUDA/ROCm: the KV cache sized "
-                   "after warm-up with gpu_memory_utilization 1.0; --no-...: as 0.33 did")
+                   default=None, help="the releases that have it size the KV cache after "
+                   "warm-up with gpu_memory_utilization 1.0 (their default on CUDA/ROCm); "
+                   "--no-...: the earlier profile-run budget")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "
