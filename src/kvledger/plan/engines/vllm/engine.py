@@ -132,11 +132,8 @@ class VllmEngine(Layout):
         return default_max_model_len(facts)
 
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
-        """``CacheConfig.resolved_gpu_memory_utilization``: 1.0 under 0.34's extensible KV
-        cache, else the release's default (extensible_budget.py)."""
-        from kvledger.plan.engines.vllm.extensible_budget import default_utilization
-
-        return default_utilization(request, vllm_release(request.engine_release))
+        release = vllm_release(request.engine_release)
+        return release.default_gpu_memory_utilization, f"{release.short}'s default"
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
         """derive's facts, or this release's reason for not serving the model type: a type

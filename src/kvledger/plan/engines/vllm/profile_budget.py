@@ -75,7 +75,16 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
     """``int(total × utilization) − weights − reserves`` with ``release``'s reserve rules
     (a reserve the user gave is taken as given)."""
     from kvledger import records
+    from kvledger.plan.engines.vllm.extensible_budget import (
+        applies,
+        default_utilization,
+        extensible_budget,
+    )
 
+    extensible = applies(inp.request, release)
+    if extensible and whose_default is not None:
+        # CacheConfig.resolved_gpu_memory_utilization: 1.0 with the extensible KV cache.
+        utilization, whose_default = default_utilization(inp.request, release)
     rin = reserve_input(inp, release)
     estimates = {}
     for line, parts in (activation_line(rin), cuda_graph_line(), non_torch_line(rin)):
@@ -87,9 +96,7 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
         reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes, req.non_torch_bytes),
         total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
         estimates=estimates)
-    from kvledger.plan.engines.vllm.extensible_budget import applies, extensible_budget
-
-    if not applies(req, release):
+    if not extensible:
         return budget
     # 0.34: sized after warm-up and CUDA-graph capture (extensible_budget.py).
     return extensible_budget(budget, release, multi_gpu=rin.multi_gpu,
