@@ -230,6 +230,11 @@ def named_types(registry: Mapping[str, dict[str, str]]) -> dict[str, set[str]]:
 
 
 # -- kvledger's verdict ------------------------------------------------------------------------
+# The release whose registry.py the committed coverage file was read from: its verdicts are
+# that release's (tests/data/vllm-0.33-registry-coverage.json).
+RELEASE = "0.33"
+
+
 def _row_verdict(model_type: str) -> tuple[str, str]:
     from kvledger.derive.model_types import MODEL_TYPES, resolve
 
@@ -238,8 +243,8 @@ def _row_verdict(model_type: str) -> tuple[str, str]:
     from kvledger.plan.engines.base import get_layout
 
     row = resolve(model_type)
-    # The vLLM release's own verdict (plan/engines/vllm/releases: the newest release).
-    reason = get_layout("vllm").not_served(model_type)
+    # The vLLM release's own verdict (plan/engines/vllm/releases: RELEASE's profile).
+    reason = get_layout("vllm", RELEASE).not_served(model_type)
     if reason:
         return "refused", reason
     if not row.derivable:
