@@ -76,4 +76,9 @@ RELEASE = replace(
         "StableLmForCausalLM": (True, f"{_TRANSFORMERS} TransformersForCausalLM"),
         "OlmoeForCausalLM": (True, f"{_TRANSFORMERS} TransformersMoEForCausalLM"),
     }),
+    # distributed/kv_transfer/kv_connector/v1/: multi_connector.py, offloading_connector.py,
+    # mooncake/, lmcache_integration/ and factory.py all differ from 0.33's, and
+    # _resolve_extensible_kv_cache turns the extensible cache off for some connectors: not
+    # read, so --kv-transfer-config is refused under 0.34 (connectors.py check_release).
+    sizes_kv_connectors=False,
 )
