@@ -93,3 +93,41 @@ def test_the_unbound_scan_can_fail() -> None:
     assert _unbound_layouts(ast.parse("get_layout(request.engine)\n")) == [1]
     assert _unbound_layouts(ast.parse("get_layout(request.engine, request.engine_release)\n")) \
         == []
+
+
+def test_the_start_up_checks_run_once_a_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The budget (GPU preset) and the plan read one resolved request: vLLM's start-up checks
+    # (check_served: the model type, TP/PP, max_model_len, scheduler) run once for it, not
+    # once for the budget and again for the plan.
+    from kvledger.plan.api import plan_model
+    from kvledger.plan.engines.vllm import layout as vllm_layout
+    from kvledger.plan.request import PlanRequest
+
+    calls: list[str] = []
+    real = vllm_layout.check_served
+
+    def counted(*args: object) -> None:
+        calls.append("check")
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vllm_layout, "check_served", counted)
+    plan_model("meta-llama/Meta-Llama-3.1-8B",
+               PlanRequest(engine="vllm==0.33", gpu="H100-80GB", max_model_len=8192))
+    assert calls == ["check"]
+
+
+def test_one_rule_gives_the_length_a_release_starts_with() -> None:
+    # vLLM 0.33 lowers max_model_len to a shorter separate draft's (draft_length.py): the
+    # layout's answer, which the API plans with, is the lowered one, as the plan's is.
+    from kvledger.derive import derive_model
+    from kvledger.plan.engines.vllm.launch import VllmLaunch
+    from kvledger.plan.request import PlanRequest
+
+    facts = derive_model("meta-llama/Meta-Llama-3.1-8B")
+    asked = PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=1 << 30,
+                        max_model_len=32768, num_speculative_tokens=3,
+                        speculative_method="draft_model",
+                        vllm_launch=VllmLaunch(draft_max_model_len=4096))
+    layout = get_layout("vllm", "0.33")
+    assert layout.max_model_len(facts, asked) == 4096
+    assert get_layout("vllm", "0.32").max_model_len(facts, asked) == 32768  # no such rule

@@ -42,9 +42,7 @@ def load_facts(model: Any, request: PlanRequest) -> tuple[ModelFacts, ModelSourc
 
 
 def _max_model_len(layout: Layout, facts: ModelFacts, request: PlanRequest) -> int:
-    if request.max_model_len is not None:
-        return request.max_model_len
-    length = layout.default_max_model_len(facts)
+    length = layout.max_model_len(facts, request)
     if length:
         return length
     raise ValueError(

@@ -177,10 +177,11 @@ class Layout(ABC):
     def check(self, request: PlanRequest) -> None:  # noqa: B027 - a default, not abstract
         """Refuse, naming the option, what this layout does not reproduce. Default: nothing."""
 
-    def default_max_model_len(self, facts: ModelFacts) -> int | None:
-        """The length this engine serves when none is asked; None: it needs one. Default:
-        the config's stated length."""
-        return facts.max_position_embeddings or None
+    def max_model_len(self, facts: ModelFacts, request: PlanRequest) -> int | None:
+        """The length this engine serves ``request`` with: the one asked, else the engine's
+        default, after every rule of its release that lowers it; None: it needs one.
+        Default: the asked length, else the config's stated length."""
+        return request.max_model_len or facts.max_position_embeddings or None
 
     def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
         """Where this engine divides the experts over other GPUs than the TP group

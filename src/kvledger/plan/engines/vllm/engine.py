@@ -54,7 +54,8 @@ def _ranks(inp: LayoutInput, plan: VllmPlan) -> tuple[RankResult, ...]:
     )
 
 
-def _plan(inp: LayoutInput, release: VllmRelease, max_model_len: int | None = None) -> VllmPlan:
+def _plan(inp: LayoutInput, release: VllmRelease, max_model_len: int | None = None,
+          checked: bool = False) -> VllmPlan:
     from kvledger.plan.engines.vllm import (
         plan_vllm,  # the vLLM layout is only imported when asked for
     )
@@ -65,7 +66,8 @@ def _plan(inp: LayoutInput, release: VllmRelease, max_model_len: int | None = No
     budgets = inp.stage_budgets
     stage_budgets = None if len(set(budgets)) <= 1 else budgets
     return plan_vllm(inp.facts, request, min(budgets), release=release,
-                     stage_available_bytes=stage_budgets)
+                     stage_available_bytes=stage_budgets,
+                     startup_checked=checked and request is inp.request)
 
 
 def tokens_note(plan: VllmPlan) -> str:
@@ -127,16 +129,31 @@ class VllmEngine(Layout):
         # The profile every rule of this layout reads (``get_layout`` binds it once).
         self.profile: VllmRelease = release if isinstance(release, VllmRelease) else \
             RELEASES[NEWEST]
+        # The (facts, request) the start-up checks last passed for (``checked``): the budget
+        # runs them, and the plan of the same request does not run them again.
+        self._checked: tuple[ModelFacts, PlanRequest] | None = None
+
+    def check_started(self, facts: ModelFacts, request: PlanRequest) -> None:
+        """vLLM's start-up checks for ``facts`` served with ``request`` (a refusal raises), run
+        once for these very objects: the budget and the plan of one request share them."""
+        last = self._checked
+        if last is not None and last[0] is facts and last[1] is request:
+            return
+        from kvledger.plan.engines.vllm.layout import check_served
+
+        check_served(facts, request, self.profile)
+        self._checked = (facts, request)
 
     def not_served(self, model_type: str) -> str:
         return self.profile.not_served.get(model_type, "")
 
-    def default_max_model_len(self, facts: ModelFacts) -> int | None:
-        """vLLM's own (``startup.default_max_model_len``: the derived length, or the 2,048 it
-        assumes when the config states none)."""
-        from kvledger.plan.engines.vllm.startup import default_max_model_len
+    def max_model_len(self, facts: ModelFacts, request: PlanRequest) -> int | None:
+        """The length the bound release starts with (``resolve.effective_max_model_len``: the
+        asked or derived length — 2,048 where the config states none — lowered by a shorter
+        draft model)."""
+        from kvledger.plan.engines.vllm.resolve import effective_max_model_len
 
-        return default_max_model_len(facts)
+        return effective_max_model_len(facts, request, self.profile)[0]
 
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
         release = self.profile
@@ -182,10 +199,8 @@ class VllmEngine(Layout):
         setting (PP on a model without SupportsPP, TP that does not divide the heads) while
         it builds its config, before it loads weights or profiles memory, so that reason
         comes first even when the budget would be too small too."""
-        from kvledger.plan.engines.vllm.layout import check_served
-
         release = self.profile
-        check_served(inp.facts, inp.request, release)
+        self.check_started(inp.facts, inp.request)
         if getattr(inp.request, "vllm_launch", None) is None:
             return self._profile_budget(inp, release)
         # LoRA slots, online quantization, CPU offload (launch_budget.py).
@@ -203,7 +218,8 @@ class VllmEngine(Layout):
                                whose_default=whose if util is None else None)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
-        plan = _plan(inp, self.profile)
+        self.check_started(inp.facts, inp.request)
+        plan = _plan(inp, self.profile, checked=True)
         stage_plans = list(plan.stages) or [plan]
         tier: dict[str, object] = {}
         notes: list[str] = []

@@ -169,8 +169,10 @@ def check_served(facts: ModelFacts, request: PlanRequest, release: VllmRelease) 
     check_startup(facts, request, release)
 
 
-def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> _Prepared:
-    check_served(facts, request, release)
+def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
+             checked: bool = False) -> _Prepared:
+    if not checked:  # the engine ran them before the budget, for this very request
+        check_served(facts, request, release)
     res = resolve(facts, request, release)
     kv_notes: list[str] = []
     if facts.model_type in release.no_cache_config:
@@ -560,6 +562,7 @@ def plan_vllm(
     *,
     release: VllmRelease | None = None,
     stage_available_bytes: Sequence[int] | None = None,
+    startup_checked: bool = False,
 ) -> VllmPlan:
     """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker), as
     ``release`` builds it. The engine passes the release it is bound to; a library caller
@@ -569,10 +572,12 @@ def plan_vllm(
     ``stage_available_bytes`` gives each pipeline stage's workers their own budget (vLLM
     ``get_kv_cache_configs`` takes one ``available_memory`` per worker): a stage whose GPUs
     also hold a model-local cache has less. Default: ``available_bytes`` on every stage.
+    ``startup_checked``: the caller already ran vLLM's start-up checks on these facts and this
+    request (the engine does, before the budget), so they are not run twice.
     """
     bound = release if release is not None else _bound(request)
     _check_budget(available_bytes)
-    prep = _prepare(facts, request, bound)
+    prep = _prepare(facts, request, bound, startup_checked)
     pp = request.pipeline_parallel_size
     budgets = [available_bytes] * pp if stage_available_bytes is None else \
         list(stage_available_bytes)

@@ -52,7 +52,7 @@ def runtime_dtype(inp: GpuBudgetInput) -> str:
 
 def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
     from kvledger.plan.engines.vllm.launch_budget import launch_of
-    from kvledger.plan.engines.vllm.startup import default_max_model_len
+    from kvledger.plan.engines.vllm.resolve import effective_max_model_len
 
     req = inp.request
     mla = _dense_mla(inp)
@@ -64,7 +64,7 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         multi_gpu=req.tensor_parallel_size * req.pipeline_parallel_size > 1
         or inp.weights.split is not None,
         max_num_seqs=req.max_num_seqs, max_num_batched_tokens=req.max_num_batched_tokens,
-        max_model_len=req.max_model_len or default_max_model_len(inp.facts),
+        max_model_len=effective_max_model_len(inp.facts, req, release)[0],
         num_speculative_tokens=req.num_speculative_tokens,
         mla=mla, mla_block_size=block, mla_backend=backend,
         sm_count=SM_COUNT.get(inp.preset.name),

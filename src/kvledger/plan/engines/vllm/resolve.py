@@ -256,24 +256,7 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
         )
     storage, quant = _kv_storage(cache.cache_dtype, model_dtype)
 
-    # vLLM's default is the length it derives from every length key of the config (Command-R:
-    # model_max_length 131,072 over max_position_embeddings 8,192), plan/engines/vllm/startup.py.
-    from kvledger.plan.engines.vllm.startup import (
-        NO_LENGTH_KEY_DEFAULT,
-        default_max_model_len,
-        derived_max_model_len,
-    )
-
-    max_model_len = request.max_model_len or default_max_model_len(facts)
-    length_notes: tuple[str, ...] = ()
-    if request.max_model_len is None and derived_max_model_len(facts) is None \
-            and facts.sentence_max_len is None:
-        length_notes = (f"the config states no maximum length: {release.short} assumes "
-                        f"{NO_LENGTH_KEY_DEFAULT:,} tokens (after its RoPE step: "
-                        f"{max_model_len:,}); pass --max-model-len to plan another",)
-    max_model_len, draft_note = _draft_limited(request, max_model_len, release)
-    if draft_note:
-        length_notes = (*length_notes, draft_note)
+    max_model_len, length_notes = effective_max_model_len(facts, request, release)
 
     async_scheduling, concurrent = concurrent_batches(request, release)
     # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
@@ -333,6 +316,33 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
                                       use_mla and Kind.INDEXER in kinds and not minimax_sparse),
                   _forced_standard(facts, request, release, use_mla, has_state)),
     )
+
+
+def effective_max_model_len(facts: ModelFacts, request: PlanRequest,
+                            release: VllmRelease) -> tuple[int, tuple[str, ...]]:
+    """The ``max_model_len`` ``release`` starts with, and why where it is not the one asked:
+    the request's, else the length vLLM derives from every length key of the config
+    (Command-R: model_max_length 131,072 over max_position_embeddings 8,192; startup.py), then
+    every release rule that lowers it (a shorter draft model: ``_draft_limited``). The one
+    place the length is worked out: the plan's resolve, the budget's reserves and the API's
+    answers all read it (``VllmEngine.max_model_len``)."""
+    from kvledger.plan.engines.vllm.startup import (
+        NO_LENGTH_KEY_DEFAULT,
+        default_max_model_len,
+        derived_max_model_len,
+    )
+
+    length = request.max_model_len or default_max_model_len(facts)
+    notes: tuple[str, ...] = ()
+    if request.max_model_len is None and derived_max_model_len(facts) is None \
+            and facts.sentence_max_len is None:
+        notes = (f"the config states no maximum length: {release.short} assumes "
+                 f"{NO_LENGTH_KEY_DEFAULT:,} tokens (after its RoPE step: "
+                 f"{length:,}); pass --max-model-len to plan another",)
+    length, draft_note = _draft_limited(request, length, release)
+    if draft_note:
+        notes = (*notes, draft_note)
+    return length, notes
 
 
 def _draft_limited(request: PlanRequest, max_model_len: int,
