@@ -123,6 +123,12 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
                          "draft's KV, which does not depend on it")
     out.options["--speculative-method"] = method
     out.options["--num-speculative-tokens"] = str(tokens)
+    # speculative_hook.py _handle_eagle_family: with --speculative-eagle-topk 1 SGLang sets
+    # the verify width to steps + 1 (kvledger's default); a tree (topk > 1) keeps the given
+    # --speculative-num-draft-tokens, which sizes the recurrent states' speculative scratch.
+    width, topk = values.get("speculative_num_draft_tokens"), values.get("speculative_eagle_topk")
+    if width is not None and topk is not None and topk != 1:
+        out.options["--speculative-num-draft-tokens"] = str(width)
 
 
 def _environment(env: dict[str, str], out: Translation) -> None:
