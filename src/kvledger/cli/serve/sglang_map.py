@@ -8,6 +8,7 @@ the same request fields.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kvledger.cli.serve import sglang_flags
@@ -84,6 +85,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
                          f"experts in {tp // ep} tensor-parallel slices, 1/{tp} of the expert "
                          "bytes: the same bytes per GPU as tensor parallelism alone")
     _attention_backend(values, out, mapped)
+    _rope_override(values, out, mapped)
     classify(scanned, sglang_flags.RULES, out, kv_budget_given=kv_budget, skip=mapped,
              fraction_given=values.get("mem_fraction_static") is not None)
     out.raise_refusals()
@@ -107,6 +109,36 @@ def _attention_backend(values: dict[str, Any], out: Translation, mapped: set[str
     mapped.add("attention_backend")
     out.notes.append(f"--attention-backend {backend}: it forces no page size, so SGLang's "
                      "default stays (overrides.py _page_size_default) with the same KV pool")
+
+
+# json_model_override_args keys that change neither a cache shape nor a weight: RoPE settings.
+_ROPE_KEYS = frozenset({"rope_scaling", "rope_theta"})
+
+
+def _rope_override(values: dict[str, Any], out: Translation, mapped: set[str]) -> None:
+    """``--json-model-override-args`` that only sets RoPE keys is planned as the model's own
+    config when the derived context length cannot change: SGLang's ``get_context_length``
+    (utils/hf_transformers/common.py) multiplies the length by ``rope_scaling.factor`` unless
+    the scaling names ``original_max_position_embeddings`` or is ``llama3``. Anything else
+    stays refused by the flag's rule."""
+    raw = values.get("json_model_override_args")
+    if raw is None:
+        return
+    try:
+        override = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return
+    if not isinstance(override, dict) or not override or set(override) - _ROPE_KEYS:
+        return
+    scaling = override.get("rope_scaling")
+    if scaling is not None and not (
+            isinstance(scaling, dict) and ("original_max_position_embeddings" in scaling
+                                           or scaling.get("rope_type") == "llama3")):
+        return
+    mapped.add("json_model_override_args")
+    out.notes.append(f"--json-model-override-args sets only {', '.join(sorted(override))}: no "
+                     "cache or weight changes, and SGLang derives the same context length "
+                     "(get_context_length)")
 
 
 def _kv_dtype(values: dict[str, Any], out: Translation, ctx: Context) -> None:
