@@ -305,8 +305,8 @@ def _attention_backend(name: str, out: Translation, given: str) -> None:
         platform = "ROCm" if upper.startswith("ROCM_") else \
             "XPU" if upper.startswith("XPU_") else "CPU"
         out.refused.append(f"{given}: a {platform} backend, whose kernels and block sizes "
-                           "kvledger does not model (it plans CUDA GPUs); drop it to plan "
-                           "vLLM's own CUDA choice")
+                           "kvledger does not model; drop it to plan vLLM's own choice (on "
+                           "a ROCm --gpu, MLA models: TRITON_MLA)")
         return
     if "--attention-backend" in out.options:
         # EngineArgs.create_engine_config, even when the two name the same backend.

@@ -395,10 +395,10 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
 
     cap, why = capability(request.gpu)
     notes = (why,) if why else ()
-    if cap is None:  # a ROCm GPU: its MLA backends are not modelled, SM90's block is used
-        cap = (9, 0)
-        notes = (*notes, "ROCm MLA backends are not modelled: the block size is SM90's")
     forced = forced_backend(request)
+    if cap is None:
+        return _rocm_dense_mla(forced, cache_dtype, request.block_size, release)
+
     if forced is not None:
         return _forced_dense_mla(forced, cap, cache_dtype, _text_config(facts.config),
                                  request.block_size, notes, release)
@@ -413,6 +413,35 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
             f"(SM{cap[0]}{cap[1]}) with MLA and kv_cache_dtype {cache_dtype}")
     return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
             "notes": notes}
+
+
+def _rocm_dense_mla(forced: str | None, cache_dtype: str, block_size: int | None,
+                    release: VllmRelease) -> dict[str, Any]:
+    """A ROCm GPU (``mla_backends.choose_rocm``): TRITON_MLA under vLLM's default environment.
+    A selected backend is planned only when it is TRITON_MLA; ROCM_AITER_MLA (AITER's MLA,
+    ``VLLM_ROCM_USE_AITER=1``) is refused by name."""
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.engines.vllm.mla_backends import choose_rocm
+
+    if forced not in (None, "TRITON_MLA"):
+        raise VllmLayoutError(
+            f"attention backend {forced} on a ROCm GPU: kvledger plans only TRITON_MLA, "
+            f"{engine_words(release)}'s choice there unless VLLM_ROCM_USE_AITER=1 "
+            "(platforms/rocm.py _get_backend_priorities); drop --attention-backend to plan it")
+    chosen = choose_rocm(cache_dtype, block_size)
+    if chosen is None:
+        # get_attn_backend_cls: "No valid attention backend found for rocm with …".
+        raise VllmRefusesToStart(
+            f"{engine_words(release)} refuses to start: No valid attention backend found for "
+            f"rocm with MLA (TRITON_MLA: "
+            + ("block_size not supported; it takes multiples of 16"
+               if cache_dtype in ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+               else f"kv_cache_dtype {cache_dtype} not supported")
+            + "); with VLLM_ROCM_USE_AITER=1, ROCM_AITER_MLA takes any block size, which "
+            "kvledger does not plan")
+    return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
+            "notes": ("ROCm: TRITON_MLA, vLLM's dense MLA backend there without "
+                      "VLLM_ROCM_USE_AITER=1 (platforms/rocm.py _get_backend_priorities)",)}
 
 
 # Standard attention backends vLLM 0.32 / 0.33 offer on CUDA (get_supported_kernel_block_sizes:
@@ -520,6 +549,15 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRe
     from kvledger.plan.engines.vllm.hardware import capability
 
     cap, _ = capability(request.gpu)
+    if cap is None:
+        from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+        # platforms/rocm.py _get_backend_priorities: use_sparse → [ROCM_AITER_MLA_SPARSE]
+        # (kernel blocks [1, MultipleOf(16)], align_blocks_to_rows), with its own fp8 rows.
+        raise VllmLayoutError(
+            f"sparse MLA on a ROCm GPU: {engine_words(release)} serves it only with "
+            "ROCM_AITER_MLA_SPARSE, whose block and fp8 row layout kvledger does not model; "
+            "name an NVIDIA GPU with --gpu to plan the CUDA layout")
     forced = forced_backend(request)
     if forced is not None and forced not in _SPARSE_BACKENDS:
         raise _selected_refusal(forced, ["sparse not supported"], release)

@@ -1,0 +1,66 @@
+"""vLLM 0.33 on a ROCm GPU picks its MLA backend from ``platforms/rocm.py``
+``_get_backend_priorities`` (engine="vllm==0.33"): dense MLA takes TRITON_MLA without
+``VLLM_ROCM_USE_AITER=1`` (MultipleOf(16): ``--block-size auto`` is 16, where Hopper's fp8
+cache takes FLASHMLA's 64); sparse MLA would take ROCM_AITER_MLA_SPARSE, refused by name."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kvledger.cli.main import main
+
+V3 = ("vllm", "serve", "deepseek-ai/DeepSeek-V3", "-tp", "8", "--max-model-len", "32768")
+
+
+def run(capsys: pytest.CaptureFixture[str], gpu: str, *line: str) -> tuple[int, str, str]:
+    code = main(["plan", "--gpu", gpu, "--offline", "--json", "--", *line])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def planned(capsys: pytest.CaptureFixture[str], gpu: str, *line: str) -> dict[str, Any]:
+    code, out, err = run(capsys, gpu, *line)
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def test_fp8_mla_cache_takes_triton_mla_blocks_on_rocm(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rocm = planned(capsys, "MI300X", *V3, "--kv-cache-dtype", "fp8")
+    hopper = planned(capsys, "H200", *V3, "--kv-cache-dtype", "fp8")
+    assert rocm["block_size"] == 16  # TRITON_MLA: get_preferred_block_size(16), 16 % 16 == 0
+    assert hopper["block_size"] == 64  # FLASHMLA: exactly [64]
+    assert any("TRITON_MLA" in w for w in rocm["warnings"])
+
+
+@pytest.mark.parametrize("gpu", ["MI325X", "MI355X"])
+def test_every_instinct_preset_takes_triton_mla(capsys: pytest.CaptureFixture[str],
+                                               gpu: str) -> None:
+    assert planned(capsys, gpu, *V3, "--block-size", "64")["block_size"] == 64
+
+
+def test_block_one_is_vllms_refusal_without_aiter(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "MI300X", *V3, "--block-size", "1")
+    assert code == 2
+    assert "No valid attention backend found for rocm" in err
+    assert "VLLM_ROCM_USE_AITER=1" in err
+
+
+def test_aiter_mla_backend_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "MI300X", *V3, "--attention-backend", "ROCM_AITER_MLA")
+    assert code == 2 and "ROCM_AITER_MLA" in err and "TRITON_MLA" in err
+
+
+def test_triton_mla_selected_on_rocm_is_planned(capsys: pytest.CaptureFixture[str]) -> None:
+    data = planned(capsys, "MI300X", *V3, "--attention-backend", "TRITON_MLA")
+    assert data["block_size"] == 16
+
+
+def test_sparse_mla_on_rocm_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "MI300X", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp",
+                       "8")
+    assert code == 2 and "ROCM_AITER_MLA_SPARSE" in err
