@@ -224,7 +224,11 @@ def test_selected_backend_refused_in_vllms_words(capsys: pytest.CaptureFixture[s
 def test_backend_flags_given_twice_and_rocm_backends() -> None:
     assert "mutually exclusive" in refused(
         "vllm serve my-org/M --attention-backend FLASHMLA --attention-config.backend FLASHMLA")
-    assert "ROCm backend" in refused("vllm serve my-org/M --attention-backend ROCM_AITER_MLA")
+    # A ROCm backend reaches the planner (planned on an AMD --gpu, refused on CUDA:
+    # tests/plan/test_rocm_attention_backends.py); XPU and CPU ones stop here.
+    assert t("vllm serve my-org/M --attention-backend ROCM_AITER_MLA").options[
+        "--attention-backend"] == "ROCM_AITER_MLA"
+    assert "XPU backend" in refused("vllm serve my-org/M --attention-backend XPU_MLA_SPARSE")
     assert t("vllm serve my-org/M --attention-backend flashinfer").options[
         "--attention-backend"] == "FLASHINFER"
 

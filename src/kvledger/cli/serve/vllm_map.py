@@ -301,12 +301,12 @@ def _attention_backend(name: str, out: Translation, given: str) -> None:
     0.33 arg_utils: both set ``AttentionConfig.backend``): planned with its block sizes
     (the engine checks it as vLLM does), except another platform's backends."""
     upper = name.upper()
-    if upper.startswith(("ROCM_", "XPU_")) or upper == "TORCH_SDPA":
-        platform = "ROCm" if upper.startswith("ROCM_") else \
-            "XPU" if upper.startswith("XPU_") else "CPU"
+    if upper.startswith("XPU_") or upper == "TORCH_SDPA":
+        # ROCm backends go to the planner: planned on an AMD --gpu, refused on CUDA.
+        platform = "XPU" if upper.startswith("XPU_") else "CPU"
         out.refused.append(f"{given}: a {platform} backend, whose kernels and block sizes "
-                           "kvledger does not model; drop it to plan vLLM's own choice (on "
-                           "a ROCm --gpu, MLA models: TRITON_MLA)")
+                           "kvledger does not model (it plans CUDA and ROCm GPUs); drop it "
+                           "to plan vLLM's own choice")
         return
     if "--attention-backend" in out.options:
         # EngineArgs.create_engine_config, even when the two name the same backend.

@@ -76,6 +76,9 @@ class Resolved:
     # block size ``--block-size auto`` then takes; "" / 0 for other models.
     mla_backend: str = ""
     mla_auto_block: int = 0
+    # A selected standard backend whose preferred block is not 16 (ROCm's
+    # ROCM_AITER_UNIFIED_ATTN: 64); 0 when --block-size auto takes vLLM's usual 16.
+    standard_auto_block: int = 0
     # Sparse MLA (DSA) on an SM10x GPU: the backend ``sparse_mla_backends.choose_sm10x`` finds,
     # which sets the stored layout and block-stride alignment; None elsewhere (the SM90 rules
     # in ``convert.layer_spec``).
@@ -495,7 +498,6 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
     larger block splits into kernel blocks), FLASH_ATTN MultipleOf(16) off SM10x. On SM10x,
     FLASH_ATTN may run FlashAttention 4, whose hd256 / fp8 block sizes
     (flash_attn.py ``_get_fa4_hd256_block_size``) are not modelled."""
-    del has_state  # the recurrent state's page alignment takes the same kernel sizes
     forced = forced_backend(request)
     if forced is None:
         return {}
@@ -503,13 +505,20 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
     from kvledger.plan.engines.vllm.hardware import capability
     from kvledger.plan.engines.vllm.mla_backends import BY_NAME
 
+    cap, _ = capability(request.gpu)
+    if forced.startswith("ROCM_") and cap is not None:
+        raise VllmLayoutError(
+            f"attention backend {forced} is a ROCm backend, which vLLM's CUDA build does not "
+            "offer; name an AMD GPU with --gpu (MI300X, MI325X, MI355X) or drop "
+            "--attention-backend")
     if facts.model_type == "deepseek_v4":
         return _forced_dsv4(forced, request, release)
     if use_mla:
         return {}
+    if cap is None:
+        return _forced_rocm_standard(forced, request, release, has_state)
     if forced in BY_NAME or forced in _SPARSE_BACKENDS:
         raise _selected_refusal(forced, ["non-MLA not supported"], release)
-    cap, _ = capability(request.gpu)
     if forced not in _STANDARD_BACKENDS or cap is None or (cap[0] == 10
                                                              and forced == "FLASH_ATTN"):
         raise VllmLayoutError(f"attention backend {forced} on this GPU: its kernel block sizes "
@@ -517,6 +526,36 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
                               "choice")
     return {"notes": (f"attention backend {forced}: selected by the line; its kernel blocks "
                       "take the block sizes vLLM's own choice takes here",)}
+
+
+# ROCm standard backends kvledger plans when selected (vLLM 0.33 v1/attention/backends/): both
+# take kernel blocks MultipleOf(16) and sinks; get_preferred_block_size is the base rule's 16
+# for TRITON_ATTN and 64 for ROCM_AITER_UNIFIED_ATTN. ROCM_ATTN (no sinks, per-head-size
+# kernels) is not planned when selected.
+_ROCM_STANDARD = {"TRITON_ATTN": 16, "ROCM_AITER_UNIFIED_ATTN": 64}
+
+
+def _forced_rocm_standard(forced: str, request: PlanRequest, release: VllmRelease,
+                          has_state: bool) -> dict[str, Any]:
+    """A backend selected on a ROCm GPU for a model without MLA (platforms/rocm.py
+    ``get_attn_backend_cls`` checks the selected backend alone)."""
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+    preferred = _ROCM_STANDARD.get(forced)
+    if preferred is None:
+        raise VllmLayoutError(f"attention backend {forced} on a ROCm GPU: its kernel block "
+                              "sizes are not modelled (kvledger plans TRITON_ATTN and "
+                              "ROCM_AITER_UNIFIED_ATTN there); drop --attention-backend")
+    block = request.block_size
+    if block is not None and block % 16:
+        raise _selected_refusal(forced, ["block_size not supported"], release)
+    if has_state and preferred != 16:
+        raise VllmLayoutError(f"attention backend {forced} beside recurrent layers: the hybrid "
+                              "block alignment to its preferred 64 is not modelled; drop "
+                              "--attention-backend")
+    return {"standard_auto_block": preferred if preferred != 16 else 0,
+            "notes": (f"attention backend {forced}: selected by the line; kernel blocks in "
+                      f"multiples of 16, {preferred} with --block-size auto",)}
 
 
 def _forced_dsv4(forced: str, request: PlanRequest, release: VllmRelease) -> dict[str, Any]:

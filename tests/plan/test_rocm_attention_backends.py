@@ -1,4 +1,4 @@
-"""vLLM 0.33 on a ROCm GPU picks its MLA backend from ``platforms/rocm.py``
+"""vLLM 0.33 on a ROCm GPU picks its attention backend from ``platforms/rocm.py``
 ``_get_backend_priorities`` (engine="vllm==0.33"): dense MLA takes TRITON_MLA without
 ``VLLM_ROCM_USE_AITER=1`` (MultipleOf(16): ``--block-size auto`` is 16, where Hopper's fp8
 cache takes FLASHMLA's 64); sparse MLA would take ROCM_AITER_MLA_SPARSE, refused by name."""
@@ -64,3 +64,21 @@ def test_sparse_mla_on_rocm_is_refused_by_name(capsys: pytest.CaptureFixture[str
     code, _, err = run(capsys, "MI300X", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp",
                        "8")
     assert code == 2 and "ROCM_AITER_MLA_SPARSE" in err
+
+
+GPT_OSS = ("vllm", "serve", "openai/gpt-oss-120b", "--tensor-parallel-size", "8",
+           "--attention-backend", "ROCM_AITER_UNIFIED_ATTN")
+
+
+def test_aiter_unified_attention_prefers_block_64(capsys: pytest.CaptureFixture[str]) -> None:
+    # rocm_aiter_unified_attn.py: MultipleOf(16) kernel blocks, get_preferred_block_size → 64.
+    assert planned(capsys, "MI355X", *GPT_OSS)["block_size"] == 64
+    assert planned(capsys, "MI355X", *GPT_OSS, "--block-size", "32")["block_size"] == 32
+    code, _, err = run(capsys, "MI355X", *GPT_OSS, "--block-size", "8")
+    assert code == 2 and "block_size not supported" in err
+
+
+def test_rocm_backend_on_an_nvidia_gpu_names_the_amd_presets(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "H200", *GPT_OSS)
+    assert code == 2 and "MI300X" in err
