@@ -43,11 +43,13 @@ def test_every_instinct_preset_takes_triton_mla(capsys: pytest.CaptureFixture[st
     assert planned(capsys, gpu, *V3, "--block-size", "64")["block_size"] == 64
 
 
-def test_block_one_is_vllms_refusal_without_aiter(capsys: pytest.CaptureFixture[str]) -> None:
+def test_block_one_names_both_rocm_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    # TRITON_MLA refuses block 1 (vLLM stops without AITER); ROCM_AITER_MLA (MultipleOf(1),
+    # VLLM_ROCM_USE_AITER=1) would take it: refused with both, and the way to a plan.
     code, _, err = run(capsys, "MI300X", *V3, "--block-size", "1")
     assert code == 2
-    assert "No valid attention backend found for rocm" in err
-    assert "VLLM_ROCM_USE_AITER=1" in err
+    assert "no valid attention backend" in err and "ROCM_AITER_MLA" in err
+    assert "Drop --block-size" in err
 
 
 def test_aiter_mla_backend_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:

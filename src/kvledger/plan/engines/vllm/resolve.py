@@ -424,7 +424,7 @@ def _rocm_dense_mla(forced: str | None, cache_dtype: str, block_size: int | None
     A selected backend is planned only when it is TRITON_MLA; ROCM_AITER_MLA (AITER's MLA,
     ``VLLM_ROCM_USE_AITER=1``) is refused by name."""
     from kvledger.plan.engines.vllm.errors import VllmLayoutError
-    from kvledger.plan.engines.vllm.mla_backends import choose_rocm
+    from kvledger.plan.engines.vllm.mla_backends import TRITON_MLA, choose_rocm
 
     if forced not in (None, "TRITON_MLA"):
         raise VllmLayoutError(
@@ -432,16 +432,22 @@ def _rocm_dense_mla(forced: str | None, cache_dtype: str, block_size: int | None
             f"{engine_words(release)}'s choice there unless VLLM_ROCM_USE_AITER=1 "
             "(platforms/rocm.py _get_backend_priorities); drop --attention-backend to plan it")
     chosen = choose_rocm(cache_dtype, block_size)
-    if chosen is None:
+    # rocm_aiter_mla.py: ROCM_AITER_MLA also takes fp8_e5m2 caches, and any block size.
+    if chosen is None and cache_dtype not in TRITON_MLA.cache_dtypes | {"fp8_e5m2"}:
         # get_attn_backend_cls: "No valid attention backend found for rocm with …".
         raise VllmRefusesToStart(
             f"{engine_words(release)} refuses to start: No valid attention backend found for "
-            f"rocm with MLA (TRITON_MLA: "
-            + ("block_size not supported; it takes multiples of 16"
-               if cache_dtype in ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
-               else f"kv_cache_dtype {cache_dtype} not supported")
-            + "); with VLLM_ROCM_USE_AITER=1, ROCM_AITER_MLA takes any block size, which "
-            "kvledger does not plan")
+            f"rocm with MLA and kv_cache_dtype {cache_dtype}")
+    if chosen is None:
+        # Without VLLM_ROCM_USE_AITER=1 vLLM stops ("No valid attention backend found for
+        # rocm"); with it, ROCM_AITER_MLA takes the configuration.
+        raise VllmLayoutError(
+            f"MLA on a ROCm GPU with --block-size {block_size} / --kv-cache-dtype "
+            f"{cache_dtype}: {engine_words(release)}'s TRITON_MLA takes neither a block that "
+            "is not a multiple of 16 nor fp8_e5m2, so without VLLM_ROCM_USE_AITER=1 vLLM finds "
+            "no valid attention backend; with it vLLM runs ROCM_AITER_MLA, which kvledger "
+            "does not plan. Drop --block-size (block 16, which both backends take) or use "
+            "another KV dtype to plan it")
     return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
             "notes": ("ROCm: TRITON_MLA, vLLM's dense MLA backend there without "
                       "VLLM_ROCM_USE_AITER=1 (platforms/rocm.py _get_backend_priorities)",)}
