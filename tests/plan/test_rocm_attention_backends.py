@@ -84,3 +84,30 @@ def test_rocm_backend_on_an_nvidia_gpu_names_the_amd_presets(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "H200", *GPT_OSS)
     assert code == 2 and "MI300X" in err
+
+
+def test_aiter_mla_takes_any_block(capsys: pytest.CaptureFixture[str]) -> None:
+    # VLLM_ROCM_USE_AITER=1: ROCM_AITER_MLA first (MultipleOf(1)); auto stays 16
+    # (get_preferred_block_size(16) takes 16). num_blocks = budget // page bytes and a
+    # 16-token page is 16 one-token pages, so the 16-block pool holds
+    # (block-1 tokens // 16) × 16 tokens.
+    aiter = ("VLLM_ROCM_USE_AITER=1", *V3)
+    one = planned(capsys, "MI355X", *aiter, "--block-size", "1")
+    auto = planned(capsys, "MI355X", *aiter)
+    assert (one["block_size"], auto["block_size"]) == (1, 16)
+    assert one["num_blocks"] == one["kv_cache_tokens"]
+    assert auto["kv_cache_tokens"] == one["kv_cache_tokens"] // 16 * 16
+    # VLLM_ROCM_USE_AITER_MLA=0 keeps TRITON_MLA, which refuses block 1.
+    code, _, err = run(capsys, "MI355X", "VLLM_ROCM_USE_AITER_MLA=0", *aiter, "--block-size",
+                       "1")
+    assert code == 2 and "TRITON_MLA" in err
+
+
+def test_rocm_image_recipe_plans_on_an_instinct_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    # The ROCm Kimi-K2.5-shaped recipe: -e VLLM_ROCM_USE_AITER=1 … --block-size=1.
+    line = ("docker", "run", "--device=/dev/kfd", "-e", "VLLM_ROCM_USE_AITER=1",
+            "vllm/vllm-openai-rocm:latest", "deepseek-ai/DeepSeek-V3",
+            "--tensor-parallel-size", "8", "--max-model-len", "32768", "--block-size=1")
+    assert planned(capsys, "MI355X", *line)["block_size"] == 1
+    code, _, err = run(capsys, "H200", *line)
+    assert code == 2 and "name an AMD GPU" in err

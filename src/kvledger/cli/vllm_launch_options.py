@@ -20,7 +20,7 @@ UNSET: dict[str, Any] = {
     "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
     "kv_transfer_config": None, "draft_config": None, "language_model_only": False,
-    "mm_encoder_tp_mode": None, "attention_backend": None,
+    "mm_encoder_tp_mode": None, "attention_backend": None, "rocm_aiter_mla": False,
 }
 
 
@@ -73,6 +73,9 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--attention-backend", default=None, metavar="NAME",
                    help="the attention backend vLLM is told to use (AttentionBackendEnum name, "
                    "e.g. FLASHMLA, CUTLASS_MLA): its block sizes, or vLLM's refusal")
+    g.add_argument("--rocm-aiter-mla", action="store_true", default=False,
+                   help="on a ROCm GPU, MLA runs AITER's ROCM_AITER_MLA (a line's "
+                   "VLLM_ROCM_USE_AITER=1): any block size")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "

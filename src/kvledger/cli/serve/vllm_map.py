@@ -445,6 +445,15 @@ def _environment(env: dict[str, str], table: FlagTable, out: Translation) -> Non
                 out.options.setdefault("--cuda-graph-bytes", "0")
                 out.notes.append(f"{name}=0: the CUDA-graph estimate is not taken from the "
                                  "KV budget")
+        elif name in ("VLLM_ROCM_USE_AITER", "VLLM_ROCM_USE_AITER_MLA"):
+            # envs.py: os.getenv(NAME, default).lower() in ("true", "1"); AITER_MLA defaults
+            # to "True". rocm_aiter_ops.is_mla_enabled: both on.
+            aiter = env.get("VLLM_ROCM_USE_AITER", "False").lower() in ("true", "1")
+            mla = env.get("VLLM_ROCM_USE_AITER_MLA", "True").lower() in ("true", "1")
+            if aiter and mla:
+                out.options["--rocm-aiter-mla"] = None
+            else:
+                out.options.pop("--rocm-aiter-mla", None)
         elif name == "HF_HUB_OFFLINE":
             if value.strip().lower() in ("1", "true", "yes", "on"):
                 out.options["--offline"] = None

@@ -135,6 +135,12 @@ def choose(capability: tuple[int, int], cache_dtype: str, text: Mapping[str, Any
     return None
 
 
+# rocm_aiter_mla.py AiterMLABackend: fp8_e5m2 caches too; MultipleOf(1) kernel blocks (its decode
+# kernel runs page size 1 and expands block indices per token).
+ROCM_AITER_MLA = MlaBackend("ROCM_AITER_MLA", None, _FLOAT | _FP8 | {"fp8_e5m2"},
+                            (("multiple", 1),))
+
+
 def choose_rocm(cache_dtype: str, block_size: int | None) -> MlaBackend | None:
     """The dense MLA backend vLLM 0.33 takes on a ROCm GPU under its default environment
     (``platforms/rocm.py`` ``_get_backend_priorities``, ``use_mla``): ``[TRITON_MLA]`` unless

@@ -400,7 +400,8 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
     notes = (why,) if why else ()
     forced = forced_backend(request)
     if cap is None:
-        return _rocm_dense_mla(forced, cache_dtype, request.block_size, release)
+        aiter = bool(getattr(getattr(request, "vllm_launch", None), "rocm_aiter_mla", False))
+        return _rocm_dense_mla(forced, cache_dtype, request.block_size, release, aiter)
 
     if forced is not None:
         return _forced_dense_mla(forced, cap, cache_dtype, _text_config(facts.config),
@@ -419,13 +420,22 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
 
 
 def _rocm_dense_mla(forced: str | None, cache_dtype: str, block_size: int | None,
-                    release: VllmRelease) -> dict[str, Any]:
-    """A ROCm GPU (``mla_backends.choose_rocm``): TRITON_MLA under vLLM's default environment.
-    A selected backend is planned only when it is TRITON_MLA; ROCM_AITER_MLA (AITER's MLA,
-    ``VLLM_ROCM_USE_AITER=1``) is refused by name."""
+                    release: VllmRelease, aiter: bool = False) -> dict[str, Any]:
+    """A ROCm GPU (``mla_backends.choose_rocm``): TRITON_MLA under vLLM's default environment,
+    ROCM_AITER_MLA first with ``aiter`` (``VLLM_ROCM_USE_AITER=1``). A selected backend is
+    checked alone (``get_attn_backend_cls``): TRITON_MLA, or ROCM_AITER_MLA with AITER on."""
     from kvledger.plan.engines.vllm.errors import VllmLayoutError
-    from kvledger.plan.engines.vllm.mla_backends import TRITON_MLA, choose_rocm
+    from kvledger.plan.engines.vllm.mla_backends import ROCM_AITER_MLA, TRITON_MLA, choose_rocm
 
+    if aiter and forced in (None, "ROCM_AITER_MLA"):
+        if cache_dtype not in ROCM_AITER_MLA.cache_dtypes:
+            raise VllmRefusesToStart(
+                f"{engine_words(release)} refuses to start: No valid attention backend found "
+                f"for rocm with MLA and kv_cache_dtype {cache_dtype}")
+        return {"mla_backend": ROCM_AITER_MLA.name,
+                "mla_auto_block": ROCM_AITER_MLA.preferred_block(),
+                "notes": ("ROCm with VLLM_ROCM_USE_AITER=1: ROCM_AITER_MLA, whose decode "
+                          "kernel takes any block size (rocm_aiter_mla.py MultipleOf(1))",)}
     if forced not in (None, "TRITON_MLA"):
         raise VllmLayoutError(
             f"attention backend {forced} on a ROCm GPU: kvledger plans only TRITON_MLA, "
