@@ -613,6 +613,16 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRe
             f"sparse MLA on a ROCm GPU: {engine_words(release)} serves it only with "
             "ROCM_AITER_MLA_SPARSE, whose block and fp8 row layout kvledger does not model; "
             "name an NVIDIA GPU with --gpu to plan the CUDA layout")
+    if cap[0] == 12 and facts.model_type != "deepseek_v4":
+        from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+        # platforms/cuda.py _get_backend_priorities, major 12: [TRITON_MLA,
+        # FLASHINFER_MLA_SPARSE_SM120]; its Impl (flashinfer_mla_sparse_sm120.py) takes only
+        # the packed fp8_ds_mla rows, and its MultipleOf(64) blocks need index_topk 2048.
+        raise VllmLayoutError(
+            f"sparse MLA on an SM12x GPU: {engine_words(release)} serves it only with "
+            "FLASHINFER_MLA_SPARSE_SM120 (packed fp8_ds_mla rows, index_topk 2048), which "
+            "kvledger does not model; name an SM90 or SM10x GPU with --gpu to plan it")
     forced = forced_backend(request)
     if forced is not None and forced not in _SPARSE_BACKENDS:
         raise _selected_refusal(forced, ["sparse not supported"], release)
