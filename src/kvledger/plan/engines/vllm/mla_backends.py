@@ -141,8 +141,9 @@ ROCM_AITER_MLA = MlaBackend("ROCM_AITER_MLA", None, _FLOAT | _FP8 | {"fp8_e5m2"}
                             (("multiple", 1),))
 
 
+# Read from vllm==0.33.0's source (0.34.0's MLA priorities there are the same).
 def choose_rocm(cache_dtype: str, block_size: int | None) -> MlaBackend | None:
-    """The dense MLA backend vLLM 0.33 takes on a ROCm GPU under its default environment
+    """The dense MLA backend vLLM takes on a ROCm GPU under its default environment
     (``platforms/rocm.py`` ``_get_backend_priorities``, ``use_mla``): ``[TRITON_MLA]`` unless
     AITER's MLA is enabled (``rocm_aiter_ops.is_mla_enabled``: ``VLLM_ROCM_USE_AITER=1``,
     default off, with ``VLLM_ROCM_USE_AITER_MLA``, default on, and AITER installed on gfx9),
