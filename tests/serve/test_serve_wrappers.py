@@ -66,12 +66,22 @@ def test_sglang_image_runs_the_command_after_it() -> None:
     assert out.model == "my-org/M"
 
 
-@pytest.mark.parametrize("image", ["vllm/vllm-openai-rocm:latest",
-                                   "vllm/vllm-openai-cpu:latest-x86_64",
+@pytest.mark.parametrize("image", ["vllm/vllm-openai-cpu:latest-x86_64",
                                    "lmsysorg/sglang:v0.5.23-rocm700-mi35x"])
 def test_other_platform_images_are_refused_by_name(image: str) -> None:
     message = refused(f"docker run --device=/dev/kfd {image} --model my-org/M")
     assert "kvledger does not model" in message and "paste" in message
+
+
+def test_vllm_rocm_image_plans_on_an_amd_gpu_only() -> None:
+    line = "docker run --device=/dev/kfd vllm/vllm-openai-rocm:latest my-org/M -tp 8"
+    message = refused(line)  # CTX names no GPU
+    assert "name an AMD GPU with --gpu" in message and "paste 'vllm serve'" in message
+    with pytest.raises(ServeLineError):
+        translate([line], Context(gpu_name="H200"))
+    out = translate([line], Context(gpu_name="MI355X"))
+    assert (out.engine, out.model) == ("vllm", "my-org/M")
+    assert out.options["--tensor-parallel-size"] == "8"
 
 
 def test_launcher_given_as_a_path() -> None:
@@ -224,7 +234,11 @@ def test_selected_backend_refused_in_vllms_words(capsys: pytest.CaptureFixture[s
 def test_backend_flags_given_twice_and_rocm_backends() -> None:
     assert "mutually exclusive" in refused(
         "vllm serve my-org/M --attention-backend FLASHMLA --attention-config.backend FLASHMLA")
-    assert "ROCm backend" in refused("vllm serve my-org/M --attention-backend ROCM_AITER_MLA")
+    # A ROCm backend reaches the planner (planned on an AMD --gpu, refused on CUDA:
+    # tests/plan/test_rocm_attention_backends.py); XPU and CPU ones stop here.
+    assert t("vllm serve my-org/M --attention-backend ROCM_AITER_MLA").options[
+        "--attention-backend"] == "ROCM_AITER_MLA"
+    assert "XPU backend" in refused("vllm serve my-org/M --attention-backend XPU_MLA_SPARSE")
     assert t("vllm serve my-org/M --attention-backend flashinfer").options[
         "--attention-backend"] == "FLASHINFER"
 

@@ -346,5 +346,8 @@ def test_expert_parallel_is_a_plan_option() -> None:
     out = t("python -m sglang.launch_server --model-path M --tp 8 --dp 8 "
             "--enable-dp-attention --ep-size 8")
     assert "--enable-dp-attention" in out.options
+    # moe_tp_size = tp // ep (runtime_context.py): EP 4 × moe-TP 2 is 1/8 of the experts.
+    out = t("python -m sglang.launch_server --model-path M --tp 8 --ep-size 4")
+    assert any("1/8 of the expert bytes" in note for note in out.notes)
     assert "--ep-size" in refused("python -m sglang.launch_server --model-path M --tp 8 "
-                                  "--ep-size 4")
+                                  "--ep-size 3")

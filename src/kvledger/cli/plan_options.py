@@ -184,12 +184,16 @@ def _add_sglang_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mamba-ssm-dtype", choices=("float32", "bfloat16", "float16"),
                    default=None, help="element type of the Mamba SSM state (default: the "
                    "config's)")
+    g.add_argument("--speculative-num-draft-tokens", type=int_at_least(1), default=None,
+                   metavar="D", help="tokens verified per speculative step (default: "
+                   "--num-speculative-tokens + 1, a linear chain); sizes the Mamba states' "
+                   "speculative scratch")
 
 
 SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens",
                 "chunked_prefill_size", "cuda_graph_max_bs", "swa_full_tokens_ratio",
                 "mamba_full_memory_ratio", "disable_radix_cache", "disable_overlap_schedule",
-                "enable_dp_attention", "mamba_ssm_dtype")
+                "enable_dp_attention", "mamba_ssm_dtype", "speculative_num_draft_tokens")
 
 
 def _sglang_options(ns: argparse.Namespace) -> Any:

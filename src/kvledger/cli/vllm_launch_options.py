@@ -21,6 +21,7 @@ UNSET: dict[str, Any] = {
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
     "kv_transfer_config": None, "draft_config": None, "language_model_only": False,
     "mm_encoder_tp_mode": None, "attention_backend": None, "enable_extensible_kv_cache": None,
+    "rocm_aiter_mla": False,
 }
 
 
@@ -79,6 +80,9 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    default=None, help="the releases that have it size the KV cache after "
                    "warm-up with gpu_memory_utilization 1.0 (their default on CUDA/ROCm); "
                    "--no-...: the earlier profile-run budget")
+    g.add_argument("--rocm-aiter-mla", action="store_true", default=False,
+                   help="on a ROCm GPU, MLA runs AITER's ROCM_AITER_MLA (a line's "
+                   "VLLM_ROCM_USE_AITER=1): any block size")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "

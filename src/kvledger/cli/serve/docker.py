@@ -8,8 +8,9 @@ What each image runs (the image's own ``ENTRYPOINT``):
   ``unrecognized arguments: serve``.
 - ``lmsysorg/sglang[:TAG]``: no serving entrypoint; the words after the image are the
   command (``python3 -m sglang.launch_server …``); ``bash -c "…"`` / ``sh -c "…"`` is split.
-- vLLM's ROCm and CPU images (``vllm/vllm-openai-rocm``, ``vllm/vllm-openai-cpu``) and an
-  SGLang ROCm tag run another platform's build: refused by name (kvledger plans CUDA GPUs).
+- vLLM's ROCm image (``vllm/vllm-openai-rocm``): the same entrypoint on vLLM's ROCm build,
+  planned only on an AMD ``--gpu`` (``translate``); its CPU / XPU / TPU images and an SGLang
+  ROCm tag run another platform's build: refused by name.
 - any other image: its entrypoint is not known here, so the words after it must be a serve
   command.
 
@@ -37,8 +38,9 @@ _SGLANG_IMAGE = re.compile(r"(?:[\w.:-]+/)?lmsysorg/sglang(?::([\w.-]+))?(?:@\S+
 _SHELLS = frozenset({"bash", "sh", "/bin/bash", "/bin/sh"})
 
 
-def unwrap(args: list[str]) -> tuple[list[str], dict[str, str]]:
-    """``args`` after ``docker run`` → (the container's command as words, its environment)."""
+def unwrap(args: list[str]) -> tuple[list[str], dict[str, str], str]:
+    """``args`` after ``docker run`` → (the container's command as words, its environment,
+    the image when it runs vLLM's ROCm build, else "")."""
     env: dict[str, str] = {}
     i = 0
     while i < len(args) and args[i].startswith("-"):
@@ -66,7 +68,7 @@ def unwrap(args: list[str]) -> tuple[list[str], dict[str, str]]:
     vllm = _VLLM_IMAGE.fullmatch(image)
     if vllm:
         flavour = (vllm.group(1) or "").lstrip("-")
-        if flavour in ("rocm", "cpu", "xpu", "tpu"):
+        if flavour in ("cpu", "xpu", "tpu"):
             raise ServeLineError(
                 f"docker run {image}: this image runs vLLM's {flavour.upper()} build, whose "
                 "attention backends and block sizes kvledger does not model (it plans CUDA "
@@ -76,7 +78,7 @@ def unwrap(args: list[str]) -> tuple[list[str], dict[str, str]]:
             raise ServeLineError(f"docker run {image}: the image's entrypoint is already "
                                  "'vllm serve', so vLLM stops with 'unrecognized arguments: "
                                  "serve'; drop 'vllm serve' after the image")
-        return ["vllm", "serve", *rest], env
+        return ["vllm", "serve", *rest], env, image if flavour == "rocm" else ""
     sglang = _SGLANG_IMAGE.fullmatch(image)
     if sglang and "rocm" in (sglang.group(1) or ""):
         raise ServeLineError(
@@ -89,7 +91,7 @@ def unwrap(args: list[str]) -> tuple[list[str], dict[str, str]]:
         raise ServeLineError(f"docker run {image}: the line gives no command and kvledger "
                              "does not know this image's entrypoint; paste the serve command "
                              "the container runs")
-    return rest, env
+    return rest, env, ""
 
 
 def _set(env: dict[str, str], assignment: str) -> None:

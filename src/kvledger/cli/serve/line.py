@@ -52,6 +52,7 @@ class ServeLine:
     args: list[str]
     env: dict[str, str] = field(default_factory=dict)
     dropped_shell: str = ""  # what followed a '|', '>', '&&' …
+    rocm_image: str = ""  # docker run of vLLM's ROCm image (docker.unwrap)
 
 
 def split(words: list[str]) -> list[str]:
@@ -83,10 +84,10 @@ def read(words: list[str]) -> ServeLine:
     if rest[:2] == ["docker", "run"] or rest[:3] == ["sudo", "docker", "run"]:
         from kvledger.cli.serve.docker import unwrap
 
-        inner, docker_env = unwrap(rest[rest.index("run") + 1:])
+        inner, docker_env, rocm_image = unwrap(rest[rest.index("run") + 1:])
         parsed = read(inner)
         return ServeLine(parsed.engine, parsed.launcher, parsed.args,
-                         {**env, **docker_env, **parsed.env}, parsed.dropped_shell)
+                         {**env, **docker_env, **parsed.env}, parsed.dropped_shell, rocm_image)
     if rest and _PYTHON.fullmatch(rest[0]):
         rest = rest[1:]
     elif rest and (program := _PROGRAM.fullmatch(rest[0])):

@@ -8,6 +8,7 @@ the same request fields.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kvledger.cli.serve import sglang_flags
@@ -73,17 +74,71 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
     _environment(env, out)
     kv_budget = ctx.kv_budget_given
     mapped = {dest for dest, rule in sglang_flags.RULES.items() if rule.cls == MAPPED}
-    if values.get("ep_size") is not None and values.get("ep_size") == (
-            values.get("tp_size") or 1):
-        # EP over the TP group: E / TP whole experts per GPU, the same bytes as TP slices —
-        # with DP attention too, whose tp_size counts every GPU of the replica.
+    ep, tp = values.get("ep_size"), values.get("tp_size") or 1
+    if isinstance(ep, int) and ep >= 1 and tp % ep == 0:
+        # runtime_context.py: moe_tp_size = tp_size // moe_ep_size // moe_dp_size, so each GPU
+        # holds E / ep whole experts cut in tp / ep slices: 1 / tp of the expert bytes, as
+        # plain TP (with DP attention too, whose tp_size counts every GPU of the replica).
+        # --moe-dp-size (replicated experts) stays refused by its own rule.
         mapped.add("ep_size")
-        out.notes.append("--ep-size equal to --tp-size: experts are split over the "
-                         "tensor-parallel GPUs, the same bytes per GPU")
+        out.notes.append(f"--ep-size {ep} with --tp-size {tp}: each GPU holds 1/{ep} of the "
+                         f"experts in {tp // ep} tensor-parallel slices, 1/{tp} of the expert "
+                         "bytes: the same bytes per GPU as tensor parallelism alone")
+    _attention_backend(values, out, mapped)
+    _rope_override(values, out, mapped)
     classify(scanned, sglang_flags.RULES, out, kv_budget_given=kv_budget, skip=mapped,
              fraction_given=values.get("mem_fraction_static") is not None)
     out.raise_refusals()
     return out
+
+
+# Backends that run on every CUDA GPU and force no page size (overrides.py
+# _page_size_constraints changes it only for flashmla, trtllm_mla, cutedsl_mla, trtllm_mha,
+# hpc_ops, fa4 and intel_xpu): the page stays SGLang's default (1 on CUDA, 64 x index_kpool for
+# DSA models) and the pool is the one kvledger plans. The planner's own page-size rule applies
+# (it asks for --page-size where the default depends on the default backend, off Hopper).
+_PAGE_ONE_BACKENDS = ("triton", "flashinfer")
+
+
+def _attention_backend(values: dict[str, Any], out: Translation, mapped: set[str]) -> None:
+    backend = values.get("attention_backend")
+    if backend not in _PAGE_ONE_BACKENDS or any(
+            values.get(k) is not None for k in ("prefill_attention_backend",
+                                                "decode_attention_backend")):
+        return
+    mapped.add("attention_backend")
+    out.notes.append(f"--attention-backend {backend}: it forces no page size, so SGLang's "
+                     "default stays (overrides.py _page_size_default) with the same KV pool")
+
+
+# json_model_override_args keys that change neither a cache shape nor a weight: RoPE settings.
+_ROPE_KEYS = frozenset({"rope_scaling", "rope_theta"})
+
+
+def _rope_override(values: dict[str, Any], out: Translation, mapped: set[str]) -> None:
+    """``--json-model-override-args`` that only sets RoPE keys is planned as the model's own
+    config when the derived context length cannot change: SGLang's ``get_context_length``
+    (utils/hf_transformers/common.py) multiplies the length by ``rope_scaling.factor`` unless
+    the scaling names ``original_max_position_embeddings`` or is ``llama3``. Anything else
+    stays refused by the flag's rule."""
+    raw = values.get("json_model_override_args")
+    if raw is None:
+        return
+    try:
+        override = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return
+    if not isinstance(override, dict) or not override or set(override) - _ROPE_KEYS:
+        return
+    scaling = override.get("rope_scaling")
+    if scaling is not None and not (
+            isinstance(scaling, dict) and ("original_max_position_embeddings" in scaling
+                                           or scaling.get("rope_type") == "llama3")):
+        return
+    mapped.add("json_model_override_args")
+    out.notes.append(f"--json-model-override-args sets only {', '.join(sorted(override))}: no "
+                     "cache or weight changes, and SGLang derives the same context length "
+                     "(get_context_length)")
 
 
 def _kv_dtype(values: dict[str, Any], out: Translation, ctx: Context) -> None:
@@ -123,6 +178,12 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
                          "draft's KV, which does not depend on it")
     out.options["--speculative-method"] = method
     out.options["--num-speculative-tokens"] = str(tokens)
+    # speculative_hook.py _handle_eagle_family: with --speculative-eagle-topk 1 SGLang sets
+    # the verify width to steps + 1 (kvledger's default); a tree (topk > 1) keeps the given
+    # --speculative-num-draft-tokens, which sizes the recurrent states' speculative scratch.
+    width, topk = values.get("speculative_num_draft_tokens"), values.get("speculative_eagle_topk")
+    if width is not None and topk is not None and topk != 1:
+        out.options["--speculative-num-draft-tokens"] = str(width)
 
 
 def _environment(env: dict[str, str], out: Translation) -> None:

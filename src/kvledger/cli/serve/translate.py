@@ -18,6 +18,8 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
     """``words``: the serve line as argv (or one string holding it)."""
     ctx = ctx or Context()
     parsed = serve_line.read(words)
+    if parsed.rocm_image:
+        _check_rocm_gpu(parsed.rocm_image, ctx)
     name, _, version = ctx.engine_spec.partition("==")
     table = load(parsed.engine, version.strip() or None
                  if name.strip().lower() == parsed.engine else None)
@@ -37,3 +39,23 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
     if parsed.dropped_shell:
         out.notes.append(f"shell after the command ignored: {parsed.dropped_shell}")
     return out
+
+
+def _check_rocm_gpu(image: str, ctx: Context) -> None:
+    """vLLM's ROCm image plans on an AMD ``--gpu`` only: its attention backends are ROCm's
+    (plan/engines/vllm/resolve.py reads them for an AMD preset)."""
+    from kvledger.cli.serve.errors import ServeLineError
+
+    vendor = ""
+    if ctx.gpu_name:
+        from kvledger.plan.gpus import gpu_preset
+
+        try:
+            vendor = gpu_preset(ctx.gpu_name).vendor
+        except (KeyError, ValueError):
+            vendor = ""
+    if vendor != "amd":
+        raise ServeLineError(
+            f"docker run {image}: this image runs vLLM's ROCm build; name an AMD GPU with "
+            "--gpu (MI300X, MI325X, MI355X) to plan it there, or paste 'vllm serve' and the "
+            "words after the image to plan the same flags on an NVIDIA GPU")

@@ -195,6 +195,10 @@ ENV_RULES: dict[str, Rule] = {
     "PYTORCH_CUDA_ALLOC_CONF": Rule(ESTIMATE, "changes allocator fragmentation"),
     "HF_HUB_OFFLINE": Rule(MAPPED, "the model's config is read without the Hub (--offline)"),
     "PYTORCH_HIP_ALLOC_CONF": Rule(ESTIMATE, "changes allocator fragmentation"),
+    "VLLM_ROCM_USE_AITER": Rule(
+        MAPPED, "on ROCm, AITER's kernels: MLA runs ROCM_AITER_MLA (platforms/rocm.py)"),
+    "VLLM_ROCM_USE_AITER_MLA": Rule(
+        MAPPED, "with VLLM_ROCM_USE_AITER, whether MLA runs ROCM_AITER_MLA (default on)"),
 }
 
 

@@ -301,12 +301,12 @@ def _attention_backend(name: str, out: Translation, given: str) -> None:
     0.33 arg_utils: both set ``AttentionConfig.backend``): planned with its block sizes
     (the engine checks it as vLLM does), except another platform's backends."""
     upper = name.upper()
-    if upper.startswith(("ROCM_", "XPU_")) or upper == "TORCH_SDPA":
-        platform = "ROCm" if upper.startswith("ROCM_") else \
-            "XPU" if upper.startswith("XPU_") else "CPU"
+    if upper.startswith("XPU_") or upper == "TORCH_SDPA":
+        # ROCm backends go to the planner: planned on an AMD --gpu, refused on CUDA.
+        platform = "XPU" if upper.startswith("XPU_") else "CPU"
         out.refused.append(f"{given}: a {platform} backend, whose kernels and block sizes "
-                           "kvledger does not model (it plans CUDA GPUs); drop it to plan "
-                           "vLLM's own CUDA choice")
+                           "kvledger does not model (it plans CUDA and ROCm GPUs); drop it "
+                           "to plan vLLM's own choice")
         return
     if "--attention-backend" in out.options:
         # EngineArgs.create_engine_config, even when the two name the same backend.
@@ -445,6 +445,15 @@ def _environment(env: dict[str, str], table: FlagTable, out: Translation) -> Non
                 out.options.setdefault("--cuda-graph-bytes", "0")
                 out.notes.append(f"{name}=0: the CUDA-graph estimate is not taken from the "
                                  "KV budget")
+        elif name in ("VLLM_ROCM_USE_AITER", "VLLM_ROCM_USE_AITER_MLA"):
+            # envs.py: os.getenv(NAME, default).lower() in ("true", "1"); AITER_MLA defaults
+            # to "True". rocm_aiter_ops.is_mla_enabled: both on.
+            aiter = env.get("VLLM_ROCM_USE_AITER", "False").lower() in ("true", "1")
+            mla = env.get("VLLM_ROCM_USE_AITER_MLA", "True").lower() in ("true", "1")
+            if aiter and mla:
+                out.options["--rocm-aiter-mla"] = None
+            else:
+                out.options.pop("--rocm-aiter-mla", None)
         elif name == "HF_HUB_OFFLINE":
             if value.strip().lower() in ("1", "true", "yes", "on"):
                 out.options["--offline"] = None

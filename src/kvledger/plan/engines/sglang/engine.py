@@ -195,7 +195,8 @@ class SglangEngine(Layout):
         rows = tuple(PoolRow(r["name"], r["pool"], int(r["entries"]), int(r["entry_bytes"]),
                              int(r["entries_per_req"]), int(r["reserved_bytes"]))
                      for r in plan.pool_rows)
-        state = plan.state.reserved_bytes if plan.state is not None else 0
+        state = plan.state.reserved_bytes + plan.state.spec_reserved_bytes \
+            if plan.state is not None else 0
         ranks = tuple(
             RankResult(s.stage, s.layer_range, s.full_layers + s.swa_layers, plan.page_size,
                        plan.kv_cache_tokens // plan.page_size, plan.kv_cache_tokens,

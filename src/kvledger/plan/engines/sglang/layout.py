@@ -42,6 +42,7 @@ from kvledger.plan.engines.sglang.options import SglangOptions
 from kvledger.plan.engines.sglang.pools import (
     GIB,
     Requests,
+    SpecState,
     StatePool,
     SwaCells,
     SwaTokens,
@@ -303,10 +304,20 @@ def plan_sglang(
             ids = tuple(s.index for s in model.states)
             biggest = max(len(_in(ids, rng)) for rng in ranges)
             per_request = int(sbytes.per_request * (biggest / max(len(ids), 1)))
+            spec = None
+            if res.spec_draft_tokens is not None:
+                assert res.max_running_requests is not None  # 48 unless given
+                spec = SpecState(res.spec_draft_tokens, res.max_running_requests,
+                                 mamba_slots_per_request(
+                                     disable_radix_cache=options.disable_radix_cache,
+                                     extra_buffer=res.mamba_strategy == "extra_buffer",
+                                     overlap=res.overlap))
+            # The schedule's max_running_requests: as given, or 48 with speculation.
             stage_state = mamba_state_pool(
                 budget_gb, per_request, mamba_full_memory_ratio=res.mamba_full_memory_ratio,
-                max_running_requests=options.max_running_requests,
-                disable_radix_cache=options.disable_radix_cache, attn_dp_size=res.attn_dp)
+                max_running_requests=res.max_running_requests,
+                disable_radix_cache=options.disable_radix_cache, attn_dp_size=res.attn_dp,
+                spec=spec)
             budget_gb = stage_state.rest_gb
             if budget_gb <= 0:
                 raise ValueError("the recurrent-state pool leaves no memory for the KV cache")
@@ -368,7 +379,8 @@ def plan_sglang(
         per_request = min(res.context_len, model.sliding_window + res.page_size)
         concurrency = min(concurrency, swa_final / per_request)
     concurrency = min(float(reqs.max_running_requests), concurrency)
-    state_reserved = state.reserved_bytes if state is not None else 0
+    state_reserved = state.reserved_bytes + state.spec_reserved_bytes \
+        if state is not None else 0
     binding = max(stages, key=lambda s: s.kv_bytes)
     rows: list[dict[str, Any]] = [{
         "name": "kv", "pool": "page", "entries": full_tokens // res.page_size,
@@ -394,6 +406,24 @@ def plan_sglang(
             "entry_bytes": state.bytes_per_slot, "entries_per_req": slots_per_request,
             "reserved_bytes": state.reserved_bytes,
         })
+    if state is not None and state.spec_reserved_bytes:
+        assert res.spec_draft_tokens is not None
+        rows.append({
+            "name": "mamba_spec", "pool": "state", "entries": state.spec_slots,
+            "entry_bytes": state.bytes_per_slot * res.spec_draft_tokens, "entries_per_req": 1,
+            "reserved_bytes": state.spec_reserved_bytes,
+        })
+        warnings.append(
+            f"speculative decoding: SGLang reserves {res.spec_draft_tokens} intermediate SSM "
+            f"states and conv windows per request for {state.spec_slots} requests "
+            f"({state.spec_reserved_bytes / GIB:.2f} GiB) before the KV pool")
+        if not res.draft_layers:
+            # spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft
+            # sizes its cell share from the target config's num_nextn_predict_layers.
+            warnings.append(
+                "speculative decoding: the target config has no num_nextn_predict_layers, so "
+                "SGLang's KV cell holds no draft layer; the draft worker's own KV pool is "
+                "not in this budget")
     if reqs.capped_by == "state pool":
         warnings.append(
             f"max_running_requests is capped to {reqs.max_running_requests} by the mamba state "

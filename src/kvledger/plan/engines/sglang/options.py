@@ -61,12 +61,15 @@ class SglangOptions:
     enable_dp_attention: bool = False
     # --mamba-ssm-dtype: the recurrent state's dtype (None: the config's, else float32).
     mamba_ssm_dtype: str | None = None
+    # --speculative-num-draft-tokens: tokens verified per step (None: the linear chain's
+    # --num-speculative-tokens + 1); sizes the recurrent states' speculative scratch.
+    speculative_num_draft_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.mem_fraction_static is not None:
             _ratio("mem_fraction_static", self.mem_fraction_static, upper=1.0)
         for name in ("max_total_tokens", "max_running_requests", "chunked_prefill_size",
-                     "cuda_graph_max_bs"):
+                     "cuda_graph_max_bs", "speculative_num_draft_tokens"):
             value = getattr(self, name)
             if value is not None:
                 _positive_int(name, value)

@@ -49,6 +49,21 @@ class StatePool:
     reserved_bytes: int  # (slots + 1 padding slot) × bytes per slot
     rest_gb: float  # the budget left for KV, in GB (SGLang's float)
     source: str  # how the slot count was chosen
+    # Speculative decoding: the intermediate SSM states and conv windows SGLang reserves for
+    # target verify, (capped requests + 1) × bytes per slot × draft tokens; 0 without it.
+    spec_reserved_bytes: int = 0
+    spec_slots: int = 0  # the capped request count + 1 padding slot it is reserved for
+
+
+@record(frozen=True)
+class SpecState:
+    """What ``_handle_max_mamba_cache`` reads when it reserves the speculative states:
+    ``speculative_num_draft_tokens`` (D), the resolved ``max_running_requests`` (48 unless
+    given: ``_handle_eagle_family``) and ``_calculate_mamba_ratio`` (state slots/request)."""
+
+    draft_tokens: int
+    max_running_requests: int
+    slots_per_request: int
 
 
 def mamba_state_pool(
@@ -59,27 +74,53 @@ def mamba_state_pool(
     max_running_requests: int | None,
     disable_radix_cache: bool,
     attn_dp_size: int,
+    spec: SpecState | None = None,
 ) -> StatePool:
-    """``_handle_max_mamba_cache`` without speculative decoding (its intermediate-state
-    reserve) or ReplaySSM: the slot count is ``max_running_requests`` per attention-DP
-    worker when the radix cache is off and the cap is given, else it is solved from
-    ``rest × r / (1 + r)`` with one padding slot; ``(slots + 1) × per_request`` leaves."""
+    """``_handle_max_mamba_cache`` (``mem_cache/kv_cache_configurator.py``) without ReplaySSM,
+    a fused draft (unified memory) or a ``--max-mamba-cache-size``: the slot count is
+    ``max_running_requests`` per attention-DP worker when the radix cache is off and the cap
+    is set, else it is solved from ``rest × r / (1 + r)`` with one padding slot;
+    ``(slots + 1) × per_request`` leaves.
+
+    With speculative decoding (``spec``; ``reserves_spec_state``) SGLang also reserves the
+    target-verify scratch of ``memory_pool.py`` ``MambaPool`` (intermediate SSM states and
+    conv windows per draft token), priced as ``per_request × (capped + 1) × D`` with
+    ``capped = min(max(1, max_running_requests // dp), slots // ratio)``; in the ratio branch
+    the slots come from the joint solve
+    ``(budget − per_request·(1 + D)) // (per_request·(1 + D / ratio))``. With the radix cache
+    off, ``capped + 1`` is ``slots + 1``."""
+    spec_bytes = spec_slots = 0
     if disable_radix_cache and max_running_requests is not None:
         slots = max(1, max_running_requests // attn_dp_size)
         source = "max_running_requests (radix cache disabled)"
+        if spec is not None:
+            spec_slots = slots + 1
     else:
         budget_gb = rest_gb * mamba_full_memory_ratio / (1 + mamba_full_memory_ratio)
         budget_bytes = budget_gb * GIB
-        slots = int((budget_bytes - 0 - per_request) // per_request)
         source = f"mamba_full_memory_ratio {mamba_full_memory_ratio:g}"
+        if spec is not None:
+            d, ratio = spec.draft_tokens, spec.slots_per_request
+            slots = int((budget_bytes - per_request * (1 + d) - 0)
+                        // (per_request * (1 + d / ratio) + 0))
+            spec_slots = min(max(1, spec.max_running_requests // attn_dp_size),
+                             slots // ratio) + 1
+            source += f", with {d} draft tokens' intermediate states"
+        else:
+            slots = int((budget_bytes - 0 - per_request) // per_request)
     if slots <= 0:
         raise ValueError(
             f"not enough memory for SGLang's recurrent-state cache: max_mamba_cache_size "
             f"would be {slots} ({per_request:,} B per request); raise the budget or "
             "mem_fraction_static, or lower max_running_requests"
-        )
+            + (" or --speculative-num-draft-tokens" if spec is not None else ""))
+    if spec is not None:
+        spec_bytes = per_request * spec_slots * spec.draft_tokens
+        # total_rest_memory -= intermediate_size / (1 << 30), before the state pool.
+        rest_gb = rest_gb - spec_bytes / GIB
     reserved = (slots + 1) * per_request
-    return StatePool(slots, per_request, reserved, rest_gb - reserved / GIB, source)
+    return StatePool(slots, per_request, reserved, rest_gb - reserved / GIB, source,
+                     spec_bytes, spec_slots)
 
 
 def mamba_slots_per_request(*, disable_radix_cache: bool, extra_buffer: bool,

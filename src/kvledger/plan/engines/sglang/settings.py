@@ -91,6 +91,9 @@ class Resolved:
     max_running_requests: int | None  # --max-running-requests, or 48 with speculation
     dsa_scaled_fp8: bool
     platform: str
+    # speculative_num_draft_tokens (the verify width D) when speculating on a recurrent-state
+    # model: MambaPool keeps D intermediate states per request (pools.SpecState); else None.
+    spec_draft_tokens: int | None = None
 
 
 
@@ -158,6 +161,16 @@ def context_length(model: SglangModel, request: PlanRequest) -> int:
     return request.max_model_len
 
 
+def _spec_draft_tokens(request: PlanRequest, options: SglangOptions) -> int:
+    """``speculative_num_draft_tokens`` (D): ``--speculative-num-draft-tokens`` when given,
+    else a linear chain's ``speculative_num_steps + 1`` (``speculative_hook.py``
+    ``_handle_eagle_family``: "speculative_num_draft_tokens is adjusted to
+    speculative_num_steps + 1 when speculative_eagle_topk == 1")."""
+    if options.speculative_num_draft_tokens is not None:
+        return options.speculative_num_draft_tokens
+    return request.num_speculative_tokens + 1
+
+
 def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
             platform: str, default_chunked: int,
             release: SglangRelease | None = None) -> Resolved:
@@ -173,6 +186,7 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
     page, page_source = _page_size(model, request, platform)
     context = context_length(model, request)
     draft = 0
+    spec_draft: int | None = None
     if request.num_speculative_tokens > 0:
         method = (request.speculative_method or "").lower()
         if method in DRAFT_MODEL_METHODS:
@@ -180,14 +194,14 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
                 f"speculative method {method!r} under --engine sglang: the draft model's "
                 "layer count and KV are not in this plan; not reproduced")
         if method in MTP_METHODS:
-            if model.mambaish or model.hybrid_swa:
+            if model.hybrid_swa:
                 raise SglangLayoutError(
-                    "speculative decoding with a recurrent-state or sliding-window pool "
-                    "(intermediate states, draft SWA layers) is not reproduced for SGLang: "
-                    "SGLang keeps an intermediate SSM state and conv window per draft "
-                    "token for every state slot (mem_cache/memory_pool.py MambaPool) and "
-                    "the draft's own layers; drop the --speculative-* flags to plan the "
-                    "target without speculation (those buffers are then not counted)")
+                    "speculative decoding with a sliding-window pool is not reproduced for "
+                    "SGLang: its MTP draft keeps its own SWA layers (eagle_draft_swa_num_layers"
+                    ", pool_configurator.py); drop the --speculative-* flags to plan the "
+                    "target without speculation (the draft's KV is then not counted)")
+            if model.mambaish:
+                spec_draft = _spec_draft_tokens(request, options)
             # spec_aux_hidden_state.py: a path-less NEXTN/MTP draft takes the target's
             # num_nextn_predict_layers; without it SGLang sizes no draft KV in the cell.
             draft = model.nextn_layers
@@ -239,4 +253,5 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         # default, _dsa_split_backend_resolution) and tilelang.
         dsa_scaled_fp8=sm_major(platform) < 10,
         platform=platform,
+        spec_draft_tokens=spec_draft,
     )

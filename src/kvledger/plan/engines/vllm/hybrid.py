@@ -162,6 +162,10 @@ def _auto_block_size(res: Resolved, notes: list[str]) -> int:
                          f"picks {res.mla_backend} for MLA on this GPU, whose kernel blocks "
                          f"take {block}{source}")
         return block
+    if res.standard_auto_block:
+        notes.append(f"block size {res.standard_auto_block}: the selected backend's "
+                     "get_preferred_block_size")
+        return res.standard_auto_block
     return res.default_block_size
 
 

@@ -83,6 +83,9 @@ class VllmLaunch:
     mm_encoder_tp_mode: str = "weights"  # MMEncoderTPMode: "weights" or "data"
     # AttentionBackendEnum name the line selects (resolve.forced_backend); None: vLLM's choice.
     attention_backend: str | None = None
+    # VLLM_ROCM_USE_AITER=1 (VLLM_ROCM_USE_AITER_MLA left on): on a ROCm GPU, MLA runs
+    # ROCM_AITER_MLA (resolve._rocm_dense_mla); no effect on CUDA.
+    rocm_aiter_mla: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.enable_lora, bool):

@@ -227,8 +227,9 @@ def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
         raw = [layer_spec(layer, res, request) for layer in parts]
         sizes = resolve_block_sizes(
             [(raw[k], len(order.positions[k])) for k in order.by_first_layer], res)
-        check_block_size(sizes.block_size, request.block_size,
-                         any(isinstance(s, AttentionSpec) for s in raw), release)
+        if res.mla_backend != "ROCM_AITER_MLA":  # MultipleOf(1): every block size
+            check_block_size(sizes.block_size, request.block_size,
+                             any(isinstance(s, AttentionSpec) for s in raw), release)
         specs = apply_block_sizes(raw, sizes)
     # vLLM buckets layers by spec equality: parts with equal specs (an MTP layer and the
     # decoder's full attention) share a bucket.

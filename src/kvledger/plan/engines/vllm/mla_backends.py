@@ -133,3 +133,25 @@ def choose(capability: tuple[int, int], cache_dtype: str, text: Mapping[str, Any
             continue
         return backend
     return None
+
+
+# rocm_aiter_mla.py AiterMLABackend: fp8_e5m2 caches too; MultipleOf(1) kernel blocks (its decode
+# kernel runs page size 1 and expands block indices per token).
+ROCM_AITER_MLA = MlaBackend("ROCM_AITER_MLA", None, _FLOAT | _FP8 | {"fp8_e5m2"},
+                            (("multiple", 1),))
+
+
+# Read from vllm==0.33.0's source (0.34.0's MLA priorities there are the same).
+def choose_rocm(cache_dtype: str, block_size: int | None) -> MlaBackend | None:
+    """The dense MLA backend vLLM takes on a ROCm GPU under its default environment
+    (``platforms/rocm.py`` ``_get_backend_priorities``, ``use_mla``): ``[TRITON_MLA]`` unless
+    AITER's MLA is enabled (``rocm_aiter_ops.is_mla_enabled``: ``VLLM_ROCM_USE_AITER=1``,
+    default off, with ``VLLM_ROCM_USE_AITER_MLA``, default on, and AITER installed on gfx9),
+    which puts ``ROCM_AITER_MLA`` (``MultipleOf(1)``, any block) first. TRITON_MLA
+    (``triton_mla.py``) runs on every capability, takes auto/float16/bfloat16/fp8/fp8_e4m3
+    caches and blocks that are multiples of 16; None when it does not take these."""
+    if cache_dtype not in TRITON_MLA.cache_dtypes:
+        return None
+    if block_size is not None and not TRITON_MLA.takes_block(block_size):
+        return None
+    return TRITON_MLA

@@ -79,6 +79,9 @@ class Resolved:
     # The release's CacheConfig.DEFAULT_BLOCK_SIZE (releases/profile.py default_block_size):
     # where --block-size auto starts and a hybrid block's kernel alignment starts.
     default_block_size: int = 16
+    # A selected standard backend whose preferred block is not 16 (ROCm's
+    # ROCM_AITER_UNIFIED_ATTN: 64); 0 when --block-size auto takes vLLM's usual 16.
+    standard_auto_block: int = 0
     # Sparse MLA (DSA) on an SM10x GPU: the backend ``sparse_mla_backends.choose_sm10x`` finds,
     # which sets the stored layout and block-stride alignment; None elsewhere (the SM90 rules
     # in ``convert.layer_spec``).
@@ -412,10 +415,11 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
 
     cap, why = capability(request.gpu)
     notes = (why,) if why else ()
-    if cap is None:  # a ROCm GPU: its MLA backends are not modelled, SM90's block is used
-        cap = (9, 0)
-        notes = (*notes, "ROCm MLA backends are not modelled: the block size is SM90's")
     forced = forced_backend(request)
+    if cap is None:
+        aiter = bool(getattr(getattr(request, "vllm_launch", None), "rocm_aiter_mla", False))
+        return _rocm_dense_mla(forced, cache_dtype, request.block_size, release, aiter)
+
     if forced is not None:
         return _forced_dense_mla(forced, cap, cache_dtype, _text_config(facts.config),
                                  request.block_size, notes, release)
@@ -431,6 +435,51 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
     default = release.default_block_size
     return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(default),
             "notes": notes}
+
+
+def _rocm_dense_mla(forced: str | None, cache_dtype: str, block_size: int | None,
+                    release: VllmRelease, aiter: bool = False) -> dict[str, Any]:
+    """A ROCm GPU (``mla_backends.choose_rocm``): TRITON_MLA under vLLM's default environment,
+    ROCM_AITER_MLA first with ``aiter`` (``VLLM_ROCM_USE_AITER=1``). A selected backend is
+    checked alone (``get_attn_backend_cls``): TRITON_MLA, or ROCM_AITER_MLA with AITER on."""
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.engines.vllm.mla_backends import ROCM_AITER_MLA, TRITON_MLA, choose_rocm
+
+    if aiter and forced in (None, "ROCM_AITER_MLA"):
+        if cache_dtype not in ROCM_AITER_MLA.cache_dtypes:
+            raise VllmRefusesToStart(
+                f"{engine_words(release)} refuses to start: No valid attention backend found "
+                f"for rocm with MLA and kv_cache_dtype {cache_dtype}")
+        return {"mla_backend": ROCM_AITER_MLA.name,
+                "mla_auto_block": ROCM_AITER_MLA.preferred_block(release.default_block_size),
+                "notes": ("ROCm with VLLM_ROCM_USE_AITER=1: ROCM_AITER_MLA, whose decode "
+                          "kernel takes any block size (rocm_aiter_mla.py MultipleOf(1))",)}
+    if forced not in (None, "TRITON_MLA"):
+        raise VllmLayoutError(
+            f"attention backend {forced} on a ROCm GPU: kvledger plans only TRITON_MLA, "
+            f"{engine_words(release)}'s choice there unless VLLM_ROCM_USE_AITER=1 "
+            "(platforms/rocm.py _get_backend_priorities); drop --attention-backend to plan it")
+    chosen = choose_rocm(cache_dtype, block_size)
+    # rocm_aiter_mla.py: ROCM_AITER_MLA also takes fp8_e5m2 caches, and any block size.
+    if chosen is None and cache_dtype not in TRITON_MLA.cache_dtypes | {"fp8_e5m2"}:
+        # get_attn_backend_cls: "No valid attention backend found for rocm with …".
+        raise VllmRefusesToStart(
+            f"{engine_words(release)} refuses to start: No valid attention backend found for "
+            f"rocm with MLA and kv_cache_dtype {cache_dtype}")
+    if chosen is None:
+        # Without VLLM_ROCM_USE_AITER=1 vLLM stops ("No valid attention backend found for
+        # rocm"); with it, ROCM_AITER_MLA takes the configuration.
+        raise VllmLayoutError(
+            f"MLA on a ROCm GPU with --block-size {block_size} / --kv-cache-dtype "
+            f"{cache_dtype}: {engine_words(release)}'s TRITON_MLA takes neither a block that "
+            "is not a multiple of 16 nor fp8_e5m2, so without VLLM_ROCM_USE_AITER=1 vLLM finds "
+            "no valid attention backend; with it vLLM runs ROCM_AITER_MLA, which kvledger "
+            "does not plan. Drop --block-size (block 16, which both backends take) or use "
+            "another KV dtype to plan it")
+    return {"mla_backend": chosen.name,
+            "mla_auto_block": chosen.preferred_block(release.default_block_size),
+            "notes": ("ROCm: TRITON_MLA, vLLM's dense MLA backend there without "
+                      "VLLM_ROCM_USE_AITER=1 (platforms/rocm.py _get_backend_priorities)",)}
 
 
 # Standard attention backends vLLM 0.32 / 0.33 offer on CUDA (get_supported_kernel_block_sizes:
@@ -470,9 +519,10 @@ def _forced_dense_mla(forced: str, cap: tuple[int, int], cache_dtype: str,
     why = reasons(backend, cap, cache_dtype, text, block_size)
     if why:
         raise _selected_refusal(forced, why, release)
-    return {"mla_backend": backend.name, "mla_auto_block": backend.preferred_block(),
+    block = backend.preferred_block(release.default_block_size)
+    return {"mla_backend": backend.name, "mla_auto_block": block,
             "notes": (*notes, f"attention backend {forced}: selected by the line (block "
-                              f"size {backend.preferred_block()} unless one is given)")}
+                              f"size {block} unless one is given)")}
 
 
 def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
@@ -484,7 +534,6 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
     larger block splits into kernel blocks), FLASH_ATTN MultipleOf(16) off SM10x. On SM10x,
     FLASH_ATTN may run FlashAttention 4, whose hd256 / fp8 block sizes
     (flash_attn.py ``_get_fa4_hd256_block_size``) are not modelled."""
-    del has_state  # the recurrent state's page alignment takes the same kernel sizes
     forced = forced_backend(request)
     if forced is None:
         return {}
@@ -492,13 +541,20 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
     from kvledger.plan.engines.vllm.hardware import capability
     from kvledger.plan.engines.vllm.mla_backends import BY_NAME
 
+    cap, _ = capability(request.gpu)
+    if forced.startswith("ROCM_") and cap is not None:
+        raise VllmLayoutError(
+            f"attention backend {forced} is a ROCm backend, which vLLM's CUDA build does not "
+            "offer; name an AMD GPU with --gpu (MI300X, MI325X, MI355X) or drop "
+            "--attention-backend")
     if facts.model_type == "deepseek_v4":
         return _forced_dsv4(forced, request, release)
     if use_mla:
         return {}
+    if cap is None:
+        return _forced_rocm_standard(forced, request, release, has_state)
     if forced in BY_NAME or forced in _SPARSE_BACKENDS:
         raise _selected_refusal(forced, ["non-MLA not supported"], release)
-    cap, _ = capability(request.gpu)
     if forced not in _STANDARD_BACKENDS or cap is None or (cap[0] == 10
                                                              and forced == "FLASH_ATTN"):
         raise VllmLayoutError(f"attention backend {forced} on this GPU: its kernel block sizes "
@@ -506,6 +562,36 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
                               "choice")
     return {"notes": (f"attention backend {forced}: selected by the line; its kernel blocks "
                       "take the block sizes vLLM's own choice takes here",)}
+
+
+# ROCm standard backends kvledger plans when selected (vLLM 0.33 v1/attention/backends/): both
+# take kernel blocks MultipleOf(16) and sinks; get_preferred_block_size is the base rule's 16
+# for TRITON_ATTN and 64 for ROCM_AITER_UNIFIED_ATTN. ROCM_ATTN (no sinks, per-head-size
+# kernels) is not planned when selected.
+_ROCM_STANDARD = {"TRITON_ATTN": 16, "ROCM_AITER_UNIFIED_ATTN": 64}
+
+
+def _forced_rocm_standard(forced: str, request: PlanRequest, release: VllmRelease,
+                          has_state: bool) -> dict[str, Any]:
+    """A backend selected on a ROCm GPU for a model without MLA (platforms/rocm.py
+    ``get_attn_backend_cls`` checks the selected backend alone)."""
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+    preferred = _ROCM_STANDARD.get(forced)
+    if preferred is None:
+        raise VllmLayoutError(f"attention backend {forced} on a ROCm GPU: its kernel block "
+                              "sizes are not modelled (kvledger plans TRITON_ATTN and "
+                              "ROCM_AITER_UNIFIED_ATTN there); drop --attention-backend")
+    block = request.block_size
+    if block is not None and block % 16:
+        raise _selected_refusal(forced, ["block_size not supported"], release)
+    if has_state and preferred != 16:
+        raise VllmLayoutError(f"attention backend {forced} beside recurrent layers: the hybrid "
+                              "block alignment to its preferred 64 is not modelled; drop "
+                              "--attention-backend")
+    return {"standard_auto_block": preferred if preferred != 16 else 0,
+            "notes": (f"attention backend {forced}: selected by the line; kernel blocks in "
+                      f"multiples of 16, {preferred} with --block-size auto",)}
 
 
 def _forced_dsv4(forced: str, request: PlanRequest, release: VllmRelease) -> dict[str, Any]:
@@ -538,6 +624,25 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRe
     from kvledger.plan.engines.vllm.hardware import capability
 
     cap, _ = capability(request.gpu)
+    if cap is None:
+        from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+        # platforms/rocm.py _get_backend_priorities: use_sparse → [ROCM_AITER_MLA_SPARSE]
+        # (kernel blocks [1, MultipleOf(16)], align_blocks_to_rows), with its own fp8 rows.
+        raise VllmLayoutError(
+            f"sparse MLA on a ROCm GPU: {engine_words(release)} serves it only with "
+            "ROCM_AITER_MLA_SPARSE, whose block and fp8 row layout kvledger does not model; "
+            "name an NVIDIA GPU with --gpu to plan the CUDA layout")
+    if cap[0] == 12 and facts.model_type != "deepseek_v4":
+        from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+        # platforms/cuda.py _get_backend_priorities, major 12: [TRITON_MLA,
+        # FLASHINFER_MLA_SPARSE_SM120]; its Impl (flashinfer_mla_sparse_sm120.py) takes only
+        # the packed fp8_ds_mla rows, and its MultipleOf(64) blocks need index_topk 2048.
+        raise VllmLayoutError(
+            f"sparse MLA on an SM12x GPU: {engine_words(release)} serves it only with "
+            "FLASHINFER_MLA_SPARSE_SM120 (packed fp8_ds_mla rows, index_topk 2048), which "
+            "kvledger does not model; name an SM90 or SM10x GPU with --gpu to plan it")
     forced = forced_backend(request)
     if forced is not None and forced not in _SPARSE_BACKENDS:
         raise _selected_refusal(forced, ["sparse not supported"], release)
