@@ -45,7 +45,9 @@ present) and, when the KV budget is given and model-local caches sit beside it,
 ``per_gpu_total``. An engine's launch options add (``with_launch_lines``): ``lora`` (the LoRA
 slots the engine reserves, subtracted) and ``cpu_offload`` (weights moved to the CPU: the
 ``weights`` line is already that much smaller, so this line says by how much and is not
-subtracted again).
+subtracted again). After ``kv_budget``, never subtracted: ``headroom`` (``Budget.after_kv``,
+basis ``estimated``), what is left once the KV cache is allocated against what the engine
+still allocates then (plan/startup_memory.py).
 """
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ KV_BUDGET = "kv_budget"
 PER_GPU_TOTAL = "per_gpu_total"
 LORA = "lora"
 CPU_OFFLOAD = "cpu_offload"
+# After the KV cache is allocated (``Budget.after_kv``; never subtracted from the KV budget):
+# what is left outside the engine's memory for what it still allocates then (CUDA-graph
+# capture, runtime peaks), its ``parts`` the room and the need (plan/startup_memory.py).
+HEADROOM = "headroom"
 
 DEFAULT_CUDA_GRAPH_BYTES = 1 * GIB
 DEFAULT_NON_TORCH_BYTES = GIB // 2
@@ -137,6 +143,9 @@ class Budget:
     # Start-up verdicts beside the lines (plan/startup_memory.py: "may refuse to start", the
     # headroom after the KV cache), each with its basis; the plan's warnings.
     notes: tuple[str, ...] = ()
+    # Lines about what happens after the KV cache is allocated (``headroom``): shown after
+    # ``kv_budget`` and never subtracted from it.
+    after_kv: tuple[BudgetLine, ...] = ()
 
     def as_lines(self) -> list[tuple[str, int, str]]:
         return [line.as_tuple() for line in self.lines]
@@ -147,7 +156,7 @@ class Budget:
 
     def to_json(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for ln in self.lines:
+        for ln in self.lines + self.after_kv:
             row: dict[str, Any] = {"key": ln.key, "label": ln.label, "bytes": ln.bytes,
                                    "basis": ln.basis}
             if ln.parts:

@@ -4,7 +4,7 @@ preset here, and ``plan/budget.py gpu_budget`` writes the lines (keys unchanged)
 
 from __future__ import annotations
 
-from kvledger.plan.budget import Budget, Reserves, gpu_budget
+from kvledger.plan.budget import Budget, BudgetLine, Reserves, gpu_budget
 from kvledger.plan.engines.base import GpuBudgetInput
 from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 from kvledger.plan.engines.vllm.reserves import (
@@ -92,7 +92,22 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
         reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes, req.non_torch_bytes),
         total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
         estimates=estimates)
-    return records.replace(budget, notes=startup_notes(inp, release, budget, utilization))
+    notes = startup_notes(inp, release, budget, utilization)
+    return records.replace(budget, notes=notes, after_kv=headroom_lines(inp, budget, utilization))
+
+
+def headroom_lines(inp: GpuBudgetInput, budget: Budget,
+                   utilization: float) -> tuple[BudgetLine, ...]:
+    """0.32/0.33 capture the CUDA graphs after the KV cache (``compile_or_warm_up_model``):
+    the ``headroom`` line (``plan/startup_memory.vllm_headroom``)."""
+    from kvledger.plan.startup_memory import FreeMemory, vllm_headroom
+
+    req = inp.request
+    if not req.startup_admission:
+        return ()
+    total = budget.total_bytes if budget.total_bytes is not None else inp.preset.total_bytes
+    return (vllm_headroom(total, utilization,
+                          FreeMemory(req.gpu_free_bytes, req.gpu_memory_in_use)),)
 
 
 def startup_notes(inp: GpuBudgetInput, release: VllmRelease, budget: Budget,
