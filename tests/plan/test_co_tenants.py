@@ -34,7 +34,8 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 
 def _budget(stdout: str) -> dict[str, Any]:
-    return {row["key"]: row for row in json.loads(stdout)["budget"]}
+    data = json.loads(stdout)
+    return {**{row["key"]: row for row in data["budget"]}, "headroom": data["headroom"]}
 
 
 def test_vllm_holding_by_hand() -> None:

@@ -3,6 +3,8 @@ against what the engine still allocates then, basis ``estimated``, after ``kv_bu
 never subtracted from it. vLLM 0.33 captures its CUDA graphs after sizing the cache
 (``gpu_worker.compile_or_warm_up_model``), having taken their estimate from the budget;
 SGLang 0.5.23 keeps ``pre_model_load_memory × (1 − mem_fraction_static)`` beside its pools.
+The plan's JSON has it as its own key, ``headroom``: the ``budget`` rows still add up to
+``kv_budget``, their last.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 
 
 def _lines(**kw: Any) -> tuple[list[str], dict[str, Any], int]:
-    plan = plan_model(LLAMA, PlanRequest(max_model_len=8192, **kw))
-    rows = plan.budget.to_json()
-    return [r["key"] for r in rows], {r["key"]: r for r in rows}, plan.available_bytes
+    """The budget rows' keys, every line by key (the plan's ``headroom`` key with them), and
+    the plan's available bytes."""
+    data = plan_model(LLAMA, PlanRequest(max_model_len=8192, **kw)).to_json()
+    rows = data["budget"]
+    by_key = {r["key"]: r for r in rows}
+    by_key["headroom"] = data["headroom"]
+    return [r["key"] for r in rows], by_key, data["available_bytes"]
 
 
 def test_vllm_headroom_on_a_gpu_of_its_own() -> None:
@@ -30,7 +36,8 @@ def test_vllm_headroom_on_a_gpu_of_its_own() -> None:
     # (536,870,912 B) of capture beyond the estimate.
     keys, rows, available = _lines(engine="vllm==0.33", gpu="H100-80GB",
                                    gpu_memory_utilization=0.9)
-    assert keys[-2:] == ["kv_budget", "headroom"]
+    # The rows still end with kv_budget (they add up to it); headroom is its own key.
+    assert keys[-1] == "kv_budget" and "headroom" not in keys
     head = rows["headroom"]
     assert head["bytes"] == 8_122_584_269 and head["basis"] == "estimated"
     assert [p["bytes"] for p in head["parts"]] == [8_122_584_269, 536_870_912, 0]
@@ -53,7 +60,7 @@ def test_sglang_headroom_beside_its_pools() -> None:
     # outside the pools 84,983,939,072 − 67,987,151,257 = 16,996,787,815 B.
     keys, rows, _ = _lines(engine="sglang", gpu="H100-80GB",
                            sglang=SglangOptions(mem_fraction_static=0.8))
-    assert keys[-1] == "headroom"
+    assert keys[-1] == "kv_budget"
     head = rows["headroom"]
     assert head["bytes"] == 16_996_787_815 and head["basis"] == "estimated"
     assert head["parts"][0]["bytes"] == 16_996_787_815
