@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from kvledger.cli.errors import UsageError
@@ -31,18 +32,20 @@ GIB = 1 << 30
 INHERITED = ("gpu", "gpu_total_bytes")
 
 
-def held_by_co_tenants(ns: argparse.Namespace, others: int) -> int:
+def held_by_co_tenants(ns: argparse.Namespace, others: int, *,
+                       parser: Callable[[], argparse.ArgumentParser],
+                       build: Callable[[argparse.Namespace], Any]) -> int:
     """Bytes the ``--co-tenant`` engines hold together once up (module docstring), each
-    planned with ``others`` (held before any of them) plus what the earlier ones hold."""
-    from kvledger.cli.main import command_parser
-    from kvledger.cli.plan_options import build_request
+    planned with ``others`` (held before any of them) plus what the earlier ones hold.
+    ``parser`` makes the parser of one co-tenant's line, ``build`` its ``PlanRequest``
+    (``cli/plan_options.py`` passes both: this module imports no command's module)."""
     from kvledger.cli.source_args import model_source
     from kvledger.errors import PlanError
     from kvledger.plan.api import plan_model
 
     held = 0
     for number, spec in enumerate(ns.co_tenant, start=1):
-        sub = _parse(command_parser("plan"), spec, number)
+        sub = _parse(parser(), spec, number)
         for name in INHERITED:
             if getattr(sub, name, None) is None:
                 setattr(sub, name, getattr(ns, name, None))
@@ -50,9 +53,10 @@ def held_by_co_tenants(ns: argparse.Namespace, others: int) -> int:
             raise UsageError(f"kvledger plan: error: --co-tenant {number} ({spec!r}) has no GPU",
                              hint="give --gpu NAME or --gpu-total-bytes N on the outer line")
         sub.co_tenant = []
+        sub.concurrency = None  # plan's own question, not a co-tenant's
         sub.gpu_free_bytes = None
         sub.gpu_memory_in_use = others + held
-        request = build_request(sub)
+        request = build(sub)
         try:
             result = plan_model(model_source(sub), request)
         except PlanError as exc:  # the engine's own refusal, naming the co-tenant

@@ -350,10 +350,22 @@ def _with_co_tenants(ns: argparse.Namespace, given: dict[str, Any]) -> dict[str,
     if free is not None and total is not None:
         before = max(0, total - free)
     elif free is not None:  # the preset's total is not known here: keep the free form
-        held = held_by_co_tenants(ns, 0)
+        held = held_by_co_tenants(ns, 0, parser=_co_tenant_parser, build=build_request)
         return {"gpu_free_bytes": max(0, free - held)}
-    held = held_by_co_tenants(ns, before)
+    held = held_by_co_tenants(ns, before, parser=_co_tenant_parser, build=build_request)
     return {"gpu_free_bytes": None, "gpu_memory_in_use": before + held}
+
+
+def _co_tenant_parser() -> argparse.ArgumentParser:
+    """One ``--co-tenant`` line's parser: a model and the engine options of ``plan``."""
+    from kvledger.cli.parser import Parser
+    from kvledger.cli.source_args import add_model
+
+    parser = Parser(prog="kvledger plan --co-tenant",
+                    description="another engine or model on the same GPU")
+    add_model(parser)
+    add_engine_options(parser)
+    return parser
 
 
 def _probed_gpu(given: dict[str, Any]) -> dict[str, Any]:
