@@ -104,3 +104,16 @@ def test_a_co_tenant_without_a_model_is_one_line() -> None:
     code, out, err = _run(LLAMA, "--gpu", "H100-80GB", "--co-tenant", "--engine sglang")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "names no model" in err
+
+
+def test_a_co_tenant_holding_the_whole_gpu_leaves_no_utilization_to_suggest() -> None:
+    # SGLang at 0.99 of what is free holds the whole 80 GiB card; no fraction of the total
+    # starts a vLLM engine beside it, so the hint names none (never a negative one).
+    code, out, err = _run(LLAMA, "--engine", "vllm==0.33", "--gpu", "H100-80GB",
+                          "--max-model-len", "8192", "--co-tenant",
+                          f"{LLAMA} --engine sglang --mem-fraction-static 0.99 "
+                          "--max-model-len 8192")
+    assert code == 2 and out == ""
+    assert "vLLM 0.33 refuses to start" in err
+    assert "no utilization starts beside what the others hold" in err
+    assert "to -0" not in err

@@ -116,14 +116,16 @@ def vllm_startup(total: int, utilization: float, free: FreeMemory, *, multi_gpu:
         left += f" − {others / GIB:.2f} GiB held by others ({free.source()})"
     if room < PRE_SNAPSHOT_MIN:
         most = (total - others - high) / total  # starts even at the largest use seen
+        lower = (f"lower --gpu-memory-utilization to {math.floor(most * 100) / 100:.2f} or less"
+                 if most >= 0.01 else "no utilization starts beside what the others hold: "
+                 "give them less")
         raise StartupRefusal(
             f"{release} refuses to start: free memory at its start-up snapshot is below "
             f"the desired GPU memory utilization ({utilization:g}, {requested / GIB:.2f} GiB = "
             f"ceil(total × utilization), v1/worker/utils.py request_memory); {left} = "
             f"{room / GIB:.2f} GiB is left for what vLLM's own process takes before the "
             f"snapshot (CUDA context, NCCL, cuBLAS: 0.41-0.53 GiB on one GPU in public logs)",
-            hint=f"lower --gpu-memory-utilization to {math.floor(most * 100) / 100:.2f} or "
-                 "less, free the GPU, or give the budget with --kv-cache-memory-bytes")
+            hint=f"{lower}, free the GPU, or give the budget with --kv-cache-memory-bytes")
     notes = []
     if room < high:
         notes.append(
