@@ -200,7 +200,8 @@ def _within(logged: int, derived: int | None) -> bool | None:
 
 def _logs_table(after: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]]) -> None:
     print(f"{'log':42} {'release':8} {'gpu':10} {'logged':>7} | {'explain before':>14} "
-          f"{'after':>7} | {'kv_budget':>9} {'error':>7} {'ok':>3}")
+          f"{'after':>7} | {'kv_budget before':>16} {'error':>7} | {'after':>7} {'error':>7} "
+          f"{'ok':>3}")
     hits = total = 0
     for name, a in after.items():
         b = before.get(name, {})
@@ -222,8 +223,11 @@ def _logs_table(after: dict[str, dict[str, Any]], before: dict[str, dict[str, An
             total += 1
             hits += ok
         err = "-" if own is None else f"{(own - logged) / GIB:+.2f}"
-        print(f"{name[:42]:42} {a['release']:8} {a['gpu']:10} {g(logged):>7} | "
-              f"{g(before_avail):>14} {g(avail.get('derived')):>7} | {g(own):>9} {err:>7} "
+        own_before = (b.get("kv_budget") or {}).get("derived")
+        err_before = "-" if own_before is None else f"{(own_before - logged) / GIB:+.2f}"
+        print(f"{name[:42]:42} {a['release'][:8]:8} {a['gpu'][:10]:10} {g(logged):>7} | "
+              f"{g(before_avail):>14} {g(avail.get('derived')):>7} | {g(own_before):>16} "
+              f"{err_before:>7} | {g(own):>7} {err:>7} "
               f"{'yes' if ok else 'no' if ok is not None else '-':>3}")
     print(f"kv_budget within max(5 %, 1 GiB): {hits} of {total}")
 

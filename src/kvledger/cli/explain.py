@@ -68,7 +68,7 @@ def run(ns: argparse.Namespace, emit_json: Any) -> int:
 # (report/budget_checks.py) and the start-up checks.
 _BYTE_CHECKS = frozenset({"gpu_total", "utilization", "weights", "non_torch", "activation_peak",
                           "cuda_graphs", "kv_budget", "free_memory_at_start",
-                          "headroom_after_kv"})
+                          "headroom_after_kv", "headroom"})
 
 
 def _value(name: str, value: Any) -> str:

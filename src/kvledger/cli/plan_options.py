@@ -155,6 +155,12 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
         held.add_argument("--gpu-memory-in-use", type=nonneg_bytes, default=None, metavar="N",
                           help="memory other processes hold on the GPU (another engine beside "
                           "this one: its total × utilization)")
+        reserves.add_argument(
+            "--co-tenant", action="append", default=[], metavar='"MODEL FLAGS"',
+            help="another engine or model on the same GPU, started before this one, as a plan "
+            'line (e.g. "Qwen/Qwen3-8B --engine sglang --mem-fraction-static 0.4"); repeat '
+            "for more: each is planned with what the earlier ones hold, with its own "
+            "engine's admission rule")
 
 
 def _add_sglang_options(p: argparse.ArgumentParser) -> None:
@@ -332,7 +338,38 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
     if isinstance(ns.gpu, str) and ns.gpu.strip().lower() == "auto":
         given.update(_probed_gpu(given))
     given.update(overrides)
+    if getattr(ns, "co_tenant", None):
+        given.update(_with_co_tenants(ns, given))
     return PlanRequest(**given)
+
+
+def _with_co_tenants(ns: argparse.Namespace, given: dict[str, Any]) -> dict[str, Any]:
+    """``--co-tenant`` (cli/co_tenants.py): what they hold is added to what is held before
+    this engine starts — taken from the free memory when that was given."""
+    from kvledger.cli.co_tenants import held_by_co_tenants
+
+    free = given.get("gpu_free_bytes")
+    total = given.get("gpu_total_bytes")
+    before = given.get("gpu_memory_in_use") or 0
+    if free is not None and total is not None:
+        before = max(0, total - free)
+    elif free is not None:  # the preset's total is not known here: keep the free form
+        held = held_by_co_tenants(ns, 0, parser=_co_tenant_parser, build=build_request)
+        return {"gpu_free_bytes": max(0, free - held)}
+    held = held_by_co_tenants(ns, before, parser=_co_tenant_parser, build=build_request)
+    return {"gpu_free_bytes": None, "gpu_memory_in_use": before + held}
+
+
+def _co_tenant_parser() -> argparse.ArgumentParser:
+    """One ``--co-tenant`` line's parser: a model and the engine options of ``plan``."""
+    from kvledger.cli.parser import Parser
+    from kvledger.cli.source_args import add_model
+
+    parser = Parser(prog="kvledger plan --co-tenant",
+                    description="another engine or model on the same GPU")
+    add_model(parser)
+    add_engine_options(parser)
+    return parser
 
 
 def _probed_gpu(given: dict[str, Any]) -> dict[str, Any]:

@@ -283,7 +283,7 @@ _HEADLINE = (
 _WHEN_SET = ("enable_expert_parallel",)
 _STRUCTURED = ("layers", "pools", "ranks", "warnings", "budget", "answers", "totals",
                "model_local_kv", "vllm_refusal_reason", "bytes_per_token", "bytes_per_request",
-               "kv_cache_tokens_note", "batch_defaults", "kv_cache_groups")
+               "kv_cache_tokens_note", "batch_defaults", "kv_cache_groups", "headroom")
 
 _POOL_COLS = (
     ("name", "class"), ("pool", "pool"), ("entries", "entries"), ("entry_bytes", "B/entry"),
@@ -327,6 +327,12 @@ def _rank_rows(ranks: Any) -> Any:
             )
         out.append(row)
     return out
+
+
+def _with_headroom(data: Mapping[str, Any]) -> Any:
+    """The budget rows, and the ``headroom`` line after them when the plan has one."""
+    lines, headroom = data.get("budget"), data.get("headroom")
+    return [*lines, headroom] if isinstance(lines, list) and headroom else lines
 
 
 def _budget_rows(lines: Any) -> Any:
@@ -415,7 +421,7 @@ def render_plan(
         _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
                gib_cols=("reserved_bytes",), drop=("source",) if narrow else ()),
         # Narrow: the line's words say what its machine key says (the key is in --json).
-        _table("budget per GPU", _budget_rows(data.get("budget")), _BUDGET_COLS,
+        _table("budget per GPU", _budget_rows(_with_headroom(data)), _BUDGET_COLS,
                drop=("key",) if narrow else ()),
         _table("model-local KV caches (seed A; per GPU of their stage)",
                data.get("model_local_kv"), _LOCAL_COLS, only_spec=True),

@@ -45,7 +45,10 @@ present) and, when the KV budget is given and model-local caches sit beside it,
 ``per_gpu_total``. An engine's launch options add (``with_launch_lines``): ``lora`` (the LoRA
 slots the engine reserves, subtracted) and ``cpu_offload`` (weights moved to the CPU: the
 ``weights`` line is already that much smaller, so this line says by how much and is not
-subtracted again).
+subtracted again). Not among the lines (they add up to ``kv_budget``, the last), never
+subtracted: ``headroom`` (``Budget.after_kv``, the plan's ``headroom`` key, basis
+``estimated``), what is left once the KV cache is allocated against what the engine still
+allocates then (plan/startup_memory.py).
 """
 
 from __future__ import annotations
@@ -83,6 +86,10 @@ KV_BUDGET = "kv_budget"
 PER_GPU_TOTAL = "per_gpu_total"
 LORA = "lora"
 CPU_OFFLOAD = "cpu_offload"
+# After the KV cache is allocated (``Budget.after_kv``; never subtracted from the KV budget):
+# what is left outside the engine's memory for what it still allocates then (CUDA-graph
+# capture, runtime peaks), its ``parts`` the room and the need (plan/startup_memory.py).
+HEADROOM = "headroom"
 
 DEFAULT_CUDA_GRAPH_BYTES = 1 * GIB
 DEFAULT_NON_TORCH_BYTES = GIB // 2
@@ -137,6 +144,9 @@ class Budget:
     # Start-up verdicts beside the lines (plan/startup_memory.py: "may refuse to start", the
     # headroom after the KV cache), each with its basis; the plan's warnings.
     notes: tuple[str, ...] = ()
+    # Lines about what happens after the KV cache is allocated (``headroom``): never
+    # subtracted from ``kv_budget``; the plan's JSON has it as its own key.
+    after_kv: tuple[BudgetLine, ...] = ()
 
     def as_lines(self) -> list[tuple[str, int, str]]:
         return [line.as_tuple() for line in self.lines]
@@ -154,6 +164,15 @@ class Budget:
                 row["parts"] = [part.to_json() for part in ln.parts]
             out.append(row)
         return out
+
+    def headroom_json(self) -> dict[str, Any] | None:
+        """The ``headroom`` line (``after_kv``) as a JSON object, or None: a key of the plan
+        beside ``budget``, whose rows stay the ones that add up to ``kv_budget``."""
+        line = next((ln for ln in self.after_kv if ln.key == HEADROOM), None)
+        if line is None:
+            return None
+        return {"key": line.key, "label": line.label, "bytes": line.bytes, "basis": line.basis,
+                "parts": [part.to_json() for part in line.parts]}
 
 
 class BudgetTooSmall(PlanError):

@@ -317,6 +317,9 @@ class PlanResult:
             "bytes_per_request": rows_bytes(self.layers)[1],
             "warnings": list(self.warnings),
             "budget": self.budget.to_json(),
+            # After the KV cache, not subtracted (plan/startup_memory.py); absent when the
+            # engine's release states none.
+            **({"headroom": h} if (h := self.budget.headroom_json()) else {}),
             "kv_cache_dtype": self.kv_cache_dtype,
             "max_num_seqs": self.max_num_seqs,
             "tensor_parallel_size": self.tensor_parallel_size,

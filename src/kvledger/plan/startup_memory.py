@@ -42,8 +42,18 @@ kvledger's activation estimate plus the graph pool estimate.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from kvledger.errors import PlanError
+from kvledger.plan.budget import (
+    ESTIMATED,
+    EXACT,
+    HEADROOM,
+    NON_TORCH,
+    UTILIZATION,
+    Budget,
+    BudgetLine,
+)
 from kvledger.records import record
 
 GIB = 1 << 30
@@ -106,14 +116,16 @@ def vllm_startup(total: int, utilization: float, free: FreeMemory, *, multi_gpu:
         left += f" − {others / GIB:.2f} GiB held by others ({free.source()})"
     if room < PRE_SNAPSHOT_MIN:
         most = (total - others - high) / total  # starts even at the largest use seen
+        lower = (f"lower --gpu-memory-utilization to {math.floor(most * 100) / 100:.2f} or less"
+                 if most >= 0.01 else "no utilization starts beside what the others hold: "
+                 "give them less")
         raise StartupRefusal(
             f"{release} refuses to start: free memory at its start-up snapshot is below "
             f"the desired GPU memory utilization ({utilization:g}, {requested / GIB:.2f} GiB = "
             f"ceil(total × utilization), v1/worker/utils.py request_memory); {left} = "
             f"{room / GIB:.2f} GiB is left for what vLLM's own process takes before the "
             f"snapshot (CUDA context, NCCL, cuBLAS: 0.41-0.53 GiB on one GPU in public logs)",
-            hint=f"lower --gpu-memory-utilization to {math.floor(most * 100) / 100:.2f} or "
-                 "less, free the GPU, or give the budget with --kv-cache-memory-bytes")
+            hint=f"{lower}, free the GPU, or give the budget with --kv-cache-memory-bytes")
     notes = []
     if room < high:
         notes.append(
@@ -150,3 +162,88 @@ def sglang_startup(pre_load_bytes: int, fraction: float, runtime_need: int, *,
             f"the {runtime_need / GIB:.2f} GiB SGLang itself keeps back for activations and "
             f"CUDA graphs by default ({basis}); lower --mem-fraction-static, "
             "--max-running-requests or --chunked-prefill-size"]
+
+
+@record(frozen=True)
+class HeadroomPart:
+    """One term of the ``headroom`` line: the room left, or what still needs it."""
+
+    what: str
+    bytes: int
+    basis: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"what": self.what, "bytes": self.bytes, "basis": self.basis}
+
+
+def vllm_headroom(total: int, utilization: float, free: FreeMemory) -> BudgetLine:
+    """The ``headroom`` line of vLLM 0.28-0.33 (module docstring): after the KV cache, what is
+    outside ``requested`` — at most free at the snapshot − requested, the engine's own
+    pre-snapshot use taken at its smallest seen (0.4 GiB) — against what still needs memory
+    outside it: a CUDA-graph capture beyond the estimate already taken from the budget (up
+    to 0.41 GiB in public logs: 0.5 GiB). The runtime activation peak needs nothing outside:
+    the profile run measured it inside ``requested`` (the ``activation_peak`` line)."""
+    left = total - free.others(total) - PRE_SNAPSHOT_MIN - vllm_requested(total, utilization)
+    verdict = "enough" if left >= GRAPH_OVERSHOOT else "may be too little"
+    parts = (
+        HeadroomPart("left outside ceil(total × utilization) after the KV cache, at most "
+                     "(the engine's own pre-snapshot memory at least 0.4 GiB; "
+                     f"{free.source()})", left, ESTIMATED),
+        HeadroomPart("CUDA-graph capture beyond the estimate vLLM took from the budget (public "
+                     "logs: up to 0.41 GiB)", GRAPH_OVERSHOOT, ESTIMATED),
+        HeadroomPart("runtime activation peak outside the budget (measured by the profile run "
+                     "inside it)", 0, EXACT),
+    )
+    return BudgetLine(
+        HEADROOM, f"headroom after the KV cache: {verdict} for the graph capture that follows "
+        "(not subtracted)", max(left, 0), ESTIMATED, parts)
+
+
+def sglang_headroom(pre_load_bytes: int, fraction: float, runtime_need: int) -> BudgetLine:
+    """SGLang's ``headroom`` line: outside the pools, ``pre_model_load × (1 −
+    mem_fraction_static)``, against the activations and CUDA graphs it must hold at run time
+    (``runtime_need``: SGLang's own default reservation for these settings)."""
+    outside = pre_load_bytes - int(pre_load_bytes * fraction)
+    verdict = "enough" if outside >= runtime_need else "may be too little"
+    parts = (
+        HeadroomPart(f"memory free before the weights × (1 − {fraction:g})", outside, EXACT),
+        HeadroomPart("activations and CUDA graphs at run time (SGLang's own default "
+                     "reservation for these settings)", runtime_need, ESTIMATED),
+    )
+    return BudgetLine(HEADROOM, f"headroom beside the pools: {verdict} for activations and CUDA "
+                      "graphs at run time (not subtracted)", outside, ESTIMATED, parts)
+
+
+@record(frozen=True)
+class Holding:
+    """What one engine on a shared GPU holds once it is up, and how that was reached."""
+
+    bytes: int
+    detail: str
+
+
+def vllm_holding(total: int, utilization: float, *, multi_gpu: bool) -> Holding:
+    """A vLLM engine's share of the GPU once up: ``ceil(total × utilization)`` (everything it
+    sizes lives inside it) plus its own pre-snapshot memory at the largest seen (0.55 GiB on
+    one GPU, 1 GiB with communicators; module docstring), estimated."""
+    own = PRE_SNAPSHOT_MAX_MULTI_GPU if multi_gpu else PRE_SNAPSHOT_MAX_ONE_GPU
+    requested = vllm_requested(total, utilization)
+    return Holding(requested + own,
+                   f"ceil(total × {utilization:g}) {requested / GIB:.2f} GiB + its own context "
+                   f"up to {own / GIB:.2f} GiB (estimated)")
+
+
+def sglang_holding(budget: Budget, others: int) -> Holding:
+    """An SGLang engine's share once up: what it held before loading (its ``non_torch`` line
+    less the others'), its static pools and weights (``utilization`` line), and what it
+    allocates beside them at run time (the ``headroom`` line's need, at most the room)."""
+    in_use = budget.line(NON_TORCH)
+    static = budget.line(UTILIZATION)
+    head = next((ln for ln in budget.after_kv if ln.key == HEADROOM), None)
+    if in_use is None or static is None:
+        raise ValueError("an SGLang holding needs its in-use and fraction lines")
+    runtime = 0 if head is None else min(head.bytes, head.parts[-1].bytes)
+    own = in_use.bytes - others
+    return Holding(own + static.bytes + runtime,
+                   f"{own / GIB:.2f} GiB before loading + pools and weights "
+                   f"{static.bytes / GIB:.2f} GiB + run time {runtime / GIB:.2f} GiB (estimated)")

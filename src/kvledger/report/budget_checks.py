@@ -159,13 +159,29 @@ def _kvledger_lines(ctx: Context) -> dict[str, tuple[int, str]] | str:
         weights = Weights(est[0], est[0], est[1], est[1], est[2])
     util, _ = logged_utilization(ctx)
     try:
-        budget = layout_budget(ctx, weights, util)
+        budget = layout_budget(ctx, weights, util, _no_graph_estimate(ctx))
         lines = budget.lines
     except BudgetTooSmall as exc:
         lines = exc.lines
     except ValueError as exc:
         return str(exc)
     return {ln.key: (ln.bytes, ln.basis) for ln in lines}
+
+
+def _no_graph_estimate(ctx: Context) -> Any:
+    """``Reserves(cuda_graph_bytes=0)`` where the logged run took no CUDA-graph estimate from
+    its budget, else None: under ``--enforce-eager`` (cudagraph_mode NONE: nothing is
+    captured; the log prints "0.0 GiB for CUDAGraph memory"), and before v0.21.0, where
+    ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` did not exist (the log's own words: "CUDA
+    graph memory profiling is enabled (default since v0.21.0)"; the graphs were captured
+    after sizing and subtracted from nothing)."""
+    from kvledger.plan.budget import Reserves
+    from kvledger.report.vllm_defaults import version_tuple
+
+    version = version_tuple(ctx.log.engine_version)
+    if ctx.log.settings.get("enforce_eager") or (version is not None and version < (0, 21)):
+        return Reserves(cuda_graph_bytes=0)
+    return None
 
 
 def startup_checks(ctx: Context) -> list[Check]:

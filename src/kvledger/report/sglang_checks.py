@@ -41,6 +41,9 @@ def sglang_checks(ctx: Context) -> list[Check]:
                         "requests is a scheduler cap, not a KV figure)"))
     if isinstance(tokens, int) and any(k in f for k in ("k_size_gib", "kv_size_gib")):
         checks.append(_pool_bytes_check(ctx, tokens))
+    from kvledger.report.sglang_budget_checks import sglang_budget_checks
+
+    checks.extend(sglang_budget_checks(ctx))
     return checks
 
 

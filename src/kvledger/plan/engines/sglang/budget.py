@@ -101,6 +101,11 @@ def sglang_gpu_budget(
     if available <= 0:
         raise BudgetTooSmall(frozen, available, remedy=REMEDY)
     notes: tuple[str, ...] = ()
+    after_kv: tuple[BudgetLine, ...] = ()
+    if own_reserve_mib is not None:
+        from kvledger.plan.startup_memory import sglang_headroom
+
+        after_kv = (sglang_headroom(pre, fraction, int(own_reserve_mib * MIB)),)
     if own_reserve_mib is not None and (settings.mem_fraction_given or others_bytes):
         from kvledger.plan.startup_memory import sglang_startup
 
@@ -110,4 +115,4 @@ def sglang_gpu_budget(
                   f"{own_reserve_mib:,.0f} MiB (memory_hook.py handle_gpu_memory_settings; on a "
                   "GPU above 60 GiB at least 10 GiB)"))
     return Budget(available, frozen, total, fraction, total - available, preset.name,
-                  notes=notes)
+                  notes=notes, after_kv=after_kv)

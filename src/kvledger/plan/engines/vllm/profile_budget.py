@@ -4,7 +4,7 @@ preset here, and ``plan/budget.py gpu_budget`` writes the lines (keys unchanged)
 
 from __future__ import annotations
 
-from kvledger.plan.budget import Budget, Reserves, gpu_budget
+from kvledger.plan.budget import Budget, BudgetLine, Reserves, gpu_budget
 from kvledger.plan.engines.base import GpuBudgetInput
 from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 from kvledger.plan.engines.vllm.reserves import (
@@ -103,13 +103,29 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
         total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
         estimates=estimates)
     if not extensible:
-        return records.replace(budget, notes=startup_notes(inp, release, budget, utilization))
+        notes = startup_notes(inp, release, budget, utilization)
+        return records.replace(budget, notes=notes,
+                               after_kv=headroom_lines(inp, budget, utilization))
     # 0.34: sized after warm-up and CUDA-graph capture (extensible_budget.py). Its
     # free-memory admission does not apply: v1/worker/utils.py request_memory skips the
     # "less than desired GPU memory utilization" refusal when enable_extensible_kv_cache
     # ("the budget is only a cap"), and the margin stands in for the headroom.
     return extensible_budget(budget, release, multi_gpu=rin.multi_gpu,
                              rocm=inp.preset.vendor == "amd")
+
+
+def headroom_lines(inp: GpuBudgetInput, budget: Budget,
+                   utilization: float) -> tuple[BudgetLine, ...]:
+    """0.32/0.33 capture the CUDA graphs after the KV cache (``compile_or_warm_up_model``):
+    the ``headroom`` line (``plan/startup_memory.vllm_headroom``)."""
+    from kvledger.plan.startup_memory import FreeMemory, vllm_headroom
+
+    req = inp.request
+    if not req.startup_admission:
+        return ()
+    total = budget.total_bytes if budget.total_bytes is not None else inp.preset.total_bytes
+    return (vllm_headroom(total, utilization,
+                          FreeMemory(req.gpu_free_bytes, req.gpu_memory_in_use)),)
 
 
 def startup_notes(inp: GpuBudgetInput, release: VllmRelease, budget: Budget,
