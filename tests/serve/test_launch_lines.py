@@ -57,9 +57,18 @@ def test_offload_lines_plan(capsys: pytest.CaptureFixture[str]) -> None:
     off = planned(capsys, "--cpu-offload-gb", "10")
     assert budget(off, "cpu_offload") == 10_788_143_104  # 24 layers + qkv, o, gate_up
     assert budget(off, "weights") == budget(plain, "weights") - 10_788_143_104
-    tier = planned(capsys, "--kv-offloading-size", "64")
-    assert tier["num_blocks"] == plain["num_blocks"]
+    # vLLM 0.33, whose OffloadingConnector kvledger read (releases/v0_33.py).
+    code, out, err = run(capsys, "plan", "--engine", "vllm==0.33", "--gpu", "H100-80GB",
+                         "--json", "--", "vllm", "serve", LLAMA, "--max-model-len", "8192",
+                         "--kv-offloading-size", "64")
+    assert code == 0, err
+    tier = json.loads(out)
     assert tier["kv_offload"]["cpu_tokens"] == 524_288  # 64 GiB / 2 MiB blocks × 16
+    assert tier["kv_offload"]["chunk_bytes"] == 16 * 131_072  # one 16-token block, 32 layers
+    # vLLM 0.34's connectors were not read: the tier is refused by name, not sized by 0.33.
+    code, out, err = run(capsys, "plan", "--gpu", "H100-80GB", "--", "vllm", "serve", LLAMA,
+                         "--max-model-len", "8192", "--kv-offloading-size", "64")
+    assert code == 2 and "--kv-offloading-size under vLLM 0.34" in err
 
 
 def test_flags_before_the_line_are_the_same_plan(capsys: pytest.CaptureFixture[str]) -> None:

@@ -166,6 +166,15 @@ def kv_tier_fields(request: Any, release: VllmRelease, *, bytes_per_block: int,
         return {}
     from kvledger.plan.engines.vllm.offload import OffloadNotModelled, kv_tier
 
+    if not release.sizes_kv_connectors and launch.kv_offloading_backend != "lmcache":
+        # --kv-offloading-size builds vLLM's OffloadingConnector (config/vllm.py
+        # _post_init_kv_transfer_config), one of the connectors this release's profile says
+        # were not read.
+        raise OffloadNotModelled(
+            f"--kv-offloading-size under {release.short}: its CPU tier is the "
+            "OffloadingConnector, whose source kvledger has not read for this release; plan "
+            "the GPU side without the flag, or the tier with an earlier --engine vllm==X "
+            "whose connectors were read (engine-releases in the docs)")
     if request.pipeline_parallel_size > 1:
         raise OffloadNotModelled("--kv-offloading-size with pipeline parallelism: each stage's "
                                  "blocks differ, which the connector's sizing is not modelled for")
