@@ -32,8 +32,8 @@ OPTION_KEYS = ("max_running_requests", "max_total_tokens", "swa_full_tokens_rati
 GIB16 = 16 << 30  # the pool the hand-worked SGLang tests size
 
 # Cases where the CPU oracle stopped with an error kvledger does not reproduce either way (not
-# scored; test_sglang_oracle.py lists each so none goes unnoticed, and a case here covers no
-# model type in test_sglang_every_type.py).
+# scored; test_oracle.py lists each so none goes unnoticed, and a case here covers no
+# model type in test_every_type.py).
 UNSCORED = frozenset({
     # SGLang rejects NVFP4 prefill on trtllm_mla without an FP8 workspace (a backend check the
     # CPU oracle reaches); kvledger's MLA nvfp4 cell is worked by hand in test_sglang_rules.

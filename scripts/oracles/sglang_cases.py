@@ -290,7 +290,7 @@ COVERAGE: list[tuple[str, str, int, dict[str, Any]]] = [
     ("muse-glimmer-ratio05", "meta-models--Muse-Glimmer-30B.json", 32768,
      {"server_args": {"context_length": 32768, "swa_full_tokens_ratio": 0.5}}),
     # Coverage wave 3: model types that had no case of their own (tests/plan/
-    # test_sglang_every_type.py walks them). Text-only checkpoints of types seen before only
+    # test_every_type.py walks them). Text-only checkpoints of types seen before only
     # inside a wrapper, plain Mamba-1, Qwen1.5-MoE.
     ("gemma3-text", "google--gemma-3-1b-it.json", 32768, {}),
     # models/mamba.py, like falcon_mamba.py, cannot be imported on CPU (causal_conv1d_fn);

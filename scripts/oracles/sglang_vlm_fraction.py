@@ -7,7 +7,7 @@ builds SGLang's ``ModelConfig`` on CPU and prints ``is_multimodal`` and
 
     /work/oracle/sglang/venv/bin/python scripts/oracles/sglang_vlm_fraction.py CONFIG.json ...
 
-Recorded for tests/plan/test_sglang_rules.py (test_vision_models_lower_mem_fraction_static):
+Recorded for tests/plan/engines/sglang/test_rules.py (test_vision_models_lower_mem_fraction_static):
 Qwen3.5-35B-A3B → multimodal, 0.7675554687499999; gemma-3-27b-it and Llama-4-Scout → not
 multimodal by default (the function alone would give 0.75508115234375 and 0.6561593098958333).
 """

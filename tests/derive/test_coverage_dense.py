@@ -50,7 +50,7 @@ DERIVED = [
     # layer_types LLLG: 48 sliding (4096) + 16 full.
     ("LGAI-EXAONE--EXAONE-4.0-32B", "exaone4", 262_144, {(8, 128, 4096): 48, (8, 128, None): 16}),
     # Remote-code types planned from their stated keys (derive/remote_code.py; vLLM's answers:
-    # tests/plan/test_vllm_remote.py). EXAONE-3.5-7.8B: num_layers 32, 8 KV × head_dim 128,
+    # tests/plan/engines/vllm/test_remote.py). EXAONE-3.5-7.8B: num_layers 32, 8 KV × head_dim 128,
     # the config's float32: 32 × 2 × 8 × 128 × 4 = 262,144 (vLLM serves it bf16: the plan
     # halves it, as the oracle cases show).
     ("LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct", "exaone", 262_144, {(8, 128, None): 32}),
@@ -132,7 +132,7 @@ def test_layers_match_vllm_layer_specs(case: dict[str, Any]) -> None:
 
 def test_every_derived_config_has_a_vllm_case_but_bloom() -> None:
     ran = {c["config"].removesuffix(".json") for c in CASES}
-    # the remote-code types' cases are their own runner's (tests/plan/test_vllm_remote.py)
+    # the remote-code types' cases are their own runner's (tests/plan/engines/vllm/test_remote.py)
     remote = HERE / "vllm-0.32" / "vllm-0.32-remote.jsonl"
     ran |= {json.loads(line)["config"].removesuffix(".json")
             for line in remote.read_text().splitlines() if line.strip()}
@@ -323,7 +323,7 @@ def test_bad_length_is_a_config_error() -> None:
 # -- refusals ------------------------------------------------------------------------------
 REFUSED = [
     # (exaone, internlm2, minicpm and orion are planned from their stated keys now:
-    # tests/plan/test_vllm_remote.py)
+    # tests/plan/engines/vllm/test_remote.py)
     ("Tele-AI--TeleChat2-115B", "'Model architectures ['TelechatForCausalLM'] are not "
      "supported for now'"),
     ("baichuan-inc--Baichuan2-7B-Chat", "'Model architecture BaichuanForCausalLM was "

@@ -321,7 +321,7 @@ def test_lfm2_full_attn_idxs_when_no_layer_types() -> None:
 
 # -- what vLLM 0.32 cannot load without remote code ----------------------------------------
 # (deepseek v1, minicpm and bailing_moe are planned from their stated keys now, Ling-lite/plus
-# refused for the head_dim they leave to their remote class: tests/plan/test_vllm_remote.py)
+# refused for the head_dim they leave to their remote class: tests/plan/engines/vllm/test_remote.py)
 REMOTE_CODE = {
     "tencent--Hunyuan-A13B-Instruct": "hunyuan",
 }

@@ -4,7 +4,7 @@ token worked by hand from the config's own values in a comment, and — where th
 oracle could build it — the per-layer facts against vLLM's ``layer_specs``
 (``tests/oracles/vllm-0.32/vllm-0.32-coverage-multimodal.jsonl``, made by
 ``tests/oracles/run_multimodal_oracle.py``; the full plans are replayed by
-``tests/plan/test_vllm_oracles.py``). Wrappers vLLM 0.32 cannot build from a config.json are
+``tests/plan/engines/vllm/test_oracles.py``). Wrappers vLLM 0.32 cannot build from a config.json are
 refused with vLLM's own reason.
 """
 

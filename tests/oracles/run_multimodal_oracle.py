@@ -1,5 +1,5 @@
 r"""Ask vLLM 0.32 (the shared oracle) for the multimodal model types' cases and write them to
-``vllm-0.32-coverage-multimodal.jsonl`` (replayed by tests/plan/test_vllm_oracles.py).
+``vllm-0.32-coverage-multimodal.jsonl`` (replayed by tests/plan/engines/vllm/test_oracles.py).
 
 A research tool, never imported by the package or the tests; one run at a time (15-60 s each):
 

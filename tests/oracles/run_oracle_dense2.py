@@ -9,7 +9,7 @@ A research tool, never imported by the package or the tests; it needs the oracle
 
 Each line written carries its exact ``command`` and ``why``; a rerun replaces the line with the
 same command. The case format and the asking are the dense group's
-(``run_oracle_dense.ask_runs``), so the one replay (tests/plan/test_vllm_oracles.py) reads
+(``run_oracle_dense.ask_runs``), so the one replay (tests/plan/engines/vllm/test_oracles.py) reads
 both files the same way.
 """
 

@@ -39,7 +39,7 @@ Transformers-backend class's ``supports_pp``.
 ``startup``: a few real configs through ``EngineArgs(...).create_engine_config()`` with
 ``pipeline_parallel_size=2`` (vLLM's whole config resolution, which is where the check sits),
 one line each: the error vLLM raised (type and message) or ``ok``. Replayed by
-``tests/plan/test_vllm_pp_support.py``.
+``tests/plan/engines/vllm/test_pp_support.py``.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ the registration is redone there from an environment variable.
 Output: one JSON line per run in ``vllm-0.32-more.jsonl``'s format (``make_vllm_cases.py``),
 plus ``why``, ``command``, ``dropped_keys`` and ``oracle_args``; a run vLLM refused carries
 ``vllm_refuses_to_start_with`` (type and first line of the error) instead of the plan.
-``tests/plan/test_vllm_remote.py`` replays every line.
+``tests/plan/engines/vllm/test_remote.py`` replays every line.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ reach one rule), then writes ``vllm-<release>-startup.jsonl`` (0.33's under ``vl
 make_vllm_033_cases.py wrote that file first, asking the same 13 questions in its own line
 format): one line per run with the exact ``command``, ``why`` it was asked, and either vLLM's
 ``error`` (its exception, first line) or what it settled on (``max_model_len``, ``block_size``,
-``num_blocks``). ``tests/plan/test_vllm_startup.py`` replays every line against
+``num_blocks``). ``tests/plan/engines/vllm/test_startup.py`` replays every line against
 ``plan/engines/vllm/startup.py``.
 """
 

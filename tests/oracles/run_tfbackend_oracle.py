@@ -43,7 +43,8 @@ torchvision, which the oracle venv lacks.
 Output: one JSON line per run in ``vllm-0.32-more.jsonl``'s format (``make_vllm_cases.py``),
 plus ``why``, ``command``, ``processor_files`` (what was put beside config.json), ``engine_args``
 and ``oracle_args``; a run vLLM refused carries ``vllm_refuses_to_start_with`` (type and first
-line of the error) instead of the plan. ``tests/plan/test_vllm_tfbackend.py`` replays every line.
+line of the error) instead of the plan. ``tests/plan/engines/vllm/test_tfbackend.py`` replays
+every line.
 """
 
 from __future__ import annotations

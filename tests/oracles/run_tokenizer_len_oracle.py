@@ -13,7 +13,7 @@ files' effect; this script builds vLLM's own ``ModelConfig`` (vllm/config/model.
 It writes ``vllm-<release>-tokenizer-len.jsonl`` (0.33's under ``vllm-0.33/``): one line per
 case with the files put beside the real config, the ``max_model_len`` asked for, ``why``, and
 vLLM's answer (``max_model_len`` and ``runner_type``, or its ``error``, first line).
-``tests/plan/test_vllm_tokenizer_len.py`` replays every line against kvledger.
+``tests/plan/engines/vllm/test_oracles.py`` replays every line against kvledger.
 """
 
 from __future__ import annotations

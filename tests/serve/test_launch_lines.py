@@ -1,6 +1,6 @@
 """The launch lines of issue 22 that were refused, pasted after ``plan --gpu H100-80GB --``:
-each plans (the numbers worked by hand in tests/plan/test_vllm_launch.py) or is refused for a
-stated reason; the same flags before ``--`` are kvledger's own, and give the same plan."""
+each plans (the numbers worked by hand in tests/plan/engines/vllm/test_launch.py) or is refused
+for a stated reason; the same flags before ``--`` are kvledger's own, and give the same plan."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def budget(data: dict[str, Any], key: str) -> int:
 def test_lora_line_plans_with_a_lora_budget_line(capsys: pytest.CaptureFixture[str]) -> None:
     plain = planned(capsys)
     data = planned(capsys, "--enable-lora", "--max-loras", "4", "--max-lora-rank", "64")
-    # 738,852,864 elements × 2 B (tests/plan/test_vllm_launch.py LLAMA_L4_R64).
+    # 738,852,864 elements × 2 B (tests/plan/engines/vllm/test_launch.py LLAMA_L4_R64).
     assert budget(data, "lora") == 1_477_705_728
     assert budget(data, "kv_budget") == budget(plain, "kv_budget") - 1_477_705_728
     assert data["serve_line"]["kvledger_argv"][-5:] == [

@@ -4,7 +4,7 @@ The breadth rows (derive/model_types.py, last block) were checked against vLLM's
 only. Whether SGLang serves them, and with which pool, no SGLang oracle run has said, so the
 SGLang layout refuses them as not checked (as ``served.backend`` refuses an architecture it
 has no verdict for) rather than give an unchecked number. A row leaves this table with its
-SGLang oracle case (tests/plan/test_sglang_every_type.py).
+SGLang oracle case (tests/plan/engines/sglang/test_every_type.py).
 """
 
 from __future__ import annotations

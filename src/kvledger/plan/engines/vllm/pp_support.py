@@ -14,7 +14,7 @@ one class at a time (Gemma-3 does, Gemma-3n does not). Every row below is vLLM's
 ``tests/oracles/run_pp_oracle.py table`` asked vLLM 0.32's registry for each architecture a
 derivable model type can carry and wrote ``tests/oracles/vllm-0.32/vllm-0.32-pp-support.json``,
 which
-``tests/plan/test_vllm_pp_support.py`` holds this table to.
+``tests/plan/engines/vllm/test_pp_support.py`` holds this table to.
 
 Architecture → (supports PP, where vLLM defines the class). ``None``: vLLM 0.32's registry has
 no such architecture, so ``inspect_model_cls`` passes over it to the next one in the list

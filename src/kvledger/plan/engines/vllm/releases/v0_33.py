@@ -75,6 +75,6 @@ RELEASE = replace(
     # model_arch_config_convertor.py: quant_algo MIXED_PRECISION → "modelopt_mixed".
     modelopt_mixed_precision=True,
     # distributed/kv_transfer/kv_connector/v1/ (nixl, mooncake, lmcache, offloading, multi):
-    # engines/vllm/connectors.py, tests/plan/test_vllm_kv_connectors.py.
+    # engines/vllm/connectors.py, tests/plan/engines/vllm/test_kv_connectors.py.
     sizes_kv_connectors=True,
 )

@@ -1,7 +1,7 @@
 """What vLLM 0.33 does with the oracle questions it could not plan: the runs that stopped at
 start-up on a config key its model class reads (kvledger refuses naming the key) or on a bare
 ``assert`` (kvledger quotes it), and the verbatim fbgemm_fp8 checkpoint it refuses as
-deprecated. The planned cases themselves are replayed by ``test_vllm_oracles.py``.
+deprecated. The planned cases themselves are replayed by ``test_oracles.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kvledger.plan.engines.vllm.resolve import VllmLayoutError
 from kvledger.plan.request import PlanRequest
 from oracle_cases import CLASS_DEFAULT_CONFIGS, case_model, real_config, request_of
 
-HERE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33"
+HERE = Path(__file__).resolve().parents[3] / "oracles" / "vllm-0.33"
 
 
 def _startup_stops() -> list[Any]:
@@ -82,7 +82,7 @@ def _fbgemm_cases() -> list[dict[str, Any]]:
 
 def test_fbgemm_cases_are_replayed_stripped() -> None:
     # The oracle ran the 405B FP8 questions on a copy without quantization_config (the CUDA
-    # wheel builds no fp8 weights on CPU): test_vllm_oracles.py replays that copy.
+    # wheel builds no fp8 weights on CPU): test_oracles.py replays that copy.
     cases = _fbgemm_cases()
     assert len(cases) == 2
     assert all(c["inputs"]["weights_quant_stripped"] is True for c in cases)

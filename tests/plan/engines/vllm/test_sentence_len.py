@@ -23,7 +23,7 @@ from kvledger.cli.main import main
 from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, bundled_id
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[2]  # tests/plan/
 CASES = HERE.parent / "oracles" / "vllm-0.32" / "vllm-0.32-tokenizer-len.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {

@@ -4,8 +4,8 @@ token worked by hand from the config's own values in a comment, and the per-laye
 vLLM 0.32's ``layer_specs`` (``tests/oracles/vllm-0.32/vllm-0.32-coverage-multimodal2.jsonl``, made
 by
 ``tests/oracles/run_multimodal2_oracle.py``; the full plans are replayed by
-``tests/plan/test_vllm_oracles.py``). Wrappers vLLM 0.32 cannot build without remote code are
-refused with its reason.
+``tests/plan/engines/vllm/test_oracles.py``). Wrappers vLLM 0.32 cannot build without remote code
+are refused with its reason.
 """
 
 from __future__ import annotations

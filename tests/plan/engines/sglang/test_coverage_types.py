@@ -1,6 +1,6 @@
 """SGLang 0.5.23 on the model types coverage wave 2 added: each plan worked by hand from the
 config (arithmetic in the comments) and from SGLang's source (cited), beside the oracle cases
-``cov-<type>`` that ``test_sglang_oracle.py`` scores."""
+``cov-<type>`` that ``test_oracle.py`` scores."""
 
 from __future__ import annotations
 

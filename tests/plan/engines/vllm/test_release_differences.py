@@ -7,7 +7,7 @@ as 0.33.
   ``get_preferred_block_size(64)``) and ``_align_hybrid_block_size``
   (``max(backend's smallest kernel block, cache_config.block_size)``). The dense and hybrid
   rows are vLLM 0.34's own (``tests/oracles/vllm-0.34/block-auto-cases.jsonl``, replayed by
-  test_vllm_oracles.py); so is the SM100 MLA row (``vllm-0.34-new-behaviour.jsonl``: the
+  test_oracles.py); so is the SM100 MLA row (``vllm-0.34-new-behaviour.jsonl``: the
   oracle's SM100 emulation picks FLASHINFER_MLA, kernel blocks [32, 64]: 32 under 0.33's
   default of 16, 64 under 0.34's).
 - ``config/vllm.py VllmConfig.__post_init__``: Model Runner V1 is gone, so ``suffix``

@@ -1,6 +1,6 @@
 """DeepSeek-V4 in the vLLM layout (``kvledger/plan/engines/vllm/dsv4.py``), worked by hand from
 the DeepSeek-V4-Flash config (the bundled catalog's, ``deepseek-ai/DeepSeek-V4-Flash``) and the
-rules of vLLM's source that dsv4.py cites. The oracle replays (``test_vllm_033_oracles.py``,
+rules of vLLM's source that dsv4.py cites. The oracle replays (``test_oracles.py``,
 ``tests/oracles/vllm-0.33/vllm-0.33-dsv4.jsonl``) check the same numbers against vLLM 0.33's
 own run; this file checks them from the config's values, and the refusals."""
 
@@ -22,7 +22,7 @@ from sglang_cases import catalog_config
 
 GIB = 1 << 30
 FLASH = "deepseek-ai/DeepSeek-V4-Flash"
-ORACLE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33" / "vllm-0.33-dsv4.jsonl"
+ORACLE = Path(__file__).resolve().parents[3] / "oracles" / "vllm-0.33" / "vllm-0.33-dsv4.jsonl"
 
 
 def _request(**kw: Any) -> PlanRequest:

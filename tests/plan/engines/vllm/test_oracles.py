@@ -39,14 +39,14 @@ from oracle_cases import (
     request_of,
 )
 
-ORACLES = Path(__file__).resolve().parents[1] / "oracles"
+ORACLES = Path(__file__).resolve().parents[3] / "oracles"
 GPU_OF = {"9.0": None, "10.0": "B200", "8.0": "A100-80GB"}
 # The public 0.32 sets, read from ../shared (not committed here).
 SHARED_SETS = {"0.32": (ORACLE_DIR / "cases.jsonl", ORACLE_DIR / "coverage-cases.jsonl")}
 # Runners whose questions the shared tool cannot ask, each with its own replay
-# (test_vllm_remote.py, test_vllm_tfbackend.py, test_vllm_pp_support.py,
-# test_vllm_sentence_len.py, test_vllm_startup.py, test_breadth_oracle.py,
-# test_vllm_cache_dtype.py, test_heldout_fixes.py), by the end of the file's stem.
+# (test_remote.py, test_tfbackend.py, test_pp_support.py,
+# test_sentence_len.py, test_startup.py, test_breadth_oracle.py,
+# test_cache_dtype.py, test_heldout_fixes.py), by the end of the file's stem.
 OWN_REPLAY = ("remote", "tfbackend", "pp-startup", "tokenizer-len")
 # 0.32's files besides the shared tool's cases: the start-up, refusal, breadth and held-out
 # runs are replayed by their own tests, which also check the refusals.

@@ -35,7 +35,7 @@ from oracle_cases import CONFIGS, SHARED_MISSING, assert_plan_is, real_config, r
 if not CONFIGS.is_dir():  # the real configs of these types are in ../shared/configs
     pytest.skip(SHARED_MISSING, allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32" / "vllm-0.32-remote.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {

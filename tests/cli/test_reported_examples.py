@@ -34,15 +34,15 @@ COVERED: tuple[tuple[str, str], ...] = (
     ("The README points to ARCHITECTURE.md ... there is no such file",
      "tests/test_doc_links.py::test_every_relative_link_resolves"),
     ("gpt-oss's plan and inspect layer tables say float32 at 4,096 B per layer",
-     "tests/cli/test_issue25_one_truth.py::test_gpt_oss_inspect_states_the_served_dtype_and_bytes"),
+     "tests/cli/test_one_number_per_fact.py::test_gpt_oss_inspect_states_the_served_dtype_and_bytes"),
     ("... while the same plan's kv_cache_dtype is bfloat16 and its pages imply 2,048 B",
-     "tests/cli/test_issue25_one_truth.py::test_gpt_oss_plan_rows_agree_with_its_dtype_and_pages"),
+     "tests/cli/test_one_number_per_fact.py::test_gpt_oss_plan_rows_agree_with_its_dtype_and_pages"),
     ("inspect totals include MTP layers (DeepSeek-V3 71,424 vs 70,272 B/token)",
-     "tests/cli/test_issue25_one_truth.py::test_deepseek_v3_inspect_counts_the_mtp_layer_apart"),
+     "tests/cli/test_one_number_per_fact.py::test_deepseek_v3_inspect_counts_the_mtp_layer_apart"),
     ("MTP layers ... (Qwen3-Next); no total bytes-per-token line in plan",
-     "tests/cli/test_issue25_one_truth.py::test_qwen3_next_totals_per_token_and_per_request"),
+     "tests/cli/test_one_number_per_fact.py::test_qwen3_next_totals_per_token_and_per_request"),
     ("kv_cache_tokens is not blocks x block size (17,906 x 16 = 286,496, shown 254,414)",
-     "tests/cli/test_issue25_one_truth.py::"
+     "tests/cli/test_one_number_per_fact.py::"
      "test_gpt_oss_plan_says_why_tokens_are_not_blocks_times_block_size"),
     ("[cov-jamba] in an SGLang refusal, (modal-client#2797) in the GPU line (every literal)",
      "tests/test_no_internal_tags.py::test_no_string_literal_carries_an_internal_tag"),
@@ -154,7 +154,7 @@ def test_a_clone_without_shared_says_in_one_line_what_it_skipped(clone: Path) ->
     reads ../shared and one that does not, run in the clone: they pass, and the summary says
     how many tests were skipped for want of ../shared and how to run them, in one line."""
     done = _in(clone, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "tests/plan/test_vllm_remote.py", "tests/test_records.py")
+               "tests/plan/engines/vllm/test_remote.py", "tests/test_records.py")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     said = [line for line in done.stdout.splitlines() if "need ../shared" in line]
     assert len(said) == 1, done.stdout[-2000:]

@@ -25,7 +25,7 @@ from kvledger.plan.result import PlanResult
 L70 = "meta-llama/Llama-3.1-70B-Instruct"
 L8 = "meta-llama/Meta-Llama-3.1-8B"
 GIB = 1 << 30
-CONFIGS = Path(__file__).resolve().parents[2].parent / "shared" / "configs"
+CONFIGS = Path(__file__).resolve().parents[4].parent / "shared" / "configs"
 RELEASE = "vllm==0.33"
 
 

@@ -133,7 +133,7 @@ def test_isaac_length_is_text_configs_alone(tmp_path: Path) -> None:
 # planned file is the variant moondream3.config-text (the same defaults as empty "text" and
 # "vision" sections, the to_dict() copies of the built sub-configs left out: DROPPED). vLLM
 # 0.33's oracle planned the variant exactly as below (vllm-0.33-breadth.jsonl, replayed in
-# tests/plan/test_vllm_033_oracles.py).
+# tests/plan/engines/vllm/test_oracles.py).
 
 
 def test_the_moondream3_variant_drops_the_built_objects() -> None:

@@ -46,7 +46,7 @@ from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, LOCAL_DIR, bundled_id
 
 R033 = vllm_release("0.33")  # the release these verdicts were asked of
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 # release -> (its table file, its start-up file, the --engine that plans as it)
 RELEASE_FILES = {
     "0.32": (LOCAL_DIR / "vllm-0.32" / "vllm-0.32-pp-support.json",

@@ -18,7 +18,7 @@ from kvledger.plan.result import PlanResult
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"  # hidden 4096, 32 heads, 8 KV heads, 14336, 32 layers
 QWEN2 = "Qwen/Qwen2.5-7B"  # hidden 3584, 28 heads, 4 KV heads, 18944, 28 layers
-CONFIGS = Path(__file__).resolve().parents[2].parent / "shared" / "configs"  # real configs
+CONFIGS = Path(__file__).resolve().parents[4].parent / "shared" / "configs"  # real configs
 QWEN3_MOE = str(CONFIGS / "Qwen--Qwen3-30B-A3B.json")
 
 

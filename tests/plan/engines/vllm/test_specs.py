@@ -1,6 +1,6 @@
 """The vLLM layout's arithmetic on hand-built facts, every expected number worked by hand.
 
-Oracle agreement lives in test_vllm_oracles.py; these pin each rule on its own so a
+Oracle agreement lives in test_oracles.py; these pin each rule on its own so a
 regression names the rule that broke.
 """
 
@@ -245,7 +245,7 @@ def test_sparse_mla_with_indexer_is_one_group_of_mixed_pages() -> None:
 
 def test_mla_fp8_is_one_byte_per_latent_value() -> None:
     layers = [MLA(index=i, latent_dim=512, rope_dim=64) for i in range(4)]
-    # block 16 given: with "auto" an fp8 MLA cache gets FLASHMLA's 64 (test_vllm_rules.py)
+    # block 16 given: with "auto" an fp8 MLA cache gets FLASHMLA's 64 (test_rules.py)
     plan = plan_vllm(_facts(layers), _req(max_model_len=4096, kv_cache_dtype="fp8",
                                           block_size=16), GIB)
     assert plan.groups[0].page_size_bytes == 16 * 576  # 9,216

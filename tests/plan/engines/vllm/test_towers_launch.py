@@ -13,7 +13,7 @@ import pytest
 from kvledger.cli.main import main
 from kvledger.plan.weights import tower_bytes
 
-CONFIG = Path(__file__).resolve().parents[2].parent / "shared" / "configs" / \
+CONFIG = Path(__file__).resolve().parents[4].parent / "shared" / "configs" / \
     "Qwen--Qwen2-VL-7B-Instruct.json"
 # Qwen2-VL's vision tower (vLLM qwen2_vl.py Qwen2VisionTransformer): patch conv 3 · 2 · 14²
 # · 1,280 = 1,505,280 (no bias); a block: two LayerNorms 2 · 2,560 = 5,120, qkv 1,280 · 3,840

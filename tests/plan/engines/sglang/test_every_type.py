@@ -30,7 +30,7 @@ from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, skip_without_shared
 from sglang_cases import UNSCORED, load, model_of
 
-_DEFAULTS = Path(__file__).resolve().parents[1] / "data" / "class-default-configs"
+_DEFAULTS = Path(__file__).resolve().parents[3] / "data" / "class-default-configs"
 # Derivable rows without an SGLang case; kvledger refuses each under --engine sglang (the
 # test below checks it), so no unchecked number is given.
 WITHOUT_CASE: dict[str, str] = {
@@ -187,7 +187,7 @@ def test_rows_without_a_case_are_refused_under_sglang(row: str) -> None:
 # (tests/oracles/vllm-0.32/vllm-0.32-pp-support.json,
 # written by tests/oracles/run_pp_oracle.py from every real config); each must appear in an
 # SGLang case's config, or be listed here with why not.
-PP_TABLE = (Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.32"
+PP_TABLE = (Path(__file__).resolve().parents[3] / "oracles" / "vllm-0.32"
             / "vllm-0.32-pp-support.json")
 ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
     "LlamaForCausalLMEagle3": "an EAGLE-3 draft (row llama_eagle3): see WITHOUT_CASE",

@@ -34,7 +34,7 @@ from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.request import PlanRequest
 from oracle_cases import assert_plan_is, real_config, request_of
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 FILE = ROOT / "tests" / "oracles" / "vllm-0.32" / "vllm-0.32-tfbackend.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {

@@ -1,7 +1,7 @@
 """SGLang 0.5.23 rules the every-type wave brought in (text-only LFM2's radix strategy, the
 text-only Gemma-4 config load, Idefics3 on the Transformers backend), worked by hand from the
 config and from SGLang's source (cited in the modules under test), beside the oracle cases
-``cov-<type>`` that ``test_sglang_oracle.py`` scores."""
+``cov-<type>`` that ``test_oracle.py`` scores."""
 
 from __future__ import annotations
 
