@@ -1,0 +1,123 @@
+"""``diff_plans``: two plans of one model line by line, each difference named with its cause.
+
+The numbers of both sides are vLLM's own (oracle cases: vLLM 0.32.0's in
+``../shared/oracles/vllm-0.32/cases.jsonl``, 0.33.0's in ``tests/oracles/vllm-0.33/cases.jsonl``,
+each the same question: Qwen3-Next-80B-A3B, 8 GiB of KV memory, block 16, 32,768 tokens).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvledger.plan.diff import diff_plans, release_cites
+from kvledger.plan.engines.vllm.releases import vllm_release
+from kvledger.plan.request import PlanRequest
+from oracle_cases import ORACLE_FILE, skip_without_shared
+
+ORACLE_033 = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.33" / "cases.jsonl"
+QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Thinking"
+GIB = 1 << 30
+
+
+def _case(path: Path, line: int) -> dict[str, Any]:
+    case: dict[str, Any] = json.loads(path.read_text().splitlines()[line])
+    return case
+
+
+def _request(engine: str, **more: Any) -> PlanRequest:
+    return PlanRequest(engine=engine, kv_cache_memory_bytes=8 * GIB, block_size=16,
+                       max_model_len=32768, **more)
+
+
+def _line(diff: Any, key: str) -> Any:
+    return next(line for line in diff.lines if line.key == key)
+
+
+def test_qwen3_next_from_032_to_033_matches_both_oracles() -> None:
+    skip_without_shared()
+    old = _case(ORACLE_FILE, 12)  # vLLM 0.32.0's answer
+    new = _case(ORACLE_033, 0)  # vLLM 0.33.0's answer to the same question
+    assert old["config"] == new["config"] == "Qwen--Qwen3-Next-80B-A3B-Thinking.json"
+    assert old["inputs"]["kv_cache_memory_bytes"] == new["inputs"]["kv_cache_memory_bytes"]
+    diff = diff_plans(QWEN3_NEXT, _request("vllm==0.32"), _request("vllm==0.33"))
+    for key in ("block_size", "num_blocks", "kv_cache_tokens"):
+        line = _line(diff, key)
+        assert (line.a, line.b) == (old["expected"][key], new["expected"][key])
+    mc = _line(diff, "max_concurrency")
+    assert (round(mc.a, 6), round(mc.b, 6)) == (round(old["expected"]["max_concurrency"], 6),
+                                                round(new["expected"]["max_concurrency"], 6))
+
+
+def test_qwen3_next_block_size_moved_by_the_gdn_checkpoint_alignment_alone() -> None:
+    # 544 → 576: 0.33's _align_hybrid_block_size takes lcm(16, 64) = 64 as the step
+    # (platforms/interface.py), so the block is the multiple of 64 above the state page.
+    diff = diff_plans(QWEN3_NEXT, _request("vllm==0.32"), _request("vllm==0.33"))
+    assert _line(diff, "block_size").causes == ("gdn_checkpoint_alignment",)
+    # One request's blocks: the prefill checkpoint page 0.33 charges (3 pages a state group,
+    # not 2) moves it too, against the larger block.
+    assert set(_line(diff, "pool[0].entries_per_req").causes) == {
+        "gdn_checkpoint_alignment", "gdn_prefill_checkpoint_blocks"}
+    cause = next(c for c in diff.causes if c.name == "gdn_checkpoint_alignment")
+    assert (cause.a, cause.b) == (0, 64)
+    assert len(cause.cites) == 1
+    assert cause.cites[0].startswith("vLLM 0.33.0: platforms/interface.py")
+    # A field that differs but moves no line of this plan is listed, moving nothing.
+    assert next(c for c in diff.causes if c.name == "fa4_sparse_mla_on_sm10x").moves == ()
+
+
+def test_same_plan_under_both_releases_has_no_differing_number() -> None:
+    # Llama-3.1-8B, a given budget: 0.32 and 0.33 agree (both oracles: 5,120 blocks at
+    # 10 GiB; README of the shared tool).
+    a = PlanRequest(engine="vllm==0.32", kv_cache_memory_bytes=10 * GIB, max_model_len=32768)
+    diff = diff_plans("meta-llama/Llama-3.1-8B", a, PlanRequest(
+        engine="vllm==0.33", kv_cache_memory_bytes=10 * GIB, max_model_len=32768))
+    assert [line.key for line in diff.differences] == ["engine_release"]
+    assert _line(diff, "num_blocks").a == _line(diff, "num_blocks").b == 5120
+
+
+def test_gpu_difference_is_named_gpu() -> None:
+    a = PlanRequest(engine="vllm==0.33", gpu="H100-80GB", max_model_len=32768)
+    b = PlanRequest(engine="vllm==0.33", gpu="H200", max_model_len=32768)
+    diff = diff_plans("meta-llama/Llama-3.1-8B", a, b)
+    assert [c.name for c in diff.causes] == ["gpu"]
+    assert _line(diff, "num_blocks").causes == ("gpu",)
+    assert _line(diff, "budget.gpu_total").differs
+    assert not _line(diff, "budget.weights").differs  # the same model on each
+
+
+def test_engine_difference_is_named_engine_not_its_batch_defaults() -> None:
+    # vLLM's serve default on an H100 is 1,024 sequences, SGLang's own is another: each
+    # side's default follows from its engine, so only the engine is named.
+    a = PlanRequest(engine="vllm==0.33", gpu="H100-80GB", max_model_len=32768)
+    b = PlanRequest(engine="sglang", gpu="H100-80GB", max_model_len=32768)
+    diff = diff_plans("google/gemma-3-27b-it", a, b)
+    assert [c.name for c in diff.causes] == ["engine"]
+    assert not diff.attributed
+    assert _line(diff, "num_blocks").causes == ("engine",)
+
+
+def test_every_033_field_that_differs_from_032_has_a_citation() -> None:
+    old, new = vllm_release("0.32"), vllm_release("0.33")
+    cites = release_cites(new)
+    from kvledger import records
+
+    moved = [f.name for f in records.fields(new)
+             if f.name not in ("engine", "product", "version", "flag_table", "transformers")
+             and getattr(old, f.name) != getattr(new, f.name)]
+    assert moved
+    assert [name for name in moved if name not in cites] == []
+
+
+@pytest.mark.parametrize("key", ["block_size", "num_blocks", "kv_cache_tokens"])
+def test_json_lines_carry_both_sides(key: str) -> None:
+    diff = diff_plans(QWEN3_NEXT, _request("vllm==0.32"), _request("vllm==0.33"))
+    data = diff.to_json()
+    row = next(r for r in data["lines"] if r["key"] == key)
+    assert row["differs"] is True
+    assert row["from"] == data["plans"]["from"][key]
+    assert row["to"] == data["plans"]["to"][key]
+    assert row["causes"]
