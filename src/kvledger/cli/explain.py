@@ -78,6 +78,8 @@ def render_text(data: dict[str, Any]) -> str:
     """The explanation for a person: header, settings, one block per check, suggestions."""
     version = f" {data['engine_version']}" if data.get("engine_version") else ""
     lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}"]
+    if data.get("engine_release"):
+        lines.append(f"replayed as {data['engine_release']}")
     settings = data.get("settings") or {}
     if settings:
         lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()
