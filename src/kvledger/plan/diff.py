@@ -202,9 +202,10 @@ def plan_lines(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[DiffLine, ..
 def release_causes(releases: Iterable[Release], a: Release, b: Release,
                    cites_of: Callable[[Release], Mapping[str, str]]) -> tuple[Cause, ...]:
     """The profile fields whose values differ between releases ``a`` and ``b`` of one engine,
-    each with the citations of every release after the older and up to the newer that
-    changed it (``releases``: that engine's profiles, oldest first; ``cites_of(release)``:
-    its module's ``CITES``)."""
+    each with a citation for every step between neighbouring releases from the older to the
+    newer where it changed: the newer neighbour's ``CITES`` entry, else the older one's
+    (``releases``: that engine's profiles, oldest first; ``cites_of(release)``: its module's
+    ``CITES``)."""
     order = list(releases)
     lo, hi = sorted((order.index(a), order.index(b)))
     out = []
@@ -217,10 +218,13 @@ def release_causes(releases: Iterable[Release], a: Release, b: Release,
             continue
         cites = []
         for before, after in zip(order[lo:hi], order[lo + 1:hi + 1], strict=True):
-            if getattr(before, name) != getattr(after, name):
-                said = cites_of(after).get(name)
-                cites.append(f"{after.label}: {said}" if said else
-                             f"{after.label}: (no citation in its profile)")
+            if getattr(before, name) == getattr(after, name):
+                continue
+            # A newer release's module cites what it changed (v0_33.py); an older one's, what
+            # it still does differently from its newer neighbour (v0_31.py).
+            by = next((r for r in (after, before) if cites_of(r).get(name)), None)
+            cites.append(f"{by.label}: {cites_of(by)[name]}" if by is not None else
+                         f"{before.label} -> {after.label}: (no citation in either profile)")
         out.append(Cause("release", name, va, vb, tuple(cites)))
     return tuple(out)
 

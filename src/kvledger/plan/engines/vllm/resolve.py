@@ -270,8 +270,13 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         length_notes = (*length_notes, draft_note)
 
     async_scheduling, concurrent = concurrent_batches(request)
-    # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
-    in_flight = concurrent * request.max_num_batched_tokens
+    # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens;
+    # before 0.26 the window specs read one batch (``window_holds_in_flight_batches``).
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    in_flight = request.max_num_batched_tokens
+    if vllm_release(request.engine_release).window_holds_in_flight_batches:
+        in_flight *= concurrent
 
     # vLLM ``ModelConfig.is_prefix_caching_supported`` (generative models): on by default,
     # except for encoder-decoder and attention-free models.

@@ -74,3 +74,20 @@ class VllmRelease(Release):
     # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
     # (sparse_mla_backends.py).
     fa4_sparse_mla_on_sm10x: bool = False
+    # -- what one request is charged, and what the log counts (v1/kv_cache_interface.py,
+    # v1/core/kv_cache_utils.py; engines/vllm/resolve.py and blocks.py read them) -----------
+    # The tokens a sliding-window / chunked-local layer holds past its window or chunk: True
+    # (0.26 on): VllmConfig.max_in_flight_tokens, every concurrent batch (2 x
+    # max_num_batched_tokens under async scheduling); False (0.20 to 0.25):
+    # scheduler_config.max_num_batched_tokens, one batch (SlidingWindowSpec /
+    # ChunkedLocalAttentionSpec.max_memory_usage_bytes).
+    window_holds_in_flight_batches: bool = True
+    # Blocks one max_model_len request takes, the divisor of "Maximum concurrency"
+    # (get_max_concurrency_for_kv_cache_config): "per_group" (0.28 on) = the sum over groups
+    # of cdiv(the group's worst case, its page); "summed" (to 0.26) = cdiv(the groups' worst
+    # cases summed, the first group's page).
+    request_blocks: str = "per_group"
+    # What "GPU KV cache size: N tokens" counts: "concurrency" (0.22 on) =
+    # int(max_concurrency x max_model_len) (get_kv_cache_capacity); "blocks_per_group" (0.19,
+    # 0.20) = num_blocks // len(groups) x the smallest group block (_report_kv_cache_config).
+    logged_tokens: str = "concurrency"
