@@ -121,3 +121,21 @@ def test_json_lines_carry_both_sides(key: str) -> None:
     assert row["from"] == data["plans"]["from"][key]
     assert row["to"] == data["plans"]["to"][key]
     assert row["causes"]
+
+
+def test_nemotron_h_from_031_to_032_names_the_mamba2_checkpoint_page() -> None:
+    # vLLM 0.31 → 0.32 on Nemotron-H-56B (8 GiB, 8,192 tokens, block 16): the same 50 blocks
+    # of 4,128 tokens, but one request takes 20 blocks, not 14 (the prefill checkpoint page
+    # 0.32's MambaMixer2 charges each of 6 Mamba groups): 29,257 → 20,480 tokens (both
+    # releases' oracles: tests/plan/test_vllm_release_rules.py).
+    ask = {"kv_cache_memory_bytes": 8 * GIB, "block_size": 16, "max_model_len": 8192}
+    diff = diff_plans("nvidia/Nemotron-H-56B-Base-8K", PlanRequest(engine="vllm==0.31", **ask),
+                      PlanRequest(engine="vllm==0.32", **ask))
+    tokens = _line(diff, "kv_cache_tokens")
+    assert (tokens.a, tokens.b) == (29257, 20480)
+    assert tokens.causes == ("mamba2_prefill_checkpoint_blocks",)
+    assert not _line(diff, "num_blocks").differs
+    cause = next(c for c in diff.causes if c.name == "mamba2_prefill_checkpoint_blocks")
+    # Cited by the older release's module (v0_31.py), the newer stating nothing of it.
+    assert cause.cites == ("vLLM 0.31.0: " + release_cites(vllm_release("0.31"))[cause.name],)
+    assert "mamba_mixer2.py" in cause.cites[0]

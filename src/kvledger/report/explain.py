@@ -90,7 +90,10 @@ def release_for(log: ParsedLog, engine: str) -> str | None:
         have = version_tuple(version) or (0, 0, 0)
         return tuple(abs(a - b) for a, b in zip(have, wanted, strict=True))
 
-    closest = min(releases, key=distance)
+    # Equally near two (a 0.24 log between 0.20 and 0.28): the newer, so the choice does not
+    # hang on the order the releases are listed in.
+    closest = min(releases, key=lambda v: (distance(v),
+                                           tuple(-p for p in version_tuple(v) or ())))
     log.notes.append(f"the log's {releases[closest].product} {logged} is not a release "
                      f"kvledger reproduces: replayed as the closest, "
                      f"{releases[closest].label}")

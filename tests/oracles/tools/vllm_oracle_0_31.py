@@ -1045,9 +1045,11 @@ def summarize(args, vc, worker_results, sched_cfg, stub, logcap, t_start):
     bytes_per_block = None
     try:
         if sched_cfg.kv_cache_groups:
-            bytes_per_block = kv_cache_utils._pool_bytes_per_block(
-                vc, kv_cfg.kv_cache_groups if kv_cfg else sched_cfg.kv_cache_groups
-            )
+            pool_groups = kv_cfg.kv_cache_groups if kv_cfg else sched_cfg.kv_cache_groups
+            try:
+                bytes_per_block = kv_cache_utils._pool_bytes_per_block(vc, pool_groups)
+            except TypeError:  # vLLM <= 0.31: _pool_bytes_per_block(kv_cache_groups)
+                bytes_per_block = kv_cache_utils._pool_bytes_per_block(pool_groups)
     except Exception as e:  # pragma: no cover
         bytes_per_block = f"error: {e}"
 

@@ -71,6 +71,9 @@ class Resolved:
     # apply (0.32, prefix caching off, a Triton prefill on this GPU).
     gdn_checkpoint_alignment: int = 0
     gdn_prefill_checkpoint_blocks: int = 0
+    # vLLM ``ModelConfig.get_mamba_chunk_size`` where mamba_cache_mode is "all" (the hybrid
+    # block is a multiple of it); 0 otherwise.
+    mamba_chunk_size: int = 0
     # Dense MLA: the backend the GPU's capability picks (``mla_backends.choose``) and the
     # block size ``--block-size auto`` then takes; "" / 0 for other models.
     mla_backend: str = ""
@@ -172,6 +175,18 @@ def kv_dtype_name(cache_dtype: str, model_dtype: str) -> str:
     if cache_dtype in ("fp8", "fp8_e4m3", "fp8_ds_mla"):
         return "fp8_e4m3"
     return resolve_dtype(cache_dtype).name
+
+
+def _mamba_chunk_size(facts: ModelFacts) -> int:
+    """vLLM ``ModelConfig.get_mamba_chunk_size`` (config/model.py): the text config's
+    ``mamba_chunk_size`` (Bamba, Falcon-H1, Granite), else ``chunk_size`` (Mamba2,
+    Nemotron-H, Zamba), else 2,048 (Mamba1 has no chunk)."""
+    text = _text_config(facts.config)
+    for key in ("mamba_chunk_size", "chunk_size"):
+        value = text.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 2048
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -284,8 +299,13 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     if prefix is None:
         prefix = not has_cross and has_attention
     # vLLM ``MambaModelConfig.verify_and_update_config``: with prefix caching a hybrid
-    # model uses mamba_cache_mode "align"; without, "none".
+    # model uses mamba_cache_mode "align"; without, "none". To 0.26 a model class with Mamba
+    # prefix caching took "all" unless it speculates (``mamba_all_with_prefix_caching``).
     mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
+    if mamba_cache_mode == "align" and not request.num_speculative_tokens and set(
+            facts.architectures) & vllm_release(
+                request.engine_release).mamba_all_with_prefix_caching:
+        mamba_cache_mode = "all"
 
     # vLLM ``get_kv_cache_configs``: extra_retained_tokens = num_prefill_lookahead_tokens - 1;
     # the lookahead is num_speculative_tokens for multi-module MTP
@@ -314,6 +334,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         use_mla=use_mla,
         use_sparse=Kind.INDEXER in kinds and not minimax_sparse,
         mamba_cache_mode=mamba_cache_mode,
+        mamba_chunk_size=_mamba_chunk_size(facts) if mamba_cache_mode == "all" else 0,
         mamba_cache_dtype="auto",
         mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
         requested_block_size=request.block_size,

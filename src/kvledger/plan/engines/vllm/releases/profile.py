@@ -31,6 +31,10 @@ class VllmRelease(Release):
     # prefill (0.33: FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64, v1/attention/backends/
     # gdn_attn.py, entering platforms/interface.py _align_hybrid_block_size); 0: none (0.32).
     gdn_checkpoint_alignment: int = 0
+    # Prefill checkpoint pages a Mamba2 MambaSpec charges per request in align mode (0.32:
+    # model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.get_kv_cache_spec sets
+    # num_prefill_checkpoint_blocks=1, so 3 pages a request, not 2; 0.31 and older: none).
+    mamba2_prefill_checkpoint_blocks: int = 1
     # Prefill checkpoint pages a GDN MambaSpec charges per request in align mode (0.33:
     # QwenGatedDeltaNetAttention.get_kv_cache_spec sets num_prefill_checkpoint_blocks=1).
     gdn_prefill_checkpoint_blocks: int = 0
@@ -91,3 +95,10 @@ class VllmRelease(Release):
     # int(max_concurrency x max_model_len) (get_kv_cache_capacity); "blocks_per_group" (0.19,
     # 0.20) = num_blocks // len(groups) x the smallest group block (_report_kv_cache_config).
     logged_tokens: str = "concurrency"
+    # model_executor/models/config.py MambaModelConfig.verify_and_update_config, 0.19 to 0.26:
+    # with prefix caching and no speculative decoding, a model class declaring
+    # SupportsMambaPrefixCaching gets mamba_cache_mode "all" (a state kept every block, the
+    # block a multiple of the Mamba chunk: platforms/interface.py _align_hybrid_block_size);
+    # 0.28 on, "align" for every hybrid. The architectures, as the release's model files
+    # declare the interface; empty: "align" for all.
+    mamba_all_with_prefix_caching: frozenset[str] = frozenset()
