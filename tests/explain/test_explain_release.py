@@ -48,3 +48,16 @@ def test_a_log_without_a_version_is_replayed_as_the_newest() -> None:
     e = explain_log("\n".join(lines) + "\n", model=LLAMA)
     newest = max(RELEASES, key=lambda v: tuple(int(p) for p in v.split(".")))
     assert e.engine_release == f"vLLM {newest}"
+
+
+def test_a_release_between_known_ones_is_replayed_as_the_nearer() -> None:
+    # 0.29.1 lies between 0.28 (not reproduced) and 0.30: 0.30.0 is the nearest kvledger has.
+    e = explain_log(_as("0.29.1"), model=LLAMA)
+    assert e.engine_release == "vLLM 0.30.0"
+    assert any("0.29.1 is not a release kvledger reproduces" in n and "vLLM 0.30.0" in n
+               for n in e.notes)
+
+
+def test_a_031_log_is_replayed_with_031s_rules() -> None:
+    e = explain_log(_as("0.31.0"), model=LLAMA)
+    assert e.engine_release == "vLLM 0.31.0"
