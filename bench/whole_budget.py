@@ -19,6 +19,14 @@ is captured under ``--enforce-eager``); where it did not, kvledger is asked with
 reserve, so both sides count the same terms. Where the log prints its breakdown (peak
 activation, non-torch, graph estimate), ``--breakdown`` sets kvledger's line beside each.
 
+``--logs DIR`` measures ``kvledger explain`` on a folder of real start-up logs instead (kept
+outside the repository: ``DIR/index.csv`` has ``file,model,release,gpu,source`` rows, ``model``
+a catalog id or a config path). Per log: the logged available KV memory; explain's
+``available_kv_bytes`` (the budget re-derived with the log's own figures substituted); and its
+``kv_budget`` line (kvledger's own estimate of every reserve: only the settings, the device total
+and the utilization come from the log); each with its error, and whether it is within
+max(5 %, 1 GiB).
+
 "before" runs this same script under the kvledger of commit ``--before`` (default d09a878,
 main before the change), unpacked with ``git archive`` into a temporary folder. The logs come
 from older vLLM releases than the two kvledger reproduces (the table's ``vllm`` column); the
@@ -159,13 +167,98 @@ def _breakdown(rows: list[dict[str, str]], got: dict[str, dict[str, float | None
         print(f"{row['id']:44} {a:>20} {la:>7} | {n:>9} {ln:>7} | {g:>6} {lg:>7}")
 
 
+def measure_logs(folder: Path) -> dict[str, dict[str, Any]]:
+    """Per log file: what the log says and what explain derives (module docstring)."""
+    from kvledger.report.explain import explain_log
+
+    out: dict[str, dict[str, Any]] = {}
+    with (folder / "index.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        text = (folder / row["file"]).read_text(encoding="utf-8", errors="replace")
+        result: dict[str, Any] = {"release": row["release"], "model": row["model"],
+                                  "gpu": row["gpu"]}
+        try:
+            e = explain_log(text, model=row["model"])
+        except Exception as exc:  # a bench row, not a test: say why and go on
+            result["error"] = f"{type(exc).__name__}: {exc}"
+            out[row["file"]] = result
+            continue
+        checks = {c.name: c for c in e.checks}
+        for name in ("available_kv_bytes", "kv_budget"):
+            c = checks.get(name)
+            result[name] = None if c is None else {"logged": c.logged, "derived": c.derived}
+        out[row["file"]] = result
+    return out
+
+
+def _within(logged: int, derived: int | None) -> bool | None:
+    if derived is None:
+        return None
+    return abs(derived - logged) <= max(0.05 * logged, GIB)
+
+
+def _logs_table(after: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]]) -> None:
+    print(f"{'log':42} {'release':8} {'gpu':10} {'logged':>7} | {'explain before':>14} "
+          f"{'after':>7} | {'kv_budget':>9} {'error':>7} {'ok':>3}")
+    hits = total = 0
+    for name, a in after.items():
+        b = before.get(name, {})
+        if "error" in a:
+            print(f"{name:42} error: {a['error']}")
+            continue
+        avail = a.get("available_kv_bytes") or {}
+        logged = avail.get("logged")
+        if logged is None:
+            continue
+
+        def g(v: Any) -> str:
+            return "-" if v is None else f"{v / GIB:.2f}"
+
+        before_avail = (b.get("available_kv_bytes") or {}).get("derived")
+        own = (a.get("kv_budget") or {}).get("derived")
+        ok = _within(logged, own)
+        if ok is not None:
+            total += 1
+            hits += ok
+        err = "-" if own is None else f"{(own - logged) / GIB:+.2f}"
+        print(f"{name[:42]:42} {a['release']:8} {a['gpu']:10} {g(logged):>7} | "
+              f"{g(before_avail):>14} {g(avail.get('derived')):>7} | {g(own):>9} {err:>7} "
+              f"{'yes' if ok else 'no' if ok is not None else '-':>3}")
+    print(f"kv_budget within max(5 %, 1 GiB): {hits} of {total}")
+
+
+def _before_logs(commit: str, folder: Path) -> dict[str, dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "src"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
+        done = subprocess.run([sys.executable, __file__, "--json", "--logs", str(folder)],
+                              env=env, check=True, capture_output=True, text=True)
+    result: dict[str, dict[str, Any]] = json.loads(done.stdout)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="d09a878", help="commit of the 'before' rules")
     parser.add_argument("--breakdown", action="store_true",
                         help="also set kvledger's reserve lines beside the logged ones")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--logs", type=Path, default=None, metavar="DIR",
+                        help="measure explain on a folder of start-up logs (DIR/index.csv)")
     args = parser.parse_args()
+    if args.logs is not None:
+        if not (args.logs / "index.csv").is_file():
+            print(f"whole_budget.py: {args.logs}/index.csv not found", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps(measure_logs(args.logs)))
+            return 0
+        sys.path.insert(0, str(ROOT / "src"))
+        _logs_table(measure_logs(args.logs), _before_logs(args.before, args.logs))
+        return 0
     if not SHARED_CONFIGS.is_dir():
         print(f"whole_budget.py: needs ../shared/configs beside the repository ({SHARED_CONFIGS})",
               file=sys.stderr)

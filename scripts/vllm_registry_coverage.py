@@ -234,11 +234,11 @@ def _row_verdict(model_type: str) -> tuple[str, str]:
 
     if model_type not in MODEL_TYPES:
         return "not covered", ""
-    from kvledger.plan.engines.vllm.layout import not_in_vllm
+    from kvledger.plan.engines.base import get_layout
 
     row = resolve(model_type)
     # The vLLM release's own verdict (plan/engines/vllm/releases: the newest release).
-    reason = not_in_vllm(model_type)
+    reason = get_layout("vllm").not_served(model_type)
     if reason:
         return "refused", reason
     if not row.derivable:

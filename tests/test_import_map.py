@@ -28,7 +28,7 @@ PLAN_CORE = ("request", "budget", "gpus", "weights", "parallel", "speculative", 
 # (importer prefix, imported prefix, why that arrow would run back up).
 FORBIDDEN = (
     *((f"kvledger.plan.{core}", f"kvledger.plan.engines.{engine}", "the core knows no engine")
-      for core in PLAN_CORE for engine in ("base", "vllm", "sglang", "native")),
+      for core in PLAN_CORE for engine in ("base", "vllm", "sglang", "native", "atom")),
     ("kvledger.derive", "kvledger.plan", "derive knows no engine"),
     ("kvledger.derive", "kvledger.cli", "derive knows no command line"),
     ("kvledger.derive", "kvledger.report", "derive knows no report"),

@@ -184,6 +184,49 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
         self.__post_init__()
 
 
+class _Signature:
+    """``inspect.signature`` of a record class: its fields, their annotations and defaults
+    (``help(ModelLocalKVSpec)`` then shows ``ModelLocalKVSpec(name: str, rows: ..., ...)``
+    instead of the shared ``__init__``'s ``(*args, **kwargs)``). Built when asked for, so
+    ``inspect`` stays off the start-up path."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        import inspect
+
+        cls = owner if owner is not None else type(obj)
+        plan: _Plan = cls.__record_plan__
+        params = []
+        for spec in cls.__record_fields__.values():
+            kind = (inspect.Parameter.KEYWORD_ONLY if spec.kw_only
+                    else inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            default: Any = inspect.Parameter.empty
+            if spec.name not in plan.required:
+                default = spec.default if spec.default is not MISSING else \
+                    _FactoryDefault(spec.default_factory)
+            annotation = None
+            for base in cls.__mro__:  # the nearest class that declares the field
+                annotation = annotation or inspect.get_annotations(base).get(spec.name)
+            params.append(inspect.Parameter(
+                spec.name, kind, default=default,
+                annotation=annotation if annotation is not None else inspect.Parameter.empty))
+        # Keyword-only parameters go last (inspect insists on the order).
+        params.sort(key=lambda p: p.kind == inspect.Parameter.KEYWORD_ONLY)
+        return inspect.Signature(params)
+
+
+class _FactoryDefault:
+    """How a field made by a factory shows in a signature: ``<factory list>``."""
+
+    def __init__(self, factory: Any) -> None:
+        self.factory = factory
+
+    def __repr__(self) -> str:
+        return f"<factory {getattr(self.factory, '__name__', self.factory)!s}>"
+
+
+_SIGNATURE = _Signature()
+
+
 def _eq(self: Any, other: Any) -> Any:
     if other.__class__ is self.__class__:
         key = self.__record_plan__.key
@@ -245,6 +288,9 @@ def _process(cls: type[T], frozen: bool, kw_only: bool, eq: bool) -> type[T]:
     setattr(cls, "__record_fields__", fields)  # noqa: B010 - mypy: not a declared attribute
     setattr(cls, "__record_plan__", _Plan(fields, hasattr(cls, "__post_init__")))  # noqa: B010
     methods: dict[str, Any] = {"__init__": _init, "__repr__": _repr}
+    if "__signature__" not in own and not any(
+            base.__dict__.get("__signature__") is _SIGNATURE for base in cls.__mro__[1:]):
+        cls.__signature__ = _SIGNATURE  # type: ignore[attr-defined]
     if eq and "__eq__" not in own:
         methods["__eq__"] = _eq
         if "__hash__" not in own:

@@ -168,5 +168,9 @@ def test_the_human_output_ends_with_the_line(capsys: pytest.CaptureFixture[str])
     assert main([*ASK[:-1], "--enable-expert-parallel"]) == 0
     out = capsys.readouterr().out
     assert "TP 1 × DP 8 with EP: 8 GPUs, 1 node" in out
-    last = out.strip().splitlines()[-1].strip()
+    # The line is cut at flags with " \\" to fit the terminal: joined, it is one command.
+    lines = out.strip().splitlines()
+    start = max(i for i, text in enumerate(lines) if text.strip().startswith("vllm serve"))
+    last = " ".join(text.strip().removesuffix("\\").strip() for text in lines[start:])
     assert last.startswith(f"vllm serve {DSV3} --data-parallel-size 8")
+    assert all(len(text) <= 100 for text in lines[start:])  # a pipe: 100 columns

@@ -19,6 +19,10 @@ BAD = {
     "gpus": ["--json", "--no-such-flag"],
     "explain": ["/dev/null", "--json"],
     "audit": ["not-a-target", "--json"],
+    "pd": ["--prefill", f"vllm serve {MODEL}", "--decode", f"vllm serve {MODEL}",
+           "--json"],  # no GPU
+    "pd-fit": ["--prefill", f"vllm serve {MODEL}", "--decode", f"vllm serve {MODEL}",
+               "--context", "8192", "--json"],  # --requests missing
 }
 
 

@@ -85,7 +85,9 @@ def test_acceptance_max_num_seqs_rows_times_eight(
     assert eight["model_local_kv"][0]["row_count"] == 8
 
 
-def test_table_shows_each_declaration(capsys: pytest.CaptureFixture[str]) -> None:
+def test_table_shows_each_declaration(capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide: every column shown, each sentence one line
     code, out, err = _run(capsys, "plan", LLAMA, *H100, "--model-local-kv", str(EXAMPLE))
     assert code == 0, err
     assert "model-local KV caches" in out and "talker" in out and "subtracted" in out

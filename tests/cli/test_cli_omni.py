@@ -75,7 +75,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert len([ln for ln in err.splitlines() if not ln.startswith("hint:")]) == 1
 
 
-def test_the_real_deployment(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_real_deployment(capsys: pytest.CaptureFixture[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # each admission sum on one line
     if not SHARED.is_dir():
         pytest.skip(SHARED_MISSING)
     code, out, err = _run(capsys, "plan", str(CONFIGS / "Qwen--Qwen2.5-Omni-7B.json"),

@@ -291,7 +291,9 @@ def test_console_script_main_job() -> None:
         5_120, 81_920, 2.5)
 
 
-def test_stage_table_for_people(capsys: pytest.CaptureFixture[str]) -> None:
+def test_stage_table_for_people(capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide: every column shown, each sentence one line
     code = main(["plan", LLAMA, "--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "32768",
                  "-tp", "2", "-pp", "2"])
     out, err = capsys.readouterr()

@@ -14,12 +14,21 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
+import pytest
+
 from kvledger.cli.layer_runs import fold, folded_rows, spell
 from kvledger.cli.main import main
 from kvledger.cli.render_layers import pattern_label
 
 NEMOTRON_H = "nvidia/Nemotron-H-56B-Base-8K"
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read the summary's content a line at a time: a wide terminal keeps each
+    sentence on one line (80 columns: tests/cli/test_terminal_width.py)."""
+    monkeypatch.setenv("COLUMNS", "400")
 
 
 def run(*argv: str) -> tuple[int, str, str]:

@@ -18,6 +18,7 @@ import pytest
 from kvledger.derive import UnsupportedArchitecture, derive_model
 from kvledger.plan.engines.vllm import plan_vllm
 from kvledger.plan.engines.vllm.layout import not_in_vllm
+from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.engines.vllm.startup import VllmStartupError
 from oracle_cases import CONFIGS, assert_plan_is, request_of
 
@@ -84,7 +85,7 @@ def test_breadth_case(case: dict[str, Any]) -> None:
         if isinstance(refused.value, UnsupportedArchitecture):
             # a type derive does not read: the vLLM layout refuses it by name, with vLLM's
             # reason (the release's not_served table; what `kvledger plan` prints)
-            why = not_in_vllm(config["model_type"], "0.32") or why
+            why = not_in_vllm(config["model_type"], vllm_release("0.32")) or why
         assert case["error"] in why
         return
     facts = derive_model(_config(case))

@@ -38,7 +38,6 @@ from kvledger.plan.engines.vllm.pp_support import (
     pp_verdict,
 )
 from kvledger.plan.engines.vllm.releases import vllm_release
-from kvledger.plan.engines.vllm.releases.current import planning
 from kvledger.plan.engines.vllm.startup import VllmStartupError, pipeline_parallel_refusal
 from kvledger.plan.fit import fit_model
 from kvledger.plan.request import PlanRequest
@@ -46,6 +45,7 @@ from kvledger.source.catalog import catalog_ids
 from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, LOCAL_DIR, bundled_id
 
+R033 = vllm_release("0.33")  # the release these verdicts were asked of
 ROOT = Path(__file__).resolve().parents[2]
 # release -> (its table file, its start-up file, the --engine that plans as it)
 RELEASE_FILES = {
@@ -85,8 +85,7 @@ def test_the_table_is_what_vllms_registry_answered(release: str) -> None:
     answered = json.loads(path.read_text())
     assert answered["vllm"] == vllm_release(release).version
     rows = answered["architectures"]
-    with planning(release):
-        table = pp_table()
+    table = pp_table(vllm_release(release))
     assert set(table) == set(rows)
     for arch, row in rows.items():
         supported, where = table[arch]
@@ -116,8 +115,7 @@ def test_every_derivable_model_type_has_a_pp_verdict(release: str) -> None:
     """Each model type kvledger derives and the release serves is either carried by an
     architecture with a verdict, or only ever a wrapper's language model — then vLLM judges
     the wrapper's architecture (config.json's ``architectures``), which has one."""
-    with planning(release):
-        table = pp_table()
+    table = pp_table(vllm_release(release))
     judged = {t for arch, row in _answered(release)["architectures"].items()
               for t in row["model_types"]
               if table[arch][0] is not None or arch in TRANSFORMERS_BACKEND}
@@ -155,7 +153,7 @@ def test_every_real_config_gets_vllms_verdict(path: str) -> None:
         return  # kvledger refuses the config itself (its own tests cover why)
     if facts.model_type not in MODEL_TYPES or not _served_by_vllm(facts.model_type):
         return
-    refusal = pipeline_parallel_refusal(facts)
+    refusal = pipeline_parallel_refusal(facts, vllm_release("0.33"))
     if not facts.architectures:  # vLLM cannot pick a class either (Zamba2's native file)
         assert refusal is not None and "names no architectures" in str(refusal)
         return
@@ -169,18 +167,18 @@ def test_the_first_registered_architecture_decides() -> None:
     # vLLM inspect_model_cls walks architectures in order and takes the first its registry
     # holds: PhiModel is not registered, so ["PhiModel", "PhiForCausalLM"] is PhiForCausalLM.
     assert PP_SUPPORT["PhiModel"] == (None, "")
-    verdict = pp_verdict(("PhiModel", "PhiForCausalLM"))
+    verdict = pp_verdict(("PhiModel", "PhiForCausalLM"), R033)
     assert verdict is not None and verdict[:2] == ("PhiForCausalLM", True)
     # no registered architecture at all: vLLM's Transformers backend takes the first
-    verdict = pp_verdict(("PhiModel",))
+    verdict = pp_verdict(("PhiModel",), R033)
     assert verdict is not None and verdict[:2] == ("PhiModel", True)
-    assert pp_verdict(("Ernie4_5_ForCausalLM",)) is None  # unregistered, no backend either
+    assert pp_verdict(("Ernie4_5_ForCausalLM",), R033) is None  # unregistered, no backend either
     # a wrapper is judged as the wrapper class: Gemma-3n's (no SupportsPP), Gemma-3's (has it)
-    assert pp_verdict(("Gemma3nForConditionalGeneration",))[1:2] == (False,)  # type: ignore[index]
-    assert pp_verdict(("Gemma3ForConditionalGeneration",))[1:2] == (True,)  # type: ignore[index]
+    assert pp_verdict(("Gemma3nForConditionalGeneration",), R033)[1:2] == (False,)  # type: ignore[index]
+    assert pp_verdict(("Gemma3ForConditionalGeneration",), R033)[1:2] == (True,)  # type: ignore[index]
     # an architecture kvledger has no row for stops the walk: no guess
-    assert pp_verdict(("SomethingNewForCausalLM", "LlamaForCausalLM")) is None
-    assert pp_verdict(()) is None
+    assert pp_verdict(("SomethingNewForCausalLM", "LlamaForCausalLM"), R033) is None
+    assert pp_verdict((), R033) is None
 
 
 def test_an_unknown_architecture_is_refused_naming_it(tmp_path: Path) -> None:

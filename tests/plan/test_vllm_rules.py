@@ -22,6 +22,7 @@ from kvledger.derive.layers import (
     StateTensor,
 )
 from kvledger.plan.engines.vllm import plan_vllm
+from kvledger.plan.engines.vllm.releases import vllm_release
 from kvledger.plan.engines.vllm.resolve import concurrent_batches, kv_dtype_name
 from kvledger.plan.request import PlanRequest
 from kvledger.records import record
@@ -46,25 +47,26 @@ def _req(**kw: object) -> PlanRequest:
     ("engine", "pp", "method", "expected"),
     [
         # VllmConfig.max_concurrent_batches: async + Model Runner V2 → pp + 1.
-        ("vllm", 1, None, (True, 2)),
-        ("vllm", 4, None, (True, 5)),
-        ("vllm", 2, "eagle3", (True, 3)),
-        ("vllm", 2, "mtp", (True, 3)),
+        ("vllm==0.33", 1, None, (True, 2)),
+        ("vllm==0.33", 4, None, (True, 5)),
+        ("vllm==0.33", 2, "eagle3", (True, 3)),
+        ("vllm==0.33", 2, "mtp", (True, 3)),
         # ngram: vLLM 0.32 turns async scheduling off (VllmConfig.__post_init__) → pp
         # batches; 0.33 only on the V1 runner, and ngram runs on Model Runner V2.
         ("vllm==0.32", 1, "ngram", (False, 1)),
-        ("vllm", 1, "ngram", (True, 2)),
+        ("vllm==0.33", 1, "ngram", (True, 2)),
         # medusa: off, and the V1 runner (unsupported by V2) → pp (0.33 refuses the method
         # elsewhere; here only the batches).
         ("vllm==0.32", 2, "medusa", (False, 2)),
-        ("vllm", 2, "medusa", (False, 2)),
+        ("vllm==0.33", 2, "medusa", (False, 2)),
     ],
 )
 def test_concurrent_batches(engine: str, pp: int, method: str | None,
                             expected: tuple[bool, int]) -> None:
     request = PlanRequest(engine=engine, kv_cache_memory_bytes=GIB, pipeline_parallel_size=pp,
                           speculative_method=method, num_speculative_tokens=1 if method else 0)
-    assert concurrent_batches(request) == expected
+    release = vllm_release(request.engine_release)
+    assert concurrent_batches(request, release) == expected
 
 
 def test_sliding_window_reserve_follows_in_flight_tokens() -> None:

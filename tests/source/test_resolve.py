@@ -69,12 +69,14 @@ def test_catalog_ids_match_case_insensitively() -> None:
                                  "kvledger catalog (meta-llama/Meta-Llama-3.1-8B)"}
 
 
-def test_source_in_inspect_json_and_plan_table(capsys: pytest.CaptureFixture[str]) -> None:
+def test_source_in_inspect_json_and_plan_table(capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide: every column shown, each sentence one line
     assert main(["inspect", LLAMA, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["source"]["kind"] == "catalog"
     assert main(["plan", LLAMA, *BUDGET]) == 0
     table = capsys.readouterr().out
-    assert "catalog (kvledger catalog (meta-llama/Meta-Llama-3.1-8B))" in table
+    assert "kvledger catalog (meta-llama/Meta-Llama-3.1-8B)" in table
 
 
 def test_offline_miss_suggests_and_names_the_way_out(capsys: pytest.CaptureFixture[str]) -> None:

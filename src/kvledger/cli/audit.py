@@ -56,6 +56,17 @@ def _load(target: str) -> tuple[Any, Any]:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        where = ""
+        if exc.name is not None and (module_name == exc.name or
+                                     module_name.startswith(exc.name + ".")):
+            # The module itself (not one it imports) is missing: say where it is looked for.
+            top = module_name.split(".")[0]
+            where = (f" (MODULE is imported from the current folder {os.getcwd()} and "
+                     f"PYTHONPATH: run from the folder that holds {top}/ or {top}.py, or "
+                     f"set PYTHONPATH to it)")
+        raise _BadInput(f"kvledger audit: error: cannot import {module_name!r}: {exc}{where}"
+                        ) from exc
     except Exception as exc:
         raise _BadInput(f"kvledger audit: error: cannot import {module_name!r}: {exc}") from exc
     func = getattr(module, func_name, None)

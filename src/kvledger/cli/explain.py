@@ -58,8 +58,17 @@ def run(ns: argparse.Namespace, emit_json: Any) -> int:
     if ns.json:
         emit_json(data)
     else:
-        sys.stdout.write(render_text(data))
+        from kvledger.cli.terminal import output_width
+
+        sys.stdout.write(render_text(data, width=output_width(sys.stdout)))
     return 0
+
+
+# The checks whose numbers are bytes besides the ``*_bytes`` ones: the budget keys
+# (report/budget_checks.py) and the start-up checks.
+_BYTE_CHECKS = frozenset({"gpu_total", "utilization", "weights", "non_torch", "activation_peak",
+                          "cuda_graphs", "kv_budget", "free_memory_at_start",
+                          "headroom_after_kv"})
 
 
 def _value(name: str, value: Any) -> str:
@@ -67,17 +76,30 @@ def _value(name: str, value: Any) -> str:
         return "—"
     if isinstance(value, float):
         return f"{value:.2f}"
-    if isinstance(value, int) and name.endswith("_bytes"):
+    if isinstance(value, int) and (name.endswith("_bytes") or name in _BYTE_CHECKS):
         return f"{value / (1 << 30):.2f} GiB"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
 
 
-def render_text(data: dict[str, Any]) -> str:
-    """The explanation for a person: header, settings, one block per check, suggestions."""
+def _verdict(checks: list[dict[str, Any]]) -> str:
+    """``4 checks match, 1 MISMATCH (kv_cache_tokens)``: the answer, for the first line."""
+    matched = [c["name"] for c in checks if c["match"] is True]
+    missed = [c["name"] for c in checks if c["match"] is False]
+    out = f"{len(matched)} of {len(checks)} checks match"
+    if missed:
+        out += f", {len(missed)} MISMATCH ({', '.join(missed)})"
+    return out
+
+
+def render_text(data: dict[str, Any], width: int | None = None) -> str:
+    """The explanation for a person: the verdict and header, settings, one block per check,
+    suggestions; each line wrapped at spaces to ``width`` columns (None: unwrapped), so no
+    number is split."""
     version = f" {data['engine_version']}" if data.get("engine_version") else ""
-    lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}"]
+    lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}: "
+             f"{_verdict(data['checks'])}"]
     if data.get("engine_release"):
         lines.append(f"replayed as {data['engine_release']}")
     settings = data.get("settings") or {}
@@ -101,4 +123,9 @@ def render_text(data: dict[str, Any]) -> str:
             lines.append(f"  {s['change']}: {s['effect']}")
     for note in data.get("notes") or ():
         lines.append(f"note: {note}")
+    if width is not None:
+        from kvledger.cli.terminal import wrap_lines
+
+        lines = wrap_lines(lines, width)
     return "\n".join(lines) + "\n"
+

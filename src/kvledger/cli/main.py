@@ -59,6 +59,10 @@ def _fill_plan(plan: argparse.ArgumentParser) -> None:
                       help="print the summary only: fits or not, tokens, concurrency, the KV "
                       "budget and the bytes per token (--json still prints everything)")
     plan.add_argument("--json", action="store_true", help="one JSON object for machines")
+    plan.add_argument("--require-fit", action="store_true",
+                      help="exit 1 (not 0) when one max_model_len request does not fit, or "
+                      "--concurrency N requests do not fit at any context: a status a script "
+                      "can gate on (the plan is still printed)")
     plan.set_defaults(handler=_cmd_plan)
 
 
@@ -80,6 +84,9 @@ def _fill_fit(fit: argparse.ArgumentParser) -> None:
     add_engine_options(fit, for_fit=True)
     add_model_local_options(fit)
     fit.add_argument("--json", action="store_true", help="one JSON object for machines")
+    fit.add_argument("--require-fit", action="store_true",
+                     help="exit 1 (not 0) when no layout holds the load: a status a script "
+                     "can gate on (the answer is still printed)")
     fit.set_defaults(handler=_cmd_fit, command_name="fit")
 
 
@@ -122,6 +129,26 @@ def _fill_report(report: argparse.ArgumentParser) -> None:
     fill_report(report)
 
 
+def _fill_pd(pd: argparse.ArgumentParser) -> None:
+    from kvledger.cli.pd import fill
+
+    fill(pd)
+    pd.set_defaults(handler=lambda ns: _pd(ns, "pd"))
+
+
+def _fill_pd_fit(pd: argparse.ArgumentParser) -> None:
+    from kvledger.cli.pd import fill
+
+    fill(pd, for_fit=True)
+    pd.set_defaults(handler=lambda ns: _pd(ns, "pd-fit"))
+
+
+def _pd(ns: argparse.Namespace, command: str) -> int:
+    from kvledger.cli.pd import run
+
+    return run(ns, _emit_json, command=command, plan_parser=lambda: command_parser("plan"))
+
+
 # command → (help line, filler, aliases). 'audit' has no filler: main() hands it its argv.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
                           tuple[str, ...]]] = {
@@ -136,6 +163,10 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "explain": ("re-derive the KV numbers of a vLLM / SGLang start-up log", _fill_explain, ()),
     "report": ("write a self-contained HTML report with plots (needs kvledger[report])",
                _fill_report, ()),
+    "pd": ("a disaggregated prefill/decode pair from its two serve lines: pools, KV "
+           "transfer and host tiers", _fill_pd, ()),
+    "pd-fit": ("the decode instances that hold N requests of L tokens behind a prefill line",
+               _fill_pd_fit, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
     "diff": ("two plans of one model side by side (releases, engines, GPUs), each change "
              "named with its cause", None, ()),
@@ -218,6 +249,9 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
 
     result = plan_model(model_source(ns), request)
     data = result.to_json()
+    slip = _unit_slip(ns.kv_cache_memory_bytes)
+    if slip:
+        data["warnings"] = [slip, *data.get("warnings", [])]
     serve_line = getattr(ns, "serve_line", None)
     if ns.json:
         if serve_line is not None:
@@ -227,9 +261,37 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
         from kvledger.cli import render
 
         render.render_plan(data, quiet=ns.quiet)
+        if slip and ns.quiet:  # the tables (and their warnings) are not printed
+            sys.stderr.write(f"warning: {slip}\n")
         for line in serve_line.summary() if serve_line is not None else ():
             sys.stderr.write(f"note: {line}\n")
-    return 0
+    return 1 if ns.require_fit and not _plan_fits(data) else 0
+
+
+# Exit statuses (README, "Exit status"): 0 an answer was printed; 1 only with --require-fit,
+# the answer is "does not fit"; 2 bad input or a refusal (one line on stderr, cli.errors).
+_MIB = 1 << 20
+
+
+def _unit_slip(kv_bytes: int | None) -> str:
+    """A KV budget under 1 MiB is planned as given, with a warning: no model's KV cache fits
+    in it, so it is almost certainly a unit slip (``10`` meant ``10GiB``)."""
+    if kv_bytes is None or kv_bytes >= _MIB:
+        return ""
+    return (f"--kv-cache-memory-bytes {kv_bytes} is {kv_bytes:,} bytes, under 1 MiB: almost "
+            "certainly a unit slip (the value is bytes; write e.g. 10GiB or 10737418240)")
+
+
+def _plan_fits(data: dict[str, Any]) -> bool:
+    """One max_model_len request fits and the engine starts; with --concurrency N, N requests
+    fit at some context."""
+    concurrency = data.get("max_concurrency")
+    if data.get("vllm_refuses_to_start") or not isinstance(concurrency, int | float) \
+            or concurrency < 1:
+        return False
+    answers = data.get("answers") or {}
+    return answers.get("concurrency") is None or \
+        answers.get("max_context_at_concurrency") is not None
 
 
 def _cmd_fit(ns: argparse.Namespace) -> int:
@@ -273,7 +335,7 @@ def _cmd_fit(ns: argparse.Namespace) -> int:
         render.render_fit(data)
         for note in given_line.summary() if given_line is not None else ():
             sys.stderr.write(f"note: {note}\n")
-    return 0
+    return 1 if ns.require_fit and not result.fits else 0
 
 
 def _fit_serve_line(model: str, result: Any) -> dict[str, Any]:

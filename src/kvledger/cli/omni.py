@@ -22,7 +22,10 @@ def run(ns: argparse.Namespace, emit_json: Any) -> int:
     if ns.json:
         emit_json(data)
     else:
-        sys.stdout.write("\n".join(text_lines(data)) + "\n")
+        from kvledger.cli.terminal import output_width, wrap_lines
+
+        sys.stdout.write("\n".join(wrap_lines(text_lines(data), output_width(sys.stdout)))
+                         + "\n")
     return 0
 
 

@@ -36,7 +36,8 @@ class Parser(argparse.ArgumentParser):
     def _suggest(self, message: str) -> str:
         """argparse's ``unrecognized arguments: --max-modle-len 4096`` → ``unrecognized
         argument --max-modle-len; did you mean --max-model-len?`` when one of this parser's
-        listed flags is close (difflib); else argparse's words."""
+        listed flags is close (``cli.flag_hints``: TP/PP/DP/EP abbreviations expanded, then
+        difflib); else argparse's words."""
         prefix = "unrecognized arguments: "
         if not message.startswith(prefix):
             return message
@@ -44,14 +45,13 @@ class Parser(argparse.ArgumentParser):
                  if w.startswith("--")]
         if not flags:
             return message
-        import difflib
+        from kvledger.cli.flag_hints import closest_flag
 
-        known = [o for a in self._actions if a.help != argparse.SUPPRESS
-                 for o in a.option_strings if o.startswith("--")]
+        known = [a.option_strings for a in self._actions if a.help != argparse.SUPPRESS]
         for flag in flags:
-            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+            close = closest_flag(flag, known)
             if close:
-                return f"unrecognized argument {flag}; did you mean {close[0]}?"
+                return f"unrecognized argument {flag}; did you mean {close}?"
         return message
 
     # argparse's add_argument builds a formatter only to check a metavar tuple against nargs;

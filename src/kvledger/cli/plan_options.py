@@ -64,7 +64,8 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
         p.add_argument("--kv-cache-memory-bytes", type=nonneg_bytes, default=None,
                        metavar="N", help="KV budget per GPU in bytes (skips the GPU budget)")
         p.add_argument("--gpu", default=None, metavar="NAME",
-                       help="GPU preset (H100-80GB, H200, B200, MI300X, ...)")
+                       help="GPU preset (H100-80GB, H200, B200, MI300X, ...), or auto: read "
+                       "this machine's from nvidia-smi / rocm-smi")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
                    help="fraction of GPU memory the engine may use (default: the engine "
                    "release's own, e.g. vLLM's 0.92)")
@@ -147,6 +148,13 @@ def add_engine_options(p: argparse.ArgumentParser, *, for_fit: bool = False) -> 
                               metavar="N", help="the GPU's memory as the device reports it "
                               "(overrides the preset; alone, a complete budget: SM90 "
                               "assumed)")
+        held = reserves.add_mutually_exclusive_group()
+        held.add_argument("--gpu-free-bytes", type=nonneg_bytes, default=None, metavar="N",
+                          help="free memory on the GPU before the engine starts (nvidia-smi's "
+                          "memory.free): vLLM refuses to start below ceil(total × utilization)")
+        held.add_argument("--gpu-memory-in-use", type=nonneg_bytes, default=None, metavar="N",
+                          help="memory other processes hold on the GPU (another engine beside "
+                          "this one: its total × utilization)")
 
 
 def _add_sglang_options(p: argparse.ArgumentParser) -> None:
@@ -242,18 +250,19 @@ def installed_release(engine: str, *, warn: bool = True) -> str:
     found = _installed_version(name)
     if found is None:
         return engine
+    from kvledger.plan.engines.release import version_key
+
+    if version_key(found) is None:  # a build kvledger cannot read as a release: the newest
+        return engine
     from kvledger.plan.engines.base import get_layout
 
     layout = get_layout(name)
     try:
-        release = layout.release(found)
+        release = layout.find_release(found)
     except ValueError:
-        newest = layout.release()
-        if newest is not None and warn:
-            print(f"kvledger: warning: {name} {found} is installed, a release kvledger does "
-                  f"not reproduce; planned as {newest.label} (pin one with --engine "
-                  f"{name}==VERSION)", file=sys.stderr)
-        return engine
+        # An installed release kvledger does not know: planned as the nearest known one,
+        # which the plan's release_note names (get_layout binds it).
+        return f"{name}=={found}"
     return release.pin if release is not None else engine
 
 
@@ -286,6 +295,8 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
         gpu=ns.gpu,
         gpu_memory_utilization=ns.gpu_memory_utilization,
         gpu_total_bytes=getattr(ns, "gpu_total_bytes", None),
+        gpu_free_bytes=getattr(ns, "gpu_free_bytes", None),
+        gpu_memory_in_use=getattr(ns, "gpu_memory_in_use", None),
         activation_peak_bytes=ns.activation_peak_bytes,
         cuda_graph_bytes=ns.cuda_graph_bytes,
         non_torch_bytes=ns.non_torch_bytes,
@@ -314,6 +325,24 @@ def build_request(ns: argparse.Namespace, **overrides: Any) -> Any:
         from kvledger.cli import model_local
 
         given.update(model_local.request_fields(ns))
+    if isinstance(ns.gpu, str) and ns.gpu.strip().lower() == "auto":
+        given.update(_probed_gpu(given))
     given.update(overrides)
     return PlanRequest(**given)
+
+
+def _probed_gpu(given: dict[str, Any]) -> dict[str, Any]:
+    """``--gpu auto`` (cli/gpu_probe.py): what nvidia-smi / rocm-smi read, said on stderr;
+    a total or free memory given on the command line wins over the probe's."""
+    from kvledger.cli.gpu_probe import probe, request_fields
+
+    probed = probe()
+    sys.stderr.write(probed.describe() + "\n")
+    fields = request_fields(probed)
+    for name in ("gpu_total_bytes", "gpu_free_bytes"):
+        if given.get(name) is not None:
+            fields.pop(name)
+    if given.get("gpu_memory_in_use") is not None:
+        fields.pop("gpu_free_bytes", None)
+    return fields
 

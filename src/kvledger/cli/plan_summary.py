@@ -1,9 +1,12 @@
 """The short answer ``kvledger plan`` opens with (and all ``--quiet`` prints), from its JSON.
 
-Four to six lines: whether one ``max_model_len`` request fits and how many run at once, the KV
-tokens; the KV budget and what it is left from; the bytes a token and a request take; then,
-where they apply, why the tokens are not blocks × block size, the engine's refusal, and what
-all GPUs hold together. The tables below it are the detail.
+The first line answers the question asked: with ``--concurrency N``, the longest context N
+requests at once can hold; else whether one ``max_model_len`` request fits and how many run at
+once. Then the KV tokens; the KV budget and what it is left from; the bytes a token and a
+request take; then, where they apply, why the tokens are not blocks × block size, the engine's
+refusal, and what all GPUs hold together — never a total that contradicts a refusal (a rank
+that cannot hold one request is not multiplied by the ranks). The tables below it are the
+detail.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def _verdict(data: Mapping[str, Any]) -> str:
             f"max_model_len {length} at once")
 
 
+# Reserves a person chose (a model's own declarations, the LoRA slots a launch asks for) are
+# named in the summary, not folded into "other reserves" with the engine's own estimates.
+_NAMED = {"model_local_kv": "model-local KV (declared)", "lora": "LoRA slots"}
+
+
 def _between(label: str, start: str) -> str:
     text = label.removeprefix(start).strip()
     return text.split(" (", 1)[0]
@@ -62,8 +70,10 @@ def budget_line(budget: Any) -> str:
             parts.append(f"{_gib(b.get('bytes'))} usable ({_between(label, '×')})")
         elif key == "weights":
             parts.append(f"weights {_gib(b.get('bytes'))}")
-        elif label.startswith("−") and isinstance(b.get("bytes"), int):
+        elif key not in _NAMED and label.startswith("−") and isinstance(b.get("bytes"), int):
             others += int(b["bytes"])
+        elif key in _NAMED and isinstance(b.get("bytes"), int):
+            parts.append(f"{_NAMED[key]} {_gib(b.get('bytes'))}")
     if others:
         parts.append(f"other reserves {_gib(others)}")
     return f"{head}: {', '.join(parts)}"
@@ -83,15 +93,53 @@ def bytes_line(data: Mapping[str, Any]) -> str:
     return line + f"; KV dtype {data.get('kv_cache_dtype')}"
 
 
+def answer_line(data: Mapping[str, Any]) -> str | None:
+    """``64 requests at once: max context 7,120 tokens each`` — the answer to ``plan
+    --concurrency N`` (None when it was not asked)."""
+    answers = data.get("answers")
+    if not isinstance(answers, Mapping) or answers.get("concurrency") is None:
+        return None
+    n = answers["concurrency"]
+    best = answers.get("max_context_at_concurrency")
+    replicas = data.get("totals", {}).get("replicas", 1) if isinstance(
+        data.get("totals"), Mapping) else 1
+    each = " per replica" if isinstance(replicas, int) and replicas > 1 else ""
+    head = f"{_int(n)} request{'s' if n != 1 else ''} at once{each}: "
+    if not isinstance(best, int):
+        return head + "they do not fit, even at one token each"
+    tail = ""
+    note = str(answers.get("max_context_note") or "")
+    if note.startswith("capped"):
+        tail = " (or more: the longest context considered)"
+    return head + f"max context {_int(best)} tokens each{tail}"
+
+
+def _totals_line(data: Mapping[str, Any], totals: Mapping[str, Any]) -> str:
+    replicas = totals.get("replicas")
+    head = (f"all {totals['gpus']} GPUs ({_int(replicas)} "
+            f"replica{'s' if replicas != 1 else ''})")
+    per = data.get("max_concurrency")
+    if data.get("vllm_refuses_to_start") or (isinstance(per, int | float) and per < 1):
+        # A request never spans replicas: ranks that cannot each hold one hold none together.
+        return (f"{head}: each replica holds {per:,.2f} of one {_int(data.get('max_model_len'))}"
+                "-token request, so none runs; more replicas do not change that"
+                if isinstance(per, int | float) else f"{head}: none runs")
+    concurrency = totals.get("max_concurrency")
+    x = f"{concurrency:,.2f}" if isinstance(concurrency, int | float) else "?"
+    return f"{head}: {_int(totals.get('kv_cache_tokens'))} KV tokens, {x} requests at once"
+
+
 def summary_lines(data: Mapping[str, Any]) -> list[str]:
-    """The summary, one string a line (plain text: no markup)."""
+    """The summary, one string a line (plain text: no markup); the answer first."""
     engine = str(data.get("engine", "?"))
     release = data.get("engine_release")
     layout = [f"TP {data.get('tensor_parallel_size', 1)}"]
     for key, name in (("pipeline_parallel_size", "PP"), ("data_parallel_size", "DP")):
         if data.get(key, 1) != 1:
             layout.append(f"{name} {data[key]}")
-    lines = [
+    answer = answer_line(data)
+    lines = [answer] if answer is not None else []
+    lines += [
         f"{data.get('model')} on {engine}{' ' + release if release else ''} "
         f"({' × '.join(layout)}): {_verdict(data)}",
         budget_line(data.get("budget")),
@@ -103,9 +151,5 @@ def summary_lines(data: Mapping[str, Any]) -> list[str]:
         lines.append(f"vLLM: {data['vllm_refusal_reason']}")
     totals = data.get("totals")
     if isinstance(totals, Mapping) and totals.get("gpus", 1) > 1:
-        concurrency = totals.get("max_concurrency")
-        x = f"{concurrency:,.2f}" if isinstance(concurrency, int | float) else "?"
-        lines.append(f"all {totals['gpus']} GPUs ({_int(totals.get('replicas'))} "
-                     f"replica{'s' if totals.get('replicas') != 1 else ''}): "
-                     f"{_int(totals.get('kv_cache_tokens'))} KV tokens, {x} requests at once")
+        lines.append(_totals_line(data, totals))
     return lines

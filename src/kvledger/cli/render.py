@@ -29,12 +29,27 @@ _SHOWN = {
 
 
 def _console() -> Console:
-    """A console on stdout. Piped output gets 140 columns instead of rich's 80, because a
-    folded number in a file is harder to read than a wide line."""
-    con = Console(highlight=False, soft_wrap=False)
-    if not con.is_terminal:
-        con.width = max(con.width, 140)
-    return con
+    """A console on stdout, as wide as ``cli.terminal.output_width`` says (the terminal,
+    ``COLUMNS``, or 100 columns for a pipe): sentences wrap at spaces, tables fit it."""
+    import sys
+
+    from kvledger.cli.terminal import output_width
+
+    return Console(highlight=False, soft_wrap=False, width=output_width(sys.stdout))
+
+
+def _narrow(con: Console) -> bool:
+    from kvledger.cli.terminal import NARROW
+
+    return con.width < NARROW
+
+
+def say(con: Console, text: str, style: str = "") -> None:
+    """One sentence for a person, wrapped at spaces to the console's width (never markup:
+    a label such as ``[2×3]`` prints as written)."""
+    from rich.text import Text
+
+    con.print(Text(text, style=style), soft_wrap=False, overflow="fold")
 
 
 def _num(value: Any) -> str:
@@ -131,28 +146,28 @@ def _group_facts(group: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> None:
     con = console or _console()
-    con.print(
-        f"[bold]{data.get('model')}[/bold]  model_type {data.get('model_type')}  "
+    say(con,
+        f"{data.get('model')}  model_type {data.get('model_type')}  "
         f"{', '.join(data.get('architectures') or [])}"
     )
-    con.print(
+    say(con,
         f"model dtype {data.get('model_dtype')}  ·  KV dtype {data.get('kv_dtype')} "
         f"(from {data.get('kv_dtype_source')})  ·  max positions "
         f"{_num(data.get('max_position_embeddings'))}  ·  {data.get('num_layers')} layer entries"
     )
     weights = data.get("weights")
     if isinstance(weights, Mapping):
-        con.print(weights_line(weights))
+        say(con, weights_line(weights))
     groups = list(data.get("groups") or ())
     # MTP layers are counted apart (below the tables): the footer is what is served.
     mtp_layers = sum(g["count"] for g in groups if g["facts"].get("role") == "mtp")
     if len(data.get("kinds") or ()) < len(groups):
-        con.print(kinds_table(groups, _group_facts, geometry))
+        con.print(kinds_table(groups, _group_facts, geometry, narrow=_narrow(con)))
     con.print(order_table(
         groups, _group_facts, geometry,
         ("served" if mtp_layers else "total", int(data.get("num_layers") or 0) - mtp_layers,
          data.get("bytes_per_token"), data.get("bytes_per_request")),
-        title="layers in order (runs; repeating patterns as one row)"))
+        title="layers in order (runs; repeating patterns as one row)", narrow=_narrow(con)))
     mtp_token, mtp_request = data.get("mtp_bytes_per_token"), data.get("mtp_bytes_per_request")
     if mtp_token or mtp_request:
         mtp = [g for g in data.get("groups") or () if g["facts"].get("role") == "mtp"]
@@ -160,18 +175,20 @@ def render_inspect(data: Mapping[str, Any], console: Console | None = None) -> N
         with_mtp = (data.get("bytes_per_token") or 0) + (mtp_token or 0)
         extra = f"+{_num(mtp_token)} B/token" + (
             f", +{_num(mtp_request)} B/request" if mtp_request else "")
-        con.print(f"MTP layers ({where}) are not in the total: {extra}, cached only when "
+        say(con, f"MTP layers ({where}) are not in the total: {extra}, cached only when "
                   f"speculative decoding drafts with them ({_num(with_mtp)} B/token then)")
     for warning in data.get("warnings") or ():
-        con.print(f"warning: {warning}")
+        say(con, f"warning: {warning}")
     for note in data.get("notes") or ():
-        con.print(f"note: {note}")
+        say(con, f"note: {note}")
 
 
 def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     table = Table(title=title, box=box.SIMPLE_HEAD, show_header=False, title_justify="left")
-    table.add_column("what")
-    table.add_column("value", justify="right")
+    # The name stays on one line; a long value wraps at its spaces (numbers stay whole: a
+    # figure such as "59,839,810,273 B (55.73 GiB)" breaks only between its words).
+    table.add_column("what", no_wrap=True)
+    table.add_column("value", justify="right", overflow="fold")
     for key, value in rows:
         table.add_row(key, value if isinstance(value, str) else _num(value))
     return table
@@ -194,7 +211,11 @@ def _table(
     *,
     gib_cols: Sequence[str] = (),
     only_spec: bool = False,
+    drop: Sequence[str] = (),
 ) -> Table | None:
+    """A table of ``rows`` with the columns of ``spec`` (and any others, unless
+    ``only_spec``), less those in ``drop`` (what a narrow terminal does without). A numeric
+    column never wraps: a number is never split over two lines."""
     if not isinstance(rows, list) or not rows or not all(isinstance(r, Mapping) for r in rows):
         return None
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
@@ -202,8 +223,10 @@ def _table(
     if only_spec:
         named = {key for key, _ in spec}
         columns = [(key, head) for key, head in columns if key in named]
+    columns = [(key, head) for key, head in columns if key not in drop]
     for key, head in columns:
-        table.add_column(head, justify="right" if _numeric(rows, key) else "left",
+        numeric = _numeric(rows, key)
+        table.add_column(head, justify="right" if numeric else "left", no_wrap=numeric,
                          overflow="fold")
     for row in rows:
         table.add_row(*(
@@ -238,12 +261,16 @@ def _cell(value: Any) -> str:
 
 
 def _source(value: Any) -> str:
-    """``hub @ 0123456789ab (https://huggingface.co/org/name)``, from the JSON ``source``."""
+    """``hub @ 0123456789ab: https://huggingface.co/org/name``, or the location alone when it
+    already names its kind (``kvledger catalog (meta-llama/…)``), from the JSON ``source``."""
     if not isinstance(value, Mapping):
         return _cell(value)
     revision = value.get("revision")
     at = f" @ {str(revision)[:12]}" if revision else ""
-    return f"{value.get('kind')}{at} ({value.get('location')})"
+    kind, location = str(value.get("kind")), str(value.get("location"))
+    if kind in location:
+        return f"{location}{at}"
+    return f"{kind}{at}: {location}"
 
 
 _HEADLINE = (
@@ -357,10 +384,11 @@ def render_plan(
 
     con = console or _console()
     for line in summary_lines(data):
-        con.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(con, line)
     if quiet:
         return
     con.print()
+    narrow = _narrow(con)
     headline = [
         (key, _gib(data[key]) if key.endswith("_bytes") else
          _source(data[key]) if key == "source" else
@@ -372,24 +400,28 @@ def render_plan(
     rows = [r for r in data.get("layers") or () if isinstance(r, Mapping)]
     if rows:
         if len({_key(r) for r in rows}) < len(rows):
-            con.print(kinds_table(rows, _same, _plan_detail, shape="window / state"))
+            con.print(kinds_table(rows, _same, _plan_detail, shape="window / state",
+                                  narrow=narrow))
         con.print(order_table(
             rows, _same, _plan_detail,
             ("total per GPU" if data.get("pipeline_parallel_size", 1) == 1 else
              "total, all stages", sum(int(r.get("count") or 1) for r in rows),
              data.get("bytes_per_token"), data.get("bytes_per_request")),
             title="layers in order (one TP rank; repeating patterns as one row)",
-            shape="window / state"))
+            shape="window / state", narrow=narrow))
     for table in (
         _table("vLLM KV cache groups (one block table each; one shared pool)",
                data.get("kv_cache_groups"), _GROUP_COLS),
         _table("pools (per GPU of the binding stage)", data.get("pools"), _POOL_COLS,
-               gib_cols=("reserved_bytes",)),
-        _table("budget per GPU", _budget_rows(data.get("budget")), _BUDGET_COLS),
+               gib_cols=("reserved_bytes",), drop=("source",) if narrow else ()),
+        # Narrow: the line's words say what its machine key says (the key is in --json).
+        _table("budget per GPU", _budget_rows(data.get("budget")), _BUDGET_COLS,
+               drop=("key",) if narrow else ()),
         _table("model-local KV caches (seed A; per GPU of their stage)",
                data.get("model_local_kv"), _LOCAL_COLS, only_spec=True),
         _table("pipeline stages (one GPU each)", _rank_rows(data.get("ranks")), _RANK_COLS,
-               gib_cols=("reserved_bytes", "available_bytes"), only_spec=True),
+               gib_cols=("reserved_bytes", "available_bytes"), only_spec=True,
+               drop=("available_bytes", "pool_summary") if narrow else ()),
     ):
         if table is not None:
             con.print(table)
@@ -407,12 +439,12 @@ def render_plan(
     if details:
         con.print(_kv_table("details", details))
     if data.get("vllm_refuses_to_start"):
-        con.print("[bold red]vLLM would refuse to start:[/] one max_model_len request does not "
-                  "fit in this KV budget (the figures are what its planner computed)")
+        say(con, "vLLM would refuse to start: one max_model_len request does not fit in this "
+            "KV budget (the figures are what its planner computed)", "bold red")
         if data.get("vllm_refusal_reason"):
-            con.print(f"  vLLM: {data['vllm_refusal_reason']}", markup=False)
+            say(con, f"  vLLM: {data['vllm_refusal_reason']}")
     for warning in data.get("warnings") or ():
-        con.print(f"[yellow]warning:[/] {warning}")
+        say(con, f"warning: {warning}", "yellow")
 
 
 _ATTEMPT_COLS = (
@@ -430,13 +462,68 @@ def _layout_words(chosen: Mapping[str, Any]) -> str:
         parts.append(f"DP {chosen['data_parallel_size']}")
     words = " × ".join(parts) + (" with EP" if chosen.get("enable_expert_parallel") else "")
     nodes = chosen.get("nodes", 1)
-    return f"{words}: {chosen['gpus']} GPUs, {nodes} node{'s' if nodes != 1 else ''}"
+    gpus = f"{chosen['gpus']} GPU{'s' if chosen['gpus'] != 1 else ''}"
+    if nodes is None:
+        return f"{words}: {gpus}"
+    return f"{words}: {gpus}, {nodes} node{'s' if nodes != 1 else ''}"
+
+
+def fit_answer(data: Mapping[str, Any]) -> str:
+    """``64 requests × 16,000 tokens on H100-80GB: fits on TP 8: 8 GPUs, 1 node (131.90 at
+    once)``, or why nothing fits: fit's first line."""
+    question = (f"{_cell(data.get('concurrency'))} requests × {_cell(data.get('context'))} "
+                f"tokens on {data.get('gpu')}")
+    chosen = data.get("chosen")
+    if isinstance(chosen, Mapping):
+        return (f"{question}: fits on {_layout_words(chosen)} "
+                f"({_cell(chosen.get('max_concurrency'))} requests at once)")
+    return f"{question}: nothing fits ({data.get('reason') or 'no layout holds it'})"
+
+
+def _alternative_line(alt: Mapping[str, Any]) -> str:
+    layout = _layout_words({**alt, "nodes": None})
+    dtype = f", KV {alt.get('kv_cache_dtype')}" if alt.get("label") == "fp8 KV cache" else ""
+    return (f"or, {alt.get('label')}: {layout.split(':')[0]}{dtype} — {alt.get('gpus')} GPUs, "
+            f"{_cell(alt.get('max_concurrency'))} requests at once; trades "
+            f"{alt.get('trades')}")
+
+
+def _wrapped_command(argv: Sequence[str], width: int) -> list[str]:
+    """A shell command cut into lines of at most ``width`` characters, each but the last
+    ending in `` \\`` (it still pastes as one command); a flag stays with its value."""
+    import shlex
+
+    words = [shlex.quote(str(w)) for w in argv]
+    groups: list[str] = []
+    for word in words:
+        if groups and not word.startswith("-") and groups[-1].startswith("-") and \
+                " " not in groups[-1]:
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+    lines: list[str] = []
+    current = ""
+    for group in groups:
+        candidate = f"{current} {group}" if current else group
+        if current and len(candidate) + 2 > width:
+            lines.append(current + " \\")
+            current = "    " + group
+        else:
+            current = candidate
+    lines.append(current)
+    return lines
 
 
 def render_fit(data: Mapping[str, Any], console: Console | None = None) -> None:
-    """The question, the chosen layout and its headline numbers, every layout tried, the
-    caveats, and the serve line to paste (printed unwrapped, so it copies whole)."""
+    """The answer (a layout, or why nothing fits), the proposals that trade something for
+    fewer GPUs or more replicas, the chosen layout's headline numbers, every layout tried,
+    the caveats, and the serve line to paste (cut at flags with ``\\``, so it copies whole)."""
     con = console or _console()
+    say(con, fit_answer(data))
+    for alt in data.get("alternatives") or ():
+        if isinstance(alt, Mapping):
+            say(con, _alternative_line(alt))
+    con.print()
     rows: list[tuple[str, Any]] = [(k, _cell(data.get(k))) for k in
                                    ("model", "gpu", "engine", "concurrency", "context")]
     chosen = data.get("chosen")
@@ -450,17 +537,31 @@ def render_fit(data: Mapping[str, Any], console: Console | None = None) -> None:
     if data.get("reason"):
         rows.append(("why nothing fits", str(data["reason"])))
     con.print(_kv_table("fit", rows))
-    attempts = _table("layouts tried", data.get("attempts"), _ATTEMPT_COLS)
+    attempt_rows = data.get("attempts")
+    drop: tuple[str, ...] = ()
+    if _narrow(con) and isinstance(attempt_rows, list):
+        # Narrow: a column that is the same on every row says nothing a reader needs.
+        drop = tuple(key for key in ("pipeline_parallel_size", "data_parallel_size",
+                                     "enable_expert_parallel", "nodes")
+                     if len({repr(r.get(key)) for r in attempt_rows
+                             if isinstance(r, Mapping)}) <= 1)
+    attempts = _table("layouts tried", attempt_rows, _ATTEMPT_COLS, drop=drop)
     if attempts is not None:
         con.print(attempts)
     for caveat in data.get("caveats") or ():
-        con.print(f"caveat: {caveat}", soft_wrap=True)
+        say(con, f"caveat: {caveat}")
     line = data.get("serve_line")
+    argv = data.get("serve_line_argv")
     if line:
-        con.file.write(f"\nserve line ({data.get('engine')}):\n  {line}\n")
+        con.file.write(f"\nserve line ({data.get('engine')}):\n")
+        if isinstance(argv, list) and argv:
+            for text in _wrapped_command(argv, con.width - 2):
+                con.file.write(f"  {text}\n")
+        else:
+            con.file.write(f"  {line}\n")
         extra = data.get("serve_line_kvledger_options") or ()
         if extra:
-            con.file.write("  (to plan it again: kvledger plan " + " ".join(extra) +
-                           " -- <the line>)\n")
+            say(con, "  (to plan it again: kvledger plan " + " ".join(extra) +
+                " -- <the line>)")
     for note in data.get("serve_line_notes") or ():
-        con.file.write(f"  note: {note}\n")
+        say(con, f"  note: {note}")

@@ -85,8 +85,10 @@ def pattern_label(run: Facts, facts: Callable[[Facts], Facts]) -> str:
 def kinds_table(
     runs: Sequence[Facts], facts: Callable[[Facts], Facts],
     describe: Callable[[Facts], str], title: str = "layer kinds", shape: str = "geometry",
+    narrow: bool = False,
 ) -> Table:
-    """Each distinct layer once: how many, its shape (``describe``), its own bytes, where."""
+    """Each distinct layer once: how many, its shape (``describe``), its own bytes, where
+    (``narrow``: where, cut shorter; the order table has every layer)."""
     kinds: list[tuple[dict[str, Any], list[int]]] = []
     for run in runs:
         f = {k: v for k, v in facts(run).items() if k not in _RUN_KEYS}
@@ -97,38 +99,34 @@ def kinds_table(
         else:
             same[1].extend(indices)
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("n", "role", "kind", shape, "dtype", "B/token each", "B/request each",
+    for col in ("n", "role", "kind", shape, "dtype", "B/token\neach", "B/request\neach",
                 "layers"):
-        table.add_column(col, justify="right" if col == "n" or col.startswith("B/")
-                         else "left", overflow="fold")
+        if col == "n" or col.startswith("B/"):
+            _number_column(table, col)
+        else:
+            # One-word cells stay whole; the shape and the layer list wrap.
+            table.add_column(col, no_wrap=col in ("role", "kind", "dtype"), overflow="fold",
+                             ratio=1 if col == shape else None,
+                             min_width=12 if col == shape else 8 if col == "layers" else None)
     for f, indices in kinds:
         table.add_row(str(len(indices)), str(f.get("role", "")), str(f.get("kind", "")),
                       describe(f), str(f.get("dtype", "")), _num(per_token(f)) if
                       per_token(f) else "-", _num(per_request(f)) if per_request(f) else "-",
-                      _where(indices))
+                      _where(indices, 8 if narrow else 44))
     return table
 
 
 def order_table(
     runs: Sequence[Facts], facts: Callable[[Facts], Facts],
     describe: Callable[[Facts], str], totals: tuple[str, int, Any, Any],
-    title: str = "layers in order", shape: str = "geometry",
+    title: str = "layers in order", shape: str = "geometry", narrow: bool = False,
 ) -> Table:
     """The runs in model order, repeating patterns folded (``layer_runs.folded_rows``); the
-    footer holds ``totals``: its label, layer count, bytes per token and per request."""
+    footer holds ``totals``: its label, layer count, bytes per token and per request.
+    ``narrow``: the role column is left out when every layer is a decoder layer."""
     rows = folded_rows(runs, lambda run: pattern_label(run, facts), facts)
     classes = any(facts(run).get("class") for run in runs)
-    table = Table(title=title, box=box.SIMPLE_HEAD, show_footer=True, title_justify="left")
-    table.add_column("layers", footer=totals[0])
-    table.add_column("n", justify="right", footer=str(totals[1]))
-    table.add_column("role")
-    table.add_column("kind", overflow="fold")
-    table.add_column(shape, overflow="fold")
-    if classes:
-        table.add_column("class", overflow="fold")
-    table.add_column("dtype")
-    table.add_column("B/token", justify="right", footer=_num(totals[2]))
-    table.add_column("B/request", justify="right", footer=_num(totals[3]))
+    body: list[list[str]] = []
     for row in rows:
         span = _span(int(row["first"]), int(row["last"]))
         if row["pattern"] is None:
@@ -151,8 +149,31 @@ def order_table(
                           zip(block, row["runs"], strict=True)) * repeats
             cells += [_joined(f.get("dtype") for f in block), _num(token) if token else "-",
                       _num(request) if request else "-"]
-        table.add_row(*cells)
+        body.append(cells)
+    show_role = not narrow or any(cells[2] != "decoder" for cells in body)
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_footer=True, title_justify="left")
+    table.add_column("layers", footer=totals[0], min_width=7)
+    _number_column(table, "n", footer=str(totals[1]))
+    if show_role:
+        table.add_column("role", no_wrap=True)
+    table.add_column("kind", overflow="fold", min_width=10, ratio=2)
+    table.add_column(shape, overflow="fold", min_width=9, ratio=1)
+    if classes:
+        table.add_column("class", overflow="fold")
+    # A pattern's dtypes are joined with "/": they may wrap there, never inside a name.
+    table.add_column("dtype", overflow="fold", min_width=8)
+    _number_column(table, "B/token", footer=_num(totals[2]))
+    _number_column(table, "B/request", footer=_num(totals[3]))
+    for cells in body:
+        table.add_row(*(cells if show_role else cells[:2] + cells[3:]))
     return table
+
+
+def _number_column(table: Table, head: str, footer: str = "") -> None:
+    """A right-aligned column of figures that never wraps (a number is never split over two
+    lines) and is never narrower than its heading."""
+    table.add_column(head, justify="right", footer=footer, no_wrap=True,
+                     min_width=max(len(head.split()[0]), len(footer)))
 
 
 def _joined(values: Any) -> str:

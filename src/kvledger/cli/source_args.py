@@ -33,7 +33,37 @@ def add_model(p: argparse.ArgumentParser) -> None:
 
 
 def model_source(ns: argparse.Namespace) -> Any:
-    """The ``ModelSource`` for the command line's MODEL, ``--revision`` and ``--offline``."""
+    """The ``ModelSource`` for the command line's MODEL, ``--revision`` and ``--offline``
+    (a pasted Hub address or a trailing slash read as the model id: ``model_id``)."""
     from kvledger.source.resolve import load_source
 
-    return load_source(ns.model, revision=ns.revision, offline=ns.offline)
+    model, note = model_id(ns.model)
+    if note:
+        import sys
+
+        sys.stderr.write(f"note: {note}\n")
+    return load_source(model, revision=ns.revision, offline=ns.offline)
+
+
+_HUB_PREFIXES = ("https://huggingface.co/", "http://huggingface.co/", "huggingface.co/",
+                 "https://hf.co/", "hf.co/")
+
+
+def model_id(text: str) -> tuple[str, str]:
+    """(the MODEL to resolve, a note or ""). A Hub page address pasted from the browser
+    (``https://huggingface.co/org/name``, or a page under it such as ``.../tree/main``) is
+    read as the id ``org/name``; a trailing slash on something that is not a local folder is
+    dropped. Each says so in the note, so the reader knows what was planned."""
+    import os
+
+    for prefix in _HUB_PREFIXES:
+        if text.lower().startswith(prefix):
+            parts = [p for p in text[len(prefix):].split("/") if p]
+            if len(parts) >= 2:
+                repo = f"{parts[0]}/{parts[1]}"
+                return repo, f"read the Hub address {text} as the model id {repo}"
+    if text.endswith("/") and len(text) > 1 and not os.path.exists(text):
+        stripped = text.rstrip("/")
+        return stripped, f"read {text} as {stripped} (no such folder; the trailing slash " \
+            "dropped)"
+    return text, ""

@@ -19,7 +19,8 @@ UNSET: dict[str, Any] = {
     "enable_lora": False, "max_loras": None, "max_lora_rank": None, "lora_dtype": None,
     "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
-    "draft_config": None,
+    "kv_transfer_config": None, "draft_config": None, "language_model_only": False,
+    "mm_encoder_tp_mode": None, "attention_backend": None,
 }
 
 
@@ -59,6 +60,19 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    help="CPU KV tier over all ranks: its capacity in tokens (kv_offload)")
     g.add_argument("--kv-offloading-backend", default=None, choices=("native", "lmcache"),
                    help="default native (only native is sized)")
+    g.add_argument("--kv-transfer-config", default=None, metavar="JSON",
+                   help="a KV connector as vLLM takes it (NixlConnector, MooncakeConnector, "
+                   "LMCacheConnectorV1, OffloadingConnector, MultiConnector): its GPU and host "
+                   "bytes and tiers (kv_transfer)")
+    g.add_argument("--language-model-only", action="store_true",
+                   help="vLLM builds no vision / audio tower and profiles no encoder: the "
+                   "towers leave the weights line")
+    g.add_argument("--mm-encoder-tp-mode", default=None, choices=("weights", "data"),
+                   help="data: each TP rank holds the whole multimodal encoder (models "
+                   "that support it; default weights)")
+    g.add_argument("--attention-backend", default=None, metavar="NAME",
+                   help="the attention backend vLLM is told to use (AttentionBackendEnum name, "
+                   "e.g. FLASHMLA, CUTLASS_MLA): its block sizes, or vLLM's refusal")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "

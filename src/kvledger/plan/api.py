@@ -38,7 +38,7 @@ def load_facts(model: Any, request: PlanRequest) -> tuple[ModelFacts, ModelSourc
     if isinstance(model, ModelFacts):
         return model, None
     source = load_source(model)
-    return get_layout(request.engine).derive(source, request), source
+    return get_layout(request.engine, request.engine_release).derive(source, request), source
 
 
 def _max_model_len(layout: Layout, facts: ModelFacts, request: PlanRequest) -> int:
@@ -92,6 +92,7 @@ def _budget(
         split=split,
     )
     budget = layout.gpu_budget(GpuBudgetInput(facts, request, preset, weights, text))
+    notes.extend(budget.notes)  # start-up verdicts (plan/startup_memory.py)
     if weights.basis != "exact":
         why = source.weights_note() if source is not None else "no checkpoint given"
         notes.append(f"weights estimated from the config's parameter count ({why})")
@@ -149,8 +150,8 @@ def plan_model(
         "model_local_specs": model_local_specs,
         "model_local_already_charged": model_local_already_charged,
     })
-    layout = get_layout(request.engine)
-    layout.release(request.engine_release)  # an unknown release is refused before anything
+    # The release is bound here, once: the layout holds its profile and every rule reads it.
+    layout = get_layout(request.engine, request.engine_release)
     layout.check(request)
     facts, source = load_facts(model, request)
     spec_warnings: list[str] = []
@@ -194,7 +195,8 @@ def plan_model(
         answers.update(_max_context(layout, inp, request.concurrency,
                                     max(planned.max_model_len, facts.max_position_embeddings or 0)))
     binding = max(planned.ranks, key=lambda r: r.reserved_bytes)
-    warnings = [*(source.warnings if source is not None else ()), *notes, *spec_warnings,
+    warnings = [*((layout.release_note,) if layout.release_note else ()),
+                *(source.warnings if source is not None else ()), *notes, *spec_warnings,
                 *local_notes, *planned.warnings,
                 *facts.warnings]  # a size the config states two ways (derived as vLLM does)
     tp, pp, dp = (request.tensor_parallel_size, request.pipeline_parallel_size,
@@ -208,8 +210,10 @@ def plan_model(
         budget=budget, ranks=planned.ranks, tensor_parallel_size=tp,
         pipeline_parallel_size=pp, data_parallel_size=dp, max_num_seqs=request.max_num_seqs,
         kv_cache_dtype=planned.kv_cache_dtype, answers=answers,
-        engine_label=engine_label(request.engine, _release_label(layout, request)),
-        engine_release=_release_version(layout, request), refuses_to_start=planned.refuses_to_start,
+        engine_label=engine_label(request.engine,
+                                  layout.release.label if layout.release else None),
+        engine_release=layout.release.version if layout.release else "",
+        release_note=layout.release_note, refuses_to_start=planned.refuses_to_start,
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
         attention_dp_size=planned.attention_dp_size,
         source=source.describe() if source is not None else None,
@@ -232,14 +236,3 @@ def _max_context(layout: Layout, inp: LayoutInput, concurrency: int, hi: int) ->
                                    "one token each")
     return out
 
-
-def _release_version(layout: Layout, request: PlanRequest) -> str:
-    """The release planned ("0.32.0"); "" for a layout without releases."""
-    release = layout.release(request.engine_release)
-    return release.version if release else ""
-
-
-def _release_label(layout: Layout, request: PlanRequest) -> str | None:
-    """``vLLM 0.32.0`` for the release planned; None for a layout without releases."""
-    release = layout.release(request.engine_release)
-    return release.label if release else None

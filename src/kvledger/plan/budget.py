@@ -134,6 +134,9 @@ class Budget:
     gpu_memory_utilization: float | None = None
     non_kv_bytes: int = 0  # weights + reserves (for the fix hint)
     gpu: str | None = None
+    # Start-up verdicts beside the lines (plan/startup_memory.py: "may refuse to start", the
+    # headroom after the KV cache), each with its basis; the plan's warnings.
+    notes: tuple[str, ...] = ()
 
     def as_lines(self) -> list[tuple[str, int, str]]:
         return [line.as_tuple() for line in self.lines]
@@ -156,14 +159,19 @@ class Budget:
 class BudgetTooSmall(PlanError):
     """Weights and reserves leave no KV memory on one GPU. Carries every line."""
 
-    def __init__(self, lines: tuple[BudgetLine, ...], available_bytes: int):
+    # The way out in vLLM's words (its flags; the CLI turns the names into flags). An engine
+    # with other flags passes its own (SGLang: --mem-fraction-static).
+    REMEDY = ("use a larger GPU, more tensor/pipeline parallelism, a higher "
+              "gpu_memory_utilization, or give the budget with kv_cache_memory_bytes")
+
+    def __init__(self, lines: tuple[BudgetLine, ...], available_bytes: int, *,
+                 remedy: str | None = None):
         self.lines = lines
         self.available_bytes = available_bytes
         detail = "; ".join(f"{ln.label} {ln.bytes / GIB:.2f} GiB ({ln.basis})" for ln in lines)
         super().__init__(
             f"no memory left for the KV cache: {available_bytes / GIB:.2f} GiB per GPU "
-            f"({detail}); use a larger GPU, more tensor/pipeline parallelism, a higher "
-            "gpu_memory_utilization, or give the budget with kv_cache_memory_bytes"
+            f"({detail}); {remedy or self.REMEDY}"
         )
 
 

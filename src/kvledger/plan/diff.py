@@ -24,6 +24,7 @@ difference is named on every line it could touch, and the JSON says so (``attrib
 
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager
 
 from kvledger import records
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from kvledger.plan.engines.release import Release
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import PlanResult
+
+_MIXES = itertools.count()  # numbers the profiles _with_profile binds, one each
 
 # Profile fields that say which release it is or what it is called, not how it plans.
 _NAMING_FIELDS = frozenset({"engine", "product", "version", "flag_table", "transformers"})
@@ -281,7 +284,7 @@ def _version_key(release: Release) -> tuple[int, ...]:
 def _side(request: PlanRequest, plan: PlanResult) -> str:
     from kvledger.plan.engines.base import get_layout
 
-    release = get_layout(request.engine).release(request.engine_release)
+    release = get_layout(request.engine, request.engine_release).release
     name = release.label if release is not None else plan.engine_label or request.engine
     return f"{name} on {request.gpu}" if request.gpu else name
 
@@ -303,9 +306,9 @@ def diff_plans(model: Any, request_a: PlanRequest, request_b: PlanRequest) -> Pl
     lines = plan_lines(json_a, json_b)
     causes = list(request_causes(request_a, request_b))
     if request_a.engine == request_b.engine:
-        layout = get_layout(request_a.engine)
-        ra = layout.release(request_a.engine_release)
-        rb = layout.release(request_b.engine_release)
+        layout = get_layout(request_a.engine, request_a.engine_release)
+        ra = layout.release
+        rb = get_layout(request_b.engine, request_b.engine_release).release
         if ra is not None and rb is not None and ra != rb:
             ordered = sorted(layout.releases.values(), key=_version_key)
             causes = [*release_causes(ordered, ra, rb, release_cites), *causes]
@@ -381,14 +384,15 @@ def _mixed(model: Any, request: PlanRequest, name: str, value: Any,
 @contextmanager
 def _with_profile(request: PlanRequest, name: str, value: Any) -> Iterator[PlanRequest]:
     """``request`` pinned to its release's profile with field ``name`` at ``value``: the
-    profile is known to the layout for the block only, under a version of its own
-    (``0.32.0+gdn_checkpoint_alignment``), so every rule that reads the release reads it."""
+    profile is known to the engine for the block only, under a version of its own
+    (``0.32.0+gdn_checkpoint_alignment.3``, numbered so that a layout bound to it earlier is
+    never bound again), so the layout ``plan_model`` binds holds it and every rule reads it."""
     from kvledger.plan.engines.base import get_layout
 
-    layout = get_layout(request.engine)
-    release = layout.release(request.engine_release)
+    layout = get_layout(request.engine, request.engine_release)
+    release = layout.release
     assert release is not None
-    version = f"{release.version}+{name}"
+    version = f"{release.version}+{name}.{next(_MIXES)}"
     releases: Any = layout.releases  # the engine's own table (a dict), extended for the block
     releases[version] = records.replace(release, version=version, **{name: value})
     try:

@@ -39,6 +39,7 @@ def fit_model(
     max_gpus: int | None = None,
     expert_parallel: bool = False,
     dp_sizes: Sequence[int] = DP_SIZES,
+    propose: bool = True,
 ) -> FitResult:
     """The first layout of ``gpu`` (``fit_layouts``' order) that holds ``concurrency``
     requests of ``context`` tokens.
@@ -52,7 +53,8 @@ def fit_model(
     question). It holds when every rank's max concurrency at ``context`` reaches its share
     and the engine would start. ``expert_parallel``: also try ``dp_sizes`` DP ranks × EP
     (a MoE model only). ``max_gpus`` caps the layouts; TP stays inside a node of
-    ``gpus_per_node`` GPUs.
+    ``gpus_per_node`` GPUs. ``propose``: also weigh an fp8 KV cache on fewer GPUs and DP
+    replicas of a dense model (``plan/fit_trades.py``), each labelled with what it trades.
     """
     from kvledger.plan.fit_result import FitResult
     from kvledger.plan.gpus import gpu_preset
@@ -84,17 +86,30 @@ def fit_model(
     candidates = fit_layouts(decoder, tp_sizes, pp_sizes, gpus_per_node=gpus_per_node,
                              max_gpus=max_gpus, dp_sizes=dp_sizes if expert_parallel else ())
     attempts = []
+    chosen_plan = None
     for layout in candidates:
         attempt, plan, candidate = _try(layout, source if source is not None else facts,
                                         request, preset.name, concurrency, context,
                                         gpus_per_node, gpu_memory_utilization, reserves)
         attempts.append(attempt)
         if plan is not None:
-            return FitResult(facts.model, preset.name, request.engine, concurrency, context,
-                             tuple(attempts), plan, gpus_per_node=gpus_per_node,
-                             max_gpus=max_gpus, request=candidate,
-                             caveats=_caveats(attempt, gpus_per_node, concurrency,
-                                              expert_parallel, pp_fixed=len(pp_sizes) == 1))
+            chosen_plan = (attempt, plan, candidate)
+            break
+    alternatives: tuple[Any, ...] = ()
+    if propose:
+        alternatives = _alternatives(
+            model, facts, request, preset, concurrency, context, chosen_plan,
+            source if source is not None else facts, tp_sizes=tp_sizes, pp_sizes=pp_sizes,
+            gpus_per_node=gpus_per_node, max_gpus=max_gpus, expert_parallel=expert_parallel,
+            gpu_memory_utilization=gpu_memory_utilization, reserves=reserves)
+    if chosen_plan is not None:
+        attempt, plan, candidate = chosen_plan
+        return FitResult(facts.model, preset.name, request.engine, concurrency, context,
+                         tuple(attempts), plan, gpus_per_node=gpus_per_node,
+                         max_gpus=max_gpus, request=candidate,
+                         caveats=_caveats(attempt, gpus_per_node, concurrency,
+                                          expert_parallel, pp_fixed=len(pp_sizes) == 1),
+                         alternatives=alternatives)
     most = f"{max_gpus} GPUs" if max_gpus is not None else \
         f"{max(tp_sizes)} TP × {max(pp_sizes)} PP"
     reason = (f"no layout up to {most} of {preset.name} holds {concurrency} requests of "
@@ -107,7 +122,66 @@ def fit_model(
         reason += f"; pipeline parallelism not tried: {no_pp}"
     return FitResult(facts.model, preset.name, request.engine, concurrency, context,
                      tuple(attempts), None, reason, gpus_per_node=gpus_per_node,
-                     max_gpus=max_gpus)
+                     max_gpus=max_gpus, alternatives=alternatives)
+
+
+def _alternatives(model: Any, facts: ModelFacts, request: PlanRequest, preset: Any,
+                  concurrency: int, context: int, chosen: Any, planned_model: Any, *,
+                  tp_sizes: Sequence[int], pp_sizes: Sequence[int], gpus_per_node: int,
+                  max_gpus: int | None, expert_parallel: bool,
+                  gpu_memory_utilization: float | None,
+                  reserves: Reserves | None) -> tuple[Any, ...]:
+    """The proposals of ``plan/fit_trades.py``: an fp8 KV cache on fewer GPUs than the chosen
+    layout (or on any, when nothing fits), and DP replicas of a dense model on the chosen
+    layout's GPUs."""
+    from kvledger.plan.fit_trades import (
+        computes_fp8,
+        dp_alternative,
+        fp8_alternative,
+        is_eight_bits,
+    )
+
+    out: list[Any] = []
+    attempt, plan = (chosen[0], chosen[1]) if chosen is not None else (None, None)
+    kv_dtype = plan.kv_cache_dtype if plan is not None else request.kv_cache_dtype
+    if computes_fp8(preset.compute_capability) and not is_eight_bits(kv_dtype) \
+            and not is_eight_bits(request.kv_cache_dtype):
+        limit = attempt.gpus - 1 if attempt is not None else max_gpus
+        if limit is None or limit >= 1:
+            try:
+                fp8 = fit_model(model, records.replace(request, kv_cache_dtype="fp8"),
+                                gpu=preset.name, concurrency=concurrency, context=context,
+                                gpu_memory_utilization=gpu_memory_utilization,
+                                reserves=reserves, tp_sizes=tp_sizes, pp_sizes=pp_sizes,
+                                gpus_per_node=gpus_per_node, max_gpus=limit,
+                                expert_parallel=expert_parallel, propose=False)
+            except ValueError:  # the model or engine takes no fp8 cache: nothing to propose
+                fp8 = None
+            if fp8 is not None and fp8.chosen is not None:
+                out.append(fp8_alternative(fp8.chosen))
+    if attempt is not None and attempt.data_parallel_size == 1 and \
+            attempt.pipeline_parallel_size == 1 and attempt.tensor_parallel_size > 1 and \
+            not _routed_experts(facts):
+        from kvledger.plan.fit_layouts import Candidate
+
+        tp = attempt.tensor_parallel_size
+        for smaller in sorted(t for t in tp_sizes if t < tp and tp % t == 0):
+            layout = Candidate(smaller, 1, tp // smaller)
+            tried, replica, _ = _try(layout, planned_model, request, preset.name, concurrency,
+                                     context, gpus_per_node, gpu_memory_utilization, reserves)
+            if replica is not None:
+                out.append(dp_alternative(tried, replica.kv_cache_dtype))
+                break
+    return tuple(out)
+
+
+def _routed_experts(facts: ModelFacts) -> int:
+    from kvledger.plan.weights import WeightsError, parameter_counts
+
+    try:
+        return int(parameter_counts(facts.language_config()).get("routed_experts", 0))
+    except WeightsError:
+        return 0
 
 
 def _check_moe(facts: ModelFacts) -> None:
@@ -159,6 +233,14 @@ def _try(layout: Candidate, model: Any, request: PlanRequest, gpu: str, concurre
     except (InsufficientPoolBudget, ValueError) as exc:
         return attempt(False, None, getattr(exc, "hint", "") or str(exc)), None, None
     holds = plan.max_concurrency >= share and not plan.refuses_to_start
+    if plan.refuses_to_start or plan.max_concurrency < 1:
+        # A request never spans DP ranks: ranks that cannot each hold one hold none together,
+        # so the rank's fraction is not multiplied by the ranks.
+        per = f"{plan.max_concurrency:.2f} of one"
+        return attempt(False, plan.max_concurrency, (
+            f"one request of {context} tokens does not fit a GPU's KV cache ({per}"
+            + (", on each of the DP ranks" if dp > 1 else "") + "): the engine refuses to "
+            "start")), None, None
     group = plan.max_concurrency * dp
     each = f" ({dp} DP ranks × {plan.max_concurrency:.2f})" if dp > 1 else ""
     why = (f"holds {group:.2f} requests of {context} tokens{each}" if holds else

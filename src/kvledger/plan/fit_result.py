@@ -45,6 +45,32 @@ class FitAttempt:
 
 
 @record(frozen=True)
+class FitAlternative:
+    """A layout ``fit`` proposes beside its answer, and what it trades for it
+    (``plan/fit_trades.py``)."""
+
+    label: str  # "fp8 KV cache", "data-parallel replicas"
+    trades: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    kv_cache_dtype: str
+    gpus: int
+    max_concurrency: float | None  # the whole layout's, as the attempt says it
+    reason: str  # the attempt's words
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label, "trades": self.trades,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "data_parallel_size": self.data_parallel_size,
+            "kv_cache_dtype": self.kv_cache_dtype, "gpus": self.gpus,
+            "max_concurrency": self.max_concurrency, "reason": self.reason,
+        }
+
+
+@record(frozen=True)
 class FitResult:
     model: str
     gpu: str
@@ -60,6 +86,8 @@ class FitResult:
     caveats: tuple[str, ...] = ()
     # The request the chosen layout was planned with (its serve line is written from it).
     request: PlanRequest | None = None
+    # Layouts proposed beside the answer, each with what it trades (plan/fit_trades.py).
+    alternatives: tuple[FitAlternative, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -97,4 +125,5 @@ class FitResult:
             "reason": self.reason,
             "attempts": [a.to_json() for a in self.attempts],
             "plan": self.plan.to_json() if self.plan is not None else None,
+            "alternatives": [a.to_json() for a in self.alternatives],
         }

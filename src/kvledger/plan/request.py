@@ -93,7 +93,8 @@ def _count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BYTES) -> 
 _SIZED_FIELDS = {
     "kv_cache_memory_bytes": ("bytes", 0), "activation_peak_bytes": ("bytes", 0),
     "cuda_graph_bytes": ("bytes", 0), "non_torch_bytes": ("bytes", 0),
-    "gpu_total_bytes": ("bytes", 1), "max_model_len": ("tokens", 1),
+    "gpu_total_bytes": ("bytes", 1), "gpu_free_bytes": ("bytes", 0),
+    "gpu_memory_in_use": ("bytes", 0), "max_model_len": ("tokens", 1),
     "max_num_batched_tokens": ("tokens", 1),
 }
 
@@ -171,6 +172,15 @@ class PlanRequest:
     activation_peak_bytes: int | None = None  # None: documented estimate
     cuda_graph_bytes: int | None = None  # None: documented estimate
     non_torch_bytes: int | None = None  # None: documented estimate
+    # What else holds the GPU when the engine starts (plan/startup_memory.py): the free memory
+    # before it starts (nvidia-smi's memory.free), or the bytes other processes hold (another
+    # engine beside it). None: nothing else. At most one of the two.
+    gpu_free_bytes: int | None = None
+    gpu_memory_in_use: int | None = None
+    # Apply the engine's free-memory admission at start-up (vLLM refuses when free memory is
+    # below ceil(total × utilization)). Off only for a search over hypothetical fractions
+    # whose stages another rule admits together (vLLM-Omni's split, plan/omni/admission.py).
+    startup_admission: bool = True
     # -- questions ----------------------------------------------------------------------------
     concurrency: int | None = None  # also answer: the longest context N requests can hold
     # -- model-local declarations (seed protocol A; module docstring) ------------------------
@@ -198,6 +208,12 @@ class PlanRequest:
                 _count(name, value, minimum=0)
         if self.gpu_total_bytes is not None:
             _count("gpu_total_bytes", self.gpu_total_bytes, minimum=1)
+        for name in ("gpu_free_bytes", "gpu_memory_in_use"):
+            if getattr(self, name) is not None:
+                _count(name, getattr(self, name), minimum=0)
+        if self.gpu_free_bytes is not None and self.gpu_memory_in_use is not None:
+            raise ValueError("gpu_free_bytes and gpu_memory_in_use both say what else holds "
+                             "the GPU: give one")
         object.__setattr__(self, "block_size", _block_size(self.block_size))
         if self.max_model_len is not None:
             _count("max_model_len", self.max_model_len, minimum=1)

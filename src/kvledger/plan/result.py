@@ -96,15 +96,33 @@ class RankResult:
         return out
 
 
+def _per_entry(layer: LayerCache) -> tuple[int, int] | None:
+    """(bytes of one entry, tokens per entry) for a layer that caches one entry per ``ratio``
+    tokens (DeepSeek-V4's compressed KV and its indexer) when the entry is not a whole number
+    of bytes per token: vLLM 0.33's ``fp8_ds_mla`` entry of 584 B per 128 tokens (448 fp8 +
+    7 scales + 1 pad + 64 × 2 rope, ``deepseek_v4.row_bytes``). None for every other layer."""
+    entry_bytes = getattr(layer, "entry_bytes", None)
+    ratio = getattr(layer, "ratio", None)
+    if not callable(entry_bytes) or not isinstance(ratio, int) or ratio <= 1:
+        return None
+    entry = int(entry_bytes())
+    return (entry, ratio) if entry % ratio else None
+
+
 def _summary_row(layer: LayerCache) -> dict[str, Any]:
     owns = layer.owns_memory
+    per_entry = _per_entry(layer) if owns else None
     row: dict[str, Any] = {
         "kind": str(layer.kind),
         "role": str(layer.role),
-        "bytes_per_token": layer.bytes_per_token() if owns else 0,
+        # Not a whole number of bytes per token: None, and the entry's own figures (as
+        # LayerCache.describe gives them for these kinds); rows_bytes adds them exactly.
+        "bytes_per_token": None if per_entry else layer.bytes_per_token() if owns else 0,
         "bytes_per_request": layer.bytes_per_request() if owns else 0,
         "dtype": layer.dtype,
     }
+    if per_entry:
+        row["entry_bytes"], row["tokens_per_entry"] = per_entry
     for attr in ("window", "chunk", "encoder_len", "state_kind"):
         value = getattr(layer, attr, None)
         if value is not None:
@@ -194,8 +212,15 @@ def rows_bytes(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     tensor-parallel rank (with pipeline parallelism, every stage's layers): rows × their
     count; cross-attention counts per request only (it caches the encoder's positions once),
     as ``ModelFacts.bytes_per_token`` does."""
-    per_token = sum(int(r.get("bytes_per_token") or 0) * int(r.get("count") or 1)
-                    for r in rows if r.get("kind") != "cross")
+    from fractions import Fraction
+
+    exact = sum((Fraction(int(r["entry_bytes"]) * int(r.get("count") or 1),
+                          int(r["tokens_per_entry"]))
+                 if r.get("entry_bytes") and r.get("bytes_per_token") is None
+                 else Fraction(int(r.get("bytes_per_token") or 0) * int(r.get("count") or 1))
+                 for r in rows if r.get("kind") != "cross"), Fraction(0))
+    # A per-entry layer's share can leave a fraction of a byte per token: rounded up.
+    per_token = -(-exact.numerator // exact.denominator)
     per_request = sum(int(r.get("bytes_per_request") or 0) * int(r.get("count") or 1)
                       for r in rows)
     return per_token, per_request
@@ -234,6 +259,9 @@ class PlanResult:
     answers: dict[str, Any] = field(default_factory=dict)
     engine_label: str = ""
     engine_release: str = ""  # the release planned ("0.32.0"); "" for the native layout
+    # Why the release planned is not the one asked ("" when it is): an unknown well-formed
+    # release (vllm==0.35) is planned as the nearest known one.
+    release_note: str = ""
     # The engine would refuse to start (one max_model_len request does not fit).
     refuses_to_start: bool = False
     # JSON keys only this engine has (vllm_refuses_to_start, max_running_requests, ...).
@@ -273,6 +301,7 @@ class PlanResult:
             "engine": self.engine,
             "engine_label": self.engine_label,
             "engine_release": self.engine_release or None,
+            **({"release_note": self.release_note} if self.release_note else {}),
             "block_size": self.block_size,
             "num_blocks": self.num_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,

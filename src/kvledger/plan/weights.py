@@ -225,6 +225,21 @@ def _matches(patterns: Iterable[str], name: str) -> bool:
     return False
 
 
+def quantization_config(cfg: Mapping[str, Any]) -> Any:
+    """The quantization block vLLM reads, where vLLM 0.33 looks for it
+    (``transformers_utils/model_arch_config_convertor.py`` ``get_quantization_config``): the
+    config's ``quantization_config``, else its ``compression_config`` (compressed-tensors),
+    else the same two in its ``text_config`` ("Check the text config as well for multi-modal
+    models": Kimi-K2.5 states its INT4 experts there)."""
+    for where in (cfg, cfg.get("text_config")):
+        if not isinstance(where, Mapping):
+            continue
+        for key in ("quantization_config", "compression_config"):
+            if where.get(key) is not None:
+                return where[key]
+    return None
+
+
 def _experts_scheme(cfg: Mapping[str, Any], model_type: str,
                    scheme: tuple[str, float, frozenset[str]] | None) -> tuple[str, float] | None:
     """The routed experts' own storage where a checkpoint quantizes them apart: DeepSeek-V4's
@@ -250,12 +265,15 @@ def _quant_scheme(
         algo = str(q.get("quant_algo") or "").upper()
         excluded = [str(p) for p in q.get("exclude_modules") or ()]
         bits = {"FP8": 8.0, "NVFP4": 4.5, "W4A8_AWQ": 4.25}.get(algo)
+        if algo == "MIXED_PRECISION":
+            # Sized layer by layer (_mixed_bits); the categories listed are decided there.
+            return "modelopt MIXED_PRECISION", 0.0, frozenset()
         if bits is None:
             raise WeightsError(f"ModelOpt quant_algo {algo!r} (hf_quant_config.json, or "
                                "config.json's quantization_config) has no known storage size")
         cats = frozenset(c for c in linear if not _matches(excluded, _PROBES[c]))
         return f"modelopt {algo}", bits, cats
-    qc = cfg.get("quantization_config")
+    qc = quantization_config(cfg)
     mlx = cfg.get("quantization")
     if isinstance(mlx, Mapping) and "bits" in mlx and "group_size" in mlx and \
             (qc is None or (isinstance(qc, Mapping) and states_no_method(qc))):
@@ -326,6 +344,16 @@ def _quant_scheme(
     )
 
 
+def tower_bytes(cfg: Mapping[str, Any], model_dtype: str) -> int:
+    """The vision / audio towers vLLM builds beside the language model, at the serving dtype
+    (``estimate_weights``'s ``towers`` share: towers stay at the dense dtype; layers past a
+    LLaVA-style ``vision_feature_layer`` are not built). 0 for a text-only config, or one
+    whose tower states no sizes (the estimate's warning says so)."""
+    params = count_parameters(cfg)
+    towers = params.towers - params.towers_unused
+    return -(-towers * resolve_dtype(serving_dtype(model_dtype)).bits // 8)
+
+
 @record(frozen=True)
 class Estimate:
     """Bytes of the parameters ``derive/params/`` counts, at a dtype and quantization."""
@@ -380,8 +408,11 @@ def estimate_weights(
                            "layers are quantized is not modelled")
     experts_scheme = None if online is not None else \
         _experts_scheme(cfg, params.model_type, scheme)
+    mixed = _mixed_bits(cfg, hf_quant, dense_bits) \
+        if online is None and scheme is not None and scheme[0].endswith("MIXED_PRECISION") \
+        else None
     shares = _modelopt_shares(cfg, hf_quant, mtp if with_mtp else 0) \
-        if online is None and hf_quant and scheme is not None else None
+        if online is None and hf_quant and scheme is not None and mixed is None else None
     # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
     # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
     # siglip.py build post_layernorm only with every layer): the unused layers are not held.
@@ -391,7 +422,10 @@ def estimate_weights(
     by_category = {"towers": -(-towers * dense_bits // 8)}
     expert_bits = 0.0
     for category, n in counts.items():
-        if experts_scheme is not None and category == "routed_experts":
+        if mixed is not None and category in mixed:
+            quant_bits += n * mixed[category]
+            by_category[category] = int(-(-(n * mixed[category]) // 8))
+        elif experts_scheme is not None and category == "routed_experts":
             expert_bits += n * experts_scheme[1]
             by_category[category] = int(-(-(n * experts_scheme[1]) // 8))
         elif scheme is not None and shares is not None and category in shares:
@@ -413,7 +447,11 @@ def estimate_weights(
     how = f"{n_params / 1e9:.2f}B parameters at {dense_dtype}"
     if towers:
         how += f" (towers {towers / 1e9:.2f}B included)"
-    if scheme is not None and shares is not None:
+    if mixed is not None:
+        listed = ", ".join(f"{c} {mixed[c]:g}" for c in sorted(mixed) if counts.get(c))
+        how += (f", MIXED_PRECISION by quantized_layers: bits per weight {listed or 'none'} "
+                f"(a module it does not list stays {dense_dtype})")
+    elif scheme is not None and shares is not None:
         listed = ", ".join(f"{c} {shares[c]:.1%}" for c in sorted(shares) if counts.get(c))
         how += (f", linear layers at {scheme[0]} ({scheme[1]:g} bits) but what exclude_modules "
                 f"keeps in {dense_dtype} ({listed})")
@@ -457,7 +495,7 @@ def _flat_modelopt(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
     ``producer.name`` "modelopt"), laid out as ``hf_quant_config.json`` is: vLLM 0.33
     modelopt.py ``ModelOptQuantConfigBase.from_config`` reads such a flat block's
     ``quant_algo`` and its ``ignore`` (else ``exclude_modules``) list."""
-    qc = cfg.get("quantization_config")
+    qc = quantization_config(cfg)
     if not isinstance(qc, Mapping) or "quant_algo" not in qc or "quantization" in qc:
         return None
     producer = qc.get("producer")
@@ -465,9 +503,83 @@ def _flat_modelopt(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if str(qc.get("quant_method") or "") not in _MODELOPT_METHODS and not by_modelopt:
         return None
     excluded = qc.get("ignore", qc.get("exclude_modules")) or []
-    return {"quantization": {"quant_algo": qc["quant_algo"],
-                             "exclude_modules": list(excluded) if isinstance(excluded, list)
-                             else []}}
+    flat: dict[str, Any] = {"quant_algo": qc["quant_algo"],
+                            "exclude_modules": list(excluded) if isinstance(excluded, list)
+                            else []}
+    if isinstance(qc.get("quantized_layers"), Mapping):
+        flat["quantized_layers"] = qc["quantized_layers"]
+    return {"quantization": flat}
+
+
+# Bits per weight of each ModelOpt linear algo vLLM 0.33 takes in a MIXED_PRECISION
+# checkpoint (model_executor/layers/quantization/modelopt.py LINEAR_ALGOS and the routed
+# experts' methods): FP8 per tensor or per channel 8; FP8 128 × 128 blocks 8 + 32 / 16,384;
+# NVFP4 (W4A4 or W4A16) 4 + one fp8 scale per group of 16: 4.5; MXFP8 8 + one e8m0 scale
+# per 32: 8.25.
+_MIXED_ALGO_BITS = {
+    "FP8": 8.0, "FP8_PER_CHANNEL_PER_TOKEN": 8.0, "FP8_PB_WO": 8.0 + 32 / 16384,
+    "FP8_BLOCK_SCALES": 8.0 + 32 / 16384, "NVFP4": 4.5, "W4A16_NVFP4": 4.5, "MXFP8": 8.25,
+}
+# Where each category's modules sit in decoder layer {i} (HF names, as quantized_layers
+# lists them).
+_MIXED_MODULES = {
+    "attn": ("self_attn.",),
+    "dense_mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "mlp.gate_up_proj"),
+    "shared_experts": ("mlp.shared_experts.", "mlp.shared_expert."),
+    "routed_experts": ("mlp.experts", "block_sparse_moe.experts"),
+}
+
+
+def _mixed_bits(cfg: Mapping[str, Any], hf_quant: Mapping[str, Any] | None,
+                dense_bits: int) -> dict[str, float]:
+    """Per linear category, the mean bits per weight of a ModelOpt MIXED_PRECISION checkpoint:
+    each decoder layer's module at the algo ``quantized_layers`` names for it, or the dense
+    dtype where it names none (vLLM 0.33 ``ModelOptMixedPrecisionConfig._resolve_quant_algo``:
+    a direct key, else a key under the module; an unlisted layer is left unquantized).
+    Layers of a category are taken as equal in size (true of uniform decoders); attention is
+    in every layer, the dense MLP in the non-MoE ones, the experts in the MoE ones."""
+    from kvledger.derive.config import Config
+    from kvledger.derive.params import moe_layers
+
+    q = (hf_quant or {}).get("quantization") or {}
+    listed = q.get("quantized_layers") if isinstance(q, Mapping) else None
+    if not isinstance(listed, Mapping) or not listed:
+        # ModelOptMixedPrecisionConfig._from_config raises the same.
+        raise WeightsError("MIXED_PRECISION quant_algo requires a non-empty 'quantized_layers' "
+                           "mapping in the quantization config (vLLM refuses it too)")
+    algos: dict[str, str] = {}
+    for key, info in listed.items():
+        name = str(key)
+        for wrapped in ("model.language_model.", "language_model.model."):
+            if name.startswith(wrapped):
+                name = "model." + name[len(wrapped):]
+        algo = str((info or {}).get("quant_algo") or "").upper() \
+            if isinstance(info, Mapping) else ""
+        if algo not in _MIXED_ALGO_BITS:
+            raise WeightsError(f"MIXED_PRECISION quantized_layers {key}: quant_algo {algo!r} "
+                               "has no known storage size")
+        algos[name] = algo
+    text = Config(cfg, model="config").text()
+    layers = _int(text.raw, "num_hidden_layers") or 0
+    experts = _int(text.raw, *ALIASES["experts"])
+    moe = moe_layers(text, layers) if layers and experts else [False] * layers
+    out: dict[str, float] = {}
+    for category, parts in _MIXED_MODULES.items():
+        holders = [i for i in range(layers) if category == "attn"
+                   or (category == "dense_mlp") != bool(moe[i])]
+        if not holders:
+            continue
+        total = 0.0
+        for i in holders:
+            base = f"model.layers.{i}."
+            found = next((a for k, a in algos.items() if k.startswith(base) and
+                          any(k[len(base):].startswith(part) for part in parts)), None)
+            total += _MIXED_ALGO_BITS[found] if found else dense_bits
+        out[category] = total / len(holders)
+    head = algos.get("lm_head")
+    if head:
+        out["lm_head"] = _MIXED_ALGO_BITS[head]
+    return out
 
 
 def _per_layer_excludes(hf_quant: Mapping[str, Any]) -> bool:

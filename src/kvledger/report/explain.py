@@ -107,11 +107,12 @@ def _replayed_as(log: ParsedLog, request: PlanRequest | None) -> str | None:
         return None
     from kvledger.plan.engines.base import get_layout
 
-    release = get_layout("vllm").release(request.engine_release if request else None)
+    release = get_layout("vllm", request.engine_release if request else None).release
     return release.label if release is not None else None
 
 
-def build_request(log: ParsedLog, engine: str, problems: list[str]) -> PlanRequest | None:
+def build_request(log: ParsedLog, engine: str, problems: list[str],
+                  gpu: str | None = None) -> PlanRequest | None:
     """The log's settings as kvledger's ``PlanRequest`` (its names are vLLM's)."""
     from kvledger.plan.request import SPECULATIVE_METHODS, PlanRequest
 
@@ -133,6 +134,13 @@ def build_request(log: ParsedLog, engine: str, problems: list[str]) -> PlanReque
                  "max_num_batched_tokens", "enable_prefix_caching"):
         if s.get(name) is not None:
             fields[name] = s[name]
+    # The device sets vLLM's batch defaults (EngineArgs.get_batch_defaults by total memory and
+    # device), so the request names it as `plan` would: the --gpu preset, else the log's total.
+    total = log.figures.get("gpu_total_gib")
+    if gpu is not None:
+        fields["gpu"] = gpu
+    elif isinstance(total, Gib):
+        fields["gpu_total_bytes"] = total.bytes
     length = log.figures.get("concurrency_length") or log.figures.get("refused_length")
     if "max_model_len" not in fields and isinstance(length, int):
         fields["max_model_len"] = length
@@ -207,7 +215,7 @@ def explain_log(
             f"{k}={v}" for k, v in overrides.items()))
     named = model if model is not None else (log.model or log.settings.get("hf_config_path"))
     problems: list[str] = []
-    request = build_request(log, "vllm", problems)
+    request = build_request(log, "vllm", problems, gpu)
     label = None if named is None else (
         "<config dict>" if isinstance(named, dict) else str(named))
     ctx = Context(log, request, None, None, label, _gpu_from_log(log, gpu), problems)

@@ -203,11 +203,15 @@ def _layouts_section(data: ReportData) -> str:
                   (False, *([True] * len(names))))
     side += "".join(f'<p class="note">{escape(c.label)}: {escape(c.note)}</p>'
                     for c in data.layouts if c.note)
+    native = next((c for c in data.layouts if c.label == "native"), None)
+    # The cap is the native curve's own max_num_seqs: the number its column stops at.
+    cap = native.max_num_seqs if native is not None and native.max_num_seqs else \
+        data.plan.max_num_seqs
     caption = (f"Every layout planned on the same KV budget ({data.engine}, this report's, "
                "drawn solid on top; the others hollow and broken, so equal curves both show), "
                "each counting as its engine does: "
                "vllm gives vLLM's unrounded \"Maximum concurrency\"; native never counts more "
-               f"than max_num_seqs requests ({data.plan.max_num_seqs} here). – : the layout "
+               f"than max_num_seqs requests ({cap:,} here). – : the layout "
                "planned nothing there.")
     return _section("layouts", "Concurrency by layout", _chart("layouts", svg, caption, side))
 

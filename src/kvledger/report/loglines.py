@@ -69,7 +69,46 @@ VLLM_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # memory utilization is (0.92, 28.88 GiB). Actual usage is 15.03 GiB for consumed
         # memory (weights + non-torch), 1.59 GiB for peak activation, and 0.09 GiB for
         # CUDAGraph memory." (seen in noonghunna/club-3090#1087).
-        ("device_memory", rf"Free memory on device \((?P<free>{_NUM})/(?P<gib>{_NUM}) ?GiB\)"),
+        # 0.28-0.33 (read in 0.28, 0.32 and 0.33 ``gpu_worker.compile_or_warm_up_model``, the
+        # same f-string): "Free memory on device (F/T GiB) on startup. Desired GPU memory
+        # utilization is (U, D GiB). Actual usage is W GiB for consumed memory (weights +
+        # non-torch), A GiB for peak activation, and G GiB for CUDAGraph memory. Replace
+        # gpu_memory_utilization config with `--kv-cache-memory=N` (X GiB) to fit into
+        # requested memory, or `--kv-cache-memory=M` (Y GiB) to fully utilize gpu memory.
+        # Current kv cache memory in use is K GiB." F is the free memory at the start-up
+        # snapshot, D = ceil(T × U) (``v1/worker/utils.py request_memory``), W the profile's
+        # ``total_consumed``, A its transient peak plus the CUDA-graph estimate it subtracted,
+        # G the graphs actually captured after the cache was allocated, N = D − W − A − G −
+        # 150 MiB and M = F − W − A − G − 150 MiB (bytes, exact), K the KV budget.
+        ("device_memory", rf"Free memory on device \((?P<free>{_NUM})/(?P<gib>{_NUM}) ?GiB\)"
+                          rf"(?: on startup\. Desired GPU memory utilization is \("
+                          rf"(?P<util>{_NUM}), (?P<desired>{_NUM}) GiB\))?"),
+        ("kv_to_limits", r"--kv-cache-memory=(?P<requested>-?[0-9]+)` \([^)]*\) to fit into "
+                         r"requested memory, or `--kv-cache-memory=(?P<gpu>-?[0-9]+)`"),
+        ("kv_in_use", rf"Current kv cache memory in use is (?P<gib>-?{_NUM}) GiB"),
+        # 0.10-0.11 (seen in public 0.10.2 logs, gpu_worker.py:391): "Actual usage is W GiB for
+        # weight, A GiB for peak activation, N GiB for non-torch memory, and G GiB for
+        # CUDAGraph memory. ... Current kv cache memory in use is K bytes." — graphs captured
+        # after the cache was sized (nothing subtracted for them), K exact.
+        ("usage_report_v010", rf"Actual usage is (?P<weights>{_NUM}) GiB for weight, "
+                              rf"(?P<activation>{_NUM}) GiB for peak activation, "
+                              rf"(?P<non_torch>{_NUM}) GiB for non-torch memory, and "
+                              rf"(?P<graphs>{_NUM}) GiB for CUDAGraph memory"),
+        ("kv_in_use_bytes", r"Current kv cache memory in use is (?P<bytes>[0-9]+) bytes"),
+        # 0.28-0.33 gpu_worker.compile_or_warm_up_model, when the graphs were profiled: "CUDA
+        # graph pool memory: X GiB (actual), Y GiB (estimated), difference: ...". Y is what
+        # ``determine_available_memory`` subtracted (inside the logged peak activation).
+        ("graph_pool", rf"CUDA graph pool memory: (?P<actual>{_NUM}) GiB \(actual\), "
+                       rf"(?P<estimated>{_NUM}) GiB \(estimated\)"),
+        # gpu_model_runner.profile_cudagraph_memory (0.21+): "Estimated CUDA graph memory: Y
+        # GiB total" — the estimate subtracted, before the cache is sized.
+        ("graph_estimate", rf"Estimated CUDA graph memory: (?P<estimated>{_NUM}) GiB total"),
+        # 0.28-0.33 ``v1/worker/utils.py request_memory``: vLLM refuses to start ("Free memory
+        # on device cuda:0 (F/T GiB) on startup is less than desired GPU memory utilization
+        # (U, D GiB)").
+        ("free_refusal", rf"Free memory on device \S+ \((?P<free>{_NUM})/(?P<gib>{_NUM}) GiB\) "
+                         rf"on startup is less than desired GPU memory utilization \("
+                         rf"(?P<util>{_NUM}), (?P<desired>{_NUM}) GiB\)"),
         ("usage_report", rf"Actual usage is (?P<consumed>{_NUM}) GiB for consumed memory.*?"
                          rf"(?P<activation>{_NUM}) GiB for peak activation(?:, and "
                          rf"(?P<graphs>{_NUM}) GiB for CUDAGraph memory)?"),
@@ -116,7 +155,8 @@ SGLANG_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # Any of these marks a log as one engine's (the KV lines decide when both appear).
 VLLM_MARKERS = re.compile(
     r"Initializing a V1 LLM engine|non-default args:|Available KV cache memory|"
-    r"KV cache size: [0-9]|Maximum concurrency for|vllm serve|gpu_model_runner|kv_cache_utils"
+    r"KV cache size: [0-9]|Maximum concurrency for|vllm serve|gpu_model_runner|kv_cache_utils|"
+    r"less than desired GPU memory utilization"
 )
 SGLANG_MARKERS = re.compile(
     r"ServerArgs\(|KV Cache is allocated|Load weight end|max_total_num_tokens=|"

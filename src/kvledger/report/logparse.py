@@ -142,7 +142,7 @@ def _command_body(lines: list[str], index: int, start: str) -> str:
 # The lines that say how large the KV cache is, engine by engine: a start-up log holds one
 # engine's, never both (vLLM prints no "KV Cache is allocated", SGLang no "GPU KV cache size").
 _KV_FIGURES = frozenset({"available_kv", "kv_tokens", "gpu_blocks", "refused",
-                         "kv_allocated", "scheduler"})
+                         "kv_allocated", "scheduler", "free_refusal"})
 
 
 def _first_kv_line(lines: list[str], table: Any) -> int | None:
@@ -276,12 +276,37 @@ def _take(
     elif figure == "profile_total":
         _first(log, "gpu_total_gib", Gib(g["gib"]), line)
         sources["config"].setdefault("gpu_memory_utilization", float(g["util"]))
-    elif figure == "device_memory":
+    elif figure in ("device_memory", "free_refusal"):
         _first(log, "gpu_total_gib", Gib(g["gib"]), line)
+        _first(log, "gpu_free_gib", Gib(g["free"]), line)
+        if g.get("util"):
+            sources["config"].setdefault("gpu_memory_utilization", float(g["util"]))
+            _first(log, "requested_gib", Gib(g["desired"]), line)
+        if figure == "free_refusal":
+            _first(log, "refused_free_memory", True, line)
+    elif figure == "kv_to_limits":
+        _first(log, "kv_to_requested_bytes", int(g["requested"]), line)
+        _first(log, "kv_to_gpu_bytes", int(g["gpu"]), line)
+    elif figure == "kv_in_use":
+        _available(log, Gib(g["gib"]), line)
+    elif figure == "kv_in_use_bytes":
+        # Exact bytes: a figure with ten decimals of GiB (well inside the printed intervals).
+        _available(log, Gib(f"{int(g['bytes']) / GIB:.10f}"), line)
+    elif figure == "usage_report_v010":
+        _first(log, "weights_gib", Gib(g["weights"]), line)
+        _first(log, "activation_gib", Gib(g["activation"]), line)
+        _first(log, "non_torch_gib", Gib(g["non_torch"]), line)
+        _first(log, "cuda_graphs_gib", Gib(g["graphs"]), line)
+    elif figure == "graph_estimate":
+        _first(log, "cuda_graphs_estimate_gib", Gib(g["estimated"]), line)
+    elif figure == "graph_pool":
+        _first(log, "cuda_graphs_gib", Gib(g["actual"]), line)
+        _first(log, "cuda_graphs_estimate_gib", Gib(g["estimated"]), line)
     elif figure == "usage_report":
         _first(log, "consumed_gib", Gib(g["consumed"]), line)
         _first(log, "activation_gib", Gib(g["activation"]), line)
         if g.get("graphs"):
+            # Captured after the cache was sized (0.28-0.33 compile_or_warm_up_model).
             _first(log, "cuda_graphs_gib", Gib(g["graphs"]), line)
     elif figure == "refused":
         _first(log, "needed_kv_gib", Gib(g["needed"]), line)
@@ -340,7 +365,8 @@ def _sglang_pool(log: ParsedLog, g: dict[str, str | None], line: int) -> None:
 def _check_kv_lines(log: ParsedLog) -> None:
     f = log.figures
     if log.engine == "vllm":
-        if not ({"available_kv_gib", "kv_cache_tokens", "num_gpu_blocks"} & f.keys()):
+        if not ({"available_kv_gib", "kv_cache_tokens", "num_gpu_blocks",
+                 "refused_free_memory"} & f.keys()):
             raise LogError(
                 "this vLLM log has no KV cache lines ('Available KV cache memory: X GiB', "
                 "'GPU KV cache size: N tokens'): paste the log up to the line 'Maximum "

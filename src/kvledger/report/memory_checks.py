@@ -2,8 +2,9 @@
 estimates (engine-neutral weights; vLLM's budget rule), with the log's own figures
 substituted wherever it printed them.
 
-The budget rule (vLLM ``gpu_worker.determine_available_memory``): ``int(total ×
-gpu_memory_utilization) − weights − activation peak − CUDA graphs − non-torch``. CUDA graphs
+The budget rule (vLLM ``gpu_worker.determine_available_memory``): ``ceil(total ×
+gpu_memory_utilization) − weights − activation peak − CUDA graphs − non-torch``, each reserve by
+the engine layout's own rules (``layout_budget``: the same path as ``kvledger plan``). CUDA graphs
 are subtracted only since the CUDA-graph memory profiling that 0.21 turned on by default (the
 0.32 log says so); before, graphs were captured after the cache was sized.
 """
@@ -108,7 +109,7 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
     if ctx.facts is None or ctx.request is None:
         return ctx.why_not()
 
-    from kvledger.plan.budget import BudgetTooSmall, gpu_budget
+    from kvledger.plan.budget import BudgetTooSmall
     from kvledger.plan.weights import Weights
 
     f = ctx.log.figures
@@ -123,16 +124,13 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
             return est
         weights = Weights(est[0], est[0], est[1], est[1], est[2])
     reserves = _logged_reserves(ctx, w)
-    text = ctx.facts.language_config()
-    request = records.replace(ctx.request, kv_cache_memory_bytes=None)
     try:
-        b = gpu_budget(ctx.gpu, gpu_memory_utilization=util, weights=weights, request=request,
-                       cfg=text, model_dtype=ctx.facts.model_dtype, reserves=reserves)
+        b = layout_budget(ctx, weights, util, reserves)
     except BudgetTooSmall as exc:
         return f"kvledger's estimate leaves no KV memory ({exc})"
     except ValueError as exc:
         return str(exc)
-    total, usable, *minus = b.lines[:-1]
+    total, usable, *minus = [ln for ln in b.lines if ln.key != "kv_budget"]
     arithmetic = f"int({total.bytes / GIB:.2f} GiB × {util:g}) = {usable.bytes / GIB:.2f}"
     if util_note:
         arithmetic += f" ({util_note})"
@@ -141,6 +139,33 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
     guessed = [_short(ln.label).replace(" per GPU", "") for ln in minus
                if ln.basis == "estimated"]
     return b.available_bytes, arithmetic, guessed
+
+
+def layout_budget(ctx: Context, weights: Any, util: float, reserves: Any = None) -> Any:
+    """The engine layout's own GPU budget for the log's deployment — the same rules, reserve
+    by reserve, that ``kvledger plan`` runs (``plan.api._budget`` → ``layout.gpu_budget``:
+    vLLM's per-release profile, ``engines/vllm/profile_budget.py``), so ``plan`` and
+    ``explain`` give the same lines for the same deployment. ``reserves`` the log printed
+    are passed as given, as ``--activation-peak-bytes`` etc. would be.
+
+    Rejected: the engine-neutral ``plan.budget.gpu_budget`` with its generic defaults (1 GiB
+    of graphs, 0.5 GiB non-torch): that is what explain used before, and it disagreed with
+    ``plan`` on every reserve of the same deployment."""
+    from kvledger.plan.budget import Reserves
+    from kvledger.plan.engines.base import GpuBudgetInput, get_layout
+
+    assert ctx.facts is not None and ctx.request is not None and ctx.gpu is not None
+    given = reserves or Reserves()
+    request = records.replace(
+        ctx.request, kv_cache_memory_bytes=None, gpu_memory_utilization=util,
+        activation_peak_bytes=given.activation_peak_bytes,
+        cuda_graph_bytes=given.cuda_graph_bytes, non_torch_bytes=given.non_torch_bytes,
+        # The log says whether vLLM started (budget_checks.startup_checks): kvledger's
+        # estimate of its free-memory admission is not applied to a replay.
+        startup_admission=False)
+    layout = get_layout(request.engine)
+    inp = GpuBudgetInput(ctx.facts, request, ctx.gpu, weights, ctx.facts.language_config())
+    return layout.gpu_budget(inp)
 
 
 def logged_utilization(ctx: Context) -> tuple[float, str]:
@@ -158,13 +183,19 @@ def _short(label: str) -> str:
 
 
 def _logged_reserves(ctx: Context, weights: Any) -> Any:
-    """The reserves the log printed, else None (kvledger's documented estimate).
+    """The reserves the log printed, else None (kvledger's own rule for that line).
 
-    0.11+ prints "Actual usage is C GiB for consumed memory (weights + non-torch), A GiB for
-    peak activation, and G GiB for CUDAGraph memory" after the cache is sized; its A already
-    holds the CUDA-graph estimate that 0.21+ subtracts (0.32 ``gpu_worker``:
-    ``peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied``),
-    so graphs are not subtracted twice. 0.8-0.10 print activation and non-torch directly.
+    0.28-0.33 print, after the cache is sized, "Actual usage is W GiB for consumed memory
+    (weights + non-torch), A GiB for peak activation, and G GiB for CUDAGraph memory" and
+    "CUDA graph pool memory: X GiB (actual), Y GiB (estimated)" (``gpu_worker.py
+    compile_or_warm_up_model``). ``determine_available_memory`` sets
+    ``peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied``
+    and ``available = requested − total_consumed − transient_peak_headroom −
+    cudagraph_estimate``: so W − weights is the non-torch line, A − Y the activation line
+    and Y the CUDA-graph line; G (captured after the cache was allocated) is not in the
+    budget at all. Without the estimate line, A holds both and graphs are taken as 0 (the sum
+    is what the budget subtracts). 0.8-0.10 print activation and non-torch directly; before
+    0.21 graphs were captured after sizing (nothing subtracted).
     """
     from kvledger.plan.budget import Reserves
 
@@ -172,20 +203,29 @@ def _logged_reserves(ctx: Context, weights: Any) -> Any:
     activation = f.get("activation_gib")
     non_torch = f.get("non_torch_gib")
     consumed = f.get("consumed_gib")
+    estimate = f.get("cuda_graphs_estimate_gib")
     graphs: int | None = None
+    activation_bytes = activation.bytes if isinstance(activation, Gib) else None
     non_torch_bytes = non_torch.bytes if isinstance(non_torch, Gib) else None
     if isinstance(consumed, Gib):
         graphs = 0
         if isinstance(weights, Gib):
             non_torch_bytes = max(0, consumed.bytes - weights.bytes)
+        if isinstance(estimate, Gib) and activation_bytes is not None:
+            graphs = estimate.bytes
+            activation_bytes = max(0, activation_bytes - estimate.bytes)
+    elif isinstance(non_torch, Gib) and isinstance(activation, Gib) and \
+            isinstance(f.get("cuda_graphs_gib"), Gib):
+        # "... for weight, A for peak activation, N for non-torch memory, and G for CUDAGraph
+        # memory": A is the transient peak alone. A graph estimate was subtracted beside it
+        # only where the log prints it ("CUDA graph pool memory: ... (estimated)": the line
+        # is printed whenever the estimate is above 0, gpu_worker.compile_or_warm_up_model).
+        graphs = estimate.bytes if isinstance(estimate, Gib) else 0
     version = version_tuple(ctx.log.engine_version)
     if version is not None and version < (0, 21):
         graphs = 0  # captured after the cache was sized
-    return Reserves(
-        activation_peak_bytes=activation.bytes if isinstance(activation, Gib) else None,
-        cuda_graph_bytes=graphs, non_torch_bytes=non_torch_bytes,
-    )
-
+    return Reserves(activation_peak_bytes=activation_bytes, cuda_graph_bytes=graphs,
+                    non_torch_bytes=non_torch_bytes)
 
 
 def unlogged_weights(ctx: Context) -> Check:

@@ -85,6 +85,9 @@ class Curve:
     label: str
     points: tuple[tuple[int, float | None], ...]
     note: str = ""
+    # The max_num_seqs the curve was planned with (a layout that caps its count at it says
+    # so in the caption from this number, not the headline plan's).
+    max_num_seqs: int | None = None
 
     def at(self, context: int) -> float | None:
         return dict(self.points).get(context)
@@ -282,6 +285,7 @@ def _curve(label: str, facts: ModelFacts, base: PlanRequest,
 
     points: list[tuple[int, float | None]] = []
     failed: dict[str, list[int]] = {}  # message → the context lengths it was raised at
+    seqs: int | None = None
     for context in contexts:
         try:
             result = plan_model(facts, records.replace(base, max_model_len=context))
@@ -290,10 +294,23 @@ def _curve(label: str, facts: ModelFacts, base: PlanRequest,
             failed.setdefault(str(exc), []).append(context)
             continue
         points.append((context, result.max_concurrency))
+        seqs = result.max_num_seqs
     notes = [message if len(at) == len(contexts) else
              f"at {', '.join(f'{c:,}' for c in at)} tokens: {message}"
              for message, at in failed.items()]
-    return Curve(label, tuple(points), "; ".join(notes))
+    return Curve(label, tuple(points), "; ".join(notes), seqs)
+
+
+def refuses_gpu(name: str, gpu: str | None) -> str:
+    """Why layout ``name`` will not run on preset ``gpu`` at all ("" when it may): ATOM runs on
+    AMD Instinct GPUs only (``plan/engines/atom/budget.py``), so the report draws no ATOM
+    curve for an NVIDIA GPU — ``plan --engine atom`` refuses that GPU."""
+    if gpu is None or name != "atom":
+        return ""
+    from kvledger.plan.gpus import gpu_preset
+
+    preset = gpu_preset(gpu)
+    return "" if preset.vendor == "amd" else f"ATOM runs on AMD GPUs only, not {preset.name}"
 
 
 def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: int,
@@ -306,9 +323,14 @@ def layout_curves(source: ModelSource, request: PlanRequest, available_bytes: in
 
     curves = []
     for name in layout_names():
+        if refuses_gpu(name, request.gpu):
+            continue  # not drawn: the engine would not run there (ReportData.notes says so)
+        # A release pinned for the report's engine (--engine vllm==0.33) is that engine's:
+        # every other layout plans its own default release.
+        release = request.engine_release if name == request.engine else None
         base = _on_given_budget(
-            records.replace(request, engine=name, gpu=None, gpu_total_bytes=None,
-                                concurrency=None),
+            records.replace(request, engine=name, engine_release=release, gpu=None,
+                            gpu_total_bytes=None, concurrency=None),
             get_layout(name).pools_model_local, available_bytes, taken)
         try:
             facts, _ = load_facts(source, base)
@@ -417,7 +439,8 @@ def build_report_data(
     presets = tuple(gpu_preset(g).name for g in gpus) if gpus is not None else tuple(gpu_names())
     grid = gpu_grid(facts, source, request, contexts, plan.max_model_len, gpus=presets,
                     tp_sizes=tp_sizes, chosen_gpu=chosen)
-    notes = []
+    notes = [f"{name} not drawn: {why}" for name in layout_names()
+             if (why := refuses_gpu(name, request.gpu))]
     if request.kv_cache_memory_bytes is not None:
         notes.append("the KV budget was given directly: the memory bars show that budget, "
                      "not a GPU; the GPU grid plans each preset's own budget")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kvledger.report.budget_checks import budget_line_checks, startup_checks
 from kvledger.report.findings import Check, Context, gib
 from kvledger.report.logparse import Gib
 from kvledger.report.memory_checks import (
@@ -53,6 +54,8 @@ def vllm_checks(ctx: Context) -> list[Check]:
         checks.append(_blocks_check(ctx, budget))
     if "needed_kv_gib" in f:
         checks.extend(_refused_checks(ctx, budget))
+    checks.extend(budget_line_checks(ctx))
+    checks.extend(startup_checks(ctx))
     ctx.notes.extend(_group_notes(ctx, budget))
     return checks
 
@@ -141,7 +144,7 @@ def _tokens_check(ctx: Context, budget: tuple[int, int, int, str] | None) -> Che
         return Check("kv_cache_tokens", logged, _old_rule(mid, length)[0], True,
                      f"tokens follow from {budget[3]} by the early-V1 rule, blocks × block "
                      f"size: {_fmt(old[0])}–{_fmt(old[1])}; the log's {_fmt(logged)} is inside "
-                     f"(0.32's rule, int(concurrency × max_model_len), gives {where})", old)
+                     f"(today's rule, int(concurrency × max_model_len), gives {where})", old)
     delta = logged - mid.kv_cache_tokens
     return Check("kv_cache_tokens", logged, mid.kv_cache_tokens, False,
                  f"{base}; the log has {_fmt(logged)} ({delta:+,}, "

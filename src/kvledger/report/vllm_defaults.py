@@ -48,7 +48,8 @@ def default_utilization(version: str | None) -> tuple[float, str]:
     where = (f"the log's vLLM {release} lies between v0.16 (default 0.9) and v0.25 (0.92), "
              "where kvledger has not established the change" if parsed is not None else
              "the log prints no vLLM version (the default was 0.9 up to v0.16, 0.92 from v0.25)")
-    from kvledger.plan.engines.vllm.releases import vllm_release
+    from kvledger.plan.engines.base import get_layout
 
-    newest = vllm_release().short
+    bound = get_layout("vllm").release
+    newest = bound.short if bound is not None else "vLLM"
     return 0.92, f"assumed 0.92, {newest}'s default: the log states no utilization and {where}"

@@ -92,20 +92,48 @@ def is_catalog_id(model_id: str) -> bool:
     return catalog_entry(model_id) is not None
 
 
+_SIZE = r"^(a?\d+(\.\d+)?[bmt]|\d+x\d+(\.\d+)?b)$"  # a size word: 7b, 1.7b, a3b, 8x7b
+
+
+def _id_parts(model_id: str) -> tuple[str, str, set[str], set[str]]:
+    """(org, family, sizes, words) of ``Qwen/Qwen3-Next-80B-A3B-Thinking``: ``qwen``,
+    ``qwen3``, {``80b``, ``a3b``}, every word of the name."""
+    import re  # only when a near miss is suggested
+
+    org, _, name = model_id.lower().rpartition("/")
+    words = [w for w in re.split(r"[-_]", name) if w]
+    return org, words[0] if words else "", {w for w in words if re.match(_SIZE, w)}, set(words)
+
+
 def suggestions(text: str, limit: int = 2) -> list[str]:
-    """Bundled ids close to ``text`` (case-insensitive): at most ``limit``, only those about
-    as close as the best one (a list of three loose matches helps nobody)."""
+    """Bundled ids close to ``text`` (case-insensitive): at most ``limit``, siblings first.
+
+    Spelling alone (difflib) put ``Qwen3-Coder-480B-A35B-Instruct`` before the
+    ``Qwen3-Next-80B-A3B-Thinking`` sibling of ``Qwen3-Next-80B-A3B-Instruct``. So an id of
+    another size (``24B`` against ``7B``: another model, not a typo) is never suggested; the
+    rest rank by same organisation and family, then sizes and words in common, then
+    spelling. Only ids about as close as the best one are kept (a list of three loose
+    matches helps nobody)."""
     import difflib
 
     query = text.lower()
+    q_org, q_family, q_sizes, q_words = _id_parts(query)
     scored = []
     for model_id in catalog_ids():
+        org, family, sizes, words = _id_parts(model_id)
+        if q_sizes and sizes and not q_sizes & sizes:
+            continue
         ratio = difflib.SequenceMatcher(None, query, model_id.lower()).ratio()
-        if ratio >= 0.8:
-            scored.append((ratio, model_id))
-    scored.sort(key=lambda rm: (-rm[0], rm[1]))
-    best = scored[0][0] if scored else 0.0
-    return [model_id for ratio, model_id in scored[:limit] if ratio >= best - 0.05]
+        sibling = org == q_org and family == q_family and bool(q_sizes & sizes)
+        if ratio >= (0.6 if sibling else 0.8):
+            scored.append(((sibling, len(q_sizes & sizes), len(q_words & words), ratio),
+                           model_id))
+    scored.sort(key=lambda sm: (tuple(-x for x in sm[0]), sm[1]))
+    if not scored:
+        return []
+    best = scored[0][0]
+    return [model_id for score, model_id in scored[:limit]
+            if score[:2] == best[:2] and score[3] >= best[3] - 0.05]
 
 
 def did_you_mean(text: str) -> str:

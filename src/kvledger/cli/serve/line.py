@@ -11,7 +11,10 @@ Accepted, as people paste them:
   shell around the command, not part of it;
 - launchers: ``vllm serve``, ``python -m vllm.entrypoints.openai.api_server``,
   ``python -m vllm.entrypoints.cli.main serve``, ``python -m sglang.launch_server``,
-  ``sglang serve`` (any ``python``, ``python3``, ``python3.12`` or a path to one).
+  ``sglang serve`` (any ``python``, ``python3``, ``python3.12`` or a path to one; ``vllm`` and
+  ``sglang`` also as a path: ``.venv/bin/vllm serve``);
+- a ``docker run [docker options] IMAGE [command]`` wrapper (``docker.py``): the command the
+  container runs, with its ``-e NAME=value`` as the environment.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import shlex
 from kvledger.cli.serve.errors import ServeLineError
 from kvledger.records import field, record
 
+_PROGRAM = re.compile(r"(?:.*/)?(vllm|sglang)")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)?)?")
 _WRAPPERS = frozenset({"nohup", "exec", "time", "command"})
@@ -76,8 +80,17 @@ def read(words: list[str]) -> ServeLine:
             break
         i += 1
     rest = words[i:]
+    if rest[:2] == ["docker", "run"] or rest[:3] == ["sudo", "docker", "run"]:
+        from kvledger.cli.serve.docker import unwrap
+
+        inner, docker_env = unwrap(rest[rest.index("run") + 1:])
+        parsed = read(inner)
+        return ServeLine(parsed.engine, parsed.launcher, parsed.args,
+                         {**env, **docker_env, **parsed.env}, parsed.dropped_shell)
     if rest and _PYTHON.fullmatch(rest[0]):
         rest = rest[1:]
+    elif rest and (program := _PROGRAM.fullmatch(rest[0])):
+        rest = [program.group(1), *rest[1:]]  # .venv/bin/vllm serve: the same launcher
     for start, engine, launcher in _LAUNCHERS:
         if tuple(rest[:len(start)]) == start:
             args, dropped = _cut_shell(rest[len(start):])

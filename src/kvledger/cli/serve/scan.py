@@ -184,7 +184,11 @@ def _resolve(word: str, table: FlagTable, label: str) -> tuple[Flag, str, str | 
             raise ServeLineError(
                 f"{label}: ambiguous option: {name} could match {', '.join(matches[:6])}"
             )
-    raise ServeLineError(f"{label}: {name} is not a {table.label} flag")
+    from kvledger.cli.flag_hints import closest_flag
+
+    close = closest_flag(name, (f.options for f in table.flags)) if name.startswith("-") else None
+    raise ServeLineError(f"{label}: {name} is not a {table.label} flag"
+                         + (f"; did you mean {close}?" if close else ""))
 
 
 def _removed(word: str, args: list[str], i: int, table: FlagTable,

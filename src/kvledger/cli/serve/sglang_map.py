@@ -70,7 +70,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
         value = values.get(key)
         if value is not None and value != "auto":
             out.requires[key] = {"half": "float16", "float": "float32"}.get(value, str(value))
-    out.env_ignored.extend(env)
+    _environment(env, out)
     kv_budget = ctx.kv_budget_given
     mapped = {dest for dest, rule in sglang_flags.RULES.items() if rule.cls == MAPPED}
     if values.get("ep_size") is not None and values.get("ep_size") == (
@@ -123,3 +123,25 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
                          "draft's KV, which does not depend on it")
     out.options["--speculative-method"] = method
     out.options["--num-speculative-tokens"] = str(tokens)
+
+
+def _environment(env: dict[str, str], out: Translation) -> None:
+    """The variables SGLang 0.5.23 reads that change what kvledger plans.
+
+    ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN`` (srt/environ.py, an ``EnvBool``: "true",
+    "1", "yes", "y" / "false", "0", "no", "n", any case; anything else is a ValueError):
+    set, a ``--context-length`` above the model's derived length is used with a warning
+    instead of refused (configs/model_config.py ``_derive_context_length``)."""
+    for name, value in env.items():
+        if name != "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN":
+            out.env_ignored.append(name)
+            continue
+        text = value.lower()
+        if text not in ("true", "1", "yes", "y", "false", "0", "no", "n"):
+            raise ServeLineError(f"{name}={value!r}: SGLang reads it as a boolean and stops "
+                                 "at start-up ('is not a valid boolean value')")
+        out.env[name] = value
+        if text in ("true", "1", "yes", "y"):
+            out.options["--allow-long-max-model-len"] = None
+            out.notes.append(f"{name}={value}: a --context-length above the model's derived "
+                             "length is planned, as SGLang accepts it (with a warning)")

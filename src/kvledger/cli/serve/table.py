@@ -23,8 +23,8 @@ def _table_file(engine: str, version: str | None = None) -> str:
     from kvledger.plan.engines.base import get_layout
     from kvledger.report.vllm_defaults import version_tuple
 
-    layout = get_layout(engine)
-    asked = layout.release(version) if version else None
+    layout = get_layout(engine, version)
+    asked = layout.release if version else None
     ceiling = version_tuple(asked.version) if asked is not None else None
     for known in sorted(layout.releases, key=lambda v: version_tuple(v) or (0,), reverse=True):
         if ceiling is not None and (version_tuple(known) or (0,)) > ceiling:

@@ -93,7 +93,9 @@ RULES: dict[str, Rule] = merge(
         max_model_len gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype block_size
         max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
         spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
-        enable_chunked_prefill revision enable_expert_parallel
+        attention_config limit_mm_per_prompt language_model_only mm_encoder_tp_mode
+        attention_backend
+        enable_chunked_prefill revision enable_expert_parallel async_scheduling
     """),
     table(INERT, _FRONTEND, "API server option"),
     table(INERT, _MODEL_INERT + _LOAD_INERT + _PARALLEL_INERT + _OTHER_INERT,
@@ -128,13 +130,12 @@ RULES: dict[str, Rule] = merge(
         cpu_offload_gb cpu_offload_params offload_group_size offload_num_in_group
         offload_prefetch_step offload_params
     """, "moves weights off the GPU"),
-    # enable_lora, cpu_offload_gb and kv_offloading_size (with its backend) are mapped when
-    # set (vllm_launch_map.py); the rows below classify what is left.
+    # enable_lora, cpu_offload_gb, kv_offloading_size (with its backend) and
+    # kv_transfer_config are mapped when set (vllm_launch_map.py); the rows below classify
+    # what is left.
     table(WEIGHTS, "enable_lora", "reserves LoRA weight slots (max_loras × max_lora_rank)"),
     table(WEIGHTS, "enable_eplb eplb_config engram_config",
             "changes which expert / embedding weights each GPU holds"),
-    table(WEIGHTS, "language_model_only limit_mm_per_prompt mm_encoder_tp_mode",
-            "changes the multimodal encoder weights each GPU holds"),
     table(WEIGHTS, "load_format", "loads or quantizes the weights differently",
             same=("auto", "pt", "safetensors", "npcache", "dummy", "fastsafetensors",
                   "runai_streamer", "runai_streamer_sharded", "tensorizer", "sharded_state")),
@@ -144,11 +145,9 @@ RULES: dict[str, Rule] = merge(
     table(KV, "model_impl runner convert worker_cls diffusion_config mm_encoder_only",
             "runs another model implementation or runner"),
     table(KV, "quantization_config", "quantizes online with a config kvledger does not read"),
-    table(KV, "attention_backend attention_config",
-            "selects an attention backend (block size and KV layout follow the backend)"),
     table(KV, """
         num_gpu_blocks_override kv_cache_dtype_skip_layers disable_sliding_window
-        disable_hybrid_kv_cache_manager swa_bounded_replay prefix_match_unit async_scheduling
+        disable_hybrid_kv_cache_manager swa_bounded_replay prefix_match_unit
     """, "changes the KV blocks vLLM allocates"),
     table(KV, """
         mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size mamba_cache_mode

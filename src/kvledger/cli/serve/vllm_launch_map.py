@@ -15,9 +15,14 @@ _LORA = {
 }
 
 
-def map_launch(values: dict[str, Any], out: Translation) -> set[str]:
+def map_launch(values: dict[str, Any], out: Translation,
+               env: dict[str, str] | None = None) -> set[str]:
     """Put the flags kvledger sizes into ``out.options``; the dests it took."""
     taken: set[str] = set()
+    if values.get("kv_transfer_config") is not None:
+        taken.add("kv_transfer_config")
+        out.options["--kv-transfer-config"] = _transfer_json(values["kv_transfer_config"],
+                                                             env or {}, out)
     if values.get("enable_lora"):
         out.options["--enable-lora"] = None
         taken |= {"enable_lora", *_LORA, "fully_sharded_loras"}
@@ -38,6 +43,15 @@ def map_launch(values: dict[str, Any], out: Translation) -> set[str]:
         taken.add("cpu_offload_gb")
         if gb:
             out.options["--cpu-offload-gb"] = f"{gb:g}"
+    taken |= {"language_model_only", "mm_encoder_tp_mode"}
+    if values.get("language_model_only"):
+        out.options["--language-model-only"] = None
+    mode = values.get("mm_encoder_tp_mode")
+    if mode is not None and mode != "weights":
+        out.options["--mm-encoder-tp-mode"] = str(mode)
+        if (values.get("pipeline_parallel_size") or 1) > 1:
+            out.refused.append("--mm-encoder-tp-mode data with pipeline parallelism: which "
+                               "stages hold the encoder is not modelled; drop one")
     size = values.get("kv_offloading_size")
     if size is not None:
         taken |= {"kv_offloading_size", "kv_offloading_backend"}
@@ -46,3 +60,25 @@ def map_launch(values: dict[str, Any], out: Translation) -> set[str]:
         if backend is not None:
             out.options["--kv-offloading-backend"] = str(backend)
     return taken
+
+
+def _transfer_json(config: Any, env: dict[str, str], out: Translation) -> str:
+    """``--kv-transfer-config`` as JSON text; for LMCacheConnectorV1, the line's ``LMCACHE_*``
+    variables become the ``lmcache.*`` extra-config keys they set (a key the config gives
+    wins, as in LMCache's adapter: ``connectors_lmcache.py``)."""
+    import json
+
+    if not isinstance(config, dict):
+        return str(config)
+    if config.get("kv_connector") == "LMCacheConnectorV1":
+        from kvledger.plan.engines.vllm.connectors_lmcache import ENV
+
+        extra = dict(config.get("kv_connector_extra_config") or {})
+        for name, key in ENV.items():
+            if name in env:
+                extra.setdefault(key, env[name])
+                if name in out.env_ignored:
+                    out.env_ignored.remove(name)
+        if extra:
+            config = {**config, "kv_connector_extra_config": extra}
+    return json.dumps(config, sort_keys=True)

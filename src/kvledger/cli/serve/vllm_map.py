@@ -32,6 +32,20 @@ _SPEC_REFUSED = frozenset({
     "tensor_parallel_size", "attention_backend", "num_speculative_tokens_per_batch_size",
     "parallel_drafting", "index_share_for_mtp_iteration",
 })
+# Speculative methods vLLM 0.33 accepts whose draft kvledger does not size, and what the draft
+# is (config/speculative.py SpeculativeConfig.__post_init__ and the draft model classes).
+_UNPLANNED_METHODS = {
+    "dspark": (
+        "builds a DSpark draft (parallel drafting of num_speculative_tokens tokens) "
+        "from the target checkpoint's mtp.* weights — for DeepSeek-V4, n_mtp_layers (default "
+        "3) DeepseekV4DecoderLayer blocks with their own KV cache plus a Markov and a "
+        "confidence head (models/deepseek_v4/nvidia/dspark.py), and for Qwen3 / Gemma4 a "
+        "separate draft checkpoint"),
+    "dflash": (
+        "loads a separate DFlash draft model (its hf_config wrapped as EAGLEConfig, "
+        "parallel drafting on) with its own decoder layers and KV cache "
+        "(model_executor/models/qwen3_dflash.py)"),
+}
 _AUTO_FIT = (
     "--max-model-len -1/auto: vLLM fits the length to the KV memory at start-up "
     "(kv_cache_utils._auto_fit_max_model_len), which kvledger does not model; give a length"
@@ -49,11 +63,17 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
                            "flags into the line")
     _simple(values, out, ctx)
     _speculative(values, out)
+    _async_scheduling(values, out)
+    if values.get("attention_backend"):
+        _attention_backend(str(values["attention_backend"]), out,
+                           f"--attention-backend {values['attention_backend']}")
+    _attention_config(values, out)
+    _limit_mm_per_prompt(values, out)
     _dtype_and_quantization(values, out)
     _batch_defaults(values, out, ctx)
     _environment(env, table, out)
     mapped = {dest for dest, rule in vllm_flags.RULES.items() if rule.cls == MAPPED}
-    mapped |= map_launch(values, out)  # LoRA, --cpu-offload-gb, --kv-offloading-size
+    mapped |= map_launch(values, out, env)  # LoRA, offload, KV offload and connectors
     classify(scanned, vllm_flags.RULES, out, kv_budget_given=kv_budget_given, skip=mapped)
     media = values.get("media_io_kwargs")
     if media and "pynvvideocodec" in str(media).lower():
@@ -167,6 +187,12 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
         out.refused.append("--speculative-config without a method: vLLM guesses it from the "
                            "draft model's name; give method (mtp, eagle3, …)")
         return
+    why = _UNPLANNED_METHODS.get(str(method))
+    if why:
+        out.refused.append(f"--speculative-config method {method}: {out.engine_label} {why}; "
+                           "kvledger does not plan that draft yet — drop --speculative-config "
+                           "to plan the target alone (the draft's memory is then not counted)")
+        return
     if tokens is None:
         out.refused.append("--speculative-config without num_speculative_tokens: vLLM takes "
                            "it from the draft's config; give it explicitly")
@@ -204,6 +230,147 @@ def _draft_model(model: str, method: str, out: Translation) -> None:
                      "reads no draft config from the hub, so a shorter draft's limit on "
                      "max_model_len (Model Runner V2) is not applied; give --draft-config "
                      "CONFIG_JSON before '--'")
+
+
+def _async_scheduling(values: dict[str, Any], out: Translation) -> None:
+    """``--async-scheduling``: what vLLM 0.32 / 0.33 do by default wherever it is allowed
+    (config/vllm.py ``VllmConfig.__post_init__``: ``async_scheduling`` None becomes True
+    unless an incompatible option is set), so it changes no memory kvledger plans. Given
+    explicitly with an incompatible option, vLLM stops ("Async scheduling is not supported
+    by the V1 model runner with …"); ``--no-async-scheduling`` keeps one batch in flight
+    instead of two or pp + 1 (``max_concurrent_batches``), which kvledger does not plan."""
+    from kvledger.plan.engines.vllm.resolve import _NO_ASYNC_SPEC_METHODS
+
+    given = values.get("async_scheduling")
+    if given is None:
+        return
+    if given is False:
+        out.refused.append("--no-async-scheduling keeps one batch in flight instead of the "
+                           "two (or pp + 1) vLLM overlaps by default (max_concurrent_batches), "
+                           "which kvledger does not plan; drop it to plan vLLM's default")
+        return
+    method = str(out.options.get("--speculative-method") or "")
+    if method in _NO_ASYNC_SPEC_METHODS and method != "ngram":
+        # 0.32 and 0.33 alike: these methods run on the V1 model runner (medusa,
+        # mlp_speculator, suffix) or turn async scheduling off (0.32's ngram).
+        out.refused.append(f"--async-scheduling with speculative method {method}: vLLM stops "
+                           f"('Async scheduling is not supported by the V1 model runner with "
+                           f"{method}-based speculative decoding'); drop --async-scheduling")
+        return
+    out.ignore("default", "--async-scheduling")
+    out.notes.append("--async-scheduling: vLLM's default where allowed (VllmConfig turns it "
+                     "on unless an option forbids it); no memory changes")
+
+
+# vLLM 0.33 config/attention.py AttentionConfig: its fields and defaults (a @config dataclass
+# with pydantic extra="forbid", config/utils.py, so any other key stops vLLM at start-up).
+_ATTENTION_DEFAULTS: dict[str, Any] = {
+    "backend": None, "minimax_m3_msa_decode_backend": None, "backend_per_kind": {},
+    "flash_attn_version": None, "flash_attn_max_num_splits_for_cuda_graph": 32,
+    "tokenspeed_mla_min_split_kv": 1, "tq_max_kv_splits_for_cuda_graph": 32,
+    "use_trtllm_attention": None, "disable_flashinfer_q_quantization": False,
+    "mla_prefill_backend": None, "use_prefill_query_quantization": False,
+    "trtllm_ragged_backend": "trtllm-gen", "indexer_kv_dtype": "auto",
+    "indexer_sparse_logits": False, "indexer_tp_shard_min_rows": 65536,
+    "minimax_m3_indexer_cp": False, "hisparse_config": None, "use_non_causal": False,
+    "sparse_mla_force_mqa": False, "sparse_mla_prefill_workspace_factor": None,
+    "flex_attn_block_m": None, "flex_attn_block_n": None, "flex_attn_q_block_size": None,
+    "flex_attn_kv_block_size": None,
+}
+# Of those, the ones that change the KV cache's layout or size (the rest pick kernels or
+# their workspaces: reserves kvledger estimates).
+_ATTENTION_KV = {
+    "backend_per_kind": "selects attention backends per layer kind, whose block sizes and "
+                        "KV layouts vLLM then uses",
+    "indexer_kv_dtype": "stores the sparse-attention indexer's K cache in another dtype",
+    "hisparse_config": "offloads sparse-MLA KV to host memory (HiSparse)",
+}
+# Keys older releases had, with what replaced them.
+_ATTENTION_RENAMED = {"use_fp4_indexer_cache": "indexer_kv_dtype"}
+
+
+def _bool_text(value: Any) -> Any:
+    """A dotted ``--attention-config.key False`` arrives as the string "False"."""
+    if isinstance(value, str) and value in ("True", "False", "true", "false"):
+        return value.lower() == "true"
+    return value
+
+
+def _attention_backend(name: str, out: Translation, given: str) -> None:
+    """A selected backend (``--attention-backend`` / ``--attention-config.backend``; vLLM
+    0.33 arg_utils: both set ``AttentionConfig.backend``): planned with its block sizes
+    (the engine checks it as vLLM does), except another platform's backends."""
+    upper = name.upper()
+    if upper.startswith(("ROCM_", "XPU_")) or upper == "TORCH_SDPA":
+        platform = "ROCm" if upper.startswith("ROCM_") else \
+            "XPU" if upper.startswith("XPU_") else "CPU"
+        out.refused.append(f"{given}: a {platform} backend, whose kernels and block sizes "
+                           "kvledger does not model (it plans CUDA GPUs); drop it to plan "
+                           "vLLM's own CUDA choice")
+        return
+    if "--attention-backend" in out.options:
+        # EngineArgs.create_engine_config, even when the two name the same backend.
+        raise ServeLineError(f"{out.launcher}: vLLM stops: 'attention_backend and "
+                             "attention_config.backend are mutually exclusive'; keep one")
+    out.options["--attention-backend"] = upper
+
+
+def _attention_config(values: dict[str, Any], out: Translation) -> None:
+    """``--attention-config`` / ``--attention-config.KEY V`` (``-ac``), key by key."""
+    config = values.get("attention_config")
+    if config is None:
+        return
+    if not isinstance(config, dict):
+        raise ServeLineError(f"{out.launcher}: --attention-config must be a JSON object")
+    for key, raw in config.items():
+        key = str(key).replace("-", "_")
+        value = _bool_text(raw)
+        if key not in _ATTENTION_DEFAULTS:
+            instead = _ATTENTION_RENAMED.get(key)
+            hint = f" ({instead} replaced it)" if instead else ""
+            out.refused.append(
+                f"--attention-config {key}: not an AttentionConfig field in "
+                f"{out.engine_label}{hint}; vLLM stops at start-up ('Extra inputs are not "
+                "permitted'); drop it")
+        elif value == _ATTENTION_DEFAULTS[key]:
+            out.ignore("default", f"--attention-config.{key}")
+        elif key == "backend":
+            _attention_backend(str(value), out, f"--attention-config backend {value}")
+        elif key in _ATTENTION_KV:
+            out.refused.append(f"--attention-config {key} {_ATTENTION_KV[key]}, which "
+                               "kvledger does not model")
+        else:
+            out.ignore(ESTIMATE, f"--attention-config.{key}")
+
+
+def _limit_mm_per_prompt(values: dict[str, Any], out: Translation) -> None:
+    """``--limit-mm-per-prompt``: vLLM 0.33 sizes the encoder's profiling run from these
+    limits (``MultiModalConfig.get_limit_per_prompt``: an unlisted modality is 999), which
+    changes only the activation peak kvledger estimates. Only zeros change the weights: a
+    tower is not built when every modality it serves has limit 0
+    (model_executor/models/interfaces.py ``_mark_tower_model``; the vision tower serves
+    image and video), as ``--language-model-only`` does for all of them."""
+    limits = values.get("limit_mm_per_prompt")
+    if limits is None:
+        return
+    if not isinstance(limits, dict):
+        raise ServeLineError(f"{out.launcher}: --limit-mm-per-prompt must be a JSON object")
+
+    def count(value: Any) -> Any:
+        return value.get("count", 999) if isinstance(value, dict) else value
+
+    zero = {str(k) for k, v in limits.items() if count(v) == 0}
+    dropped = [name for name, served in (("vision", {"image", "video"}),
+                                         ("audio", {"audio"})) if served <= zero]
+    if dropped:
+        out.refused.append(
+            f"--limit-mm-per-prompt with {' and '.join(sorted(zero))} at 0: vLLM does not "
+            f"build the {' and '.join(dropped)} tower (its weights leave the GPU), which "
+            "kvledger does not model per modality; for a model with no other modality it is "
+            "--language-model-only, which kvledger plans — or set a non-zero limit to plan "
+            "with the tower")
+        return
+    out.ignore(ESTIMATE, "--limit-mm-per-prompt")
 
 
 def _dtype_and_quantization(values: dict[str, Any], out: Translation) -> None:

@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from kvledger.plan.engines.registry import DEFAULT_ENGINE, LAYOUTS, engine_label, engine_names
-from kvledger.plan.engines.release import Release, pick
+from kvledger.plan.engines.release import Release, nearest, pick
 from kvledger.records import record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -135,10 +135,18 @@ class Layout(ABC):
     releases: Mapping[str, Release] = MappingProxyType({})
     newest: str = ""
 
-    def release(self, asked: str | None = None) -> Release | None:
-        """The release profile ``asked`` names (``"0.32"``), the newest when None; None for a
-        layout without releases. An unknown release is a ``ValueError`` listing the known
-        ones."""
+    def __init__(self, release: Release | None = None, release_note: str = "") -> None:
+        # The release this layout plans as, bound once (``get_layout``): every rule of the
+        # engine reads this profile; nothing looks "the release being planned" up elsewhere.
+        self.release = release
+        # Why ``release`` is not the one asked for ("" when it is): an unknown but well-formed
+        # release is planned as the nearest known one (``release.nearest``).
+        self.release_note = release_note
+
+    def find_release(self, asked: str | None = None) -> Release | None:
+        """The release profile ``asked`` names exactly (``"0.32"``), the newest when None; None
+        for a layout without releases. An unknown release is a ``ValueError`` listing the
+        known ones (``get_layout`` plans an unknown well-formed one as the nearest instead)."""
         if not self.releases:
             if asked:
                 raise ValueError(f"engine {self.name!r} has no releases to choose from "
@@ -146,9 +154,9 @@ class Layout(ABC):
             return None
         return pick(self.releases, asked, self.newest)
 
-    def not_served(self, model_type: str, release: str | None = None) -> str:
-        """Why this engine (``release``: its newest when None) does not serve ``model_type``,
-        in the engine's words; "" when it does or when the layout does not say."""
+    def not_served(self, model_type: str) -> str:
+        """Why this engine's bound release does not serve ``model_type``, in the engine's
+        words; "" when it does or when the layout does not say."""
         return ""
 
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
@@ -215,23 +223,38 @@ class Layout(ABC):
         """Requests of ``context`` tokens that fit on the same budget (0.0 when none)."""
 
 
-_LOADED: dict[str, Layout] = {}
+_LOADED: dict[tuple[str, str | None], Layout] = {}
 
 
-def get_layout(name: str) -> Layout:
-    """The registered layout ``name`` (imported on first use)."""
-    found = _LOADED.get(name)
+def get_layout(name: str, release: str | None = None) -> Layout:
+    """The registered layout ``name`` bound to its release ``release`` ("0.33", "0.34.1";
+    None: the engine's newest), imported on first use and kept per (name, release).
+
+    The one place a release is looked up: the layout returned holds its profile
+    (``Layout.release``) and every rule reads that. A well-formed release the engine does not
+    know is bound to the nearest known one, with ``Layout.release_note`` saying so; a
+    malformed one, or any release for a layout without releases, is a ``ValueError``."""
+    key = (name, release)
+    found = _LOADED.get(key)
     if found is not None:
         return found
     if name not in LAYOUTS:
         raise ValueError(f"engine must be one of {', '.join(LAYOUTS)}, got {name!r}")
     module, _, cls = LAYOUTS[name][0].partition(":")
     __import__(module)  # not importlib.import_module: importing importlib costs start-up
-    layout = getattr(sys.modules[module], cls)()
-    if not isinstance(layout, Layout):
+    kind = getattr(sys.modules[module], cls)
+    if not (isinstance(kind, type) and issubclass(kind, Layout)):
         raise TypeError(f"{LAYOUTS[name][0]} is not a kvledger.plan.engines.base.Layout")
+    profile: Release | None = None
+    note = ""
+    if kind.releases:
+        profile, note = nearest(kind.releases, release, kind.newest)
+    elif release:
+        raise ValueError(f"engine {name!r} has no releases to choose from "
+                         f"(got {name}=={release})")
+    layout = kind(profile, note)
     layout.name = name
-    _LOADED[name] = layout
+    _LOADED[key] = layout
     return layout
 
 

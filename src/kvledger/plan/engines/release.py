@@ -6,8 +6,10 @@ text that names a release takes it from the profile (``Release.short`` / ``label
 release is a new profile, not an edit across the tree.
 
 Spelling, as pip writes a pin: ``vllm`` (the engine's newest known release, or the installed
-one where the engine says so), ``vllm==0.32`` or ``vllm==0.32.0``. A release kvledger does not
-know is a ``ValueError`` that lists the known ones.
+one where the engine says so), ``vllm==0.32`` or ``vllm==0.32.0``. A well-formed release
+kvledger does not know (``vllm==0.34.1``, ``vllm==0.35``) is planned as the nearest one it knows,
+with a note naming both (``nearest``); a malformed one (``vllm==banana``) is a ``ValueError``
+that lists the known ones.
 """
 
 from __future__ import annotations
@@ -65,14 +67,69 @@ def _same(asked: str, version: str) -> bool:
     return a == v or (len(a) == 2 and v[:2] == a and v[2:] == ["0"])
 
 
+def version_key(version: str) -> tuple[int, ...] | None:
+    """``"0.34.1"`` → ``(0, 34, 1)``; ``"v0.35"`` → ``(0, 35, 0)``; None for anything that is
+    not two or three dot-separated numbers (a pre-release or local tag after the numbers,
+    ``0.34.1rc1`` / ``0.33.0+cpu``, is read as its numbers)."""
+    text = version.strip().removeprefix("v")
+    end = 0
+    while end < len(text) and (text[end].isdigit() or text[end] == "."):
+        end += 1
+    tail = text[end:]
+    if tail and not tail.startswith(("rc", "a", "b", "+", "dev", ".dev", "post", ".post")):
+        return None
+    parts = text[:end].rstrip(".").split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        return None
+    numbers = tuple(int(p) for p in parts)
+    return numbers + (0,) * (3 - len(numbers))
+
+
+def _known(releases: Mapping[str, Release]) -> str:
+    some = next(iter(releases.values()))
+    return ", ".join(f"{some.engine}=={v}" for v in releases)
+
+
 def pick(releases: Mapping[str, R], asked: str | None, default: str) -> R:
-    """The profile ``asked`` names (``default`` when None), or a ``ValueError`` listing the
-    releases known for this engine."""
+    """The profile ``asked`` names exactly (``default`` when None), or a ``ValueError``
+    listing the releases known for this engine."""
     if asked is None:
         return releases[default]
     for version, release in releases.items():
         if _same(asked, version):
             return release
     some = next(iter(releases.values()))
-    known = ", ".join(f"{some.engine}=={v}" for v in releases)
-    raise ValueError(f"{some.product} {asked} is not a release kvledger knows (known: {known})")
+    raise ValueError(f"{some.product} {asked} is not a release kvledger knows "
+                     f"(known: {_known(releases)})")
+
+
+def nearest(releases: Mapping[str, R], asked: str | None, default: str) -> tuple[R, str]:
+    """(the profile to plan ``asked`` with, a note; "" when it is a known release).
+
+    A known release is itself. A well-formed unknown one is planned as the known release
+    nearest to it: the same minor release (``0.34.1`` → ``0.34.0``), else the newest known
+    release below it (``0.35`` → the newest), else — older than every known release — the
+    oldest known. Its KV rules are that release's, which a later patch release rarely moves and
+    a later minor release may: the note says which was used and how to pin a known one. A
+    malformed version (``banana``) is a ``ValueError`` listing the known releases."""
+    if asked is None:
+        return releases[default], ""
+    for version, release in releases.items():
+        if _same(asked, version):
+            return release, ""
+    some = next(iter(releases.values()))
+    key = version_key(asked)
+    if key is None:
+        raise ValueError(f"{some.product} {asked!r} is not a release version (known: "
+                         f"{_known(releases)}; write it as pip does, e.g. "
+                         f"{some.engine}=={default.removesuffix('.0')})")
+    ordered = sorted(releases.items(), key=lambda kv: version_key(kv[0]) or (0, 0, 0))
+    below = [(v, r) for v, r in ordered if (version_key(v) or (0, 0, 0)) <= key]
+    same_minor = [(v, r) for v, r in below if (version_key(v) or (0, 0))[:2] == key[:2]]
+    version, release = (same_minor or below or ordered)[-1 if (same_minor or below) else 0]
+    why = ("a patch release of it" if same_minor else
+           "the newest release kvledger knows" if below else "the oldest release kvledger knows")
+    note = (f"{some.product} {asked} is not a release kvledger knows: planned as "
+            f"{release.label}, {why}; its numbers may differ where {some.product} {asked} "
+            f"changed a rule (known: {_known(releases)})")
+    return release, note

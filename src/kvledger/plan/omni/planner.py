@@ -63,11 +63,12 @@ def _release(request: PlanRequest) -> tuple[str, list[str]]:
     """The vLLM release to plan stages with, and the warning that says why."""
     from kvledger.plan.engines.base import get_layout
 
-    layout = get_layout("vllm")
+    layout = get_layout("vllm", request.engine_release)
     if request.engine_release is not None:
-        chosen = layout.release(request.engine_release)
-        assert chosen is not None  # vLLM has releases
-        return chosen.version, []
+        assert layout.release is not None  # vLLM has releases
+        note = (f"{layout.release_note}; every stage is planned as {layout.release.short}"
+                if layout.release_note else "")
+        return layout.release.version, [note] if note else []
     if OMNI_VLLM in layout.releases:  # vLLM-Omni's own base, a release kvledger reproduces
         return OMNI_VLLM, []
     oldest = min(layout.releases.values(),

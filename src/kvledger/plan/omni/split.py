@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kvledger import records
 from kvledger.plan.omni.admission import Demand, admit
 from kvledger.plan.omni.pipelines import LLM_AR, Pipeline
 from kvledger.plan.omni.result import DeviceSplit
@@ -92,6 +93,8 @@ def _need(config: Mapping[str, Any], label: str, pipeline: Pipeline, stage: Stag
 
     def holds(k: int) -> bool:
         req = stage_request(request, stage, release, local, max_num_seqs=seqs, util=k / STEPS)
+        # A hypothetical fraction: vLLM-Omni admits the stages together (admission.py).
+        req = records.replace(req, startup_admission=False)
         plan, _ = plan_stage(sub, req, label)
         return plan is not None and not plan.refuses_to_start and \
             plan.max_concurrency >= concurrency

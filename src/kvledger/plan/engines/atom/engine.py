@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from kvledger.derive.layers import LayerCache, ModelFacts
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.atom.layout import AtomPlan
+    from kvledger.plan.engines.release import Release
     from kvledger.plan.request import PlanRequest
     from kvledger.source.model_source import ModelSource
 
@@ -81,7 +82,8 @@ class AtomEngine(Layout):
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
         return GPU_MEMORY_UTILIZATION, f"{NEWEST.label}'s default"
 
-    def __init__(self) -> None:
+    def __init__(self, release: Release | None = None, release_note: str = "") -> None:
+        super().__init__(release, release_note)
         self._last: tuple[LayoutInput, AtomPlan] | None = None
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:

@@ -36,9 +36,14 @@ from kvledger.plan.gpus import GpuPreset
 from kvledger.plan.weights import Weights
 
 MIB = 1 << 20
+GIB = 1 << 30
 # The budget line keys SGLang's budget uses besides the shared ones (kvledger.plan.budget):
 # its multimodal reservation.
 MULTIMODAL = "multimodal_reservation"
+# SGLang's own flags for the way out (server_args.py), never vLLM's.
+REMEDY = ("use a larger GPU, more --tensor-parallel-size, a higher --mem-fraction-static (SGLang "
+          "0.5.23: 'Not enough memory. Please try to increase --mem-fraction-static'), or give "
+          "the budget with --kv-cache-memory-bytes")
 
 
 def sglang_gpu_budget(
@@ -50,12 +55,26 @@ def sglang_gpu_budget(
     multimodal: bool,
     pre_load_in_use_bytes: int | None = None,
     total_bytes: int | None = None,
+    others_bytes: int = 0,
+    own_reserve_mib: float | None = None,
 ) -> Budget:
-    """The KV bytes SGLang gives one GPU of this deployment, with every line labelled."""
+    """The KV bytes SGLang gives one GPU of this deployment, with every line labelled.
+
+    ``others_bytes``: memory other processes hold when SGLang starts (``--gpu-memory-in-use``,
+    or total − ``--gpu-free-bytes``): SGLang's fraction is of the memory free before the
+    weights load (``pre_model_load_memory``), so a co-tenant shrinks the pools. It is folded
+    into the in-use line. ``own_reserve_mib``: SGLang's own default reservation for these
+    settings (``memory.memory_settings`` without a fraction), against which what stays
+    outside the pools is checked (``plan/startup_memory.sglang_startup``: the runtime OOM
+    direction)."""
     total = preset.total_bytes if total_bytes is None else total_bytes
     in_use = pre_load_in_use_bytes
     if in_use is None:
         in_use = DEFAULT_NON_TORCH_BYTES_MULTI_GPU if multi_gpu else DEFAULT_NON_TORCH_BYTES
+    in_use_label = "− in use before the model loads (CUDA context, communicators)"
+    if others_bytes:
+        in_use_label += f" and {others_bytes / GIB:.2f} GiB held by other processes (given)"
+    in_use += others_bytes
     pre = total - in_use
     fraction = settings.mem_fraction_static
     static = int(pre * fraction)
@@ -64,7 +83,7 @@ def sglang_gpu_budget(
     lines = [
         BudgetLine(GPU_TOTAL, f"GPU memory ({preset.name}; {preset.source})", total,
                    preset.basis if total_bytes is None else GIVEN),
-        BudgetLine(NON_TORCH, "− in use before the model loads (CUDA context, communicators)",
+        BudgetLine(NON_TORCH, in_use_label,
                    in_use, ESTIMATED if pre_load_in_use_bytes is None else GIVEN),
         BudgetLine(UTILIZATION, f"× mem_fraction_static {fraction:g} ({how})", static,
                    GIVEN if settings.mem_fraction_given else EXACT),
@@ -80,5 +99,15 @@ def sglang_gpu_budget(
     lines.append(BudgetLine(KV_BUDGET, "= KV cache budget per GPU (SGLang)", available, basis))
     frozen = tuple(lines)
     if available <= 0:
-        raise BudgetTooSmall(frozen, available)
-    return Budget(available, frozen, total, fraction, total - available, preset.name)
+        raise BudgetTooSmall(frozen, available, remedy=REMEDY)
+    notes: tuple[str, ...] = ()
+    if own_reserve_mib is not None and (settings.mem_fraction_given or others_bytes):
+        from kvledger.plan.startup_memory import sglang_startup
+
+        notes = tuple(sglang_startup(
+            pre, fraction, int(own_reserve_mib * MIB), others=others_bytes,
+            basis=f"SGLang's own default reservation for these settings, "
+                  f"{own_reserve_mib:,.0f} MiB (memory_hook.py handle_gpu_memory_settings; on a "
+                  "GPU above 60 GiB at least 10 GiB)"))
+    return Budget(available, frozen, total, fraction, total - available, preset.name,
+                  notes=notes)

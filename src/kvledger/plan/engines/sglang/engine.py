@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 from kvledger.derive.layers import LayerCache, Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
+from kvledger.plan.engines.sglang.releases.profile import SglangRelease
 from kvledger.plan.result import PoolRow, RankResult, stored_summary
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
+    from kvledger.plan.engines.release import Release
     from kvledger.plan.engines.sglang.options import SglangOptions
     from kvledger.plan.engines.sglang.result import SglangPlan
     from kvledger.plan.engines.sglang.settings import Resolved
@@ -47,7 +49,7 @@ def _options(inp: GpuBudgetInput | LayoutInput) -> SglangOptions:
     return given or SglangOptions()
 
 
-def _plan(inp: LayoutInput) -> SglangPlan:
+def _plan(inp: LayoutInput, release: SglangRelease) -> SglangPlan:
     from kvledger.plan.engines.sglang.layout import plan_sglang
     from kvledger.plan.engines.sglang.memory import default_chunked_prefill_size, gpu_arch
     from kvledger.plan.gpus import gpu_preset
@@ -59,7 +61,7 @@ def _plan(inp: LayoutInput) -> SglangPlan:
     chunked = default_chunked_prefill_size(total / MIB if total else HOPPER_80GB_MIB)
     return plan_sglang(inp.facts, request, min(inp.stage_budgets), options=options,
                        platform=gpu_arch(gpu), default_chunked_prefill_size=chunked,
-                       stage_available_bytes=inp.stage_budgets)
+                       stage_available_bytes=inp.stage_budgets, release=release)
 
 
 def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
@@ -104,13 +106,17 @@ class SglangEngine(Layout):
     releases = RELEASES
     newest = NEWEST
 
-    def __init__(self) -> None:
+    def __init__(self, release: Release | None = None, release_note: str = "") -> None:
+        super().__init__(release, release_note)
+        # The profile every rule of this layout reads (``get_layout`` binds it once).
+        self.profile: SglangRelease = release if isinstance(release, SglangRelease) else \
+            RELEASES[NEWEST]
         # concurrency_at is asked many contexts for one input: plan it once.
         self._last: tuple[LayoutInput, SglangPlan] | None = None
 
     def _planned(self, inp: LayoutInput) -> SglangPlan:
         if self._last is None or self._last[0] is not inp:
-            self._last = (inp, _plan(inp))
+            self._last = (inp, _plan(inp, self.profile))
         return self._last[1]
 
     def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
@@ -130,10 +136,10 @@ class SglangEngine(Layout):
         from kvledger.plan.engines.sglang.served import NotServed, pipeline_parallel_refusal
 
         try:
-            reason = pipeline_parallel_refusal(facts.architectures)
+            reason = pipeline_parallel_refusal(facts.architectures, self.profile)
         except NotServed:
             return ""  # refused whatever the layout: each candidate says why
-        return f"SGLang 0.5.23 refuses to start: {reason}" if reason else ""
+        return f"{self.profile.short} refuses to start: {reason}" if reason else ""
 
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
         from kvledger.plan.engines.sglang.budget import sglang_gpu_budget
@@ -147,7 +153,7 @@ class SglangEngine(Layout):
 
         request, options = inp.request, _options(inp)
         gpu_arch(inp.preset)  # refuses platforms whose defaults are not reproduced
-        model = build(inp.facts)
+        model = build(inp.facts, self.profile)
         if request.pipeline_parallel_size > 1 and \
                 (no_pp := self.pipeline_parallel_refusal(inp.facts)):
             # SGLang stops while it builds the model, before it sizes the pools
@@ -155,23 +161,33 @@ class SglangEngine(Layout):
         total = request.gpu_total_bytes or inp.preset.total_bytes
         fraction = options.mem_fraction_static if options.mem_fraction_static is not None \
             else request.gpu_memory_utilization
-        settings = memory_settings(
-            total / MIB, tp=request.tensor_parallel_size, pp=request.pipeline_parallel_size,
+        settings_for: dict[str, Any] = dict(
+            tp=request.tensor_parallel_size, pp=request.pipeline_parallel_size,
             mla=model.attention_arch == "MLA", attn_dp_size=request.data_parallel_size,
             dp_attention=options.enable_dp_attention,
             chunked_prefill_size=options.chunked_prefill_size,
             cuda_graph_max_bs=options.cuda_graph_max_bs,
             max_running_requests=options.max_running_requests,
-            max_total_tokens=options.max_total_tokens, mem_fraction_static=fraction,
+            max_total_tokens=options.max_total_tokens,
             model_name=inp.facts.model, multimodal=model.multimodal,
             prefill_graph=not model.multimodal
             or model.architecture in MULTIMODAL_PREFILL_GRAPH_ARCHS,
             vision_tower=vision_tower(model.config))
+        settings = memory_settings(total / MIB, mem_fraction_static=fraction, **settings_for)
+        # SGLang's own reservation for these settings (its default fraction's), for the
+        # runtime-OOM check beside a given fraction or a co-tenant (budget.py).
+        own = settings.reserved_mib if fraction is None else \
+            memory_settings(total / MIB, mem_fraction_static=None, **settings_for).reserved_mib
         multi = request.tensor_parallel_size * request.pipeline_parallel_size > 1
+        others = 0
+        if request.gpu_free_bytes is not None:
+            others = max(0, total - request.gpu_free_bytes)
+        elif request.gpu_memory_in_use is not None:
+            others = request.gpu_memory_in_use
         return sglang_gpu_budget(
             inp.preset, settings, weights=inp.weights, multi_gpu=multi,
             multimodal=model.multimodal, pre_load_in_use_bytes=request.non_torch_bytes,
-            total_bytes=request.gpu_total_bytes)
+            total_bytes=request.gpu_total_bytes, others_bytes=others, own_reserve_mib=own)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
         plan = self._planned(inp)

@@ -55,6 +55,7 @@ from kvledger.plan.engines.sglang.pools import (
     swa_tokens,
     validate_swa_pool,
 )
+from kvledger.plan.engines.sglang.releases.profile import sglang_words
 from kvledger.plan.engines.sglang.result import SglangPlan, StagePlan
 from kvledger.plan.engines.sglang.settings import Resolved, resolve
 from kvledger.plan.engines.sglang.states import StateBytes, ssm_dtype, state_bytes
@@ -62,6 +63,7 @@ from kvledger.plan.request import PlanRequest
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
+    from kvledger.plan.engines.sglang.releases.profile import SglangRelease
 
 def pp_indices(num_layers: int, pp: int) -> list[tuple[int, int]]:
     """SGLang's ``get_pp_indices`` (``srt/distributed/utils.py``, no
@@ -238,6 +240,7 @@ def plan_sglang(
     platform: str = "sm90",
     default_chunked_prefill_size: int = 8192,
     stage_available_bytes: Sequence[int] | None = None,
+    release: SglangRelease | None = None,
 ) -> SglangPlan:
     """SGLang 0.5.23's pool for ``available_bytes`` of KV budget per GPU.
 
@@ -252,14 +255,19 @@ def plan_sglang(
     if available_bytes <= 0:
         raise ValueError(f"available_bytes must be > 0, got {available_bytes}")
     options = options or SglangOptions()
-    model = build(facts)
+    if release is None:  # a library caller without a layout: bind as the engine binds
+        from kvledger.plan.engines.base import get_layout
+
+        layout: Any = get_layout("sglang", request.engine_release)  # a SglangEngine
+        release = layout.profile
+    model = build(facts, release)
     if model.architecture == dsv4.ARCH:
         return plan_dsv4(model, request, available_bytes, options, platform,
                          default_chunked_prefill_size)
-    res = resolve(model, request, options, platform, default_chunked_prefill_size)
+    res = resolve(model, request, options, platform, default_chunked_prefill_size, release)
     pp = request.pipeline_parallel_size
-    if pp > 1 and (no_pp := served.pipeline_parallel_refusal(facts.architectures)):
-        raise SglangLayoutError(f"SGLang 0.5.23 refuses to start: {no_pp}")
+    if pp > 1 and (no_pp := served.pipeline_parallel_refusal(facts.architectures, release)):
+        raise SglangLayoutError(f"{sglang_words(release)} refuses to start: {no_pp}")
     if pp > 1 and model.architecture in encoder_decoder.ARCHS:
         raise SglangLayoutError(f"{model.architecture} under pipeline parallelism: SGLang's "
                                 "model class does not split its layers into stages "
@@ -271,7 +279,8 @@ def plan_sglang(
         raise ValueError(f"stage_available_bytes must hold {pp} budgets > 0, got {budgets}")
     warnings: list[str] = []
     if model.backend == "transformers":
-        warnings.append(f"SGLang 0.5.23 has no model class for {model.architecture}: it serves "
+        warnings.append(f"{sglang_words(release)} has no model class for "
+                        f"{model.architecture}: it serves "
                         "it through its Transformers backend (models/transformers.py)")
     if res.dsa_scaled_fp8 is False and model.dsa is not None:
         warnings.append("DSA fp8 rows in the raw trtllm layout (Blackwell default backends)")

@@ -43,7 +43,12 @@ from kvledger.derive.layers import (
 )
 from kvledger.plan.engines.sglang import dsv4, encoder_decoder, hybrid_swa, served
 from kvledger.plan.engines.sglang.context import context_length, text_config
+from kvledger.plan.engines.sglang.releases.profile import sglang_words
 from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from kvledger.plan.engines.sglang.releases.profile import SglangRelease
 
 
 class SglangLayoutError(ValueError):
@@ -270,12 +275,13 @@ def vision_tower(config: Mapping[str, Any]) -> tuple[int, int] | None:
     return int(vision.get("num_hidden_layers") or 24), int(vision.get("hidden_size") or 1024)
 
 
-def _uniform_heads(layers: Sequence[Attention], what: str, model: str) -> Heads:
+def _uniform_heads(layers: Sequence[Attention], what: str, model: str,
+                   release: SglangRelease | None = None) -> Heads:
     shapes = {(a.k_heads, a.k_dim, a.v_heads, a.v_dim) for a in layers}
     if len(shapes) > 1:
         raise SglangLayoutError(
             f"{model}: its {what} layers differ in K/V heads or dims ({sorted(shapes)}); "
-            "SGLang 0.5.23 sizes every layer of a pool with one head count and dim "
+            f"{sglang_words(release)} sizes every layer of a pool with one head count and dim "
             "(ModelConfig), so its number for this model is not reproduced"
         )
     k_heads, k_dim, v_heads, v_dim = shapes.pop()
@@ -351,17 +357,18 @@ def _dsv4_model(facts: ModelFacts, arch: str, text: Mapping[str, Any],
         multimodal=_multimodal(config, arch), config=config, backend=loader)
 
 
-def build(facts: ModelFacts) -> SglangModel:
+def build(facts: ModelFacts, release: SglangRelease | None = None) -> SglangModel:
     """SGLang's view of ``facts`` (whole model, before parallelism), or a named refusal."""
     arch = facts.architectures[0] if facts.architectures else ""
     config = facts.config
     text = _text(config)
     try:
-        loader = served.backend(facts.architectures, facts.model_type)
+        loader = served.backend(facts.architectures, facts.model_type, release)
     except served.NotServed as exc:
-        raise _refuse(facts, f"SGLang 0.5.23 cannot load this model: {exc}") from None
+        raise _refuse(facts, f"{sglang_words(release)} cannot load this model: {exc}") from None
     if arch in HYBRID_SWA_NOT_REPRODUCED:
-        raise _refuse(facts, "SGLang 0.5.23 gives this architecture a hybrid sliding-window "
+        raise _refuse(facts, f"{sglang_words(release)} gives this architecture a hybrid "
+                             "sliding-window "
                              "pool whose layout kvledger does not reproduce yet")
     if arch == dsv4.ARCH:
         return _dsv4_model(facts, arch, text, loader)
@@ -411,7 +418,7 @@ def build(facts: ModelFacts) -> SglangModel:
     if mla and attention:
         raise _refuse(facts, "MLA and standard attention layers in one model")
     if mla and arch not in MLA_ARCHS and not latent_from_config:
-        raise _refuse(facts, "MLA layers, but SGLang 0.5.23 does not treat this "
+        raise _refuse(facts, f"MLA layers, but {sglang_words(release)} does not treat this "
                              "architecture as MLA (AttentionArch.MLA) in a way reproduced here")
     if indexers and arch not in DSA_ARCHS:
         raise _refuse(facts, "sparse-attention indexer caches outside SGLang's DSA "
@@ -438,8 +445,8 @@ def build(facts: ModelFacts) -> SglangModel:
         raise _refuse(facts, f"layer {empty[0]} caches nothing in the model, but SGLang's "
                              "pool gives every layer a slot of the model's one geometry; not "
                              "reproduced")
-    heads = _uniform_heads(full, "full-attention", facts.model) if full else None
-    swa_heads = _uniform_heads(swa, "sliding-window", facts.model) if swa else None
+    heads = _uniform_heads(full, "full-attention", facts.model, release) if full else None
+    swa_heads = _uniform_heads(swa, "sliding-window", facts.model, release) if swa else None
     window: int | None = None
     if swa:
         windows = {a.window if isinstance(a, SlidingAttention) else a.chunk

@@ -20,7 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvledger.plan.engines.sglang.registry import NATIVE_ARCHITECTURES
+from kvledger.plan.engines.sglang.releases.profile import sglang_words
 from kvledger.plan.engines.sglang.unchecked import unchecked_reason
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from kvledger.plan.engines.sglang.releases.profile import SglangRelease
 
 # Config classes SGLang registers that rename the architecture before the loader sees it:
 # configs/olmo3.py (Olmo3Config: "uses Olmo3ForCausalLM in transformers but
@@ -74,11 +79,11 @@ NOT_SERVED: Mapping[str, str] = {
     "JambaForCausalLM": f"JambaForCausalLM {_INCOMPATIBLE}",
     "Zamba2ForCausalLM": f"Zamba2ForCausalLM {_INCOMPATIBLE}",
     "MiniMaxM1ForCausalLM": (
-        "SGLang 0.5.23 has no MiniMaxM1ForCausalLM class, and the config's own class is remote "
+        "{sglang} has no MiniMaxM1ForCausalLM class, and the config's own class is remote "
         "code (auto_map), which only --trust-remote-code with the checkpoint's files could hand "
         "to the Transformers backend; not reproduced"),
     "MiniMaxM3ForCausalLM": (
-        "SGLang 0.5.23 has no MiniMaxM3ForCausalLM class (only MiniMaxM3Sparse*), and its "
+        "{sglang} has no MiniMaxM3ForCausalLM class (only MiniMaxM3Sparse*), and its "
         "config does not load: The checkpoint you are trying to load has model type "
         "`minimax_m3` but Transformers does not recognize this architecture (transformers "
         "5.19)"),
@@ -106,12 +111,13 @@ class NotServed(ValueError):
     """SGLang 0.5.23 would not load this model (``str`` is SGLang's reason)."""
 
 
-def backend(architectures: tuple[str, ...], model_type: str = "") -> str:
+def backend(architectures: tuple[str, ...], model_type: str = "",
+            release: SglangRelease | None = None) -> str:
     """"native" or "transformers" (the class SGLang's loader builds), or ``NotServed`` (also
     for a top-level ``model_type`` whose config SGLang cannot load)."""
     if model_type in CONFIG_NOT_LOADED:
         raise NotServed(CONFIG_NOT_LOADED[model_type])
-    if why := unchecked_reason(model_type):
+    if why := unchecked_reason(model_type, release):
         raise NotServed(why)
     if not architectures:
         raise NotServed("the config names no architectures; SGLang's loader picks the model "
@@ -122,20 +128,23 @@ def backend(architectures: tuple[str, ...], model_type: str = "") -> str:
     if arch in TRANSFORMERS_BACKEND:
         return "transformers"
     if arch in NOT_SERVED:
-        raise NotServed(NOT_SERVED[arch])
+        raise NotServed(NOT_SERVED[arch].replace("{sglang}", sglang_words(release)))
     raise NotServed(
-        f"SGLang 0.5.23 has no model class {arch}; whether its Transformers backend serves it "
+        f"{sglang_words(release)} has no model class {arch}; whether its Transformers "
+        "backend serves it "
         "(resolve_transformers_arch) has not been checked against SGLang: not reproduced yet")
 
 
-def pipeline_parallel_refusal(architectures: tuple[str, ...]) -> str:
+def pipeline_parallel_refusal(architectures: tuple[str, ...],
+                              release: SglangRelease | None = None) -> str:
     """SGLang's reason not to run these architectures with pp_size > 1 ("" when it does)."""
-    if not architectures or backend(architectures) != "transformers":
+    if not architectures or backend(architectures, release=release) != "transformers":
         return ""
     base = TRANSFORMERS_BACKEND_NO_PP.get(RENAMED.get(architectures[0], architectures[0]))
     if base is None:
         return ""
-    return (f"<class '{base}'> does not support pipeline parallel yet! (SGLang 0.5.23 serves "
+    return (f"<class '{base}'> does not support pipeline parallel yet! "
+            f"({sglang_words(release)} serves "
             f"{architectures[0]} with its Transformers backend, whose "
             "TransformersBase.pipeline_parallel needs the model's pipeline plan, and "
             "transformers states none for it)")

@@ -18,10 +18,12 @@ from kvledger.plan.engines.sglang.model import (
     SglangModel,
 )
 from kvledger.plan.engines.sglang.options import SglangOptions
+from kvledger.plan.engines.sglang.releases.profile import sglang_words
 from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 from kvledger.records import record
 
 if TYPE_CHECKING:
+    from kvledger.plan.engines.sglang.releases.profile import SglangRelease
     pass
 
 # arg_groups/overrides.py: _MAMBA_RADIX_CACHE_ARCHS (those kvledger has facts for): the
@@ -93,7 +95,8 @@ class Resolved:
 
 
 
-def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str) -> tuple[str, str]:
+def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str,
+              release: SglangRelease | None = None) -> tuple[str, str]:
     asked = request.kv_cache_dtype
     if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
         # arg_groups/overrides.py: _dsa_kv_cache_dtype_default.
@@ -113,7 +116,8 @@ def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str) -> tuple[
     name = KV_DTYPES.get(asked)
     if name is None:
         raise SglangLayoutError(
-            f"--kv-cache-dtype {asked}: SGLang 0.5.23 has no such choice (it takes auto, "
+            f"--kv-cache-dtype {asked}: {sglang_words(release)} has no such choice (it takes "
+            "auto, "
             "bf16/bfloat16, fp8_e4m3, fp8_e5m2, nvfp4, ...)")
     return name, "option"
 
@@ -141,10 +145,12 @@ def _page_size(model: SglangModel, request: PlanRequest, platform: str) -> tuple
 
 def context_length(model: SglangModel, request: PlanRequest) -> int:
     """``--context-length`` (kvledger's ``max_model_len``), at most the model's derived length:
-    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    SGLang refuses a longer one unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1
+    (``request.allow_long_max_model_len``: configs/model_config.py
+    ``_derive_context_length`` then uses the given length)."""
     if request.max_model_len is None:
         return model.context_len
-    if request.max_model_len > model.context_len:
+    if request.max_model_len > model.context_len and not request.allow_long_max_model_len:
         raise ValueError(
             f"--context-length {request.max_model_len} exceeds the model's derived context "
             f"length {model.context_len}; SGLang refuses it (unless "
@@ -153,7 +159,8 @@ def context_length(model: SglangModel, request: PlanRequest) -> int:
 
 
 def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
-            platform: str, default_chunked: int) -> Resolved:
+            platform: str, default_chunked: int,
+            release: SglangRelease | None = None) -> Resolved:
     tp, dp = request.tensor_parallel_size, request.data_parallel_size
     if options.enable_dp_attention:
         if tp % dp:
@@ -162,7 +169,7 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         attn_tp, attn_dp = tp // dp, dp
     else:
         attn_tp, attn_dp = tp, 1
-    kv_dtype, kv_source = _kv_dtype(model, request, platform)
+    kv_dtype, kv_source = _kv_dtype(model, request, platform, release)
     page, page_source = _page_size(model, request, platform)
     context = context_length(model, request)
     draft = 0
@@ -176,7 +183,11 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
             if model.mambaish or model.hybrid_swa:
                 raise SglangLayoutError(
                     "speculative decoding with a recurrent-state or sliding-window pool "
-                    "(intermediate states, draft SWA layers) is not reproduced for SGLang")
+                    "(intermediate states, draft SWA layers) is not reproduced for SGLang: "
+                    "SGLang 0.5.23 keeps an intermediate SSM state and conv window per draft "
+                    "token for every state slot (mem_cache/memory_pool.py MambaPool) and "
+                    "the draft's own layers; drop the --speculative-* flags to plan the "
+                    "target without speculation (those buffers are then not counted)")
             # spec_aux_hidden_state.py: a path-less NEXTN/MTP draft takes the target's
             # num_nextn_predict_layers; without it SGLang sizes no draft KV in the cell.
             draft = model.nextn_layers
@@ -201,7 +212,8 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
                 # backend other than trtllm_mha. Oracle case cov-lfm2-text-page16.
                 if page > 1:
                     raise SglangLayoutError(
-                        f"SGLang 0.5.23 refuses to start: no_buffer only supports page_size=1. "
+                        f"{sglang_words(release)} refuses to start: no_buffer only supports "
+                        "page_size=1. "
                         f"({model.architecture} takes the no_buffer Mamba radix strategy, "
                         f"page size {page}; --disable-radix-cache avoids it)")
                 if platform not in HOPPER_LIKE:

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kvledger.plan.engines.sglang.releases.profile import sglang_words
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from kvledger.plan.engines.sglang.releases.profile import SglangRelease
+
 UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
     ("glm4_moe_lite", "glm4", "apertus", "seed_oss", "granitemoeshared", "cohere2",
      "lfm2_moe", "exaone_moe", "olmo", "glm", "arcee", "jais2", "smollm3", "vaultgemma",
@@ -38,10 +44,11 @@ UNCHECKED_MODEL_TYPES: Mapping[str, str] = dict.fromkeys(
 )
 
 
-def unchecked_reason(model_type: str) -> str:
+def unchecked_reason(model_type: str, release: SglangRelease | None = None) -> str:
     """Why SGLang's answer for ``model_type`` is not reproduced ("" when it has been checked)."""
     why = UNCHECKED_MODEL_TYPES.get(model_type)
     if why is None:
         return ""
-    return (f"model_type '{model_type}' has not been checked against SGLang 0.5.23 ({why}; no "
+    return (f"model_type '{model_type}' has not been checked against "
+            f"{sglang_words(release)} ({why}; no "
             "SGLang oracle case yet): not reproduced yet")

@@ -103,13 +103,10 @@ def block_math(
     if bpb <= 0:
         # vLLM: attention-free models get num_blocks = 1 (the null block).
         return BlockMath(0, 1, 0, 0.0, 0, 0, False)
-    from kvledger.plan.engines.vllm.releases.current import release
-
-    rules = release()
     blocks = available_bytes // bpb if num_blocks is None else num_blocks
-    per_request = blocks_per_request(groups, ctx, rules.request_blocks)
+    per_request = blocks_per_request(groups, ctx, ctx.request_blocks)
     concurrency = blocks / per_request if per_request else 0.0
-    tokens = logged_tokens(groups, blocks, concurrency, ctx, rules.logged_tokens)
+    tokens = logged_tokens(groups, blocks, concurrency, ctx, ctx.logged_tokens)
     needed = bpb * per_request
     usable = available_bytes - bpb  # the null block
     refuses = usable <= 0 or needed > usable

@@ -30,12 +30,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvledger.derive.layers import Kind, ModelFacts
-from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
-from kvledger.plan.engines.vllm.releases.current import short as release_short
+from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart, engine_words
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
+
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 # vLLM ``MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP`` (utils/torch_utils.py).
 _MODELOPT_TO_VLLM = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
@@ -86,7 +87,8 @@ def checkpoint_quant_config(
     return None, ""
 
 
-def normalized_quant_method(qc: Mapping[str, Any], where: str) -> str:
+def normalized_quant_method(qc: Mapping[str, Any], where: str,
+                            release: VllmRelease | None = None) -> str:
     """``_normalize_quantization_config``: the ``quant_method`` vLLM works with."""
     producer = qc.get("producer")
     name = producer.get("name") if isinstance(producer, Mapping) else None
@@ -101,9 +103,13 @@ def normalized_quant_method(qc: Mapping[str, Any], where: str) -> str:
                 method = "modelopt"
             elif upper == "NVFP4":
                 method = "modelopt_fp4"
+            elif upper == "MIXED_PRECISION" and release is not None \
+                    and release.modelopt_mixed_precision:
+                method = "modelopt_mixed"
             else:
                 raise VllmRefusesToStart(
-                    f"{release_short()} refuses to start: Unknown ModelOpt quant algo: {algo} "
+                    f"{engine_words(release)} refuses to start: Unknown ModelOpt quant algo: "
+                    f"{algo} "
                     f"({where}: only FP8 and NVFP4 are read from a ModelOpt "
                     "'quantization' block)"
                 )
@@ -153,32 +159,36 @@ def _model_quant_config(
     return dict(compression) if isinstance(compression, Mapping) else None
 
 
-def validate_compressed_tensors_kv_scheme(scheme: Mapping[str, Any]) -> None:
+def validate_compressed_tensors_kv_scheme(scheme: Mapping[str, Any],
+                                          release: VllmRelease | None = None) -> None:
     """vLLM ``CompressedTensorsKVCacheMethod.validate_kv_cache_scheme``: what it accepts."""
     kind, bits = scheme.get("type"), scheme.get("num_bits")
     if kind != "float" or bits != 8:
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: Currently supported kv cache quantization is "
+            f"{engine_words(release)} refuses to start: Currently supported kv cache "
+            "quantization is "
             f"num_bits=8, type=float, however received num_bits={bits}, type={kind} "
             "(compressed-tensors kv_cache_scheme)"
         )
     strategy = scheme.get("strategy")
     if strategy not in ("tensor", "attn_head"):
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: Invalid strategy for compressed-tensors KV cache "
+            f"{engine_words(release)} refuses to start: Invalid strategy for "
+            "compressed-tensors KV cache "
             f"({strategy!r}); expected 'tensor' or 'attn_head'"
         )
     if not scheme.get("symmetric"):
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: Only support symmetric scaling factor for "
+            f"{engine_words(release)} refuses to start: Only support symmetric scaling factor for "
             f"compressed-tensors KV cache. However found symmetric: {scheme.get('symmetric')}"
         )
 
 
-def resolve_cache_dtype(facts: ModelFacts, option: str) -> CacheDtype:
+def resolve_cache_dtype(facts: ModelFacts, option: str,
+                        release: VllmRelease | None = None) -> CacheDtype:
     """``cache_config.cache_dtype`` after engine-config resolution and model construction."""
     kinds = frozenset(g.layer.kind for g in facts.groups if g.layer.owns_memory)
-    return cache_dtype_for(facts.config, facts.hf_quant_config, kinds, option)
+    return cache_dtype_for(facts.config, facts.hf_quant_config, kinds, option, release)
 
 
 def cache_dtype_for(
@@ -186,20 +196,21 @@ def cache_dtype_for(
     hf_quant_config: Mapping[str, Any] | None,
     kinds: frozenset[Kind],
     option: str,
+    release: VllmRelease | None = None,
 ) -> CacheDtype:
     """``resolve_cache_dtype`` on the raw inputs: config.json, hf_quant_config.json, the
     cache kinds of the model's layers, and ``--kv-cache-dtype``."""
     has_attention = bool(kinds & ATTENTION_KINDS)
     qc, origin = checkpoint_quant_config(config, hf_quant_config)
-    method = normalized_quant_method(qc, origin) if qc is not None else ""
+    method = normalized_quant_method(qc, origin, release) if qc is not None else ""
     if method and method not in VLLM_QUANTIZATION_METHODS:
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: Unknown quantization method: {method} "
-            f"({origin}; {release_short()} has no such method)"
+            f"{engine_words(release)} refuses to start: Unknown quantization method: {method} "
+            f"({origin}; {engine_words(release)} has no such method)"
         )
     if method in VLLM_DEPRECATED_QUANTIZATION_METHODS:
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: The quantization method {method} is "
+            f"{engine_words(release)} refuses to start: The quantization method {method} is "
             f"deprecated and "
             "will be removed in future versions of vLLM. To bypass, set "
             f"`--allow-deprecated-quantization` ({origin}; vLLM then plans the cache as "
@@ -218,11 +229,11 @@ def cache_dtype_for(
         )
     if ct_scheme is not None and has_attention:
         # Every Attention layer builds a CompressedTensorsKVCacheMethod, which validates.
-        validate_compressed_tensors_kv_scheme(ct_scheme)
+        validate_compressed_tensors_kv_scheme(ct_scheme, release)
 
     if option != "auto":
         _check_fp8_e5m2(option, method if qc is not None else model_method, ct_scheme,
-                        has_attention, Kind.MLA in kinds)
+                        has_attention, Kind.MLA in kinds, release)
         return CacheDtype(option, "option", f"--kv-cache-dtype {option}")
 
     if qc is not None:
@@ -237,7 +248,7 @@ def cache_dtype_for(
         if Kind.MLA in kinds:
             raise VllmLayoutError(
                 "compressed-tensors kv_cache_scheme on a model mixing MLA and standard "
-                f"attention: {release_short()} switches cache_config to fp8 from the first "
+                f"attention: {engine_words(release)} switches cache_config to fp8 from the first "
                 "Attention "
                 "layer it builds, so MLA layers built before it stay in the model dtype; "
                 "kvledger does not model that order (pass --kv-cache-dtype explicitly)"
@@ -251,7 +262,8 @@ def cache_dtype_for(
 
 
 def _check_fp8_e5m2(option: str, method: str, ct_scheme: Mapping[str, Any] | None,
-                    has_attention: bool, has_mla: bool) -> None:
+                    has_attention: bool, has_mla: bool,
+                    release: VllmRelease | None = None) -> None:
     """``init_attention_quant``: a layer whose quantization config hands it a KV-cache method
     (fp8 → ``Attention``; ModelOpt → ``Attention`` and ``MLAAttention``; compressed-tensors
     with a ``kv_cache_scheme`` → ``Attention``) refuses an fp8_e5m2 cache."""
@@ -264,6 +276,7 @@ def _check_fp8_e5m2(option: str, method: str, ct_scheme: Mapping[str, Any] | Non
     )
     if refuses:
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: fp8_e5m2 kv-cache is not supported with fp8 "
+            f"{engine_words(release)} refuses to start: fp8_e5m2 kv-cache is not "
+            "supported with fp8 "
             f"checkpoints (quantization method {method})"
         )

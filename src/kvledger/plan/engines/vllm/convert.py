@@ -243,10 +243,8 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         # oracle here (the cases check it) and says so in the plan's warnings.
         checkpoint = 0
         if "mamba2" in mamba_type and res.mamba_cache_mode == "align":
-            from kvledger.plan.engines.vllm.releases import vllm_release
-
             # 1 from vLLM 0.32 (releases/profile.py mamba2_prefill_checkpoint_blocks).
-            checkpoint = vllm_release(request.engine_release).mamba2_prefill_checkpoint_blocks
+            checkpoint = res.release.mamba2_prefill_checkpoint_blocks
         if mamba_type == "gated_delta_net" and res.mamba_cache_mode == "align":
             checkpoint = res.gdn_prefill_checkpoint_blocks  # vLLM 0.33 (releases/v0_33.py)
         return MambaSpec(

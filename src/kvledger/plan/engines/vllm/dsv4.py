@@ -86,7 +86,6 @@ from kvledger.derive.families.deepseek_v4 import (
     row_bytes,
 )
 from kvledger.derive.layers import LayerCache, ModelFacts
-from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
@@ -102,6 +101,8 @@ from kvledger.records import record, replace
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import ClassVar
+
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 CACHE_DTYPE = "fp8_ds_mla"
 # DeepseekV4SparseMLABackend / DeepseekV4IndexerBackend.get_supported_kernel_block_sizes.
@@ -167,7 +168,8 @@ class SlidingWindowMLASpec(SlidingWindowSpec):
         return ("sliding_mla", self.sliding_window)
 
 
-def check_request(facts: ModelFacts, request: PlanRequest, cap: tuple[int, int] | None) -> None:
+def check_request(facts: ModelFacts, request: PlanRequest, cap: tuple[int, int] | None,
+                  release: VllmRelease) -> None:
     """What kvledger does not reproduce for V4, refused by name (before any spec is built)."""
     why = ""
     if cap is None:
@@ -189,14 +191,14 @@ def check_request(facts: ModelFacts, request: PlanRequest, cap: tuple[int, int] 
         why = f"--kv-cache-dtype {request.kv_cache_dtype}: not checked by an oracle case"
     if why:
         raise VllmLayoutError(
-            f"{facts.model}: kvledger does not reproduce {release_short()}'s DeepSeek-V4 caches "
+            f"{facts.model}: kvledger does not reproduce {release.short}'s DeepSeek-V4 caches "
             f"with {why}; use --engine native")
     if request.kv_cache_dtype not in _FP8:
         # _resolve_dsv4_kv_cache_dtype, on the default (fp8_ds_mla layout) attention class.
         raise VllmStartupError(
             f"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got "
             f"{request.kv_cache_dtype}", "models/deepseek_v4/attention.py "
-            "_resolve_dsv4_kv_cache_dtype", "use --kv-cache-dtype auto or fp8")
+            "_resolve_dsv4_kv_cache_dtype", "use --kv-cache-dtype auto or fp8", release=release)
 
 
 def resolved(res: Resolved) -> Resolved:

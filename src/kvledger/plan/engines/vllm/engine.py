@@ -14,16 +14,16 @@ from kvledger import records
 from kvledger.derive.errors import UnsupportedArchitecture
 from kvledger.derive.layers import Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
-from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES, vllm_release
-from kvledger.plan.engines.vllm.releases.current import planning
+from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES
+from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 from kvledger.plan.result import PoolRow, RankResult, stored_summary
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
     from kvledger.plan.budget import Budget
+    from kvledger.plan.engines.release import Release
     from kvledger.plan.engines.vllm.layout import VllmPlan
-    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.weights import WeightSplit
     from kvledger.source.model_source import ModelSource
@@ -54,7 +54,7 @@ def _ranks(inp: LayoutInput, plan: VllmPlan) -> tuple[RankResult, ...]:
     )
 
 
-def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
+def _plan(inp: LayoutInput, release: VllmRelease, max_model_len: int | None = None) -> VllmPlan:
     from kvledger.plan.engines.vllm import (
         plan_vllm,  # the vLLM layout is only imported when asked for
     )
@@ -64,7 +64,8 @@ def _plan(inp: LayoutInput, max_model_len: int | None = None) -> VllmPlan:
         request = records.replace(request, max_model_len=max_model_len)
     budgets = inp.stage_budgets
     stage_budgets = None if len(set(budgets)) <= 1 else budgets
-    return plan_vllm(inp.facts, request, min(budgets), stage_available_bytes=stage_budgets)
+    return plan_vllm(inp.facts, request, min(budgets), release=release,
+                     stage_available_bytes=stage_budgets)
 
 
 def tokens_note(plan: VllmPlan, rules: VllmRelease) -> str:
@@ -127,8 +128,14 @@ class VllmEngine(Layout):
     releases = RELEASES
     newest = NEWEST
 
-    def not_served(self, model_type: str, release: str | None = None) -> str:
-        return vllm_release(release).not_served.get(model_type, "")
+    def __init__(self, release: Release | None = None, release_note: str = "") -> None:
+        super().__init__(release, release_note)
+        # The profile every rule of this layout reads (``get_layout`` binds it once).
+        self.profile: VllmRelease = release if isinstance(release, VllmRelease) else \
+            RELEASES[NEWEST]
+
+    def not_served(self, model_type: str) -> str:
+        return self.profile.not_served.get(model_type, "")
 
     def default_max_model_len(self, facts: ModelFacts) -> int | None:
         """vLLM's own (``startup.default_max_model_len``: the derived length, or the 2,048 it
@@ -138,7 +145,7 @@ class VllmEngine(Layout):
         return default_max_model_len(facts)
 
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
-        release = vllm_release(request.engine_release)
+        release = self.profile
         return release.default_gpu_memory_utilization, f"{release.short}'s default"
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
@@ -146,10 +153,9 @@ class VllmEngine(Layout):
         derive cannot read is refused in vLLM's words when vLLM refuses it too (whose
         reason, not kvledger's, is what a vLLM user needs); one derive reads is refused
         after derive (``check_served``), so ``--engine native`` still plans it."""
-        release = vllm_release(request.engine_release)
+        release = self.profile
         try:
-            with planning(release.version):
-                return super().derive(source, request)
+            return super().derive(source, request)
         except UnsupportedArchitecture as exc:
             why = release.not_served.get(exc.model_type)
             if why:
@@ -171,11 +177,11 @@ class VllmEngine(Layout):
         """vLLM's refusal of PP for a model class without ``SupportsPP`` (``startup.py``)."""
         from kvledger.plan.engines.vllm.startup import pipeline_parallel_refusal, prefix
 
-        refusal = pipeline_parallel_refusal(facts)
+        refusal = pipeline_parallel_refusal(facts, self.profile)
         if refusal is None:
             return ""
         reason = getattr(refusal, "reason", None)  # vLLM's words, without kvledger's fix hint
-        return f"{prefix()}: {reason}" if reason else str(refusal)
+        return f"{prefix(self.profile)}: {reason}" if reason else str(refusal)
 
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
         """The default GPU budget, after vLLM's configuration refusals: vLLM refuses a
@@ -184,14 +190,14 @@ class VllmEngine(Layout):
         comes first even when the budget would be too small too."""
         from kvledger.plan.engines.vllm.layout import check_served
 
-        with planning(inp.request.engine_release) as release:
-            check_served(inp.facts, inp.request)
-            if getattr(inp.request, "vllm_launch", None) is None:
-                return self._profile_budget(inp, release)
-            # LoRA slots, online quantization, CPU offload (launch_budget.py).
-            from kvledger.plan.engines.vllm.launch_budget import launch_budget
+        release = self.profile
+        check_served(inp.facts, inp.request, release)
+        if getattr(inp.request, "vllm_launch", None) is None:
+            return self._profile_budget(inp, release)
+        # LoRA slots, online quantization, CPU offload (launch_budget.py).
+        from kvledger.plan.engines.vllm.launch_budget import launch_budget
 
-            return launch_budget(inp, lambda i: self._profile_budget(i, release))
+        return launch_budget(inp, lambda i: self._profile_budget(i, release))
 
     def _profile_budget(self, inp: GpuBudgetInput, release: VllmRelease) -> Budget:
         """The budget with the reserves ``release``'s profile run counts (reserves.py)."""
@@ -203,7 +209,7 @@ class VllmEngine(Layout):
                                whose_default=whose if util is None else None)
 
     def plan(self, inp: LayoutInput) -> LayoutPlan:
-        plan = _plan(inp)
+        plan = _plan(inp, self.profile)
         stage_plans = list(plan.stages) or [plan]
         tier: dict[str, object] = {}
         notes: list[str] = []
@@ -213,7 +219,8 @@ class VllmEngine(Layout):
 
             tier = kv_tier_fields(inp.request, bytes_per_block=plan.bytes_per_block,
                                   block_size=plan.block_size, groups=len(plan.groups),
-                                  use_mla=any("MLA" in g.spec for g in plan.groups))
+                                  use_mla=any("MLA" in g.spec for g in plan.groups),
+                                  num_blocks=plan.num_blocks)
             notes = given_budget_note(inp.request)
         rows = _stored_rows(inp, plan)
         groups = _group_rows(plan)
@@ -237,7 +244,7 @@ class VllmEngine(Layout):
             engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
                            "vllm_refusal_reason": plan.refusal_reason or None, **tier,
                            **({"kv_cache_tokens_note": note} if (note := tokens_note(
-                               plan, vllm_release(inp.request.engine_release)))
+                               plan, plan.resolved.release))
                               else {}),
                            **({"kv_cache_groups": groups} if groups else {})},
         )
@@ -245,6 +252,6 @@ class VllmEngine(Layout):
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:
         """vLLM's max concurrency if ``max_model_len`` were ``context`` (same budgets)."""
         try:
-            return float(_plan(inp, context).max_concurrency)
+            return float(_plan(inp, self.profile, context).max_concurrency)
         except ValueError:
             return 0.0

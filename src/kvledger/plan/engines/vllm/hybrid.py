@@ -14,8 +14,7 @@ import math
 from collections.abc import Sequence
 
 from kvledger.derive.layers import ceil_div
-from kvledger.plan.engines.vllm.errors import VllmRefusesToStart
-from kvledger.plan.engines.vllm.releases.current import short as release_short
+from kvledger.plan.engines.vllm.errors import VllmRefusesToStart, engine_words
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError
 from kvledger.plan.engines.vllm.specs import (
     AttentionSpec,
@@ -25,6 +24,10 @@ from kvledger.plan.engines.vllm.specs import (
     MLAAttentionSpec,
 )
 from kvledger.records import record
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 # Smallest kernel block size of the backend vLLM picks on an SM90 GPU
 # (``get_supported_kernel_block_sizes``, v1/attention/backends/): FLASH_ATTN and
@@ -58,7 +61,7 @@ def _supports(sizes: KernelSizes, block: int) -> bool:
     return not sizes or any(block % _base(s) == 0 for s in sizes)
 
 
-def preferred_block_size(backends: list[KernelSizes]) -> int:
+def preferred_block_size(backends: list[KernelSizes], release: VllmRelease | None = None) -> int:
     """vLLM ``Platform._preferred_block_size_for_backends`` (platforms/interface.py): one
     backend → its ``get_preferred_block_size(16)`` (16 if it takes 16, else its smallest
     size); several → 16 if all take it, else the smallest lcm of one size per backend that
@@ -74,7 +77,8 @@ def preferred_block_size(backends: list[KernelSizes]) -> int:
     for candidate in sorted({math.lcm(*combo) for combo in itertools.product(*per_backend)}):
         if all(_supports(b, candidate) for b in backends):
             return candidate
-    raise VllmRefusesToStart(f"{release_short()} refuses to start: the attention backends share no "
+    raise VllmRefusesToStart(f"{engine_words(release)} refuses to start: the attention "
+                             "backends share no "
                           "supported KV cache block size")
 
 
@@ -92,10 +96,10 @@ def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
     requested = res.requested_block_size
     if requested is None:
         backends = ([_FLASH_ATTN] if has_dense else []) + [_MINIMAX_M3_SPARSE] * 2
-        return preferred_block_size(backends)
+        return preferred_block_size(backends, res.release)
     if requested % MINIMAX_M3_KERNEL_BLOCK:
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: No common block size for {requested} "
+            f"{res.release.short} refuses to start: No common block size for {requested} "
             f"(MINIMAX_M3_SPARSE: [{MINIMAX_M3_KERNEL_BLOCK}]); MiniMax-M3's sparse-attention "
             f"kernels take {MINIMAX_M3_KERNEL_BLOCK}-token blocks: use --block-size auto or a "
             f"multiple of {MINIMAX_M3_KERNEL_BLOCK}"
@@ -150,7 +154,7 @@ def _auto_block_size(res: Resolved, notes: list[str]) -> int:
         if block != DEFAULT_BLOCK_SIZE:
             source = (" (FlashMLA: the vLLM CPU oracle lacks this kernel, so the rule is "
                       "read from source only)" if res.mla_backend == "FLASHMLA" else "")
-            notes.append(f"block size {block}: with --block-size auto, {release_short()} "
+            notes.append(f"block size {block}: with --block-size auto, {res.release.short} "
                          f"picks {res.mla_backend} for MLA on this GPU, whose kernel blocks "
                          f"take {block}{source}")
         return block
@@ -216,7 +220,7 @@ def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolve
         attn_block = chunk * ceil_div(ceil_div(mamba_page, attn_page_1), chunk)
         block = max(requested if requested is not None else alignment, attn_block)
         attn_page = block * attn_page_1
-        notes.append(f"hybrid alignment ({release_short()}, mamba_cache_mode all): attention "
+        notes.append(f"hybrid alignment ({res.release.short}, mamba_cache_mode all): attention "
                      f"block size {block}, a multiple of the {res.mamba_chunk_size}-token "
                      f"Mamba chunk, so one page ({attn_page} B) holds a {mamba_page} B state")
         return BlockSizes(block, attn_block, attn_page if attn_page > mamba_page else None,

@@ -11,7 +11,14 @@ names and defaults, validated once here.
 - ``--cpu-offload-gb`` (``UVAOffloadConfig.cpu_offload_gb``, GiB per GPU, ``ge=0``) and
   ``--kv-offloading-size`` (GiB over all ranks) / ``--kv-offloading-backend`` ("native" or
   "lmcache", ``CacheConfig``): ``offload.py``.
+- ``--kv-transfer-config`` (a KV connector: NIXL, Mooncake, LMCache, offloading): its GPU and
+  host bytes beside the plan, ``connectors.py``.
 
+- ``--language-model-only`` (``MultiModalConfig.language_model_only``: every modality's limit
+  0, so ``_mark_tower_model`` builds no tower and the encoder is not profiled) and
+  ``--mm-encoder-tp-mode data`` (each TP rank holds the whole encoder, for the model classes
+  with ``supports_encoder_tp_data``; the others fall back to "weights"):
+  ``launch_budget.tower_weights``.
 - the separate draft model's length and RoPE types (``draft_length.py``), which vLLM 0.33
   uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``).
 
@@ -29,6 +36,7 @@ from kvledger.records import record
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 LORA_DTYPES = ("auto", "float16", "bfloat16")
 KV_OFFLOADING_BACKENDS = ("native", "lmcache")
+MM_ENCODER_TP_MODES = ("weights", "data")  # MMEncoderTPMode (vllm/config/multimodal.py)
 
 
 def _int(name: str, value: Any, minimum: int) -> None:
@@ -60,11 +68,17 @@ class VllmLaunch:
     cpu_offload_gb: float = 0.0
     kv_offloading_size: float | None = None  # GiB, over all ranks; None: no CPU tier
     kv_offloading_backend: str = "native"
+    # --kv-transfer-config, as JSON text (connectors.py sizes it); None: no connector.
+    kv_transfer_config: str | None = None
     # The separate draft model (--speculative-config model, methods draft_model / eagle /
     # eagle3): the max_model_len vLLM derives for it and its RoPE types
     # (draft_length.draft_fields); None / (): not given.
     draft_max_model_len: int | None = None
     draft_rope_types: tuple[str, ...] = ()
+    language_model_only: bool = False
+    mm_encoder_tp_mode: str = "weights"  # MMEncoderTPMode: "weights" or "data"
+    # AttentionBackendEnum name the line selects (resolve.forced_backend); None: vLLM's choice.
+    attention_backend: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.enable_lora, bool):
@@ -96,6 +110,15 @@ class VllmLaunch:
                 isinstance(t, str) for t in self.draft_rope_types):
             raise TypeError(f"draft_rope_types must be a tuple of names, got "
                             f"{self.draft_rope_types!r}")
+        if self.kv_transfer_config is not None and not isinstance(self.kv_transfer_config, str):
+            raise TypeError(f"kv_transfer_config must be JSON text, got "
+                            f"{self.kv_transfer_config!r}")
+        if not isinstance(self.language_model_only, bool):
+            raise TypeError(f"language_model_only must be a bool, got "
+                            f"{self.language_model_only!r}")
+        if self.mm_encoder_tp_mode not in MM_ENCODER_TP_MODES:
+            raise ValueError("mm_encoder_tp_mode must be one of "
+                             f"{', '.join(MM_ENCODER_TP_MODES)}, got {self.mm_encoder_tp_mode!r}")
         if self.kv_offloading_backend not in KV_OFFLOADING_BACKENDS:
             raise ValueError("kv_offloading_backend must be one of "
                              f"{', '.join(KV_OFFLOADING_BACKENDS)}, got "
@@ -103,5 +126,7 @@ class VllmLaunch:
 
     @property
     def changes_weights(self) -> bool:
-        """Whether the GPU budget differs from the plain one (LoRA, quantization, offload)."""
-        return self.enable_lora or self.quantization is not None or self.cpu_offload_gb > 0
+        """Whether the GPU budget differs from the plain one (LoRA, quantization, offload,
+        the towers)."""
+        return self.enable_lora or self.quantization is not None or self.cpu_offload_gb > 0 \
+            or self.language_model_only or self.mm_encoder_tp_mode == "data"

@@ -66,6 +66,53 @@ def _online_weights(inp: GpuBudgetInput, method: str) -> Weights | None:
         raise OnlineQuantNotModelled(f"--quantization {method}: {exc}") from None
 
 
+# Model types whose vLLM 0.33 class sets ``supports_encoder_tp_data = True`` (itself or by
+# inheritance: Qwen3.5's classes derive from Qwen3VLForConditionalGeneration, GLM-4.5V's
+# from Glm4vForConditionalGeneration); vLLM falls back to "weights" for the others
+# (config/multimodal.py ``mm_encoder_tp_mode``).
+ENCODER_TP_DATA = frozenset({
+    "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe",
+    "kimi_k25", "kimi_vl", "glm4v", "glm4v_moe", "internvl_chat", "step3_vl", "minicpmv",
+    "llama4", "minimax_m3_vl", "kimi_k3",
+})
+
+
+def tower_weights(inp: GpuBudgetInput, launch: VllmLaunch, weights: Weights) -> Weights:
+    """The weights line without the towers (``--language-model-only``), or with the whole
+    towers on every TP rank (``--mm-encoder-tp-mode data``, where the model supports it).
+    The towers' bytes are the estimate's (``plan/weights.tower_bytes``), whichever way the
+    total was read; per GPU they were total / (TP × PP) like the rest."""
+    if not launch.language_model_only and launch.mm_encoder_tp_mode != "data":
+        return weights
+    from kvledger.plan.budget import ESTIMATED
+    from kvledger.plan.weights import WeightsError, tower_bytes
+
+    config = inp.facts.config or inp.text_config
+    try:
+        towers = tower_bytes(config, inp.facts.model_dtype)
+    except WeightsError:
+        towers = 0
+    req = inp.request
+    tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
+    share = -(-towers // (tp * pp))
+    if launch.language_model_only:
+        if not towers:
+            return weights
+        return records.replace(
+            weights, total_bytes=weights.total_bytes - towers,
+            per_rank_bytes=weights.per_rank_bytes - share, per_rank_basis=ESTIMATED,
+            detail=f"{weights.detail}; less the towers' {towers:,} B (--language-model-only: "
+                   "vLLM builds no tower, models/interfaces.py _mark_tower_model)")
+    model_type = str(config.get("model_type") or "")
+    if model_type not in ENCODER_TP_DATA or tp == 1 or not towers:
+        return weights  # vLLM falls back to "weights": the towers are split by TP as before
+    extra = -(-towers // pp) - share
+    return records.replace(
+        weights, per_rank_bytes=weights.per_rank_bytes + extra, per_rank_basis=ESTIMATED,
+        detail=f"{weights.detail}; plus {extra:,} B: each of the {tp} TP ranks holds the "
+               f"whole towers ({towers:,} B; --mm-encoder-tp-mode data)")
+
+
 def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]) -> Budget:
     """``plain`` (the engine's budget) under ``inp.request.vllm_launch``."""
     launch = launch_of(inp.request)
@@ -76,6 +123,7 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
     weights = inp.weights
     if launch.quantization is not None:
         weights = _online_weights(inp, launch.quantization) or weights
+    weights = tower_weights(inp, launch, weights)
     offload_line = None
     if launch.cpu_offload_gb > 0:
         from kvledger.plan.engines.vllm.offload import cpu_offload
@@ -102,10 +150,17 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
 
 
 def kv_tier_fields(request: Any, *, bytes_per_block: int, block_size: int, groups: int,
-                   use_mla: bool) -> dict[str, Any]:
-    """``{"kv_offload": ...}`` for the plan's JSON when ``--kv-offloading-size`` is given."""
+                   use_mla: bool, num_blocks: int = 0) -> dict[str, Any]:
+    """``{"kv_offload": ...}`` for the plan's JSON when ``--kv-offloading-size`` is given;
+    ``{"kv_transfer": ...}`` when ``--kv-transfer-config`` is (connectors.py)."""
     launch = launch_of(request)
-    if launch is None or launch.kv_offloading_size is None:
+    if launch is None:
+        return {}
+    if launch.kv_transfer_config is not None:
+        return _kv_transfer_fields(request, launch, bytes_per_block=bytes_per_block,
+                                   block_size=block_size, groups=groups, use_mla=use_mla,
+                                   num_blocks=num_blocks)
+    if launch.kv_offloading_size is None:
         return {}
     from kvledger.plan.engines.vllm.offload import OffloadNotModelled, kv_tier
 
@@ -128,3 +183,32 @@ def given_budget_note(request: Any) -> list[str]:
     # gpu_worker.determine_available_memory: a given kv_cache_memory_bytes is the KV budget.
     return [f"{' and '.join(what)} change the weights' memory, not the given "
             "kv_cache_memory_bytes (vLLM then skips its memory profiling)"]
+
+
+def _kv_transfer_fields(request: Any, launch: VllmLaunch, *, bytes_per_block: int,
+                        block_size: int, groups: int, use_mla: bool,
+                        num_blocks: int) -> dict[str, Any]:
+    from kvledger.plan.engines.vllm.connectors import (
+        ConnectorNotModelled,
+        PoolFacts,
+        check_release,
+        parse,
+        plan_connector,
+    )
+    from kvledger.plan.engines.vllm.releases import vllm_release
+
+    check_release(vllm_release(request.engine_release).version)
+    if launch.kv_offloading_size is not None:
+        # config/vllm.py _post_init_kv_transfer_config replaces the connector.
+        raise ConnectorNotModelled("--kv-offloading-size with --kv-transfer-config: vLLM "
+                                   "replaces the named connector with its offloading one; "
+                                   "give one of the two")
+    if request.pipeline_parallel_size > 1:
+        raise ConnectorNotModelled("--kv-transfer-config with pipeline parallelism: each "
+                                   "stage's blocks differ, which kvledger does not size")
+    pool = PoolFacts(num_blocks=num_blocks, bytes_per_block=bytes_per_block,
+                     block_size=block_size, world_size=request.tensor_parallel_size,
+                     groups=groups, use_mla=use_mla)
+    assert launch.kv_transfer_config is not None
+    memory = plan_connector(parse(launch.kv_transfer_config), pool)
+    return {"kv_transfer": memory.to_json()}

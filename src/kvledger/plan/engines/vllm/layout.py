@@ -17,9 +17,6 @@ from kvledger.plan.engines.vllm.blocks import BlockMath, block_math
 from kvledger.plan.engines.vllm.convert import layer_spec, layer_takes_part
 from kvledger.plan.engines.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
 from kvledger.plan.engines.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
-from kvledger.plan.engines.vllm.releases import vllm_release
-from kvledger.plan.engines.vllm.releases.current import planning
-from kvledger.plan.engines.vllm.releases.current import short as release_short
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, resolve
 from kvledger.plan.engines.vllm.specs import (
     AttentionSpec,
@@ -43,6 +40,8 @@ from kvledger.records import field, record
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
+
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 DSV4_TYPE = "deepseek_v4"  # planned by dsv4.py
 
@@ -153,31 +152,32 @@ class _Prepared:
     cache_names: tuple[tuple[int, str], ...] | None = None
 
 
-def not_in_vllm(model_type: str, release: str | None = None) -> str:
-    """Why the vLLM ``release`` (default: the newest) has no model for ``model_type`` (''
-    when it has one): the release profile's ``not_served`` table. Those types' facts come
-    from another engine's (or an older vLLM's) implementation, so "what vLLM allocates" has
-    no answer and the layout refuses; ``--engine native`` still plans them."""
-    return vllm_release(release).not_served.get(model_type, "")
+def not_in_vllm(model_type: str, release: VllmRelease) -> str:
+    """Why vLLM ``release`` has no model for ``model_type`` ('' when it has one): the release
+    profile's ``not_served`` table. Those types' facts come from another engine's (or an
+    older vLLM's) implementation, so "what vLLM allocates" has no answer and the layout
+    refuses; ``--engine native`` still plans them."""
+    return release.not_served.get(model_type, "")
 
 
-def check_served(facts: ModelFacts, request: PlanRequest) -> None:
-    """vLLM has a model for ``facts`` and starts with ``request``'s settings — what vLLM
-    decides from its configuration, before it profiles memory (so before any budget)."""
-    if absent := not_in_vllm(facts.model_type, request.engine_release):
+def check_served(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> None:
+    """vLLM ``release`` has a model for ``facts`` and starts with ``request``'s settings —
+    what vLLM decides from its configuration, before it profiles memory (so before any
+    budget)."""
+    if absent := not_in_vllm(facts.model_type, release):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
-    check_startup(facts, request)
+    check_startup(facts, request, release)
 
 
-def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
-    check_served(facts, request)
-    res = resolve(facts, request)
+def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> _Prepared:
+    check_served(facts, request, release)
+    res = resolve(facts, request, release)
     kv_notes: list[str] = []
-    if facts.model_type in vllm_release(request.engine_release).no_cache_config:
+    if facts.model_type in release.no_cache_config:
         # Imported only for the model files it concerns (start-up: bench/startup.py).
         from kvledger.plan.engines.vllm.no_cache_config import layer_kv_dtype
 
-        res, kv_notes = layer_kv_dtype(facts, res, vllm_release(request.engine_release))
+        res, kv_notes = layer_kv_dtype(facts, res, release)
     if (request.num_speculative_tokens and request.speculative_method in MTP_METHODS
             and not any(g.layer.role is Role.MTP for g in facts.groups)):
         # vLLM builds the MTP drafter's layers from the config (e.g. Qwen3NextMTP takes
@@ -204,7 +204,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         from kvledger.plan.engines.vllm import dsv4
         from kvledger.plan.engines.vllm.hardware import capability
 
-        dsv4.check_request(facts, request, capability(request.gpu)[0])
+        dsv4.check_request(facts, request, capability(request.gpu)[0], release)
         res = dsv4.resolved(res)
     order = facts.cached(
         ("vllm registration order", taking),
@@ -226,7 +226,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         sizes = resolve_block_sizes(
             [(raw[k], len(order.positions[k])) for k in order.by_first_layer], res)
         check_block_size(sizes.block_size, request.block_size,
-                         any(isinstance(s, AttentionSpec) for s in raw))
+                         any(isinstance(s, AttentionSpec) for s in raw), release)
         specs = apply_block_sizes(raw, sizes)
     # vLLM buckets layers by spec equality: parts with equal specs (an MTP layer and the
     # decoder's full attention) share a bucket.
@@ -244,17 +244,19 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
         max_in_flight_tokens=res.max_in_flight_tokens,
         max_num_encoder_input_tokens=res.max_num_encoder_input_tokens,
         mamba_cache_mode=res.mamba_cache_mode,
+        request_blocks=res.release.request_blocks,
+        logged_tokens=res.release.logged_tokens,
     )
     warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes + list(res.notes)
     warnings.extend(checkpoint_kv_notes(facts, request, res))
-    warnings.extend(sentence_len_notes(facts, request))
+    warnings.extend(sentence_len_notes(facts, request, release))
     if v4:
         warnings.extend(dsv4.NOTES)
     if any(getattr(layer, "with_value", False) for layer in parts
            if layer.index in res.minimax_sparse_layers):
         warnings.append(
             "the config keeps an index value on some MiniMax-M3 sparse layers "
-            f"(sparse_disable_index_value 0); {release_short()}'s MiniMaxM3IndexerCache caches the "
+            f"(sparse_disable_index_value 0); {release.short}'s MiniMaxM3IndexerCache caches the "
             "index key only, and so does this plan"
         )
     if res.mamba_cache_mode == "align" and any(
@@ -263,7 +265,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest) -> _Prepared:
     ):
         warnings.append(
             "KDA layers in align mode are charged 2 state blocks per request, as vLLM's CPU "
-            f"oracle does; on a CUDA GPU {release_short()} picks the FlashKDA prefill backend "
+            f"oracle does; on a CUDA GPU {release.short} picks the FlashKDA prefill backend "
             f"for bf16 "
             "head_dim-128 bounded-gate models and charges a third (prefill checkpoint) block"
         )
@@ -347,7 +349,8 @@ def checkpoint_kv_notes(facts: ModelFacts, request: PlanRequest, res: Resolved) 
     if declared and facts.kv_dtype != res.kv_cache_dtype:
         return [
             f"the checkpoint declares a {facts.kv_dtype} KV cache ({facts.kv_dtype_source}), "
-            f"but {release_short()} does not adopt it under --kv-cache-dtype auto (it reads only a "
+            f"but {res.release.short} does not adopt it under --kv-cache-dtype auto (it reads "
+            "only a "
             f"ModelOpt quant_method in config.json, or an hf_quant_config.json with a ModelOpt "
             f"producer when config.json has no quantization_config, or a compressed-tensors "
             f"kv_cache_scheme): it stores {res.kv_cache_dtype}; pass --kv-cache-dtype fp8 to "
@@ -504,6 +507,16 @@ def _plan(
     )
 
 
+def _bound(request: PlanRequest) -> VllmRelease:
+    """The profile of the release ``request`` names, bound as the engine binds it
+    (``get_layout``): a library caller of ``plan_vllm`` without a layout."""
+    from kvledger.plan.engines.base import get_layout
+
+    layout: Any = get_layout("vllm", request.engine_release)  # a VllmEngine (not imported:
+    profile: VllmRelease = layout.profile  # it imports this module)
+    return profile
+
+
 def _check_budget(available_bytes: int) -> None:
     if isinstance(available_bytes, bool) or not isinstance(available_bytes, int):
         raise TypeError(f"available_bytes must be an int, got {available_bytes!r}")
@@ -512,11 +525,13 @@ def _check_budget(available_bytes: int) -> None:
 
 
 def plan_vllm_stage(
-    facts: ModelFacts, request: PlanRequest, available_bytes: int, stage: int
+    facts: ModelFacts, request: PlanRequest, available_bytes: int, stage: int,
+    release: VllmRelease | None = None,
 ) -> VllmPlan:
-    """One pipeline stage on its own budget (blocks not yet reconciled across stages)."""
+    """One pipeline stage on its own budget (blocks not yet reconciled across stages), as
+    ``release`` builds it (``plan_vllm`` says how None binds one)."""
     _check_budget(available_bytes)
-    prep = _prepare(facts, request)
+    prep = _prepare(facts, request, release if release is not None else _bound(request))
     members = _stage_members(prep, request.pipeline_parallel_size)
     if not 0 <= stage < len(members):
         raise ValueError(f"stage {stage} out of range for {len(members)} pipeline stages")
@@ -533,29 +548,21 @@ def plan_vllm(
     request: PlanRequest,
     available_bytes: int,
     *,
+    release: VllmRelease | None = None,
     stage_available_bytes: Sequence[int] | None = None,
 ) -> VllmPlan:
-    """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker), as the
-    request's release (``request.engine_release``; the newest when None) builds it.
+    """The vLLM plan for one GPU's KV budget (``available_bytes`` per worker), as
+    ``release`` builds it. The engine passes the release it is bound to; a library caller
+    that passes none binds the one ``request.engine_release`` names here, once (the newest
+    when None): no rule below looks a release up.
 
     ``stage_available_bytes`` gives each pipeline stage's workers their own budget (vLLM
     ``get_kv_cache_configs`` takes one ``available_memory`` per worker): a stage whose GPUs
     also hold a model-local cache has less. Default: ``available_bytes`` on every stage.
     """
-    with planning(request.engine_release):
-        return _plan_vllm(facts, request, available_bytes,
-                          stage_available_bytes=stage_available_bytes)
-
-
-def _plan_vllm(
-    facts: ModelFacts,
-    request: PlanRequest,
-    available_bytes: int,
-    *,
-    stage_available_bytes: Sequence[int] | None = None,
-) -> VllmPlan:
+    bound = release if release is not None else _bound(request)
     _check_budget(available_bytes)
-    prep = _prepare(facts, request)
+    prep = _prepare(facts, request, bound)
     pp = request.pipeline_parallel_size
     budgets = [available_bytes] * pp if stage_available_bytes is None else \
         list(stage_available_bytes)

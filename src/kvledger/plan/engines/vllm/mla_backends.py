@@ -91,11 +91,39 @@ PRIORITY: Mapping[int, tuple[MlaBackend, ...]] = {
 OTHER_PRIORITY = (FLASH_ATTN_MLA, FLASHMLA, FLASHINFER_MLA, TRITON_MLA)
 
 
+BY_NAME: Mapping[str, MlaBackend] = {b.name: b for b in (
+    FLASH_ATTN_MLA, FLASHMLA, FLASHINFER_MLA, TOKENSPEED_MLA, CUTLASS_MLA, TRITON_MLA)}
+
+
+def reasons(backend: MlaBackend, capability: tuple[int, int], cache_dtype: str,
+            text: Mapping[str, Any], block_size: int | None) -> list[str]:
+    """Why ``backend`` does not take this configuration, in the words and order of
+    ``AttentionBackend.validate_configuration`` (v1/attention/backend.py); [] when it does.
+    A backend the user selects (``--attention-backend``) is checked alone, and vLLM stops
+    with these reasons (platforms/cuda.py ``get_attn_backend_cls``)."""
+    out = []
+    if cache_dtype not in backend.cache_dtypes:
+        out.append("kv_cache_dtype not supported")
+    if block_size is not None and not backend.takes_block(block_size):
+        out.append("block_size not supported")
+    if backend.majors is not None and capability[0] not in backend.majors:
+        out.append("compute capability not supported")
+    if not backend.fits_model(text):
+        out.append("the model's MLA head dimensions not supported (supports_combination)")
+    return out
+
+
 def choose(capability: tuple[int, int], cache_dtype: str, text: Mapping[str, Any],
-           block_size: int | None) -> MlaBackend | None:
+           block_size: int | None, forced: str | None = None) -> MlaBackend | None:
     """The first dense MLA backend of the capability's priority list that takes this cache
     dtype, model and (when the user set one) block size; None when none does (vLLM then
-    stops: "No valid attention backend found")."""
+    stops: "No valid attention backend found"). ``forced``: the backend the user selected,
+    the only one tried (None when it does not take the configuration: ``reasons``)."""
+    if forced is not None:
+        picked = BY_NAME.get(forced)
+        if picked is None or reasons(picked, capability, cache_dtype, text, block_size):
+            return None
+        return picked
     for backend in PRIORITY.get(capability[0], OTHER_PRIORITY):
         if backend.majors is not None and capability[0] not in backend.majors:
             continue

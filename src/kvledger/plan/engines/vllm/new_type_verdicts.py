@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kvledger.derive.layers import ModelFacts
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 # architecture -> (the sub-config key its __init__ reads first, where)
 WRAPPER_NEEDS: Mapping[str, tuple[str, str]] = {
@@ -237,7 +238,8 @@ def _config_class(model_type: str) -> str:
     return "PretrainedConfig"
 
 
-def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
+def construction_refusal(facts: ModelFacts,
+                         release: VllmRelease) -> tuple[str, str] | None:
     """(vLLM's error, where it is raised) when vLLM 0.32's model class for ``facts`` stops in
     ``__init__``, else None."""
     config = facts.config
@@ -249,9 +251,7 @@ def construction_refusal(facts: ModelFacts) -> tuple[str, str] | None:
                     f"attribute '{key}' (architectures names the multimodal wrapper "
                     f"{architecture}, but the config is a flat text config without {key})",
                     where)
-    from kvledger.plan.engines.vllm.releases.current import release
-
-    filled = release().class_fills_construction_keys  # the release being planned
+    filled = release.class_fills_construction_keys
     for model_type, level in _levels(facts):
         if model_type in filled:
             continue

@@ -35,7 +35,7 @@ def layer_kv_dtype(facts: ModelFacts, res: Resolved,
     # What the checkpoint alone makes of "auto": a compressed-tensors kv_cache_scheme reaches
     # the layer through its quantization config; a ModelOpt KV dtype reaches only
     # cache_config, which these layers never see.
-    own = resolve_cache_dtype(facts, "auto")
+    own = resolve_cache_dtype(facts, "auto", release)
     if own.source == "checkpoint" and own.cache_dtype != "fp8":
         raise VllmLayoutError(
             f"{facts.model}: {why}; kvledger has not checked how {release.short} then treats the "

@@ -26,7 +26,7 @@ attention) — and every Transformers-backend class implements SupportsPP.
 adds (``VllmRelease.pp_support_added``: 0.33 registers BeamForCausalLM and
 Kolibri1ForCausalLM, ``tests/oracles/vllm-0.33/vllm-0.33-pp-support.json``; the rule itself,
 ``verify_with_parallel_config`` → ``is_pp_supported_model`` → ``interfaces.supports_pp``, reads
-the same in both releases). ``pp_table()`` is the table of the release being planned.
+the same in both releases). ``pp_table(release)`` is the table of a release.
 
 The EAGLE3 draft rows never refuse a target's PP: vLLM checks a draft against its own parallel
 config, built with ``pipeline_parallel_size=1`` (config/speculative.py
@@ -39,6 +39,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from kvledger.plan.engines.vllm.new_type_verdicts import NEW_PP_SUPPORT
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 PP_SUPPORT: Mapping[str, tuple[bool | None, str]] = MappingProxyType(
     {
@@ -216,22 +220,20 @@ TRANSFORMERS_BACKEND = frozenset(
 TRANSFORMERS_BACKEND_WHERE = "vllm/model_executor/models/transformers/ (Transformers backend)"
 
 
-def pp_table() -> Mapping[str, tuple[bool | None, str]]:
-    """The verdicts of the release being planned (``releases.current``): ``PP_SUPPORT`` and
-    the rows its profile adds."""
-    from kvledger.plan.engines.vllm.releases.current import release
-
-    added = release().pp_support_added
+def pp_table(release: VllmRelease) -> Mapping[str, tuple[bool | None, str]]:
+    """The verdicts of ``release``: ``PP_SUPPORT`` and the rows its profile adds."""
+    added = release.pp_support_added
     return {**PP_SUPPORT, **added} if added else PP_SUPPORT
 
 
-def pp_verdict(architectures: tuple[str, ...]) -> tuple[str, bool, str] | None:
+def pp_verdict(architectures: tuple[str, ...],
+               release: VllmRelease) -> tuple[str, bool, str] | None:
     """(architecture, supports PP, where) for the class the planned release resolves from
     ``architectures`` (registry.py ``inspect_model_cls``): with none registered, the
     Transformers backend for the first when it serves it; else the first registered one.
     ``None`` when an architecture has no row here before a decision (kvledger cannot tell
     which class vLLM would build, so it does not guess), or when vLLM serves none of them."""
-    table = pp_table()
+    table = pp_table(release)
     for arch in architectures:
         row = table.get(arch)
         if row is None:

@@ -33,7 +33,10 @@ def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
 
     req = inp.request
     cap, _ = capability(req.gpu)
-    chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size)
+    from kvledger.plan.engines.vllm.resolve import forced_backend
+
+    chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size,
+                    forced_backend(req))
     if chosen is None:
         return req.block_size or 16, ""
     return req.block_size or chosen.preferred_block(), chosen.name
@@ -48,6 +51,7 @@ def runtime_dtype(inp: GpuBudgetInput) -> str:
 
 
 def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
+    from kvledger.plan.engines.vllm.launch_budget import launch_of
     from kvledger.plan.engines.vllm.startup import default_max_model_len
 
     req = inp.request
@@ -63,7 +67,9 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         num_speculative_tokens=req.num_speculative_tokens,
         mla=mla, mla_block_size=block, mla_backend=backend,
         sm_count=SM_COUNT.get(inp.preset.name),
-        multimodal=any(key in inp.facts.config for key in _MULTIMODAL_KEYS),
+        # --language-model-only: every modality's limit is 0, so no encoder is profiled.
+        multimodal=any(key in inp.facts.config for key in _MULTIMODAL_KEYS)
+        and not getattr(launch_of(req), "language_model_only", False),
         cublas_handles_before_snapshot=release.cublas_handles_before_snapshot,
         triton_mla_workspace_in_profile=release.triton_mla_workspace_in_profile,
     )
@@ -80,9 +86,29 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
     for line, parts in (activation_line(rin), cuda_graph_line(), non_torch_line(rin)):
         estimates[line.key] = records.replace(line, parts=parts)
     req = inp.request
-    return gpu_budget(
+    budget = gpu_budget(
         inp.preset, gpu_memory_utilization=utilization, weights=inp.weights, request=req,
         cfg=inp.text_config, model_dtype=runtime_dtype(inp),
         reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes, req.non_torch_bytes),
         total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
         estimates=estimates)
+    return records.replace(budget, notes=startup_notes(inp, release, budget, utilization))
+
+
+def startup_notes(inp: GpuBudgetInput, release: VllmRelease, budget: Budget,
+                  utilization: float) -> tuple[str, ...]:
+    """0.32/0.33's free-memory admission and the headroom after the KV cache
+    (``plan/startup_memory.py``; both releases: ``request_memory`` in ``v1/worker/utils.py``,
+    graphs captured after the cache with their estimate taken from the budget).
+    ``StartupRefusal`` when vLLM refuses to start."""
+    from kvledger.plan.startup_memory import FreeMemory, vllm_startup
+
+    req = inp.request
+    if not req.startup_admission:
+        return ()
+    total = budget.total_bytes if budget.total_bytes is not None else inp.preset.total_bytes
+    multi = req.tensor_parallel_size * req.pipeline_parallel_size > 1 or \
+        inp.weights.split is not None
+    return tuple(vllm_startup(total, utilization,
+                              FreeMemory(req.gpu_free_bytes, req.gpu_memory_in_use),
+                              multi_gpu=multi, release=release.short))

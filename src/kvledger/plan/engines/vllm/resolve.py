@@ -12,8 +12,7 @@ from __future__ import annotations
 from kvledger.declare.dtypes import resolve_dtype
 from kvledger.derive.layers import Kind, ModelFacts, Role
 from kvledger.plan.engines.vllm.cache_dtype import CacheDtype, resolve_cache_dtype
-from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
-from kvledger.plan.engines.vllm.releases.current import short as release_short
+from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart, engine_words
 from kvledger.plan.engines.vllm.specs import (
     QUANT_FP8_PER_TENSOR,
     QUANT_NONE,
@@ -26,6 +25,7 @@ TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
     from kvledger.plan.engines.vllm.sparse_mla_backends import SparseMlaBackend
 
 __all__ = ["Resolved", "VllmLayoutError", "kv_dtype_name", "resolve"]
@@ -55,6 +55,7 @@ class Resolved:
     mamba_cache_dtype: str
     mamba_ssm_cache_dtype: str
     requested_block_size: int | None  # None: "auto"
+    release: VllmRelease  # the release that resolved these settings (its rules read it)
     # The KV element type by name ("bfloat16", "fp8_e4m3", "nvfp4"; never a storage type),
     # and one line saying where vLLM got it.
     kv_cache_dtype: str = ""
@@ -124,7 +125,7 @@ _NO_ASYNC_SPEC_METHODS = frozenset({"ngram", "medusa", "mlp_speculator", "suffix
 _V1_RUNNER_SPEC_METHODS = frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"})
 
 
-def concurrent_batches(request: PlanRequest) -> tuple[bool, int]:
+def concurrent_batches(request: PlanRequest, release: VllmRelease) -> tuple[bool, int]:
     """(async scheduling, ``VllmConfig.max_concurrent_batches``) as the planned release
     resolves them (config/vllm.py ``VllmConfig.__post_init__``).
 
@@ -138,12 +139,10 @@ def concurrent_batches(request: PlanRequest) -> tuple[bool, int]:
     ``max_concurrent_batches``: with async scheduling, Model Runner V2 keeps pp + 1 batches
     in flight, V1 keeps 2 (it never combines async scheduling with PP); without, pp.
     """
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
     pp = request.pipeline_parallel_size
     method = request.speculative_method if request.num_speculative_tokens else None
     v2_runner = method not in _V1_RUNNER_SPEC_METHODS
-    if vllm_release(request.engine_release).async_off_only_on_v1_runner:
+    if release.async_off_only_on_v1_runner:
         v1_incompatible = method in _NO_ASYNC_SPEC_METHODS or pp > 1
         async_scheduling = v2_runner or not v1_incompatible
     else:
@@ -228,7 +227,8 @@ def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
     return "auto"
 
 
-def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
+def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Resolved:
+    """What ``release`` resolves for ``facts`` served with ``request`` (module docstring)."""
     if request.data_parallel_size < 1:  # pragma: no cover - PlanRequest validates
         raise VllmLayoutError("data_parallel_size must be >= 1")
     kinds = {g.layer.kind for g in facts.groups if g.layer.owns_memory}
@@ -236,22 +236,22 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     has_attention = bool(kinds - {Kind.STATE, Kind.NONE})
     has_cross = Kind.CROSS in kinds
     model_dtype = _model_dtype(facts)
-    _release_refusals(request, model_dtype)
-    cache = _model_hook_cache_dtype(facts, request,
-                                    resolve_cache_dtype(facts, request.kv_cache_dtype))
+    _release_refusals(request, model_dtype, release)
+    cache = _model_hook_cache_dtype(facts, request, release,
+                                    resolve_cache_dtype(facts, request.kv_cache_dtype, release))
     use_mla = Kind.MLA in kinds
     minimax_sparse = _minimax_sparse_layers(facts)
     if minimax_sparse and cache.cache_dtype.startswith("nvfp4"):
         # MiniMaxM3SparseMSANvfp4Backend.customize_spec repacks each head's K and V into
         # slots of packed data + block scales under an LBHNC layout: not modelled here.
         raise VllmLayoutError(
-            f"kvledger's vLLM layout does not model {release_short()}'s MiniMax-M3 nvfp4 KV layout "
+            f"kvledger's vLLM layout does not model {release.short}'s MiniMax-M3 nvfp4 KV layout "
             "(MiniMaxM3SparseMSANvfp4Backend per-head slots); use --kv-cache-dtype fp8 or auto"
         )
     if cache.cache_dtype.startswith("nvfp4") and use_mla:
         # vLLM ``VllmConfig.validate_nvfp4_kv_cache_with_mla`` (config/vllm.py).
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: nvfp4 KV cache is not supported with MLA "
+            f"{release.short} refuses to start: nvfp4 KV cache is not supported with MLA "
             "(Multi-head Latent Attention) backends; use a different --kv-cache-dtype "
             f"(e.g. 'fp8' or 'auto') for MLA models ({cache.reason})"
         )
@@ -260,7 +260,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         # supported_kv_cache_dtypes (FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA; sparse:
         # FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE_SM90).
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: No valid attention backend found for cuda with "
+            f"{release.short} refuses to start: No valid attention backend found for cuda with "
             "kv_cache_dtype fp8_e5m2 and MLA (no SM90 MLA backend stores fp8_e5m2; use fp8)"
         )
     storage, quant = _kv_storage(cache.cache_dtype, model_dtype)
@@ -277,20 +277,18 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     length_notes: tuple[str, ...] = ()
     if request.max_model_len is None and derived_max_model_len(facts) is None \
             and facts.sentence_max_len is None:
-        length_notes = (f"the config states no maximum length: {release_short()} assumes "
+        length_notes = (f"the config states no maximum length: {release.short} assumes "
                         f"{NO_LENGTH_KEY_DEFAULT:,} tokens (after its RoPE step: "
                         f"{max_model_len:,}); pass --max-model-len to plan another",)
-    max_model_len, draft_note = _draft_limited(request, max_model_len)
+    max_model_len, draft_note = _draft_limited(request, max_model_len, release)
     if draft_note:
         length_notes = (*length_notes, draft_note)
 
-    async_scheduling, concurrent = concurrent_batches(request)
+    async_scheduling, concurrent = concurrent_batches(request, release)
     # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens;
     # before 0.26 the window specs read one batch (``window_holds_in_flight_batches``).
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
     in_flight = request.max_num_batched_tokens
-    if vllm_release(request.engine_release).window_holds_in_flight_batches:
+    if release.window_holds_in_flight_batches:
         in_flight *= concurrent
 
     # vLLM ``ModelConfig.is_prefix_caching_supported`` (generative models): on by default,
@@ -303,8 +301,7 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
     # prefix caching took "all" unless it speculates (``mamba_all_with_prefix_caching``).
     mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
     if mamba_cache_mode == "align" and not request.num_speculative_tokens and set(
-            facts.architectures) & vllm_release(
-                request.engine_release).mamba_all_with_prefix_caching:
+            facts.architectures) & release.mamba_all_with_prefix_caching:
         mamba_cache_mode = "all"
 
     # vLLM ``get_kv_cache_configs``: extra_retained_tokens = num_prefill_lookahead_tokens - 1;
@@ -338,21 +335,24 @@ def resolve(facts: ModelFacts, request: PlanRequest) -> Resolved:
         mamba_cache_dtype="auto",
         mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
         requested_block_size=request.block_size,
+        release=release,
         kv_cache_dtype=kv_dtype_name(cache.cache_dtype, model_dtype),
         cache_dtype_source=cache.source,
         cache_dtype_reason=cache.reason,
         extra_retained_tokens=extra_retained,
         minimax_sparse_layers=minimax_sparse,
         **_joined({"notes": length_notes} if length_notes else {},
-                  _gdn_checkpoint(facts, request, mamba_cache_mode),
-                  _dense_mla_backend(facts, request, cache.cache_dtype, use_mla
+                  _gdn_checkpoint(facts, request, release, mamba_cache_mode),
+                  _dense_mla_backend(facts, request, release, cache.cache_dtype, use_mla
                                      and Kind.INDEXER not in kinds),
-                  _sparse_mla_backend(facts, request, cache.cache_dtype, model_dtype,
-                                      use_mla and Kind.INDEXER in kinds and not minimax_sparse)),
+                  _sparse_mla_backend(facts, request, release, cache.cache_dtype, model_dtype,
+                                      use_mla and Kind.INDEXER in kinds and not minimax_sparse),
+                  _forced_standard(facts, request, release, use_mla, has_state)),
     )
 
 
-def _draft_limited(request: PlanRequest, max_model_len: int) -> tuple[int, str | None]:
+def _draft_limited(request: PlanRequest, max_model_len: int,
+                   release: VllmRelease) -> tuple[int, str | None]:
     """vLLM 0.33 ``VllmConfig._limit_max_model_len_to_draft`` (``draft_length.py``): the
     length a shorter separate draft model leaves, and vLLM's warning. Model Runner V2 runs
     every draft-config method (none is in ``_V1_RUNNER_SPEC_METHODS``)."""
@@ -360,9 +360,6 @@ def _draft_limited(request: PlanRequest, max_model_len: int) -> tuple[int, str |
     if launch is None or getattr(launch, "draft_max_model_len", None) is None \
             or not request.num_speculative_tokens:
         return max_model_len, None
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
-    release = vllm_release(request.engine_release)
     if not release.limits_max_model_len_to_draft:
         return max_model_len, None
     from kvledger.plan.engines.vllm.draft_length import limited_max_model_len
@@ -372,7 +369,7 @@ def _draft_limited(request: PlanRequest, max_model_len: int) -> tuple[int, str |
                                  release.short)
 
 
-def _model_hook_cache_dtype(facts: ModelFacts, request: PlanRequest,
+def _model_hook_cache_dtype(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
                             cache: CacheDtype) -> CacheDtype:
     """A model-config hook's KV dtype: vLLM 0.33 ``Glm5NextModelConfig.
     verify_and_update_config`` (model_executor/models/config.py) sets ``cache_dtype = "fp8"``
@@ -380,9 +377,6 @@ def _model_hook_cache_dtype(facts: ModelFacts, request: PlanRequest,
     oracle cannot show it (the hook returns early off CUDA), so this is read from source."""
     if cache.cache_dtype != "auto":
         return cache
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
-    release = vllm_release(request.engine_release)
     if not set(facts.architectures) & release.fp8_auto_kv_on_sm100:
         return cache
     if _text_config(facts.config).get("index_topk") is None:
@@ -412,8 +406,8 @@ def _joined(*parts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str,
-                       dense_mla: bool) -> dict[str, Any]:
+def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
+                       cache_dtype: str, dense_mla: bool) -> dict[str, Any]:
     """The dense MLA backend this GPU's capability picks (``mla_backends``), hence the block
     size ``--block-size auto`` takes; a refusal when no backend takes the cache dtype and
     block size (vLLM ``get_attn_backend_cls``: "No valid attention backend found")."""
@@ -427,6 +421,10 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str
     if cap is None:  # a ROCm GPU: its MLA backends are not modelled, SM90's block is used
         cap = (9, 0)
         notes = (*notes, "ROCm MLA backends are not modelled: the block size is SM90's")
+    forced = forced_backend(request)
+    if forced is not None:
+        return _forced_dense_mla(forced, cap, cache_dtype, _text_config(facts.config),
+                                 request.block_size, notes, release)
     chosen = choose(cap, cache_dtype, _text_config(facts.config), request.block_size)
     if chosen is None and request.block_size is not None:
         # No backend splits this block into kernel blocks: the start-up check
@@ -434,14 +432,110 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str
         return {"notes": notes}
     if chosen is None:
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: No valid attention backend found for cuda "
+            f"{release.short} refuses to start: No valid attention backend found for cuda "
             f"(SM{cap[0]}{cap[1]}) with MLA and kv_cache_dtype {cache_dtype}")
     return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
             "notes": notes}
 
 
-def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: str,
-                        model_dtype: str, sparse: bool) -> dict[str, Any]:
+# Standard attention backends vLLM 0.32 / 0.33 offer on CUDA (get_supported_kernel_block_sizes:
+# FLASH_ATTN, TRITON_ATTN, FLEX_ATTENTION MultipleOf(16); FLASHINFER 16, 32, 64).
+_STANDARD_BACKENDS = frozenset({"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"})
+_SPARSE_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE",
+                              "FLASH_ATTN_MLA_SPARSE_FA4", "FLASHINFER_MLA_SPARSE_SM90",
+                              "FLASHINFER_MLA_SPARSE_SM120"})
+
+
+def forced_backend(request: PlanRequest) -> str | None:
+    """The attention backend the line selects (``--attention-backend``, or
+    ``--attention-config '{"backend": …}'``), None for vLLM's own choice."""
+    launch = getattr(request, "vllm_launch", None)
+    name = getattr(launch, "attention_backend", None)
+    return str(name).upper() if name else None
+
+
+def _selected_refusal(forced: str, why: list[str],
+                      release: VllmRelease | None = None) -> VllmRefusesToStart:
+    """platforms/cuda.py ``get_attn_backend_cls``: a selected backend is checked alone."""
+    return VllmRefusesToStart(
+        f"{engine_words(release)} refuses to start: Selected backend AttentionBackendEnum.{forced} "
+        f"is not valid for this configuration. Reason: {why}")
+
+
+def _forced_dense_mla(forced: str, cap: tuple[int, int], cache_dtype: str,
+                      text: dict[str, Any], block_size: int | None,
+                      notes: tuple[str, ...], release: VllmRelease) -> dict[str, Any]:
+    from kvledger.plan.engines.vllm.mla_backends import BY_NAME, reasons
+
+    backend = BY_NAME.get(forced)
+    if backend is None:
+        raise _selected_refusal(forced, ["non-sparse not supported"]
+                                if forced in _SPARSE_BACKENDS else ["MLA not supported"],
+                                release)
+    why = reasons(backend, cap, cache_dtype, text, block_size)
+    if why:
+        raise _selected_refusal(forced, why, release)
+    return {"mla_backend": backend.name, "mla_auto_block": backend.preferred_block(),
+            "notes": (*notes, f"attention backend {forced}: selected by the line (block "
+                              f"size {backend.preferred_block()} unless one is given)")}
+
+
+def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
+                     use_mla: bool, has_state: bool) -> dict[str, Any]:
+    """A selected backend on a model without MLA: vLLM refuses an MLA one (they declare
+    ``is_mla``: "non-MLA not supported"). A standard one takes the blocks kvledger plans for
+    vLLM's own choice — FLASH_ATTN off SM10x, FLASHINFER on SM10x — where its kernel sizes
+    are the same: TRITON_ATTN and FLEX_ATTENTION MultipleOf(16), FLASHINFER 16/32/64 (a
+    larger block splits into kernel blocks), FLASH_ATTN MultipleOf(16) off SM10x. On SM10x,
+    FLASH_ATTN may run FlashAttention 4, whose hd256 / fp8 block sizes
+    (flash_attn.py ``_get_fa4_hd256_block_size``) are not modelled."""
+    del has_state  # the recurrent state's page alignment takes the same kernel sizes
+    forced = forced_backend(request)
+    if forced is None:
+        return {}
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.engines.vllm.hardware import capability
+    from kvledger.plan.engines.vllm.mla_backends import BY_NAME
+
+    if facts.model_type == "deepseek_v4":
+        return _forced_dsv4(forced, request, release)
+    if use_mla:
+        return {}
+    if forced in BY_NAME or forced in _SPARSE_BACKENDS:
+        raise _selected_refusal(forced, ["non-MLA not supported"], release)
+    cap, _ = capability(request.gpu)
+    if forced not in _STANDARD_BACKENDS or cap is None or (cap[0] == 10
+                                                             and forced == "FLASH_ATTN"):
+        raise VllmLayoutError(f"attention backend {forced} on this GPU: its kernel block sizes "
+                              "are not modelled; drop --attention-backend to plan vLLM's own "
+                              "choice")
+    return {"notes": (f"attention backend {forced}: selected by the line; its kernel blocks "
+                      "take the block sizes vLLM's own choice takes here",)}
+
+
+def _forced_dsv4(forced: str, request: PlanRequest, release: VllmRelease) -> dict[str, Any]:
+    """DeepSeek-V4 picks its attention class from the selected backend itself (vLLM 0.33
+    models/deepseek_v4/nvidia/model.py ``_select_dsv4_attn_cls``): FLASHMLA_SPARSE and
+    FLASHMLA_SPARSE_DSV4 are its default FlashMLA class off SM12x (what kvledger plans);
+    FlashInfer's generic sparse backends are vLLM's ValueError; the rest are not modelled."""
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.engines.vllm.hardware import capability
+
+    cap, _ = capability(request.gpu)
+    if forced in ("FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"):
+        raise VllmRefusesToStart(
+            f"{engine_words(release)} refuses to start: {forced} is not a DeepSeek V4 attention "
+            "backend. Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer sparse MLA.")
+    if forced in ("FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4") and (cap is None or cap[0] != 12):
+        return {"notes": (f"attention backend {forced}: DeepSeek-V4's FlashMLA attention "
+                          "class, its default off SM12x",)}
+    raise VllmLayoutError(f"attention backend {forced} for DeepSeek-V4: the attention class "
+                          "it selects (_select_dsv4_attn_cls) is not modelled; drop "
+                          "--attention-backend to plan vLLM's default FlashMLA class")
+
+
+def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
+                        cache_dtype: str, model_dtype: str, sparse: bool) -> dict[str, Any]:
     """On an SM10x GPU, the sparse MLA backend vLLM takes (``sparse_mla_backends``); a
     refusal when none takes this model and cache dtype."""
     if not sparse:
@@ -449,7 +543,15 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: st
     from kvledger.plan.engines.vllm.hardware import capability
 
     cap, _ = capability(request.gpu)
+    forced = forced_backend(request)
+    if forced is not None and forced not in _SPARSE_BACKENDS:
+        raise _selected_refusal(forced, ["sparse not supported"], release)
     if cap is None or cap[0] != 10:
+        if forced not in (None, "FLASHMLA_SPARSE"):
+            from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+            raise VllmLayoutError(f"attention backend {forced} off SM10x: not modelled; drop "
+                                  "--attention-backend to plan vLLM's own choice")
         return {}
     from kvledger.derive.layers import MLA
     from kvledger.plan.engines.vllm.sparse_mla_backends import choose_sm10x
@@ -457,25 +559,23 @@ def _sparse_mla_backend(facts: ModelFacts, request: PlanRequest, cache_dtype: st
     text = _text_config(facts.config)
     mla = next(g.layer for g in facts.groups if isinstance(g.layer, MLA))
     heads = int(text.get("num_attention_heads", 0)) // request.tensor_parallel_size
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
-    fa4 = vllm_release(request.engine_release).fa4_sparse_mla_on_sm10x
+    fa4 = release.fa4_sparse_mla_on_sm10x
     chosen = choose_sm10x(cache_dtype, model_dtype, text, mla.latent_dim + mla.rope_dim, heads,
-                          fa4=fa4)
+                          fa4=fa4, forced=forced)
+    if chosen is None and forced is not None:
+        raise _selected_refusal(forced, ["the configuration not supported (head size, "
+                                         "kv_cache_dtype or supports_combination)"], release)
     if chosen is None:
         raise VllmRefusesToStart(
-            f"{release_short()} refuses to start: No valid attention backend found for cuda "
+            f"{release.short} refuses to start: No valid attention backend found for cuda "
             f"(SM{cap[0]}{cap[1]}) with sparse MLA and kv_cache_dtype {cache_dtype}")
     return {"sparse_mla": chosen}
 
 
-def _release_refusals(request: PlanRequest, model_dtype: str) -> None:
+def _release_refusals(request: PlanRequest, model_dtype: str, release: VllmRelease) -> None:
     """Start-up refusals a release added: vLLM 0.33 ``VllmConfig._reject_mismatched_float_kv_
     cache`` (config/vllm.py: an explicit float KV dtype other than the model's, in its words)
     and the speculative methods it dropped (``SpeculativeMethod``, config/speculative.py)."""
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
-    release = vllm_release(request.engine_release)
     asked = request.kv_cache_dtype
     if (release.rejects_mismatched_float_kv and asked in ("float16", "bfloat16")
             and asked != model_dtype):
@@ -487,17 +587,14 @@ def _release_refusals(request: PlanRequest, model_dtype: str) -> None:
     if method in release.removed_speculative_methods:
         raise VllmRefusesToStart(
             f"{release.short} refuses to start: speculative method {method!r} is no longer "
-            f"one of its SpeculativeMethod values (removed after vLLM 0.32)")
+            f"one of its SpeculativeMethod values (config/speculative.py)")
 
 
-def _gdn_checkpoint(facts: ModelFacts, request: PlanRequest,
+def _gdn_checkpoint(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
                     mamba_cache_mode: str) -> dict[str, Any]:
     """The release's GDN prefill checkpoint, where it applies: align mode, Qwen GDN layers
     (``GatedDeltaNetState``), and the FlashInfer prefill the GPU's capability selects
     (``hardware.gdn_flashinfer_prefill``)."""
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
-    release = vllm_release(request.engine_release)
     if not release.gdn_checkpoint_alignment or mamba_cache_mode != "align":
         return {}
     # GatedDeltaNetState (derive/states.py), known by its kind: the states module stays off

@@ -90,10 +90,20 @@ def _fa4(cache_dtype: str, model_dtype: str, text: Mapping[str, Any], head_size:
 
 
 def choose_sm10x(cache_dtype: str, model_dtype: str, text: Mapping[str, Any], head_size: int,
-                 heads_per_rank: int, *, fa4: bool = True) -> SparseMlaBackend | None:
+                 heads_per_rank: int, *, fa4: bool = True,
+                 forced: str | None = None) -> SparseMlaBackend | None:
     """The sparse MLA backend an SM10x worker takes; None when none does (vLLM then stops:
-    "No valid attention backend found"). ``fa4``: the release lists FA4 (0.33)."""
+    "No valid attention backend found"). ``fa4``: the release lists FA4 (0.33). ``forced``:
+    the backend the user selected, the only one tried."""
     order: tuple[SparseMlaBackend | None, ...]
+    if forced is not None:
+        if forced == FLASHMLA_SPARSE:
+            return _flashmla(cache_dtype, model_dtype, head_size)
+        if forced == FLASHINFER_MLA_SPARSE:
+            return _flashinfer(cache_dtype, text)
+        if forced == FA4_MLA_SPARSE and fa4:
+            return _fa4(cache_dtype, model_dtype, text, head_size, heads_per_rank)
+        return None
     if cache_dtype not in _FLOAT:
         order = (_flashinfer(cache_dtype, text), _flashmla(cache_dtype, model_dtype, head_size))
     elif heads_per_rank <= 16:

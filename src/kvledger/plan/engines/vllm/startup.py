@@ -27,17 +27,18 @@ from kvledger.derive.config import TEXT_CONFIG_KEYS
 from kvledger.derive.errors import ConfigError
 from kvledger.derive.layers import Attention, CrossAttention, LayerCache, ModelFacts
 from kvledger.derive.limits import MAX_POSITIONS
-from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart
-from kvledger.plan.engines.vllm.releases.current import short as release_short
+from kvledger.plan.engines.vllm.errors import VllmLayoutError, VllmRefusesToStart, engine_words
 from kvledger.plan.request import PlanRequest
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
-def prefix() -> str:
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
+
+def prefix(release: VllmRelease | None) -> str:
     """How a start-up refusal begins: ``vLLM 0.33 refuses to start`` (the release planned)."""
-    return f"{release_short()} refuses to start"
+    return f"{engine_words(release)} refuses to start"
 
 # vLLM ``_get_and_verify_max_len``: RoPE types whose ``factor`` is *not* applied (their
 # max_position_embeddings is already the scaled length).
@@ -64,11 +65,12 @@ MAY_STOP_IN_INIT = frozenset({"glm4_moe_lite", "hunyuan_v1_dense", "longcat_flas
 
 
 class VllmStartupError(VllmRefusesToStart):
-    """vLLM would raise this at start-up; the message starts with ``prefix()``."""
+    """vLLM would raise this at start-up; the message starts with ``prefix(release)``."""
 
-    def __init__(self, reason: str, source: str, fix: str = "") -> None:
+    def __init__(self, reason: str, source: str, fix: str = "",
+                 release: VllmRelease | None = None) -> None:
         tail = f"; {fix}" if fix else ""
-        super().__init__(f"{prefix()}: {reason} ({source}){tail}")
+        super().__init__(f"{prefix(release)}: {reason} ({source}){tail}")
         self.reason = reason
 
 
@@ -81,7 +83,7 @@ def text_config(facts: ModelFacts) -> Mapping[str, Any]:
     return facts.config
 
 
-def check_startup(facts: ModelFacts, request: PlanRequest) -> None:
+def check_startup(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> None:
     """Every start-up refusal of this module for ``facts`` served with ``request``, in the
     order vLLM meets them (the first one is what vLLM says): ``EngineArgs.create_engine_config``
     builds ``ModelConfig`` (max_model_len), then ``SchedulerConfig`` (batched tokens), then
@@ -91,15 +93,15 @@ def check_startup(facts: ModelFacts, request: PlanRequest) -> None:
     (``new_type_verdicts.construction_refusal``). (Oracle:
     ``tests/oracles/vllm-0.32-pp-startup.jsonl``, ``vllm-0.32-breadth.jsonl``.)"""
     tp = request.tensor_parallel_size
-    check_max_model_len(facts, request)
-    check_scheduler(request)
-    check_attention_heads(facts, tp)
-    check_pipeline_parallel(facts, request.pipeline_parallel_size)
-    check_model_class(facts)
-    check_kv_heads(facts, tp)
+    check_max_model_len(facts, request, release)
+    check_scheduler(request, release)
+    check_attention_heads(facts, tp, release)
+    check_pipeline_parallel(facts, request.pipeline_parallel_size, release)
+    check_model_class(facts, release)
+    check_kv_heads(facts, tp, release)
 
 
-def check_model_class(facts: ModelFacts) -> None:
+def check_model_class(facts: ModelFacts, release: VllmRelease) -> None:
     """vLLM's model class for ``facts`` stops in ``__init__`` on an attribute its config
     lacks (``new_type_verdicts.py``: the wrapper-named flat text configs, keys read without a
     class default)."""
@@ -111,10 +113,10 @@ def check_model_class(facts: ModelFacts) -> None:
         return  # the common case: the tables are not imported (tests/cli/test_start_up_imports)
     from kvledger.plan.engines.vllm.new_type_verdicts import construction_refusal
 
-    refusal = construction_refusal(facts)
+    refusal = construction_refusal(facts, release)
     if refusal is not None:
         reason, where = refusal
-        raise VllmStartupError(reason, where)
+        raise VllmStartupError(reason, where, release=release)
 
 
 # -- tensor parallelism ------------------------------------------------------------------------
@@ -130,7 +132,8 @@ def attention_heads(facts: ModelFacts) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def check_tensor_parallel(facts: ModelFacts, tp: int) -> None:
+def check_tensor_parallel(facts: ModelFacts, tp: int,
+                          release: VllmRelease | None = None) -> None:
     """Two rules vLLM applies before it builds a KV cache:
 
     - vllm/config/model.py ``ModelConfig.verify_with_parallel_config``: the attention heads
@@ -147,21 +150,22 @@ def check_tensor_parallel(facts: ModelFacts, tp: int) -> None:
     divides ``intermediate_size``); the head rule above already rules out every TP of the
     released configs that those would.
     """
-    check_attention_heads(facts, tp)
-    check_kv_heads(facts, tp)
+    check_attention_heads(facts, tp, release)
+    check_kv_heads(facts, tp, release)
 
 
-def check_attention_heads(facts: ModelFacts, tp: int) -> None:
+def check_attention_heads(facts: ModelFacts, tp: int,
+                          release: VllmRelease | None = None) -> None:
     """The first rule of ``check_tensor_parallel``: attention heads divide by TP."""
     heads = attention_heads(facts)
     if heads % tp:
         raise VllmStartupError(
             f"Total number of attention heads ({heads}) must be divisible by tensor parallel "
             f"size ({tp}).", "ModelConfig.verify_with_parallel_config",
-            f"use a --tensor-parallel-size that divides {heads}")
+            f"use a --tensor-parallel-size that divides {heads}", release=release)
 
 
-def check_kv_heads(facts: ModelFacts, tp: int) -> None:
+def check_kv_heads(facts: ModelFacts, tp: int, release: VllmRelease | None = None) -> None:
     """The second rule of ``check_tensor_parallel``: KV heads split or replicate exactly."""
     # once per facts (a walk over every layer; the check runs for each plan of them)
     counts = facts.cached(("vllm kv head counts",), lambda: sorted(_kv_head_counts(facts.layers)))
@@ -172,7 +176,8 @@ def check_kv_heads(facts: ModelFacts, tp: int) -> None:
                 f"tensor parallel size {tp} only when it is a multiple (assert tp_size % "
                 "self.total_num_kv_heads == 0)",
                 "LlamaAttention.__init__, QKVParallelLinear.__init__",
-                f"use a --tensor-parallel-size that divides or is a multiple of {kv_heads}")
+                f"use a --tensor-parallel-size that divides or is a multiple of {kv_heads}",
+                release=release)
 
 
 def _kv_head_counts(layers: Iterable[LayerCache]) -> set[int]:
@@ -188,20 +193,21 @@ def _kv_head_counts(layers: Iterable[LayerCache]) -> set[int]:
 # -- pipeline parallelism ----------------------------------------------------------------------
 
 
-def check_pipeline_parallel(facts: ModelFacts, pp: int) -> None:
+def check_pipeline_parallel(facts: ModelFacts, pp: int, release: VllmRelease) -> None:
     """vllm/config/model.py ``ModelConfig.verify_with_parallel_config``: with
     ``pipeline_parallel_size > 1`` the model class vLLM resolves from ``architectures`` must
     implement ``SupportsPP`` (``ModelRegistry.is_pp_supported_model``), else vLLM raises
     NotImplementedError (``pipeline_parallel_refusal``)."""
-    if pp > 1 and (refusal := pipeline_parallel_refusal(facts)) is not None:
+    if pp > 1 and (refusal := pipeline_parallel_refusal(facts, release)) is not None:
         raise refusal
 
 
-def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
-    """Why the planned vLLM release will not run ``facts`` with PP > 1, or None when it will.
+def pipeline_parallel_refusal(facts: ModelFacts,
+                              release: VllmRelease) -> VllmLayoutError | None:
+    """Why vLLM ``release`` will not run ``facts`` with PP > 1, or None when it will.
 
     The verdicts are data (``pp_support.py``: each release's registry's own answer per
-    architecture, ``pp_table()``).
+    architecture, ``pp_table(release)``).
     For a config kvledger derived, an architecture list with no verdict is refused too, naming
     the architectures, rather than planned on a guess: vLLM refuses every class without
     SupportsPP, and kvledger cannot tell which class it would build. Facts built by hand (a
@@ -215,15 +221,15 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
 
     if not facts.architectures:
         return VllmLayoutError(
-            f"{facts.model}: the config names no architectures, and {release_short()} decides "
+            f"{facts.model}: the config names no architectures, and {release.short} decides "
             "pipeline-parallel support by the model class they name (registry.py "
             "inspect_model_cls: 'No model architectures are specified'); use "
             "--pipeline-parallel-size 1")
-    verdict = pp_verdict(facts.architectures)
+    verdict = pp_verdict(facts.architectures, release)
     if verdict is None:
         named = ", ".join(facts.architectures)
         return VllmLayoutError(
-            f"{facts.model}: kvledger does not know whether {release_short()} serves architectures "
+            f"{facts.model}: kvledger does not know whether {release.short} serves architectures "
             f"[{named}] with pipeline parallelism (it refuses every model class without "
             "SupportsPP, and kvledger's table, plan/engines/vllm/pp_support.py, has no verdict for "
             "the class vLLM would pick); use --pipeline-parallel-size 1")
@@ -235,13 +241,14 @@ def pipeline_parallel_refusal(facts: ModelFacts) -> VllmLayoutError | None:
         f"the `SupportsPP` interface. ({arch}: {where} does not)",
         "ModelConfig.verify_with_parallel_config",
         "use --pipeline-parallel-size 1 (split the model over GPUs with "
-        "--tensor-parallel-size instead)")
+        "--tensor-parallel-size instead)", release=release)
 
 
 # -- block size --------------------------------------------------------------------------------
 
 
-def check_block_size(final_block: int, requested: int | None, has_attention: bool) -> None:
+def check_block_size(final_block: int, requested: int | None, has_attention: bool,
+                     release: VllmRelease | None = None) -> None:
     """A block size the attention backends cannot split into kernel blocks.
 
     vLLM ``CudaPlatform.get_attn_backend_cls`` validates each backend on the SM90 priority
@@ -259,7 +266,7 @@ def check_block_size(final_block: int, requested: int | None, has_attention: boo
         f"FLASHINFER, TRITON_ATTN, FLEX_ATTENTION and the MLA backends: block_size not "
         f"supported; they take multiples of {KERNEL_BLOCK_MULTIPLE})",
         "CudaPlatform.get_attn_backend_cls",
-        f"use --block-size auto or a multiple of {KERNEL_BLOCK_MULTIPLE}")
+        f"use --block-size auto or a multiple of {KERNEL_BLOCK_MULTIPLE}", release=release)
 
 
 # -- max_model_len -----------------------------------------------------------------------------
@@ -396,7 +403,8 @@ def default_max_model_len(facts: ModelFacts) -> int:
     return int(derived[0])
 
 
-def check_max_model_len(facts: ModelFacts, request: PlanRequest) -> None:
+def check_max_model_len(facts: ModelFacts, request: PlanRequest,
+                        release: VllmRelease | None = None) -> None:
     """vllm/config/model.py ``_get_and_verify_max_len``: a ``max_model_len`` above the
     derived one raises unless the config's own ``model_max_length`` allows it, or
     ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` (``request.allow_long_max_model_len``; a serve line's
@@ -417,10 +425,12 @@ def check_max_model_len(facts: ModelFacts, request: PlanRequest) -> None:
         " in model's "
         "config.json)", "ModelConfig._get_and_verify_max_len",
         f"pass --max-model-len <= {int(length)}{taken}, or set "
-        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (kvledger: --allow-long-max-model-len)")
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (kvledger: --allow-long-max-model-len)",
+        release=release)
 
 
-def sentence_len_notes(facts: ModelFacts, request: PlanRequest) -> list[str]:
+def sentence_len_notes(facts: ModelFacts, request: PlanRequest,
+                       release: VllmRelease) -> list[str]:
     """Where the default max_model_len came from, when not from config.json: a plan that
     starts at 4,096 tokens on a 40,960-position config must say which file decided it."""
     if facts.sentence_max_len is None or request.max_model_len is not None:
@@ -431,7 +441,7 @@ def sentence_len_notes(facts: ModelFacts, request: PlanRequest) -> list[str]:
     alone = _from_config(facts)
     instead = "" if alone is None else \
         f" in place of the {int(alone[0]):,} it derives from config.json"
-    return [f"max_model_len {value:,} is {name}'s max_seq_length: {release_short()} starts with it"
+    return [f"max_model_len {value:,} is {name}'s max_seq_length: {release.short} starts with it"
             f"{instead} (ModelConfig._get_and_verify_max_len); SGLang does not read that file"]
 
 
@@ -444,7 +454,7 @@ def _shown_limit(value: float | None) -> str:
 # -- scheduler ---------------------------------------------------------------------------------
 
 
-def check_scheduler(request: PlanRequest) -> None:
+def check_scheduler(request: PlanRequest, release: VllmRelease | None = None) -> None:
     """vllm/config/scheduler.py ``SchedulerConfig.verify_max_model_len``: a step must hold at
     least one token of every sequence it admits."""
     if request.max_num_batched_tokens < request.max_num_seqs:
@@ -452,7 +462,7 @@ def check_scheduler(request: PlanRequest) -> None:
             f"max_num_batched_tokens ({request.max_num_batched_tokens}) must be greater than or "
             f"equal to max_num_seqs ({request.max_num_seqs}).",
             "SchedulerConfig.verify_max_model_len",
-            "raise --max-num-batched-tokens or lower --max-num-seqs")
+            "raise --max-num-batched-tokens or lower --max-num-seqs", release=release)
 
 
 # -- not enough memory -------------------------------------------------------------------------

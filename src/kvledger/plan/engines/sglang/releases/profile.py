@@ -11,3 +11,9 @@ class SglangRelease(Release):
     """One SGLang release, as data."""
 
     flag_table: str  # cli/serve/<file>: the release's server flags
+
+
+def sglang_words(release: SglangRelease | None) -> str:
+    """How a message names the release it plans: ``SGLang 0.5.23`` for a bound profile; plain
+    ``SGLang`` where a rule is called on its own, without one (a test of one rule)."""
+    return release.short if release is not None else "SGLang"

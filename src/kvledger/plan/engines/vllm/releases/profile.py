@@ -78,6 +78,10 @@ class VllmRelease(Release):
     # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
     # (sparse_mla_backends.py).
     fa4_sparse_mla_on_sm10x: bool = False
+    # 0.33 transformers_utils/model_arch_config_convertor.py _normalize_quantization_config:
+    # a ModelOpt quant_algo MIXED_PRECISION is "modelopt_mixed" (per-layer algos,
+    # ModelOptMixedPrecisionConfig); 0.32 raises "Unknown ModelOpt quant algo".
+    modelopt_mixed_precision: bool = False
     # -- what one request is charged, and what the log counts (v1/kv_cache_interface.py,
     # v1/core/kv_cache_utils.py; engines/vllm/resolve.py and blocks.py read them) -----------
     # The tokens a sliding-window / chunked-local layer holds past its window or chunk: True

@@ -72,6 +72,8 @@ RELEASE = replace(
     # platforms/cuda.py _get_backend_priorities: FLASH_ATTN_MLA_SPARSE_FA4 (v1/attention/
     # backends/mla/flashattn_mla_sparse.py, new) first for a float cache at <= 16 heads a rank.
     fa4_sparse_mla_on_sm10x=True,
+    # model_arch_config_convertor.py: quant_algo MIXED_PRECISION → "modelopt_mixed".
+    modelopt_mixed_precision=True,
 )
 
 # Where in vLLM 0.33.0's source each value above that differs from 0.32.0's was read (the
@@ -106,4 +108,7 @@ CITES: dict[str, str] = {
     "limits_max_model_len_to_draft": "config/vllm.py VllmConfig._limit_max_model_len_to_draft",
     "fa4_sparse_mla_on_sm10x": "platforms/cuda.py _get_backend_priorities "
                                "(FLASH_ATTN_MLA_SPARSE_FA4 first on SM10x)",
+    "modelopt_mixed_precision": "transformers_utils/model_arch_config_convertor.py "
+                                "_normalize_quantization_config (ModelOpt MIXED_PRECISION is "
+                                "modelopt_mixed)",
 }

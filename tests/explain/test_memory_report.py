@@ -1,0 +1,185 @@
+"""``explain`` reads every memory line of a vLLM 0.28-0.33 start-up log and sets each beside
+kvledger's budget line of the same key; ``plan`` and ``explain`` size the same deployment with
+the same reserves.
+
+The log below is written here in vLLM 0.33's wording (``v1/worker/gpu_worker.py``
+``determine_available_memory`` and ``compile_or_warm_up_model``, the same f-strings in 0.28
+and 0.32), for a deployment made up for the test: Llama-3.1-8B on a device whose CUDA total
+is 79.19 GiB, utilization 0.9, max_model_len 8,192. Its numbers are consistent with vLLM's
+rules, worked by hand:
+
+- desired = ceil(79.19 GiB × 0.9) = 71.271 GiB → printed 71.27;
+- available = desired − consumed − peak activation = 71.27 − 15.3 − 1.92 = 54.05 GiB;
+- peak activation 1.92 = transient peak 1.40 + the CUDA graph estimate 0.52 it subtracted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.plan.api import plan_model
+from kvledger.plan.request import PlanRequest
+from kvledger.report.explain import explain_log
+from kvledger.report.findings import Check
+
+GIB = 1 << 30
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+
+CONFIG = (
+    "(EngineCore pid=11) INFO 01-02 10:00:00 [core.py:97] Initializing a V1 LLM engine "
+    "(v0.33.0) with config: model='meta-llama/Meta-Llama-3.1-8B', dtype=torch.bfloat16, "
+    "max_seq_len=8192, tensor_parallel_size=1, pipeline_parallel_size=1, "
+    "data_parallel_size=1, kv_cache_dtype=auto, enable_prefix_caching=True\n"
+)
+MEMORY = (
+    "(EngineCore pid=11) INFO 01-02 10:00:20 [gpu_model_runner.py:4421] Model loading took "
+    "14.99 GiB memory and 6.204113 seconds\n"
+    "(EngineCore pid=11) INFO 01-02 10:00:41 [gpu_worker.py:773] Available KV cache memory: "
+    "54.05 GiB\n"
+    "(EngineCore pid=11) INFO 01-02 10:00:52 [gpu_worker.py:1002] CUDA graph pool memory: "
+    "0.61 GiB (actual), 0.52 GiB (estimated), difference: 0.09 GiB (14.8%).\n"
+    "(EngineCore pid=11) INFO 01-02 10:00:52 [gpu_worker.py:1060] Free memory on device "
+    "(78.7/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
+    "usage is 15.3 GiB for consumed memory (weights + non-torch), 1.92 GiB for peak "
+    "activation, and 0.61 GiB for CUDAGraph memory. Replace gpu_memory_utilization config "
+    "with `--kv-cache-memory=57723165491` (53.76 GiB) to fit into requested memory, or "
+    "`--kv-cache-memory=65693118054` (61.18 GiB) to fully utilize gpu memory. Current kv "
+    "cache memory in use is 54.05 GiB.\n"
+)
+
+
+def _checks(text: str) -> dict[str, Check]:
+    e = explain_log(text)
+    return {c.name: c for c in e.checks}
+
+
+def test_every_memory_line_is_read() -> None:
+    e = explain_log(CONFIG + MEMORY)
+    f = e.figures
+    assert e.engine_version == "0.33.0"
+    assert f["gpu_total_gib"] == "79.19 GiB" and f["gpu_free_gib"] == "78.7 GiB"
+    assert f["requested_gib"] == "71.27 GiB"
+    assert f["consumed_gib"] == "15.3 GiB" and f["activation_gib"] == "1.92 GiB"
+    assert f["cuda_graphs_gib"] == "0.61 GiB" and f["cuda_graphs_estimate_gib"] == "0.52 GiB"
+    assert f["kv_to_requested_bytes"] == 57_723_165_491
+    assert f["kv_to_gpu_bytes"] == 65_693_118_054
+    assert f["available_kv_gib"] == "54.05 GiB"
+    assert e.settings["gpu_memory_utilization"] == 0.9  # from the "Desired" line
+
+
+def test_one_check_per_budget_key_with_the_logged_side_by_hand() -> None:
+    checks = _checks(CONFIG + MEMORY)
+    for key in ("gpu_total", "utilization", "weights", "non_torch", "activation_peak",
+                "cuda_graphs", "kv_budget"):
+        assert key in checks, key
+        assert set(checks[key].to_json()) >= {"name", "logged", "derived", "match", "why"}
+    logged = {k: checks[k].logged for k in checks}
+    assert logged["gpu_total"] == int(79.19 * GIB)
+    assert logged["utilization"] == int(71.27 * GIB)
+    assert logged["weights"] == int(14.99 * GIB)
+    # non-torch = consumed − weights = 15.3 − 14.99 = 0.31 GiB
+    assert logged["non_torch"] == int(15.3 * GIB) - int(14.99 * GIB)
+    # activation = peak activation − the graph estimate inside it = 1.92 − 0.52 = 1.40 GiB
+    assert logged["activation_peak"] == int(1.92 * GIB) - int(0.52 * GIB)
+    assert logged["cuda_graphs"] == int(0.52 * GIB)
+    assert logged["kv_budget"] == int(54.05 * GIB)
+    # kvledger's side: the total is the log's; int(79.19 GiB × 0.9) = 71.271 GiB; Llama-3.1-8B
+    # weights 8.03B × 2 B = 14.96 GiB (within 5 % of 14.99); vLLM 0.33's 0.5 GiB graph
+    # estimate (reserves.py) within ± 0.5 GiB of 0.52.
+    assert checks["gpu_total"].match is True and checks["utilization"].match is True
+    assert checks["utilization"].derived == int(int(79.19 * GIB) * 0.9)
+    assert checks["weights"].match is True
+    assert checks["cuda_graphs"].derived == GIB // 2 and checks["cuda_graphs"].match is True
+
+
+def test_explain_and_plan_give_the_same_reserves_for_the_same_deployment() -> None:
+    # A log without the memory report: every reserve is kvledger's own, and must be the
+    # vLLM 0.33 profile's that `plan` uses (before: explain took the engine-neutral 1 GiB
+    # graph and 0.5 GiB non-torch defaults — 0.81 / 1.00 / 0.50 GiB against plan's
+    # 1.77 / 0.50 / 0.31 GiB).
+    text = CONFIG + "INFO [gpu_worker.py:773] Available KV cache memory: 60.0 GiB\n"
+    e = explain_log(text, gpu="H100-80GB")
+    plan = plan_model(LLAMA, PlanRequest(engine="vllm==0.33", gpu="H100-80GB",
+                                         gpu_memory_utilization=0.92, max_model_len=8192,
+                                         enable_prefix_caching=True))
+    assert e.check("available_kv_bytes").derived == plan.available_bytes
+    lines = {ln.key: ln.bytes for ln in plan.budget.lines}
+    why = e.check("available_kv_bytes").why
+    for key in ("activation_peak", "cuda_graphs", "non_torch"):
+        assert f"{lines[key] / GIB:.2f}" in why, key
+    assert lines["cuda_graphs"] == GIB // 2  # 0.33's estimate, not the generic 1 GiB
+
+
+def test_start_up_and_headroom_from_the_log() -> None:
+    checks = _checks(CONFIG + MEMORY)
+    start = checks["free_memory_at_start"]
+    # 78.7 GiB free at the snapshot ≥ the desired 71.27 GiB: vLLM starts.
+    assert start.match is True and start.logged == int(78.7 * GIB)
+    head = checks["headroom_after_kv"]
+    # Outside the request: 78.7 − 71.27 = 7.43 GiB; the capture beyond the estimate:
+    # 0.61 − 0.52 = 0.09 GiB.
+    assert head.logged == int(78.7 * GIB) - int(71.27 * GIB)
+    assert head.derived == int(0.61 * GIB) - int(0.52 * GIB)
+    assert head.match is True
+
+
+def test_the_free_memory_refusal_is_read() -> None:
+    # v1/worker/utils.py request_memory's ValueError, as vLLM 0.33 words it.
+    text = CONFIG + (
+        "(EngineCore pid=11) ERROR 01-02 10:00:05 [core.py:1101] ValueError: Free memory on "
+        "device cuda:0 (23.05/23.56 GiB) on startup is less than desired GPU memory "
+        "utilization (0.99, 23.33 GiB). Decrease GPU memory utilization or reduce GPU memory "
+        "used by other processes.\n")
+    start = explain_log(text, model=LLAMA).check("free_memory_at_start")
+    assert start.match is False
+    assert start.logged == int(23.05 * GIB) and start.derived == int(23.33 * GIB)
+    # 23.05 / 23.56 = 0.978 → the hint names 0.97
+    assert "vLLM refused to start" in start.why and "0.97 or less" in start.why
+
+
+@pytest.mark.parametrize("key", ["non_torch", "activation_peak", "kv_budget"])
+def test_a_reserve_far_from_kvledgers_is_a_mismatch(key: str) -> None:
+    # The same log with 6 GiB more consumed memory and 6 GiB less KV: non-torch becomes
+    # 21.3 − 14.99 = 6.31 GiB, far outside kvledger's ~0.34 ± 0.25 GiB.
+    text = CONFIG + MEMORY.replace("15.3 GiB for consumed", "21.3 GiB for consumed").replace(
+        "54.05 GiB", "48.05 GiB")
+    checks = _checks(text)
+    if key == "non_torch":
+        assert checks[key].match is False
+    else:
+        assert checks[key].match is (key != "kv_budget")  # activation unchanged; KV off 6 GiB
+
+
+def test_the_0_10_wording_and_the_graph_estimate_line() -> None:
+    # vLLM 0.10's report (gpu_worker.py; the wording of public 0.10.2 logs), written for a
+    # made-up Llama-3.1-8B run: desired ceil(79.19 × 0.9) = 71.27 GiB; KV = 71.27 − 14.99
+    # (weights) − 1.35 (peak activation) − 0.08 (non-torch) = 54.85 GiB, printed in exact
+    # bytes; the graphs (0.61 GiB) were captured after, nothing subtracted.
+    kv = int(54.85 * GIB)
+    text = CONFIG.replace("v0.33.0", "v0.10.2") + (
+        "INFO [gpu_model_runner.py:2392] Model loading took 14.99 GiB and 6.1 seconds\n"
+        "INFO [gpu_worker.py:391] Free memory on device (78.7/79.19 GiB) on startup. Desired "
+        "GPU memory utilization is (0.9, 71.27 GiB). Actual usage is 14.99 GiB for weight, "
+        "1.35 GiB for peak activation, 0.08 GiB for non-torch memory, and 0.61 GiB for "
+        "CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=1` "
+        "to fit into requested memory, or `--kv-cache-memory=2` to fully utilize gpu "
+        f"memory. Current kv cache memory in use is {kv} bytes.\n")
+    e = explain_log(text)
+    checks = {c.name: c for c in e.checks}
+    assert checks["non_torch"].logged == int(0.08 * GIB)
+    assert checks["activation_peak"].logged == int(1.35 * GIB)
+    assert "cuda_graphs" not in checks  # no estimate was printed: none was taken
+    avail = checks["available_kv_bytes"]
+    assert abs(avail.logged - kv) < GIB // 10**6  # the exact bytes, as a GiB figure
+    # re-derived from the logged reserves with no graph reserve: within the 0.01 GiB
+    # the printed figures round to
+    assert avail.match is True and abs(avail.derived - kv) < GIB // 50
+    # "Estimated CUDA graph memory" (gpu_model_runner.profile_cudagraph_memory) splits a
+    # 0.28+ peak activation like the "CUDA graph pool memory" line does.
+    newer = CONFIG + MEMORY.replace(
+        "(EngineCore pid=11) INFO 01-02 10:00:52 [gpu_worker.py:1002] CUDA graph pool memory: "
+        "0.61 GiB (actual), 0.52 GiB (estimated), difference: 0.09 GiB (14.8%).\n",
+        "INFO [gpu_model_runner.py:6737] Estimated CUDA graph memory: 0.52 GiB total\n")
+    split = _checks(newer)
+    assert split["cuda_graphs"].logged == int(0.52 * GIB)
+    assert split["activation_peak"].logged == int(1.92 * GIB) - int(0.52 * GIB)
