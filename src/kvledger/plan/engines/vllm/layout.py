@@ -166,6 +166,13 @@ def check_served(facts: ModelFacts, request: PlanRequest, release: VllmRelease) 
     budget)."""
     if absent := not_in_vllm(facts.model_type, release):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
+    later = release.unregistered_architectures
+    if later and facts.architectures and all(a in later for a in facts.architectures):
+        raise VllmLayoutError(
+            f"{facts.model}: {release.short}'s model registry (model_executor/models/"
+            f"registry.py) has no {', '.join(facts.architectures)}: a later release adds it "
+            f"(kvledger does not plan the Transformers-backend fallback {release.short} may "
+            "try); pin a newer release with --engine vllm==X, or use --engine native")
     check_startup(facts, request, release)
 
 

@@ -106,3 +106,7 @@ class VllmRelease(Release):
     # 0.28 on, "align" for every hybrid. The architectures, as the release's model files
     # declare the interface; empty: "align" for all.
     mamba_all_with_prefix_caching: frozenset[str] = frozenset()
+    # Architectures a later release's registry (model_executor/models/registry.py) lists and
+    # this one's does not: a model whose every architecture is here is refused by name
+    # (layout.check_served). Empty for the releases whose registry kvledger's tables follow.
+    unregistered_architectures: frozenset[str] = frozenset()

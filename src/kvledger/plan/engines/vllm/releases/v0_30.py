@@ -42,10 +42,18 @@ RELEASE = replace(
                         "not plan the Transformers-backend fallback for this type)"),
     }),
     no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    # The architectures vLLM 0.32.0's model_executor/models/registry.py lists and 0.30.0's does not
+    # (both wheels' registries, read by name).
+    unregistered_architectures=frozenset({
+        "ClefOmniForJointSchema", "EmbeddingGemma2Model", "ExaoneMoEForCausalLM",
+        "LiLiCorrDraftModel", "MiniCPMV4_7ForConditionalGeneration"
+    }),
 )
 
 # Where in vLLM 0.30.0's source each value that differs from 0.31.0's was read (plan/diff.py).
 CITES: dict[str, str] = {
+    "unregistered_architectures": "model_executor/models/registry.py (the "
+                                  "architectures 0.32 lists and it does not)",
     "not_served": "model_executor/models/registry.py: no MiniCPMV4_7ForConditionalGeneration; "
                   "requirements: transformers>=5.10.4, no upper bound",
 }

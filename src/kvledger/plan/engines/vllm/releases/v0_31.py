@@ -45,6 +45,12 @@ RELEASE = replace(
                         "transformers 5.17 has no config class for it"),
     }),
     no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    # The architectures vLLM 0.32.0's model_executor/models/registry.py lists and 0.31.0's does not
+    # (both wheels' registries, read by name).
+    unregistered_architectures=frozenset({
+        "ClefOmniForJointSchema", "EmbeddingGemma2Model", "ExaoneMoEForCausalLM",
+        "MiniCPMV4_7ForConditionalGeneration"
+    }),
     # model_executor/layers/mamba/mamba_mixer2.py: 0.31's MambaMixer2 has no
     # get_kv_cache_spec of its own, so a Mamba2 state charges 2 pages a request in align
     # mode, not 0.32's 3 (Nemotron-H-56B at 8 GiB: 3.57x and 29,257 tokens, not 2.50x and
@@ -54,6 +60,8 @@ RELEASE = replace(
 
 # Where in vLLM 0.31.0's source each value that differs from 0.32.0's was read (plan/diff.py).
 CITES: dict[str, str] = {
+    "unregistered_architectures": "model_executor/models/registry.py (the "
+                                  "architectures 0.32 lists and it does not)",
     "mamba2_prefill_checkpoint_blocks": "model_executor/layers/mamba/mamba_mixer2.py "
                                         "MambaMixer2: no get_kv_cache_spec override, so no "
                                         "num_prefill_checkpoint_blocks (0.32 sets 1)",
