@@ -56,7 +56,8 @@ def test_table_names_the_field_and_its_source(capsys: pytest.CaptureFixture[str]
     row = next(line for line in out.splitlines() if "block size (tokens)" in line)
     assert row.startswith("*") and "544" in row and "576" in row
     assert row.rstrip().endswith("gdn_checkpoint_alignment")
-    assert "vLLM 0.33.0: platforms/interface.py Platform._align_hybrid_block_size" in out
+    assert ("vLLM 0.32.0 -> vLLM 0.33.0: platforms/interface.py "
+            "Platform._align_hybrid_block_size") in out
 
 
 def test_serve_line_planned_on_both_sides(capsys: pytest.CaptureFixture[str]) -> None:

@@ -64,7 +64,7 @@ def test_qwen3_next_block_size_moved_by_the_gdn_checkpoint_alignment_alone() -> 
     cause = next(c for c in diff.causes if c.name == "gdn_checkpoint_alignment")
     assert (cause.a, cause.b) == (0, 64)
     assert len(cause.cites) == 1
-    assert cause.cites[0].startswith("vLLM 0.33.0: platforms/interface.py")
+    assert cause.cites[0].startswith("vLLM 0.32.0 -> vLLM 0.33.0: platforms/interface.py")
     # A field that differs but moves no line of this plan is listed, moving nothing.
     assert next(c for c in diff.causes if c.name == "fa4_sparse_mla_on_sm10x").moves == ()
 
@@ -137,5 +137,6 @@ def test_nemotron_h_from_031_to_032_names_the_mamba2_checkpoint_page() -> None:
     assert not _line(diff, "num_blocks").differs
     cause = next(c for c in diff.causes if c.name == "mamba2_prefill_checkpoint_blocks")
     # Cited by the older release's module (v0_31.py), the newer stating nothing of it.
-    assert cause.cites == ("vLLM 0.31.0: " + release_cites(vllm_release("0.31"))[cause.name],)
+    assert cause.cites == ("vLLM 0.31.0 -> vLLM 0.32.0: "
+                           + release_cites(vllm_release("0.31"))[cause.name],)
     assert "mamba_mixer2.py" in cause.cites[0]

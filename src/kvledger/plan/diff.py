@@ -226,8 +226,8 @@ def release_causes(releases: Iterable[Release], a: Release, b: Release,
             # A newer release's module cites what it changed (v0_33.py); an older one's, what
             # it still does differently from its newer neighbour (v0_31.py).
             by = next((r for r in (after, before) if cites_of(r).get(name)), None)
-            cites.append(f"{by.label}: {cites_of(by)[name]}" if by is not None else
-                         f"{before.label} -> {after.label}: (no citation in either profile)")
+            said = cites_of(by)[name] if by is not None else "(no citation in either profile)"
+            cites.append(f"{before.label} -> {after.label}: {said}")
         out.append(Cause("release", name, va, vb, tuple(cites)))
     return tuple(out)
 
