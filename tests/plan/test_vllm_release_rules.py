@@ -86,3 +86,17 @@ def test_an_architecture_a_later_registry_adds_is_refused_by_name() -> None:
     # Another architecture 0.30 lists plans as before.
     assert plan_vllm(derive_model(_llama_shaped("LlamaForCausalLM")),
                      PlanRequest(engine="vllm==0.30", **ask), 1 << 30).num_blocks == 8192
+
+
+def test_an_architecture_030_adds_is_refused_under_028() -> None:
+    # Glm5NextForCausalLM (GLM-5.3-Flash) is in vLLM 0.30's model_executor/models/
+    # registry.py and not in 0.28's.
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.request import PlanRequest
+
+    facts = derive_model(_llama_shaped("Glm5NextForCausalLM"))
+    ask = {"kv_cache_memory_bytes": 1 << 30, "max_model_len": 4096}
+    with pytest.raises(VllmLayoutError, match="vLLM 0.28's model registry .* has no "
+                       "Glm5NextForCausalLM"):
+        plan_vllm(facts, PlanRequest(engine="vllm==0.28", **ask), 1 << 30)
+    assert plan_vllm(facts, PlanRequest(engine="vllm==0.30", **ask), 1 << 30).num_blocks == 8192
