@@ -53,6 +53,13 @@ QUESTIONS: dict[int, str] = {
     101: "speculative decoding: DeepSeek-V3 MTP 1, 30 GiB, 32,768",
     66: "tensor parallel 2: Qwen3-Next-80B-A3B, 8 GiB, 32,768",
 }
+# The same lines asked with prefix caching stated on: vLLM 0.20 turns it off by default for
+# hybrid models (ModelConfig.is_prefix_caching_supported), so only an explicit flag shows its
+# prefix-caching rules (mamba_cache_mode "all" for a SupportsMambaPrefixCaching model).
+PREFIX_CACHING_ON: dict[int, str] = {
+    46: "Mamba2 hybrid, prefix caching stated on: Nemotron-H-56B, 8 GiB, 8,192",
+    12: "Gated DeltaNet hybrid, prefix caching stated on: Qwen3-Next-80B-A3B, 8 GiB, 32,768",
+}
 RUN_TIMEOUT_S = 900
 
 
@@ -98,17 +105,20 @@ def main() -> None:
     cases = [json.loads(line) for line in SHARED_CASES.read_text().splitlines()]
     out = HERE / f"vllm-{ns.release}" / "release-questions.jsonl"
     out.parent.mkdir(exist_ok=True)
-    done = {json.loads(line)["source"]["line"] for line in out.read_text().splitlines()
-            } if out.is_file() else set()
+    done = {json.loads(line)["command"].split(" (tool:")[0]
+            for line in out.read_text().splitlines()} if out.is_file() else set()
     tool = Path(ns.tool).resolve()
-    for index, why in QUESTIONS.items():
+    asked = [(index, why, []) for index, why in QUESTIONS.items()]
+    asked += [(index, why, ["--enable-prefix-caching"])
+              for index, why in PREFIX_CACHING_ON.items()]
+    for index, why, extra in asked:
         case = cases[index]
         if ns.only and not any(w in case["config"] or w in why for w in ns.only):
             continue
-        args = args_from_inputs(case)
+        args = [*args_from_inputs(case), *extra]
         command = " ".join(["vllm_oracle.py", case["config"], *args])
-        if ns.list or index in done:
-            print(("done " if index in done else "todo ") + command)
+        if ns.list or command in done:
+            print(("done " if command in done else "todo ") + command)
             continue
         got = ask(str(Path(ns.venv) / "bin" / "python"), tool, resolve_path(case["config"]),
                   args)

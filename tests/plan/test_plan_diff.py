@@ -140,3 +140,47 @@ def test_nemotron_h_from_031_to_032_names_the_mamba2_checkpoint_page() -> None:
     assert cause.cites == ("vLLM 0.31.0 -> vLLM 0.32.0: "
                            + release_cites(vllm_release("0.31"))[cause.name],)
     assert "mamba_mixer2.py" in cause.cites[0]
+
+
+def _release_answer(release: str, source_line: int) -> dict[str, Any]:
+    path = Path(__file__).resolve().parents[1] / "oracles" / f"vllm-{release}" / \
+        "release-questions.jsonl"
+    for line in path.read_text().splitlines():
+        case: dict[str, Any] = json.loads(line)
+        if case["source"]["line"] == source_line:
+            return case
+    raise AssertionError(f"no answer to line {source_line} in {path}")
+
+
+@pytest.mark.parametrize(("model", "source_line", "case_033", "ask", "named"), [
+    # Qwen3-Next-80B-A3B (8 GiB, block 16): 0.20 turns prefix caching off for this hybrid
+    # (mamba_cache_mode "none": 3 × 1 + 61 = 64 blocks a request) and logs 642 // 4 groups ×
+    # 544 = 87,040 tokens; 0.33 keeps it on ("align"), and in align mode aligns the block to
+    # its GDN checkpoint: 606 blocks of 576, 300,869 tokens. The block moves only with both.
+    (QWEN3_NEXT, 12, 0, {"max_model_len": 32768},
+     {"block_size": {"gdn_checkpoint_alignment", "hybrid_prefix_caching_by_default"},
+      "kv_cache_tokens": {"gdn_checkpoint_alignment", "gdn_prefill_checkpoint_blocks",
+                          "logged_tokens", "hybrid_prefix_caching_by_default"}}),
+    # Gemma-3-27B (8 GiB, block 16): the same 6,553 blocks; 0.20's window holds one batch
+    # (1.19x, 14,976 tokens logged as blocks // groups × 16), 0.33's two (0.76x, 25,020).
+    ("google/gemma-3-27b-it", 26, 49, {"max_model_len": 32768},
+     {"max_concurrency": {"window_holds_in_flight_batches"},
+      "kv_cache_tokens": {"window_holds_in_flight_batches", "logged_tokens"}}),
+])
+def test_from_020_to_033_both_sides_are_the_oracles(model: str, source_line: int,
+                                                    case_033: int, ask: dict[str, Any],
+                                                    named: dict[str, set[str]]) -> None:
+    old = _release_answer("0.20", source_line)
+    new = _case(ORACLE_033, case_033)
+    assert old["config"] == new["config"]
+    request = {"kv_cache_memory_bytes": 8 * GIB, "block_size": 16, **ask}
+    diff = diff_plans(model, PlanRequest(engine="vllm==0.20", **request),
+                      PlanRequest(engine="vllm==0.33", **request))
+    for key in ("num_blocks", "kv_cache_tokens", "block_size"):
+        line = _line(diff, key)
+        assert (line.a, line.b) == (old["expected"][key], new["expected"][key]), key
+    for key, causes in named.items():
+        assert set(_line(diff, key).causes) == causes, key
+    for cause in diff.causes:
+        if cause.moves:  # every field that moved a line names its source
+            assert cause.cites and all(" -> " in c and ".py" in c for c in cause.cites)

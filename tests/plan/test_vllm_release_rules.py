@@ -21,11 +21,14 @@ from oracle_cases import ORACLE_FILE, case_model, request_of, skip_without_share
 ORACLES = Path(__file__).resolve().parents[1] / "oracles"
 
 
-def _answer(release: str, source_line: int) -> dict[str, Any]:
+def _answer(release: str, source_line: int, stated_on: bool = False) -> dict[str, Any]:
+    """The release's answer to a line of the 0.32 cases (``stated_on``: the one asked with
+    ``--enable-prefix-caching``)."""
     path = ORACLES / f"vllm-{release}" / "release-questions.jsonl"
     for line in path.read_text().splitlines():
         case: dict[str, Any] = json.loads(line)
-        if case["source"]["line"] == source_line:
+        if case["source"]["line"] == source_line and \
+                ("--enable-prefix-caching" in case["command"]) == stated_on:
             return case
     raise AssertionError(f"no answer to line {source_line} in {path}")
 
@@ -96,7 +99,66 @@ def test_an_architecture_030_adds_is_refused_under_028() -> None:
 
     facts = derive_model(_llama_shaped("Glm5NextForCausalLM"))
     ask = {"kv_cache_memory_bytes": 1 << 30, "max_model_len": 4096}
-    with pytest.raises(VllmLayoutError, match="vLLM 0.28's model registry .* has no "
-                       "Glm5NextForCausalLM"):
+    with pytest.raises(VllmLayoutError, match=r"vLLM 0\.28's model registry .* has no "
+                       r"Glm5NextForCausalLM"):
         plan_vllm(facts, PlanRequest(engine="vllm==0.28", **ask), 1 << 30)
     assert plan_vllm(facts, PlanRequest(engine="vllm==0.30", **ask), 1 << 30).num_blocks == 8192
+
+
+def _exact(case: dict[str, Any], release: str) -> tuple[int, int, int, float]:
+    plan = plan_vllm(derive_model(case_model(case)),
+                     request_of(case["inputs"], engine=f"vllm=={release}"),
+                     case["inputs"]["kv_cache_memory_bytes"])
+    return plan.num_blocks, plan.kv_cache_tokens, plan.block_size, round(plan.max_concurrency, 2)
+
+
+def _said(case: dict[str, Any]) -> tuple[int, int, int, float]:
+    exp = case["expected"]
+    return (exp["num_blocks"], exp["kv_cache_tokens"], exp["block_size"],
+            round(exp["max_concurrency"], 2))
+
+
+@pytest.mark.parametrize(("line", "stated_on", "rule"), [
+    # Qwen3-Next-80B-A3B, 8 GiB, block 16 → 544: 642 blocks in 4 groups (3 GDN, 1 full).
+    # logged_tokens: 0.20 logs 642 // 4 × 544 = 87,040 tokens; 0.28 logs int(9.58 × 32,768)
+    # = 313,985.
+    (12, False, "logged_tokens"),
+    # Gemma-3-27B, 8 GiB: window_holds_in_flight_batches: a 1,024-token window holds
+    # cdiv(min(1,023 + 8,192, 32,768), 16) + 1 = 577 blocks under 0.20 (one batch), and
+    # cdiv(1,023 + 16,384, 16) + 1 = 1,089 under 0.28 (two batches in flight with async
+    # scheduling): 1.19x, not 0.76x; logged_tokens too.
+    (26, False, "window_holds_in_flight_batches"),
+    # Nemotron-H-56B, 8 GiB, 8,192 tokens, prefix caching stated on:
+    # mamba_all_with_prefix_caching: 0.20 gives this SupportsMambaPrefixCaching model
+    # mamba_cache_mode "all": the block a multiple of lcm(its 128-token Mamba chunk, 16) = 128
+    # that holds a 16,908,288 B state at 4,096 B a token: 128 × cdiv(4,128, 128) = 4,224,
+    # 49 blocks; 0.28 "align": 4,128, 50 blocks.
+    (46, True, "mamba_all_with_prefix_caching"),
+    # The same without the flag: hybrid_prefix_caching_by_default: 0.20 turns prefix caching
+    # off for a hybrid (mamba_cache_mode "none", one state a request); 0.28 keeps it on.
+    (46, False, "hybrid_prefix_caching_by_default"),
+])
+def test_a_rule_020_had_fails_under_028(line: int, stated_on: bool, rule: str) -> None:
+    old = _answer("0.20", line, stated_on)
+    new = _answer("0.28", line)
+    assert _exact(old, "0.20") == _said(old)
+    assert _exact(new, "0.28") == _said(new) != _said(old)
+    # The neighbour's rules miss 0.20's answer to the question as asked (the prefix-caching
+    # flag as given: stated, or left to the release's default).
+    assert _exact(_asked(old, stated_on), "0.28") != _said(old)
+
+
+def _asked(case: dict[str, Any], stated_on: bool) -> dict[str, Any]:
+    """``case`` with prefix caching as the question gave it (None: the release's default)."""
+    return {**case, "inputs": {**case["inputs"],
+                               "enable_prefix_caching": True if stated_on else None}}
+
+
+def test_020_turns_prefix_caching_off_for_a_hybrid_by_default() -> None:
+    # Asked without the flag, vLLM 0.20 resolved enable_prefix_caching False for Nemotron-H
+    # (its answer's inputs); kvledger's default request under 0.20 resolves the same, and
+    # plans its answer.
+    old = _answer("0.20", 46)
+    assert old["inputs"]["enable_prefix_caching"] is False
+    assert old["vllm_resolved"]["mamba_cache_mode"] == "none"
+    assert _exact(_asked(old, False), "0.20") == _said(old)

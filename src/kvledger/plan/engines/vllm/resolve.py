@@ -295,7 +295,8 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
     # except for encoder-decoder and attention-free models.
     prefix = request.enable_prefix_caching
     if prefix is None:
-        prefix = not has_cross and has_attention
+        prefix = not has_cross and has_attention and (
+            release.hybrid_prefix_caching_by_default or not has_state)
     # vLLM ``MambaModelConfig.verify_and_update_config``: with prefix caching a hybrid
     # model uses mamba_cache_mode "align"; without, "none". To 0.26 a model class with Mamba
     # prefix caching took "all" unless it speculates (``mamba_all_with_prefix_caching``).

@@ -110,3 +110,8 @@ class VllmRelease(Release):
     # this one's does not: a model whose every architecture is here is refused by name
     # (layout.check_served). Empty for the releases whose registry kvledger's tables follow.
     unregistered_architectures: frozenset[str] = frozenset()
+    # config/model.py ModelConfig.is_prefix_caching_supported: a hybrid (attention beside
+    # recurrent state) generative model gets prefix caching by default (0.28 on); False
+    # (0.20): "Hybrid models do not support prefix caching since the feature is still
+    # experimental" (off unless --enable-prefix-caching).
+    hybrid_prefix_caching_by_default: bool = True
