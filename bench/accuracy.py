@@ -108,7 +108,8 @@ def _header(results: dict[str, Any]) -> list[str]:
     versions = ", ".join(f"{t} {results['versions'].get(t) or '—'}" for t in results["tools"])
     sglang = results.get("sglang")
     truth = (f"Truth: vLLM 0.32.0's own planner, {n_cases} cases over {n_models} models "
-             f"(../shared/oracles/vllm-0.32/, tests/oracles/vllm-0.32-*.jsonl, the held-out "
+             f"(../shared/oracles/vllm-0.32/, tests/oracles/vllm-0.32/vllm-0.32-*.jsonl, "
+             f"the held-out "
              f"ones in {cases.HELDOUT.relative_to(ROOT)})")
     if sglang:
         truth += (f"; SGLang 0.5.23's own pool sizing, {sglang['n']} cases "
@@ -143,7 +144,8 @@ def write(results: dict[str, Any]) -> dict[str, list[str]]:
            "cases.jsonl), which kvledger's vLLM layout was written against; *newer* = newer "
            "checkpoints (coverage-cases.jsonl), added later, kvledger then fixed until it "
            "matched them; *repo* = cases this repository ran through the same oracle "
-           "(tests/oracles/vllm-0.32-*.jsonl) while adding model types; *refusal* = runs of "
+           "(tests/oracles/vllm-0.32/vllm-0.32-*.jsonl) while adding model types; "
+           "*refusal* = runs of "
            "those files where vLLM refused to start. All of them are also kvledger's tests: "
            "none is held out. *heldout* = public checkpoints of model types kvledger already "
            "supported that none of its tests or fixtures held, run through the oracle before "

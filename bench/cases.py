@@ -7,12 +7,14 @@ written from what came later:
   computed by vLLM 0.32.0's own planner; see the README there);
 - ``newer``: every case of ``../shared/oracles/vllm-0.32/coverage-cases.jsonl`` (newer
   checkpoints: FP8 / NVFP4 with ``hf_quant_config.json`` companions, Qwen3-VL, Nemotron-3, ...);
-- ``repo``: every answered case in this repository's ``tests/oracles/vllm-0.32-*.jsonl``, run
+- ``repo``: every answered case in this repository's ``tests/oracles/vllm-0.32/vllm-0.32-*.jsonl``,
+run
   through the same oracle by the engineers who added those model types, while writing the code;
 - ``refusal``: every line of those files where vLLM refused to start (it carries vLLM's
   ``error`` instead of ``expected``). The truth is the refusal: a tool matches when it refuses
   too and its message gives vLLM's reason;
-- ``heldout``: every answered case of ``../tests/oracles/vllm-0.32-heldout.jsonl`` (its copy
+- ``heldout``: every answered case of ``../tests/oracles/vllm-0.32/vllm-0.32-heldout.jsonl`` (its
+copy
   that the tests replay once a case was fixed, ``vllm-0.32-coverage-heldout.jsonl``, is not
   read again as ``repo``): public
   checkpoints of model types kvledger already supported, none of them in its tests or fixtures
@@ -56,10 +58,10 @@ ORACLE_DIR = SHARED / "oracles" / "vllm-0.32"
 ORACLE = ORACLE_DIR / "cases.jsonl"
 COVERAGE = ORACLE_DIR / "coverage-cases.jsonl"
 REPO_ORACLES = ROOT / "tests" / "oracles"
-REPO_GLOB = "vllm-0.32-*.jsonl"
+REPO_GLOB = "vllm-0.32/vllm-0.32-*.jsonl"
 # The held-out cases (``heldout`` set): never in the ``repo`` set, even after a fix copied them
 # into the replayed ``vllm-0.32-coverage-heldout.jsonl``.
-HELDOUT = REPO_ORACLES / "vllm-0.32-heldout.jsonl"
+HELDOUT = REPO_ORACLES / "vllm-0.32" / "vllm-0.32-heldout.jsonl"
 HELDOUT_TAG = "heldout"
 
 DEFAULT_BUDGET = 8 * 2**30
@@ -69,12 +71,12 @@ DEFAULT_LEN_CAP = 32768
 SETS = {
     "original": ("original cases", "../shared/oracles/vllm-0.32/cases.jsonl"),
     "newer": ("newer checkpoints", "../shared/oracles/vllm-0.32/coverage-cases.jsonl"),
-    "repo": ("cases made with the code", "tests/oracles/vllm-0.32-*.jsonl"),
-    "heldout": ("held-out checkpoints", "tests/oracles/vllm-0.32-heldout.jsonl"),
+    "repo": ("cases made with the code", "tests/oracles/vllm-0.32/vllm-0.32-*.jsonl"),
+    "heldout": ("held-out checkpoints", "tests/oracles/vllm-0.32/vllm-0.32-heldout.jsonl"),
 }
 # Sets kept out of the "all cases" totals (scored apart, in their own column).
 APART = ("heldout",)
-REFUSALS_FROM = "tests/oracles/vllm-0.32-*.jsonl (lines with vLLM's error)"
+REFUSALS_FROM = "tests/oracles/vllm-0.32/vllm-0.32-*.jsonl (lines with vLLM's error)"
 # Files of that glob written by other runners than the shared oracle tool, about inputs a
 # question here cannot carry (the tests replay them): not asked.
 NOT_ASKED = {

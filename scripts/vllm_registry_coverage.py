@@ -4,11 +4,12 @@
         --registry /work/vllm-src/0.33/vllm/model_executor/models/registry.py \\
         --transformers-auto /work/venvs/vllm033/lib/python3.11/site-packages/transformers/\\
 models/auto/modeling_auto.py \\
-        [--write]      # write tests/data/vllm-0.33-registry-coverage.json and README's block
+        [--write]      # write tests/data/vllm-0.33-registry-coverage.json and the block of
+                       # docs/model-integrators.md
 
 ``--transformers-auto`` is the ``modeling_auto.py`` of the transformers release vLLM pins
 (vLLM 0.33: transformers 5.20, as in the 0.33 oracle's venv, 5.20.2); ``--transformers-version``
-(default 5.20) names it in the data file and README's block.
+(default 5.20) names it in the data file and docs/model-integrators.md's block.
 
 ``--registry`` is vLLM's ``vllm/model_executor/models/registry.py`` as shipped in the release's
 wheel (``pip download --no-deps vllm==0.33.0``; a ``.whl`` path is read inside the zip). It is
@@ -52,7 +53,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "vllm-0.33-registry-coverage.json"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "model-integrators.md"  # the page holding the generated block
 SHARED_CONFIGS = ROOT / ".." / "shared" / "configs"
 LOCAL_CONFIGS = ROOT / "tests" / "oracles" / "configs"  # the coverage groups' real configs
 CLASS_DEFAULTS = ROOT / "tests" / "data" / "class-default-configs"
@@ -229,6 +230,11 @@ def named_types(registry: Mapping[str, dict[str, str]]) -> dict[str, set[str]]:
 
 
 # -- kvledger's verdict ------------------------------------------------------------------------
+# The release whose registry.py the committed coverage file was read from: its verdicts are
+# that release's (tests/data/vllm-0.33-registry-coverage.json).
+RELEASE = "0.33"
+
+
 def _row_verdict(model_type: str) -> tuple[str, str]:
     from kvledger.derive.model_types import MODEL_TYPES, resolve
 
@@ -237,8 +243,8 @@ def _row_verdict(model_type: str) -> tuple[str, str]:
     from kvledger.plan.engines.base import get_layout
 
     row = resolve(model_type)
-    # The vLLM release's own verdict (plan/engines/vllm/releases: the newest release).
-    reason = get_layout("vllm").not_served(model_type)
+    # The vLLM release's own verdict (plan/engines/vllm/releases: RELEASE's profile).
+    reason = get_layout("vllm", RELEASE).not_served(model_type)
     if reason:
         return "refused", reason
     if not row.derivable:
@@ -321,7 +327,7 @@ def write_readme(block: str, path: Path = README) -> None:
         tail = rest.split(END, 1)[1]
         text = head + block + tail
     else:
-        marker = "## Layout of the code"
+        marker = "## Remote-code model types"
         text = text.replace(marker, block + "\n\n" + marker, 1)
     path.write_text(text)
 

@@ -31,7 +31,7 @@ SHARED_MISSING = "needs ../shared (the team's real configs and oracle cases) bes
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_MISSING)
 # Cases this repository ran the oracle for (their configs are in ../shared/configs).
 LOCAL_DIR = Path(__file__).resolve().parent / "oracles"
-LOCAL_FILE = LOCAL_DIR / "vllm-0.32-cases.jsonl"
+LOCAL_FILE = LOCAL_DIR / "vllm-0.32" / "vllm-0.32-cases.jsonl"
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -51,10 +51,10 @@ def load_coverage_cases() -> list[dict[str, Any]]:
 
 
 def load_local_cases() -> list[dict[str, Any]]:
-    """The cases committed in this repository: ``tests/oracles/vllm-0.32-cases.jsonl`` and
-    every model-type group's ``tests/oracles/vllm-0.32-coverage-<group>.jsonl``."""
+    """The cases committed in this repository: ``tests/oracles/vllm-0.32/vllm-0.32-cases.jsonl`` and
+    every model-type group's ``tests/oracles/vllm-0.32/vllm-0.32-coverage-<group>.jsonl``."""
     cases = _read(LOCAL_FILE)
-    for path in sorted(LOCAL_DIR.glob("vllm-0.32-coverage-*.jsonl")):
+    for path in sorted((LOCAL_DIR / "vllm-0.32").glob("vllm-0.32-coverage-*.jsonl")):
         cases.extend(_read(path))
     return cases
 

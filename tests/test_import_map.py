@@ -1,7 +1,7 @@
 """The import map runs one way: no module of ``src/kvledger`` reaches itself, and no lower layer
 imports a higher one.
 
-The layers, top to bottom (docs/ARCHITECTURE.md): cli → report → plan.api → plan.engines →
+The layers, top to bottom (docs/architecture.md): cli → report → plan.api → plan.engines →
 plan core → derive → source → declare → errors/records. Every import counts, wherever it is
 written: at module level, inside a function (a lazy import still ties the two modules: one
 cannot be understood, moved or tested without the other), under ``if TYPE_CHECKING:``. An
@@ -24,7 +24,7 @@ KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 
 # plan's engine-neutral core: below every engine (it may name the engines' leaf registry).
 PLAN_CORE = ("request", "budget", "gpus", "weights", "parallel", "speculative", "model_local",
-             "answers", "result", "fit_result", "launch")
+             "answers", "result", "fit_result", "batch_defaults")
 # (importer prefix, imported prefix, why that arrow would run back up).
 FORBIDDEN = (
     *((f"kvledger.plan.{core}", f"kvledger.plan.engines.{engine}", "the core knows no engine")

@@ -18,6 +18,7 @@ import pytest
 
 from kvledger.cli.main import main
 from oracle_cases import real_config
+from release_pin import as_release
 
 H100_TOTAL = 81_559 * 1_048_576  # 85,520,809,984 B (the preset's nvidia-smi figure)
 USABLE = 42_760_404_992  # int(85,520,809,984 × 0.5)
@@ -54,7 +55,7 @@ def _declaration(tmp_path: Path, positions: int = 1_024_000) -> Path:
 
 
 def _fit(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
-    code = main(["fit", *argv, "--json"])
+    code = main(as_release(["fit", *argv, "--json"]))
     out, err = capsys.readouterr()
     assert code == 0, err
     data: dict[str, Any] = json.loads(out)

@@ -111,7 +111,7 @@ def test_64_l4s_fit_only_with_a_multi_node_caveat(capsys: pytest.CaptureFixture[
     line = data["serve_line"]
     assert isinstance(line, str)
     # fit plans with vllm serve's own tier for an L4 (< 70 GiB: 2,048 batched tokens;
-    # kvledger.plan.launch), so the line need not say it.
+    # kvledger.plan.engines.vllm.batch_defaults), so the line need not say it.
     assert "--max-num-batched-tokens" not in line
     _same_numbers(data, _replan(capsys, "L4", line))
 

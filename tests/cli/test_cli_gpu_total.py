@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
+from release_pin import as_release
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 GIB = 1 << 30
 
 
 def _plan(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
-    assert main(["plan", LLAMA, "--json", *argv]) == 0
+    assert main(as_release(["plan", LLAMA, "--json", *argv])) == 0
     data: dict[str, Any] = json.loads(capsys.readouterr().out)
     return data
 
@@ -57,7 +58,7 @@ def test_no_budget_hint_names_each_flag_once(capsys: pytest.CaptureFixture[str])
 def test_report_takes_a_total_alone(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "r.html"
-    assert main(["report", LLAMA, "--gpu-total-bytes", "80G", "-o", str(out)]) == 0
+    assert main(as_release(["report", LLAMA, "--gpu-total-bytes", "80G", "-o", str(out)])) == 0
     capsys.readouterr()  # its "wrote …" line
     # The page's plan is the same as plan's with the same total.
     tokens = _plan(capsys, "--gpu-total-bytes", "80G")["kv_cache_tokens"]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
+from release_pin import as_release
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 HERE = Path(__file__).parent
@@ -26,7 +27,7 @@ H100 = ["--gpu", "H100-80GB", "--max-model-len", "32768"]
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code = main(as_release(argv))
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -40,12 +40,15 @@ def as_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
 
 
 def plain(capsys: pytest.CaptureFixture[str], *line: str) -> dict[str, Any]:
-    return as_json(capsys, "plan", "--gpu", "H100-80GB", "--offline", "--", *line)
+    # A vLLM line is planned as 0.33, whose connectors kvledger read (releases/v0_33.py).
+    pin = ["--engine", "vllm==0.33"] if line[0] == "vllm" else []
+    return as_json(capsys, "plan", *pin, "--gpu", "H100-80GB", "--offline", "--", *line)
 
 
 def test_vllm_nixl_pair(capsys: pytest.CaptureFixture[str]) -> None:
     # engine="vllm==0.33"
-    data = as_json(capsys, "pd", "--gpu", "H100-80GB", "--offline", "--prefill", VLLM,
+    data = as_json(capsys, "pd", "--engine", "vllm==0.33", "--gpu", "H100-80GB", "--offline",
+                   "--prefill", VLLM,
                    "--decode", VLLM)
     pool = plain(capsys, *VLLM.replace(f"'{NIXL}'", NIXL).split(" "))
     prefill, decode = data["roles"]
@@ -63,7 +66,8 @@ def test_vllm_nixl_pair(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_vllm_pd_fit_counts_decode_instances(capsys: pytest.CaptureFixture[str]) -> None:
-    data = as_json(capsys, "pd-fit", "--gpu", "H100-80GB", "--offline", "--prefill", VLLM,
+    data = as_json(capsys, "pd-fit", "--engine", "vllm==0.33", "--gpu", "H100-80GB",
+                   "--offline", "--prefill", VLLM,
                    "--decode", VLLM, "--requests", "100", "--context", "8192")
     pool = plain(capsys, *VLLM.replace(f"'{NIXL}'", NIXL).split(" "))
     per = (pool["num_blocks"] - 1) // 512  # 8,192 tokens = 512 blocks; less the null block
@@ -80,7 +84,8 @@ def test_vllm_lmcache_decode_side(capsys: pytest.CaptureFixture[str]) -> None:
                '{"kv_connector":"NixlConnector","kv_role":"kv_both"},'
                '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}}')
     decode = VLLM.replace(NIXL, lmcache)
-    data = as_json(capsys, "pd", "--gpu", "H100-80GB", "--offline", "--prefill", VLLM,
+    data = as_json(capsys, "pd", "--engine", "vllm==0.33", "--gpu", "H100-80GB", "--offline",
+                   "--prefill", VLLM,
                    "--decode", decode)
     r = data["roles"][1]
     # one 256-token chunk per GPU: 256 × 81,920 = 20,971,520 B; 5 GiB per GPU × 4 on the host.
@@ -145,7 +150,8 @@ def test_sglang_decode_pool_is_the_plain_plan_without_radix_cache(
 def test_refusals_are_one_line_naming_the_setting(capsys: pytest.CaptureFixture[str],
                                                  prefill: str, decode: str,
                                                  named: str) -> None:
-    code, out, err = run(capsys, "pd", "--gpu", "H100-80GB", "--offline", "--prefill", prefill,
+    code, out, err = run(capsys, "pd", "--engine", "vllm==0.33", "--gpu", "H100-80GB",
+                         "--offline", "--prefill", prefill,
                          "--decode", decode)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and named in err, err

@@ -33,7 +33,7 @@ def _plan(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
 
 
 def test_issue_headline_numbers_vllm(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _plan(capsys, LLAMA, "--engine", "vllm", "--kv-cache-memory-bytes", TEN_GIB,
+    data = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--kv-cache-memory-bytes", TEN_GIB,
                  "--max-model-len", "32768")
     # block = 16 tokens × 131,072 B = 2,097,152 B; 10 GiB / 2 MiB = 5,120 blocks;
     # 5,120 × 16 = 81,920 tokens; 81,920 / 32,768 = 2.5 requests of max_model_len.
@@ -46,7 +46,7 @@ def test_issue_headline_numbers_vllm(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_machine_interface_keys(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _plan(capsys, LLAMA, "--engine", "vllm", "--kv-cache-memory-bytes", TEN_GIB)
+    data = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--kv-cache-memory-bytes", TEN_GIB)
     for key in ("model", "engine", "block_size", "num_blocks", "kv_cache_tokens",
                 "max_concurrency", "max_model_len", "available_bytes", "reserved_bytes",
                 "pools", "layers", "warnings", "vllm_refuses_to_start"):
@@ -69,13 +69,19 @@ def test_vllm_is_the_default_engine(capsys: pytest.CaptureFixture[str]) -> None:
     # 8 GiB and 32,768 tokens: 32 layers × 2 × 8 × 128 × 2 B = 131,072 B/token, 2 MiB blocks,
     # 8 GiB / 2 MiB = 4,096 blocks; vLLM logs 104,775 tokens and 3.1975x (the 4,096-token
     # sliding window bounds each request's blocks). The native layout said 39 requests here.
+    # vLLM 0.34 (the newest) starts --block-size auto from 64 (CacheConfig.DEFAULT_BLOCK_SIZE):
+    # 8 GiB / 8 MiB = 1,024 blocks; its own answer (tests/oracles/vllm-0.34/
+    # block-auto-cases.jsonl) is 104,530 tokens.
     data = _plan(capsys, "mistralai/Mistral-7B-v0.1", "--kv-cache-memory-bytes",
                  str(8 * 2**30), "--max-model-len", "32768")
     assert data["engine"] == "vllm" and data["vllm_refuses_to_start"] is False
-    assert (data["num_blocks"], data["kv_cache_tokens"]) == (4_096, 104_775)
-    assert round(data["max_concurrency"], 4) == 3.1975
-    assert data["engine_label"].startswith("vLLM 0.33.0")
-    assert data["engine_release"] == "0.33.0"
+    assert (data["num_blocks"], data["kv_cache_tokens"]) == (1_024, 104_530)
+    assert data["engine_label"].startswith("vLLM 0.34.0")
+    assert data["engine_release"] == "0.34.0"
+    pinned = _plan(capsys, "mistralai/Mistral-7B-v0.1", "--engine", "vllm==0.33",
+                   "--kv-cache-memory-bytes", str(8 * 2**30), "--max-model-len", "32768")
+    assert (pinned["num_blocks"], pinned["kv_cache_tokens"]) == (4_096, 104_775)
+    assert round(pinned["max_concurrency"], 4) == 3.1975
 
 
 def test_native_is_labelled_as_kvledgers_layout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,8 +107,8 @@ def test_help_labels_both_engines(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_concurrency_answers_max_context(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _plan(capsys, LLAMA, "--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "32768",
-                 "--concurrency", "4")
+    data = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--kv-cache-memory-bytes", TEN_GIB,
+                 "--max-model-len", "32768", "--concurrency", "4")
     # 81,920 tokens shared by 4 requests: 20,480 tokens each (1,280 blocks of 16).
     assert data["answers"]["concurrency"] == 4
     assert data["answers"]["max_context_at_concurrency"] == 20_480
@@ -110,6 +116,7 @@ def test_concurrency_answers_max_context(capsys: pytest.CaptureFixture[str]) -> 
 
 @pytest.mark.parametrize("engine", ["native", "vllm"])
 def test_tp2_pp2_has_per_stage_pools(capsys: pytest.CaptureFixture[str], engine: str) -> None:
+    engine = "vllm==0.33" if engine == "vllm" else engine
     data = _plan(capsys, LLAMA, "--engine", engine, "--kv-cache-memory-bytes", TEN_GIB,
                  "--max-model-len", "32768", "--tensor-parallel-size", "2",
                  "--pipeline-parallel-size", "2")
@@ -129,7 +136,8 @@ def test_tp2_pp2_has_per_stage_pools(capsys: pytest.CaptureFixture[str], engine:
 
 
 def test_gpu_budget_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _plan(capsys, LLAMA, "--gpu", "H100-80GB", "--max-model-len", "32768")
+    data = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--gpu", "H100-80GB",
+                 "--max-model-len", "32768")
     lines = data["budget"]
     # H100-80GB as nvidia-smi reports it: 81,559 MiB = 81,559 × 1,048,576 = 85,520,809,984 B;
     # × 0.92 (vLLM 0.33.0's default, as 0.32.0's: CacheConfig.gpu_memory_utilization in
@@ -169,8 +177,10 @@ def test_default_utilization_on_a_datasheet_gpu_is_estimated(
 ) -> None:
     # B300 has no device report (datasheet 288 GB): whoever gave the fraction, the product
     # is as uncertain as the total. 288e9 × 0.92 = 264,960,000,000 B; × 0.8 = 230,400,000,000.
-    default = _plan(capsys, LLAMA, "--gpu", "B300", "--max-model-len", "32768")["budget"][1]
-    given = _plan(capsys, LLAMA, "--gpu", "B300", "--max-model-len", "32768",
+    default = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--gpu", "B300",
+                    "--max-model-len", "32768")["budget"][1]
+    given = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--gpu", "B300",
+                  "--max-model-len", "32768",
                   "--gpu-memory-utilization", "0.8")["budget"][1]
     assert (default["bytes"], default["basis"]) == (264_960_000_000, "estimated")
     assert "default" in default["label"]
@@ -182,8 +192,8 @@ def test_default_utilization_on_a_given_total_is_given(
 ) -> None:
     # --gpu-total-bytes 80,000,000,000 × the default 0.92 = 73,600,000,000 B: computed from a
     # number the user gave, with the engine's default fraction.
-    line = _plan(capsys, LLAMA, "--gpu", "H100-80GB", "--gpu-total-bytes", "80000000000",
-                 "--max-model-len", "32768")["budget"][1]
+    line = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--gpu", "H100-80GB",
+                 "--gpu-total-bytes", "80000000000", "--max-model-len", "32768")["budget"][1]
     assert (line["bytes"], line["basis"]) == (73_600_000_000, "given")
     assert "not given" in line["label"]
 
@@ -213,7 +223,7 @@ def test_model_directory_picks_up_hf_quant_config(
 
 
 def test_block_size_auto_and_prefix_caching_flags(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _plan(capsys, LLAMA, "--engine", "vllm", "--kv-cache-memory-bytes", TEN_GIB,
+    data = _plan(capsys, LLAMA, "--engine", "vllm==0.33", "--kv-cache-memory-bytes", TEN_GIB,
                  "--block-size", "auto", "--no-enable-prefix-caching", "--max-model-len", "8192")
     # vLLM's auto block size for full attention on an H100 backend is 16.
     assert data["block_size"] == 16
@@ -221,7 +231,7 @@ def test_block_size_auto_and_prefix_caching_flags(capsys: pytest.CaptureFixture[
 
 
 def test_plan_table_for_people(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["plan", LLAMA, "--engine", "vllm", "--kv-cache-memory-bytes", TEN_GIB,
+    code = main(["plan", LLAMA, "--engine", "vllm==0.33", "--kv-cache-memory-bytes", TEN_GIB,
                  "--max-model-len", "32768"])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -287,15 +297,16 @@ def test_console_script_main_job() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
+    # The README's command plans the newest release, 0.34: blocks of 64 (1,280 of 8 MiB).
     assert (data["num_blocks"], data["kv_cache_tokens"], data["max_concurrency"]) == (
-        5_120, 81_920, 2.5)
+        1_280, 81_920, 2.5)
 
 
 def test_stage_table_for_people(capsys: pytest.CaptureFixture[str],
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # wide: every column shown, each sentence one line
-    code = main(["plan", LLAMA, "--kv-cache-memory-bytes", TEN_GIB, "--max-model-len", "32768",
-                 "-tp", "2", "-pp", "2"])
+    code = main(["plan", LLAMA, "--engine", "vllm==0.33", "--kv-cache-memory-bytes", TEN_GIB,
+                 "--max-model-len", "32768", "-tp", "2", "-pp", "2"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "pipeline stages" in out
@@ -305,7 +316,7 @@ def test_stage_table_for_people(capsys: pytest.CaptureFixture[str],
 
 def test_vllm_refusal_is_said_to_people(capsys: pytest.CaptureFixture[str]) -> None:
     # 1 GiB holds 512 blocks of 2 MiB = 8,192 tokens < one 131,072-token request.
-    code = main(["plan", LLAMA, "--engine", "vllm", "--kv-cache-memory-bytes", str(2**30)])
+    code = main(["plan", LLAMA, "--engine", "vllm==0.33", "--kv-cache-memory-bytes", str(2**30)])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "vLLM would refuse to start" in out

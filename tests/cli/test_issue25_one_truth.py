@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
+from release_pin import as_release
 
 GPT_OSS = "openai/gpt-oss-120b"
 DSV3 = "deepseek-ai/DeepSeek-V3"
@@ -28,7 +29,7 @@ TEN_GIB = ("--kv-cache-memory-bytes", "10GiB")
 def run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
+        code = main(as_release(argv))
     return code, out.getvalue(), err.getvalue()
 
 

@@ -19,6 +19,7 @@ import pytest
 from kvledger.cli.layer_runs import fold, folded_rows, spell
 from kvledger.cli.main import main
 from kvledger.cli.render_layers import pattern_label
+from release_pin import as_release
 
 NEMOTRON_H = "nvidia/Nemotron-H-56B-Base-8K"
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
@@ -34,7 +35,7 @@ def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
 def run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
+        code = main(as_release(argv))
     return code, out.getvalue(), err.getvalue()
 
 

@@ -1,8 +1,8 @@
-"""README's count of vLLM's generative architectures kvledger plans is the committed coverage
-file's (tests/data/vllm-0.33-registry-coverage.json, written by
+"""docs/model-integrators.md's count of vLLM's generative architectures kvledger plans is the
+committed coverage file's (tests/data/vllm-0.33-registry-coverage.json, written by
 scripts/vllm_registry_coverage.py from vLLM's registry.py read as source), and every verdict
 in that file is what kvledger's model-type table gives today: a row change that moves an
-architecture between planned / refused / not covered fails here until the file and README are
+architecture between planned / refused / not covered fails here until the file and the page are
 regenerated (``python scripts/vllm_registry_coverage.py --registry ... --transformers-auto ...
 --write``)."""
 
@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# The page the model-type list and the coverage count moved to from README.md.
+PAGE = ROOT / "docs" / "model-integrators.md"
 DATA = ROOT / "tests" / "data" / "vllm-0.33-registry-coverage.json"
 
 
@@ -35,9 +37,9 @@ def _data() -> dict[str, Any]:
 
 
 def test_readme_shows_the_files_count() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = PAGE.read_text(encoding="utf-8")
     block = _script().readme_block(_data())
-    assert block in readme, "README's registry coverage is stale: regenerate it"
+    assert block in readme, "docs/model-integrators.md's registry coverage is stale: regenerate it"
 
 
 def test_the_file_lists_generative_architectures_only() -> None:
@@ -77,5 +79,5 @@ def test_an_architecture_no_source_names_says_why() -> None:
     assert {line["architecture"] for line in unnamed if line["reason"] == script.MISTRAL_ONLY
             } == {"PixtralForConditionalGeneration", "MistralLarge3ForCausalLM",
                   "VoxtralRealtimeGeneration"}
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = PAGE.read_text(encoding="utf-8")
     assert "remote code only (" in readme and "Mistral format only (3" in readme

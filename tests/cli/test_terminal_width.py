@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kvledger.cli.main import main
+from kvledger.plan.engines.vllm.releases import NEWEST
 from kvledger.source.catalog import catalog_ids
 
 LOG = str(Path(__file__).parents[1] / "explain" / "logs" / "vllm-0.10-pr20707-llama31-8b.log")
@@ -45,7 +46,7 @@ def test_80_columns(model: str, capsys: pytest.CaptureFixture[str],
     plan = _lines(capsys, "plan", model, "--gpu", "H100-80GB")
     if plan is not None:
         assert _too_long(plan, 80) == []
-        assert plan[0].startswith(f"{model} on vllm 0.33.0 (TP 1): ")
+        assert plan[0].startswith(f"{model} on vllm {NEWEST} (TP 1): ")
         assert re.search(r": (fits|does not fit)", plan[0])
     asked = _lines(capsys, "plan", model, "--gpu", "H100-80GB", "--concurrency", "8")
     if asked is not None:

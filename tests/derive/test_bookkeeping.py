@@ -44,7 +44,7 @@ def test_a_resaved_kimi_k2_config_plans() -> None:
     facts = derive_model(config)
     # (512 + 64) values x 2 B = 1,152 B per layer per token, x 61 layers = 70,272 B.
     assert sum(layer.bytes_per_token() for layer in facts.layers) == 70_272
-    plan = plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=8 << 30,
+    plan = plan_vllm(facts, PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=8 << 30,
                                         max_model_len=32768), 8 << 30)
     # Block 16: 16 x 1,152 x 61 = 1,124,352 B per block; 8 GiB // that = 7,639 blocks,
     # x 16 = 122,224 tokens (vLLM 0.32's own numbers for the file without the key:

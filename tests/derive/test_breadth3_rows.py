@@ -43,7 +43,7 @@ def _plan(config: dict[str, Any], length: int = 2048, block: int | str = 16) -> 
 
 
 # Keys vLLM's model class reads that these config classes lack, so their class defaults stop
-# vLLM at start-up (oracle: tests/oracles/vllm-0.32-breadth.jsonl, replayed in
+# vLLM at start-up (oracle: tests/oracles/vllm-0.32/vllm-0.32-breadth.jsonl, replayed in
 # tests/plan/test_breadth_oracle.py); a checkpoint states them. None sizes a cache; the values
 # are the reference checkpoints' (HYV3Config's mlp_layer_types make layer 0 dense).
 STATED = {

@@ -34,7 +34,7 @@ def _config(name: str) -> dict[str, Any]:
 
 def _plan(config: dict[str, Any], length: int = 2048) -> Any:
     return plan_vllm(derive_model(config), PlanRequest(
-        engine="vllm", kv_cache_memory_bytes=GIB8, max_model_len=length, block_size=16), GIB8)
+        engine="vllm==0.33", kv_cache_memory_bytes=GIB8, max_model_len=length, block_size=16), GIB8)
 
 
 def _shapes(config: dict[str, Any]) -> Counter[tuple[int, int, int | None]]:
@@ -129,6 +129,6 @@ def test_refused_with_vllms_reason(model_type: str, words: str) -> None:
     config = _config(model_type)
     assert config["model_type"] == model_type
     path = str(DEFAULTS / f"{model_type}.json")
-    for engine, release in (("vllm", "vLLM 0.33"), ("vllm==0.32", "vLLM 0.32")):
+    for engine, release in (("vllm==0.33", "vLLM 0.33"), ("vllm==0.32", "vLLM 0.32")):
         line = refusal_line(path, engine)
         assert words in line and release in line

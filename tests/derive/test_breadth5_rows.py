@@ -58,7 +58,7 @@ def test_moss_transcribe_diarize_is_its_qwen3_text_model() -> None:
     # 2 (K, V) x 8 heads x 128 x 2 B (bfloat16) = 4,096 B a layer a token; x 28 = 114,688 B
     # a token; x 16 tokens = 1,835,008 B a block; 16 GiB // that = 9,362 (9,362.3) blocks
     # = 149,792 tokens; at 32,768 a request: 149,792 / 32,768 = 4.57... requests.
-    plan = plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=GIB16,
+    plan = plan_vllm(facts, PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=GIB16,
                                         max_model_len=32768, block_size=16), GIB16)
     assert (plan.block_size, plan.bytes_per_block, plan.num_blocks) == (16, 1_835_008, 9_362)
     assert plan.kv_cache_tokens == 149_792
@@ -67,7 +67,7 @@ def test_moss_transcribe_diarize_is_its_qwen3_text_model() -> None:
 
 def test_moss_transcribe_diarize_plans_under_both_releases() -> None:
     path = str(DEFAULTS / "moss_transcribe_diarize.json")
-    for engine in ("vllm", "vllm==0.32"):
+    for engine in ("vllm==0.33", "vllm==0.32"):
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
             code = main(["plan", path, "--engine", engine, "--kv-cache-memory-bytes", "16GiB",
@@ -108,7 +108,7 @@ def test_served_by_the_newest_release_only(model_type: str, sliding: int, full: 
     kinds = Counter((getattr(x, "window", None), x.k_heads, x.k_dim)  # type: ignore[attr-defined]
                     for x in facts.layers)
     assert kinds == {(window, kv, 128): sliding, (None, kv, 128): full}
-    plan = plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=8 << 30,
+    plan = plan_vllm(facts, PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=8 << 30,
                                         max_model_len=4096), 8 << 30)
     assert (plan.block_size, plan.num_blocks, plan.kv_cache_tokens) == (16, blocks, tokens)
     out, err = io.StringIO(), io.StringIO()
@@ -122,7 +122,7 @@ def test_served_by_the_newest_release_only(model_type: str, sliding: int, full: 
 @pytest.mark.parametrize(("model_type", "words"), REFUSED, ids=[r[0] for r in REFUSED])
 def test_refused_with_the_reason(model_type: str, words: str) -> None:
     path = str(DEFAULTS / f"{model_type}.json")
-    for engine, release in (("vllm", "vLLM 0.33"), ("vllm==0.32", "vLLM 0.32")):
+    for engine, release in (("vllm==0.33", "vLLM 0.33"), ("vllm==0.32", "vLLM 0.32")):
         line = refusal_line(path, engine)
         assert words in line and release in line
 

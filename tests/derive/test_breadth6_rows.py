@@ -59,7 +59,7 @@ def test_the_files_are_vllm_0_33_class_defaults(name: str) -> None:
 
 def _blocks(name: str, length: int) -> tuple[int, int, int]:
     plan = plan_vllm(derive_model(_config(name)),
-                     PlanRequest(engine="vllm", kv_cache_memory_bytes=GIB16,
+                     PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=GIB16,
                                  max_model_len=length, block_size=16), GIB16)
     return plan.block_size, plan.bytes_per_block, plan.num_blocks
 
@@ -73,7 +73,7 @@ def test_step3_text_class_defaults_stop_vllm_on_moe_layers_enum() -> None:
     # step3_text.py calls moe_layers_enum.strip(): vLLM 0.33's oracle stopped with this error
     # (tests/oracles/vllm-0.33/vllm-0.33-breadth.jsonl); 0.32's source reads the same.
     assert isinstance(_config("step3_text")["moe_layers_enum"], list)
-    for engine in ("vllm", "vllm==0.32"):
+    for engine in ("vllm==0.33", "vllm==0.32"):
         said = _refusal("step3_text", engine)
         assert "AttributeError: 'list' object has no attribute 'strip'" in said
 
@@ -84,7 +84,7 @@ def test_step3_vl_without_text_architectures_stops_vllm(name: str) -> None:
     # architectures None and transformers names no causal-LM class for step3_text: the 0.33
     # oracle stopped both files with this error (before the moe_layers_enum one).
     assert _config(name)["text_config"]["architectures"] is None
-    for engine in ("vllm", "vllm==0.32"):
+    for engine in ("vllm==0.33", "vllm==0.32"):
         assert "ValueError: No model architectures are specified" in _refusal(name, engine)
 
 
@@ -198,7 +198,7 @@ def test_midashenglm_is_its_qwen2_5_omni_text_model() -> None:
 @pytest.mark.parametrize("model_type", PLANNED)
 def test_planned_under_both_releases(model_type: str) -> None:
     path = str(DEFAULTS / f"{model_type}.json")
-    for engine in ("vllm", "vllm==0.32"):
+    for engine in ("vllm==0.33", "vllm==0.32"):
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
             code = main(["plan", path, "--engine", engine, "--kv-cache-memory-bytes", "16GiB",
@@ -209,7 +209,7 @@ def test_planned_under_both_releases(model_type: str) -> None:
 
 @pytest.mark.parametrize("model_type", sorted(ORACLE_STOPS))
 def test_refused_with_vllms_error_on_the_class_defaults(model_type: str) -> None:
-    for engine in ("vllm", "vllm==0.32"):
+    for engine in ("vllm==0.33", "vllm==0.32"):
         assert ORACLE_STOPS[model_type] in _refusal(model_type, engine).replace("\\n", " ")
 
 
@@ -217,7 +217,7 @@ def test_step3p5_class_defaults_stop_vllm_0_33_only() -> None:
     # 0.33 loads step3p5 with transformers' Step3p7TextConfig, which has no
     # use_moe_router_bias, and step3p5.py reads it on every MoE layer (the 0.33 oracle's
     # error); 0.32 loaded it with its own Step3p5Config, which defaults it to True.
-    said = _refusal("step3p5", "vllm")
+    said = _refusal("step3p5", "vllm==0.33")
     assert "AttributeError: 'Step3p7TextConfig' object has no attribute " \
            "'use_moe_router_bias'" in said and "vLLM 0.33" in said
     out = io.StringIO()
@@ -230,6 +230,6 @@ def test_step3p5_class_defaults_stop_vllm_0_33_only() -> None:
 
 @pytest.mark.parametrize("model_type", REFUSED_NEW)
 def test_new_in_the_registry_refused_for_want_of_a_pp_verdict(model_type: str) -> None:
-    for engine, release in (("vllm", "vLLM 0.33"), ("vllm==0.32", "vLLM 0.32")):
+    for engine, release in (("vllm==0.33", "vLLM 0.33"), ("vllm==0.32", "vLLM 0.32")):
         said = _refusal(model_type, engine)
         assert "holds no verdict for it" in said and release in said

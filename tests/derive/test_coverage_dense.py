@@ -1,7 +1,8 @@
 """The dense coverage group (issue #9 item 3): decoders of vLLM 0.32's registry that kvledger
 newly derives, each on a real config (tests/oracles/configs/, origins in SOURCES-dense.md),
 with the bytes per token worked by hand from the config's own values, and the per-layer facts
-against vLLM's ``layer_specs`` from the oracle (tests/oracles/vllm-0.32-coverage-dense.jsonl,
+against vLLM's ``layer_specs`` from the oracle
+(tests/oracles/vllm-0.32/vllm-0.32-coverage-dense.jsonl,
 commands in tests/oracles/README-dense.md). Types vLLM 0.32 cannot serve are refused with its
 reason; types it dropped that kvledger still knows are refused by the vLLM layout only.
 """
@@ -32,7 +33,7 @@ from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, bundled_id, config_path, needs_shared, shared_text
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
-CASES = [json.loads(line) for line in (HERE / "vllm-0.32-coverage-dense.jsonl")
+CASES = [json.loads(line) for line in (HERE / "vllm-0.32" / "vllm-0.32-coverage-dense.jsonl")
          .read_text().splitlines() if line.strip()]
 
 
@@ -132,7 +133,7 @@ def test_layers_match_vllm_layer_specs(case: dict[str, Any]) -> None:
 def test_every_derived_config_has_a_vllm_case_but_bloom() -> None:
     ran = {c["config"].removesuffix(".json") for c in CASES}
     # the remote-code types' cases are their own runner's (tests/plan/test_vllm_remote.py)
-    remote = HERE / "vllm-0.32-remote.jsonl"
+    remote = HERE / "vllm-0.32" / "vllm-0.32-remote.jsonl"
     ran |= {json.loads(line)["config"].removesuffix(".json")
             for line in remote.read_text().splitlines() if line.strip()}
     assert {d[0] for d in DERIVED} - ran == {"bigscience--bloom-1layer-TEST"}

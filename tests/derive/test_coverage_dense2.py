@@ -2,7 +2,8 @@
 that kvledger newly derives, each on a real config (tests/oracles/configs/, origins in
 SOURCES-dense2.md) with the bytes per token worked by hand from the config's own values, and the
 per-layer facts against vLLM's ``layer_specs`` for every case of
-tests/oracles/vllm-0.32-coverage-dense2.jsonl (commands in tests/oracles/README-dense2.md).
+tests/oracles/vllm-0.32/vllm-0.32-coverage-dense2.jsonl (commands in
+tests/oracles/README-dense2.md).
 Types vLLM 0.32 serves only with remote code are refused with that reason.
 """
 
@@ -30,7 +31,7 @@ from oracle_cases import CONFIGS, config_path, needs_shared, shared_text
 
 ORACLES = Path(__file__).resolve().parents[1] / "oracles"
 CASES = [json.loads(line) for line in
-         (ORACLES / "vllm-0.32-coverage-dense2.jsonl").read_text().splitlines()
+         (ORACLES / "vllm-0.32" / "vllm-0.32-coverage-dense2.jsonl").read_text().splitlines()
          if line.strip()]
 MINITRON = "nvidia--Minitron-4B-Base.CONVERTED"
 ERNIE = "baidu--ERNIE-4.5-0.3B-PT.HF-ARCH.MODIFIED"

@@ -6,7 +6,7 @@ Each config (tests/oracles/configs/, origins in SOURCES-moe-hybrid2.md: two verb
 files; the others the models' sizes as public repositories keep them in Python, converted to
 JSON) is derived and its bytes worked by hand from the config's own values in a comment; the
 per-layer facts are then compared with vLLM 0.32's own ``layer_specs`` for every case of
-tests/oracles/vllm-0.32-coverage-moe-hybrid2.jsonl (commands in README-moe-hybrid2.md).
+tests/oracles/vllm-0.32/vllm-0.32-coverage-moe-hybrid2.jsonl (commands in README-moe-hybrid2.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from oracle_cases import CONFIGS, needs_shared, shared_text
 
 ORACLES = Path(__file__).parents[1] / "oracles"
 CASES = [json.loads(line) for line in
-         (ORACLES / "vllm-0.32-coverage-moe-hybrid2.jsonl").read_text().splitlines()
+         (ORACLES / "vllm-0.32" / "vllm-0.32-coverage-moe-hybrid2.jsonl").read_text().splitlines()
          if line.strip()]
 
 OLMOE = "allenai--OLMoE-1B-7B.mbridge"

@@ -2,7 +2,7 @@
 language model's KV cache (vision / audio encoders hold none in vLLM 0.32), with the bytes per
 token worked by hand from the config's own values in a comment, and — where the vLLM 0.32
 oracle could build it — the per-layer facts against vLLM's ``layer_specs``
-(``tests/oracles/vllm-0.32-coverage-multimodal.jsonl``, made by
+(``tests/oracles/vllm-0.32/vllm-0.32-coverage-multimodal.jsonl``, made by
 ``tests/oracles/run_multimodal_oracle.py``; the full plans are replayed by
 ``tests/plan/test_vllm_oracles.py``). Wrappers vLLM 0.32 cannot build from a config.json are
 refused with vLLM's own reason.
@@ -35,7 +35,7 @@ from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, needs_shared
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
-CASES_FILE = HERE / "vllm-0.32-coverage-multimodal.jsonl"
+CASES_FILE = HERE / "vllm-0.32" / "vllm-0.32-coverage-multimodal.jsonl"
 _case = partial(find_case, CASES_FILE)
 
 

@@ -1,7 +1,8 @@
 """Multimodal wrappers, coverage wave 2 (group "multimodal-2"): each real config derives only its
 language model's KV cache (vision / audio encoders hold none in vLLM 0.32), with the bytes per
 token worked by hand from the config's own values in a comment, and the per-layer facts against
-vLLM 0.32's ``layer_specs`` (``tests/oracles/vllm-0.32-coverage-multimodal2.jsonl``, made by
+vLLM 0.32's ``layer_specs`` (``tests/oracles/vllm-0.32/vllm-0.32-coverage-multimodal2.jsonl``, made
+by
 ``tests/oracles/run_multimodal2_oracle.py``; the full plans are replayed by
 ``tests/plan/test_vllm_oracles.py``). Wrappers vLLM 0.32 cannot build without remote code are
 refused with its reason.
@@ -30,7 +31,7 @@ from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, needs_shared
 
 HERE = Path(__file__).resolve().parents[1] / "oracles"
-CASES_FILE = HERE / "vllm-0.32-coverage-multimodal2.jsonl"
+CASES_FILE = HERE / "vllm-0.32" / "vllm-0.32-coverage-multimodal2.jsonl"
 _case = partial(find_case, CASES_FILE)
 
 
@@ -95,7 +96,7 @@ def test_wrapper_plans_as_vllm_planned_its_language_model() -> None:
     # = 32,768; vLLM groups the 20 owning layers 4 to a group (16 sliding in 4, 4 full in 1),
     # so a block costs 4 × 32,768 = 131,072 B and 16 GiB holds 2**34 / 131,072 = 131,072.
     case = _case(GEMMA3N_TEXT)
-    request = PlanRequest(engine="vllm", kv_cache_memory_bytes=16 << 30, max_model_len=32768,
+    request = PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=16 << 30, max_model_len=32768,
                           block_size="auto")
     plan = plan_vllm(_facts(GEMMA3N), request, 16 << 30)
     assert case["expected"]["bytes_per_block"] == 4 * 16 * 2 * 2 * 256 * 2

@@ -4,7 +4,7 @@ The config is Glm4MoeLiteConfig's own defaults (tests/data/class-default-configs
 scripts/class_default_configs.py) with the two keys GLM-4.7-Flash's config.json states beyond
 them: first_k_dense_replace 1 (vLLM's glm4_moe_lite.py reads it; the class has no default) and
 num_nextn_predict_layers 1 (its MTP layer). vLLM's own numbers for the real file:
-tests/oracles/vllm-0.32-breadth.jsonl (replayed in tests/plan/test_breadth_oracle.py).
+tests/oracles/vllm-0.32/vllm-0.32-breadth.jsonl (replayed in tests/plan/test_breadth_oracle.py).
 """
 
 from __future__ import annotations

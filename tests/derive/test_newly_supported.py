@@ -1,7 +1,8 @@
 """Model types and variants the model-type table newly derives, each on its real config from
 ../shared/configs, with the arithmetic worked by hand from the config's own values, and — where
 the vLLM 0.32 oracle could run it — the derived per-layer facts against vLLM's ``layer_specs``
-(../shared/oracles/vllm-0.32/coverage-cases.jsonl, and tests/oracles/vllm-0.32-more.jsonl for
+(../shared/oracles/vllm-0.32/coverage-cases.jsonl, and tests/oracles/vllm-0.32/vllm-0.32-more.jsonl
+for
 the NVFP4 checkpoints the shared run skipped).
 """
 
@@ -26,7 +27,7 @@ from oracle_cases import CONFIGS, SHARED, SHARED_MISSING, skip_without_shared
 ORACLE_FILES = (
     SHARED / "oracles" / "vllm-0.32" / "cases.jsonl",
     SHARED / "oracles" / "vllm-0.32" / "coverage-cases.jsonl",
-    Path(__file__).parents[1] / "oracles" / "vllm-0.32-more.jsonl",
+    Path(__file__).parents[1] / "oracles" / "vllm-0.32" / "vllm-0.32-more.jsonl",
 )
 pytestmark = pytest.mark.skipif(not CONFIGS.is_dir(), reason=SHARED_MISSING)
 

@@ -82,9 +82,11 @@ def test_log_without_kv_lines_exits_2(capsys: pytest.CaptureFixture[str],
 
 # -- input that is not one start-up log (issue #25: "explain README.md is accepted as a log") ----
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+# The SGLang page compares both engines' start-up lines side by side (it moved there from the
+# README).
+BOTH_ENGINES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "sglang.md"
 
-# A document about both engines, quoting one KV line of each (as the README does): it holds
+# A document about both engines, quoting one KV line of each (as docs/sglang.md does): it holds
 # start-up lines, but not one engine's log.
 TWO_ENGINES = (
     "# vLLM vs SGLang on one H100\n\n"
@@ -104,10 +106,10 @@ def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return captured.err
 
 
-def test_the_readme_is_not_a_start_up_log(capsys: pytest.CaptureFixture[str]) -> None:
-    # Before: exit 0, every check "not derived". The README quotes a vLLM excerpt and an
+def test_a_docs_page_is_not_a_start_up_log(capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: exit 0, every check "not derived". The SGLang page quotes vLLM's KV line and an
     # SGLang pool line, so it holds both engines' KV lines: one line, exit 2.
-    err = _refused(capsys, str(README))
+    err = _refused(capsys, str(BOTH_ENGINES_PAGE))
     assert "not one start-up log" in err and "--engine" in err
 
 

@@ -16,10 +16,13 @@ from kvledger.report.explain import explain_log
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"  # catalog; Llama-3.1-8B-Instruct has the same KV
 # Llama-3.1-8B: 32 layers × 2 (K, V) × 8 KV heads × 128 × 2 B = 131,072 B per token.
 LLAMA_LAYER_TOKEN = 2 * 8 * 128 * 2  # 4,096 B per layer per token
+# The PR-20707 log (vLLM 0.10) prints no version line and no block size: it is replayed as the
+# newest release kvledger knows, whose --block-size auto (0.34: 64) is not 0.10's 16.
+BLOCK_16 = {"block_size": 16}
 
 
 def test_pr20707_llama_blocks_tokens_and_concurrency_follow_from_memory() -> None:
-    e = explain_log(read("vllm-0.10-pr20707-llama31-8b.log"), model=LLAMA)
+    e = explain_log(read("vllm-0.10-pr20707-llama31-8b.log"), model=LLAMA, overrides=BLOCK_16)
     # One block = 16 tokens × 32 layers × 4,096 B = 2,097,152 B (2 MiB), so blocks =
     # floor(GiB × 512): 112.605 × 512 = 57,653.8 and 112.615 × 512 = 57,658.9 → 57,653–57,658.
     # The log's 57,656 blocks are inside; 57,656 × 16 = 922,496 tokens (logged); one
@@ -36,7 +39,7 @@ def test_pr20707_llama_blocks_tokens_and_concurrency_follow_from_memory() -> Non
 
 
 def test_pr20707_suggestions_are_replanned_numbers() -> None:
-    e = explain_log(read("vllm-0.10-pr20707-llama31-8b.log"), model=LLAMA)
+    e = explain_log(read("vllm-0.10-pr20707-llama31-8b.log"), model=LLAMA, overrides=BLOCK_16)
     changes = {s.change: s.effect for s in e.suggestions}
     # fp8 halves the bytes per token: blocks = floor(112.61 × 1024) = 115,312 → 1,844,992.
     assert "1,844,992 tokens" in changes["--kv-cache-dtype fp8"]

@@ -88,6 +88,9 @@ def line_of(case: dict[str, Any], index: int, why: str, command: str,
                 "vllm_version": got.get("vllm_version")}
     line = tool_case_line(head, got)
     del line["spec_collection"]
+    if line["vllm_resolved"].get("max_in_flight_tokens", 0) is None:
+        # VllmConfig.max_in_flight_tokens does not exist before 0.26 (the tool reads null).
+        del line["vllm_resolved"]["max_in_flight_tokens"]
     line["provenance"] = {**got["provenance"], "vllm_version": got.get("vllm_version"),
                           "gpu_capability_emulated": got.get("gpu_capability_emulated")}
     line["warnings"] = got.get("warnings")

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_run import HERE, SHARED, TOOL, coverage_case, merge_by_command, oracle_python, selected
 
 DEFAULTS = HERE.parents[0] / "data" / "class-default-configs"
-OUT = Path(os.environ.get("BREADTH_OUT", HERE / "vllm-0.32-breadth.jsonl"))
+OUT = Path(os.environ.get("BREADTH_OUT", HERE / "vllm-0.32" / "vllm-0.32-breadth.jsonl"))
 # Failures of the oracle's meta-device build, not vLLM's verdict (Apertus's activation:
 # vllm/model_executor/layers/activation.py XIELU.__init__ calls .item() on its buffers, which
 # a meta tensor cannot answer), and the CPU wheel's Triton lacking what a GPU kernel module

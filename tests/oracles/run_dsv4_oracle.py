@@ -25,7 +25,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_vllm_033_cases import OUT_DIR, Question, ask, line_of, resolve_path, venv_python
+from make_vllm_cases import Question, ask, configure, line_of, resolve_path, venv_python
+
+configure("0.33")
+from make_vllm_cases import OUT_DIR  # noqa: E402  (set by configure)
 
 OUT = OUT_DIR / "vllm-0.33-dsv4.jsonl"
 LOCK = Path("/tmp/oracle.lock")

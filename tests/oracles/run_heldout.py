@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_run import HERE, ask_json, coverage_case, read_by_command, selected, write_lines
 
-OUT = HERE / "vllm-0.32-heldout.jsonl"
+OUT = HERE / "vllm-0.32" / "vllm-0.32-heldout.jsonl"
 BASE = ["--kv-cache-memory-bytes", "16GiB", "--block-size", "auto",
         "--keep-layer-specs", "unique"]
 QUANT = ".hf_quant_config.json"

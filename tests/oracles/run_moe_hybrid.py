@@ -35,7 +35,7 @@ from oracle_run import (
     write_lines,
 )
 
-OUT = HERE / "vllm-0.32-coverage-moe-hybrid.jsonl"
+OUT = HERE / "vllm-0.32" / "vllm-0.32-coverage-moe-hybrid.jsonl"
 BASE = ["--kv-cache-memory-bytes", GIB16, "--block-size", "auto", "--keep-layer-specs", "unique"]
 
 # (config file under configs/, extra oracle arguments, why)

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_moe_hybrid import run_all
 
-OUT = Path(__file__).resolve().parent / "vllm-0.32-coverage-moe-hybrid2.jsonl"
+OUT = Path(__file__).resolve().parent / "vllm-0.32" / "vllm-0.32-coverage-moe-hybrid2.jsonl"
 
 # (config file under configs/, extra oracle arguments, why)
 RUNS: list[tuple[str, list[str], str]] = [

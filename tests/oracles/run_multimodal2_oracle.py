@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE))
 from oracle_run import GIB16, ask_shown, config_path, merge_by_command, selected, shown  # noqa: E402
 from run_oracle import _case  # noqa: E402
 
-OUT = HERE / "vllm-0.32-coverage-multimodal2.jsonl"
+OUT = HERE / "vllm-0.32" / "vllm-0.32-coverage-multimodal2.jsonl"
 L32K = ["--block-size", "auto", "--max-model-len", "32768"]
 # Gemma 3n's first 10 layers use GeluAndMulSparse, whose __init__ calls Tensor.item() — which
 # the oracle's meta-device build cannot run. Activation sparsity shapes the MLP's output, not

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run_oracle import GIB16, TOOL, _case, _config_path, _merge  # noqa: E402
 
-OUT = HERE / "vllm-0.32-coverage-multimodal.jsonl"
+OUT = HERE / "vllm-0.32" / "vllm-0.32-coverage-multimodal.jsonl"
 L32K = ["--block-size", "auto", "--max-model-len", "32768"]
 
 # (config, extra oracle arguments, strip quantization_config?, why)

@@ -121,8 +121,8 @@ def main() -> None:
             refusals.append({"config": name, "hf_quant_config": True if hf_quant else None,
                              "why": why, "command": command, "error": out.get("error"),
                              "extra_args": extra})
-    merge_by_command(HERE / "vllm-0.32-cases.jsonl", cases)
-    merge_by_command(HERE / "vllm-0.32-refusals.jsonl", refusals)
+    merge_by_command(HERE / "vllm-0.32" / "vllm-0.32-cases.jsonl", cases)
+    merge_by_command(HERE / "vllm-0.32" / "vllm-0.32-refusals.jsonl", refusals)
 
 
 if __name__ == "__main__":

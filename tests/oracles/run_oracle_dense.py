@@ -35,7 +35,7 @@ from oracle_run import (
 )
 from oracle_run import config_path as _config_path
 
-OUT = HERE / "vllm-0.32-coverage-dense.jsonl"
+OUT = HERE / "vllm-0.32" / "vllm-0.32-coverage-dense.jsonl"
 AUTO = ["--block-size", "auto", "--keep-layer-specs", "unique"]
 
 # MODIFIED copies: name -> (source config, keys to set). Falcon-7B's own config is not on

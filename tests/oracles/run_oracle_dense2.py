@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE))
 from oracle_run import merge_by_command  # noqa: E402
 from run_oracle_dense import ask_runs  # noqa: E402
 
-OUT = HERE / "vllm-0.32-coverage-dense2.jsonl"
+OUT = HERE / "vllm-0.32" / "vllm-0.32-coverage-dense2.jsonl"
 
 # (config, extra oracle arguments, why)
 RUNS: list[tuple[str, list[str], str]] = [

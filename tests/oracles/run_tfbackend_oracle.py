@@ -5,7 +5,7 @@ A research tool, never imported by the package or the tests. It needs the oracle
 (``../shared/oracles/tool/README.md``), from the repository root, one run at a time::
 
     /work/oracle/vllm-venv/bin/python tests/oracles/run_tfbackend_oracle.py \
-        > tests/oracles/vllm-0.32-tfbackend.jsonl
+        > tests/oracles/vllm-0.32/vllm-0.32-tfbackend.jsonl
     /work/oracle/vllm-venv/bin/python tests/oracles/run_tfbackend_oracle.py 3 8 \
         > some.jsonl          # some runs, by index in RUNS (merge them by "command")
 

@@ -22,7 +22,8 @@ def test_issue_acceptance_vllm_engine() -> None:
     # 32 layers × 2 × 8 × 128 × 2 B = 131,072 B/token; × 16 = 2 MiB per block;
     # 10 GiB / 2 MiB = 5,120 blocks = 81,920 tokens; 81,920 / 32,768 = 2.5.
     pytest.importorskip("kvledger.plan.engines.vllm")  # the vLLM layout (written in parallel)
-    result = plan_model(LLAMA, PlanRequest(engine="vllm", kv_cache_memory_bytes=10737418240,
+    result = plan_model(LLAMA, PlanRequest(engine="vllm==0.33",
+                                           kv_cache_memory_bytes=10737418240,
                                            max_model_len=32768))
     data = result.to_json()
     assert (data["num_blocks"], data["kv_cache_tokens"], data["max_concurrency"]) == \
@@ -53,7 +54,8 @@ def test_machine_interface_keys_native() -> None:
 
 
 def test_gpu_budget_lines_in_json() -> None:
-    data = plan_model(LLAMA, PlanRequest(max_model_len=8192), gpu="H100-80GB").to_json()
+    data = plan_model(LLAMA, PlanRequest(engine="vllm==0.33", max_model_len=8192),
+                      gpu="H100-80GB").to_json()
     labels = [line["label"] for line in data["budget"]]
     assert labels[0].startswith("GPU memory (H100-80GB")
     assert labels[-1] == "= KV cache budget per GPU"

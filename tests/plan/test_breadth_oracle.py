@@ -1,5 +1,5 @@
-"""Replay the breadth group's vLLM oracle cases (tests/oracles/vllm-0.32-breadth.jsonl, made by
-tests/oracles/run_breadth_oracle.py with the command each line records): a planned case must
+"""Replay the breadth group's vLLM oracle cases (tests/oracles/vllm-0.32/vllm-0.32-breadth.jsonl,
+made by tests/oracles/run_breadth_oracle.py with the command each line records): a planned case must
 give vLLM's blocks, tokens and groups; a case vLLM stopped must be refused with vLLM's error.
 
 Configs: ``class-default`` ones are committed (tests/data/class-default-configs/); ``built``
@@ -23,7 +23,7 @@ from kvledger.plan.engines.vllm.startup import VllmStartupError
 from oracle_cases import CONFIGS, assert_plan_is, request_of
 
 HERE = Path(__file__).resolve().parents[1]
-CASES = HERE / "oracles" / "vllm-0.32-breadth.jsonl"
+CASES = HERE / "oracles" / "vllm-0.32" / "vllm-0.32-breadth.jsonl"
 DEFAULTS = HERE / "data" / "class-default-configs"
 
 

@@ -43,7 +43,7 @@ def _configs() -> tuple[dict[str, Any], dict[str, Any]]:
     return json.loads(TARGET.read_text()), json.loads(DRAFT.read_text())
 
 
-def _plan(method: str, draft: dict[str, Any], engine: str = "vllm") -> Any:
+def _plan(method: str, draft: dict[str, Any], engine: str = "vllm==0.33") -> Any:
     target, _ = _configs()
     request = PlanRequest(engine=engine, kv_cache_memory_bytes=GIB10, max_model_len=32768,
                           speculative_method=method, num_speculative_tokens=3,

@@ -214,7 +214,7 @@ def _gdn_hybrid(key_head_dim: int) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(("engine", "gpu", "block"), [
-    ("vllm", None, 320), ("vllm", "H100-80GB", 320), ("vllm", "B200", 288),
+    ("vllm==0.33", None, 320), ("vllm==0.33", "H100-80GB", 320), ("vllm==0.33", "B200", 288),
     ("vllm==0.32", None, 288), ("vllm==0.32", "B200", 288),
 ])
 def test_the_gpu_decides_the_gdn_prefill_and_the_hybrid_block(engine: str, gpu: str | None,
@@ -273,7 +273,7 @@ def _sliding_window_model() -> dict[str, object]:
     ("vllm==0.32", 769, 349_070),
     # vLLM 0.33 on a GPU (Model Runner V2): async stays on, 2 × 8,192 = 16,384 in flight:
     # cdiv(4,095 + 16,384, 16) + 1 = 1,281 blocks; 8,192 × 32,768 / 1,281 = 209,551 tokens.
-    ("vllm", 1281, 209_551),
+    ("vllm==0.33", 1281, 209_551),
 ])
 def test_ngram_keeps_async_scheduling_under_model_runner_v2(
         engine: str, per_request: int, tokens: int) -> None:

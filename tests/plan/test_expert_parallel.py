@@ -34,6 +34,7 @@ QWEN_ROUTED_BYTES = 128 * 3 * 2048 * 768 * 48 * 2  # 57,982,058,496
 
 
 def _plan(model: Path, **fields: object) -> dict[str, object]:
+    fields.setdefault("engine", "vllm==0.33")  # the release these numbers are worked for
     request = PlanRequest(gpu="H200", max_model_len=32768, **fields)  # type: ignore[arg-type]
     return plan_model(str(model), request).to_json()
 
@@ -73,7 +74,8 @@ def test_one_dp_rank_plans_as_a_single_gpu_with_that_budget() -> None:
     """The per-rank KV plan is an ordinary TP-1 plan on the rank's KV budget."""
     data = _plan(DSV3, data_parallel_size=8, enable_expert_parallel=True)
     kv = next(ln["bytes"] for ln in data["budget"] if ln["key"] == "kv_budget")  # type: ignore[union-attr]
-    alone = plan_model(str(DSV3), PlanRequest(kv_cache_memory_bytes=kv, max_model_len=32768,
+    alone = plan_model(str(DSV3), PlanRequest(engine="vllm==0.33",
+                                              kv_cache_memory_bytes=kv, max_model_len=32768,
                                               max_num_seqs=data["max_num_seqs"]))  # type: ignore[arg-type]
     assert alone.kv_cache_tokens == data["kv_cache_tokens"]
     assert alone.max_concurrency == data["max_concurrency"]
@@ -182,7 +184,8 @@ def test_the_serve_line_plans_dp_with_expert_parallel(capsys: pytest.CaptureFixt
         from oracle_cases import SHARED_MISSING
 
         pytest.skip(SHARED_MISSING)
-    code = main(["plan", "--gpu", "H200", "--json", "--", "vllm", "serve", str(DSV3), "-dp", "8",
+    code = main(["plan", "--engine", "vllm==0.33", "--gpu", "H200", "--json", "--", "vllm",
+                 "serve", str(DSV3), "-dp", "8",
                  "--enable-expert-parallel", "--max-model-len", "32768", "--max-num-seqs",
                  "256"])
     assert code == 0

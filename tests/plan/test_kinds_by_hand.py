@@ -136,7 +136,7 @@ def _plan(kind: str, engine: str) -> Any:
 def test_full_attention_numbers_on_each_layout() -> None:
     # vLLM: a block is 16 tokens × 2,048 B = 32,768 B; 2^30 / 32,768 = 32,768 blocks =
     # 524,288 tokens, 128 requests of 4,096. SGLang (page 1): 2^30 / 2,048 = 524,288 tokens.
-    vllm = _plan("full", "vllm")
+    vllm = _plan("full", "vllm==0.33")
     assert (vllm.num_blocks, vllm.kv_cache_tokens, vllm.max_concurrency) == (32_768, 524_288, 128)
     assert _plan("full", "sglang").kv_cache_tokens == 524_288
     assert _plan("full", "native").kv_cache_tokens == 524_288
@@ -145,7 +145,7 @@ def test_full_attention_numbers_on_each_layout() -> None:
 def test_mla_numbers_on_vllm_and_sglang() -> None:
     # vLLM: 16 × 320 B = 5,120 B a block; 2^30 / 5,120 = 209,715.2 → 209,715 blocks ×
     # 16 = 3,355,440 tokens. SGLang: 2^30 / 320 = 3,355,443.2 → 3,355,443 tokens.
-    vllm = _plan("mla", "vllm")
+    vllm = _plan("mla", "vllm==0.33")
     assert (vllm.num_blocks, vllm.kv_cache_tokens) == (209_715, 3_355_440)
     assert _plan("mla", "sglang").kv_cache_tokens == 3_355_443
 
@@ -153,11 +153,11 @@ def test_mla_numbers_on_vllm_and_sglang() -> None:
 def test_chunked_and_full_groups_share_vllms_blocks() -> None:
     # Two KV cache groups of one layer each share one tensor: a block is 16 × 1,024 B =
     # 16,384 B; 2^30 / 16,384 = 65,536 blocks, split between the 2 groups: 524,288 tokens.
-    vllm = _plan("chunked", "vllm")
+    vllm = _plan("chunked", "vllm==0.33")
     assert (vllm.num_blocks, vllm.kv_cache_tokens) == (65_536, 524_288)
 
 
 def test_mamba_state_slots_on_vllm() -> None:
     # One block per request holds both layers' state: 2^30 / 38,912 = 27,594.1 → 27,594.
-    vllm = _plan("mamba", "vllm")
+    vllm = _plan("mamba", "vllm==0.33")
     assert vllm.num_blocks == 27_594 and vllm.max_concurrency == 27_594

@@ -16,7 +16,7 @@ import pytest
 
 from kvledger.cli.main import main
 from kvledger.plan.api import plan_model
-from kvledger.plan.launch import vllm_tier
+from kvledger.plan.engines.vllm.batch_defaults import vllm_tier
 from kvledger.plan.request import PlanRequest
 from kvledger.records import replace
 
@@ -127,8 +127,8 @@ def test_plan_gpu_is_the_pasted_serve_line(model: str, tp: int, gpu: str,
 
 def test_the_library_and_the_cli_agree_on_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     model = "meta-llama/Llama-3.1-8B"
-    cli = _plan([model, "--gpu", "H100-80GB"], capsys)
-    library = plan_model(model, PlanRequest(gpu="H100-80GB")).to_json()
+    cli = _plan([model, "--engine", "vllm==0.33", "--gpu", "H100-80GB"], capsys)
+    library = plan_model(model, PlanRequest(engine="vllm==0.33", gpu="H100-80GB")).to_json()
     assert cli == json.loads(json.dumps(library, default=str))
     # The serve line on an H100 at max_num_seqs 1024, vLLM 0.33's reserves (engines/vllm/
     # reserves.py): int(85,520,809,984 × 0.92) = 78,679,145,185 − weights 16,060,522,496

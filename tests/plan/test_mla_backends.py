@@ -82,7 +82,7 @@ def _dsv2_lite() -> dict[str, object]:
 ])
 def test_plan_follows_the_gpu(gpu: str | None, block: int, blocks: int) -> None:
     facts = derive_model(_dsv2_lite())
-    plan = plan_vllm(facts, PlanRequest(engine="vllm", gpu=gpu, max_model_len=32768,
+    plan = plan_vllm(facts, PlanRequest(engine="vllm==0.33", gpu=gpu, max_model_len=32768,
                                         kv_cache_memory_bytes=8 * 2**30), 8 * 2**30)
     assert (plan.block_size, plan.num_blocks, plan.kv_cache_tokens) == (block, blocks, 276_160)
 
@@ -92,6 +92,6 @@ def test_no_mla_backend_takes_the_block_size() -> None:
     # vLLM's words (startup.check_block_size): no backend splits 8 into kernel blocks.
     with pytest.raises(VllmRefusesToStart, match="No valid attention backend found for cuda "
                                                  "with block_size=8"):
-        plan_vllm(facts, PlanRequest(engine="vllm", gpu="B200", max_model_len=32768,
+        plan_vllm(facts, PlanRequest(engine="vllm==0.33", gpu="B200", max_model_len=32768,
                                      block_size=8, kv_cache_memory_bytes=8 * 2**30),
                   8 * 2**30)

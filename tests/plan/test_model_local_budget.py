@@ -37,7 +37,7 @@ def talker(rows: RowDriver = RowDriver.FIXED, positions: int = 2048, **kw: Any
         rows_reason="calls are serialized" if rows is RowDriver.FIXED else "", **kw)
 
 
-H100 = PlanRequest(gpu="H100-80GB", max_model_len=32768)
+H100 = PlanRequest(engine="vllm==0.33", gpu="H100-80GB", max_model_len=32768)
 
 
 def test_acceptance_fixed_talker_on_h100_vllm() -> None:
@@ -93,7 +93,7 @@ def test_given_pool_keeps_declarations_beside_it() -> None:
     # --kv-cache-memory-bytes is the engine's whole pool: the declarations do not shrink it,
     # they add to the per-GPU total.
     budget = 10 << 30
-    request = PlanRequest(kv_cache_memory_bytes=budget, max_model_len=32768,
+    request = PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=budget, max_model_len=32768,
                           model_local_kv=(talker(),))
     result = plan_model(LLAMA, request)
     assert result.available_bytes == budget
@@ -108,7 +108,8 @@ def test_given_pool_keeps_declarations_beside_it() -> None:
 def test_given_pool_over_the_gpu_warns_with_numbers() -> None:
     # H100-80GB reports 85,520,809,984 B; a pool of 85,500,000,000 B + 25,165,824 B of talker
     # = 85,525,165,824 B > the GPU.
-    result = plan_model(LLAMA, PlanRequest(kv_cache_memory_bytes=85_500_000_000,
+    result = plan_model(LLAMA, PlanRequest(engine="vllm==0.33",
+                                           kv_cache_memory_bytes=85_500_000_000,
                                            gpu="H100-80GB", max_model_len=32768,
                                            model_local_kv=(talker(),)))
     (warning,) = [w for w in result.warnings if "model-local" in w]
@@ -117,7 +118,8 @@ def test_given_pool_over_the_gpu_warns_with_numbers() -> None:
 
 def test_pipeline_stage_of_the_owner() -> None:
     # PP 2: 16 layers per stage; a stage block is 16 tokens × 16 layers × 4,096 B = 1,048,576 B.
-    base = PlanRequest(gpu="H100-80GB", max_model_len=32768, pipeline_parallel_size=2)
+    base = PlanRequest(engine="vllm==0.33",
+                       gpu="H100-80GB", max_model_len=32768, pipeline_parallel_size=2)
     plain = plan_model(LLAMA, base)
     on_one = plan_model(LLAMA, records.replace(
         base, model_local_kv=(talker(),), model_local_stages={"talker": 1}))  # type: ignore[arg-type]
@@ -135,7 +137,7 @@ def test_pipeline_stage_of_the_owner() -> None:
 
 def test_stage_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match="stage 2, but there are 2 pipeline stage"):
-        PlanRequest(pipeline_parallel_size=2, model_local_kv=(talker(),),
+        PlanRequest(engine="vllm==0.33", pipeline_parallel_size=2, model_local_kv=(talker(),),
                     model_local_stages=(("talker", 2),))
 
 
@@ -144,7 +146,8 @@ def test_no_room_for_one_request_carries_numbers_and_the_three_way_hint() -> Non
     # needs 131,072 × 131,072 B = 17,179,869,184 B (+ one 2 MiB null block). The H100 budget
     # (~60.1 GB at vLLM 0.32's default utilization 0.92) holds the request alone but not
     # beside the caches.
-    request = PlanRequest(gpu="H100-80GB", model_local_kv=(talker(rows_fixed=1750),))
+    request = PlanRequest(engine="vllm==0.33",
+                          gpu="H100-80GB", model_local_kv=(talker(rows_fixed=1750),))
     with pytest.raises(ModelLocalBudgetError) as info:
         plan_model(LLAMA, request)
     exc = info.value
@@ -160,7 +163,8 @@ def test_no_room_for_one_request_carries_numbers_and_the_three_way_hint() -> Non
 
 def test_caches_larger_than_the_budget_are_refused_with_even_one_is_not_enough() -> None:
     # 3,000 rows × 25,165,824 B = 75,497,472,000 B: more than the whole budget.
-    request = PlanRequest(gpu="H100-80GB", model_local_kv=(talker(rows_fixed=3000),))
+    request = PlanRequest(engine="vllm==0.33",
+                          gpu="H100-80GB", model_local_kv=(talker(rows_fixed=3000),))
     with pytest.raises(ModelLocalBudgetError) as info:
         plan_model(LLAMA, request)
     assert info.value.reserved_bytes == 75_497_472_000
@@ -175,7 +179,7 @@ def test_max_num_seqs_rows_hint_names_the_sequences_that_fit() -> None:
     # max_num_seqs k with k × 201,326,592 ≤ budget − 17,181,966,336.
     spec = talker(RowDriver.MAX_NUM_SEQS, positions=2048 * 8)
     with pytest.raises(ModelLocalBudgetError) as info:
-        plan_model(LLAMA, PlanRequest(gpu="H100-80GB", max_num_seqs=256,
+        plan_model(LLAMA, PlanRequest(engine="vllm==0.33", gpu="H100-80GB", max_num_seqs=256,
                                       model_local_kv=(spec,)))
     exc = info.value
     assert exc.reserved_bytes == 256 * 201_326_592
@@ -183,7 +187,8 @@ def test_max_num_seqs_rows_hint_names_the_sequences_that_fit() -> None:
     room = exc.available_bytes - 17_181_966_336
     assert k * 201_326_592 <= room < (k + 1) * 201_326_592
     # ... and that many do plan.
-    ok = plan_model(LLAMA, PlanRequest(gpu="H100-80GB", max_num_seqs=k, model_local_kv=(spec,)))
+    ok = plan_model(LLAMA, PlanRequest(engine="vllm==0.33",
+                                       gpu="H100-80GB", max_num_seqs=k, model_local_kv=(spec,)))
     assert not ok.refuses_to_start
 
 
@@ -191,7 +196,8 @@ def test_fit_counts_max_num_seqs_rows_at_the_concurrency_asked() -> None:
     from kvledger.plan.fit import fit_model
 
     spec = talker(RowDriver.MAX_NUM_SEQS)
-    result = fit_model(LLAMA, PlanRequest(model_local_kv=(spec,)), gpu="H100-80GB",
+    result = fit_model(LLAMA, PlanRequest(engine="vllm==0.33",
+                                          model_local_kv=(spec,)), gpu="H100-80GB",
                        concurrency=4, context=8192)
     assert result.fits and result.plan is not None
     (row,) = result.plan.model_local_kv

@@ -69,3 +69,27 @@ def test_a_layout_holds_the_profile_it_was_bound_to() -> None:
     assert old.profile.version == "0.32.0" and new.profile.version == "0.33.0"
     assert not old.profile.gdn_checkpoint_alignment and new.profile.gdn_checkpoint_alignment == 64
     assert get_layout("vllm", "0.32") is old  # bound once, kept
+
+
+SRC = PLAN.parent
+
+
+def _unbound_layouts(tree: ast.AST) -> list[int]:
+    """Lines that bind a layout for a request without its release: ``get_layout(x.engine)``
+    plans the engine's newest release whatever ``x.engine_release`` says."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "get_layout" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "engine"]
+
+
+def test_a_request_binds_its_own_release() -> None:
+    wrong = [f"{path.relative_to(SRC)}:{line}" for path in sorted(SRC.rglob("*.py"))
+             for line in _unbound_layouts(ast.parse(path.read_text()))]
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_unbound_scan_can_fail() -> None:
+    assert _unbound_layouts(ast.parse("get_layout(request.engine)\n")) == [1]
+    assert _unbound_layouts(ast.parse("get_layout(request.engine, request.engine_release)\n")) \
+        == []

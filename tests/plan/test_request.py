@@ -23,12 +23,13 @@ GIB = 1 << 30
 
 
 def test_library_default_engine_is_vllm() -> None:
-    # Oracle: Mistral-7B, 8 GiB, 32,768 tokens → vLLM 0.32 plans 4,096 blocks (8 GiB / 2 MiB
-    # blocks of 16 × 131,072 B), logs 104,775 tokens and 3.1975x.
+    # Oracle: Mistral-7B, 8 GiB, 32,768 tokens → vLLM 0.34 (the newest) plans 1,024 blocks
+    # (8 GiB / 8 MiB blocks of 64 × 131,072 B), logs 104,530 tokens
+    # (tests/oracles/vllm-0.34/block-auto-cases.jsonl).
     assert PlanRequest().engine == "vllm"
     result = plan_model("mistralai/Mistral-7B-v0.1",
                         PlanRequest(kv_cache_memory_bytes=8 * GIB, max_model_len=32768))
-    assert (result.engine, result.num_blocks, result.kv_cache_tokens) == ("vllm", 4096, 104775)
+    assert (result.engine, result.num_blocks, result.kv_cache_tokens) == ("vllm", 1024, 104530)
     assert result.vllm_refuses_to_start is False
 
 
@@ -48,7 +49,8 @@ def test_issue_examples_at_20_gib_are_vllms_numbers(
 ) -> None:
     # Issue 10: without --engine, "at 20 GiB and 32k, gemma-3-27b 6 vs vLLM's 1.91, Mistral-7B
     # 39 vs 8.0". The default is now vLLM's own allocator.
-    result = plan_model(model, PlanRequest(kv_cache_memory_bytes=20 * GIB, max_model_len=32768))
+    result = plan_model(model, PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=20 * GIB,
+                                           max_model_len=32768))
     blocks = 20 * GIB // block_bytes
     assert result.num_blocks == blocks
     assert result.max_concurrency == blocks / blocks_per_request
@@ -141,10 +143,16 @@ def test_cli_builds_exactly_the_library_request() -> None:
 
 
 def test_gpu_budget_lines_have_stable_keys() -> None:
-    data = plan_model(LLAMA, PlanRequest(gpu="H100-80GB", max_model_len=8192)).to_json()
+    data = plan_model(LLAMA, PlanRequest(engine="vllm==0.33", gpu="H100-80GB",
+                                         max_model_len=8192)).to_json()
     assert [ln["key"] for ln in data["budget"]] == [
         "gpu_total", "utilization", "weights", "activation_peak", "cuda_graphs", "non_torch",
         "kv_budget"]
+    # vLLM 0.34's extensible KV cache adds two keys (engines/vllm/extensible_budget.py).
+    newest = plan_model(LLAMA, PlanRequest(gpu="H100-80GB", max_model_len=8192)).to_json()
+    assert [ln["key"] for ln in newest["budget"]] == [
+        "gpu_total", "utilization", "before_snapshot", "kv_margin", "weights",
+        "activation_peak", "cuda_graphs", "non_torch", "kv_budget"]
     # vLLM's reserve lines add the terms they sum ("parts"); the four keys stay.
     assert all(set(ln) - {"parts"} == {"key", "label", "bytes", "basis"}
                for ln in data["budget"])

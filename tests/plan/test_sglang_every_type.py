@@ -183,10 +183,12 @@ def test_rows_without_a_case_are_refused_under_sglang(row: str) -> None:
 # -- architectures ------------------------------------------------------------------------
 # SGLang picks the model class from ``architectures``, so a model type can be served one way
 # under one architecture and refused under another. The architectures derivable model types
-# carry are those vLLM's registry was asked about (tests/oracles/vllm-0.32-pp-support.json,
+# carry are those vLLM's registry was asked about
+# (tests/oracles/vllm-0.32/vllm-0.32-pp-support.json,
 # written by tests/oracles/run_pp_oracle.py from every real config); each must appear in an
 # SGLang case's config, or be listed here with why not.
-PP_TABLE = Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.32-pp-support.json"
+PP_TABLE = (Path(__file__).resolve().parents[1] / "oracles" / "vllm-0.32"
+            / "vllm-0.32-pp-support.json")
 ARCHITECTURES_WITHOUT_CASE: dict[str, str] = {
     "LlamaForCausalLMEagle3": "an EAGLE-3 draft (row llama_eagle3): see WITHOUT_CASE",
     "Eagle3LlamaForCausalLM": "an EAGLE-3 draft (row llama_eagle3): see WITHOUT_CASE; SGLang "

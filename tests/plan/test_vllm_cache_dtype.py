@@ -31,8 +31,8 @@ from oracle_cases import (
 )
 
 ALL_CASES = [*load_cases(), *load_coverage_cases(), *load_local_cases()]
-REFUSALS_FILES = (LOCAL_DIR / "vllm-0.32-refusals.jsonl",
-                  LOCAL_DIR / "vllm-0.32-refusals-heldout.jsonl")
+REFUSALS_FILES = (LOCAL_DIR / "vllm-0.32" / "vllm-0.32-refusals.jsonl",
+                  LOCAL_DIR / "vllm-0.32" / "vllm-0.32-refusals-heldout.jsonl")
 REFUSALS = [json.loads(line) for path in REFUSALS_FILES if path.is_file()
             for line in path.read_text().splitlines() if line.strip()]
 

@@ -25,6 +25,7 @@ QWEN3_MOE = str(CONFIGS / "Qwen--Qwen3-30B-A3B.json")
 def plan(model: str = LLAMA, launch: VllmLaunch | None = None, *,
          gpu_override: str = "H100-80GB", **kw: Any) -> PlanResult:
     kw.setdefault("max_model_len", 8192)
+    kw.setdefault("engine", "vllm==0.33")  # the release these numbers are worked for
     return plan_model(model, PlanRequest(gpu=gpu_override, vllm_launch=launch, **kw))
 
 
@@ -268,7 +269,8 @@ def test_kv_offloading_refused_for_a_stated_reason(model: str, launch: VllmLaunc
 
 def test_a_given_kv_budget_is_not_changed_by_launch_options() -> None:
     # gpu_worker.determine_available_memory: kv_cache_memory_bytes is the budget itself.
-    given = plan_model(LLAMA, PlanRequest(kv_cache_memory_bytes=8 << 30, vllm_launch=VllmLaunch(
+    given = plan_model(LLAMA, PlanRequest(engine="vllm==0.33",
+                                          kv_cache_memory_bytes=8 << 30, vllm_launch=VllmLaunch(
         enable_lora=True, cpu_offload_gb=4)))
     assert given.num_blocks == (8 << 30) // 2_097_152 == 4096
     assert any("LoRA slots and --cpu-offload-gb change the weights' memory" in w
@@ -280,12 +282,14 @@ def test_kv_offloading_of_an_mla_cache() -> None:
     # a block = 121.5 pages → 122 pages = 499,712 B; 16 GiB / 499,712 = 34,379 chunks (34,379.6)
     # × 16 = 550,064 tokens. Over 2 ranks vLLM may keep one replicated copy: refused.
     lite = str(CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.json")
-    tier = plan_model(lite, PlanRequest(kv_cache_memory_bytes=8 << 30, vllm_launch=VllmLaunch(
+    tier = plan_model(lite, PlanRequest(engine="vllm==0.33",
+                                        kv_cache_memory_bytes=8 << 30, vllm_launch=VllmLaunch(
         kv_offloading_size=16))).engine_fields["kv_offload"]
     assert (tier["chunk_bytes"], tier["chunks"], tier["cpu_tokens"]) == (499_712, 34_379,
                                                                          550_064)
     with pytest.raises(PlanError, match="MLA over 2 ranks"):
-        plan_model(lite, PlanRequest(kv_cache_memory_bytes=8 << 30, tensor_parallel_size=2,
+        plan_model(lite, PlanRequest(engine="vllm==0.33",
+                                     kv_cache_memory_bytes=8 << 30, tensor_parallel_size=2,
                                      vllm_launch=VllmLaunch(kv_offloading_size=16)))
 
 

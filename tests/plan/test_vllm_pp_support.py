@@ -49,10 +49,11 @@ R033 = vllm_release("0.33")  # the release these verdicts were asked of
 ROOT = Path(__file__).resolve().parents[2]
 # release -> (its table file, its start-up file, the --engine that plans as it)
 RELEASE_FILES = {
-    "0.32": (LOCAL_DIR / "vllm-0.32-pp-support.json", LOCAL_DIR / "vllm-0.32-pp-startup.jsonl",
+    "0.32": (LOCAL_DIR / "vllm-0.32" / "vllm-0.32-pp-support.json",
+             LOCAL_DIR / "vllm-0.32" / "vllm-0.32-pp-startup.jsonl",
              "vllm==0.32"),
     "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-support.json",
-             LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-startup.jsonl", "vllm"),
+             LOCAL_DIR / "vllm-0.33" / "vllm-0.33-pp-startup.jsonl", "vllm==0.33"),
 }
 STARTUP = [(release, json.loads(line)) for release, (_, path, _) in RELEASE_FILES.items()
            if path.is_file() for line in path.read_text().splitlines() if line.strip()]

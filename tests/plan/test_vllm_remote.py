@@ -1,6 +1,7 @@
 """Remote-code model types planned from what config.json states (derive/remote_code.py): what
 vLLM builds given exactly those keys with --trust-remote-code
-(tests/oracles/vllm-0.32-remote.jsonl, made by tests/oracles/run_remote_oracle.py, and 0.33's
+(tests/oracles/vllm-0.32/vllm-0.32-remote.jsonl, made by tests/oracles/run_remote_oracle.py, and
+0.33's
 runs of the same questions, vllm-0.33/vllm-0.33-remote.jsonl, ``--vllm 0.33``), replayed
 through the library as each release. The rule reads the same in both: no transformers 5.19 /
 5.20 or vLLM ``_CONFIG_REGISTRY`` class for these types, and their vLLM model files
@@ -35,7 +36,7 @@ if not CONFIGS.is_dir():  # the real configs of these types are in ../shared/con
     pytest.skip(SHARED_MISSING, allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
-FILE = ROOT / "tests" / "oracles" / "vllm-0.32-remote.jsonl"
+FILE = ROOT / "tests" / "oracles" / "vllm-0.32" / "vllm-0.32-remote.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {
     "0.32": (FILE, "vllm==0.32"),

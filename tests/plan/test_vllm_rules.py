@@ -40,7 +40,8 @@ def _facts(layers: Sequence[LayerCache], *, dtype: str = "bfloat16",
 
 
 def _req(**kw: object) -> PlanRequest:
-    return PlanRequest(engine="vllm", kv_cache_memory_bytes=GIB, **kw)  # type: ignore[arg-type]
+    return PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=GIB,
+                       **kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -149,7 +150,8 @@ def test_kv_dtype_is_reported_by_name(cache_dtype: str, name: str) -> None:
 
 # -- MiniMax-M3 sparse attention: 128-token kernel blocks -------------------------------------
 # MiniMaxM3SparseBackend / MiniMaxM3IndexerBackend.get_supported_kernel_block_sizes → [128];
-# FLASH_ATTN → [MultipleOf(16)]. The oracle cases in tests/oracles/vllm-0.32-more.jsonl pin
+# FLASH_ATTN → [MultipleOf(16)]. The oracle cases in tests/oracles/vllm-0.32/vllm-0.32-more.jsonl
+# pin
 # auto (128), 256 and fp8; these pin the phase-1 arithmetic and what the oracle cannot show.
 
 

@@ -1,7 +1,7 @@
 """The length vLLM starts with when a model directory carries a sentence-transformers config or a
 tokenizer_config.json beside config.json (source/sentence.py).
 
-Every line of ``tests/oracles/vllm-0.32-tokenizer-len.jsonl`` (and of 0.33's,
+Every line of ``tests/oracles/vllm-0.32/vllm-0.32-tokenizer-len.jsonl`` (and of 0.33's,
 ``vllm-0.33/vllm-0.33-tokenizer-len.jsonl``) is that release's own ``ModelConfig`` on such a
 directory (``tests/oracles/run_tokenizer_len_oracle.py [--vllm 0.33]`` made them); each is
 replayed here on the same files, planned as its release. (The rule, ``_get_and_verify_max_len``
@@ -24,11 +24,12 @@ from kvledger.source.resolve import load_source
 from oracle_cases import CONFIGS, bundled_id
 
 HERE = Path(__file__).resolve().parent
-CASES = HERE.parent / "oracles" / "vllm-0.32-tokenizer-len.jsonl"
+CASES = HERE.parent / "oracles" / "vllm-0.32" / "vllm-0.32-tokenizer-len.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {
     "0.32": (CASES, "vllm==0.32"),
-    "0.33": (HERE.parent / "oracles" / "vllm-0.33" / "vllm-0.33-tokenizer-len.jsonl", "vllm"),
+    "0.33": (HERE.parent / "oracles" / "vllm-0.33" / "vllm-0.33-tokenizer-len.jsonl",
+             "vllm==0.33"),
 }
 BUDGET = ["--kv-cache-memory-bytes", "1GiB"]
 
@@ -109,13 +110,15 @@ def test_pooling_lines_are_the_ones_left_out() -> None:
 
 def test_concurrency_follows_the_length(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """Qwen3-8B (36 layers, 8 KV heads × 128, bf16) with max_seq_length 4096 and 1 GiB:
+    """Qwen3-8B (36 layers, 8 KV heads × 128, bf16) with max_seq_length 4096 and 1 GiB
+    (vLLM 0.33's block of 16):
     a 16-token block is 2 (K, V) × 8 × 128 × 2 B × 16 × 36 = 2,359,296 B, 1,073,741,824 //
     2,359,296 = 455 blocks = 7,280 tokens; 7,280 / 4,096 = 1.77734375 requests (vLLM's
     default length from the file), where config.json's 40,960 would give 0.177734375."""
     directory = _model_dir(tmp_path, "Qwen--Qwen3-8B.json", {},
                            {"sentence_bert_config.json": {"max_seq_length": 4096}})
-    code, out, err = _run(capsys, "plan", str(directory), *BUDGET, "--json")
+    code, out, err = _run(capsys, "plan", str(directory), *BUDGET, "--engine", "vllm==0.33",
+                          "--json")
     assert code == 0, err
     data = json.loads(out)
     assert (data["max_model_len"], data["kv_cache_tokens"]) == (4096, 7280)

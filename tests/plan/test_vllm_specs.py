@@ -49,7 +49,7 @@ def _facts(layers: Sequence[LayerCache], dtype: str = "bfloat16", **config: obje
 
 
 def _req(**kw: object) -> PlanRequest:
-    return PlanRequest(engine="vllm", **kw)  # type: ignore[arg-type]
+    return PlanRequest(engine="vllm==0.33", **kw)  # type: ignore[arg-type]
 
 
 def _llama8b() -> list[LayerCache]:
@@ -366,7 +366,7 @@ def test_speculation_widens_gdn_conv_state() -> None:
     facts = derive_model("Qwen/Qwen3-Next-80B-A3B-Thinking")
     budget = 8 << 30
     plans = {
-        k: plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=budget,
+        k: plan_vllm(facts, PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=budget,
                                         max_model_len=32768, num_speculative_tokens=k,
                                         speculative_method="ngram" if k else None), budget)
         for k in (0, 2)
@@ -396,5 +396,5 @@ def test_model_vllm_lacks_is_refused_not_guessed() -> None:
 
     facts = derive_model("MiniMaxAI/MiniMax-M3")
     with pytest.raises(VllmLayoutError, match=r"no model for model_type .minimax_m3."):
-        plan_vllm(facts, PlanRequest(engine="vllm", kv_cache_memory_bytes=1 << 34,
+        plan_vllm(facts, PlanRequest(engine="vllm==0.33", kv_cache_memory_bytes=1 << 34,
                                      block_size=None), 1 << 34)

@@ -1,8 +1,10 @@
 """vLLM's start-up refusals (plan/engines/vllm/startup.py), each against the oracle's answer.
 
-``tests/oracles/vllm-0.32-startup.jsonl`` and ``vllm-0.33/vllm-0.33-startup.jsonl`` hold what
+``tests/oracles/vllm-0.32/vllm-0.32-startup.jsonl`` and ``vllm-0.33/vllm-0.33-startup.jsonl`` hold
+what
 each vLLM release itself did for each setting (``tests/oracles/run_startup_oracle.py`` ran
-0.32's, ``make_vllm_033_cases.py`` the same 13 questions of 0.33; the checks read the same in
+0.32's, ``make_vllm_cases.py --release 0.33`` the same 13
+questions of 0.33; the checks read the same in
 both releases' config/model.py and config/scheduler.py, and the answers agree line for line),
 each replayed as its release: refused, with its message, or started, with the max_model_len,
 block size and block count it settled on. Every line is replayed: kvledger must refuse exactly
@@ -32,10 +34,10 @@ from kvledger.plan.engines.vllm.startup import (
 from kvledger.plan.request import PlanRequest
 from oracle_cases import CONFIGS, LOCAL_DIR, config_path, needs_shared
 
-STARTUP_FILE = LOCAL_DIR / "vllm-0.32-startup.jsonl"
+STARTUP_FILE = LOCAL_DIR / "vllm-0.32" / "vllm-0.32-startup.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {"0.32": (STARTUP_FILE, "vllm==0.32"),
-                 "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-startup.jsonl", "vllm")}
+                 "0.33": (LOCAL_DIR / "vllm-0.33" / "vllm-0.33-startup.jsonl", "vllm==0.33")}
 RELEASE_CASES = [(release, json.loads(line)) for release, (path, _) in RELEASE_FILES.items()
                  if path.is_file() for line in path.read_text().splitlines() if line.strip()]
 CASES = [case for release, case in RELEASE_CASES if release == "0.32"]
@@ -78,7 +80,7 @@ def _request(args: list[str], engine: str = "vllm==0.32") -> PlanRequest:
 
 def test_the_oracle_file_covers_every_rule() -> None:
     if not STARTUP_FILE.is_file():
-        pytest.skip("tests/oracles/vllm-0.32-startup.jsonl not written yet")
+        pytest.skip("tests/oracles/vllm-0.32/vllm-0.32-startup.jsonl not written yet")
     errors = " ".join(c.get("error", "") for c in CASES)
     assert all(vllm in errors for vllm, _ in PHRASES)
     assert any(c["ok"] for c in CASES)
@@ -132,8 +134,8 @@ def test_memory_refusal_is_a_reason_in_the_json() -> None:
     # A budget too small for one request: exit 0, the figures, and vLLM's reason.
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(["plan", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory-bytes", "1GiB",
-                     "--max-model-len", "32768", "--json"])
+        code = main(["plan", "meta-llama/Meta-Llama-3.1-8B", "--engine", "vllm==0.33",
+                     "--kv-cache-memory-bytes", "1GiB", "--max-model-len", "32768", "--json"])
     data = json.loads(out.getvalue())
     assert code == 0 and data["vllm_refuses_to_start"] is True
     # One 32,768-token request: 2 (K, V) x 32 layers x 8 heads x 128 x 2 B = 131,072 B a

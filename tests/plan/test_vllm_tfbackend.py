@@ -1,5 +1,5 @@
 """Model types vLLM dropped from its own models but hands to its Transformers backend:
-what vLLM really does with them (tests/oracles/vllm-0.32-tfbackend.jsonl, made by
+what vLLM really does with them (tests/oracles/vllm-0.32/vllm-0.32-tfbackend.jsonl, made by
 tests/oracles/run_tfbackend_oracle.py with the processor files the shared tool cannot supply;
 0.33's answers to the same questions in vllm-0.33/vllm-0.33-tfbackend.jsonl, ``--vllm 0.33``),
 replayed through the library as each release. ``_PREVIOUSLY_SUPPORTED_MODELS`` and the
@@ -35,11 +35,12 @@ from kvledger.plan.request import PlanRequest
 from oracle_cases import assert_plan_is, real_config, request_of
 
 ROOT = Path(__file__).resolve().parents[2]
-FILE = ROOT / "tests" / "oracles" / "vllm-0.32-tfbackend.jsonl"
+FILE = ROOT / "tests" / "oracles" / "vllm-0.32" / "vllm-0.32-tfbackend.jsonl"
 # release -> (its file, the --engine that plans as it)
 RELEASE_FILES = {
     "0.32": (FILE, "vllm==0.32"),
-    "0.33": (ROOT / "tests" / "oracles" / "vllm-0.33" / "vllm-0.33-tfbackend.jsonl", "vllm"),
+    "0.33": (ROOT / "tests" / "oracles" / "vllm-0.33" / "vllm-0.33-tfbackend.jsonl",
+             "vllm==0.33"),
 }
 RELEASE_CASES = [(release, json.loads(line)) for release, (path, _) in RELEASE_FILES.items()
                  if path.is_file() for line in path.read_text().splitlines() if line.strip()]

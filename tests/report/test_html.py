@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kvledger.cli.main import main
+from release_pin import as_release
 
 pytest.importorskip("matplotlib", reason="the report needs the plotting extra: "
                     "pip install 'kvledger[report]'")
@@ -31,12 +32,12 @@ CHARTS = ("memory", "layouts", "grid", "gridcurves", "kinds")
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("report") / "llama.html"
-    assert main(["report", *ARGS, "-o", str(out)]) == 0
+    assert main(as_release(["report", *ARGS, "-o", str(out)])) == 0
     return out.read_text(encoding="utf-8")
 
 
 def _plan_json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert main(["plan", *ARGS, "--json"]) == 0
+    assert main(as_release(["plan", *ARGS, "--json"])) == 0
     data: dict[str, Any] = json.loads(capsys.readouterr().out)
     return data
 
@@ -97,7 +98,7 @@ def test_ids_are_unique_across_figures(page: str) -> None:
 
 
 def test_the_page_names_the_command_that_made_it(page: str) -> None:
-    assert (f"kvledger report {LLAMA} --engine vllm --kv-cache-memory-bytes {TEN_GIB} "
+    assert (f"kvledger report {LLAMA} --engine vllm==0.33 --kv-cache-memory-bytes {TEN_GIB} "
             "--max-model-len 32768 --output ") in html.unescape(page)
 
 
@@ -116,7 +117,7 @@ def test_the_command_line_spells_switches_and_booleans_as_flags() -> None:
 
 def test_the_same_inputs_give_the_same_bytes(page: str, tmp_path: Path) -> None:
     again = tmp_path / "again.html"
-    assert main(["report", *ARGS, "-o", str(again)]) == 0
+    assert main(as_release(["report", *ARGS, "-o", str(again)])) == 0
     def without_output(text: str) -> str:  # the page names its own path; nothing else varies
         return re.sub(r"--output [^<]*</code>", "--output X</code>", text, count=1)
 

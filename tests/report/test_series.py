@@ -34,7 +34,7 @@ LLAMA_TOKENS_AT_10_GIB = 10 * GIB // (16 * 131_072) * 16
 
 
 def _vllm(**changes: object) -> PlanRequest:
-    return records.replace(PlanRequest(engine="vllm", block_size=None), **changes)
+    return records.replace(PlanRequest(engine="vllm==0.33", block_size=None), **changes)
 
 
 def test_context_points_are_powers_of_two_plus_the_plan_and_the_longest() -> None:

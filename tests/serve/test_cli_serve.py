@@ -31,7 +31,8 @@ def plan_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
 
 
 def test_issue_serve_line_plans_that_deployment(capsys: pytest.CaptureFixture[str]) -> None:
-    data = plan_json(capsys, "--", "vllm", "serve", LLAMA, "--tensor-parallel-size", "4",
+    data = plan_json(capsys, "--engine", "vllm==0.33", "--", "vllm", "serve", LLAMA,
+                     "--tensor-parallel-size", "4",
                      "--max-model-len", "32k", "--kv-cache-memory-bytes", "10G",
                      "--kv-cache-dtype", "fp8", "--port", "8000")
     assert data["engine"] == "vllm"
@@ -62,7 +63,8 @@ def test_unstated_utilization_is_the_engine_default_not_given(
     # vLLM 0.33's default 0.92, as 0.32's (config/cache.py): int(81,559 MiB × 0.92) of the
     # H100 preset,
     # labelled as the default, with the GPU total's basis rather than "given".
-    data = plan_json(capsys, "--gpu", "H100-80GB", "--", "vllm", "serve", LLAMA)
+    data = plan_json(capsys, "--engine", "vllm==0.33", "--gpu", "H100-80GB", "--", "vllm",
+                     "serve", LLAMA)
     [line] = [b for b in data["budget"] if b["key"] == "utilization"]
     assert line["bytes"] == int(81_559 * 2**20 * 0.92)
     assert "vLLM 0.33's default; not given" in line["label"]
@@ -103,7 +105,8 @@ def test_human_output_lists_what_was_ignored(capsys: pytest.CaptureFixture[str])
 ])
 def test_memory_changing_or_unknown_flags_refused_by_name(
         capsys: pytest.CaptureFixture[str], line: list[str], named: str) -> None:
-    code, out, err = run(capsys, "plan", "--gpu", "H100", "--", "vllm", "serve", LLAMA, *line)
+    code, out, err = run(capsys, "plan", "--engine", "vllm==0.33", "--gpu", "H100", "--",
+                         "vllm", "serve", LLAMA, *line)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and named in err
     assert "Traceback" not in err and "unexpected" not in err

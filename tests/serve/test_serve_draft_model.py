@@ -58,7 +58,7 @@ def test_local_draft_directory_becomes_draft_config(draft_dir: Path) -> None:
 def test_pasted_line_gets_model_runner_v2s_draft_limit(
         draft_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = {"method": "draft_model", "model": str(draft_dir), "num_speculative_tokens": 3}
-    code = main(["plan", "--json", "--", *_line(spec)])
+    code = main(["plan", "--json", "--engine", "vllm==0.33", "--", *_line(spec)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     data = json.loads(captured.out)

@@ -15,6 +15,8 @@ from kvledger.cli.serve.translation import Context, Translation
 KV_DTYPES = ("auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4")
 H100 = Context(gpu_total_bytes=81559 << 20, gpu_name="H100-80GB", kv_cache_dtypes=KV_DTYPES)
 NO_GPU = Context(kv_cache_dtypes=KV_DTYPES)
+# The release whose words the refusal tests quote (a pinned one: the default moves).
+V033 = Context(engine_spec="vllm==0.33", kv_cache_dtypes=KV_DTYPES)
 
 
 def t(line: str | list[str], ctx: Context = NO_GPU) -> Translation:
@@ -47,7 +49,8 @@ def test_every_engine_flag_is_classified_once(engine: str, rules: dict[str, obje
 
 def test_tables_are_the_engines_versions() -> None:
     # The default is the newest release; a pinned one reads its own parser's table.
-    assert load("vllm").version == "0.33.0" and len(load("vllm").flags) == 321
+    assert load("vllm").version == "0.34.0" and len(load("vllm").flags) == 328
+    assert load("vllm", "0.33").version == "0.33.0" and len(load("vllm", "0.33").flags) == 321
     assert load("vllm", "0.32").version == "0.32.0" and len(load("vllm", "0.32").flags) == 317
     assert load("sglang").version == "0.5.23" and len(load("sglang").flags) == 531
 
@@ -132,7 +135,8 @@ def test_speculative_refusals() -> None:
         """vllm serve M -sc '{"method": "eagle3", "num_speculative_tokens": 3, """
         """"kv_cache_dtype": "fp8"}'""")
     assert "not a vllm 0.33 SpeculativeConfig field" in refused(
-        """vllm serve M -sc '{"method": "mtp", "num_speculative_tokens": 1, "bogus": 1}'""")
+        """vllm serve M -sc '{"method": "mtp", "num_speculative_tokens": 1, "bogus": 1}'""",
+        V033)
 
 
 def test_shell_around_the_command() -> None:
@@ -193,7 +197,7 @@ def test_kv_dtypes_kvledger_does_not_plan_are_refused() -> None:
 
 
 def test_flags_vllm_refuses_are_refused_with_its_reason() -> None:
-    assert "not a vllm 0.33 flag" in refused("vllm serve M --no-such-flag 3")
+    assert "not a vllm 0.33 flag" in refused("vllm serve M --no-such-flag 3", V033)
     assert "ambiguous option" in refused("vllm serve M --max-num 4")
     # vLLM 0.32's parser lists the KV dtypes (invalid choice); 0.33's takes any string and
     # leaves float32 to CacheConfig, where kvledger's own --kv-cache-dtype refuses it too.
@@ -241,7 +245,7 @@ def test_kv_changing_env_refused() -> None:
     assert "VLLM_VIDEO_LOADER_BACKEND" in refused(
         "VLLM_VIDEO_LOADER_BACKEND=pynvvideocodec vllm serve M")
     assert t("VLLM_VIDEO_LOADER_BACKEND=opencv vllm serve M").env == {}
-    out = t("VLLM_NOT_A_VARIABLE=1 vllm serve M")
+    out = t("VLLM_NOT_A_VARIABLE=1 vllm serve M", V033)
     assert any("not a vllm 0.33 environment variable" in note for note in out.notes)
 
 

@@ -44,7 +44,7 @@ BAD = sha("broken header main")
 CUT = sha("truncated upload main")
 EMBED = sha("qwen3 embedding main")
 # A sentence-transformers config of our own making beside Qwen3-0.6B's real config: vLLM 0.32
-# starts at its max_seq_length (tests/oracles/vllm-0.32-tokenizer-len.jsonl).
+# starts at its max_seq_length (tests/oracles/vllm-0.32/vllm-0.32-tokenizer-len.jsonl).
 SENTENCE = b'{"max_seq_length": 8192, "do_lower_case": false}'
 
 

@@ -19,6 +19,7 @@ from kvledger.cli.main import main
 from kvledger.derive import derive_model
 from kvledger.source import load_source
 from oracle_cases import CONFIGS, SHARED_MISSING
+from release_pin import as_release
 
 NAME = "nvidia--Llama-3.1-70B-Instruct-FP8"
 # Its companion, by hand: producer modelopt, quantization.kv_cache_quant_algo "FP8".
@@ -90,8 +91,8 @@ def test_cli_plan_of_a_bare_config_path_matches_vllm(
     # max_model_len 32768, block auto → 6,553 blocks, 104,848 tokens, cache fp8_e4m3.
     path = _copy(tmp_path, config_as=f"{NAME}.json",
                  companion_as=f"{NAME}.hf_quant_config.json")
-    code = main(["plan", str(path), "--kv-cache-memory-bytes", str(16 << 30),
-                 "--max-model-len", "32768", "--json"])
+    code = main(as_release(["plan", str(path), "--kv-cache-memory-bytes", str(16 << 30),
+                            "--max-model-len", "32768", "--json"]))
     out, err = capsys.readouterr()
     assert code == 0, err
     got = json.loads(out)
@@ -100,7 +101,7 @@ def test_cli_plan_of_a_bare_config_path_matches_vllm(
 
 
 def test_cli_shows_vllms_reason_for_nvfp4_on_mla(capsys: pytest.CaptureFixture[str]) -> None:
-    # tests/oracles/vllm-0.32-refusals.jsonl: DeepSeek-V2-Lite with a ModelOpt NVFP4 KV
+    # tests/oracles/vllm-0.32/vllm-0.32-refusals.jsonl: DeepSeek-V2-Lite with a ModelOpt NVFP4 KV
     # companion; vLLM refuses with "nvfp4 KV cache is not supported with MLA ...". The bare
     # config path brings the companion, and the user sees vLLM's reason, not derive's.
     path = CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.NVFP4KV-HFQ.MODIFIED.json"

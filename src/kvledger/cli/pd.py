@@ -52,6 +52,9 @@ def fill(p: argparse.ArgumentParser, *, for_fit: bool = False) -> None:
                    help="the decode instance's serve line, quoted")
     p.add_argument("--gpu", default=None, metavar="NAME",
                    help="the GPU both instances run on (e.g. H100-80GB)")
+    p.add_argument("--engine", default=None, metavar="ENGINE[==RELEASE]",
+                   help="the release the lines of that engine run (vllm==0.33); default: the "
+                   "newest release of each line's engine kvledger knows")
     p.add_argument("--gpu-total-bytes", type=int, default=None, metavar="N",
                    help="the GPU's total memory, instead of --gpu")
     p.add_argument("--context", type=int, required=for_fit, default=None, metavar="L",
@@ -148,6 +151,10 @@ def _role(role: str, line: str, ns: argparse.Namespace,
                 and "--disable-radix-cache" not in words:
             words.append("--disable-radix-cache")  # pd_disaggregation_hook turns it off
     before: list[str] = []
+    pinned = getattr(ns, "engine", None)
+    line_engine = "sglang" if settings is not None else "vllm"
+    if pinned is not None and pinned.partition("==")[0].strip().lower() == line_engine:
+        before += ["--engine", pinned]  # the release pin applies to lines of its engine
     if ns.gpu is not None:
         before += ["--gpu", ns.gpu]
     if ns.gpu_total_bytes is not None:

@@ -20,7 +20,7 @@ UNSET: dict[str, Any] = {
     "fully_sharded_loras": False, "max_cpu_loras": None, "quantization": None,
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
     "kv_transfer_config": None, "draft_config": None, "language_model_only": False,
-    "mm_encoder_tp_mode": None, "attention_backend": None,
+    "mm_encoder_tp_mode": None, "attention_backend": None, "enable_extensible_kv_cache": None,
 }
 
 
@@ -73,6 +73,12 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--attention-backend", default=None, metavar="NAME",
                    help="the attention backend vLLM is told to use (AttentionBackendEnum name, "
                    "e.g. FLASHMLA, CUTLASS_MLA): its block sizes, or vLLM's refusal")
+    import argparse
+
+    g.add_argument("--enable-extensible-kv-cache", action=argparse.BooleanOptionalAction,
+                   default=None, help="the releases that have it size the KV cache after "
+                   "warm-up with gpu_memory_utilization 1.0 (their default on CUDA/ROCm); "
+                   "--no-...: the earlier profile-run budget")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "

@@ -448,7 +448,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         # yet served: with no registered architecture the registry tries the Transformers
         # backend before that message (inspect_model_cls → _try_resolve_transformers;
         # PersimmonForCausalLM is backend-compatible), and TransformersForCausalLM gives every
-        # layer one full-attention KV cache (tests/oracles/vllm-0.32-tfbackend.jsonl).
+        # layer one full-attention KV cache (tests/oracles/vllm-0.32/vllm-0.32-tfbackend.jsonl).
         # PersimmonConfig has no num_key_value_heads (64 query heads, 64 KV heads) and no
         # head_dim (hidden_size // heads).
         "persimmon": T(handler="standard:derive", keys=STANDARD_KEYS,
@@ -574,7 +574,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
         "jais": T(),
         "telechat": T(),
         # Remote-code types planned from the keys config.json states (derive/remote_code.py;
-        # vLLM's answers: tests/oracles/vllm-0.32-remote.jsonl, run_remote_oracle.py).
+        # vLLM's answers: tests/oracles/vllm-0.32/vllm-0.32-remote.jsonl, run_remote_oracle.py).
         # internlm2.py InternLM2Attention.__init__: num_key_value_heads K/V heads of
         # hidden_size // num_attention_heads, no window; InternLM2Model builds
         # num_hidden_layers decoder layers.
@@ -689,7 +689,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      vllm="whisper.py"),
         # vLLM 0.32 dropped its own mllama.py (0.10.2) but its registry hands the architecture
         # to the Transformers backend (TransformersMultiModalForCausalLM), which fails while
-        # vLLM starts: tests/oracles/vllm-0.32-tfbackend.jsonl (run_tfbackend_oracle.py).
+        # vLLM starts: tests/oracles/vllm-0.32/vllm-0.32-tfbackend.jsonl (run_tfbackend_oracle.py).
         "mllama": T(text_key="text_config", inner=("mllama_text_model",),
                     harmless={"image_token_index": _TOKEN}, config_class="MllamaConfig",
                     vllm="mllama.py (vLLM <= 0.10.2)"),
@@ -1198,7 +1198,7 @@ MODEL_TYPES: Mapping[str, Row] = _ro(
                      config_class=_REMOTE_CLASS, options={"stated_head_dim": False},
                      vllm="minicpm.py (hidden_size // num_attention_heads)"),
         # vLLM 0.32 serves MiMoForCausalLM (mimo.py, on qwen2.py) with the flag, but the
-        # window depends on the remote class: tests/oracles/vllm-0.32-remote.jsonl.
+        # window depends on the remote class: tests/oracles/vllm-0.32/vllm-0.32-remote.jsonl.
         "mimo": T(),
         # -- moe-hybrid-2 (coverage wave 2, vLLM registry) ---------------------------------
         # OLMoE: every layer full attention; olmoe.py OlmoeAttention.__init__ takes

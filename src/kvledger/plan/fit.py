@@ -79,7 +79,7 @@ def fit_model(
     # An engine that will not pipeline this model (vLLM: no SupportsPP) gets no PP layout.
     from kvledger.plan.engines.base import get_layout
 
-    no_pp = get_layout(request.engine).pipeline_parallel_refusal(facts) \
+    no_pp = get_layout(request.engine, request.engine_release).pipeline_parallel_refusal(facts) \
         if any(pp > 1 for pp in pp_sizes) else ""
     if no_pp:
         pp_sizes = (1,)

@@ -11,7 +11,7 @@ kvledger's byte-exact layout, for engine builders), ``block_size="auto"`` (the e
 vLLM 16, or what the attention backend needs, e.g. 64 for sparse MLA), for
 ``max_num_seqs`` / ``max_num_batched_tokens`` not given the launch people use: ``vllm serve``'s
 tier for the GPU (``usage_context="llm"``: the offline ``LLM(...)`` class's), 256 / 8192
-without a GPU (``kvledger.plan.launch``; stored resolved: ``replace`` keeps the numbers, and
+without a GPU (``kvledger.plan.batch_defaults``; stored resolved: ``replace`` keeps the numbers, and
 ``batch_defaults`` says which were taken and why), and ``gpu_memory_utilization=None``
 meaning the engine's own default (vLLM 0.32: 0.92).
 
@@ -66,6 +66,8 @@ SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS)
 # max_num_seqs *given* above max_num_batched_tokens is refused at start-up
 # (SchedulerConfig.verify_max_model_len; plan/engines/vllm/startup.py check_scheduler).
 DEFAULT_MAX_NUM_SEQS = 256
+# SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS, the same rule's token budget.
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 # The KV element types a request may name (vLLM's --kv-cache-dtype choices that kvledger
 # plans): the one list, which the CLI offers as its choices.
 KV_CACHE_DTYPES = (
@@ -151,15 +153,15 @@ class PlanRequest:
     # vLLM's --enable-expert-parallel: each GPU of the DP × TP group holds whole experts
     # (the engine's ``Layout.weight_split``); an engine that does not model it refuses it.
     enable_expert_parallel: bool = False
-    # Not given (None): the launch's default (kvledger.plan.launch: vllm serve's tier for the
-    # GPU, then min(that, max_num_batched_tokens)) — resolved here, so the stored value is
+    # Not given (None): the launch's default (kvledger.plan.batch_defaults: vllm serve's tier
+    # for the GPU, then min(that, max_num_batched_tokens)) — resolved here, so the stored value is
     # always the int the engine runs with (module docstring).
     max_num_seqs: int = field(default=None)
     max_num_batched_tokens: int = field(default=None)
     # The launch whose batch defaults apply (vLLM's UsageContext): None or "serve" — vllm serve
     # (the API server); "llm" — the offline LLM(...) class. vLLM only.
     usage_context: str | None = None
-    # What the batch defaults came from (a kvledger.plan.launch.BatchDefaults), set here; a
+    # What the batch defaults came from (a kvledger.plan.batch_defaults.BatchDefaults), set here; a
     # value passed in (``replace``) is kept while the numbers it names are still the request's.
     batch_defaults: Any = field(default=None)
     enable_prefix_caching: bool | None = None  # None: the engine's default for the model
@@ -257,13 +259,12 @@ class PlanRequest:
 
     def _batch_defaults(self) -> None:
         """``max_num_seqs`` / ``max_num_batched_tokens`` not given: the launch's defaults
-        (module docstring; ``kvledger.plan.launch``)."""
-        from kvledger.plan.launch import (
-            SCHEDULER_MAX_NUM_BATCHED_TOKENS,
+        (module docstring; ``kvledger.plan.batch_defaults``)."""
+        from kvledger.plan.batch_defaults import (
             SERVE,
             BatchDefaults,
+            batch_rule,
             check_usage_context,
-            vllm_tier,
         )
 
         check_usage_context(self.usage_context)
@@ -286,13 +287,14 @@ class PlanRequest:
         if seqs is not None and tokens is not None:
             object.__setattr__(self, "batch_defaults", None)
             return
-        if self.engine != "vllm":
+        tier = batch_rule(self.engine)
+        if tier is None:
             if self.usage_context is not None:
                 raise ValueError("usage_context applies to engine vllm only, got "
                                  f"engine {self.engine!r}")
             # An engine with its own default (registry.DEFAULT_MAX_NUM_SEQS: ATOM's 512) takes
             # it; else vLLM's SchedulerConfig rule.
-            tokens = tokens if tokens is not None else SCHEDULER_MAX_NUM_BATCHED_TOKENS
+            tokens = tokens if tokens is not None else DEFAULT_MAX_NUM_BATCHED_TOKENS
             own = ENGINE_MAX_NUM_SEQS.get(self.engine)
             object.__setattr__(self, "max_num_batched_tokens", tokens)
             object.__setattr__(self, "max_num_seqs", seqs if seqs is not None else own
@@ -310,7 +312,7 @@ class PlanRequest:
             if preset is not None:
                 device = preset.name
                 total = total if total is not None else preset.total_bytes
-        picked = vllm_tier(self.usage_context or SERVE, total, device)
+        picked = tier(self.usage_context or SERVE, total, device, self.engine_release)
         applied = []
         if tokens is None:
             tokens = picked.max_num_batched_tokens

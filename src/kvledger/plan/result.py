@@ -275,7 +275,7 @@ class PlanResult:
     # than TP (kvledger.plan.weights.split_per_rank: vLLM with DP); None otherwise.
     weight_split: Mapping[str, Any] | None = None
     # The launch defaults max_num_seqs / max_num_batched_tokens came from (PlanRequest.
-    # batch_defaults as JSON; kvledger.plan.launch); None for an engine with its own.
+    # batch_defaults as JSON; kvledger.plan.batch_defaults); None for an engine with its own.
     batch_defaults: Mapping[str, Any] | None = None
 
     @property

@@ -163,7 +163,7 @@ def layout_budget(ctx: Context, weights: Any, util: float, reserves: Any = None)
         # The log says whether vLLM started (budget_checks.startup_checks): kvledger's
         # estimate of its free-memory admission is not applied to a replay.
         startup_admission=False)
-    layout = get_layout(request.engine)
+    layout = get_layout(request.engine, request.engine_release)
     inp = GpuBudgetInput(ctx.facts, request, ctx.gpu, weights, ctx.facts.language_config())
     return layout.gpu_budget(inp)
 

@@ -359,7 +359,7 @@ def gpu_grid(
     from kvledger.plan.budget import BudgetTooSmall
     from kvledger.plan.engines.base import get_layout
 
-    layout = get_layout(request.engine)
+    layout = get_layout(request.engine, request.engine_release)
     taken = 0 if layout.pools_model_local else _local_taken(
         records.replace(request, kv_cache_memory_bytes=None))
     cells = []
@@ -430,7 +430,8 @@ def build_report_data(
     source = load_source(model)
     plan = plan_model(source, request)
     taken = _local_taken(request)
-    before = plan.available_bytes + (0 if get_layout(request.engine).pools_model_local
+    pooled = get_layout(request.engine, request.engine_release).pools_model_local
+    before = plan.available_bytes + (0 if pooled
                                      else taken)
     facts, _ = load_facts(source, request)
     longest = max(plan.max_model_len, facts.max_position_embeddings or 0)

@@ -12,7 +12,8 @@ starts at 4,096 tokens, and an explicit ``--max-model-len`` above that is refuse
 Why not ``tokenizer_config.json``'s ``model_max_length``: vLLM 0.32 reads it only for a pooling
 runner whose config states ``position_embedding_type: "absolute"``
 (``ModelConfig.get_and_verify_max_len``); kvledger plans vLLM's generate runner, where vLLM
-never opens that file (``tests/oracles/vllm-0.32-tokenizer-len.jsonl`` shows both). Reading it
+never opens that file (``tests/oracles/vllm-0.32/vllm-0.32-tokenizer-len.jsonl`` shows both).
+Reading it
 would cost a request per Hub plan and change no number.
 
 A malformed file stops vLLM (``get_hf_file_to_dict`` → ``json.load`` raises), so here it is one

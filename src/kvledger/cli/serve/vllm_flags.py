@@ -1,4 +1,5 @@
-"""Every ``vllm serve`` flag of vLLM 0.32 and 0.33, classified by how it can affect the KV plan.
+"""Every ``vllm serve`` flag of vLLM 0.32, 0.33 and 0.34, classified by how it can affect the KV
+plan.
 
 The flag lists are vLLM's (``vllm-0.32.0.json``, ``vllm-0.33.0.json``, each dumped from its
 ``make_arg_parser``; 0.33 adds monokernel — KernelConfig.monokernel, a persistent decode
@@ -162,6 +163,18 @@ RULES: dict[str, Rule] = merge(
     table(KV, "mm_ipc_gpu_memory_gb",
             "is subtracted from the KV budget (multimodal/gpu_ipc_memory.py)"),
     table(KV, "additional_config", "passes platform options kvledger does not read"),
+    # vLLM 0.34's new flags (vllm-0.34.0.json). enable_extensible_kv_cache: on by default on
+    # CUDA/ROCm (config/vllm.py _resolve_extensible_kv_cache); mapped when given
+    # (vllm_launch_map.py: --no-enable-extensible-kv-cache sizes the cache as 0.33 did).
+    table(KV, "enable_extensible_kv_cache",
+          "turns the extensible KV cache off (its default is on)", same=(True,)),
+    # config/scheduler.py: admission order (cache_aware_admission_*), requests holding blocks
+    # for async KV connector loads (max_num_inflight_kv_loads); config/load.py file order;
+    # config/model.py checkpoint prepare (sleep mode); the headless client's address.
+    table(INERT, """
+        cache_aware_admission_window cache_aware_admission_threshold max_num_inflight_kv_loads
+        shuffle_safetensors_files checkpoint_prepare_on_startup headless_client_handshake_address
+    """, "no effect on memory at start-up"),
 )
 
 # Environment variables read by vLLM 0.32 (envs.py) that change memory, by class.
@@ -190,14 +203,16 @@ def batch_defaults(total_bytes: int | None, device_name: str | None,
     """(max_num_seqs, max_num_batched_tokens) ``vllm serve`` picks when the line sets neither.
 
     vLLM ``EngineArgs.get_batch_defaults`` for ``UsageContext.OPENAI_API_SERVER``: the one
-    tier table, ``kvledger.plan.launch`` (≥ 160 GiB → 1024 / 16384; ≥ 70 GiB and not an
-    A100 → 1024 / 8192; else 256 / 2048), the one ``plan --gpu`` uses. ``world_size`` only
-    matters on the CPU backend (not planned here). None when the GPU is unknown.
+    tier table, ``kvledger.plan.engines.vllm.batch_defaults`` (≥ 160 GiB → 1024 / 16384;
+    ≥ 70 GiB and not an A100 → 1024 / 8192; else 256 / 2048), the one ``plan --gpu`` uses.
+    ``world_size`` only matters on the CPU backend (not planned here). None when the GPU is
+    unknown.
     """
     del world_size
     if total_bytes is None:
         return None
-    from kvledger.plan.launch import SERVE, vllm_tier
+    from kvledger.plan.batch_defaults import SERVE
+    from kvledger.plan.engines.vllm.batch_defaults import vllm_tier
 
     picked = vllm_tier(SERVE, total_bytes, device_name)
     return picked.max_num_seqs, picked.max_num_batched_tokens

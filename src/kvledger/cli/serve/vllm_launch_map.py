@@ -52,6 +52,11 @@ def map_launch(values: dict[str, Any], out: Translation,
         if (values.get("pipeline_parallel_size") or 1) > 1:
             out.refused.append("--mm-encoder-tp-mode data with pipeline parallelism: which "
                                "stages hold the encoder is not modelled; drop one")
+    extensible = values.get("enable_extensible_kv_cache")
+    if extensible is not None:  # vLLM 0.34 (VllmLaunch.enable_extensible_kv_cache)
+        taken.add("enable_extensible_kv_cache")
+        if extensible is False:
+            out.options["--no-enable-extensible-kv-cache"] = None
     size = values.get("kv_offloading_size")
     if size is not None:
         taken |= {"kv_offloading_size", "kv_offloading_backend"}

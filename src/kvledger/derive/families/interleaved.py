@@ -70,7 +70,7 @@ def gemma3(text: Config, kv_dtype: str) -> Derived:
     that states neither (gemma-3 release-time configs) gets P = 6: transformers 5.19
     ``Gemma3TextConfig.__post_init__`` reads ``kwargs.get("sliding_window_pattern", 6)`` and
     builds layer_types from it, which is what vLLM 0.32 serves (held-out oracle case,
-    tests/oracles/vllm-0.32-coverage-heldout.jsonl: 52 sliding + 10 full layers of 62).
+    tests/oracles/vllm-0.32/vllm-0.32-coverage-heldout.jsonl: 52 sliding + 10 full layers of 62).
     """
     n = text.int("num_hidden_layers")
     stated = stated_layer_types(text, n, (SLIDING, FULL))

@@ -35,6 +35,11 @@ PRODUCTS: dict[str, str] = {"vllm": "vLLM", "native": "kvledger", "sglang": "SGL
 # (ATOM: atom/config.py Config.max_num_seqs = 512). The CLI reads it when --max-num-seqs is not
 # given.
 DEFAULT_MAX_NUM_SEQS: dict[str, int] = {"atom": 512}
+# An engine whose max_num_seqs / max_num_batched_tokens defaults follow the launch and the
+# device (``module:function``, imported on first use by ``kvledger.plan.batch_defaults``):
+# vLLM's EngineArgs.get_batch_defaults tiers.
+BATCH_DEFAULT_RULES: dict[str, str] = {
+    "vllm": "kvledger.plan.engines.vllm.batch_defaults:vllm_tier"}
 
 
 def engine_names() -> tuple[str, ...]:

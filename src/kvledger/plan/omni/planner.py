@@ -235,4 +235,4 @@ def _utilization(stage: StageDeploy, request: PlanRequest) -> tuple[float, str]:
         return stage.gpu_memory_utilization, "deploy file"
     from kvledger.plan.engines.base import get_layout
 
-    return get_layout("vllm").default_utilization(request)
+    return get_layout("vllm", request.engine_release).default_utilization(request)

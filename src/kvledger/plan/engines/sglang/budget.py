@@ -41,8 +41,8 @@ GIB = 1 << 30
 # its multimodal reservation.
 MULTIMODAL = "multimodal_reservation"
 # SGLang's own flags for the way out (server_args.py), never vLLM's.
-REMEDY = ("use a larger GPU, more --tensor-parallel-size, a higher --mem-fraction-static (SGLang "
-          "0.5.23: 'Not enough memory. Please try to increase --mem-fraction-static'), or give "
+REMEDY = ("use a larger GPU, more --tensor-parallel-size, a higher --mem-fraction-static (SGLang's "
+          "words: 'Not enough memory. Please try to increase --mem-fraction-static'), or give "
           "the budget with --kv-cache-memory-bytes")
 
 

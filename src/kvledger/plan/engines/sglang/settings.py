@@ -184,7 +184,7 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
                 raise SglangLayoutError(
                     "speculative decoding with a recurrent-state or sliding-window pool "
                     "(intermediate states, draft SWA layers) is not reproduced for SGLang: "
-                    "SGLang 0.5.23 keeps an intermediate SSM state and conv window per draft "
+                    "SGLang keeps an intermediate SSM state and conv window per draft "
                     "token for every state slot (mem_cache/memory_pool.py MambaPool) and "
                     "the draft's own layers; drop the --speculative-* flags to plan the "
                     "target without speculation (those buffers are then not counted)")

@@ -62,6 +62,23 @@ def bytes_per_block(groups: tuple[Group, ...]) -> int:
     )
 
 
+def segment_strides(groups: tuple[Group, ...]) -> list[int]:
+    """The per-block strides of the KV cache allocation's segments (vLLM 0.34
+    ``ExtensibleKVCache._segments``): one per layer region of the widest group in a
+    layer-outermost layout, one block-sized segment in a block-outermost one."""
+    if not groups:
+        return []
+    members = [spec for g in groups for spec, _ in g.layer_specs()]
+    if block_outermost(members):
+        return [bytes_per_block(groups)]
+    widest = max(groups, key=lambda g: sum(
+        n * ceil_div(spec.page_size_bytes, a) * a
+        for spec, n in g.layer_specs() for a in (spec.block_stride_alignment_bytes(),)))
+    return [ceil_div(spec.page_size_bytes, a) * a
+            for spec, n in widest.layer_specs()
+            for a in (spec.block_stride_alignment_bytes(),) for _ in range(n)]
+
+
 def blocks_per_request(groups: tuple[Group, ...], ctx: SpecContext,
                        rule: str = "per_group") -> int:
     """Blocks one ``max_model_len`` request takes (the release's ``request_blocks``):
@@ -97,13 +114,23 @@ def block_math(
     ctx: SpecContext,
     *,
     num_blocks: int | None = None,
+    granule: int = 0,
 ) -> BlockMath:
-    """``num_blocks`` overrides the budget's count (pipeline stages reconcile to the min)."""
+    """``num_blocks`` overrides the budget's count (pipeline stages reconcile to the min).
+    ``granule``: vLLM 0.34's extensible KV cache commits each segment in whole granules of
+    this size (``extensible_budget.granule_blocks``); 0: ``available // bytes_per_block``."""
     bpb = bytes_per_block(groups)
     if bpb <= 0:
         # vLLM: attention-free models get num_blocks = 1 (the null block).
         return BlockMath(0, 1, 0, 0.0, 0, 0, False)
-    blocks = available_bytes // bpb if num_blocks is None else num_blocks
+    if num_blocks is not None:
+        blocks = num_blocks
+    elif granule:
+        from kvledger.plan.engines.vllm.extensible_budget import granule_blocks
+
+        blocks = granule_blocks(available_bytes, bpb, segment_strides(groups), granule)
+    else:
+        blocks = available_bytes // bpb
     per_request = blocks_per_request(groups, ctx, ctx.request_blocks)
     concurrency = blocks / per_request if per_request else 0.0
     tokens = logged_tokens(groups, blocks, concurrency, ctx, ctx.logged_tokens)

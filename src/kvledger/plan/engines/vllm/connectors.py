@@ -52,6 +52,7 @@ from kvledger.plan.engines.vllm.connectors_records import (
     PoolFacts,
     Tier,
 )
+from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 __all__ = ["ConnectorMemory", "ConnectorNotModelled", "PoolFacts", "Tier", "plan_connector"]
 
@@ -105,11 +106,13 @@ def parse(text: str) -> dict[str, Any]:
     return value
 
 
-def check_release(version: str) -> None:
-    if version != SIZED_RELEASE:
+def check_release(release: VllmRelease) -> None:
+    """The release's connectors were read (its profile's ``sizes_kv_connectors``)."""
+    if not release.sizes_kv_connectors:
         raise ConnectorNotModelled(
-            f"--kv-transfer-config under vLLM {version}: kvledger sizes KV connectors from vLLM "
-            f"{SIZED_RELEASE}'s source only; plan with --engine vllm==0.33")
+            f"--kv-transfer-config under {release.short}: kvledger sizes KV connectors from "
+            f"vLLM {SIZED_RELEASE}'s source, and this release's were not read; plan with "
+            f"--engine vllm=={SIZED_RELEASE}")
 
 
 def _fields(cfg: Mapping[str, Any], where: str) -> tuple[str, str, str, dict[str, Any]]:

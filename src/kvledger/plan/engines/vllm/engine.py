@@ -217,7 +217,7 @@ class VllmEngine(Layout):
             # --kv-offloading-size: the CPU tier beside this GPU plan (offload.py).
             from kvledger.plan.engines.vllm.launch_budget import given_budget_note, kv_tier_fields
 
-            tier = kv_tier_fields(inp.request, bytes_per_block=plan.bytes_per_block,
+            tier = kv_tier_fields(inp.request, self.profile, bytes_per_block=plan.bytes_per_block,
                                   block_size=plan.block_size, groups=len(plan.groups),
                                   use_mla=any("MLA" in g.spec for g in plan.groups),
                                   num_blocks=plan.num_blocks)

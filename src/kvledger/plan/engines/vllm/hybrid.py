@@ -36,7 +36,8 @@ FLASH_ATTENTION_ALIGNMENT = 16
 FLASH_MLA_ALIGNMENT = 64
 # vLLM ``Platform._align_hybrid_block_size``: MLA hybrids align to at least 128 tokens.
 MLA_HYBRID_MIN_ALIGNMENT = 128
-# vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``.
+# vLLM 0.32/0.33 ``CacheConfig.DEFAULT_BLOCK_SIZE``; a release's own is its profile's
+# ``default_block_size`` (``Resolved.default_block_size``: 0.34 took 64).
 DEFAULT_BLOCK_SIZE = 16
 # MiniMax-M3's sparse attention: ``MiniMaxM3SparseBackend.get_supported_kernel_block_sizes``
 # (models/minimax_m3/common/sparse_attention.py; the NVIDIA MSA / Triton / CUTLASS backends
@@ -61,18 +62,19 @@ def _supports(sizes: KernelSizes, block: int) -> bool:
     return not sizes or any(block % _base(s) == 0 for s in sizes)
 
 
-def preferred_block_size(backends: list[KernelSizes], release: VllmRelease | None = None) -> int:
+def preferred_block_size(backends: list[KernelSizes], default: int = DEFAULT_BLOCK_SIZE,
+                         release: VllmRelease | None = None) -> int:
     """vLLM ``Platform._preferred_block_size_for_backends`` (platforms/interface.py): one
-    backend → its ``get_preferred_block_size(16)`` (16 if it takes 16, else its smallest
-    size); several → 16 if all take it, else the smallest lcm of one size per backend that
-    every backend takes."""
+    backend → its ``get_preferred_block_size(default)`` (``default`` if it takes it, else its
+    smallest size); several → ``default`` if all take it, else the smallest lcm of one size
+    per backend that every backend takes. ``default``: the release's DEFAULT_BLOCK_SIZE."""
     if len(backends) == 1:
         only = backends[0]
-        if _supports(only, DEFAULT_BLOCK_SIZE):
-            return DEFAULT_BLOCK_SIZE
+        if _supports(only, default):
+            return default
         return min(_base(s) for s in only)
-    if all(_supports(b, DEFAULT_BLOCK_SIZE) for b in backends):
-        return DEFAULT_BLOCK_SIZE
+    if all(_supports(b, default) for b in backends):
+        return default
     per_backend = [[_base(s) for s in b] or [1] for b in backends]
     for candidate in sorted({math.lcm(*combo) for combo in itertools.product(*per_backend)}):
         if all(_supports(b, candidate) for b in backends):
@@ -96,7 +98,7 @@ def _minimax_m3_block_size(res: Resolved, has_dense: bool) -> int:
     requested = res.requested_block_size
     if requested is None:
         backends = ([_FLASH_ATTN] if has_dense else []) + [_MINIMAX_M3_SPARSE] * 2
-        return preferred_block_size(backends, res.release)
+        return preferred_block_size(backends, res.default_block_size, res.release)
     if requested % MINIMAX_M3_KERNEL_BLOCK:
         raise VllmRefusesToStart(
             f"{res.release.short} refuses to start: No common block size for {requested} "
@@ -135,11 +137,13 @@ def _auto_block_size(res: Resolved, notes: list[str]) -> int:
 
     vLLM ``Platform.update_block_size_for_backend`` phase 1: the backends' preferred size
     (``_preferred_block_size_for_backends`` / ``AttentionBackend.get_preferred_block_size``):
-    16 when every backend takes it, else the smallest kernel size they share. The backend is
+    the release's ``CacheConfig.DEFAULT_BLOCK_SIZE`` (16; 0.34: 64) when every backend takes
+    it, else the smallest kernel size they share. The backend is
     chosen with no block size (``get_attn_backend``: block_size None unless user-specified)
     from the GPU's priority list (platforms/cuda.py ``_get_backend_priorities``):
 
-    - standard attention: FLASH_ATTN (SM8x/9x/12x) or FLASHINFER (SM10x), both taking 16;
+    - standard attention: FLASH_ATTN (SM8x/9x/12x, MultipleOf(16)) or FLASHINFER (SM10x,
+      [16, 32, 64]), both taking 16 and 64;
     - sparse MLA (DSA): FLASH_ATTN_MLA_SPARSE / FLASHMLA_SPARSE, MultipleOf(64), and the
       indexer's 64 → 64;
     - dense MLA: the backend ``mla_backends.choose`` finds for the capability (SM90:
@@ -151,14 +155,14 @@ def _auto_block_size(res: Resolved, notes: list[str]) -> int:
         return FLASH_MLA_ALIGNMENT
     if res.use_mla and res.mla_auto_block:
         block = res.mla_auto_block
-        if block != DEFAULT_BLOCK_SIZE:
+        if block != res.default_block_size:
             source = (" (FlashMLA: the vLLM CPU oracle lacks this kernel, so the rule is "
                       "read from source only)" if res.mla_backend == "FLASHMLA" else "")
             notes.append(f"block size {block}: with --block-size auto, {res.release.short} "
                          f"picks {res.mla_backend} for MLA on this GPU, whose kernel blocks "
                          f"take {block}{source}")
         return block
-    return DEFAULT_BLOCK_SIZE
+    return res.default_block_size
 
 
 def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolved) -> BlockSizes:
@@ -202,7 +206,9 @@ def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolve
     # Its second rounding, to the lcm of every backend's smallest kernel block
     # (backend_block_alignment), never moves these numbers: for the SM90 backends modelled
     # here that lcm (16, 64 or 128) divides the alignment already.
-    alignment = max(backend_min, requested or backend_min)
+    # Unset, cache_config.block_size is phase 1's choice: the release's default block when
+    # every backend takes it (FLASH_ATTN, FlashMLA and the sparse MLA backends take 64).
+    alignment = max(backend_min, requested or max(backend_min, res.default_block_size))
     if res.use_mla:
         alignment = max(alignment, MLA_HYBRID_MIN_ALIGNMENT)
     if res.gdn_checkpoint_alignment and res.mamba_cache_mode == "align":

@@ -70,6 +70,10 @@ class VllmLaunch:
     kv_offloading_backend: str = "native"
     # --kv-transfer-config, as JSON text (connectors.py sizes it); None: no connector.
     kv_transfer_config: str | None = None
+    # vLLM 0.34 --enable-extensible-kv-cache / --no-enable-extensible-kv-cache: None (its
+    # default) turns it on where VllmConfig._resolve_extensible_kv_cache allows;
+    # False sizes the cache as 0.33 did (extensible_budget.py).
+    enable_extensible_kv_cache: bool | None = None
     # The separate draft model (--speculative-config model, methods draft_model / eagle /
     # eagle3): the max_model_len vLLM derives for it and its RoPE types
     # (draft_length.draft_fields); None / (): not given.

@@ -14,6 +14,7 @@ from kvledger import records
 from kvledger.plan.budget import CPU_OFFLOAD, EXACT, LORA, Budget, BudgetLine, with_launch_lines
 from kvledger.plan.engines.base import GpuBudgetInput
 from kvledger.plan.engines.vllm.launch import VllmLaunch
+from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 from kvledger.plan.weights import Weights
 
 
@@ -149,15 +150,16 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
     return with_launch_lines(budget, lora=lora_line, cpu_offload=offload_line)
 
 
-def kv_tier_fields(request: Any, *, bytes_per_block: int, block_size: int, groups: int,
-                   use_mla: bool, num_blocks: int = 0) -> dict[str, Any]:
+def kv_tier_fields(request: Any, release: VllmRelease, *, bytes_per_block: int,
+                   block_size: int, groups: int, use_mla: bool,
+                   num_blocks: int = 0) -> dict[str, Any]:
     """``{"kv_offload": ...}`` for the plan's JSON when ``--kv-offloading-size`` is given;
     ``{"kv_transfer": ...}`` when ``--kv-transfer-config`` is (connectors.py)."""
     launch = launch_of(request)
     if launch is None:
         return {}
     if launch.kv_transfer_config is not None:
-        return _kv_transfer_fields(request, launch, bytes_per_block=bytes_per_block,
+        return _kv_transfer_fields(request, launch, release, bytes_per_block=bytes_per_block,
                                    block_size=block_size, groups=groups, use_mla=use_mla,
                                    num_blocks=num_blocks)
     if launch.kv_offloading_size is None:
@@ -185,7 +187,8 @@ def given_budget_note(request: Any) -> list[str]:
             "kv_cache_memory_bytes (vLLM then skips its memory profiling)"]
 
 
-def _kv_transfer_fields(request: Any, launch: VllmLaunch, *, bytes_per_block: int,
+def _kv_transfer_fields(request: Any, launch: VllmLaunch, release: VllmRelease, *,
+                        bytes_per_block: int,
                         block_size: int, groups: int, use_mla: bool,
                         num_blocks: int) -> dict[str, Any]:
     from kvledger.plan.engines.vllm.connectors import (
@@ -195,9 +198,7 @@ def _kv_transfer_fields(request: Any, launch: VllmLaunch, *, bytes_per_block: in
         parse,
         plan_connector,
     )
-    from kvledger.plan.engines.vllm.releases import vllm_release
-
-    check_release(vllm_release(request.engine_release).version)
+    check_release(release)
     if launch.kv_offloading_size is not None:
         # config/vllm.py _post_init_kv_transfer_config replaces the connector.
         raise ConnectorNotModelled("--kv-offloading-size with --kv-transfer-config: vLLM "

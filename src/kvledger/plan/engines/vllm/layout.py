@@ -524,6 +524,16 @@ def _bound(request: PlanRequest) -> VllmRelease:
     return profile
 
 
+def _extensible_granule(request: PlanRequest, release: VllmRelease) -> int:
+    """vLLM 0.34's commit granule when its extensible KV cache sizes this launch (a GPU
+    budget, no kv_cache_memory_bytes: extensible_budget.py); 0 otherwise."""
+    if request.kv_cache_memory_bytes is not None:
+        return 0  # a given budget: never extensible (and the module stays unimported)
+    from kvledger.plan.engines.vllm.extensible_budget import GRANULE, applies
+
+    return GRANULE if applies(request, release) else 0
+
+
 def _check_budget(available_bytes: int) -> None:
     if isinstance(available_bytes, bool) or not isinstance(available_bytes, int):
         raise TypeError(f"available_bytes must be an int, got {available_bytes!r}")
@@ -538,12 +548,14 @@ def plan_vllm_stage(
     """One pipeline stage on its own budget (blocks not yet reconciled across stages), as
     ``release`` builds it (``plan_vllm`` says how None binds one)."""
     _check_budget(available_bytes)
-    prep = _prepare(facts, request, release if release is not None else _bound(request))
+    bound = release if release is not None else _bound(request)
+    prep = _prepare(facts, request, bound)
     members = _stage_members(prep, request.pipeline_parallel_size)
     if not 0 <= stage < len(members):
         raise ValueError(f"stage {stage} out of range for {len(members)} pipeline stages")
     groups = _project(prep.grouping.groups, members[stage])
-    math = block_math(groups, available_bytes, prep.ctx)
+    math = block_math(groups, available_bytes, prep.ctx,
+                      granule=_extensible_granule(request, bound))
     return _plan(
         facts, prep, groups, members[stage], available_bytes, math, stage=stage,
         layer_range=_stage_ranges(prep, request.pipeline_parallel_size)[stage],
@@ -577,15 +589,16 @@ def plan_vllm(
         raise ValueError(f"stage_available_bytes has {len(budgets)} entries for {pp} stages")
     for b in budgets:
         _check_budget(b)
+    granule = _extensible_granule(request, bound)
     if pp == 1:
-        math = block_math(prep.grouping.groups, budgets[0], prep.ctx)
+        math = block_math(prep.grouping.groups, budgets[0], prep.ctx, granule=granule)
         return _plan(facts, prep, prep.grouping.groups, None, budgets[0], math, stage=None)
 
     members = _stage_members(prep, pp)
     ranges = _stage_ranges(prep, pp)
     projected = _project_all(prep.grouping.groups, members)
     counts = [
-        block_math(g, budgets[k], prep.ctx).num_blocks
+        block_math(g, budgets[k], prep.ctx, granule=granule).num_blocks
         for k, g in enumerate(projected)
     ]
     # vLLM: every stage uses the smallest block count among stages.

@@ -3,7 +3,8 @@
 vLLM builds its model class from ``architectures``, and the class reads the config object's
 attributes in ``__init__``. When an attribute it reads has no value in the file and none in the
 config class, the engine stops at start-up with the ``AttributeError`` quoted below (seen on
-the oracle: ``tests/oracles/vllm-0.32-breadth.jsonl``); kvledger refuses the same configs with
+the oracle: ``tests/oracles/vllm-0.32/vllm-0.32-breadth.jsonl``); kvledger refuses the same configs
+with
 that reason instead of planning a cache vLLM never builds. Two kinds, each a table:
 
 - ``WRAPPER_NEEDS``: a multimodal wrapper architecture named on a flat text config (a text
@@ -60,7 +61,7 @@ READ_WITHOUT_DEFAULT: Mapping[str, tuple[tuple[str, ...], tuple[str, object] | N
         ("first_k_dense_replace",), ("n_routed_experts", 64),
         "vllm/model_executor/models/glm4_moe_lite.py Glm4MoeLiteDecoderLayer.__init__"),
     # `config.mla_scale_q_lora`, then `config.mla_scale_kv_lora`: LongcatFlashConfig
-    # (transformers 5.19) has neither (oracle: tests/oracles/vllm-0.32-breadth.jsonl).
+    # (transformers 5.19) has neither (oracle: tests/oracles/vllm-0.32/vllm-0.32-breadth.jsonl).
     "longcat_flash": (
         ("mla_scale_q_lora", "mla_scale_kv_lora"), None,
         "vllm/model_executor/models/longcat_flash.py scale_mla_lora_norms_on_load"),
@@ -120,7 +121,7 @@ CHECKED_AT_INIT: Mapping[str, tuple[str, str, str]] = {
 # model class vLLM builds uses as a number, so a config that leaves it None (or omits it)
 # stops vLLM. HunYuanDenseV1Config's head_dim defaults to None; vLLM 0.32's Transformers
 # backend builds transformers' own HunYuanDenseV1Attention, whose __init__ computes
-# head_dim ** -0.5 (oracle: tests/oracles/vllm-0.32-breadth.jsonl).
+# head_dim ** -0.5 (oracle: tests/oracles/vllm-0.32/vllm-0.32-breadth.jsonl).
 NONE_NOT_ACCEPTED: Mapping[str, tuple[str, str, str]] = {
     # FunAudioChatDiscreteEncoder.__init__ (funaudiochat.py) runs int(config.pad_token_id) on
     # the audio config, which vLLM's FunAudioChatAudioEncoderConfig leaves None (0.33 oracle:

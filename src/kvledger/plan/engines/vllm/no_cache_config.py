@@ -8,7 +8,8 @@ that builds its ``Attention`` without ``cache_config`` (the model-type row's
 ``vllm_no_cache_config`` says which and why: falcon.py) therefore ignores
 ``--kv-cache-dtype`` and a ModelOpt checkpoint's KV dtype alike, while
 ``cache_config.cache_dtype`` — what vLLM logs — still carries the option. Measured: Falcon-40B
-with ``--kv-cache-dtype fp8`` keeps bfloat16 pages (tests/oracles/vllm-0.32-coverage-dense.jsonl).
+with ``--kv-cache-dtype fp8`` keeps bfloat16 pages
+(tests/oracles/vllm-0.32/vllm-0.32-coverage-dense.jsonl).
 """
 
 from __future__ import annotations

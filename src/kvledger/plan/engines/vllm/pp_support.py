@@ -12,7 +12,8 @@ encoder-decoder wrapper is judged by the wrapper class, never by its language mo
 Why a table and not a rule: whether a class implements ``SupportsPP`` is a fact of vLLM's source,
 one class at a time (Gemma-3 does, Gemma-3n does not). Every row below is vLLM's own answer:
 ``tests/oracles/run_pp_oracle.py table`` asked vLLM 0.32's registry for each architecture a
-derivable model type can carry and wrote ``tests/oracles/vllm-0.32-pp-support.json``, which
+derivable model type can carry and wrote ``tests/oracles/vllm-0.32/vllm-0.32-pp-support.json``,
+which
 ``tests/plan/test_vllm_pp_support.py`` holds this table to.
 
 Architecture → (supports PP, where vLLM defines the class). ``None``: vLLM 0.32's registry has

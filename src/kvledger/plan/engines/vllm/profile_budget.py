@@ -26,7 +26,7 @@ def _dense_mla(inp: GpuBudgetInput) -> bool:
     return Kind.MLA in kinds and Kind.INDEXER not in kinds
 
 
-def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
+def _mla_backend(inp: GpuBudgetInput, default: int) -> tuple[int, str]:
     """(the block size the dense MLA backend takes, its name; "" when none is found)."""
     from kvledger.plan.engines.vllm.hardware import capability
     from kvledger.plan.engines.vllm.mla_backends import choose
@@ -38,8 +38,8 @@ def _mla_backend(inp: GpuBudgetInput) -> tuple[int, str]:
     chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size,
                     forced_backend(req))
     if chosen is None:
-        return req.block_size or 16, ""
-    return req.block_size or chosen.preferred_block(), chosen.name
+        return req.block_size or default, ""
+    return req.block_size or chosen.preferred_block(default), chosen.name
 
 
 def runtime_dtype(inp: GpuBudgetInput) -> str:
@@ -56,7 +56,8 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
 
     req = inp.request
     mla = _dense_mla(inp)
-    block, backend = _mla_backend(inp) if mla else (16, "")
+    default = release.default_block_size
+    block, backend = _mla_backend(inp, default) if mla else (default, "")
     return ReserveInput(
         text=inp.text_config, model_dtype=runtime_dtype(inp),
         tensor_parallel_size=req.tensor_parallel_size,
@@ -80,7 +81,16 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
     """``int(total × utilization) − weights − reserves`` with ``release``'s reserve rules
     (a reserve the user gave is taken as given)."""
     from kvledger import records
+    from kvledger.plan.engines.vllm.extensible_budget import (
+        applies,
+        default_utilization,
+        extensible_budget,
+    )
 
+    extensible = applies(inp.request, release)
+    if extensible and whose_default is not None:
+        # CacheConfig.resolved_gpu_memory_utilization: 1.0 with the extensible KV cache.
+        utilization, whose_default = default_utilization(inp.request, release)
     rin = reserve_input(inp, release)
     estimates = {}
     for line, parts in (activation_line(rin), cuda_graph_line(), non_torch_line(rin)):
@@ -92,7 +102,14 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
         reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes, req.non_torch_bytes),
         total_bytes=req.gpu_total_bytes, utilization_default=whose_default,
         estimates=estimates)
-    return records.replace(budget, notes=startup_notes(inp, release, budget, utilization))
+    if not extensible:
+        return records.replace(budget, notes=startup_notes(inp, release, budget, utilization))
+    # 0.34: sized after warm-up and CUDA-graph capture (extensible_budget.py). Its
+    # free-memory admission does not apply: v1/worker/utils.py request_memory skips the
+    # "less than desired GPU memory utilization" refusal when enable_extensible_kv_cache
+    # ("the budget is only a cap"), and the margin stands in for the headroom.
+    return extensible_budget(budget, release, multi_gpu=rin.multi_gpu,
+                             rocm=inp.preset.vendor == "amd")
 
 
 def startup_notes(inp: GpuBudgetInput, release: VllmRelease, budget: Budget,

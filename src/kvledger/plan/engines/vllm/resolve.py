@@ -79,6 +79,9 @@ class Resolved:
     # block size ``--block-size auto`` then takes; "" / 0 for other models.
     mla_backend: str = ""
     mla_auto_block: int = 0
+    # The release's CacheConfig.DEFAULT_BLOCK_SIZE (releases/profile.py default_block_size):
+    # where --block-size auto starts and a hybrid block's kernel alignment starts.
+    default_block_size: int = 16
     # Sparse MLA (DSA) on an SM10x GPU: the backend ``sparse_mla_backends.choose_sm10x`` finds,
     # which sets the stored layout and block-stride alignment; None elsewhere (the SM90 rules
     # in ``convert.layer_spec``).
@@ -142,6 +145,9 @@ def concurrent_batches(request: PlanRequest, release: VllmRelease) -> tuple[bool
     pp = request.pipeline_parallel_size
     method = request.speculative_method if request.num_speculative_tokens else None
     v2_runner = method not in _V1_RUNNER_SPEC_METHODS
+    if release.async_scheduling_always:
+        # 0.34: Model Runner V1 is gone, and with it every rule above (releases/v0_34.py).
+        return True, pp + 1
     if release.async_off_only_on_v1_runner:
         v1_incompatible = method in _NO_ASYNC_SPEC_METHODS or pp > 1
         async_scheduling = v2_runner or not v1_incompatible
@@ -337,6 +343,7 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
         mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
         requested_block_size=request.block_size,
         release=release,
+        default_block_size=release.default_block_size,
         kv_cache_dtype=kv_dtype_name(cache.cache_dtype, model_dtype),
         cache_dtype_source=cache.source,
         cache_dtype_reason=cache.reason,
@@ -435,7 +442,8 @@ def _dense_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
         raise VllmRefusesToStart(
             f"{release.short} refuses to start: No valid attention backend found for cuda "
             f"(SM{cap[0]}{cap[1]}) with MLA and kv_cache_dtype {cache_dtype}")
-    return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(),
+    default = release.default_block_size
+    return {"mla_backend": chosen.name, "mla_auto_block": chosen.preferred_block(default),
             "notes": notes}
 
 

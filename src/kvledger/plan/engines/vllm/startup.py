@@ -91,7 +91,7 @@ def check_startup(facts: ModelFacts, request: PlanRequest, release: VllmRelease)
     heads against TP and then pipeline-parallel support; the KV-head split is met only when
     the model is built, after the model class's own reads of its config
     (``new_type_verdicts.construction_refusal``). (Oracle:
-    ``tests/oracles/vllm-0.32-pp-startup.jsonl``, ``vllm-0.32-breadth.jsonl``.)"""
+    ``tests/oracles/vllm-0.32/vllm-0.32-pp-startup.jsonl``, ``vllm-0.32-breadth.jsonl``.)"""
     tp = request.tensor_parallel_size
     check_max_model_len(facts, request, release)
     check_scheduler(request, release)
@@ -313,7 +313,7 @@ def derived_max_model_len(facts: ModelFacts) -> tuple[float, str] | None:
     key named unchanged, as vLLM's message names it. tokenizer_config.json's
     ``model_max_length`` is not read: vLLM takes the minimum with it only for a pooling runner
     of a config stating ``position_embedding_type: "absolute"``, never for the generate runner
-    kvledger plans (``tests/oracles/vllm-0.32-tokenizer-len.jsonl``).
+    kvledger plans (``tests/oracles/vllm-0.32/vllm-0.32-tokenizer-len.jsonl``).
     """
     derived = _from_config(facts)
     if derived is not None and facts.sentence_max_len is not None:

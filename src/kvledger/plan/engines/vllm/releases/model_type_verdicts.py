@@ -11,7 +11,7 @@ The wording names the release being planned (``build``'s ``v``, e.g. "vLLM 0.32"
 transformers release it runs with (``t``); each reason cites the vLLM source it was read
 from. Read for vLLM 0.32.0 (``model_executor/models/registry.py`` ``_PREVIOUSLY_SUPPORTED_MODELS``,
 ``inspect_model_cls``, ``_try_resolve_transformers``) and confirmed by oracle runs
-(tests/oracles/vllm-0.32-tfbackend.jsonl, vllm-0.32-remote.jsonl).
+(tests/oracles/vllm-0.32/vllm-0.32-tfbackend.jsonl, vllm-0.32-remote.jsonl).
 """
 
 from __future__ import annotations

@@ -78,10 +78,30 @@ class VllmRelease(Release):
     # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
     # (sparse_mla_backends.py).
     fa4_sparse_mla_on_sm10x: bool = False
+    # The KV connectors of --kv-transfer-config were read in this release's source
+    # (distributed/kv_transfer/kv_connector/v1/: connectors.py); a release whose were not is
+    # refused by name rather than sized with another release's rules.
+    sizes_kv_connectors: bool = False
     # 0.33 transformers_utils/model_arch_config_convertor.py _normalize_quantization_config:
     # a ModelOpt quant_algo MIXED_PRECISION is "modelopt_mixed" (per-layer algos,
     # ModelOptMixedPrecisionConfig); 0.32 raises "Unknown ModelOpt quant algo".
     modelopt_mixed_precision: bool = False
+    # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE: the block ``--block-size auto`` starts
+    # from (platforms/interface.py update_block_size_for_backend phase 1: each backend's
+    # get_preferred_block_size(DEFAULT_BLOCK_SIZE)), and the kernel alignment a hybrid block
+    # starts from (_align_hybrid_block_size: max(backend's smallest kernel block,
+    # cache_config.block_size)). 0.32/0.33: 16; 0.34: 64.
+    default_block_size: int = 16
+    # 0.34 config/vllm.py VllmConfig.__post_init__: Model Runner V1 is gone, so no speculative
+    # method and no PP size turns async scheduling off (only pooling models, an executor
+    # without it, ROCm DeepEP-HT DBO), and max_concurrent_batches is pp + 1 with it.
+    async_scheduling_always: bool = False
+    # 0.34 config/vllm.py VllmConfig._resolve_extensible_kv_cache: on CUDA/ROCm with no
+    # kv_cache_memory_bytes the KV cache is sized after warm-up and CUDA-graph capture
+    # (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes), gpu_memory_utilization
+    # defaults to 1.0 (CacheConfig.resolved_gpu_memory_utilization) and no CUDA-graph
+    # estimate is subtracted (engines/vllm/extensible_budget.py).
+    extensible_kv_cache: bool = False
     # -- what one request is charged, and what the log counts (v1/kv_cache_interface.py,
     # v1/core/kv_cache_utils.py; engines/vllm/resolve.py and blocks.py read them) -----------
     # The tokens a sliding-window / chunked-local layer holds past its window or chunk: True

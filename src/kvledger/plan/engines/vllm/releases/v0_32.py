@@ -1,7 +1,7 @@
 """vLLM 0.32.0 (October 2026), as kvledger reproduces it.
 
 Every figure here was read in vLLM 0.32.0's source (the file named beside it) and is
-replayed by the oracle cases in ``tests/oracles/vllm-0.32-*.jsonl`` and
+replayed by the oracle cases in ``tests/oracles/vllm-0.32/vllm-0.32-*.jsonl`` and
 ``../shared/oracles/vllm-0.32/``.
 """
 

@@ -74,6 +74,9 @@ RELEASE = replace(
     fa4_sparse_mla_on_sm10x=True,
     # model_arch_config_convertor.py: quant_algo MIXED_PRECISION → "modelopt_mixed".
     modelopt_mixed_precision=True,
+    # distributed/kv_transfer/kv_connector/v1/ (nixl, mooncake, lmcache, offloading, multi):
+    # engines/vllm/connectors.py, tests/plan/test_vllm_kv_connectors.py.
+    sizes_kv_connectors=True,
 )
 
 # Where in vLLM 0.33.0's source each value above that differs from 0.32.0's was read (the

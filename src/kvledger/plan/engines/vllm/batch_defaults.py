@@ -23,21 +23,21 @@ Without a GPU (a byte budget only) no tier can be picked: the plan then uses
 ``DEFAULT_MAX_NUM_BATCHED_TOKENS``: the offline class's small tier), and says so. Another
 engine keeps its own defaults (ATOM: ``max_num_seqs`` 512, ``registry.DEFAULT_MAX_NUM_SEQS``).
 
-Every choice is described by ``BatchDefaults.to_json()`` (the plan's ``batch_defaults``).
+Every choice is described by ``BatchDefaults.to_json()`` (the plan's ``batch_defaults``;
+the record and the lookup by engine: ``kvledger.plan.batch_defaults``).
 """
 
 from __future__ import annotations
 
-from kvledger.records import record
+from kvledger.plan.batch_defaults import LLM, SERVE, BatchDefaults, check_usage_context
+
+TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 GIB = 1 << 30
-SERVE = "serve"  # UsageContext.OPENAI_API_SERVER: `vllm serve`, the API server
-LLM = "llm"  # UsageContext.LLM_CLASS: the offline LLM(...) class
-USAGE_CONTEXTS = (SERVE, LLM)
-# SchedulerConfig.DEFAULT_MAX_NUM_SEQS / DEFAULT_MAX_NUM_BATCHED_TOKENS (vllm/config/
-# scheduler.py): what vLLM falls back to when no tier applies.
-SCHEDULER_MAX_NUM_SEQS = 256
-SCHEDULER_MAX_NUM_BATCHED_TOKENS = 8192
 
 # (least device memory, excludes A100s, {usage context: (max_num_seqs, max_num_batched_tokens)})
 # from the largest tier down: get_batch_defaults' branches, in its order.
@@ -49,41 +49,18 @@ _TIERS: tuple[tuple[int, bool, dict[str, tuple[int, int]]], ...] = (
 _LAUNCH = {SERVE: "vllm serve", LLM: "LLM(...)"}
 
 
-@record(frozen=True)
-class BatchDefaults:
-    """The tier's numbers, and why (one clause for the JSON); ``applied``: the fields the
-    request took from it (the others were given)."""
-
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    usage_context: str | None
-    basis: str
-    applied: tuple[str, ...] = ()
-    # (max_num_seqs, max_num_batched_tokens) as the request resolved them: a ``replace`` that
-    # leaves a defaulted field at this value takes the new request's default instead.
-    resolved: tuple[int, int] = (0, 0)
-
-    def to_json(self) -> dict[str, object]:
-        return {"max_num_seqs": self.max_num_seqs,
-                "max_num_batched_tokens": self.max_num_batched_tokens,
-                "usage_context": self.usage_context, "basis": self.basis,
-                "applied": list(self.applied)}
-
-
-def check_usage_context(value: str | None) -> None:
-    if value is not None and value not in USAGE_CONTEXTS:
-        raise ValueError(f"usage_context must be one of {', '.join(USAGE_CONTEXTS)}, got "
-                         f"{value!r}")
-
-
-def vllm_tier(usage_context: str, total_bytes: int | None,
-              device_name: str | None) -> BatchDefaults:
+def vllm_tier(usage_context: str, total_bytes: int | None, device_name: str | None,
+              release: str | None = None) -> BatchDefaults:
     """The tier ``get_batch_defaults`` picks for the device (module docstring); without a
-    device (``total_bytes`` None) ``SchedulerConfig``'s defaults."""
+    device (``total_bytes`` None) ``SchedulerConfig``'s defaults, as the profile of vLLM
+    ``release`` (the newest when None) states them (``default_max_num_seqs``,
+    ``default_max_num_batched_tokens``)."""
     check_usage_context(usage_context)
     launch = _LAUNCH[usage_context]
     if total_bytes is None:
-        return BatchDefaults(SCHEDULER_MAX_NUM_SEQS, SCHEDULER_MAX_NUM_BATCHED_TOKENS,
+        profile = _profile(release)
+        return BatchDefaults(profile.default_max_num_seqs,
+                             profile.default_max_num_batched_tokens,
                              usage_context, f"no GPU named, so no {launch} tier of vLLM's "
                              "EngineArgs.get_batch_defaults: SchedulerConfig's defaults")
     name = (device_name or "").lower()
@@ -98,3 +75,12 @@ def vllm_tier(usage_context: str, total_bytes: int | None,
                                  f"{launch} on {where} ({tier}): vLLM's "
                                  "EngineArgs.get_batch_defaults")
     raise AssertionError("the last tier takes every device")  # pragma: no cover
+
+
+def _profile(release: str | None) -> VllmRelease:
+    """The profile of the release the request names, bound as the engine binds it."""
+    from kvledger.plan.engines.base import get_layout
+
+    layout: Any = get_layout("vllm", release)  # a VllmEngine (it imports the rules)
+    profile: VllmRelease = layout.profile
+    return profile
