@@ -90,6 +90,8 @@ RELEASE = replace(
 
 # Where in vLLM 0.20.0's source each value that differs from 0.28.0's was read (plan/diff.py).
 CITES: dict[str, str] = {
+    "not_served": "model_executor/models/registry.py (the model types kvledger words for "
+                  "this release; its own words and transformers release)",
     "hybrid_prefix_caching_by_default": "config/model.py ModelConfig."
                                         "is_prefix_caching_supported (hybrid: False, "
                                         "'still experimental')",

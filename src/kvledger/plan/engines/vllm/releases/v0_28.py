@@ -53,6 +53,8 @@ RELEASE = replace(
 
 # Where in vLLM 0.28.0's source each value that differs from 0.30.0's was read (plan/diff.py).
 CITES: dict[str, str] = {
+    "not_served": "model_executor/models/registry.py (the model types kvledger words for "
+                  "this release; its own words and transformers release)",
     "unregistered_architectures": "model_executor/models/registry.py (the "
                                   "architectures 0.32 lists and it does not)",
 }

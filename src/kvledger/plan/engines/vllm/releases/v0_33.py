@@ -111,6 +111,8 @@ CITES: dict[str, str] = {
     "limits_max_model_len_to_draft": "config/vllm.py VllmConfig._limit_max_model_len_to_draft",
     "fa4_sparse_mla_on_sm10x": "platforms/cuda.py _get_backend_priorities "
                                "(FLASH_ATTN_MLA_SPARSE_FA4 first on SM10x)",
+    "sizes_kv_connectors": "distributed/kv_transfer/kv_connector/v1/ (nixl, mooncake, "
+                           "lmcache, offloading, multi; read: engines/vllm/connectors.py)",
     "modelopt_mixed_precision": "transformers_utils/model_arch_config_convertor.py "
                                 "_normalize_quantization_config (ModelOpt MIXED_PRECISION is "
                                 "modelopt_mixed)",
