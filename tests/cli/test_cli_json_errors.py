@@ -19,6 +19,7 @@ BAD = {
     "gpus": ["--json", "--no-such-flag"],
     "explain": ["/dev/null", "--json"],
     "audit": ["not-a-target", "--json"],
+    "diff": [MODEL, "--from", "vllm==0.32", "--json"],  # --to missing
     "pd": ["--prefill", f"vllm serve {MODEL}", "--decode", f"vllm serve {MODEL}",
            "--json"],  # no GPU
     "pd-fit": ["--prefill", f"vllm serve {MODEL}", "--decode", f"vllm serve {MODEL}",

@@ -88,12 +88,11 @@ def test_the_real_deployment(capsys: pytest.CaptureFixture[str],
     assert "split for 4 concurrent requests" in out
 
 
-def test_an_installed_unknown_vllm_is_named_once_with_the_release_the_stages_use(
+def test_an_installed_vllm_030_plans_the_stages_as_030_without_a_warning(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    # vllm-omni 0.30 installs vLLM 0.30, which kvledger does not reproduce. Without a pin the
-    # stages are planned as the oldest release kvledger knows (plan/omni/planner.py _release);
-    # the generic installed-version warning ("planned as <newest>") would contradict that.
+    # vllm-omni 0.30 installs vLLM 0.30, which kvledger reproduces (releases/v0_30.py): the
+    # installed release is pinned and the stages are planned as it, with nothing to warn of.
     dist = tmp_path / "site" / "vllm-0.30.0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.30.0\n")
@@ -103,7 +102,6 @@ def test_an_installed_unknown_vllm_is_named_once_with_the_release_the_stages_use
                           "16GiB", "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert "is installed, a release kvledger does not reproduce" not in err
-    short = ".".join(data["engine_release"].split(".")[:2])  # "0.32.0" → "0.32"
-    assert any(f"every stage is planned as vLLM {short}" in w for w in data["warnings"]), \
-        data["warnings"]
+    assert "a release kvledger does not reproduce" not in err
+    assert data["engine_release"] == "0.30.0"
+    assert not any("every stage is planned as" in w for w in data["warnings"]), data["warnings"]

@@ -38,7 +38,8 @@ def test_a_pin_names_a_release() -> None:
     # Past every known release: the newest.
     ("vllm==0.99", NEWEST, "the newest release kvledger knows"),
     # Before every known release: the oldest.
-    ("vllm==0.20", "0.32.0", "the oldest release kvledger knows"),
+    ("vllm==0.10", min(RELEASES, key=lambda v: tuple(map(int, v.split(".")))),
+     "the oldest release kvledger knows"),
     ("sglang==0.5.24", "0.5.23", "a patch release of it"),
 ])
 def test_an_unknown_release_plans_as_the_nearest_and_says_so(spec: str, planned: str,

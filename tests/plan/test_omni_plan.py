@@ -58,13 +58,15 @@ def test_the_library_face_offers_it() -> None:
     assert kvledger.plan_omni is plan_omni
 
 
-def test_the_release_is_the_oldest_known_and_said(tmp_path: Path) -> None:
+def test_the_release_is_vllm_omnis_own_base(tmp_path: Path) -> None:
+    # vLLM-Omni 0.30 runs on vLLM 0.30.0 (planner.OMNI_VLLM), a release kvledger reproduces
+    # (releases/v0_30.py): the stages are planned as it, with no warning; a pin is kept.
     from kvledger.plan.engines.base import get_layout
 
     versions = sorted(get_layout("vllm").releases, key=lambda v: tuple(map(int, v.split("."))))
     out = plan_omni(TINY, _deploy(tmp_path), PlanRequest(gpu_total_bytes=CAP))
-    assert out.engine_release == versions[0]
-    assert any("oldest" in w and "vLLM-Omni" in w for w in out.warnings)
+    assert out.engine_release == "0.30.0"
+    assert not any("oldest" in w for w in out.warnings)
     pinned = plan_omni(TINY, _deploy(tmp_path),
                        PlanRequest(engine=f"vllm=={versions[-1]}", gpu_total_bytes=CAP))
     assert pinned.engine_release == versions[-1]

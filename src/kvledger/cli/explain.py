@@ -100,6 +100,8 @@ def render_text(data: dict[str, Any], width: int | None = None) -> str:
     version = f" {data['engine_version']}" if data.get("engine_version") else ""
     lines = [f"{data['engine']}{version} start-up log — model: {data.get('model') or '?'}: "
              f"{_verdict(data['checks'])}"]
+    if data.get("engine_release"):
+        lines.append(f"replayed as {data['engine_release']}")
     settings = data.get("settings") or {}
     if settings:
         lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()

@@ -168,6 +168,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None,
     "pd-fit": ("the decode instances that hold N requests of L tokens behind a prefill line",
                _fill_pd_fit, ()),
     "audit": ("audit live caches against declarations (needs torch)", None, ()),
+    "diff": ("two plans of one model side by side (releases, engines, GPUs), each change "
+             "named with its cause", None, ()),
 }
 _ALIASES = {alias: name for name, (_, _, aliases) in COMMANDS.items() for alias in aliases}
 
@@ -424,6 +426,10 @@ def _unknown_command(word: str) -> UsageError:
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "audit":
         return _cmd_audit(argv[1:])
+    if argv and argv[0] == "diff":  # its own argv: --from / --to, plan's options, a serve line
+        from kvledger.cli.diff import run as run_diff
+
+        return run_diff(argv[1:], _emit_json, lambda: command_parser("plan"))
     if argv and argv[0] == "plan" and "--" in argv[1:]:
         # `kvledger plan [options] -- vllm serve MODEL …`: the serve line becomes plan argv.
         from kvledger.cli.serve.cli import plan_args

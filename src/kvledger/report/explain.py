@@ -38,6 +38,10 @@ class Explanation:
     suggestions: tuple[Suggestion, ...]
     figures: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # The release the log was replayed as ("vLLM 0.31.0"): the one its version line names,
+    # else the nearest known (a note says so), else the newest; None for a log not replayed
+    # with an engine release (SGLang's figures are its own).
+    engine_release: str | None = None
 
     def check(self, name: str) -> Check:
         for c in self.checks:
@@ -49,6 +53,7 @@ class Explanation:
         return {
             "engine": self.engine,
             "engine_version": self.engine_version,
+            "engine_release": self.engine_release,
             "model": self.model,
             "settings": dict(self.settings),
             "checks": [c.to_json() for c in self.checks],
@@ -85,11 +90,25 @@ def release_for(log: ParsedLog, engine: str) -> str | None:
         have = version_tuple(version) or (0, 0, 0)
         return tuple(abs(a - b) for a, b in zip(have, wanted, strict=True))
 
-    closest = min(releases, key=distance)
+    # Equally near two (a 0.24 log between 0.20 and 0.28): the newer, so the choice does not
+    # hang on the order the releases are listed in.
+    closest = min(releases, key=lambda v: (distance(v),
+                                           tuple(-p for p in version_tuple(v) or ())))
     log.notes.append(f"the log's {releases[closest].product} {logged} is not a release "
                      f"kvledger reproduces: replayed as the closest, "
                      f"{releases[closest].label}")
     return closest
+
+
+def _replayed_as(log: ParsedLog, request: PlanRequest | None) -> str | None:
+    """The label of the vLLM release the log is replayed as (``release_for``'s choice, the
+    newest when the log names none); None for another engine's log."""
+    if log.engine != "vllm":
+        return None
+    from kvledger.plan.engines.base import get_layout
+
+    release = get_layout("vllm", request.engine_release if request else None).release
+    return release.label if release is not None else None
 
 
 def build_request(log: ParsedLog, engine: str, problems: list[str],
@@ -215,6 +234,7 @@ def explain_log(
     return Explanation(
         engine=log.engine,
         engine_version=log.engine_version,
+        engine_release=_replayed_as(log, request),
         model=ctx.model,
         settings=log.settings_json(),
         checks=tuple(checks),

@@ -10,8 +10,8 @@ with its own ``gpu_memory_utilization`` *as a fraction of the whole device*. For
 2. **Its plan** — ``plan_model`` (vLLM's layout, its public entry point) at the stage's device,
    fraction, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_model_len``, prefix caching
    and tensor parallel size; no CUDA-graph reserve for an eager stage. The release: vLLM-Omni
-   0.30 runs on vLLM 0.30, older than any release kvledger reproduces, so the oldest one it
-   knows is planned and a warning says so (a release the caller pins is kept).
+   0.30 runs on vLLM 0.30, which kvledger reproduces (releases/v0_30.py), so the stages are
+   planned as 0.30 (a release the caller pins is kept).
    ``llm_generation`` stages hold no paged KV: ``plan`` is None with the reason.
 3. **Its model-local declarations** (seed A) — inside that stage's budget, the
    ``MAX_NUM_SEQS`` rows counted at the stage's own ``max_num_seqs``: vLLM-Omni itself only
@@ -69,6 +69,8 @@ def _release(request: PlanRequest) -> tuple[str, list[str]]:
         note = (f"{layout.release_note}; every stage is planned as {layout.release.short}"
                 if layout.release_note else "")
         return layout.release.version, [note] if note else []
+    if OMNI_VLLM in layout.releases:  # vLLM-Omni's own base, a release kvledger reproduces
+        return OMNI_VLLM, []
     oldest = min(layout.releases.values(),
                  key=lambda r: tuple(int(p) for p in r.version.split(".") if p.isdigit()))
     return oldest.version, [

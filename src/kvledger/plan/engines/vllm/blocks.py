@@ -5,9 +5,11 @@
   a group — rounded to the layers' block-stride alignment;
 - ``num_blocks = available // bytes_per_block`` (``get_kv_cache_config_from_groups``);
 - blocks per request at ``max_model_len``: the sum over groups of
-  cdiv(max_memory_usage_bytes, page_size_bytes) (``get_max_concurrency_for_kv_cache_config``);
+  cdiv(max_memory_usage_bytes, page_size_bytes) (``get_max_concurrency_for_kv_cache_config``;
+  before 0.28 one cdiv of the summed worst cases: ``VllmRelease.request_blocks``);
 - "Maximum concurrency" = num_blocks / blocks per request (unrounded float);
-- "GPU KV cache size" = int(max_concurrency * max_model_len) tokens (``get_kv_cache_capacity``);
+- "GPU KV cache size" = int(max_concurrency * max_model_len) tokens (``get_kv_cache_capacity``;
+  0.19 and 0.20 logged num_blocks // groups x block: ``VllmRelease.logged_tokens``);
 - vLLM refuses to start when one max_model_len request needs more than the budget less the
   null block BlockPool holds back (``get_kv_cache_configs`` → ``_check_enough_kv_cache_memory``).
 """
@@ -18,7 +20,7 @@ import math
 
 from kvledger.derive.layers import ceil_div
 from kvledger.plan.engines.vllm.grouping import Group, block_outermost
-from kvledger.plan.engines.vllm.specs import SpecContext
+from kvledger.plan.engines.vllm.specs import SpecContext, UniformTypeSpecs
 from kvledger.records import record
 
 
@@ -77,8 +79,33 @@ def segment_strides(groups: tuple[Group, ...]) -> list[int]:
             for a in (spec.block_stride_alignment_bytes(),) for _ in range(n)]
 
 
-def blocks_per_request(groups: tuple[Group, ...], ctx: SpecContext) -> int:
+def blocks_per_request(groups: tuple[Group, ...], ctx: SpecContext,
+                       rule: str = "per_group") -> int:
+    """Blocks one ``max_model_len`` request takes (the release's ``request_blocks``):
+    "per_group" sums each group's cdiv(worst case, page); "summed" (vLLM to 0.26,
+    ``get_max_concurrency_for_kv_cache_config``) divides the groups' summed worst case by the
+    first group's page (the layers-per-group factor it multiplies both by cancels)."""
+    if rule == "summed" and groups:
+        usage = sum(_worst_case(g, ctx) for g in groups)
+        return ceil_div(usage, groups[0].spec.page_size_bytes)
     return sum(g.spec.blocks_per_request(ctx) for g in groups)
+
+
+def _worst_case(group: Group, ctx: SpecContext) -> int:
+    """``max_memory_usage_bytes`` of a group's spec (a uniform-type group: its layers' sum)."""
+    if isinstance(group.spec, UniformTypeSpecs):
+        return sum(spec.max_memory_usage_bytes(ctx) * n for spec, n in group.layer_specs())
+    return group.spec.max_memory_usage_bytes(ctx)
+
+
+def logged_tokens(groups: tuple[Group, ...], num_blocks: int, concurrency: float,
+                  ctx: SpecContext, rule: str = "concurrency") -> int:
+    """The "GPU KV cache size" tokens (the release's ``logged_tokens``): "concurrency" =
+    int(max_concurrency x max_model_len); "blocks_per_group" (vLLM 0.19, 0.20
+    ``_report_kv_cache_config``) = num_blocks // len(groups) x the smallest group block."""
+    if rule == "blocks_per_group" and groups:
+        return num_blocks // len(groups) * min(g.spec.block_size for g in groups)
+    return int(concurrency * ctx.max_model_len)
 
 
 def block_math(
@@ -104,9 +131,9 @@ def block_math(
         blocks = granule_blocks(available_bytes, bpb, segment_strides(groups), granule)
     else:
         blocks = available_bytes // bpb
-    per_request = blocks_per_request(groups, ctx)
+    per_request = blocks_per_request(groups, ctx, ctx.request_blocks)
     concurrency = blocks / per_request if per_request else 0.0
-    tokens = int(concurrency * ctx.max_model_len)
+    tokens = logged_tokens(groups, blocks, concurrency, ctx, ctx.logged_tokens)
     needed = bpb * per_request
     usable = available_bytes - bpb  # the null block
     refuses = usable <= 0 or needed > usable

@@ -234,14 +234,17 @@ def layer_spec(layer: LayerCache, res: Resolved, request: PlanRequest) -> KVCach
         tensors = layer.tensors()
         mamba_type = _mamba_type(layer)
         # Prefill-checkpoint blocks (MambaSpec.num_prefill_checkpoint_blocks, charged in align
-        # mode only): ``MambaMixer2.get_kv_cache_spec`` always sets 1; GDN sets none; KDA
+        # mode only): ``MambaMixer2.get_kv_cache_spec`` sets 1 (from 0.32); GDN sets none; KDA
         # (Kimi-K3 ``KimiDeltaAttention``, GLM-5.3 ``Glm5NextLinearAttention``) sets 1 only
         # with the FlashKDA prefill backend (``kda_prefill_checkpoint_alignment``), which
         # ``_resolve_kda_prefill_backend`` picks on CUDA SM90/10x/12x for bf16, head_dim 128
         # and a bounded gate. The vLLM CPU oracle is not CUDA, takes Triton and charges 2
         # blocks per KDA request; a real H100/H200 would charge 3. kvledger follows the
         # oracle here (the cases check it) and says so in the plan's warnings.
-        checkpoint = 1 if ("mamba2" in mamba_type and res.mamba_cache_mode == "align") else 0
+        checkpoint = 0
+        if "mamba2" in mamba_type and res.mamba_cache_mode == "align":
+            # 1 from vLLM 0.32 (releases/profile.py mamba2_prefill_checkpoint_blocks).
+            checkpoint = res.release.mamba2_prefill_checkpoint_blocks
         if mamba_type == "gated_delta_net" and res.mamba_cache_mode == "align":
             checkpoint = res.gdn_prefill_checkpoint_blocks  # vLLM 0.33 (releases/v0_33.py)
         return MambaSpec(

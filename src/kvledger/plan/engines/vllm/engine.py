@@ -70,7 +70,7 @@ def _plan(inp: LayoutInput, release: VllmRelease, max_model_len: int | None = No
                      startup_checked=checked and request is inp.request)
 
 
-def tokens_note(plan: VllmPlan) -> str:
+def tokens_note(plan: VllmPlan, rules: VllmRelease) -> str:
     """Why the "GPU KV cache size" tokens are not num_blocks × block_size, in one line ("" when
     they are). vLLM logs ``int(max_concurrency × max_model_len)`` (kv_cache_utils.py
     ``get_kv_cache_capacity``), concurrency being the blocks over one max_model_len request's
@@ -81,6 +81,12 @@ def tokens_note(plan: VllmPlan) -> str:
     sp = next((p for p in (plan, *plan.stages) if p.groups), None)
     if sp is None or sp.kv_cache_tokens == sp.num_blocks * sp.block_size:
         return ""
+    if rules.logged_tokens == "blocks_per_group":  # vLLM 0.19, 0.20 (releases/profile.py)
+        return (f"kv_cache_tokens {sp.kv_cache_tokens:,} is not num_blocks × block_size "
+                f"({sp.num_blocks:,} × {sp.block_size:,}): {rules.short} logs num_blocks // "
+                f"{len(sp.groups)} KV cache groups × {sp.block_size:,} (kv_cache_utils.py "
+                "_report_kv_cache_config), whatever one request takes; its concurrency "
+                f"counts {sp.blocks_per_request:,} blocks a {sp.max_model_len:,}-token request")
     taken: dict[str, list[int]] = {}
     for group in sp.groups:
         taken.setdefault(group.spec.removesuffix("Spec"), []).append(group.blocks_per_request)
@@ -253,7 +259,8 @@ class VllmEngine(Layout):
             # knowing"): the figures stand, with vLLM's reason beside them.
             engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
                            "vllm_refusal_reason": plan.refusal_reason or None, **tier,
-                           **({"kv_cache_tokens_note": note} if (note := tokens_note(plan))
+                           **({"kv_cache_tokens_note": note} if (note := tokens_note(
+                               plan, plan.resolved.release))
                               else {}),
                            **({"kv_cache_groups": groups} if groups else {})},
         )

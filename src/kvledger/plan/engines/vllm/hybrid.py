@@ -218,10 +218,23 @@ def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolve
     if res.gdn_checkpoint_alignment and res.mamba_cache_mode == "align":
         # vLLM 0.33: align = lcm(align, get_mamba_prefill_checkpoint_alignment(vllm_config)).
         alignment = math.lcm(alignment, res.gdn_checkpoint_alignment)
-    if res.mamba_cache_mode == "all":
+    if res.mamba_cache_mode == "all" and not res.mamba_chunk_size:
         raise VllmLayoutError("mamba_cache_mode 'all' is not modelled by the vLLM layout")
     attn_page_1 = main.with_block_size(1).page_size_bytes
     mamba_page = max(s.real_page_size_bytes for s in mambas)
+    if res.mamba_cache_mode == "all":
+        # vLLM to 0.26 ``_align_hybrid_block_size``, "all" mode: chunk = lcm(the Mamba chunk,
+        # the alignment); the block is the chunk multiple that holds a state, and the Mamba
+        # block is that too (a state every block).
+        chunk = math.lcm(res.mamba_chunk_size, alignment)
+        attn_block = chunk * ceil_div(ceil_div(mamba_page, attn_page_1), chunk)
+        block = max(requested if requested is not None else alignment, attn_block)
+        attn_page = block * attn_page_1
+        notes.append(f"hybrid alignment ({res.release.short}, mamba_cache_mode all): attention "
+                     f"block size {block}, a multiple of the {res.mamba_chunk_size}-token "
+                     f"Mamba chunk, so one page ({attn_page} B) holds a {mamba_page} B state")
+        return BlockSizes(block, attn_block, attn_page if attn_page > mamba_page else None,
+                          tuple(notes))
     # attn_block_size = alignment * cdiv(mamba_page, alignment * attn_page_size_1_token)
     attn_block = alignment * ceil_div(mamba_page, alignment * attn_page_1)
     block = requested if requested is not None else alignment

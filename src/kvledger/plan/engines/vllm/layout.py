@@ -166,6 +166,13 @@ def check_served(facts: ModelFacts, request: PlanRequest, release: VllmRelease) 
     budget)."""
     if absent := not_in_vllm(facts.model_type, release):
         raise VllmLayoutError(f"{facts.model}: {absent}; use --engine native")
+    later = release.unregistered_architectures
+    if later and facts.architectures and all(a in later for a in facts.architectures):
+        raise VllmLayoutError(
+            f"{facts.model}: {release.short}'s model registry (model_executor/models/"
+            f"registry.py) has no {', '.join(facts.architectures)}: a later release adds it "
+            f"(kvledger does not plan the Transformers-backend fallback {release.short} may "
+            "try); pin a newer release with --engine vllm==X, or use --engine native")
     check_startup(facts, request, release)
 
 
@@ -247,6 +254,8 @@ def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
         max_in_flight_tokens=res.max_in_flight_tokens,
         max_num_encoder_input_tokens=res.max_num_encoder_input_tokens,
         mamba_cache_mode=res.mamba_cache_mode,
+        request_blocks=res.release.request_blocks,
+        logged_tokens=res.release.logged_tokens,
     )
     warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes + list(res.notes)
     warnings.extend(checkpoint_kv_notes(facts, request, res))

@@ -72,6 +72,9 @@ class Resolved:
     # apply (0.32, prefix caching off, a Triton prefill on this GPU).
     gdn_checkpoint_alignment: int = 0
     gdn_prefill_checkpoint_blocks: int = 0
+    # vLLM ``ModelConfig.get_mamba_chunk_size`` where mamba_cache_mode is "all" (the hybrid
+    # block is a multiple of it); 0 otherwise.
+    mamba_chunk_size: int = 0
     # Dense MLA: the backend the GPU's capability picks (``mla_backends.choose``) and the
     # block size ``--block-size auto`` then takes; "" / 0 for other models.
     mla_backend: str = ""
@@ -182,6 +185,18 @@ def kv_dtype_name(cache_dtype: str, model_dtype: str) -> str:
     return resolve_dtype(cache_dtype).name
 
 
+def _mamba_chunk_size(facts: ModelFacts) -> int:
+    """vLLM ``ModelConfig.get_mamba_chunk_size`` (config/model.py): the text config's
+    ``mamba_chunk_size`` (Bamba, Falcon-H1, Granite), else ``chunk_size`` (Mamba2,
+    Nemotron-H, Zamba), else 2,048 (Mamba1 has no chunk)."""
+    text = _text_config(facts.config)
+    for key in ("mamba_chunk_size", "chunk_size"):
+        value = text.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 2048
+
+
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     for key in ("text_config", "llm_config", "language_config"):
         sub = config.get(key)
@@ -262,17 +277,25 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
     max_model_len, length_notes = effective_max_model_len(facts, request, release)
 
     async_scheduling, concurrent = concurrent_batches(request, release)
-    # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens.
-    in_flight = concurrent * request.max_num_batched_tokens
+    # vLLM ``VllmConfig.max_in_flight_tokens`` = concurrent batches * max_num_batched_tokens;
+    # before 0.26 the window specs read one batch (``window_holds_in_flight_batches``).
+    in_flight = request.max_num_batched_tokens
+    if release.window_holds_in_flight_batches:
+        in_flight *= concurrent
 
     # vLLM ``ModelConfig.is_prefix_caching_supported`` (generative models): on by default,
     # except for encoder-decoder and attention-free models.
     prefix = request.enable_prefix_caching
     if prefix is None:
-        prefix = not has_cross and has_attention
+        prefix = not has_cross and has_attention and (
+            release.hybrid_prefix_caching_by_default or not has_state)
     # vLLM ``MambaModelConfig.verify_and_update_config``: with prefix caching a hybrid
-    # model uses mamba_cache_mode "align"; without, "none".
+    # model uses mamba_cache_mode "align"; without, "none". To 0.26 a model class with Mamba
+    # prefix caching took "all" unless it speculates (``mamba_all_with_prefix_caching``).
     mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
+    if mamba_cache_mode == "align" and not request.num_speculative_tokens and set(
+            facts.architectures) & release.mamba_all_with_prefix_caching:
+        mamba_cache_mode = "all"
 
     # vLLM ``get_kv_cache_configs``: extra_retained_tokens = num_prefill_lookahead_tokens - 1;
     # the lookahead is num_speculative_tokens for multi-module MTP
@@ -301,6 +324,7 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
         use_mla=use_mla,
         use_sparse=Kind.INDEXER in kinds and not minimax_sparse,
         mamba_cache_mode=mamba_cache_mode,
+        mamba_chunk_size=_mamba_chunk_size(facts) if mamba_cache_mode == "all" else 0,
         mamba_cache_dtype="auto",
         mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
         requested_block_size=request.block_size,

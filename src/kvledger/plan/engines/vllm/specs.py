@@ -68,6 +68,10 @@ class SpecContext:
     # vLLM ``SchedulerConfig.max_num_encoder_input_tokens`` (cross-attention worst case).
     max_num_encoder_input_tokens: int
     mamba_cache_mode: str  # "none" | "align" | "all"
+    # How the release counts one request's blocks and the logged tokens (VllmRelease
+    # .request_blocks / .logged_tokens; engines/vllm/blocks.py).
+    request_blocks: str = "per_group"
+    logged_tokens: str = "concurrency"
 
 
 @record(frozen=True, kw_only=True)

@@ -10,11 +10,20 @@ transformers release it runs with, which model types it does not serve and why
 from __future__ import annotations
 
 from kvledger.plan.engines.release import pick
-from kvledger.plan.engines.vllm.releases import v0_32, v0_33, v0_34
+from kvledger.plan.engines.vllm.releases import (
+    v0_20,
+    v0_28,
+    v0_30,
+    v0_31,
+    v0_32,
+    v0_33,
+    v0_34,
+)
 from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
-RELEASES: dict[str, VllmRelease] = {r.version: r for r in (v0_32.RELEASE, v0_33.RELEASE,
-                                                  v0_34.RELEASE)}
+RELEASES: dict[str, VllmRelease] = {
+    r.version: r for r in (v0_20.RELEASE, v0_28.RELEASE, v0_30.RELEASE, v0_31.RELEASE,
+                           v0_32.RELEASE, v0_33.RELEASE, v0_34.RELEASE)}
 NEWEST = "0.34.0"
 
 

@@ -31,6 +31,10 @@ class VllmRelease(Release):
     # prefill (0.33: FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64, v1/attention/backends/
     # gdn_attn.py, entering platforms/interface.py _align_hybrid_block_size); 0: none (0.32).
     gdn_checkpoint_alignment: int = 0
+    # Prefill checkpoint pages a Mamba2 MambaSpec charges per request in align mode (0.32:
+    # model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.get_kv_cache_spec sets
+    # num_prefill_checkpoint_blocks=1, so 3 pages a request, not 2; 0.31 and older: none).
+    mamba2_prefill_checkpoint_blocks: int = 1
     # Prefill checkpoint pages a GDN MambaSpec charges per request in align mode (0.33:
     # QwenGatedDeltaNetAttention.get_kv_cache_spec sets num_prefill_checkpoint_blocks=1).
     gdn_prefill_checkpoint_blocks: int = 0
@@ -98,3 +102,36 @@ class VllmRelease(Release):
     # defaults to 1.0 (CacheConfig.resolved_gpu_memory_utilization) and no CUDA-graph
     # estimate is subtracted (engines/vllm/extensible_budget.py).
     extensible_kv_cache: bool = False
+    # -- what one request is charged, and what the log counts (v1/kv_cache_interface.py,
+    # v1/core/kv_cache_utils.py; engines/vllm/resolve.py and blocks.py read them) -----------
+    # The tokens a sliding-window / chunked-local layer holds past its window or chunk: True
+    # (0.26 on): VllmConfig.max_in_flight_tokens, every concurrent batch (2 x
+    # max_num_batched_tokens under async scheduling); False (0.20 to 0.25):
+    # scheduler_config.max_num_batched_tokens, one batch (SlidingWindowSpec /
+    # ChunkedLocalAttentionSpec.max_memory_usage_bytes).
+    window_holds_in_flight_batches: bool = True
+    # Blocks one max_model_len request takes, the divisor of "Maximum concurrency"
+    # (get_max_concurrency_for_kv_cache_config): "per_group" (0.28 on) = the sum over groups
+    # of cdiv(the group's worst case, its page); "summed" (to 0.26) = cdiv(the groups' worst
+    # cases summed, the first group's page).
+    request_blocks: str = "per_group"
+    # What "GPU KV cache size: N tokens" counts: "concurrency" (0.22 on) =
+    # int(max_concurrency x max_model_len) (get_kv_cache_capacity); "blocks_per_group" (0.19,
+    # 0.20) = num_blocks // len(groups) x the smallest group block (_report_kv_cache_config).
+    logged_tokens: str = "concurrency"
+    # model_executor/models/config.py MambaModelConfig.verify_and_update_config, 0.19 to 0.26:
+    # with prefix caching and no speculative decoding, a model class declaring
+    # SupportsMambaPrefixCaching gets mamba_cache_mode "all" (a state kept every block, the
+    # block a multiple of the Mamba chunk: platforms/interface.py _align_hybrid_block_size);
+    # 0.28 on, "align" for every hybrid. The architectures, as the release's model files
+    # declare the interface; empty: "align" for all.
+    mamba_all_with_prefix_caching: frozenset[str] = frozenset()
+    # Architectures a later release's registry (model_executor/models/registry.py) lists and
+    # this one's does not: a model whose every architecture is here is refused by name
+    # (layout.check_served). Empty for the releases whose registry kvledger's tables follow.
+    unregistered_architectures: frozenset[str] = frozenset()
+    # config/model.py ModelConfig.is_prefix_caching_supported: a hybrid (attention beside
+    # recurrent state) generative model gets prefix caching by default (0.28 on); False
+    # (0.20): "Hybrid models do not support prefix caching since the feature is still
+    # experimental" (off unless --enable-prefix-caching).
+    hybrid_prefix_caching_by_default: bool = True

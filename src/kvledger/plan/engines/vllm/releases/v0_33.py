@@ -78,3 +78,42 @@ RELEASE = replace(
     # engines/vllm/connectors.py, tests/plan/engines/vllm/test_kv_connectors.py.
     sizes_kv_connectors=True,
 )
+
+# Where in vLLM 0.33.0's source each value above that differs from 0.32.0's was read (the
+# comments beside the values, as data: ``kvledger diff`` names them; plan/diff.py).
+CITES: dict[str, str] = {
+    "not_served": "model_executor/models/registry.py: BeamForCausalLM, Kolibri1ForCausalLM "
+                  "and MiDashengLM served",
+    "gdn_checkpoint_alignment": "platforms/interface.py Platform._align_hybrid_block_size "
+                                "(lcm with get_mamba_prefill_checkpoint_alignment: "
+                                "FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64, "
+                                "model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py)",
+    "gdn_prefill_checkpoint_blocks": "model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py "
+                                     "QwenGatedDeltaNetAttention.get_kv_cache_spec "
+                                     "(num_prefill_checkpoint_blocks=1 in align mode)",
+    "rejects_mismatched_float_kv": "config/vllm.py VllmConfig._reject_mismatched_float_kv_cache",
+    "removed_speculative_methods": "config/speculative.py SpeculativeMethod (medusa, "
+                                   "mlp_speculator removed)",
+    "fp8_auto_kv_on_sm100": "model_executor/models/config.py "
+                            "Glm5NextModelConfig.verify_and_update_config",
+    "async_off_only_on_v1_runner": "config/vllm.py VllmConfig.__post_init__ "
+                                   "(v1_async_sched_incompat)",
+    "cublas_handles_before_snapshot": "v1/worker/gpu_worker.py Worker.init_device (cuBLAS "
+                                      "handles created before the MemorySnapshot)",
+    "triton_mla_workspace_in_profile": "model_executor/layers/attention/mla_attention.py "
+                                       "(impl.reserve_workspace() in the profile run; "
+                                       "backends/mla/triton_mla.py)",
+    "pp_support_added": "model_executor/models/registry.py (run_pp_oracle.py --vllm 0.33 "
+                        "table: BeamForCausalLM, Kolibri1ForCausalLM, MiDashengLMModel)",
+    "class_fills_construction_keys": "transformers_utils/config.py _CONFIG_REGISTRY (step3p5 "
+                                     "→ transformers' Step3p7TextConfig, no "
+                                     "use_moe_router_bias)",
+    "limits_max_model_len_to_draft": "config/vllm.py VllmConfig._limit_max_model_len_to_draft",
+    "fa4_sparse_mla_on_sm10x": "platforms/cuda.py _get_backend_priorities "
+                               "(FLASH_ATTN_MLA_SPARSE_FA4 first on SM10x)",
+    "sizes_kv_connectors": "distributed/kv_transfer/kv_connector/v1/ (nixl, mooncake, "
+                           "lmcache, offloading, multi; read: engines/vllm/connectors.py)",
+    "modelopt_mixed_precision": "transformers_utils/model_arch_config_convertor.py "
+                                "_normalize_quantization_config (ModelOpt MIXED_PRECISION is "
+                                "modelopt_mixed)",
+}

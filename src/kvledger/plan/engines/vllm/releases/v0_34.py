@@ -82,3 +82,22 @@ RELEASE = replace(
     # read, so --kv-transfer-config is refused under 0.34 (connectors.py check_release).
     sizes_kv_connectors=False,
 )
+
+# Where in vLLM 0.34.0's source each value above that differs from 0.33.0's was read (the
+# comments beside the values, as data: ``kvledger diff`` names them; plan/diff.py).
+CITES: dict[str, str] = {
+    "not_served": "model_executor/models/registry.py (Keye removed; architectures moved to "
+                  "the Transformers backend)",
+    "default_block_size": "config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE = 64, applied in "
+                          "platforms/interface.py update_block_size_for_backend",
+    "async_scheduling_always": "config/vllm.py VllmConfig.__post_init__ (async scheduling on; "
+                               "the V1 runner's exceptions gone; max_concurrent_batches pp + 1)",
+    "extensible_kv_cache": "config/vllm.py VllmConfig._resolve_extensible_kv_cache; "
+                           "config/cache.py CacheConfig.resolved_gpu_memory_utilization",
+    "removed_speculative_methods": "config/speculative.py SpeculativeMethod (custom_class "
+                                   "removed)",
+    "pp_support_added": "model_executor/models/registry.py _TRANSFORMERS_SUPPORTED_MODELS "
+                        "(Gemma, StableLm, Olmoe); transformers/base.py Base is SupportsPP",
+    "sizes_kv_connectors": "distributed/kv_transfer/kv_connector/v1/ (changed, not read: "
+                           "--kv-transfer-config refused)",
+}

@@ -1,0 +1,164 @@
+"""Each rule that moved between two vLLM releases kvledger names, shown by the question that
+moved it: the plan under each release equals that release's own oracle answer, so the same
+plan under the neighbour release fails it.
+
+vLLM 0.31's answers: ``tests/oracles/vllm-0.31/release-questions.jsonl``; vLLM 0.32's:
+``../shared/oracles/vllm-0.32/cases.jsonl`` (the line each 0.31 answer names as its source).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvledger.derive import derive_model
+from kvledger.plan.engines.vllm import plan_vllm
+from oracle_cases import ORACLE_FILE, case_model, request_of, skip_without_shared
+
+ORACLES = Path(__file__).resolve().parents[1] / "oracles"
+
+
+def _answer(release: str, source_line: int, stated_on: bool = False) -> dict[str, Any]:
+    """The release's answer to a line of the 0.32 cases (``stated_on``: the one asked with
+    ``--enable-prefix-caching``)."""
+    path = ORACLES / f"vllm-{release}" / "release-questions.jsonl"
+    for line in path.read_text().splitlines():
+        case: dict[str, Any] = json.loads(line)
+        if case["source"]["line"] == source_line and \
+                ("--enable-prefix-caching" in case["command"]) == stated_on:
+            return case
+    raise AssertionError(f"no answer to line {source_line} in {path}")
+
+
+def _planned(case: dict[str, Any], release: str) -> tuple[int, int, int]:
+    plan = plan_vllm(derive_model(case_model(case)),
+                     request_of(case["inputs"], engine=f"vllm=={release}"),
+                     case["inputs"]["kv_cache_memory_bytes"])
+    return plan.num_blocks, plan.kv_cache_tokens, plan.blocks_per_request
+
+
+def _expected(case: dict[str, Any]) -> tuple[int, int, int]:
+    exp = case["expected"]
+    per_request = sum(g["blocks_per_request_at_max_model_len"] for g in case["kv_cache_groups"])
+    return exp["num_blocks"], exp["kv_cache_tokens"], per_request
+
+
+@pytest.mark.parametrize("release", ["0.31", "0.30"])
+def test_mamba2_prefill_checkpoint_page_arrives_in_032(release: str) -> None:
+    # Nemotron-H-56B, 8 GiB, 8,192 tokens, block 16 → 4,128 (line 46 of the 0.32 cases).
+    # Before 0.32 (mamba2_prefill_checkpoint_blocks 0): each of the 6 Mamba groups charges
+    # 2 pages and the attention group cdiv(8,192, 4,128) = 2: 14 blocks a request, and
+    # 50 / 14 = 3.571 → int(3.571 × 8,192) = 29,257 tokens. 0.32's MambaMixer2 adds a
+    # prefill checkpoint page: 6 × 3 + 2 = 20 blocks, 2.5 → 20,480 tokens.
+    skip_without_shared()
+    old = _answer(release, 46)
+    new = [json.loads(line) for line in ORACLE_FILE.read_text().splitlines()][46]
+    assert old["config"] == new["config"] == "nvidia--Nemotron-H-56B-Base-8K.json"
+    assert _expected(old) == (50, 29257, 14)
+    assert _expected(new) == (50, 20480, 20)
+    assert _planned(old, release) == _expected(old)
+    assert _planned(old, "0.32") == _expected(new) != _expected(old)
+
+
+def _llama_shaped(architecture: str) -> dict[str, Any]:
+    """A small Llama-shaped config (written here) naming ``architecture``."""
+    return {"architectures": [architecture], "model_type": "llama", "hidden_size": 1024,
+            "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8,
+            "intermediate_size": 2048, "vocab_size": 32000, "max_position_embeddings": 4096,
+            "torch_dtype": "bfloat16"}
+
+
+def test_an_architecture_a_later_registry_adds_is_refused_by_name() -> None:
+    # ExaoneMoEForCausalLM is in vLLM 0.32's model_executor/models/registry.py and not in
+    # 0.31's or 0.30's (which spell it ExaoneMoeForCausalLM).
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.request import PlanRequest
+
+    facts = derive_model(_llama_shaped("ExaoneMoEForCausalLM"))
+    ask = {"kv_cache_memory_bytes": 1 << 30, "max_model_len": 4096}
+    for release in ("0.31", "0.30"):
+        with pytest.raises(VllmLayoutError, match=rf"vLLM {release}'s model registry .* has "
+                           "no ExaoneMoEForCausalLM"):
+            plan_vllm(facts, PlanRequest(engine=f"vllm=={release}", **ask), 1 << 30)
+    # 2 layers x 2 (K, V) x 8 heads x 128 x 2 B = 8,192 B a token, 131,072 B a block of 16:
+    # 1 GiB holds 8,192 blocks.
+    assert plan_vllm(facts, PlanRequest(engine="vllm==0.32", **ask), 1 << 30).num_blocks == 8192
+    # Another architecture 0.30 lists plans as before.
+    assert plan_vllm(derive_model(_llama_shaped("LlamaForCausalLM")),
+                     PlanRequest(engine="vllm==0.30", **ask), 1 << 30).num_blocks == 8192
+
+
+def test_an_architecture_030_adds_is_refused_under_028() -> None:
+    # Glm5NextForCausalLM (GLM-5.3-Flash) is in vLLM 0.30's model_executor/models/
+    # registry.py and not in 0.28's.
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+    from kvledger.plan.request import PlanRequest
+
+    facts = derive_model(_llama_shaped("Glm5NextForCausalLM"))
+    ask = {"kv_cache_memory_bytes": 1 << 30, "max_model_len": 4096}
+    with pytest.raises(VllmLayoutError, match=r"vLLM 0\.28's model registry .* has no "
+                       r"Glm5NextForCausalLM"):
+        plan_vllm(facts, PlanRequest(engine="vllm==0.28", **ask), 1 << 30)
+    assert plan_vllm(facts, PlanRequest(engine="vllm==0.30", **ask), 1 << 30).num_blocks == 8192
+
+
+def _exact(case: dict[str, Any], release: str) -> tuple[int, int, int, float]:
+    plan = plan_vllm(derive_model(case_model(case)),
+                     request_of(case["inputs"], engine=f"vllm=={release}"),
+                     case["inputs"]["kv_cache_memory_bytes"])
+    return plan.num_blocks, plan.kv_cache_tokens, plan.block_size, round(plan.max_concurrency, 2)
+
+
+def _said(case: dict[str, Any]) -> tuple[int, int, int, float]:
+    exp = case["expected"]
+    return (exp["num_blocks"], exp["kv_cache_tokens"], exp["block_size"],
+            round(exp["max_concurrency"], 2))
+
+
+@pytest.mark.parametrize(("line", "stated_on", "rule"), [
+    # Qwen3-Next-80B-A3B, 8 GiB, block 16 → 544: 642 blocks in 4 groups (3 GDN, 1 full).
+    # logged_tokens: 0.20 logs 642 // 4 × 544 = 87,040 tokens; 0.28 logs int(9.58 × 32,768)
+    # = 313,985.
+    (12, False, "logged_tokens"),
+    # Gemma-3-27B, 8 GiB: window_holds_in_flight_batches: a 1,024-token window holds
+    # cdiv(min(1,023 + 8,192, 32,768), 16) + 1 = 577 blocks under 0.20 (one batch), and
+    # cdiv(1,023 + 16,384, 16) + 1 = 1,089 under 0.28 (two batches in flight with async
+    # scheduling): 1.19x, not 0.76x; logged_tokens too.
+    (26, False, "window_holds_in_flight_batches"),
+    # Nemotron-H-56B, 8 GiB, 8,192 tokens, prefix caching stated on:
+    # mamba_all_with_prefix_caching: 0.20 gives this SupportsMambaPrefixCaching model
+    # mamba_cache_mode "all": the block a multiple of lcm(its 128-token Mamba chunk, 16) = 128
+    # that holds a 16,908,288 B state at 4,096 B a token: 128 × cdiv(4,128, 128) = 4,224,
+    # 49 blocks; 0.28 "align": 4,128, 50 blocks.
+    (46, True, "mamba_all_with_prefix_caching"),
+    # The same without the flag: hybrid_prefix_caching_by_default: 0.20 turns prefix caching
+    # off for a hybrid (mamba_cache_mode "none", one state a request); 0.28 keeps it on.
+    (46, False, "hybrid_prefix_caching_by_default"),
+])
+def test_a_rule_020_had_fails_under_028(line: int, stated_on: bool, rule: str) -> None:
+    old = _answer("0.20", line, stated_on)
+    new = _answer("0.28", line)
+    assert _exact(old, "0.20") == _said(old)
+    assert _exact(new, "0.28") == _said(new) != _said(old)
+    # The neighbour's rules miss 0.20's answer to the question as asked (the prefix-caching
+    # flag as given: stated, or left to the release's default).
+    assert _exact(_asked(old, stated_on), "0.28") != _said(old)
+
+
+def _asked(case: dict[str, Any], stated_on: bool) -> dict[str, Any]:
+    """``case`` with prefix caching as the question gave it (None: the release's default)."""
+    return {**case, "inputs": {**case["inputs"],
+                               "enable_prefix_caching": True if stated_on else None}}
+
+
+def test_020_turns_prefix_caching_off_for_a_hybrid_by_default() -> None:
+    # Asked without the flag, vLLM 0.20 resolved enable_prefix_caching False for Nemotron-H
+    # (its answer's inputs); kvledger's default request under 0.20 resolves the same, and
+    # plans its answer.
+    old = _answer("0.20", 46)
+    assert old["inputs"]["enable_prefix_caching"] is False
+    assert old["vllm_resolved"]["mamba_cache_mode"] == "none"
+    assert _exact(_asked(old, False), "0.20") == _said(old)
