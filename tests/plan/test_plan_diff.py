@@ -134,7 +134,7 @@ def test_nemotron_h_from_031_to_032_names_the_mamba2_checkpoint_page() -> None:
     # vLLM 0.31 → 0.32 on Nemotron-H-56B (8 GiB, 8,192 tokens, block 16): the same 50 blocks
     # of 4,128 tokens, but one request takes 20 blocks, not 14 (the prefill checkpoint page
     # 0.32's MambaMixer2 charges each of 6 Mamba groups): 29,257 → 20,480 tokens (both
-    # releases' oracles: tests/plan/test_vllm_release_rules.py).
+    # releases' oracles: tests/plan/engines/vllm/test_release_rules.py).
     ask = {"kv_cache_memory_bytes": 8 * GIB, "block_size": 16, "max_model_len": 8192}
     diff = diff_plans("nvidia/Nemotron-H-56B-Base-8K", PlanRequest(engine="vllm==0.31", **ask),
                       PlanRequest(engine="vllm==0.32", **ask))

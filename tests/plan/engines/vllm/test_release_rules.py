@@ -18,7 +18,7 @@ from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
 from oracle_cases import ORACLE_FILE, case_model, request_of, skip_without_shared
 
-ORACLES = Path(__file__).resolve().parents[1] / "oracles"
+ORACLES = Path(__file__).resolve().parents[3] / "oracles"
 
 
 def _answer(release: str, source_line: int, stated_on: bool = False) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from kvledger.derive import derive_model
 from kvledger.plan.engines.vllm import plan_vllm
 from oracle_cases import assert_plan_is, case_model, hf_quant_config, request_of
 
-ORACLES = Path(__file__).resolve().parents[1] / "oracles"
+ORACLES = Path(__file__).resolve().parents[3] / "oracles"
 
 
 def _cases() -> list[Any]:
