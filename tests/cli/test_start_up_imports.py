@@ -47,15 +47,17 @@ def test_a_catalog_plan_imports_none_of_the_heavy_modules() -> None:
 # imported back) and the bounded JSON reader (source/config_file.py, out of resolve.py, which
 # sentence.py imported back): three files that closed import circles. 58: the release profiles
 # (engines/release.py, the vLLM releases package, its profile, v0_32 and the model-type
-# verdicts it words); 59: releases/current.py, the release being planned, which messages name;
+# verdicts it words); 59: releases/current.py, the release being planned (gone since the release
+# is bound to the layout; its place went to the batch defaults' split, below);
 # 60: derive/bookkeeping.py, transformers' bookkeeping keys, which the guard knows on every row.
 # 61: releases/v0_33.py, vLLM 0.33.0's profile.
 # 62: the version's leaf (kvledger/version.py): the top level now names the planner, so the
 # Hub's user agent can no longer read the version from it without a circle.
 # 63: cli/vllm_launch_options.py, the vLLM launch flags (LoRA, --quantization, offload) every
 # plan parser lists (their rules are imported only when one is given).
-# 64: kvledger/plan/launch.py, the launch's batch defaults (vllm serve's tier for the GPU), which
-# every vLLM request resolves and the plan's JSON states.
+# 64: the launch's batch defaults (vllm serve's tier for the GPU), which every vLLM request
+# resolves and the plan's JSON states: plan/batch_defaults.py (engine-neutral) and
+# plan/engines/vllm/batch_defaults.py (vLLM's tiers).
 # 65: 0.34's release profile (releases/v0_34.py) joined the path.
 # 69: the profiles of vLLM 0.20, 0.28, 0.30 and 0.31 (releases/v0_20.py, …: one small module
 # a release, each a replace() of the next newer one, which every vLLM plan binds from).
