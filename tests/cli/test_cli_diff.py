@@ -49,7 +49,9 @@ def test_json_side_by_side_with_causes(capsys: pytest.CaptureFixture[str]) -> No
     assert not _row(data, "max_model_len")["differs"]
 
 
-def test_table_names_the_field_and_its_source(capsys: pytest.CaptureFixture[str]) -> None:
+def test_table_names_the_field_and_its_source(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide: the table, one row a line
     code, out, err = _run(capsys, "diff", QWEN, "--from", "vllm==0.32", "--to", "vllm==0.33",
                           *ASK)
     assert code == 0, err
@@ -98,3 +100,16 @@ def test_bad_lines_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv:
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "diff", "--help")
     assert code == 0 and "--from ENGINE" in out and "-- SERVE LINE" in out
+
+
+def test_diff_fits_80_columns_without_splitting_a_number(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # vLLM 0.20 -> 0.34 on Qwen3-Next moves five lines; at 80 columns each is a block of its
+    # own (the table is wider), and the tokens line still reads 87,040 -> 300,869 whole.
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["diff", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--from", "vllm==0.20", "--to",
+                 "vllm==0.34", "--kv-cache-memory-bytes", "8GiB", "--max-model-len",
+                 "32768"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if len(line) > 80] == []
+    assert "    87,040 -> 300,869  (+213,829 (+245.7 %))" in out

@@ -135,9 +135,14 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render(result: PlanDiff) -> str:
+def render(result: PlanDiff, width: int | None = None) -> str:
     """The diff as text for a person: every line (a differing one marked ``*`` with its
-    change and causes), then each cause with its citations."""
+    change and causes), then each cause with its citations, sized to ``width`` columns (the
+    terminal's, ``cli.terminal``): a table when it fits, else each line as a short block whose
+    sentences wrap at spaces, so no number is split."""
+    from kvledger.cli.terminal import output_width, wrap_lines
+
+    width = width or output_width(sys.stdout)
     rows = [("", "line", result.side_a, result.side_b, "change", "because")]
     for line in result.lines:
         if line.a is None and line.b is None:
@@ -152,9 +157,17 @@ def render(result: PlanDiff) -> str:
                      change, ", ".join(line.causes)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     out = [f"kvledger diff {result.model}: {result.side_a} -> {result.side_b}", ""]
-    for r in rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) +
-                   ("  " + r[5] if r[5] else "").rstrip())
+    table = [("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) +
+              ("  " + r[5] if r[5] else "")).rstrip() for r in rows]
+    if max(len(line) for line in table) <= width:
+        out += table
+    else:  # narrow: one block a line, the two sides and the change on a line of their own
+        for mark, label, a, b, change, because in rows[1:]:
+            out.append(f"{mark or ' '} {label}")
+            sides = f"{a}" if a == b else f"{a} -> {b}"
+            out.append(f"    {sides}" + (f"  ({change})" if change else ""))
+            if because:
+                out.append(f"    because: {because}")
     if not result.differences:
         out += ["", "the two plans are the same, line for line"]
     moving = [c for c in result.causes if c.moves != ()]
@@ -170,7 +183,7 @@ def render(result: PlanDiff) -> str:
     if not result.attributed:
         out += ["", "note: a cause that cannot be planned alone (the engine) is named on "
                 "every line that differs and no other cause moves"]
-    return "\n".join(out) + "\n"
+    return "\n".join(wrap_lines(out, width)) + "\n"
 
 
 def _short(value: Any) -> str:
