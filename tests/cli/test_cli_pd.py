@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from typing import Any
 
 import pytest
@@ -165,3 +166,21 @@ def test_sglang_dsa_roles_are_refused(capsys: pytest.CaptureFixture[str]) -> Non
                          "--prefill", f"{line} --disaggregation-mode prefill",
                          "--decode", f"{line} --disaggregation-mode decode")
     assert code == 2 and out == "" and "indexer layers" in err and err.count("\n") == 1
+
+
+def test_pd_text_fits_80_columns_and_its_lines_still_paste(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, "pd", "--engine", "vllm==0.33", "--gpu", "H100-80GB",
+                         "--offline", "--prefill", VLLM, "--decode", VLLM)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [line for line in lines if len(line) > 80] == []
+    # The prefill serve line, cut at flags with " \": joined, it is the line given.
+    start = lines.index("prefill: 4 GPU(s):") + 1
+    cut = []
+    for line in lines[start:]:
+        cut.append(line.strip().removesuffix("\\").strip())
+        if not line.endswith("\\"):
+            break
+    assert shlex.split(" ".join(cut)) == shlex.split(VLLM)

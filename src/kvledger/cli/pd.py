@@ -209,7 +209,12 @@ def _b(n: int) -> str:
     return f"{n:,} B ({n / GIB:.2f} GiB)"
 
 
-def text_lines(data: dict[str, Any]) -> list[str]:
+def text_lines(data: dict[str, Any], width: int | None = None) -> list[str]:
+    """The pair for a person, sized to ``width`` columns (the terminal's): sentences wrap at
+    spaces, serve lines are cut at flags with `` \\`` so they still paste whole."""
+    from kvledger.cli.terminal import output_width, wrap_lines
+
+    width = width or output_width(sys.stdout)
     lines = [f"{data['model']} — disaggregated on {data['engine']} {data['engine_release']}"]
     context = data["decode_requests_at_context"]["context"]
     for r in data["roles"]:
@@ -217,7 +222,8 @@ def text_lines(data: dict[str, Any]) -> list[str]:
         name = t.get("connector") or t.get("transfer_backend")
         lines += [
             "",
-            f"{r['role']}: {r['gpus']} GPU(s); {r['serve_line']}",
+            f"{r['role']}: {r['gpus']} GPU(s):",
+            *_command(r["serve_line"], width, "  "),
             f"  KV pool, each GPU its share of every token: {r['num_blocks']:,} blocks of "
             f"{r['block_size']} = {r['kv_cache_tokens']:,} tokens at "
             f"{r['bytes_per_token']:,} B/token per GPU (budget {_b(r['kv_budget_per_gpu'] or 0)})",
@@ -246,6 +252,21 @@ def text_lines(data: dict[str, Any]) -> list[str]:
         lines += ["", f"{fit['requests']:,} requests of {fit['context']:,} tokens: "
                   f"{fit['decode_instances']} decode instance(s) = {fit['decode_gpus']} GPU(s) "
                   f"+ {fit['prefill_gpus']} prefill GPU(s) = {fit['gpus']} GPU(s)",
-                  f"  prefill: {fit['serve_lines']['prefill']}",
-                  f"  decode (× {fit['decode_instances']}): {fit['serve_lines']['decode']}"]
-    return lines
+                  "  prefill:",
+                  *_command(fit["serve_lines"]["prefill"], width, "    "),
+                  f"  decode (× {fit['decode_instances']}):",
+                  *_command(fit["serve_lines"]["decode"], width, "    ")]
+    # Serve lines are cut at flags already (_command marks them): never re-wrapped, so they
+    # paste whole; every other line wraps at spaces.
+    return [line[1:] if line.startswith(_CMD) else wrapped
+            for line in lines
+            for wrapped in ([line] if line.startswith(_CMD) else wrap_lines([line], width))]
+
+
+_CMD = "\0"  # marks a line of a serve line cut by _command
+
+
+def _command(line: str, width: int, indent: str) -> list[str]:
+    from kvledger.cli.terminal import wrapped_command
+
+    return [_CMD + part for part in wrapped_command(shlex.split(line), width, indent)]

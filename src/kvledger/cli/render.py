@@ -495,29 +495,10 @@ def _alternative_line(alt: Mapping[str, Any]) -> str:
 
 
 def _wrapped_command(argv: Sequence[str], width: int) -> list[str]:
-    """A shell command cut into lines of at most ``width`` characters, each but the last
-    ending in `` \\`` (it still pastes as one command); a flag stays with its value."""
-    import shlex
+    """``cli.terminal.wrapped_command`` (kept here for the fit table's callers)."""
+    from kvledger.cli.terminal import wrapped_command
 
-    words = [shlex.quote(str(w)) for w in argv]
-    groups: list[str] = []
-    for word in words:
-        if groups and not word.startswith("-") and groups[-1].startswith("-") and \
-                " " not in groups[-1]:
-            groups[-1] += " " + word
-        else:
-            groups.append(word)
-    lines: list[str] = []
-    current = ""
-    for group in groups:
-        candidate = f"{current} {group}" if current else group
-        if current and len(candidate) + 2 > width:
-            lines.append(current + " \\")
-            current = "    " + group
-        else:
-            current = candidate
-    lines.append(current)
-    return lines
+    return wrapped_command(argv, width)
 
 
 def render_fit(data: Mapping[str, Any], console: Console | None = None) -> None:

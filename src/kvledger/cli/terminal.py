@@ -13,6 +13,7 @@ import os
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import TextIO
 
 PIPE_WIDTH = 100
@@ -47,3 +48,31 @@ def wrap_lines(lines: list[str], width: int) -> list[str]:
         out += textwrap.wrap(line, width, subsequent_indent=indent + "  ",
                              break_long_words=False, break_on_hyphens=False) or [line]
     return out
+
+
+def wrapped_command(argv: Sequence[str], width: int, indent: str = "") -> list[str]:
+    """A shell command cut into lines of at most ``width`` characters, each but the last
+    ending in `` \\`` (it still pastes as one command); a flag stays with its value; every
+    line starts with ``indent``."""
+    import shlex
+
+    words = [shlex.quote(str(w)) for w in argv]
+    groups: list[str] = []
+    room = width - len(indent) - 6  # a continuation line's indent and " \\"
+    for word in words:
+        if groups and not word.startswith("-") and groups[-1].startswith("-") and \
+                " " not in groups[-1] and len(groups[-1]) + 1 + len(word) <= room:
+            groups[-1] += " " + word  # a flag stays with its value where the two fit
+        else:
+            groups.append(word)
+    lines: list[str] = []
+    current = indent
+    for group in groups:
+        candidate = f"{current} {group}" if current.strip() else current + group
+        if current.strip() and len(candidate) + 2 > width:
+            lines.append(current + " \\")
+            current = indent + "    " + group
+        else:
+            current = candidate
+    lines.append(current)
+    return lines
