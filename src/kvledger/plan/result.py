@@ -16,6 +16,7 @@ given; ``kvledger.plan.model_local`` says what each ``status`` means.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from kvledger import records
@@ -212,15 +213,18 @@ def rows_bytes(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     tensor-parallel rank (with pipeline parallelism, every stage's layers): rows × their
     count; cross-attention counts per request only (it caches the encoder's positions once),
     as ``ModelFacts.bytes_per_token`` does."""
-    from fractions import Fraction
-
-    exact = sum((Fraction(int(r["entry_bytes"]) * int(r.get("count") or 1),
-                          int(r["tokens_per_entry"]))
-                 if r.get("entry_bytes") and r.get("bytes_per_token") is None
-                 else Fraction(int(r.get("bytes_per_token") or 0) * int(r.get("count") or 1))
-                 for r in rows if r.get("kind") != "cross"), Fraction(0))
-    # A per-entry layer's share can leave a fraction of a byte per token: rounded up.
-    per_token = -(-exact.numerator // exact.denominator)
+    # Each row's share as bytes / tokens (a per-entry layer: one entry per tokens_per_entry
+    # tokens), summed exactly over a common denominator (integers: fractions and decimal stay
+    # off the start-up path); a fraction of a byte per token left is rounded up.
+    shares = [(int(r["entry_bytes"]) * int(r.get("count") or 1), int(r["tokens_per_entry"]))
+              if r.get("entry_bytes") and r.get("bytes_per_token") is None
+              else (int(r.get("bytes_per_token") or 0) * int(r.get("count") or 1), 1)
+              for r in rows if r.get("kind") != "cross"]
+    denominator = 1
+    for _, tokens in shares:
+        denominator = denominator * tokens // math.gcd(denominator, tokens)
+    numerator = sum(value * (denominator // tokens) for value, tokens in shares)
+    per_token = -(-numerator // denominator)
     per_request = sum(int(r.get("bytes_per_request") or 0) * int(r.get("count") or 1)
                       for r in rows)
     return per_token, per_request

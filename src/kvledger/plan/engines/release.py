@@ -85,9 +85,9 @@ def version_key(version: str) -> tuple[int, ...] | None:
     return numbers + (0,) * (3 - len(numbers))
 
 
-def _known(releases: Mapping[str, Release]) -> str:
-    some = next(iter(releases.values()))
-    return ", ".join(f"{some.engine}=={v}" for v in releases)
+def _known(releases: Mapping[str, Release], default: str) -> str:
+    engine = releases[default].engine  # one profile: the others may be imported lazily
+    return ", ".join(f"{engine}=={v}" for v in releases)
 
 
 def pick(releases: Mapping[str, R], asked: str | None, default: str) -> R:
@@ -95,12 +95,12 @@ def pick(releases: Mapping[str, R], asked: str | None, default: str) -> R:
     listing the releases known for this engine."""
     if asked is None:
         return releases[default]
-    for version, release in releases.items():
+    for version in releases:
         if _same(asked, version):
-            return release
-    some = next(iter(releases.values()))
+            return releases[version]
+    some = releases[default]
     raise ValueError(f"{some.product} {asked} is not a release kvledger knows "
-                     f"(known: {_known(releases)})")
+                     f"(known: {_known(releases, default)})")
 
 
 def nearest(releases: Mapping[str, R], asked: str | None, default: str) -> tuple[R, str]:
@@ -114,22 +114,23 @@ def nearest(releases: Mapping[str, R], asked: str | None, default: str) -> tuple
     malformed version (``banana``) is a ``ValueError`` listing the known releases."""
     if asked is None:
         return releases[default], ""
-    for version, release in releases.items():
+    for version in releases:
         if _same(asked, version):
-            return release, ""
-    some = next(iter(releases.values()))
+            return releases[version], ""
+    some = releases[default]
     key = version_key(asked)
     if key is None:
         raise ValueError(f"{some.product} {asked!r} is not a release version (known: "
-                         f"{_known(releases)}; write it as pip does, e.g. "
+                         f"{_known(releases, default)}; write it as pip does, e.g. "
                          f"{some.engine}=={default.removesuffix('.0')})")
-    ordered = sorted(releases.items(), key=lambda kv: version_key(kv[0]) or (0, 0, 0))
-    below = [(v, r) for v, r in ordered if (version_key(v) or (0, 0, 0)) <= key]
-    same_minor = [(v, r) for v, r in below if (version_key(v) or (0, 0))[:2] == key[:2]]
-    version, release = (same_minor or below or ordered)[-1 if (same_minor or below) else 0]
+    ordered = sorted(releases, key=lambda v: version_key(v) or (0, 0, 0))
+    below = [v for v in ordered if (version_key(v) or (0, 0, 0)) <= key]
+    same_minor = [v for v in below if (version_key(v) or (0, 0))[:2] == key[:2]]
+    version = (same_minor or below or ordered)[-1 if (same_minor or below) else 0]
+    release = releases[version]
     why = ("a patch release of it" if same_minor else
            "the newest release kvledger knows" if below else "the oldest release kvledger knows")
     note = (f"{some.product} {asked} is not a release kvledger knows: planned as "
             f"{release.label}, {why}; its numbers may differ where {some.product} {asked} "
-            f"changed a rule (known: {_known(releases)})")
+            f"changed a rule (known: {_known(releases, default)})")
     return release, note
