@@ -56,7 +56,10 @@ RESERVE_KEYS = ("activation_peak", "cuda_graphs", "non_torch")
 
 
 def _rows() -> list[dict[str, str]]:
-    with TABLE.open(newline="") as f:
+    # --table names another file of the same columns (kept outside the repository), with an
+    # optional ``engine`` column (``vllm==0.20``: the release kvledger plans the row with).
+    table = Path(os.environ.get("KVLEDGER_BENCH_TABLE", "") or TABLE)
+    with table.open(newline="") as f:
         return list(csv.DictReader(f))
 
 
@@ -73,8 +76,9 @@ def _request(row: dict[str, str]) -> Any:
     if total is None and requested is not None:
         total = requested / util
     graphs = None if row["graphs_subtracted"] == "yes" else 0
+    engine = row.get("engine") or PlanRequest().engine
     return PlanRequest(
-        gpu=row["gpu"] or None, cuda_graph_bytes=graphs,
+        engine=engine, gpu=row["gpu"] or None, cuda_graph_bytes=graphs,
         gpu_total_bytes=None if total is None else int(total * GIB),
         gpu_memory_utilization=util, tensor_parallel_size=int(row["tp"]),
         max_num_seqs=int(row["max_num_seqs"]),
@@ -249,10 +253,20 @@ def main() -> int:
     parser.add_argument("--before", default="d09a878", help="commit of the 'before' rules")
     parser.add_argument("--breakdown", action="store_true",
                         help="also set kvledger's reserve lines beside the logged ones")
+    parser.add_argument("--table", type=Path, default=None, metavar="CSV",
+                        help="rows of logged figures in bench/data/vllm_startup_logs.csv's "
+                             "columns (plus an optional engine column), kept outside the "
+                             "repository; default: that file")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--logs", type=Path, default=None, metavar="DIR",
                         help="measure explain on a folder of start-up logs (DIR/index.csv)")
     args = parser.parse_args()
+    if args.table is not None:
+        if not args.table.is_file():
+            print(f"whole_budget.py: {args.table} not found", file=sys.stderr)
+            return 2
+        # An environment variable, so the "before" run in a subprocess reads it too.
+        os.environ["KVLEDGER_BENCH_TABLE"] = str(args.table.resolve())
     if args.logs is not None:
         if not (args.logs / "index.csv").is_file():
             print(f"whole_budget.py: {args.logs}/index.csv not found", file=sys.stderr)

@@ -73,6 +73,9 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         and not getattr(launch_of(req), "language_model_only", False),
         cublas_handles_before_snapshot=release.cublas_handles_before_snapshot,
         triton_mla_workspace_in_profile=release.triton_mla_workspace_in_profile,
+        topk_topp_triton_min_rows=release.topk_topp_triton_min_rows,
+        rocm=inp.preset.vendor == "amd",
+        cuda_graph_estimate_on_rocm=release.cuda_graph_estimate_on_rocm,
     )
 
 
@@ -93,7 +96,7 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
         utilization, whose_default = default_utilization(inp.request, release)
     rin = reserve_input(inp, release)
     estimates = {}
-    for line, parts in (activation_line(rin), cuda_graph_line(), non_torch_line(rin)):
+    for line, parts in (activation_line(rin), cuda_graph_line(rin), non_torch_line(rin)):
         estimates[line.key] = records.replace(line, parts=parts)
     req = inp.request
     budget = gpu_budget(

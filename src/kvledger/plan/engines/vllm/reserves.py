@@ -166,6 +166,9 @@ class ReserveInput:
     multimodal: bool = False
     cublas_handles_before_snapshot: bool = False
     triton_mla_workspace_in_profile: bool = False
+    topk_topp_triton_min_rows: int = 0  # VllmRelease field: fewer rows take the sort path
+    rocm: bool = False  # an AMD GPU (the release may skip the CUDA-graph estimate there)
+    cuda_graph_estimate_on_rocm: bool = True  # VllmRelease field
 
 
 def _element(inp: ReserveInput) -> int:
@@ -177,10 +180,21 @@ def sampler_rows(inp: ReserveInput) -> int:
     return min(inp.max_num_seqs, inp.max_num_batched_tokens)
 
 
+def topk_topp_sorts(inp: ReserveInput) -> bool:
+    """Whether the dummy sampler's top-k/top-p takes PyTorch's sort (``apply_top_k_top_p``
+    in ``v1/sample/ops/topk_topp_sampler.py``: 0.20 and 0.28 run the Triton kernel on a GPU only
+    for ``logits.shape[0] >= 8`` rows, 0.30 on at any batch; ``VllmRelease.
+    topk_topp_triton_min_rows``)."""
+    return sampler_rows(inp) < inp.topk_topp_triton_min_rows
+
+
 def sampler_bytes(inp: ReserveInput) -> int:
-    """The four ``rows × vocab`` tensors of ``_dummy_sampler_run`` (module docstring)."""
+    """The four ``rows × vocab`` tensors of ``_dummy_sampler_run`` (module docstring); on the
+    sort path, ``apply_top_k_top_p_pytorch``'s ``logits.sort`` adds its float32 values and
+    int64 indices beside them (+ 12 B a row × vocabulary entry, a lower bound)."""
     vocab = required_int(inp.text, "vocab_size")
-    return sampler_rows(inp) * vocab * (_element(inp) + 12)
+    sort = 12 if topk_topp_sorts(inp) else 0
+    return sampler_rows(inp) * vocab * (_element(inp) + 12 + sort)
 
 
 def hidden_states_bytes(inp: ReserveInput) -> int:
@@ -244,7 +258,10 @@ def topk_topp_buffer_rows(inp: ReserveInput) -> int:
 
 
 def topk_topp_buffer_bytes(inp: ReserveInput) -> int:
-    """The Triton top-k/top-p buffer the dummy sampler leaves allocated (module docstring)."""
+    """The Triton top-k/top-p buffer the dummy sampler leaves allocated (module docstring);
+    0 on the sort path (``topk_topp_sorts``: no kernel, no cached buffer)."""
+    if topk_topp_sorts(inp):
+        return 0
     return topk_topp_buffer_rows(inp) * required_int(inp.text, "vocab_size") * FLOAT32
 
 
@@ -263,9 +280,12 @@ def activation_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
     forward = max(mlp, mla)
     peak = encoder + max(forward, sampler + hidden)
     rows = sampler_rows(inp)
+    sort = (" + 12 B of logits.sort's values and indices (fewer rows than the release's "
+            "Triton top-k/top-p threshold: topk_topp_sampler.apply_top_k_top_p_pytorch)"
+            if topk_topp_sorts(inp) else "")
     parts = [
-        Part(f"sampler dummy run: {rows:,} rows × vocab × (model dtype + 12) B, a lower bound "
-             "(gpu_model_runner._dummy_sampler_run)", sampler, EXACT),
+        Part(f"sampler dummy run: {rows:,} rows × vocab × (model dtype + 12) B{sort}, a lower "
+             "bound (gpu_model_runner._dummy_sampler_run)", sampler, EXACT),
         Part(f"dummy run's hidden states: {inp.max_num_batched_tokens:,} tokens × hidden",
              hidden, EXACT),
         Part("MLP transient of the forward, estimated from the MLP width (vLLM measures it; "
@@ -286,7 +306,16 @@ def activation_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
     return line, tuple(parts)
 
 
-def cuda_graph_line() -> tuple[BudgetLine, tuple[Part, ...]]:
+def cuda_graph_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
+    """The CUDA-graph estimate ``determine_available_memory`` subtracts; 0 on ROCm where the
+    release skips ``profile_cudagraph_memory`` there (0.20: ``not current_platform.is_rocm()``,
+    "graph pool handles and mem_get_info behave differently"; 0.28 on: ``is_cuda_alike()``,
+    ROCm included; ``VllmRelease.cuda_graph_estimate_on_rocm``)."""
+    if inp.rocm and not inp.cuda_graph_estimate_on_rocm:
+        part = Part("profile_cudagraph_memory is skipped on ROCm in this release "
+                    "(gpu_worker.determine_available_memory): no estimate subtracted", 0, EXACT)
+        return BudgetLine(CUDA_GRAPHS, "− CUDA graphs (not estimated on ROCm by this release)",
+                          0, EXACT), (part,)
     part = Part("profile_cudagraph_memory's estimate, subtracted "
                 "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1): a device measurement; 0.5 GiB "
                 "estimated, logged 0.13–2.44 GiB (large MoE models above 2 GiB)",

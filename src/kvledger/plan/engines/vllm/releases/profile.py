@@ -66,6 +66,15 @@ class VllmRelease(Release):
     # workspace during the profile run, so the KV budget is sized around it. 0.32 reserves
     # it in TritonMLAMetadataBuilder.__init__, after the profile: not subtracted.
     triton_mla_workspace_in_profile: bool = False
+    # v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p on a GPU: 0.20 and 0.28 take the
+    # Triton top-k/top-p kernel (and keep its buffer, _TRITON_BUFFER_CACHE) only for
+    # ``logits.shape[0] >= 8`` rows, PyTorch's sort below; 0.30 on, at any batch (0: none).
+    # The dummy sampler's rows are min(max_num_seqs, max_num_batched_tokens).
+    topk_topp_triton_min_rows: int = 0
+    # v1/worker/gpu_worker.py determine_available_memory: whether profile_cudagraph_memory's
+    # estimate is taken on ROCm (0.28 on: current_platform.is_cuda_alike(), #44825; 0.20:
+    # "Skip on ROCm/HIP/XPU", no estimate subtracted there).
+    cuda_graph_estimate_on_rocm: bool = True
     # Model types whose config class in this release fills what new_type_verdicts.py's
     # construction tables find missing (0.32's own Step3p5Config, transformers_utils/configs/
     # step3p5.py, defaults use_moe_router_bias True; 0.33 loads step3p5 with transformers'

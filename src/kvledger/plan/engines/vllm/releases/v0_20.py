@@ -79,6 +79,9 @@ RELEASE = replace(
     # config/model.py ModelConfig.is_prefix_caching_supported: a hybrid model gets no
     # prefix caching by default ("still experimental"), so mamba_cache_mode "none".
     hybrid_prefix_caching_by_default=False,
+    # v1/worker/gpu_worker.py determine_available_memory: profile_cudagraph_memory runs only
+    # "not current_platform.is_rocm()" ("Skip on ROCm/HIP/XPU"): no graph estimate on ROCm.
+    cuda_graph_estimate_on_rocm=False,
     # model_executor/models/config.py MambaModelConfig.verify_and_update_config: "all" with
     # prefix caching for the classes declaring SupportsMambaPrefixCaching (models/*.py).
     mamba_all_with_prefix_caching=frozenset({
@@ -104,6 +107,9 @@ CITES: dict[str, str] = {
                       "(cdiv of the groups' summed worst case by the first group's page)",
     "logged_tokens": "v1/core/kv_cache_utils.py _report_kv_cache_config (GPU KV cache size = "
                      "num_blocks // len(groups) x min block size)",
+    "cuda_graph_estimate_on_rocm": "v1/worker/gpu_worker.py determine_available_memory "
+                                   "(profile_cudagraph_memory skipped on ROCm: no graph "
+                                   "estimate subtracted there)",
     "mamba_all_with_prefix_caching": "model_executor/models/config.py MambaModelConfig."
                                      "verify_and_update_config (mamba_cache_mode 'all' for "
                                      "SupportsMambaPrefixCaching models)",

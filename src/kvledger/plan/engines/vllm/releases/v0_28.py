@@ -49,6 +49,10 @@ RELEASE = replace(
         "NanbeigeForCausalLM", "NemotronH_Omni_Reasoning_V3", "Qwen3OmniDSparkModel",
         "Qwen4ExpForCausalLM", "Qwen4ExpForConditionalGeneration", "Qwen4ExpMTP"
     }),
+    # v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p: on a GPU, "HAS_TRITON and
+    # logits.shape[0] >= 8" takes the Triton kernel; fewer rows, the PyTorch sort ("for
+    # small batch sizes"). 0.30 dropped the threshold.
+    topk_topp_triton_min_rows=8,
 )
 
 # Where in vLLM 0.28.0's source each value that differs from 0.30.0's was read (plan/diff.py).
@@ -57,4 +61,7 @@ CITES: dict[str, str] = {
                   "this release; its own words and transformers release)",
     "unregistered_architectures": "model_executor/models/registry.py (the "
                                   "architectures 0.32 lists and it does not)",
+    "topk_topp_triton_min_rows": "v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p "
+                                 "(Triton top-k/top-p only for logits.shape[0] >= 8 on a "
+                                 "GPU; the sort below, no kept buffer)",
 }
