@@ -11,8 +11,8 @@ import pytest
 
 from kvledger.declare.pools import Pool
 from kvledger.plan.api import plan_model
-from kvledger.plan.engines import base as layout_mod
 from kvledger.plan.budget import Budget, given_budget
+from kvledger.plan.engines import base as layout_mod
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan, get_layout
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult

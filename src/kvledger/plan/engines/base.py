@@ -195,6 +195,12 @@ class Layout(ABC):
         then proposes no PP layout for it. Default: no model is refused."""
         return ""
 
+    def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
+        """(the ``gpu_memory_utilization`` a request that gives none plans with, whose default
+        it is): each layout with a GPU budget states its own; the base states none."""
+        raise ValueError(f"the {self.name or type(self).__name__} layout states no default "
+                         "gpu_memory_utilization: pass one")
+
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
         """The KV bytes per GPU on ``inp.preset``, this engine's way. The base layout knows no
         engine's rule, so it refuses: each layout states its own (and its own default

@@ -9,11 +9,11 @@ import json
 from typing import Any
 
 import pytest
-from oracle_cases import SHARED, needs_shared
 
 from kvledger.plan.api import load_facts, plan_model
 from kvledger.plan.engines.base import get_layout
 from kvledger.plan.request import PlanRequest
+from oracle_cases import SHARED, needs_shared
 
 GEMMA2 = SHARED / "configs" / "google--gemma-2-9b.json"
 
