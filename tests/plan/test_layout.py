@@ -11,8 +11,9 @@ import pytest
 
 from kvledger.declare.pools import Pool
 from kvledger.plan.api import plan_model
+from kvledger.plan.budget import Budget, given_budget
 from kvledger.plan.engines import base as layout_mod
-from kvledger.plan.engines.base import Layout, LayoutInput, LayoutPlan, get_layout
+from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan, get_layout
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult
 
@@ -38,14 +39,27 @@ class ToyEngine(Layout):
     def concurrency_at(self, inp: LayoutInput, context: int) -> float:
         return float(inp.stage_budgets[0] // 1000 // context)
 
+    def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
+        # The toy's own rule: 2,000,000 B on any GPU (the base layout states none).
+        return given_budget(2_000_000)
+
+
+class RulelessEngine(ToyEngine):
+    """The toy without a budget rule of its own: the base layout's applies."""
+
+    gpu_budget = Layout.gpu_budget
+
 
 @pytest.fixture()
 def toy(monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType("toy_layout_for_tests")
     module.ToyEngine = ToyEngine  # type: ignore[attr-defined]
+    module.RulelessEngine = RulelessEngine  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "toy_layout_for_tests", module)
     monkeypatch.setitem(layout_mod.LAYOUTS, "toy",
                         ("toy_layout_for_tests:ToyEngine", "a toy engine for the tests"))
+    monkeypatch.setitem(layout_mod.LAYOUTS, "ruleless",
+                        ("toy_layout_for_tests:RulelessEngine", "a toy without a budget rule"))
     monkeypatch.setattr(layout_mod, "_LOADED", {})
 
 
@@ -76,6 +90,7 @@ def test_model_local_caches_reach_a_new_layout_already_subtracted() -> None:
                                            model_local_kv=(spec,)))
     plain = plan_model(LLAMA, PlanRequest(engine="toy", gpu="H100-80GB", max_model_len=100))
     assert plain.available_bytes - result.available_bytes == 4000
+    assert plain.available_bytes == 2_000_000  # the toy's own budget rule
     assert result.num_blocks == result.available_bytes // 1000
 
 
@@ -91,3 +106,14 @@ def test_pool_rows_carry_their_kind() -> None:
     assert row.pool is Pool.FIXED and row.to_json()["pool"] == "fixed"
     with pytest.raises(ValueError):
         PoolRow("kv", "pages", 1, 10, 0, 10)  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("toy")
+def test_the_base_layout_states_no_engines_budget_rule() -> None:
+    # No engine's formula or default utilization is the base's: a layout without a rule of
+    # its own refuses a GPU preset, and plans a given budget (1,000,000 B / 1,000 B = 1,000).
+    with pytest.raises(ValueError, match="ruleless layout computes no budget from a GPU preset"):
+        plan_model(LLAMA, PlanRequest(engine="ruleless", gpu="H100-80GB", max_model_len=100))
+    given = plan_model(LLAMA, PlanRequest(engine="ruleless", kv_cache_memory_bytes=1_000_000,
+                                          max_model_len=100))
+    assert given.num_blocks == 1000

@@ -62,15 +62,13 @@ def _budget(
             notes.append(f"kv_cache_memory_bytes given: the {request.gpu} budget (weights, "
                          "reserves, utilization) is not computed")
         return given_budget(request.kv_cache_memory_bytes), notes, None
-    from kvledger.plan.gpus import ASSUMED_NOTE, given_total_preset, gpu_preset, nvml_total_note
+    from kvledger.plan.gpus import ASSUMED_NOTE, given_total_preset, gpu_preset
     from kvledger.plan.speculative import speculates_with_mtp
     from kvledger.plan.weights import model_weights
 
     if request.gpu is not None:
         preset = gpu_preset(request.gpu)
-        nvml = nvml_total_note(preset) if layout.name == "vllm" else None
-        if nvml is not None:
-            notes.append(nvml)
+        notes.extend(layout.budget_notes(preset))
     elif request.gpu_total_bytes is not None:  # the total alone is a complete budget
         preset = given_total_preset(request.gpu_total_bytes)
         notes.append(ASSUMED_NOTE)
@@ -81,6 +79,7 @@ def _budget(
     weights = model_weights(
         text,
         model_dtype=facts.model_dtype,
+        serving=layout.serving_dtype(facts),
         exact=source.safetensors() if source is not None else None,
         hf_quant=source.hf_quant_config if source is not None else None,
         tensor_parallel_size=request.tensor_parallel_size,

@@ -342,13 +342,23 @@ class PlanResult:
             # Every pool holds kv_cache_tokens: replicas × attention groups of them; every GPU
             # of a stage reserves its rank's bytes.
             pools = self.replicas * self.attention_dp_size
+            # A request never spans pools: where one pool cannot hold one max_model_len
+            # request (vLLM refuses to start), all of them together run none — the summary's
+            # verdict, which the JSON states too instead of multiplying a fraction.
+            where = "replica" if self.attention_dp_size == 1 else "attention DP group"
+            none_runs = self.refuses_to_start or bool(self.vllm_refuses_to_start) or \
+                self.max_concurrency < 1
             out["totals"] = {
                 "gpus": self.num_gpus,
                 "replicas": self.replicas,
                 **({"attention_dp_groups": self.attention_dp_size}
                    if self.attention_dp_size > 1 else {}),
                 "kv_cache_tokens": self.kv_cache_tokens * pools,
-                "max_concurrency": self.max_concurrency * pools,
+                "max_concurrency": 0.0 if none_runs else self.max_concurrency * pools,
+                **({"max_concurrency_note": (
+                    f"each {where} holds {self.max_concurrency:,.2f} of one "
+                    f"{self.max_model_len:,}-token request and a request never spans two, "
+                    "so none runs; more replicas do not change that")} if none_runs else {}),
                 # Each replica (vLLM: each DP rank's engine) admits max_num_seqs of its own.
                 "max_num_seqs": self.max_num_seqs * self.replicas,
                 "reserved_bytes": sum(r.reserved_bytes for r in self.ranks)

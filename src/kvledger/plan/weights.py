@@ -121,12 +121,9 @@ _FLOAT_WIDTH = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
 
 
 def serving_dtype(model_dtype: str) -> str:
-    """The dtype vLLM serves a checkpoint in under ``--dtype auto``.
-
-    vLLM 0.32.0 ``vllm/config/model.py`` ``_get_and_verify_dtype`` → ``_resolve_auto_dtype``:
-    the config's dtype, except that a float32 one is downcast to the platform's preferred
-    dtype, and a dtype the platform does not list falls back to it; on CUDA with bfloat16
-    support (every GPU preset here) that is bfloat16. float16 and bfloat16 stay as they are.
+    """The core's default serving dtype for weights when no layout states one
+    (``Layout.serving_dtype``, which an engine overrides with its own ``--dtype auto`` rule):
+    a 16-bit float checkpoint as stored, any other (float32, unstated) in bfloat16.
     """
     name = resolve_dtype(model_dtype).name
     return name if name in ("bfloat16", "float16") else "bfloat16"
@@ -344,14 +341,15 @@ def _quant_scheme(
     )
 
 
-def tower_bytes(cfg: Mapping[str, Any], model_dtype: str) -> int:
+def tower_bytes(cfg: Mapping[str, Any], model_dtype: str, serving: str | None = None) -> int:
     """The vision / audio towers vLLM builds beside the language model, at the serving dtype
     (``estimate_weights``'s ``towers`` share: towers stay at the dense dtype; layers past a
     LLaVA-style ``vision_feature_layer`` are not built). 0 for a text-only config, or one
     whose tower states no sizes (the estimate's warning says so)."""
     params = count_parameters(cfg)
     towers = params.towers - params.towers_unused
-    return -(-towers * resolve_dtype(serving_dtype(model_dtype)).bits // 8)
+    served = serving or serving_dtype(model_dtype)
+    return -(-towers * resolve_dtype(served).bits // 8)
 
 
 @record(frozen=True)
@@ -371,7 +369,7 @@ class Estimate:
 def estimate_weights(
     cfg: Mapping[str, Any], model_dtype: str, hf_quant: Mapping[str, Any] | None = None,
     *, speculative_mtp: bool = False, stored: bool = False,
-    online: tuple[str, float, frozenset[str]] | None = None,
+    online: tuple[str, float, frozenset[str]] | None = None, serving: str | None = None,
 ) -> Estimate:
     """The weights' bytes from the architecture's parameter count (``derive/params/``).
 
@@ -400,7 +398,8 @@ def estimate_weights(
             if category in ("embed", "lm_head") and not stored:
                 continue
             counts[category] = counts.get(category, 0) + n
-    dense_dtype = resolve_dtype(model_dtype).name if stored else serving_dtype(model_dtype)
+    dense_dtype = resolve_dtype(model_dtype).name if stored else \
+        serving or serving_dtype(model_dtype)
     dense_bits = resolve_dtype(dense_dtype).bits
     scheme = online if online is not None else _quant_scheme(cfg, hf_quant)
     if online is not None and params.towers:
@@ -705,6 +704,7 @@ def model_weights(
     config: Mapping[str, Any] | None = None,
     split: WeightSplit | None = None,
     online: tuple[str, float, frozenset[str]] | None = None,
+    serving: str | None = None,
 ) -> Weights:
     """The weights' total on the GPUs and per-GPU share (module docstring: both paths, and
     the serving dtype ``model_dtype`` decides).
@@ -718,8 +718,10 @@ def model_weights(
     share of an exact total is the estimate's, so the per-GPU figure is estimated).
     ``online``: the engine quantizes an unquantized checkpoint as it loads it
     (``estimate_weights``): the checkpoint's headers hold the unquantized bytes, so the
-    estimate is used.
+    estimate is used. ``serving``: the dtype the engine serves the weights in
+    (``Layout.serving_dtype``, the one rule its plan reads too); None: ``serving_dtype``.
     """
+    serving = serving or serving_dtype(model_dtype)
     if online is not None:
         exact, directory = None, None
     if exact is None and directory is not None:
@@ -730,7 +732,6 @@ def model_weights(
     warnings: tuple[str, ...] = ()
     parameters: int | None = None
     if exact is not None:
-        serving = serving_dtype(model_dtype)
         mtp = mtp_part(exact, cfg)
         mtp_stored = sum(mtp[0].values()) if mtp is not None else 0
         loaded = _without(exact, mtp) if mtp is not None and mtp_stored and \
@@ -748,7 +749,7 @@ def model_weights(
         basis = EXACT
     else:
         est = estimate_weights(config if config is not None else cfg, model_dtype, hf_quant,
-                               speculative_mtp=speculative_mtp, online=online)
+                               speculative_mtp=speculative_mtp, online=online, serving=serving)
         total, how, warnings, parameters = est.bytes, est.how, est.warnings, est.parameters
         if warnings:
             how += f"; not exact: {'; '.join(warnings)}"
@@ -760,7 +761,7 @@ def model_weights(
     if split is not None:
         counted = estimate_weights(config if config is not None else cfg, model_dtype,
                                    hf_quant, speculative_mtp=speculative_mtp,
-                                   online=online).by_category or {}
+                                   online=online, serving=serving).by_category or {}
         if any(counted.get(category, 0) > 0 for category in split.ranks):
             per_rank, parts = split_per_rank(total, counted, tensor_parallel_size,
                                              pipeline_parallel_size, split)

@@ -7,25 +7,29 @@ only through ``Layout``; none of them knows an engine's name. What a layout owns
   ``derive_model`` with the requested KV dtype; native serves a float32 checkpoint in bf16).
 - ``check(request)`` — refuse, by name, an option this layout does not reproduce.
 - ``pipeline_parallel_refusal(facts)`` — why the engine will not run this model with PP > 1
-  ("" when it will; vLLM: a model class without ``SupportsPP``), so ``fit`` skips PP for it.
-- ``gpu_budget(inp)`` — the KV bytes per GPU from a GPU preset, the engine's own way. The
-  default is vLLM's profiling formula, ``int(total × gpu_memory_utilization) − weights −
-  activation peak − CUDA graphs − non-torch`` (``kvledger.plan.budget.gpu_budget``); SGLang
-  computes ``mem_fraction_static`` instead and overrides this.
-- ``pools_model_local`` — where model-local declarations (seed A) go. False (vLLM, SGLang):
+  ("" when it will; e.g. a model class the engine builds without PP support), so ``fit``
+  skips PP for it.
+- ``gpu_budget(inp)`` — the KV bytes per GPU from a GPU preset, the engine's own way. Every
+  layout states its own rule and its own default utilization; the base computes none (a
+  layout without one plans only a given ``kv_cache_memory_bytes``).
+- ``budget_notes(preset)`` — what the layout says about a GPU preset's memory as its engine
+  reads it (default: nothing).
+- ``serving_dtype(facts)`` — the dtype the engine serves the weights in when none is asked
+  (``--dtype auto``): the weights line and the engine's own profile both read this one rule.
+- ``pools_model_local`` — where model-local declarations (seed A) go. False (the engines):
   the engine does not know them, so the API subtracts their peak bytes from the budget
   *before* calling ``plan`` (one budget line, ``key: model_local_kv``) and the layout plans
   the remainder (``LayoutInput.stage_budgets``). True (native): they are classes of the
   layout's own pools, planned in one ledger (``LayoutInput.model_local``).
 - ``plan(inp) -> LayoutPlan`` — per-stage results (``RankResult``: blocks, tokens,
   concurrency, ``PoolRow``s carrying their ``Pool`` kind) and the headline numbers, plus
-  ``engine_fields``: the JSON keys only this engine has (``vllm_refuses_to_start``; SGLang's
-  ``max_running_requests`` and ``sglang_log_line``).
+  ``engine_fields``: the JSON keys only this engine has (a refusal flag, a pool
+  size, a log line).
 - ``concurrency_at(inp, context)`` — requests of ``context`` tokens that fit on the same
   budget (``--concurrency`` bisects over it); 0.0 when none does.
 
 The registry (``kvledger.plan.engines.registry``, a leaf) is data: name → (``module:Class``,
-label). Classes are imported on first use, so ``--engine vllm`` never imports the native layout
+label). Classes are imported on first use, so planning with one engine never imports another
 and the CLI can list engines without importing any.
 
 How a new layout plugs in (SGLang, say):
@@ -111,7 +115,7 @@ class LayoutPlan:
     warnings: tuple[str, ...] = ()
     # The engine would not start (one max_model_len request does not fit).
     refuses_to_start: bool = False
-    # Bytes one max_model_len request needs on each stage, engine overheads included (vLLM:
+    # Bytes one max_model_len request needs on each stage, engine overheads included (e.g.
     # the request's blocks plus the null block); () when the layout cannot say.
     one_request_bytes: tuple[int, ...] = ()
     # JSON keys only this engine has, emitted as they are.
@@ -159,12 +163,6 @@ class Layout(ABC):
         words; "" when it does or when the layout does not say."""
         return ""
 
-    def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
-        """(``gpu_memory_utilization`` when the request gives none, whose default it is). The
-        base layout keeps vLLM's figure, 0.92 (``CacheConfig.gpu_memory_utilization``), for a
-        layout no engine runs; an engine with releases takes its release's."""
-        return 0.92, "vLLM's default"
-
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
         """The model's facts with the requested KV dtype (``auto``: the model's own), derived
         once per model and option and reused by later requests (``derive.facts_cache``)."""
@@ -189,7 +187,7 @@ class Layout(ABC):
         Default: None, and expert parallelism refused (not modelled for this layout)."""
         if request.enable_expert_parallel:
             raise ValueError(f"enable_expert_parallel: the {self.name} layout does not model "
-                             "expert parallelism (plan it with --engine vllm)")
+                             f"expert parallelism (plan it with --engine {DEFAULT_ENGINE})")
         return None
 
     def pipeline_parallel_refusal(self, facts: ModelFacts) -> str:
@@ -197,23 +195,31 @@ class Layout(ABC):
         then proposes no PP layout for it. Default: no model is refused."""
         return ""
 
-    def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
-        """vLLM's profiling budget (``kvledger.plan.budget.gpu_budget``)."""
-        from kvledger.plan.budget import Reserves, gpu_budget
+    def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
+        """(the ``gpu_memory_utilization`` a request that gives none plans with, whose default
+        it is): each layout with a GPU budget states its own; the base states none."""
+        raise ValueError(f"the {self.name or type(self).__name__} layout states no default "
+                         "gpu_memory_utilization: pass one")
 
-        req = inp.request
-        util = req.gpu_memory_utilization
-        default, whose = self.default_utilization(req)
-        return gpu_budget(
-            inp.preset,
-            gpu_memory_utilization=default if util is None else util,
-            weights=inp.weights, request=req, cfg=inp.text_config,
-            model_dtype=inp.facts.model_dtype,
-            reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes,
-                              req.non_torch_bytes),
-            total_bytes=req.gpu_total_bytes,
-            utilization_default=whose if util is None else None,
-        )
+    def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
+        """The KV bytes per GPU on ``inp.preset``, this engine's way. The base layout knows no
+        engine's rule, so it refuses: each layout states its own (and its own default
+        utilization); ``kv_cache_memory_bytes`` plans any layout without one."""
+        raise ValueError(f"the {self.name or type(self).__name__} layout computes no budget "
+                         "from a GPU preset: pass kv_cache_memory_bytes")
+
+    def budget_notes(self, preset: GpuPreset) -> tuple[str, ...]:
+        """What this engine says about ``preset``'s memory as it reads it (e.g. where it takes
+        the total from); () by default."""
+        return ()
+
+    def serving_dtype(self, facts: ModelFacts) -> str:
+        """The dtype this engine serves the weights in when none is asked: the one rule the
+        weights line and the engine's own reserves read. Default: the core's
+        (``kvledger.plan.weights.serving_dtype``: a 16-bit float as stored, else bfloat16)."""
+        from kvledger.plan.weights import serving_dtype
+
+        return serving_dtype(facts.model_dtype)
 
     @abstractmethod
     def plan(self, inp: LayoutInput) -> LayoutPlan:

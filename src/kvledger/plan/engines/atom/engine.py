@@ -80,7 +80,8 @@ class AtomEngine(Layout):
     newest = NEWEST.version
 
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
-        return GPU_MEMORY_UTILIZATION, f"{NEWEST.label}'s default"
+        release = self.release if self.release is not None else NEWEST
+        return GPU_MEMORY_UTILIZATION, f"{release.label}'s default"
 
     def __init__(self, release: Release | None = None, release_note: str = "") -> None:
         super().__init__(release, release_note)

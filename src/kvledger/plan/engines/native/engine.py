@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from kvledger import records
 from kvledger.derive.kvdtype import SERVED_FLOAT32_NOTE, served_kv_dtype
 from kvledger.derive.layers import Kind, LayerCache, Role, ceil_div
-from kvledger.plan.engines.base import Layout, LayoutInput, LayoutPlan
+from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.request import PlanRequest
 from kvledger.plan.result import PoolRow, RankResult, group_summary
 
@@ -216,6 +216,37 @@ class NativeEngine(Layout):
     """kvledger's byte-exact layout (``kvledger.plan.engines.native.layout``)."""
 
     pools_model_local = True
+
+    # No engine runs the native layout, so no engine states its budget: it plans on vLLM's
+    # profiling budget (``kvledger.plan.budget.gpu_budget``: int(total × utilization) −
+    # weights − activation peak − CUDA graphs − non-torch), the one engine-measured formula
+    # kvledger reproduces to the byte, so a native plan and a vLLM plan of the same launch
+    # differ only in how the KV bytes are laid out. Its default utilization is vLLM's too:
+    # ``CacheConfig.gpu_memory_utilization`` = 0.92 (vllm/config/cache.py).
+    DEFAULT_UTILIZATION = 0.92
+
+    def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
+        """(the utilization a request that gives none plans with, whose default it is)."""
+        return self.DEFAULT_UTILIZATION, "vLLM's default"
+
+    def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
+        """vLLM's profiling budget at the native layout's default utilization (the class
+        comment says why)."""
+        from kvledger.plan.budget import Reserves, gpu_budget
+
+        req = inp.request
+        util = req.gpu_memory_utilization
+        default, whose = self.default_utilization(req)
+        return gpu_budget(
+            inp.preset,
+            gpu_memory_utilization=default if util is None else util,
+            weights=inp.weights, request=req, cfg=inp.text_config,
+            model_dtype=inp.facts.model_dtype,
+            reserves=Reserves(req.activation_peak_bytes, req.cuda_graph_bytes,
+                              req.non_torch_bytes),
+            total_bytes=req.gpu_total_bytes,
+            utilization_default=whose if util is None else None,
+        )
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
         """As the default, except that a float32 checkpoint is served in bfloat16, as vLLM

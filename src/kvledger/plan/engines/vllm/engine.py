@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kvledger.plan.budget import Budget
     from kvledger.plan.engines.release import Release
     from kvledger.plan.engines.vllm.layout import VllmPlan
+    from kvledger.plan.gpus import GpuPreset
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.weights import WeightSplit
     from kvledger.source.model_source import ModelSource
@@ -164,6 +165,21 @@ class VllmEngine(Layout):
     def default_utilization(self, request: PlanRequest) -> tuple[float, str]:
         release = self.profile
         return release.default_gpu_memory_utilization, f"{release.short}'s default"
+
+    def budget_notes(self, preset: GpuPreset) -> tuple[str, ...]:
+        """vLLM multiplies CUDA's total (``torch.cuda.mem_get_info()``), which may sit a few
+        hundred MiB below a device-report preset: ``plan.gpus.nvml_total_note`` says so."""
+        from kvledger.plan.gpus import nvml_total_note
+
+        note = nvml_total_note(preset)
+        return () if note is None else (note,)
+
+    def serving_dtype(self, facts: ModelFacts) -> str:
+        """vLLM's ``--dtype auto`` (``resolve._model_dtype``): the dtype the weights line and
+        the profile run's reserves both read."""
+        from kvledger.plan.engines.vllm.resolve import _model_dtype
+
+        return _model_dtype(facts)
 
     def derive(self, source: ModelSource, request: PlanRequest) -> ModelFacts:
         """derive's facts, or this release's reason for not serving the model type: a type

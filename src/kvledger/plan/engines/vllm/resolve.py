@@ -111,15 +111,22 @@ _NO_FLOAT16 = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
 
 
 def _model_dtype(facts: ModelFacts) -> str:
-    # vLLM ``_resolve_auto_dtype`` (config/model.py), ``--dtype auto`` on an SM80+ GPU
-    # (supported dtypes bfloat16, float16, float32): a float32 config (or one stating none,
-    # which loads as float32) is downcast to the preferred bfloat16; a dtype the model type
-    # may not use (float16 for gemma2/3, glm4) falls back to bfloat16 too.
-    if facts.model_dtype == "float32":
+    """vLLM's ``--dtype auto``: the one rule the weights line and the profile run read
+    (``VllmEngine.serving_dtype``).
+
+    vLLM ``_get_and_verify_dtype`` → ``_resolve_auto_dtype`` (config/model.py), on an SM80+
+    GPU (supported dtypes bfloat16, float16, float32; preferred bfloat16): a float32 config
+    (or one stating none, which loads as float32) is downcast to the preferred bfloat16, as
+    is a dtype the platform does not list; a dtype the model type may not use (float16 for
+    gemma2/3, glm4: ``_FLOAT16_NOT_SUPPORTED_MODELS``) falls back to bfloat16 too."""
+    from kvledger.declare.dtypes import resolve_dtype
+
+    dtype = resolve_dtype(facts.model_dtype).name
+    if dtype not in ("bfloat16", "float16"):
         return "bfloat16"
-    if facts.model_dtype == "float16" and facts.model_type in _NO_FLOAT16:
+    if dtype == "float16" and facts.model_type in _NO_FLOAT16:
         return "bfloat16"
-    return facts.model_dtype
+    return dtype
 
 
 # vLLM ``VllmConfig.__post_init__``: async scheduling defaults on unless a speculative method
