@@ -12,6 +12,10 @@ from __future__ import annotations
 from kvledger.plan.engines.release import pick
 from kvledger.plan.engines.vllm.releases import (
     v0_20,
+    v0_22,
+    v0_23,
+    v0_25,
+    v0_26,
     v0_28,
     v0_30,
     v0_31,
@@ -22,7 +26,8 @@ from kvledger.plan.engines.vllm.releases import (
 from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 
 RELEASES: dict[str, VllmRelease] = {
-    r.version: r for r in (v0_20.RELEASE, v0_28.RELEASE, v0_30.RELEASE, v0_31.RELEASE,
+    r.version: r for r in (v0_20.RELEASE, v0_22.RELEASE, v0_23.RELEASE, v0_25.RELEASE,
+                           v0_26.RELEASE, v0_28.RELEASE, v0_30.RELEASE, v0_31.RELEASE,
                            v0_32.RELEASE, v0_33.RELEASE, v0_34.RELEASE)}
 NEWEST = "0.34.0"
 
