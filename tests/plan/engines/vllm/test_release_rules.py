@@ -227,3 +227,35 @@ def test_a_rule_that_moved_between_neighbours_fails_under_the_newer(
     assert _exact(old, older) == _said(old)
     assert _exact(new, newer) == _said(new) != _said(old)
     assert _exact(_asked(old, stated_on), newer) != _said(old)
+
+
+@pytest.mark.parametrize(("older", "newer", "model", "ask", "line", "rule", "where"), [
+    # Gemma-3-27B, 8 GiB, block 16: the same 6,553 blocks; 0.25's window holds one batch
+    # (6,553 / 5,510 = 1.19x: int(1.1893 × 32,768) = 38,970 tokens), 0.26's two (6,553 /
+    # 8,582 = 0.76x: 25,020).
+    ("0.25", "0.26", "google/gemma-3-27b-it", {"max_model_len": 32768}, "kv_cache_tokens",
+     "window_holds_in_flight_batches", "v1/kv_cache_interface.py"),
+    # Qwen3-Next-80B-A3B, 8 GiB, block 16: 642 blocks both; 0.26 leaves prefix caching off
+    # (64 blocks a request: 328,704 tokens), 0.28 turns it on (67: 313,985).
+    ("0.26", "0.28", "Qwen/Qwen3-Next-80B-A3B-Thinking", {"max_model_len": 32768},
+     "kv_cache_tokens", "hybrid_prefix_caching_by_default", "engine/arg_utils.py"),
+    # The same question: 0.20 logs 642 // 4 × 544 = 87,040 tokens, 0.22 328,704.
+    ("0.20", "0.22", "Qwen/Qwen3-Next-80B-A3B-Thinking", {"max_model_len": 32768},
+     "kv_cache_tokens", "logged_tokens", "_report_kv_cache_config"),
+])
+def test_diff_between_neighbours_names_the_rule_and_its_source(
+        older: str, newer: str, model: str, ask: dict[str, Any], line: str, rule: str,
+        where: str) -> None:
+    from kvledger.plan.diff import diff_plans
+    from kvledger.plan.request import PlanRequest
+
+    skip_without_shared()
+    both = {"kv_cache_memory_bytes": 8 << 30, "block_size": 16, **ask}
+    diff = diff_plans(model, PlanRequest(engine=f"vllm=={older}", **both),
+                      PlanRequest(engine=f"vllm=={newer}", **both))
+    moved = next(d for d in diff.differences if d.key == line)
+    assert moved.causes == (rule,)
+    cause = next(c for c in diff.causes if c.name == rule)
+    assert len(cause.cites) == 1
+    assert cause.cites[0].startswith(f"vLLM {older}.0 -> vLLM {newer}.0: ")
+    assert where in cause.cites[0]
