@@ -253,6 +253,20 @@ def install_patches(args) -> None:
         )
     CpuPlatform.get_attn_backend_cls = classmethod(get_attn_backend_cls)
 
+    # ---- patch A2: an SM count for the emulated GPU (vLLM 0.22) ----------------
+    # 0.22's TritonMLAImpl.__init__ asks current_platform.num_compute_units(), which the CPU
+    # platform does not implement; the count only splits decode work across SMs and sizes
+    # nothing in the KV cache. 132: an H100 SXM's SMs.
+    if args.platform == "cuda" and hasattr(CpuPlatform, "num_compute_units"):
+        try:
+            CpuPlatform.num_compute_units()
+        except NotImplementedError:
+            CpuPlatform.num_compute_units = classmethod(lambda cls, device_id=0: 132)
+            PATCH_LOG.append("CpuPlatform.num_compute_units -> 132 (an H100's SMs; "
+                             "decode work split only)")
+        except Exception:  # pragma: no cover - another signature: leave it
+            pass
+
     # ---- patch B: undo CPU-only KV-relevant config overrides (cuda mode) ----
     if args.platform == "cuda":
         orig_check = CpuPlatform.check_and_update_config.__func__
