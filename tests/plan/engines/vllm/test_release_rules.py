@@ -259,3 +259,19 @@ def test_diff_between_neighbours_names_the_rule_and_its_source(
     assert len(cause.cites) == 1
     assert cause.cites[0].startswith(f"vLLM {older}.0 -> vLLM {newer}.0: ")
     assert where in cause.cites[0]
+
+
+@pytest.mark.parametrize(("release", "neighbour"), [("0.22", "0.23"), ("0.23", "0.25")])
+def test_a_release_sharing_its_neighbours_rules_answered_as_it(release: str,
+                                                               neighbour: str) -> None:
+    # vLLM 0.22's, 0.23's and 0.25's own answers to every release question are the same
+    # (their profiles differ only in the registry and Bamba, which no question asks), so each
+    # shares its neighbour's KV rules and is still named (engine="vllm==0.22").
+    def answers(r: str) -> dict[tuple[int, bool], Any]:
+        path = ORACLES / f"vllm-{r}" / "release-questions.jsonl"
+        return {(c["source"]["line"], "--enable-prefix-caching" in c["command"]):
+                c.get("expected") for c in map(json.loads, path.read_text().splitlines())}
+
+    mine, theirs = answers(release), answers(neighbour)
+    assert len(mine) == 14
+    assert mine == theirs
