@@ -61,8 +61,9 @@ def test_a_catalog_plan_imports_none_of_the_heavy_modules() -> None:
 # 65: 0.34's release profile (releases/v0_34.py) joined the path.
 # 69: the profiles of vLLM 0.20, 0.28, 0.30 and 0.31 (releases/v0_20.py, …: one small module
 # a release, each a replace() of the next newer one, which every vLLM plan binds from).
-# 65: those four are imported when asked for (releases/__init__.py _Profiles): a plan of the
-# newest imports 0.34, 0.33 and 0.32 only.
+# 73: the profiles of vLLM 0.22, 0.23, 0.25 and 0.26 (releases/v0_22.py, …), the same way.
+# 65: the older profiles are imported when asked for (releases/__init__.py _Profiles): a
+# plan of the newest imports 0.34, 0.33 and 0.32 only.
 MODULES_ON_THE_PATH = 65
 
 

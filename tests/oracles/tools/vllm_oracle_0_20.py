@@ -253,6 +253,20 @@ def install_patches(args) -> None:
         )
     CpuPlatform.get_attn_backend_cls = classmethod(get_attn_backend_cls)
 
+    # ---- patch A2: an SM count for the emulated GPU (vLLM 0.22) ----------------
+    # 0.22's TritonMLAImpl.__init__ asks current_platform.num_compute_units(), which the CPU
+    # platform does not implement; the count only splits decode work across SMs and sizes
+    # nothing in the KV cache. 132: an H100 SXM's SMs.
+    if args.platform == "cuda" and hasattr(CpuPlatform, "num_compute_units"):
+        try:
+            CpuPlatform.num_compute_units()
+        except NotImplementedError:
+            CpuPlatform.num_compute_units = classmethod(lambda cls, device_id=0: 132)
+            PATCH_LOG.append("CpuPlatform.num_compute_units -> 132 (an H100's SMs; "
+                             "decode work split only)")
+        except Exception:  # pragma: no cover - another signature: leave it
+            pass
+
     # ---- patch B: undo CPU-only KV-relevant config overrides (cuda mode) ----
     if args.platform == "cuda":
         orig_check = CpuPlatform.check_and_update_config.__func__
@@ -769,21 +783,41 @@ def worker_collect(args, model_dir: str, rank: int, init_method: str,
         shared = dict(shared_layers or {})
 
     # --- Worker.determine_available_memory() for an explicit size ----------
+    reserve = None
     if args.platform == "cuda" and importlib.util.find_spec(
-            "vllm.multimodal.gpu_ipc_memory") is None:
-        # vLLM 0.20 gpu_worker.Worker.determine_available_memory: returns
-        # kv_cache_memory_bytes as given (no multimodal IPC reservation yet).
-        avail = vc.cache_config.kv_cache_memory_bytes
-        avail_src = "gpu_worker (0.20): kv_cache_memory_bytes as given"
-    elif args.platform == "cuda":
-        from vllm.multimodal.gpu_ipc_memory import reserve_mm_ipc_gpu_memory
+            "vllm.multimodal.gpu_ipc_memory") is not None:
+        reserve = getattr(importlib.import_module("vllm.multimodal.gpu_ipc_memory"),
+                          "reserve_mm_ipc_gpu_memory", None)
+    worker_reserve = None
+    if args.platform == "cuda" and reserve is None:
+        from vllm.v1.worker.gpu_worker import Worker
 
-        avail = reserve_mm_ipc_gpu_memory(
+        worker_reserve = getattr(Worker, "_reserve_mm_ipc_gpu_memory", None)
+    if args.platform == "cuda" and reserve is not None:
+        avail = reserve(
             vc.cache_config.kv_cache_memory_bytes,
             vc.model_config.multimodal_config,
             getattr(vc.parallel_config, "_api_process_count", 1),
         )
         avail_src = "gpu_worker: reserve_mm_ipc_gpu_memory(kv_cache_memory_bytes, ...)"
+    elif args.platform == "cuda" and worker_reserve is not None:
+        # vLLM 0.25 / 0.26 gpu_worker.Worker.determine_available_memory: returns
+        # self._reserve_mm_ipc_gpu_memory(kv_cache_memory_bytes), a Worker method reading
+        # only model_config, parallel_config and its static _uses_gpu_video_backend.
+        from types import SimpleNamespace
+
+        from vllm.v1.worker.gpu_worker import Worker
+
+        worker = SimpleNamespace(model_config=vc.model_config,
+                                 parallel_config=vc.parallel_config,
+                                 _uses_gpu_video_backend=Worker._uses_gpu_video_backend)
+        avail = worker_reserve(worker, vc.cache_config.kv_cache_memory_bytes)
+        avail_src = "gpu_worker: Worker._reserve_mm_ipc_gpu_memory(kv_cache_memory_bytes)"
+    elif args.platform == "cuda":
+        # vLLM 0.20 to 0.23 gpu_worker.Worker.determine_available_memory: returns
+        # kv_cache_memory_bytes as given (no multimodal IPC reservation yet).
+        avail = vc.cache_config.kv_cache_memory_bytes
+        avail_src = "gpu_worker (0.20 to 0.23): kv_cache_memory_bytes as given"
     else:
         avail = vc.cache_config.kv_cache_memory_bytes
         avail_src = "cpu_worker: kv_cache_memory_bytes (host-RAM check skipped)"

