@@ -380,10 +380,10 @@ def extensible_cache_off(text: str, *, requested: bool | None) -> str | None:
         return None
     access = _access(cfg)
     if LEGACY_IPC in access:
-        return "a KV connector sharing the cache through legacy CUDA IPC"
+        return "the connector shares the cache through legacy CUDA IPC"
     if _custom_mem_pool(cfg):
-        return "custom_mem_pool (the connector's own memory pool)"
+        return "the connector allocates it from its custom_mem_pool"
     if EXPORTS_FABRIC in access and requested is None:
         return ("NIXL exports the cache through FABRIC handles, which need an IMEX channel "
-                "(assumed absent; --enable-extensible-kv-cache keeps the mode on)")
+                "(assumed absent: --enable-extensible-kv-cache keeps the mode on)")
     return None

@@ -116,7 +116,7 @@ def default_utilization(request: Any, release: VllmRelease) -> tuple[float, str]
     why = connector_turns_it_off(request) if release.extensible_kv_cache else None
     if why is not None and request.kv_cache_memory_bytes is None:
         return (release.default_gpu_memory_utilization,
-                f"{release.short}'s default: the extensible KV cache is off with {why}")
+                f"{release.short}'s default: the extensible KV cache is off, {why}")
     return release.default_gpu_memory_utilization, f"{release.short}'s default"
 
 
