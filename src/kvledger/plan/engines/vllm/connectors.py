@@ -43,8 +43,9 @@ connectors added to ``factory.py`` (``kv_connectors_added``), and which connecto
 extensible KV cache off (``extensible_cache_off``: config/vllm.py
 ``_resolve_extensible_kv_cache`` with each connector's ``kv_cache_access`` classmethod).
 
-Not in vLLM 0.33.0 or 0.34.0: ``P2pNcclConnector`` (and its ``kv_buffer_size``: ``KVTransferConfig`` has
-no such field). Registered but not sized (refused by name): the rest of ``factory.py``.
+Not in vLLM 0.33.0 or 0.34.0: ``P2pNcclConnector`` (and its ``kv_buffer_size``:
+``KVTransferConfig`` has no such field). Registered but not sized (refused by name): the rest
+of ``factory.py``.
 """
 
 from __future__ import annotations
