@@ -142,3 +142,25 @@ def test_kv_offloading_size_is_planned_under_0_34() -> None:
     # --kv-offloading-size 16: cpu_bytes_to_use 16 × 2**30; 2,048 chunks of 64 tokens.
     tier = plan(None, kv_offloading_size=16).to_json()["kv_offload"]
     assert (tier["chunk_bytes"], tier["chunks"], tier["cpu_tokens"]) == (8_388_608, 2_048, 131_072)
+
+
+def test_a_gpu_buffer_comes_out_of_the_extensible_margin(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Mooncake (REGISTERS) + LMCache (IN_PROCESS): the mode stays on, utilization 1.0 leaves
+    # nothing above it, and LMCache's 256 × 81,920 = 20,971,520 B buffer (Llama-3.1-70B, TP 4)
+    # is built after sizing, out of the ≥ 1 GiB margin: no "do not fit" warning.
+    from kvledger.cli.main import main
+
+    cfg = json.dumps({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                      "kv_connector_extra_config": {"connectors": [
+                          {"kv_connector": "MooncakeConnector", "kv_role": "kv_both"},
+                          {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}})
+    line = ("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4 "
+            f"--max-model-len 32768 --kv-transfer-config '{cfg}'")
+    code = main(["pd", "--gpu", "H100-80GB", "--offline", "--json", "--prefill", line,
+                 "--decode", line])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    roles = json.loads(out)["roles"]
+    assert all(r["transfer"]["gpu_bytes_per_gpu"] == 20_971_520 for r in roles)
+    assert not any("do not fit" in w for r in roles for w in r["warnings"])
