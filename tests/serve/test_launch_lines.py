@@ -65,10 +65,14 @@ def test_offload_lines_plan(capsys: pytest.CaptureFixture[str]) -> None:
     tier = json.loads(out)
     assert tier["kv_offload"]["cpu_tokens"] == 524_288  # 64 GiB / 2 MiB blocks × 16
     assert tier["kv_offload"]["chunk_bytes"] == 16 * 131_072  # one 16-token block, 32 layers
-    # vLLM 0.34's connectors were not read: the tier is refused by name, not sized by 0.33.
-    code, out, err = run(capsys, "plan", "--gpu", "H100-80GB", "--", "vllm", "serve", LLAMA,
-                         "--max-model-len", "8192", "--kv-offloading-size", "64")
-    assert code == 2 and "--kv-offloading-size under vLLM 0.34" in err
+    # vLLM 0.34 sizes the tier as 0.33 (releases/v0_34.py) on its 64-token block: a chunk
+    # is 64 × 131,072 B = 8,388,608 B; 64 GiB holds 8,192 chunks × 64 = 524,288 tokens.
+    code, out, err = run(capsys, "plan", "--gpu", "H100-80GB", "--json", "--", "vllm",
+                         "serve", LLAMA, "--max-model-len", "8192", "--kv-offloading-size", "64")
+    assert code == 0, err
+    tier = json.loads(out)["kv_offload"]
+    assert (tier["chunk_bytes"], tier["chunks"], tier["cpu_tokens"]) == \
+        (8_388_608, 8_192, 524_288)
 
 
 def test_flags_before_the_line_are_the_same_plan(capsys: pytest.CaptureFixture[str]) -> None:

@@ -312,8 +312,14 @@ def test_sglang_speculative_and_refusals() -> None:
     assert out.options["--speculative-method"] == "mtp"
     assert "--cuda-graph-max-bs" in refused(
         "python -m sglang.launch_server --model-path M --cuda-graph-max-bs 64")  # ambiguous
-    assert "--enable-hierarchical-cache" in refused(
-        "python -m sglang.launch_server --model-path M --enable-hierarchical-cache")
+    # HiCache's host tier is planned (hicache.py); its storage backends are not.
+    hicache = t("python -m sglang.launch_server --model-path M --enable-hierarchical-cache "
+                "--hicache-size 40")
+    assert "--enable-hierarchical-cache" in hicache.options
+    assert hicache.options["--hicache-size"] == "40"
+    assert "--hicache-storage-backend" in refused(
+        "python -m sglang.launch_server --model-path M --enable-hierarchical-cache "
+        "--hicache-storage-backend file")
     assert "--disable-prefill-cuda-graph" in refused(
         "python -m sglang.launch_server --model-path M --disable-prefill-cuda-graph")
     out = t("python -m sglang.launch_server --model-path M --disable-prefill-cuda-graph "

@@ -194,12 +194,25 @@ def _add_sglang_options(p: argparse.ArgumentParser) -> None:
                    metavar="D", help="tokens verified per speculative step (default: "
                    "--num-speculative-tokens + 1, a linear chain); sizes the Mamba states' "
                    "speculative scratch")
+    g.add_argument("--enable-hierarchical-cache", "--enable-hicache", action="store_true",
+                   default=None, dest="enable_hierarchical_cache",
+                   help="HiCache: a host KV tier beside the GPU pool (its tokens and bytes)")
+    g.add_argument("--hicache-ratio", type=float, default=None, metavar="R",
+                   help="host tier tokens per GPU pool token (default: 2.0 at most, lowered "
+                   "by SGLang to fit the host)")
+    g.add_argument("--hicache-size", type=float, default=None, metavar="G",
+                   help="host tier of G GB (decimal) per GPU; overrides --hicache-ratio")
+    g.add_argument("--hicache-mem-layout", choices=("layer_first", "page_first",
+                                                    "page_first_direct"), default=None,
+                   help="the host tier's layout (default page_first)")
 
 
 SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens",
                 "chunked_prefill_size", "cuda_graph_max_bs", "swa_full_tokens_ratio",
                 "mamba_full_memory_ratio", "disable_radix_cache", "disable_overlap_schedule",
-                "enable_dp_attention", "mamba_ssm_dtype", "speculative_num_draft_tokens")
+                "enable_dp_attention", "mamba_ssm_dtype", "speculative_num_draft_tokens",
+                "enable_hierarchical_cache", "hicache_ratio", "hicache_size",
+                "hicache_mem_layout")
 
 
 def _sglang_options(ns: argparse.Namespace) -> Any:

@@ -88,9 +88,13 @@ def role_summary(role: str, plan: dict[str, Any], transfer: dict[str, Any] | Non
         host = int(host_per_gpu) * gpus
     warnings = list(plan.get("warnings") or [])
     total, share = budget.get("gpu_total"), budget.get("utilization")
-    if gpu_extra and total and share is not None and gpu_extra > total - share:
+    # vLLM 0.34's extensible KV cache builds the connector after sizing the cache
+    # (v1/worker/gpu_worker.py initialize_from_config → extend_kv_cache), out of the margin it
+    # left free (extensible_budget.py kv_margin) beside what utilization 1.0 leaves.
+    left = (total - share + budget.get("kv_margin", 0)) if total and share is not None else 0
+    if gpu_extra and total and share is not None and gpu_extra > left:
         warnings.append(f"{role}: {gpu_extra:,} B per GPU beyond the KV pool do not fit the "
-                        f"{total - share:,} B left above the memory fraction: lower it")
+                        f"{left:,} B left above the memory fraction: lower it")
     return {
         "role": role, "serve_line": serve_line, "engine": plan["engine"],
         "engine_release": plan.get("engine_release"), "gpus": gpus,

@@ -30,8 +30,9 @@ _SGLANG_SHARED = (("tp_size", "tensor_parallel_size", 1), ("pp_size", "pipeline_
                   ("page_size", "block_size", None))
 _SGLANG_OPTIONS = ("mem_fraction_static", "max_running_requests", "max_total_tokens",
                    "chunked_prefill_size", "swa_full_tokens_ratio", "mamba_full_memory_ratio",
-                   "mamba_ssm_dtype")
-_SGLANG_SWITCHES = ("disable_radix_cache", "disable_overlap_schedule", "enable_dp_attention")
+                   "mamba_ssm_dtype", "hicache_ratio", "hicache_size", "hicache_mem_layout")
+_SGLANG_SWITCHES = ("disable_radix_cache", "disable_overlap_schedule", "enable_dp_attention",
+                    "enable_hierarchical_cache")
 _RESERVES = (("activation_peak_bytes", "--activation-peak-bytes"),
              ("cuda_graph_bytes", "--cuda-graph-bytes"), ("non_torch_bytes", "--non-torch-bytes"))
 
@@ -118,9 +119,34 @@ def _vllm(model: str, request: Any, total: int | None, name: str | None) -> Line
         argv += [_flag(table, "speculative_config"), json.dumps(config, separators=(",", ":"))]
     if request.cuda_graph_bytes == 0:  # vllm_map: --enforce-eager → no CUDA-graph reserve
         argv.append(_flag(table, "enforce_eager"))
+    argv += _vllm_connector(table, getattr(request, "vllm_launch", None))
     if request.allow_long_max_model_len:
         env.append("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
     return Line((*env, *argv), tuple(_common_kvledger(request)))
+
+
+def _vllm_connector(table: FlagTable, launch: Any) -> list[str]:
+    """The KV connector and CPU tier the plan sized (``--kv-transfer-config``,
+    ``--kv-offloading-size``/``--kv-offloading-backend``) and the extensible-cache switch that
+    decides the budget beside a connector (vllm_launch_map reads them back)."""
+    if launch is None:
+        return []
+    out: list[str] = []
+    if launch.kv_transfer_config is not None:
+        # The JSON as given, compacted (vLLM parses it with json.loads).
+        try:
+            text = json.dumps(json.loads(launch.kv_transfer_config), separators=(",", ":"))
+        except json.JSONDecodeError:
+            text = launch.kv_transfer_config
+        out += [_flag(table, "kv_transfer_config"), text]
+    if launch.kv_offloading_size is not None:
+        out += [_flag(table, "kv_offloading_size"), f"{launch.kv_offloading_size:g}"]
+        if launch.kv_offloading_backend != "native":
+            out += [_flag(table, "kv_offloading_backend"), launch.kv_offloading_backend]
+    extensible = getattr(launch, "enable_extensible_kv_cache", None)
+    if extensible is not None:
+        out.append(_flag(table, "enable_extensible_kv_cache", negative=not extensible))
+    return out
 
 
 def _sglang(model: str, request: Any) -> Line:

@@ -84,6 +84,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
         out.notes.append(f"--ep-size {ep} with --tp-size {tp}: each GPU holds 1/{ep} of the "
                          f"experts in {tp // ep} tensor-parallel slices, 1/{tp} of the expert "
                          "bytes: the same bytes per GPU as tensor parallelism alone")
+    _hicache(values, out, mapped)
     _attention_backend(values, out, mapped)
     _rope_override(values, out, mapped)
     classify(scanned, sglang_flags.RULES, out, kv_budget_given=kv_budget, skip=mapped,
@@ -98,6 +99,26 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
 # DSA models) and the pool is the one kvledger plans. The planner's own page-size rule applies
 # (it asks for --page-size where the default depends on the default backend, off Hopper).
 _PAGE_ONE_BACKENDS = ("triton", "flashinfer")
+
+
+# HiCache's host tier (plan/engines/sglang/hicache.py): the flags that size it, and those
+# that move no bytes (the write policy, the I/O kernel).
+_HICACHE = {"hicache_ratio": "--hicache-ratio", "hicache_size": "--hicache-size",
+            "hicache_mem_layout": "--hicache-mem-layout"}
+_HICACHE_INERT = ("hicache_write_policy", "hicache_io_backend")
+
+
+def _hicache(values: dict[str, Any], out: Translation, mapped: set[str]) -> None:
+    """``--enable-hierarchical-cache`` and its sizes → kvledger's SGLang options; the other
+    HiCache flags (storage backends, host-memory fraction) stay refused by their rule."""
+    if values.get("enable_hierarchical_cache"):
+        out.options["--enable-hierarchical-cache"] = None
+        mapped.add("enable_hierarchical_cache")
+    for dest, flag in _HICACHE.items():
+        if values.get(dest) is not None:
+            out.options[flag] = str(values[dest])
+            mapped.add(dest)
+    mapped.update(dest for dest in _HICACHE_INERT if dest in values)
 
 
 def _attention_backend(values: dict[str, Any], out: Translation, mapped: set[str]) -> None:

@@ -55,8 +55,10 @@ def map_launch(values: dict[str, Any], out: Translation,
     extensible = values.get("enable_extensible_kv_cache")
     if extensible is not None:  # vLLM 0.34 (VllmLaunch.enable_extensible_kv_cache)
         taken.add("enable_extensible_kv_cache")
-        if extensible is False:
-            out.options["--no-enable-extensible-kv-cache"] = None
+        # True matters with a KV connector that would turn the mode off (NIXL without an
+        # IMEX channel: connectors.py extensible_cache_off).
+        out.options["--enable-extensible-kv-cache" if extensible
+                    else "--no-enable-extensible-kv-cache"] = None
     size = values.get("kv_offloading_size")
     if size is not None:
         taken |= {"kv_offloading_size", "kv_offloading_backend"}

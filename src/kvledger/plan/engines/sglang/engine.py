@@ -91,6 +91,20 @@ def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
     return fields
 
 
+def _hicache(inp: LayoutInput, plan: SglangPlan) -> tuple[dict[str, Any] | None, list[str]]:
+    from kvledger.plan.engines.sglang.hicache import plain_plan_tier
+
+    options = _options(inp)
+    names = {str(row["name"]) for row in plan.pool_rows}
+    return plain_plan_tier(
+        enabled=options.enable_hierarchical_cache, ratio=options.hicache_ratio,
+        size_gb=options.hicache_size, layout=options.hicache_mem_layout,
+        device_tokens=plan.kv_cache_tokens, bytes_per_token=int(plan.cell_bytes_per_token),
+        page_size=plan.page_size, context_len=plan.context_len,
+        single_pool=plan.swa_tokens is None and plan.state is None and names <= {"kv"}
+        and len(plan.stages) == 1)
+
+
 def _why_not_cached(layer: LayerCache, res: Resolved) -> str:
     """SGLang keeps the checkpoint's MTP (next-n) layers in a draft pool only when it
     speculates with them (``Resolved.draft_layers``, from the speculative settings)."""
@@ -207,6 +221,9 @@ class SglangEngine(Layout):
                 plan.resolved.page_size_source.startswith("SGLang default"):
             warnings.append("page size auto: SGLang's choice on Hopper (H100/H200); pass "
                             "--gpu or --page-size for another GPU")
+        # --enable-hierarchical-cache: HiCache's host tier beside the pool (hicache.py).
+        hicache, hicache_lines = _hicache(inp, plan)
+        warnings += hicache_lines
         # One context-length request: its tokens at the cell, and one state slot set.
         per_state = plan.state.bytes_per_slot * next(
             (int(r["entries_per_req"]) for r in plan.pool_rows if r["name"] == "mamba"), 0) \
@@ -227,7 +244,8 @@ class SglangEngine(Layout):
                                         lambda layer: _why_not_cached(layer, plan.resolved))),
             warnings=tuple(warnings),
             one_request_bytes=(one,) * len(ranks),
-            engine_fields=_engine_fields(plan, inp.budget),
+            engine_fields={**_engine_fields(plan, inp.budget),
+                           **({"hicache": hicache} if hicache is not None else {})},
             # DP attention: attn_dp groups inside the TP group, one replica
             # (runtime_context.launch_world_size_of: tp_size × pp_size GPUs).
             attention_dp_size=plan.resolved.attn_dp,

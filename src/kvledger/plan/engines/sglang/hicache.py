@@ -82,3 +82,46 @@ def host_pool(*, device_tokens: int, bytes_per_token: int, page_size: int,
         staging = staged * page_size * bytes_per_token
     return HostPool(tokens, bytes_per_token, tokens * bytes_per_token, used_ratio, size_gb,
                     layout, exact, staging, label)
+
+
+def plain_plan_tier(*, enabled: bool, ratio: float | None, size_gb: float | None,
+                    layout: str | None, device_tokens: int, bytes_per_token: int,
+                    page_size: int, context_len: int,
+                    single_pool: bool) -> tuple[dict[str, Any] | None, list[str]]:
+    """HiCache on an ordinary (not disaggregated) SGLang plan: the ``hicache`` JSON field and
+    the lines the text shows. ``--hicache-ratio`` / ``--hicache-size`` without
+    ``--enable-hierarchical-cache`` allocate nothing (SGLang builds the host pool only with
+    it: ``kv_cache_builder.py``), which a note says."""
+    given = [flag for flag, value in (("--hicache-ratio", ratio), ("--hicache-size", size_gb),
+                                      ("--hicache-mem-layout", layout)) if value is not None]
+    if not enabled:
+        if given:
+            return None, [f"{', '.join(given)} without --enable-hierarchical-cache: SGLang "
+                          "builds no host tier"]
+        return None, []
+    if not single_pool:
+        raise HiCacheNotModelled("--enable-hierarchical-cache on a model with several KV "
+                                 "pools (sliding-window, state or indexer pools): the host "
+                                 "tier of each is not modelled")
+    pool = host_pool(device_tokens=device_tokens, bytes_per_token=bytes_per_token,
+                     page_size=page_size, ratio=ratio, size_gb=size_gb or 0.0,
+                     layout=layout or DEFAULT_LAYOUT)
+    prefixes = pool.tokens // context_len if context_len > 0 else 0
+    how = (f"--hicache-size {pool.size_gb:g} GB" if pool.size_gb else
+           f"--hicache-ratio {pool.ratio:g}" + ("" if pool.exact else " (the most; SGLang "
+                                                "lowers it until the host's pools fit, "
+                                                "hicache_auto_size.py)"))
+    lines = [f"HiCache host tier ({how}, {pool.layout}): {pool.tokens:,} tokens × "
+             f"{pool.bytes_per_token:,} B = {pool.bytes:,} B ({pool.bytes / 2**30:.2f} GiB) of "
+             f"host memory per GPU; {prefixes:,} whole prefix(es) of {context_len:,} tokens "
+             "(capacity, not a hit rate)"]
+    if pool.tokens <= device_tokens:
+        # pool_host/base.py _allocate_host_buffer warns: the L2 tier adds little.
+        lines.append(f"the host tier ({pool.tokens:,} tokens) is no larger than the GPU pool "
+                     f"({device_tokens:,}): SGLang warns that it adds little")
+    if pool.staging_gpu_bytes:
+        lines.append(f"page_first layout: up to {pool.staging_gpu_bytes:,} B of GPU write-back "
+                     "staging, not taken out of the pool shown")
+    field = {**pool.to_json(), "host_bytes_per_gpu": pool.bytes,
+             "whole_prefixes_at_context": prefixes, "context": context_len}
+    return field, lines

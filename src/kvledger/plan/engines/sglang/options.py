@@ -64,6 +64,13 @@ class SglangOptions:
     # --speculative-num-draft-tokens: tokens verified per step (None: the linear chain's
     # --num-speculative-tokens + 1); sizes the recurrent states' speculative scratch.
     speculative_num_draft_tokens: int | None = None
+    # --enable-hierarchical-cache with --hicache-ratio R / --hicache-size G (GB) /
+    # --hicache-mem-layout: HiCache's host tier beside the GPU pool (hicache.py). None: SGLang's
+    # default (ratio 2.0 at most, sized to the host; layout page_first).
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float | None = None
+    hicache_size: float | None = None
+    hicache_mem_layout: str | None = None
 
     def __post_init__(self) -> None:
         if self.mem_fraction_static is not None:
@@ -77,9 +84,17 @@ class SglangOptions:
             _ratio("swa_full_tokens_ratio", self.swa_full_tokens_ratio, upper=1.0)
         if self.mamba_full_memory_ratio is not None:
             _ratio("mamba_full_memory_ratio", self.mamba_full_memory_ratio, upper=None)
-        for name in ("disable_radix_cache", "disable_overlap_schedule", "enable_dp_attention"):
+        for name in ("disable_radix_cache", "disable_overlap_schedule", "enable_dp_attention",
+                     "enable_hierarchical_cache"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.hicache_ratio is not None:
+            _ratio("hicache_ratio", self.hicache_ratio, upper=None)
+        if self.hicache_size is not None and (isinstance(self.hicache_size, bool) or not isinstance(
+                self.hicache_size, int | float) or not math.isfinite(self.hicache_size)
+                or self.hicache_size < 0):
+            raise ValueError(f"hicache_size must be a number of GB >= 0, got "
+                             f"{self.hicache_size!r}")
         if self.mamba_ssm_dtype is not None and self.mamba_ssm_dtype not in MAMBA_SSM_DTYPES:
             raise ValueError(f"mamba_ssm_dtype must be one of {', '.join(MAMBA_SSM_DTYPES)}, "
                              f"got {self.mamba_ssm_dtype!r}")

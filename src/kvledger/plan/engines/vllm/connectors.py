@@ -36,8 +36,16 @@ a model with more than one KV cache group; kvledger refuses that case rather tha
 wrong pool. ``--kv-offloading-size`` *replaces* the connector named here
 (``_post_init_kv_transfer_config``), so the two are refused together.
 
-Not in vLLM 0.33.0: ``P2pNcclConnector`` (and its ``kv_buffer_size``: ``KVTransferConfig`` has
-no such field). Registered but not sized (refused by name): the rest of ``factory.py``.
+vLLM 0.34.0 sizes all of the above as 0.33.0 does (the diff is read in releases/v0_34.py);
+what moved is read from its profile: NixlConnector's ``transfer_mode`` ("pull" is 0.33's
+connector, "push" the push-mode one kvledger does not size; ``nixl_transfer_mode``), the
+connectors added to ``factory.py`` (``kv_connectors_added``), and which connectors turn the
+extensible KV cache off (``extensible_cache_off``: config/vllm.py
+``_resolve_extensible_kv_cache`` with each connector's ``kv_cache_access`` classmethod).
+
+Not in vLLM 0.33.0 or 0.34.0: ``P2pNcclConnector`` (and its ``kv_buffer_size``:
+``KVTransferConfig`` has no such field). Registered but not sized (refused by name): the rest
+of ``factory.py``.
 """
 
 from __future__ import annotations
@@ -106,6 +114,10 @@ def parse(text: str) -> dict[str, Any]:
     return value
 
 
+def _version(release: VllmRelease | None) -> str:
+    return SIZED_RELEASE if release is None else release.version
+
+
 def check_release(release: VllmRelease) -> None:
     """The release's connectors were read (its profile's ``sizes_kv_connectors``)."""
     if not release.sizes_kv_connectors:
@@ -115,18 +127,19 @@ def check_release(release: VllmRelease) -> None:
             f"--engine vllm=={SIZED_RELEASE}")
 
 
-def _fields(cfg: Mapping[str, Any], where: str) -> tuple[str, str, str, dict[str, Any]]:
+def _fields(cfg: Mapping[str, Any], where: str,
+            version: str = SIZED_RELEASE) -> tuple[str, str, str, dict[str, Any]]:
     if not isinstance(cfg, Mapping):
         raise ConnectorNotModelled(f"{where}must be a JSON object")
     for key in cfg:
         if key == "kv_buffer_size":
             raise ConnectorNotModelled(
-                f"{where}kv_buffer_size: vLLM {SIZED_RELEASE}'s KVTransferConfig has no such "
+                f"{where}kv_buffer_size: vLLM {version}'s KVTransferConfig has no such "
                 "field (it belonged to the P2P NCCL connector, which this release does not "
                 "have); drop it")
         if key not in FIELDS:
             raise ConnectorNotModelled(f"{where}{key}: not a KVTransferConfig field in vLLM "
-                                       f"{SIZED_RELEASE}")
+                                       f"{version}")
     if cfg.get("kv_connector_module_path"):
         raise ConnectorNotModelled(f"{where}kv_connector_module_path: an out-of-tree connector; "
                                    "kvledger cannot size its buffers")
@@ -148,18 +161,26 @@ def _fields(cfg: Mapping[str, Any], where: str) -> tuple[str, str, str, dict[str
 
 
 def plan_connector(cfg: Mapping[str, Any], pool: PoolFacts, *,
-                   where: str = "--kv-transfer-config ") -> ConnectorMemory:
-    """The memory ``cfg`` (a ``KVTransferConfig`` as JSON) adds to an instance with ``pool``."""
-    name, role, device, extra = _fields(cfg, where)
+                   where: str = "--kv-transfer-config ",
+                   release: VllmRelease | None = None) -> ConnectorMemory:
+    """The memory ``cfg`` (a ``KVTransferConfig`` as JSON) adds to an instance with ``pool``
+    under ``release`` (None: vLLM 0.33.0's rules)."""
+    version = _version(release)
+    name, role, device, extra = _fields(cfg, where, version)
     at = f"{where}{name}"
     if name == "P2pNcclConnector":
-        raise ConnectorNotModelled(f"{at}: vLLM {SIZED_RELEASE} has no P2pNcclConnector "
+        raise ConnectorNotModelled(f"{at}: vLLM {version} has no P2pNcclConnector "
                                    "(kv_connector/factory.py registers none); use NixlConnector")
     if name in NOT_SIZED:
         raise ConnectorNotModelled(f"{at}: not sized by kvledger ({NOT_SIZED[name]})")
+    if release is not None and name in release.kv_connectors_added:
+        raise ConnectorNotModelled(f"{at}: not sized by kvledger (new in vLLM {version}; its "
+                                   "store is sized by its own server)")
     if name not in ("NixlConnector", "MooncakeConnector", "LMCacheConnectorV1",
                     "OffloadingConnector", "MultiConnector"):
-        raise ConnectorNotModelled(f"{at}: vLLM {SIZED_RELEASE} registers no such connector")
+        raise ConnectorNotModelled(f"{at}: vLLM {version} registers no such connector")
+    if name == "NixlConnector" and release is not None and release.nixl_transfer_mode:
+        extra = _nixl_transfer_mode(extra, at, version)
     if pool.groups > 1 and name not in SUPPORTS_HMA:
         raise ConnectorNotModelled(
             f"{at} on a model with {pool.groups} KV cache groups: the connector does not "
@@ -170,7 +191,7 @@ def plan_connector(cfg: Mapping[str, Any], pool: PoolFacts, *,
 
         return plan_lmcache(extra, pool, role=role, where=f"{at}: ")
     if name == "MultiConnector":
-        return _multi(cfg, extra, pool, role, at)
+        return _multi(cfg, extra, pool, role, at, release)
     for key in extra:
         if key not in INERT_EXTRA[name] and not (name == "OffloadingConnector" and key in (
                 "cpu_bytes_to_use", "block_size", "blocks_per_chunk")):
@@ -196,8 +217,24 @@ def plan_connector(cfg: Mapping[str, Any], pool: PoolFacts, *,
     return _offloading(extra, pool, role, at)
 
 
+def _nixl_transfer_mode(extra: dict[str, Any], at: str, version: str) -> dict[str, Any]:
+    """0.34 ``factory.py get_connector_class``: ``transfer_mode`` "pull" (the default) is
+    NixlPullConnector, the connector sized here; "push" NixlPushConnector; anything else
+    raises. ``ucx_backend_params`` (``nixl/base_worker.py``) only configures UCX. Both keys
+    are dropped from what the sizing below checks."""
+    mode = extra.get("transfer_mode", "pull")
+    if mode == "push":
+        raise ConnectorNotModelled(f"{at}: kv_connector_extra_config.transfer_mode push builds "
+                                   f"NixlPushConnector in vLLM {version}, whose push-mode "
+                                   "buffers are not modelled; use transfer_mode pull")
+    if mode != "pull":
+        raise ConnectorNotModelled(f"{at}: kv_connector_extra_config.transfer_mode {mode!r}: "
+                                   f"vLLM {version} takes pull or push")
+    return {k: v for k, v in extra.items() if k not in ("transfer_mode", "ucx_backend_params")}
+
+
 def _multi(cfg: Mapping[str, Any], extra: dict[str, Any], pool: PoolFacts, role: str,
-           at: str) -> ConnectorMemory:
+           at: str, release: VllmRelease | None) -> ConnectorMemory:
     children_cfg = extra.get("connectors")
     if set(extra) - {"connectors"}:
         key = sorted(set(extra) - {"connectors"})[0]
@@ -210,7 +247,8 @@ def _multi(cfg: Mapping[str, Any], extra: dict[str, Any], pool: PoolFacts, role:
         if not isinstance(child, dict):
             raise ConnectorNotModelled(f"{at}: connectors[{i}] must be a JSON object")
         # A child inherits no role from its parent (each is its own KVTransferConfig).
-        children.append(plan_connector(child, pool, where=f"{at}.connectors[{i}] "))
+        children.append(plan_connector(child, pool, where=f"{at}.connectors[{i}] ",
+                                       release=release))
     layouts = {c.kv_layout for c in children if c.kv_layout is not None}
     if len(layouts) > 1:
         raise ConnectorNotModelled(f"{at}: the children ask for different KV layouts "
@@ -283,3 +321,70 @@ def gpu_headroom_check(memory: ConnectorMemory, *, gpu_total: int | None,
     return [f"{memory.connector} allocates {memory.gpu_bytes_per_gpu:,} B per GPU after vLLM "
             f"sized the KV pool, more than the {headroom:,} B left above "
             f"gpu_memory_utilization {utilization:g}: lower the utilization"]
+
+
+# vLLM 0.34 config/kv_transfer.py KVCacheAccess, from each connector's ``kv_cache_access``
+# classmethod (v1/base.py KVConnectorBase_V1: IN_PROCESS unless overridden).
+REGISTERS, EXPORTS_FABRIC, LEGACY_IPC = "registers", "exports_fabric", "legacy_ipc"
+
+
+def _access(cfg: Mapping[str, Any]) -> set[str]:
+    name = cfg.get("kv_connector")
+    extra = cfg.get("kv_connector_extra_config") or {}
+    if name == "MultiConnector":  # multi_connector.py: its children's flags, or-ed
+        found: set[str] = set()
+        for child in extra.get("connectors") or ():
+            if isinstance(child, Mapping):
+                found |= _access(child)
+        return found
+    if name in ("NixlConnector", "NixlPullConnector", "NixlPushConnector"):
+        # nixl/connector.py NixlBaseConnector.kv_cache_access: a cpu kv_buffer_device moves
+        # KV through host buffers (IN_PROCESS); otherwise REGISTERS | EXPORTS_FABRIC.
+        return set() if cfg.get("kv_buffer_device") == "cpu" else {REGISTERS, EXPORTS_FABRIC}
+    if name in ("MooncakeConnector", "MooncakeStoreConnector", "MoRIIOConnector",
+                "UMBPStoreConnector"):
+        return {REGISTERS}
+    if name == "LMCacheMPConnector":  # lmcache_mp_connector.py: cudaIpcGetMemHandle
+        return {LEGACY_IPC}
+    return set()  # OffloadingConnector, LMCacheConnectorV1, ...: the base class's IN_PROCESS
+
+
+def _custom_mem_pool(cfg: Mapping[str, Any]) -> bool:
+    """config/kv_transfer.py KVTransferConfig.uses_custom_mem_pool."""
+    extra = cfg.get("kv_connector_extra_config") or {}
+    configs = [extra]
+    if cfg.get("kv_connector") == "MultiConnector":
+        configs += [c.get("kv_connector_extra_config") or {}
+                    for c in extra.get("connectors") or () if isinstance(c, Mapping)]
+    return any(isinstance(c, Mapping) and c.get("custom_mem_pool") for c in configs)
+
+
+def extensible_cache_off(text: str, *, requested: bool | None) -> str | None:
+    """Why vLLM 0.34 (config/vllm.py ``VllmConfig._resolve_extensible_kv_cache``, on CUDA)
+    sizes the KV cache without the extensible KV cache with this ``--kv-transfer-config``;
+    None when the connector leaves it on. ``requested``: ``--enable-extensible-kv-cache``
+    (None when not given).
+
+    A connector sharing the cache through legacy CUDA IPC, or a ``custom_mem_pool``, turns it
+    off. One whose peers import the cache through FABRIC handles (NIXL with the cuda buffer
+    device) needs an IMEX channel (utils/vmm_driver.py ``imex_channel_available``:
+    /dev/nvidia-caps-imex-channels/channel*); without one, and with the flag not given, vLLM
+    turns the mode off. kvledger assumes no IMEX channel — the usual H100/H200 host, where
+    only multi-node NVLink systems run the IMEX daemon; give --enable-extensible-kv-cache to
+    plan the mode on, as vLLM then keeps it (with a warning that in-host transfers use TCP).
+    """
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(cfg, Mapping) or not cfg.get("kv_connector"):
+        return None
+    access = _access(cfg)
+    if LEGACY_IPC in access:
+        return "the connector shares the cache through legacy CUDA IPC"
+    if _custom_mem_pool(cfg):
+        return "the connector allocates it from its custom_mem_pool"
+    if EXPORTS_FABRIC in access and requested is None:
+        return ("NIXL exports the cache through FABRIC handles, which need an IMEX channel "
+                "(assumed absent: --enable-extensible-kv-cache keeps the mode on)")
+    return None

@@ -6,8 +6,12 @@ profile says the mode exists (``VllmRelease.extensible_kv_cache``), on CUDA and 
 ``kv_cache_memory_bytes`` is given (then kvledger plans that budget, as vLLM does),
 ``num_gpu_blocks_override``, elastic EP, or a KV connector that shares the cache through legacy
 CUDA IPC or a custom memory pool is set, or ``--no-enable-extensible-kv-cache``
-(``VllmLaunch.enable_extensible_kv_cache`` False). kvledger models the first and the last; the
-connector and elastic-EP conditions are not modelled (the launch options it takes have none).
+(``VllmLaunch.enable_extensible_kv_cache`` False); and, the flag not given, a connector whose
+peers import the cache through FABRIC handles (NIXL) on a host without an IMEX channel.
+kvledger models the first, the connectors (``connectors.py extensible_cache_off``: each
+connector's ``kv_cache_access``; no IMEX channel assumed) and the last; elastic EP is not
+modelled (the launch options it takes have none). Off, the budget is the profile run's at
+``CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION`` 0.92, as in 0.33.
 
 How 0.34 sizes the cache (read in ``v1/worker/gpu_worker.py``, ``v1/worker/
 extensible_kv_cache.py``, ``v1/core/kv_cache_planning.py``, ``v1/engine/core.py``):
@@ -88,13 +92,31 @@ def applies(request: Any, release: VllmRelease) -> bool:
     if not release.extensible_kv_cache or request.kv_cache_memory_bytes is not None:
         return False
     launch = getattr(request, "vllm_launch", None)
-    return getattr(launch, "enable_extensible_kv_cache", None) is not False
+    requested = getattr(launch, "enable_extensible_kv_cache", None)
+    return requested is not False and connector_turns_it_off(request) is None
+
+
+def connector_turns_it_off(request: Any) -> str | None:
+    """Why the launch's KV connector turns the extensible KV cache off (connectors.py
+    ``extensible_cache_off``); None without a connector or when it stays on."""
+    launch = getattr(request, "vllm_launch", None)
+    text = getattr(launch, "kv_transfer_config", None)
+    if not isinstance(text, str):
+        return None
+    from kvledger.plan.engines.vllm.connectors import extensible_cache_off
+
+    return extensible_cache_off(text, requested=getattr(launch, "enable_extensible_kv_cache",
+                                                        None))
 
 
 def default_utilization(request: Any, release: VllmRelease) -> tuple[float, str]:
     """``CacheConfig.resolved_gpu_memory_utilization`` when the user gives none."""
     if applies(request, release):
         return 1.0, f"{release.short}'s default with the extensible KV cache"
+    why = connector_turns_it_off(request) if release.extensible_kv_cache else None
+    if why is not None and request.kv_cache_memory_bytes is None:
+        return (release.default_gpu_memory_utilization,
+                f"{release.short}'s default: the extensible KV cache is off, {why}")
     return release.default_gpu_memory_utilization, f"{release.short}'s default"
 
 

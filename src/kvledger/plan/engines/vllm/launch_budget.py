@@ -220,5 +220,5 @@ def _kv_transfer_fields(request: Any, launch: VllmLaunch, release: VllmRelease, 
                      block_size=block_size, world_size=request.tensor_parallel_size,
                      groups=groups, use_mla=use_mla)
     assert launch.kv_transfer_config is not None
-    memory = plan_connector(parse(launch.kv_transfer_config), pool)
+    memory = plan_connector(parse(launch.kv_transfer_config), pool, release=release)
     return {"kv_transfer": memory.to_json()}

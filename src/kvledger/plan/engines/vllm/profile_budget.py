@@ -91,8 +91,9 @@ def vllm_gpu_budget(inp: GpuBudgetInput, release: VllmRelease, *, utilization: f
     )
 
     extensible = applies(inp.request, release)
-    if extensible and whose_default is not None:
-        # CacheConfig.resolved_gpu_memory_utilization: 1.0 with the extensible KV cache.
+    if whose_default is not None:
+        # CacheConfig.resolved_gpu_memory_utilization: 1.0 with the extensible KV cache; the
+        # default 0.92 (and why, when a KV connector turned the mode off) without it.
         utilization, whose_default = default_utilization(inp.request, release)
     rin = reserve_input(inp, release)
     estimates = {}

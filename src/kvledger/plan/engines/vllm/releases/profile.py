@@ -91,6 +91,15 @@ class VllmRelease(Release):
     # (distributed/kv_transfer/kv_connector/v1/: connectors.py); a release whose were not is
     # refused by name rather than sized with another release's rules.
     sizes_kv_connectors: bool = False
+    # 0.34 distributed/kv_transfer/kv_connector/factory.py KVConnectorFactory.
+    # get_connector_class: NixlConnector reads kv_connector_extra_config.transfer_mode ("pull",
+    # the default, builds NixlPullConnector — 0.33's NixlConnector alias —; "push"
+    # NixlPushConnector; anything else raises), and nixl/base_worker.py reads
+    # ucx_backend_params (UCX backend options, no bytes). 0.33 reads neither key.
+    nixl_transfer_mode: bool = False
+    # Connectors a release's factory.py registers beyond 0.33's (refused by name, not sized):
+    # 0.34 UMBPStoreConnector (v1/umbp/connector.py).
+    kv_connectors_added: frozenset[str] = frozenset()
     # 0.33 transformers_utils/model_arch_config_convertor.py _normalize_quantization_config:
     # a ModelOpt quant_algo MIXED_PRECISION is "modelopt_mixed" (per-layer algos,
     # ModelOptMixedPrecisionConfig); 0.32 raises "Unknown ModelOpt quant algo".

@@ -22,8 +22,8 @@ Not yet modelled (kvledger plans these as 0.33 did):
   no Keye model type, so nothing changes.
 - ``AriaForConditionalGeneration`` also moved to the Transformers backend; kvledger's
   construction table (new_type_verdicts.py) still cites 0.33's aria.py for its PP verdict.
-- The extensible KV cache's refusals of its own (``--enable-extensible-kv-cache`` with a KV
-  connector that cannot use it) and its multimodal IPC reserve.
+- The extensible KV cache's multimodal IPC reserve. (Its connector rule is modelled:
+  extensible_budget.py ``applies``.)
 """
 
 from __future__ import annotations
@@ -76,11 +76,25 @@ RELEASE = replace(
         "StableLmForCausalLM": (True, f"{_TRANSFORMERS} TransformersForCausalLM"),
         "OlmoeForCausalLM": (True, f"{_TRANSFORMERS} TransformersMoEForCausalLM"),
     }),
-    # distributed/kv_transfer/kv_connector/v1/: multi_connector.py, offloading_connector.py,
-    # mooncake/, lmcache_integration/ and factory.py all differ from 0.33's, and
-    # _resolve_extensible_kv_cache turns the extensible cache off for some connectors: not
-    # read, so --kv-transfer-config is refused under 0.34 (connectors.py check_release).
-    sizes_kv_connectors=False,
+    # distributed/kv_transfer/kv_connector/v1/ diffed against 0.33's for what kvledger sizes
+    # (connectors.py), unchanged: NIXL's initialize_host_xfer_buffer (nixl/base_worker.py)
+    # and _NIXL_SUPPORTED_DEVICE (nixl/utils.py), get_required_kvcache_layout (nixl/
+    # connector.py, mooncake/mooncake_connector.py, multi_connector.py), Mooncake's
+    # register_kv_caches (batch_register_memory, no buffer), OffloadingConnector's chunk
+    # (offloading/config.py build_offloading_config, kv_offload/cpu/spec.py
+    # CPUOffloadingSpec.__init__: round_up(kv_bytes_per_chunk, BLOCK_SIZE_ALIGNMENT),
+    # int(cpu_bytes_to_use) // it; shared_offload_region.py only re-cuts the region's files),
+    # _post_init_kv_transfer_config's cpu_bytes_to_use = kv_offloading_size × 2**30, the
+    # SupportsHMA set and factory.py supports_hma_config, KVTransferConfig's fields; the
+    # LMCache adapter (lmcache_integration/vllm_v1_adapter.py) changed no sizing. What moved
+    # is in the two fields below and in the extensible KV cache's connector rule
+    # (extensible_budget.py applies, connectors.py extensible_cache_off).
+    sizes_kv_connectors=True,
+    # factory.py get_connector_class: NixlConnector's transfer_mode ("push":
+    # NixlPushConnector); nixl/base_worker.py ucx_backend_params.
+    nixl_transfer_mode=True,
+    # factory.py: UMBPStoreConnector registered (v1/umbp/).
+    kv_connectors_added=frozenset({"UMBPStoreConnector"}),
 )
 
 # Where in vLLM 0.34.0's source each value above that differs from 0.33.0's was read (the
@@ -98,6 +112,9 @@ CITES: dict[str, str] = {
                                    "removed)",
     "pp_support_added": "model_executor/models/registry.py _TRANSFORMERS_SUPPORTED_MODELS "
                         "(Gemma, StableLm, Olmoe); transformers/base.py Base is SupportsPP",
-    "sizes_kv_connectors": "distributed/kv_transfer/kv_connector/v1/ (changed, not read: "
-                           "--kv-transfer-config refused)",
+    "nixl_transfer_mode": "distributed/kv_transfer/kv_connector/factory.py "
+                          "KVConnectorFactory.get_connector_class (NixlConnector's "
+                          "transfer_mode); nixl/base_worker.py (ucx_backend_params)",
+    "kv_connectors_added": "distributed/kv_transfer/kv_connector/factory.py "
+                           "(UMBPStoreConnector registered)",
 }
