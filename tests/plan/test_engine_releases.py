@@ -37,6 +37,10 @@ def test_a_pin_names_a_release() -> None:
     ("vllm==0.32.7", "0.32.0", "a patch release of it"),
     # Past every known release: the newest.
     ("vllm==0.99", NEWEST, "the newest release kvledger knows"),
+    # Between two known minor releases (0.28 and 0.30; 0.29 was never profiled): the one
+    # below, and the note names the next one too, not "the newest".
+    ("vllm==0.29", "0.28.0",
+     "the nearest known release before it (the next known is vLLM 0.30.0)"),
     # Before every known release: the oldest.
     ("vllm==0.10", min(RELEASES, key=lambda v: tuple(map(int, v.split(".")))),
      "the oldest release kvledger knows"),

@@ -156,7 +156,12 @@ def render(result: PlanDiff, width: int | None = None) -> str:
         rows.append(("*" if line.differs else "", line.label, _cell(line.a), _cell(line.b),
                      change, ", ".join(line.causes)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    out = [f"kvledger diff {result.model}: {result.side_a} -> {result.side_b}", ""]
+    out = [f"kvledger diff {result.model}: {result.side_a} -> {result.side_b}"]
+    # A side asked as a release kvledger does not know is planned as the nearest known one:
+    # say so before any number, as plan does.
+    out += [f"note ({side}): {plan.release_note}"
+            for side, plan in (("from", result.a), ("to", result.b)) if plan.release_note]
+    out.append("")
     table = [("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) +
               ("  " + r[5] if r[5] else "")).rstrip() for r in rows]
     if max(len(line) for line in table) <= width:

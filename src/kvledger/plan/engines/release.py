@@ -108,10 +108,11 @@ def nearest(releases: Mapping[str, R], asked: str | None, default: str) -> tuple
 
     A known release is itself. A well-formed unknown one is planned as the known release
     nearest to it: the same minor release (``0.34.1`` → ``0.34.0``), else the newest known
-    release below it (``0.35`` → the newest), else — older than every known release — the
-    oldest known. Its KV rules are that release's, which a later patch release rarely moves and
-    a later minor release may: the note says which was used and how to pin a known one. A
-    malformed version (``banana``) is a ``ValueError`` listing the known releases."""
+    release below it (``0.35`` → the newest, ``0.29`` → ``0.28.0``), else — older than every
+    known release — the oldest known. Its KV rules are that release's, which a later patch
+    release rarely moves and a later minor release may: the note says which was used and how to
+    pin a known one. A malformed version (``banana``) is a ``ValueError`` listing the known
+    releases."""
     if asked is None:
         return releases[default], ""
     for version in releases:
@@ -128,8 +129,16 @@ def nearest(releases: Mapping[str, R], asked: str | None, default: str) -> tuple
     same_minor = [v for v in below if (version_key(v) or (0, 0))[:2] == key[:2]]
     version = (same_minor or below or ordered)[-1 if (same_minor or below) else 0]
     release = releases[version]
-    why = ("a patch release of it" if same_minor else
-           "the newest release kvledger knows" if below else "the oldest release kvledger knows")
+    if same_minor:
+        why = "a patch release of it"
+    elif below and below[-1] == ordered[-1]:
+        why = "the newest release kvledger knows"
+    elif below:
+        after = ordered[len(below)]
+        why = (f"the nearest known release before it (the next known is "
+               f"{releases[after].label})")
+    else:
+        why = "the oldest release kvledger knows"
     note = (f"{some.product} {asked} is not a release kvledger knows: planned as "
             f"{release.label}, {why}; its numbers may differ where {some.product} {asked} "
             f"changed a rule (known: {_known(releases, default)})")
