@@ -57,20 +57,72 @@ class ServeLine:
 
 def split(words: list[str]) -> list[str]:
     """argv after ``--``; one word holding a whole command is split with shell rules."""
-    if len(words) == 1 and (" " in words[0].strip() or "\n" in words[0]):
-        text = words[0].replace("\\\r\n", " ").replace("\\\n", " ").strip()
-        text = text.removeprefix("$ ").removeprefix("# ").strip()
-        try:
-            return shlex.split(text, comments=False)
-        except ValueError as exc:
-            raise ServeLineError(f"cannot split the serve line: {exc}") from None
-    return list(words)
+    return _statements(words)[0]
+
+
+def _statements(words: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """(the command's words, shell variables set on earlier lines, those of them exported).
+
+    A paste may set variables on lines before the command (``MODEL=org/name`` or
+    ``export TP=8``, one or more to a line; ``#`` comment lines between are skipped): as in
+    the shell, the command's ``$NAME`` / ``${NAME}`` words are expanded with them, and the
+    exported ones are also the process's environment. A ``NAME=value`` prefix on the command
+    line itself is only the environment: the shell does not expand it in that command's
+    arguments, so ``$NAME`` stays as the engine would receive it."""
+    if not (len(words) == 1 and (" " in words[0].strip() or "\n" in words[0])):
+        return list(words), {}, {}
+    text = words[0].replace("\\\r\n", " ").replace("\\\n", " ").strip()
+    lines = [line.strip() for line in text.splitlines()]
+    shell: dict[str, str] = {}
+    exported: dict[str, str] = {}
+    while len(lines) > 1:
+        line = lines[0].removeprefix("$ ").strip()
+        if not line or line.startswith("#"):
+            lines.pop(0)
+            continue
+        assigned = _assignments(line)
+        if assigned is None:
+            break
+        names, export = assigned
+        shell.update(names)
+        if export:
+            exported.update(names)
+        lines.pop(0)
+    command = " ".join(lines).removeprefix("$ ").removeprefix("# ").strip()
+    try:
+        out = shlex.split(command, comments=False)
+    except ValueError as exc:
+        raise ServeLineError(f"cannot split the serve line: {exc}") from None
+    return [_expand(word, shell) for word in out], shell, exported
+
+
+def _assignments(line: str) -> tuple[dict[str, str], bool] | None:
+    """``[export] A=1 B=2`` → ({A: 1, B: 2}, exported); None for any other statement."""
+    try:
+        parts = shlex.split(line, comments=True)
+    except ValueError:
+        return None
+    export = bool(parts) and parts[0] == "export"
+    parts = parts[1:] if export else parts
+    if not parts or not all(_ASSIGNMENT.match(part) for part in parts):
+        return None
+    return {name: value for name, _, value in (p.partition("=") for p in parts)}, export
+
+
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expand(word: str, shell: dict[str, str]) -> str:
+    """``$NAME`` / ``${NAME}`` replaced where an earlier line set NAME; others kept."""
+    if "$" not in word or not shell:
+        return word
+    return _VARIABLE.sub(lambda m: shell.get(m.group(1) or m.group(2), m.group(0)), word)
 
 
 def read(words: list[str]) -> ServeLine:
     """Split a pasted command into environment, launcher and the engine's argv."""
-    words = split(words)
-    env: dict[str, str] = {}
+    words, _, exported = _statements(words)
+    env: dict[str, str] = dict(exported)
     i = 0
     while i < len(words):
         word = words[i]

@@ -34,6 +34,19 @@ _JSON_STRING = re.compile(r'("(?:[^"\\]|\\.)*")')
 _JSON_HUMAN = re.compile(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b")
 
 
+# A word the shell would have expanded: ``$NAME`` or ``${NAME}`` left as pasted.
+SHELL_VARIABLE = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+
+
+@record(frozen=True)
+class Unexpanded:
+    """A flag's value that is a shell variable the paste does not set (``--port $PORT``): the
+    engine would get whatever the shell held, so the value is unknown, not invalid. Whether
+    that matters is the flag's class (``shell_vars.settle``)."""
+
+    text: str
+
+
 @record(frozen=True)
 class Given:
     """One flag as it appeared on the line, with its value converted by the flag's type."""
@@ -286,6 +299,8 @@ def _value(flag: Flag, option: str, raw: list[str], label: str, engine: str) -> 
 def _convert(flag: Flag, option: str, text: str, label: str, engine: str) -> Any:
     if flag.optional and text in ("", "None"):
         return None
+    if SHELL_VARIABLE.fullmatch(text):
+        return Unexpanded(text)
     kind = flag.type or "str"
     if kind == "human_int" and engine == "sglang":
         kind = "sglang_human_int"  # SGLang's own grammar (1M = 10**6, 1Mi = 2**20)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from kvledger.cli.serve import line as serve_line
 from kvledger.cli.serve import scan as scanner
-from kvledger.cli.serve import sglang_map, vllm_map
+from kvledger.cli.serve import sglang_flags, sglang_map, vllm_flags, vllm_map
+from kvledger.cli.serve.shell_vars import settle
 from kvledger.cli.serve.table import load
 from kvledger.cli.serve.translation import Context, Translation
 
@@ -27,6 +28,7 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
         args = scanner.vllm_preprocess(parsed.args, parsed.launcher,
                                        serve=parsed.launcher == "vllm serve")
         scanned = scanner.scan(args, table, parsed.launcher)
+        unset = settle(scanned, vllm_flags.RULES, parsed.launcher)
         out = vllm_map.translate(scanned, table, parsed.launcher, parsed.env, ctx)
     else:
         args = list(parsed.args)
@@ -34,8 +36,9 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
             # sglang/cli/serve.py _normalize_positional_model_path: `sglang serve MODEL`.
             args = ["--model-path", args[0], *args[1:]]
         scanned = scanner.scan(args, table, parsed.launcher)
+        unset = settle(scanned, sglang_flags.RULES, parsed.launcher)
         out = sglang_map.translate(scanned, table, parsed.launcher, parsed.env, ctx)
-    out.notes[:0] = scanned.warnings
+    out.notes[:0] = [*scanned.warnings, *unset]
     if parsed.dropped_shell:
         out.notes.append(f"shell after the command ignored: {parsed.dropped_shell}")
     return out
