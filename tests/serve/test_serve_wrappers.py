@@ -105,12 +105,17 @@ def test_async_scheduling_is_the_default() -> None:
         "--speculative-config '{\"method\": \"suffix\", \"num_speculative_tokens\": 4}'")
 
 
-@pytest.mark.parametrize("method", ["dspark", "dflash"])
-def test_parallel_drafting_methods_are_refused_with_their_draft(method: str) -> None:
+def test_dflash_without_a_draft_model_is_vllms_error() -> None:
+    # DFlashSpeculatorConfig inherits DraftModelSpeculatorConfig.default_model, which raises.
     message = refused("vllm serve my-org/M --speculative-config "
-                      f"'{{\"method\": \"{method}\", \"num_speculative_tokens\": 7}}'")
-    assert f"method {method}: vllm 0.33 " in message
-    assert "drop --speculative-config" in message
+                      "'{\"method\": \"dflash\", \"num_speculative_tokens\": 7}'")
+    assert "without speculative model" in message
+
+
+def test_dspark_hub_draft_names_draft_config() -> None:
+    message = refused("vllm serve my-org/M --speculative-config '{\"method\": \"dspark\", "
+                      "\"model\": \"my-org/M-DSpark\", \"num_speculative_tokens\": 7}'")
+    assert "--draft-config" in message
 
 
 def test_attention_config_keys() -> None:

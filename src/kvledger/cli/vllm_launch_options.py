@@ -85,8 +85,9 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    "VLLM_ROCM_USE_AITER=1): any block size")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
-                   "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "
-                   "under vLLM's Model Runner V2")
+                   "draft_model / eagle / eagle3 / dflash / dspark): a shorter draft lowers "
+                   "max_model_len under vLLM's Model Runner V2; a DFlash / DSpark draft's "
+                   "layers and weights are planned from it")
 
 
 def vllm_launch(ns: argparse.Namespace) -> Any:
@@ -134,6 +135,6 @@ def _draft(path: str) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise UsageError(f"kvledger: error: --draft-config {path}: not a JSON object")
     try:
-        return draft_fields(config)
+        return {**draft_fields(config), "draft_config": json.dumps(config, sort_keys=True)}
     except (KvledgerError, TypeError, ValueError) as exc:
         raise UsageError(f"kvledger: error: --draft-config {path}: {exc}") from None

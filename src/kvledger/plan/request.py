@@ -58,7 +58,12 @@ MTP_METHODS = (
 )
 DRAFT_MODEL_METHODS = ("eagle", "eagle3", "draft_model", "medusa", "mlp_speculator")
 KV_FREE_METHODS = ("ngram", "suffix")
-SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS)
+# Parallel drafters with a separate draft config (vLLM's DFlash / DSpark: one forward drafts every
+# token; the draft's decoder layers add KV to the target's pool). Only the vLLM layout plans
+# them (plan/engines/vllm/parallel_draft.py), from the draft's config.json (--draft-config).
+PARALLEL_DRAFT_METHODS = ("dflash", "dspark")
+SPECULATIVE_METHODS = (*MTP_METHODS, *DRAFT_MODEL_METHODS, *KV_FREE_METHODS,
+                       *PARALLEL_DRAFT_METHODS)
 # vLLM's default max_num_seqs when none is given (SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and the
 # default of get_batch_defaults below 70 GiB of GPU memory), then capped by the token budget:
 # EngineArgs._set_default_max_num_seqs_and_batched_tokens_args (vllm/engine/arg_utils.py) sets

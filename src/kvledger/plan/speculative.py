@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from kvledger.derive.layers import ModelFacts, Role
 from kvledger.errors import UnsupportedArchitecture
-from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
+from kvledger.plan.request import (
+    DRAFT_MODEL_METHODS,
+    MTP_METHODS,
+    PARALLEL_DRAFT_METHODS,
+    PlanRequest,
+)
 
 
 def speculates_with_mtp(request: PlanRequest) -> bool:
@@ -24,6 +29,11 @@ def check_speculation(facts: ModelFacts, request: PlanRequest) -> list[str]:
     if request.num_speculative_tokens <= 0:
         return []
     method = (request.speculative_method or "").lower()
+    if method in PARALLEL_DRAFT_METHODS and request.engine.partition("==")[0] != "vllm":
+        # The vLLM layout adds the draft's layers (plan/engines/vllm/parallel_draft.py).
+        raise ValueError(
+            f"speculative method {method!r}: kvledger plans DFlash / DSpark drafts for "
+            "--engine vllm only; plan without --speculative-method to size the target alone")
     if method in DRAFT_MODEL_METHODS and not facts.by_role(Role.DRAFT):
         return [
             f"speculative method {method!r} runs a separate draft model whose KV cache is not "

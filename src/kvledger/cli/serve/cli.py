@@ -49,7 +49,8 @@ def _context(ns: argparse.Namespace, kv_dtypes: tuple[str, ...]) -> Context:
     spec = installed_release(str(getattr(ns, "engine", "") or "vllm"), warn=False)
     return Context(kv_budget_given=getattr(ns, "kv_cache_memory_bytes", None) is not None,
                    gpu_total_bytes=total, gpu_name=name, kv_cache_dtypes=kv_dtypes,
-                   engine_spec=spec)
+                   engine_spec=spec,
+                   draft_config_given=getattr(ns, "draft_config", None) is not None)
 
 
 def plan_args(argv: list[str],

@@ -21,6 +21,8 @@ class Context:
     # kvledger's --engine as given ("vllm==0.32", "vllm"), pinned to an installed release
     # kvledger knows: the line is read with that release's flags when it names that engine.
     engine_spec: str = ""
+    # kvledger's --draft-config was given before '--' (a hub-id draft then needs no reading).
+    draft_config_given: bool = False
 
 
 @record()

@@ -32,20 +32,6 @@ _SPEC_REFUSED = frozenset({
     "tensor_parallel_size", "attention_backend", "num_speculative_tokens_per_batch_size",
     "parallel_drafting", "index_share_for_mtp_iteration",
 })
-# Speculative methods vLLM 0.33 accepts whose draft kvledger does not size, and what the draft
-# is (config/speculative.py SpeculativeConfig.__post_init__ and the draft model classes).
-_UNPLANNED_METHODS = {
-    "dspark": (
-        "builds a DSpark draft (parallel drafting of num_speculative_tokens tokens) "
-        "from the target checkpoint's mtp.* weights — for DeepSeek-V4, n_mtp_layers (default "
-        "3) DeepseekV4DecoderLayer blocks with their own KV cache plus a Markov and a "
-        "confidence head (models/deepseek_v4/nvidia/dspark.py), and for Qwen3 / Gemma4 a "
-        "separate draft checkpoint"),
-    "dflash": (
-        "loads a separate DFlash draft model (its hf_config wrapped as EAGLEConfig, "
-        "parallel drafting on) with its own decoder layers and KV cache "
-        "(model_executor/models/qwen3_dflash.py)"),
-}
 _AUTO_FIT = (
     "--max-model-len -1/auto: vLLM fits the length to the KV memory at start-up "
     "(kv_cache_utils._auto_fit_max_model_len), which kvledger does not model; give a length"
@@ -62,7 +48,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
         out.refused.append("--config FILE: kvledger does not read the YAML file; paste its "
                            "flags into the line")
     _simple(values, out, ctx)
-    _speculative(values, out)
+    _speculative(values, out, ctx)
     _async_scheduling(values, out)
     if values.get("attention_backend"):
         _attention_backend(str(values["attention_backend"]), out,
@@ -156,7 +142,7 @@ def _simple(values: dict[str, Any], out: Translation, ctx: Context) -> None:
         )
 
 
-def _speculative(values: dict[str, Any], out: Translation) -> None:
+def _speculative(values: dict[str, Any], out: Translation, ctx: Context) -> None:
     """``--speculative-config`` / ``--spec-*`` as ``EngineArgs.create_speculative_config``
     merges them (a key in both is vLLM's "mutually exclusive" error)."""
     config = values.get("speculative_config")
@@ -187,11 +173,12 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
         out.refused.append("--speculative-config without a method: vLLM guesses it from the "
                            "draft model's name; give method (mtp, eagle3, …)")
         return
-    why = _UNPLANNED_METHODS.get(str(method))
-    if why:
-        out.refused.append(f"--speculative-config method {method}: {out.engine_label} {why}; "
-                           "kvledger does not plan that draft yet — drop --speculative-config "
-                           "to plan the target alone (the draft's memory is then not counted)")
+    if method == "dflash" and not spec.get("model"):
+        # DFlashSpeculatorConfig inherits DraftModelSpeculatorConfig.default_model
+        # (v1/worker/gpu/spec_decode/speculator_config.py).
+        out.refused.append(f"--speculative-config method dflash without a model: "
+                           f"{out.engine_label} stops ('num_speculative_tokens was provided but "
+                           "without speculative model'); give the draft's model")
         return
     if tokens is None:
         out.refused.append("--speculative-config without num_speculative_tokens: vLLM takes "
@@ -200,10 +187,10 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
     out.options["--speculative-method"] = str(method)
     out.options["--num-speculative-tokens"] = str(tokens)
     if spec.get("model"):
-        _draft_model(str(spec["model"]), str(method), out)
+        _draft_model(str(spec["model"]), str(method), out, ctx)
 
 
-def _draft_model(model: str, method: str, out: Translation) -> None:
+def _draft_model(model: str, method: str, out: Translation, ctx: Context) -> None:
     """``--speculative-config`` ``model``: a separate draft (``draft_length.py``'s methods) in
     a local directory becomes ``--draft-config DIR/config.json``, so that 0.33's Model Runner
     V2 limit (a shorter draft lowers ``max_model_len``) applies; a hub id is not read."""
@@ -225,6 +212,15 @@ def _draft_model(model: str, method: str, out: Translation) -> None:
     if where.exists():
         out.refused.append(f"--speculative-config model {model}: not a directory; vLLM loads "
                            "a draft model from a directory or a hub id")
+        return
+    if ctx.draft_config_given:
+        return  # kvledger's own --draft-config, given before '--', is the draft's config
+    if method in ("dflash", "dspark"):
+        # The draft's layers and weights are planned from its config (parallel_draft.py).
+        out.refused.append(f"--speculative-config model {model}: a {method} draft's decoder "
+                           "layers add KV to the target's pool, and kvledger reads no draft "
+                           "config from the hub; give its config.json with --draft-config "
+                           "CONFIG_JSON before '--' (or the model as a local directory)")
         return
     out.notes.append(f"--speculative-config model {model}: not a local directory; kvledger "
                      "reads no draft config from the hub, so a shorter draft's limit on "

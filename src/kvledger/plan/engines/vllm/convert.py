@@ -40,7 +40,12 @@ from kvledger.plan.engines.vllm.specs import (
     MultipleOf,
     SlidingWindowSpec,
 )
-from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
+from kvledger.plan.request import (
+    DRAFT_MODEL_METHODS,
+    MTP_METHODS,
+    PARALLEL_DRAFT_METHODS,
+    PlanRequest,
+)
 
 
 def layer_takes_part(layer: LayerCache, request: PlanRequest) -> bool:
@@ -55,7 +60,9 @@ def layer_takes_part(layer: LayerCache, request: PlanRequest) -> bool:
     if layer.role is Role.MTP:
         return speculating and method in MTP_METHODS
     if layer.role is Role.DRAFT:
-        return speculating and method in DRAFT_MODEL_METHODS
+        # DFlash / DSpark drafts' layers join the target's KV groups (parallel_draft.py).
+        return speculating and (method in DRAFT_MODEL_METHODS
+                                or method in PARALLEL_DRAFT_METHODS)
     return True
 
 

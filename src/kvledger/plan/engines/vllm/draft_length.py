@@ -30,8 +30,10 @@ from typing import Any
 # config/speculative.py _CACHE_ONLY_ROPE_TYPES.
 CACHE_ONLY_ROPE_TYPES = frozenset({"default", "linear", "llama3", "ntk", "proportional"})
 # The methods whose SpeculativeConfig builds a draft_model_config (kvledger's names; 0.33 no
-# longer accepts medusa / mlp_speculator).
-DRAFT_CONFIG_METHODS = frozenset({"draft_model", "eagle", "eagle3"})
+# longer accepts medusa / mlp_speculator). 0.34's DFlash / DSpark configs derive from
+# DraftModelSpeculatorConfig (v1/worker/gpu/spec_decode/dflash/config.py, dspark/config.py), whose
+# ``max_model_len`` _limit_max_model_len_to_draft reads, with shares_target_positions True.
+DRAFT_CONFIG_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash", "dspark"})
 
 
 def shares_target_positions(method: str, rope_types: Iterable[str]) -> bool:

@@ -16,6 +16,7 @@ from kvledger.derive.layers import Role
 from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, LayoutPlan
 from kvledger.plan.engines.vllm.releases import NEWEST, RELEASES
 from kvledger.plan.engines.vllm.releases.profile import VllmRelease
+from kvledger.plan.request import PARALLEL_DRAFT_METHODS
 from kvledger.plan.result import PoolRow, RankResult, stored_summary
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -188,7 +189,7 @@ class VllmEngine(Layout):
         after derive (``check_served``), so ``--engine native`` still plans it."""
         release = self.profile
         try:
-            return super().derive(source, request)
+            facts = super().derive(source, request)
         except UnsupportedArchitecture as exc:
             why = release.not_served.get(exc.model_type)
             if why:
@@ -196,6 +197,13 @@ class VllmEngine(Layout):
                     f"unsupported: {why}", model_type=exc.model_type,
                     architectures=exc.architectures) from None
             raise
+        if request.speculative_method in PARALLEL_DRAFT_METHODS:
+            # A DFlash / DSpark draft's layers join the target's KV cache (imported only
+            # then: start-up, bench/startup.py).
+            from kvledger.plan.engines.vllm.parallel_draft import with_draft
+
+            facts = with_draft(facts, request, release)
+        return facts
 
     def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
         """vLLM's experts over the DP × TP GPUs (``engines/vllm/experts.py``); one DP rank

@@ -20,7 +20,8 @@ names and defaults, validated once here.
   with ``supports_encoder_tp_data``; the others fall back to "weights"):
   ``launch_budget.tower_weights``.
 - the separate draft model's length and RoPE types (``draft_length.py``), which vLLM 0.33
-  uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``).
+  uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``), and its config, from
+  which a DFlash / DSpark draft's KV layers and weights are planned (``parallel_draft.py``).
 
 The rest is the same in vLLM 0.32.0 and 0.33.0 (the files named were compared).
 """
@@ -79,6 +80,9 @@ class VllmLaunch:
     # (draft_length.draft_fields); None / (): not given.
     draft_max_model_len: int | None = None
     draft_rope_types: tuple[str, ...] = ()
+    # The draft's config.json as JSON text (--draft-config): a DFlash / DSpark draft's layers
+    # and weights are planned from it (parallel_draft.py); None: not given.
+    draft_config: str | None = None
     language_model_only: bool = False
     mm_encoder_tp_mode: str = "weights"  # MMEncoderTPMode: "weights" or "data"
     # AttentionBackendEnum name the line selects (resolve.forced_backend); None: vLLM's choice.
@@ -117,6 +121,8 @@ class VllmLaunch:
                 isinstance(t, str) for t in self.draft_rope_types):
             raise TypeError(f"draft_rope_types must be a tuple of names, got "
                             f"{self.draft_rope_types!r}")
+        if self.draft_config is not None and not isinstance(self.draft_config, str):
+            raise TypeError(f"draft_config must be JSON text, got {self.draft_config!r}")
         if self.kv_transfer_config is not None and not isinstance(self.kv_transfer_config, str):
             raise TypeError(f"kv_transfer_config must be JSON text, got "
                             f"{self.kv_transfer_config!r}")

@@ -117,7 +117,13 @@ def tower_weights(inp: GpuBudgetInput, launch: VllmLaunch, weights: Weights) -> 
 def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]) -> Budget:
     """``plain`` (the engine's budget) under ``inp.request.vllm_launch``."""
     launch = launch_of(inp.request)
-    if launch is None or not launch.changes_weights:
+    draft = None
+    if launch is not None and launch.draft_config is not None:
+        # A DFlash / DSpark draft's weights sit beside the target's (parallel_draft.py).
+        from kvledger.plan.engines.vllm.parallel_draft import draft_weights
+
+        draft = draft_weights(inp.facts, inp.request)
+    if launch is None or not (launch.changes_weights or draft):
         return plain(inp)
     req = inp.request
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
@@ -125,6 +131,14 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
     if launch.quantization is not None:
         weights = _online_weights(inp, launch.quantization) or weights
     weights = tower_weights(inp, launch, weights)
+    if draft is not None:
+        from kvledger.plan.budget import ESTIMATED
+
+        added, how = draft
+        weights = records.replace(
+            weights, total_bytes=weights.total_bytes + added * tp,
+            per_rank_bytes=weights.per_rank_bytes + added, per_rank_basis=ESTIMATED,
+            detail=f"{weights.detail}; plus {added:,} B per GPU of {how}")
     offload_line = None
     if launch.cpu_offload_gb > 0:
         from kvledger.plan.engines.vllm.offload import cpu_offload

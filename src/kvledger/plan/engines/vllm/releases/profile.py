@@ -83,6 +83,10 @@ class VllmRelease(Release):
     # 0.33 config/vllm.py VllmConfig._limit_max_model_len_to_draft: under Model Runner V2 a
     # shorter draft model lowers max_model_len to its own (draft_length.py).
     limits_max_model_len_to_draft: bool = False
+    # The DFlash / DSpark draft models whose KV layers and weights kvledger plans in this
+    # release (parallel_draft.py: 0.34 model_executor/models/qwen3_dflash.py and
+    # qwen3_dspark.py were read); a release without them refuses the methods by name.
+    plans_parallel_drafts: bool = False
     # 0.33 platforms/cuda.py _get_backend_priorities (SM10x, float KV, <= 16 heads a rank):
     # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
     # (sparse_mla_backends.py).

@@ -95,6 +95,11 @@ RELEASE = replace(
     nixl_transfer_mode=True,
     # factory.py: UMBPStoreConnector registered (v1/umbp/).
     kv_connectors_added=frozenset({"UMBPStoreConnector"}),
+    # model_executor/models/qwen3_dflash.py (DFlashQwen3ForCausalLM) and qwen3_dspark.py
+    # (Qwen3DSparkForCausalLM), v1/worker/gpu/spec_decode/dflash/ and dspark/ config.py,
+    # v1/worker/gpu/attn_utils.py get_kv_cache_spec: the draft's decoder layers join the
+    # target's KV cache groups (parallel_draft.py). 0.33's were not read for this.
+    plans_parallel_drafts=True,
 )
 
 # Where in vLLM 0.34.0's source each value above that differs from 0.33.0's was read (the
@@ -117,4 +122,8 @@ CITES: dict[str, str] = {
                           "transfer_mode); nixl/base_worker.py (ucx_backend_params)",
     "kv_connectors_added": "distributed/kv_transfer/kv_connector/factory.py "
                            "(UMBPStoreConnector registered)",
+    "plans_parallel_drafts": "model_executor/models/qwen3_dflash.py, qwen3_dspark.py; "
+                             "v1/worker/gpu/spec_decode/dflash/config.py, dspark/config.py; "
+                             "v1/worker/gpu/attn_utils.py get_kv_cache_spec (read: "
+                             "engines/vllm/parallel_draft.py)",
 }
