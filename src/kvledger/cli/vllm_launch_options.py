@@ -21,7 +21,7 @@ UNSET: dict[str, Any] = {
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
     "kv_transfer_config": None, "draft_config": None, "language_model_only": False,
     "mm_encoder_tp_mode": None, "attention_backend": None, "enable_extensible_kv_cache": None,
-    "rocm_aiter_mla": False,
+    "rocm_aiter_mla": False, "mamba_cache_dtype": None, "mamba_ssm_cache_dtype": None,
 }
 
 
@@ -83,6 +83,14 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rocm-aiter-mla", action="store_true", default=False,
                    help="on a ROCm GPU, MLA runs AITER's ROCM_AITER_MLA (a line's "
                    "VLLM_ROCM_USE_AITER=1): any block size")
+    g.add_argument("--mamba-cache-dtype", default=None,
+                   choices=("auto", "float32", "float16", "bfloat16"),
+                   help="recurrent layers' conv state dtype (auto: the model dtype), and "
+                   "their SSM state's too unless --mamba-ssm-cache-dtype says otherwise")
+    g.add_argument("--mamba-ssm-cache-dtype", default=None,
+                   choices=("auto", "float32", "float16", "bfloat16"),
+                   help="recurrent layers' SSM / temporal state dtype (auto: vLLM's choice "
+                   "for the architecture, else the conv state's)")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3 / dflash / dspark): a shorter draft lowers "

@@ -95,7 +95,7 @@ RULES: dict[str, Rule] = merge(
         max_num_seqs max_num_batched_tokens enable_prefix_caching speculative_config
         spec_method spec_model spec_tokens enforce_eager dtype quantization performance_mode
         attention_config limit_mm_per_prompt language_model_only mm_encoder_tp_mode
-        attention_backend
+        attention_backend mamba_cache_dtype mamba_ssm_cache_dtype
         enable_chunked_prefill revision enable_expert_parallel async_scheduling
     """),
     table(INERT, _FRONTEND, "API server option"),
@@ -151,9 +151,16 @@ RULES: dict[str, Rule] = merge(
         disable_hybrid_kv_cache_manager swa_bounded_replay prefix_match_unit
     """, "changes the KV blocks vLLM allocates"),
     table(KV, """
-        mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size mamba_cache_mode
-        enable_mamba_shared_prefix_checkpoint replayssm_buffer_len use_replayssm
+        mamba_block_size enable_mamba_shared_prefix_checkpoint replayssm_buffer_len
+        use_replayssm
     """, "changes the recurrent-state cache"),
+    # mamba_cache_dtype and mamba_ssm_cache_dtype are MAPPED (vllm_launch_map.py).
+    # MambaModelConfig.verify_and_update_config (0.32 to 0.34, every hybrid and Mamba model
+    # through HybridAttentionMambaModelConfig) sets the mode from --enable-prefix-caching
+    # whatever was given ("align" with it, "none" without); 0.33 and 0.34 say so when it is
+    # given (arg_utils.py _MAMBA_CACHE_MODE_DEPRECATION_MESSAGE: "It has no effect").
+    table(INERT, "mamba_cache_mode",
+          "is set from --enable-prefix-caching (MambaModelConfig.verify_and_update_config)"),
     table(KV, """
         decode_context_parallel_size prefill_context_parallel_size dcp_kv_cache_interleave_size
         cp_kv_cache_interleave_size

@@ -59,6 +59,14 @@ def map_launch(values: dict[str, Any], out: Translation,
         # IMEX channel: connectors.py extensible_cache_off).
         out.options["--enable-extensible-kv-cache" if extensible
                     else "--no-enable-extensible-kv-cache"] = None
+    for dest in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
+        if values.get(dest) is not None:  # config/cache.py; resolve.py and convert.py
+            taken.add(dest)
+            flag = "--" + dest.replace("_", "-")
+            if values[dest] == "auto":
+                out.ignore("default", flag)
+            else:
+                out.options[flag] = str(values[dest])
     size = values.get("kv_offloading_size")
     if size is not None:
         taken |= {"kv_offloading_size", "kv_offloading_backend"}

@@ -102,7 +102,12 @@ def _state_dtypes(
     kind = layer.state_kind.lower()
     if "kda" in kind:
         # ``kda_state_dtype``: the recurrent state is float32 unless mamba_ssm_cache_dtype
-        # says otherwise.
+        # says otherwise, and float16 is refused.
+        if res.mamba_ssm_cache_dtype == "float16":
+            raise VllmLayoutError("vLLM refuses to start: KDA recurrent state supports only "
+                                  "auto, float32, and bfloat16; got float16 "
+                                  "(mamba_utils.py kda_state_dtype): drop "
+                                  "--mamba-ssm-cache-dtype float16")
         temporal = "float32" if res.mamba_ssm_cache_dtype == "auto" else res.mamba_ssm_cache_dtype
     if "lightning" in kind or "linear" in kind:
         temporal = conv

@@ -55,6 +55,10 @@ def _gib(name: str, value: Any, *, positive: bool) -> None:
         raise ValueError(f"{name} must be {bound} GiB (and finite), got {value!r}")
 
 
+# config/cache.py MambaDType (vLLM 0.32 to 0.34).
+MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
 @record(frozen=True)
 class VllmLaunch:
     """The vLLM-only launch options kvledger plans (module docstring)."""
@@ -90,8 +94,17 @@ class VllmLaunch:
     # VLLM_ROCM_USE_AITER=1 (VLLM_ROCM_USE_AITER_MLA left on): on a ROCm GPU, MLA runs
     # ROCM_AITER_MLA (resolve._rocm_dense_mla); no effect on CUDA.
     rocm_aiter_mla: bool = False
+    # --mamba-cache-dtype / --mamba-ssm-cache-dtype (config/cache.py MambaDType): the conv
+    # (and, at "auto", every) state dtype and the SSM / temporal state dtype of recurrent
+    # layers; "auto" keeps vLLM's own choice (resolve._mamba_ssm_cache_dtype, convert.py).
+    mamba_cache_dtype: str = "auto"
+    mamba_ssm_cache_dtype: str = "auto"
 
     def __post_init__(self) -> None:
+        for name in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
+            if getattr(self, name) not in MAMBA_DTYPES:
+                raise ValueError(f"{name} must be one of {', '.join(MAMBA_DTYPES)}, got "
+                                 f"{getattr(self, name)!r}")
         if not isinstance(self.enable_lora, bool):
             raise TypeError(f"enable_lora must be a bool, got {self.enable_lora!r}")
         _int("max_loras", self.max_loras, 1)

@@ -243,6 +243,13 @@ def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
     return "auto"
 
 
+def _ssm_dtype(facts: ModelFacts, request: PlanRequest) -> str:
+    """``--mamba-ssm-cache-dtype`` as given; at "auto", the architecture's own (the
+    ``verify_and_update_config`` rules above apply only when the option is "auto")."""
+    given = str(getattr(request.vllm_launch, "mamba_ssm_cache_dtype", "auto"))
+    return given if given != "auto" else _mamba_ssm_cache_dtype(facts)
+
+
 def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Resolved:
     """What ``release`` resolves for ``facts`` served with ``request`` (module docstring)."""
     if request.data_parallel_size < 1:  # pragma: no cover - PlanRequest validates
@@ -332,8 +339,8 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
         use_sparse=Kind.INDEXER in kinds and not minimax_sparse,
         mamba_cache_mode=mamba_cache_mode,
         mamba_chunk_size=_mamba_chunk_size(facts) if mamba_cache_mode == "all" else 0,
-        mamba_cache_dtype="auto",
-        mamba_ssm_cache_dtype=_mamba_ssm_cache_dtype(facts) if has_state else "auto",
+        mamba_cache_dtype=getattr(request.vllm_launch, "mamba_cache_dtype", "auto"),
+        mamba_ssm_cache_dtype=_ssm_dtype(facts, request) if has_state else "auto",
         requested_block_size=request.block_size,
         release=release,
         default_block_size=release.default_block_size,
