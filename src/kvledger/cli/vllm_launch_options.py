@@ -21,7 +21,8 @@ UNSET: dict[str, Any] = {
     "cpu_offload_gb": None, "kv_offloading_size": None, "kv_offloading_backend": None,
     "kv_transfer_config": None, "draft_config": None, "language_model_only": False,
     "mm_encoder_tp_mode": None, "attention_backend": None, "enable_extensible_kv_cache": None,
-    "rocm_aiter_mla": False,
+    "rocm_aiter_mla": False, "decode_context_parallel_size": None,
+    "cp_kv_cache_interleave_size": None,
 }
 
 
@@ -83,6 +84,14 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rocm-aiter-mla", action="store_true", default=False,
                    help="on a ROCm GPU, MLA runs AITER's ROCM_AITER_MLA (a line's "
                    "VLLM_ROCM_USE_AITER=1): any block size")
+    g.add_argument("--decode-context-parallel-size", "--dcp", "-dcp", type=int_at_least(1),
+                   default=None, metavar="N",
+                   help="vLLM's decode context parallelism: the KV cache's tokens are spread "
+                   "over N of the TP ranks, so a block holds block-size x N tokens of a "
+                   "request (default 1)")
+    g.add_argument("--cp-kv-cache-interleave-size", type=int_at_least(1), default=None,
+                   metavar="I", help="with --dcp, tokens a rank stores before the next "
+                   "(default 1; must divide the block)")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3): a shorter draft lowers max_model_len "
