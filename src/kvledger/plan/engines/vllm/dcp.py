@@ -78,10 +78,14 @@ def check_parallel(request: PlanRequest, release: VllmRelease) -> None:
     if dcp == 1:
         return
     if not release.decode_context_parallel:
+        from kvledger.plan.engines.vllm.releases import RELEASES
+
+        read = [r for r in RELEASES.values() if r.decode_context_parallel]
         raise VllmLayoutError(
-            f"--decode-context-parallel-size {dcp} under {release.short}: kvledger has read "
-            "decode context parallelism in vLLM 0.33 and 0.34 only; pin one with "
-            "--engine vllm==0.33 or later")
+            f"--decode-context-parallel-size {dcp} under {release.short}: kvledger has not "
+            "read this release's decode context parallelism; it plans it under "
+            f"{', '.join(r.short for r in read)} (pin one with "
+            f"--engine {read[0].pin.rpartition('.')[0] if read else 'vllm'})")
     if tp % dcp:
         raise VllmStartupError(f"tp_size={tp} must be divisible by dcp_size={dcp}.",
                                "ParallelConfig._validate_parallel_config",
