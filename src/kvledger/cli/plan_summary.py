@@ -134,6 +134,8 @@ def summary_lines(data: Mapping[str, Any]) -> list[str]:
     engine = str(data.get("engine", "?"))
     release = data.get("engine_release")
     layout = [f"TP {data.get('tensor_parallel_size', 1)}"]
+    if data.get("decode_context_parallel_size", 1) != 1:  # vLLM's -dcp: within the TP ranks
+        layout[0] += f", DCP {data['decode_context_parallel_size']}"
     for key, name in (("pipeline_parallel_size", "PP"), ("data_parallel_size", "DP")):
         if data.get(key, 1) != 1:
             layout.append(f"{name} {data[key]}")

@@ -22,6 +22,7 @@ UNSET: dict[str, Any] = {
     "kv_transfer_config": None, "draft_config": None, "language_model_only": False,
     "mm_encoder_tp_mode": None, "attention_backend": None, "enable_extensible_kv_cache": None,
     "rocm_aiter_mla": False, "mamba_cache_dtype": None, "mamba_ssm_cache_dtype": None,
+    "decode_context_parallel_size": None, "cp_kv_cache_interleave_size": None,
 }
 
 
@@ -91,6 +92,14 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    choices=("auto", "float32", "float16", "bfloat16"),
                    help="recurrent layers' SSM / temporal state dtype (auto: vLLM's choice "
                    "for the architecture, else the conv state's)")
+    g.add_argument("--decode-context-parallel-size", "--dcp", "-dcp", type=int_at_least(1),
+                   default=None, metavar="N",
+                   help="vLLM's decode context parallelism: the KV cache's tokens are spread "
+                   "over N of the TP ranks, so a block holds block-size x N tokens of a "
+                   "request (default 1)")
+    g.add_argument("--cp-kv-cache-interleave-size", type=int_at_least(1), default=None,
+                   metavar="I", help="with --dcp, tokens a rank stores before the next "
+                   "(default 1; must divide the block)")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3 / dflash / dspark): a shorter draft lowers "

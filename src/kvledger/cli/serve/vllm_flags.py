@@ -97,6 +97,7 @@ RULES: dict[str, Rule] = merge(
         attention_config limit_mm_per_prompt language_model_only mm_encoder_tp_mode
         attention_backend mamba_cache_dtype mamba_ssm_cache_dtype
         enable_chunked_prefill revision enable_expert_parallel async_scheduling
+        decode_context_parallel_size cp_kv_cache_interleave_size
     """),
     table(INERT, _FRONTEND, "API server option"),
     table(INERT, _MODEL_INERT + _LOAD_INERT + _PARALLEL_INERT + _OTHER_INERT,
@@ -161,10 +162,15 @@ RULES: dict[str, Rule] = merge(
     # given (arg_utils.py _MAMBA_CACHE_MODE_DEPRECATION_MESSAGE: "It has no effect").
     table(INERT, "mamba_cache_mode",
           "is set from --enable-prefix-caching (MambaModelConfig.verify_and_update_config)"),
-    table(KV, """
-        decode_context_parallel_size prefill_context_parallel_size dcp_kv_cache_interleave_size
-        cp_kv_cache_interleave_size
-    """, "shards the KV cache over context-parallel ranks"),
+    # decode_context_parallel_size and cp_kv_cache_interleave_size are MAPPED above
+    # (vllm_launch_map.py: --decode-context-parallel-size, plan/engines/vllm/dcp.py).
+    table(KV, "prefill_context_parallel_size",
+          "shards the KV cache over context-parallel ranks"),
+    # config/vllm.py VllmConfig.adjust_dcp_kv_cache_interleave_size: read only with a NIXL P/D
+    # connector (copied into cp_kv_cache_interleave_size, where validate_block_size is then
+    # skipped); it places tokens on ranks and sizes nothing.
+    table(INERT, "dcp_kv_cache_interleave_size",
+          "read only with a NIXL P/D connector; places tokens on DCP ranks, sizes nothing"),
     table(KV, "kv_offloading_size kv_transfer_config",
             "adds a KV offload / transfer connector"),
     table(KV, "mm_ipc_gpu_memory_gb",

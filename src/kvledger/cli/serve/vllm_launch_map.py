@@ -67,6 +67,18 @@ def map_launch(values: dict[str, Any], out: Translation,
                 out.ignore("default", flag)
             else:
                 out.options[flag] = str(values[dest])
+    # -dcp (ParallelConfig.decode_context_parallel_size; plan/engines/vllm/dcp.py). The
+    # interleave is read only under DCP (VllmConfig.validate_block_size).
+    taken |= {"decode_context_parallel_size", "cp_kv_cache_interleave_size"}
+    dcp = values.get("decode_context_parallel_size")
+    interleave = values.get("cp_kv_cache_interleave_size")
+    if dcp is not None and dcp != 1:
+        out.options["--decode-context-parallel-size"] = str(dcp)
+        if interleave is not None and interleave != 1:
+            out.options["--cp-kv-cache-interleave-size"] = str(interleave)
+    elif interleave is not None and interleave != 1:
+        out.notes.append(f"--cp-kv-cache-interleave-size {interleave} without -dcp: vLLM "
+                         "reads it only under decode context parallelism")
     size = values.get("kv_offloading_size")
     if size is not None:
         taken |= {"kv_offloading_size", "kv_offloading_backend"}

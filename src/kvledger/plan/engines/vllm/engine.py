@@ -72,7 +72,7 @@ def _plan(inp: LayoutInput, release: VllmRelease, max_model_len: int | None = No
                      startup_checked=checked and request is inp.request)
 
 
-def tokens_note(plan: VllmPlan, rules: VllmRelease) -> str:
+def tokens_note(plan: VllmPlan, rules: VllmRelease, dcp: int = 1) -> str:
     """Why the "GPU KV cache size" tokens are not num_blocks × block_size, in one line ("" when
     they are). vLLM logs ``int(max_concurrency × max_model_len)`` (kv_cache_utils.py
     ``get_kv_cache_capacity``), concurrency being the blocks over one max_model_len request's
@@ -100,6 +100,12 @@ def tokens_note(plan: VllmPlan, rules: VllmRelease) -> str:
     why = ("every KV cache group takes its own blocks from the one pool" if len(sp.groups) > 1
            else f"{sp.max_model_len:,} is not a multiple of {sp.block_size}: the last block "
            "is part empty")
+    if dcp > 1:
+        # v1/core/kv_cache_utils.py resolve_dcp_kv_block_size; FullAttentionSpec.
+        # max_memory_usage_bytes counts cdiv(max_model_len, dcp) tokens a rank (dcp.py).
+        why = (f"decode context parallelism {dcp}: each rank holds 1/{dcp} of a request's "
+               f"tokens, so a block of {sp.block_size} tokens a rank stands for "
+               f"{sp.block_size * dcp:,} tokens of a request")
     return (f"kv_cache_tokens {sp.kv_cache_tokens:,} is not num_blocks × block_size "
             f"({sp.num_blocks:,} × {sp.block_size:,} = {sp.num_blocks * sp.block_size:,}): vLLM "
             f"logs max_concurrency × max_model_len, and one {sp.max_model_len:,}-token request "
@@ -264,6 +270,7 @@ class VllmEngine(Layout):
             notes = given_budget_note(inp.request)
         rows = _stored_rows(inp, plan)
         groups = _group_rows(plan)
+        from kvledger.plan.engines.vllm.dcp import dcp_size
         return LayoutPlan(
             ranks=_ranks(inp, plan),
             block_size=plan.block_size,
@@ -284,8 +291,10 @@ class VllmEngine(Layout):
             engine_fields={"vllm_refuses_to_start": plan.vllm_refuses_to_start,
                            "vllm_refusal_reason": plan.refusal_reason or None, **tier,
                            **({"kv_cache_tokens_note": note} if (note := tokens_note(
-                               plan, plan.resolved.release))
+                               plan, plan.resolved.release, dcp_size(inp.request)))
                               else {}),
+                           **({"decode_context_parallel_size": dcp_size(inp.request)}
+                              if dcp_size(inp.request) > 1 else {}),
                            **({"kv_cache_groups": groups} if groups else {})},
         )
 

@@ -19,6 +19,8 @@ names and defaults, validated once here.
   ``--mm-encoder-tp-mode data`` (each TP rank holds the whole encoder, for the model classes
   with ``supports_encoder_tp_data``; the others fall back to "weights"):
   ``launch_budget.tower_weights``.
+- ``-dcp`` / ``--decode-context-parallel-size`` and ``--cp-kv-cache-interleave-size``
+  (``ParallelConfig``): how DCP counts a request's blocks, and what it refuses, is ``dcp.py``.
 - the separate draft model's length and RoPE types (``draft_length.py``), which vLLM 0.33
   uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``), and its config, from
   which a DFlash / DSpark draft's KV layers and weights are planned (``parallel_draft.py``).
@@ -99,6 +101,11 @@ class VllmLaunch:
     # layers; "auto" keeps vLLM's own choice (resolve._mamba_ssm_cache_dtype, convert.py).
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
+    # -dcp / --decode-context-parallel-size (ParallelConfig, default 1, ge=1): DCP shards the
+    # KV cache's tokens over that many of the TP ranks (dcp.py); --cp-kv-cache-interleave-size
+    # (default 1): tokens a rank stores before the next, checked against the block only.
+    decode_context_parallel_size: int = 1
+    cp_kv_cache_interleave_size: int = 1
 
     def __post_init__(self) -> None:
         for name in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
@@ -128,6 +135,8 @@ class VllmLaunch:
         if self.kv_offloading_size is not None:
             # OffloadingSpec (v1/kv_offload/cpu/spec.py) refuses a falsy cpu_bytes_to_use.
             _gib("kv_offloading_size", self.kv_offloading_size, positive=True)
+        _int("decode_context_parallel_size", self.decode_context_parallel_size, 1)
+        _int("cp_kv_cache_interleave_size", self.cp_kv_cache_interleave_size, 1)
         if self.draft_max_model_len is not None:
             _int("draft_max_model_len", self.draft_max_model_len, 1)
         if not isinstance(self.draft_rope_types, tuple) or not all(

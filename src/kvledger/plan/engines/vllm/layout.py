@@ -15,6 +15,7 @@ from collections.abc import Sequence, Set
 from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
 from kvledger.plan.engines.vllm.blocks import BlockMath, block_math
 from kvledger.plan.engines.vllm.convert import layer_spec, layer_takes_part
+from kvledger.plan.engines.vllm.dcp import dcp_size
 from kvledger.plan.engines.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
 from kvledger.plan.engines.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
 from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, resolve
@@ -29,8 +30,10 @@ from kvledger.plan.engines.vllm.specs import (
     spec_name,
 )
 from kvledger.plan.engines.vllm.startup import (
+    attention_heads,
     check_block_size,
     check_startup,
+    kv_head_counts,
     memory_refusal_reason,
     sentence_len_notes,
 )
@@ -174,6 +177,12 @@ def check_served(facts: ModelFacts, request: PlanRequest, release: VllmRelease) 
             f"(kvledger does not plan the Transformers-backend fallback {release.short} may "
             "try); pin a newer release with --engine vllm==X, or use --engine native")
     check_startup(facts, request, release)
+    if dcp_size(request) > 1:
+        from kvledger.plan.engines.vllm.dcp import check_model, check_parallel
+
+        check_parallel(request, release)
+        heads = facts.cached(("vllm kv head counts",), lambda: sorted(kv_head_counts(facts.layers)))
+        check_model(facts, request, release, heads, attention_heads(facts))
 
 
 def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
@@ -237,6 +246,10 @@ def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
         if res.mla_backend != "ROCM_AITER_MLA":  # MultipleOf(1): every block size
             check_block_size(sizes.block_size, request.block_size,
                              any(isinstance(s, AttentionSpec) for s in raw), release)
+        if dcp_size(request) > 1:
+            from kvledger.plan.engines.vllm.dcp import check_block
+
+            check_block(sizes.block_size, request, release)
         specs = apply_block_sizes(raw, sizes)
     # vLLM buckets layers by spec equality: parts with equal specs (an MTP layer and the
     # decoder's full attention) share a bucket.
@@ -256,6 +269,7 @@ def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
         mamba_cache_mode=res.mamba_cache_mode,
         request_blocks=res.release.request_blocks,
         logged_tokens=res.release.logged_tokens,
+        dcp=dcp_size(request),
     )
     warnings = list(sizes.notes) + list(grouping.warnings) + kv_notes + list(res.notes)
     warnings.extend(checkpoint_kv_notes(facts, request, res))

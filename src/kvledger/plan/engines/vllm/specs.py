@@ -72,6 +72,9 @@ class SpecContext:
     # .request_blocks / .logged_tokens; engines/vllm/blocks.py).
     request_blocks: str = "per_group"
     logged_tokens: str = "concurrency"
+    # ParallelConfig.decode_context_parallel_size: the ranks a DCP-sharded spec's tokens are
+    # spread over (engines/vllm/dcp.py); 1: none.
+    dcp: int = 1
 
 
 @record(frozen=True, kw_only=True)
@@ -203,8 +206,11 @@ class FullAttentionSpec(AttentionSpec):
     kind: ClassVar[str] = "FullAttentionSpec"
 
     def max_memory_usage_bytes(self, ctx: SpecContext) -> int:
-        # vLLM ``FullAttentionSpec.max_memory_usage_bytes``: cdiv(max_model_len, block) pages.
-        return ceil_div(ctx.max_model_len, self.block_size) * self.page_size_bytes
+        # vLLM ``FullAttentionSpec.max_memory_usage_bytes``: cdiv(max_model_len, block) pages;
+        # an attention spec is DCP-sharded (``AttentionSpec.dcp_sharded = True``), so under
+        # DCP a rank holds cdiv(max_model_len, dcp) of a request's tokens.
+        tokens = ceil_div(ctx.max_model_len, ctx.dcp) if ctx.dcp > 1 else ctx.max_model_len
+        return ceil_div(tokens, self.block_size) * self.page_size_bytes
 
     def uniform_type_key(self) -> tuple[Any, ...] | None:
         return ("full",)

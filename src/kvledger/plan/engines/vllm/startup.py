@@ -168,7 +168,7 @@ def check_attention_heads(facts: ModelFacts, tp: int,
 def check_kv_heads(facts: ModelFacts, tp: int, release: VllmRelease | None = None) -> None:
     """The second rule of ``check_tensor_parallel``: KV heads split or replicate exactly."""
     # once per facts (a walk over every layer; the check runs for each plan of them)
-    counts = facts.cached(("vllm kv head counts",), lambda: sorted(_kv_head_counts(facts.layers)))
+    counts = facts.cached(("vllm kv head counts",), lambda: sorted(kv_head_counts(facts.layers)))
     for kv_heads in counts:
         if kv_heads and tp > kv_heads and tp % kv_heads:
             raise VllmStartupError(
@@ -180,7 +180,7 @@ def check_kv_heads(facts: ModelFacts, tp: int, release: VllmRelease | None = Non
                 release=release)
 
 
-def _kv_head_counts(layers: Iterable[LayerCache]) -> set[int]:
+def kv_head_counts(layers: Iterable[LayerCache]) -> set[int]:
     """KV head counts of the layers vLLM projects with QKVParallelLinear (self-attention with
     K/V heads; MLA latents and indexer keys are replicated, not split)."""
     return {

@@ -124,6 +124,14 @@ class VllmRelease(Release):
     # defaults to 1.0 (CacheConfig.resolved_gpu_memory_utilization) and no CUDA-graph
     # estimate is subtracted (engines/vllm/extensible_budget.py).
     extensible_kv_cache: bool = False
+    # Decode context parallelism (-dcp N) was read in this release's source (engines/vllm/
+    # dcp.py): 0.33 and 0.34 config/parallel.py ParallelConfig._validate_parallel_config
+    # ("tp_size={tp} must be divisible by dcp_size={dcp}."), config/model.py
+    # ModelConfig.verify_with_parallel_config (the GQA/MQA rules), v1/kv_cache_interface.py
+    # FullAttentionSpec.max_memory_usage_bytes (cdiv(max_model_len, dcp) tokens a request
+    # per rank) and v1/core/kv_cache_utils.py resolve_dcp_kv_block_size (block_size x dcp
+    # tokens a block). A release whose DCP code kvledger has not read refuses -dcp by name.
+    decode_context_parallel: bool = False
     # -- what one request is charged, and what the log counts (v1/kv_cache_interface.py,
     # v1/core/kv_cache_utils.py; engines/vllm/resolve.py and blocks.py read them) -----------
     # The tokens a sliding-window / chunked-local layer holds past its window or chunk: True

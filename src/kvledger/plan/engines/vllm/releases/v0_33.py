@@ -77,6 +77,12 @@ RELEASE = replace(
     # distributed/kv_transfer/kv_connector/v1/ (nixl, mooncake, lmcache, offloading, multi):
     # engines/vllm/connectors.py, tests/plan/engines/vllm/test_kv_connectors.py.
     sizes_kv_connectors=True,
+    # Decode context parallelism read in 0.33's source (engines/vllm/dcp.py; 0.34's is the
+    # same): config/parallel.py ParallelConfig._validate_parallel_config, config/model.py
+    # ModelConfig.verify_with_parallel_config, v1/kv_cache_interface.py
+    # FullAttentionSpec.max_memory_usage_bytes, v1/core/kv_cache_utils.py
+    # resolve_dcp_kv_block_size. Earlier releases' DCP code is not read: refused by name.
+    decode_context_parallel=True,
 )
 
 # Where in vLLM 0.33.0's source each value above that differs from 0.32.0's was read (the
@@ -113,6 +119,12 @@ CITES: dict[str, str] = {
                                "(FLASH_ATTN_MLA_SPARSE_FA4 first on SM10x)",
     "sizes_kv_connectors": "distributed/kv_transfer/kv_connector/v1/ (nixl, mooncake, "
                            "lmcache, offloading, multi; read: engines/vllm/connectors.py)",
+    "decode_context_parallel": "config/parallel.py ParallelConfig._validate_parallel_config, "
+                               "config/model.py ModelConfig.verify_with_parallel_config, "
+                               "v1/kv_cache_interface.py FullAttentionSpec."
+                               "max_memory_usage_bytes, v1/core/kv_cache_utils.py "
+                               "resolve_dcp_kv_block_size (read for kvledger's -dcp; not read "
+                               "in earlier releases)",
     "modelopt_mixed_precision": "transformers_utils/model_arch_config_convertor.py "
                                 "_normalize_quantization_config (ModelOpt MIXED_PRECISION is "
                                 "modelopt_mixed)",
