@@ -69,3 +69,18 @@ def test_removed_flag_that_may_change_memory_is_refused(
 def test_unknown_flag_stays_a_refusal() -> None:
     with pytest.raises(ServeLineError, match="--made-up-flag is not a vllm"):
         translate([*LINE, "--made-up-flag", "3"])
+
+
+def test_swap_space_plans_with_the_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    # --swap-space (V0's CPU swap for preemption; V1 never allocated it, PR #36216 removed it,
+    # EngineArgs lacks it from 0.18.0): a recipe line written for an older vLLM plans under
+    # vllm==0.34 with the warning, its value skipped. Before: "--swap-space is not a vllm
+    # 0.34 flag", exit 2. Numbers: vLLM 0.34's 64-token block of 131,072 B a token is 8 MiB;
+    # 8 GiB / 8 MiB = 1,024 blocks.
+    argv = ["plan", "--json", "--engine", "vllm==0.34", "--", *LINE,
+            "--kv-cache-memory-bytes", "8G", "--swap-space", "16"]
+    assert main(argv) == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert (data["block_size"], data["num_blocks"]) == (64, 1024)
+    note = next(n for n in data["serve_line"]["notes"] if "--swap-space" in n)
+    assert "vllm 0.18.0 removed it" in note and "changes no memory" in note
