@@ -1,10 +1,14 @@
 """Replay a corpus of pasted launch lines through ``kvledger plan --gpu G -- LINE`` and count.
 
-    python scripts/replay_launch_lines.py CORPUS_FILE [--gpu H200] [--configs DIR] [-v]
+    python scripts/replay_launch_lines.py CORPUS_FILE [--gpu H200] [--configs DIR]
+        [--one-gpu] [-v]
 
 The corpus is a text file of blocks separated by blank lines; each block is one launch line as
 people paste it (backslash continuations, ``docker run`` wrappers, env prefixes), with
-``# source: URL`` comment lines that are not part of the command. Each line runs in-process
+``# source: URL`` comment lines that are not part of the command, and optionally a
+``# gpu: NAME`` line (a ``kvledger gpus`` preset): the hardware its recipe names, on which
+that line is replayed. ``--gpu`` is the GPU of the lines without one (``--one-gpu``: of every
+line). Each line runs in-process
 through the CLI's own ``main`` (so parsing, translation and planning are exactly what a user
 gets), offline. The table counts:
 
@@ -38,22 +42,25 @@ _MODEL_ID = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?![
 _CAUSE_WORDS = 7
 
 
-def blocks(text: str) -> list[tuple[str, str]]:
-    """(source, command) for every block; comment lines starting with ``# source`` are the
-    source, other whole-line comments outside a continuation are dropped."""
+def blocks(text: str) -> list[tuple[str, str, str]]:
+    """(source, gpu, command) for every block; comment lines starting with ``# source`` /
+    ``# gpu`` are the source and the recipe's GPU ("" when none), other whole-line comments
+    outside a continuation are dropped."""
     out = []
     for block in re.split(r"\n\s*\n", text):
-        source, kept = "", list[str]()
+        source, gpu, kept = "", "", list[str]()
         for line in block.splitlines():
             stripped = line.strip()
             if stripped.startswith("# source:"):
                 source = stripped.removeprefix("# source:").strip()
+            elif stripped.startswith("# gpu:"):
+                gpu = stripped.removeprefix("# gpu:").strip()
             elif stripped.startswith("#") and not (kept and kept[-1].rstrip().endswith("\\")):
                 continue
             elif stripped:
                 kept.append(line)
         if kept:
-            out.append((source, "\n".join(kept)))
+            out.append((source, gpu, "\n".join(kept)))
     return out
 
 
@@ -123,7 +130,10 @@ def replay(command: str, gpu: str) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
-    parser.add_argument("--gpu", default="H200")
+    parser.add_argument("--gpu", default="H200",
+                        help="the GPU of lines without a '# gpu:' line (default H200)")
+    parser.add_argument("--one-gpu", action="store_true",
+                        help="replay every line on --gpu, ignoring '# gpu:' lines")
     parser.add_argument("--configs", type=Path, default=None,
                         help="folder of org--name.json configs for ids not in the catalog")
     parser.add_argument("-v", "--verbose", action="store_true",
@@ -137,12 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     causes: Counter[str] = Counter()
     errors: list[tuple[str, str]] = []
     swapped = 0
+    gpus: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for source, command in blocks(args.corpus.read_text()):
+        for source, own_gpu, command in blocks(args.corpus.read_text()):
             line = substitute(command, args.configs, catalog, work)
             swapped += line != command
-            outcome, message = replay(line, args.gpu)
+            gpu = args.gpu if args.one_gpu or not own_gpu else own_gpu
+            gpus[gpu] += 1
+            outcome, message = replay(line, gpu)
             counts[outcome] += 1
             if outcome == "refused":
                 causes[cause(message)] += 1
@@ -150,10 +163,11 @@ def main(argv: list[str] | None = None) -> int:
                 errors.append((source, message))
             if args.verbose:
                 shown = " ".join(command.replace("\\\n", " ").split())
-                print(f"[{outcome}] {shown}\n    {message.splitlines()[0] if message else ''}"
+                print(f"[{outcome}] ({gpu}) {shown}\n    {message.splitlines()[0] if message else ''}"
                       f"\n    {source}")
     total = sum(counts.values())
-    print(f"{total} lines, --gpu {args.gpu}" +
+    on = ", ".join(f"{gpu} {n}" for gpu, n in gpus.most_common())
+    print(f"{total} lines, on {on}" +
           (f" ({swapped} read from --configs)" if args.configs else ""))
     print(f"{counts['planned']:4d}  planned")
     print(f"{counts['refused']:4d}  refused")

@@ -68,10 +68,18 @@ def _statements(words: list[str]) -> tuple[list[str], dict[str, str], dict[str, 
     the shell, the command's ``$NAME`` / ``${NAME}`` words are expanded with them, and the
     exported ones are also the process's environment. A ``NAME=value`` prefix on the command
     line itself is only the environment: the shell does not expand it in that command's
-    arguments, so ``$NAME`` stays as the engine would receive it."""
+    arguments, so ``$NAME`` stays as the engine would receive it.
+
+    Comments are dropped as the shell drops them: from a word that starts with ``#`` to the
+    end of its physical line, outside quotes — a comment line inside a backslash
+    continuation or after a flag included (the lines around it still form one command)."""
     if not (len(words) == 1 and (" " in words[0].strip() or "\n" in words[0])):
         return list(words), {}, {}
-    text = words[0].replace("\\\r\n", " ").replace("\\\n", " ").strip()
+    text = words[0].strip()
+    for prompt in ("$ ", "# "):  # a shell prompt pasted with the first line
+        text = text.removeprefix(prompt)
+    text = _strip_comments(text)
+    text = text.replace("\\\r\n", " ").replace("\\\n", " ").strip()
     lines = [line.strip() for line in text.splitlines()]
     shell: dict[str, str] = {}
     exported: dict[str, str] = {}
@@ -94,6 +102,42 @@ def _statements(words: list[str]) -> tuple[list[str], dict[str, str], dict[str, 
     except ValueError as exc:
         raise ServeLineError(f"cannot split the serve line: {exc}") from None
     return [_expand(word, shell) for word in out], shell, exported
+
+
+def _strip_comments(text: str) -> str:
+    """``text`` without its shell comments (``_statements``), newlines kept."""
+    out: list[str] = []
+    quote = ""
+    word_start = True
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            out.append(char)
+            if char == quote:
+                quote = ""
+            elif char == "\\" and quote == '"' and i + 1 < len(text):
+                out.append(text[i + 1])
+                i += 1
+        elif char in "'\"":
+            quote = char
+            out.append(char)
+            word_start = False
+        elif char == "\\" and i + 1 < len(text):
+            out += [char, text[i + 1]]
+            i += 1
+            word_start = text[i] == "\n"
+        elif char == "#" and word_start:
+            end = text.find("\n", i)
+            if end < 0:
+                break
+            i = end
+            continue
+        else:
+            out.append(char)
+            word_start = char.isspace()
+        i += 1
+    return "".join(out)
 
 
 def _assignments(line: str) -> tuple[dict[str, str], bool] | None:
