@@ -163,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                 errors.append((source, message))
             if args.verbose:
                 shown = " ".join(command.replace("\\\n", " ").split())
-                print(f"[{outcome}] ({gpu}) {shown}\n    {message.splitlines()[0] if message else ''}"
-                      f"\n    {source}")
+                first = message.splitlines()[0] if message else ""
+                print(f"[{outcome}] ({gpu}) {shown}\n    {first}\n    {source}")
     total = sum(counts.values())
     on = ", ".join(f"{gpu} {n}" for gpu, n in gpus.most_common())
     print(f"{total} lines, on {on}" +
