@@ -1,6 +1,6 @@
 """SGLang's platform from each GPU preset's own compute capability (plan/gpus.py), not from a
-second table of preset names: every CUDA preset plans, a ROCm one is refused, a GPU known only
-by its total is Hopper (the assumption vLLM's layout states too)."""
+second table of preset names: every CUDA preset plans, a ROCm one is its gfx name (planned by
+backends.py), a GPU known only by its total is Hopper (the assumption vLLM's layout states too)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 
 from kvledger.plan.api import plan_model
 from kvledger.plan.engines.sglang.memory import gpu_arch
-from kvledger.plan.engines.sglang.model import SglangLayoutError
 from kvledger.plan.gpus import given_total_preset, gpu_names, gpu_preset
 from kvledger.plan.request import PlanRequest
 
@@ -27,11 +26,11 @@ def test_a_total_alone_is_hopper() -> None:
     assert gpu_arch(given_total_preset(80 << 30)) == "sm90"
 
 
-def test_every_cuda_preset_has_a_platform_and_rocm_is_refused() -> None:
+def test_every_cuda_preset_has_a_platform_and_rocm_its_gfx_name() -> None:
     for name in gpu_names():
-        if str(gpu_preset(name).compute_capability).startswith("gfx"):
-            with pytest.raises(SglangLayoutError, match="ROCm"):
-                gpu_arch(name)
+        stated = str(gpu_preset(name).compute_capability)
+        if stated.startswith("gfx"):
+            assert gpu_arch(name) == stated
         else:
             assert gpu_arch(name).startswith("sm")
 

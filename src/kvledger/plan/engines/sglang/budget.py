@@ -80,6 +80,8 @@ def sglang_gpu_budget(
     static = int(pre * fraction)
     how = ("--mem-fraction-static" if settings.mem_fraction_given else
            f"SGLang's default: (GPU MiB − {settings.reserved_mib:g} MiB reserved) / GPU MiB")
+    if settings.scaled_by:
+        how += f", {settings.scaled_by}"
     lines = [
         BudgetLine(GPU_TOTAL, f"GPU memory ({preset.name}; {preset.source})", total,
                    preset.basis if total_bytes is None else GIVEN),

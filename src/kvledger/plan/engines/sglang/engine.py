@@ -25,6 +25,7 @@ from kvledger.plan.engines.base import GpuBudgetInput, Layout, LayoutInput, Layo
 from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
 from kvledger.plan.engines.sglang.releases.profile import SglangRelease
 from kvledger.plan.result import PoolRow, RankResult, stored_summary
+from kvledger.records import replace
 
 if TYPE_CHECKING:
     from kvledger.derive.layers import ModelFacts
@@ -75,6 +76,7 @@ def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
         "mamba_full_memory_ratio": res.mamba_full_memory_ratio if plan.state else None,
         "mamba_radix_cache_strategy": res.mamba_strategy,
         "draft_layers": res.draft_layers, "platform": res.platform,
+        "attention_backend": res.attention_backend,
         "mem_fraction_static": budget.gpu_memory_utilization,
     }
     fields: dict[str, Any] = {
@@ -156,6 +158,7 @@ class SglangEngine(Layout):
         return f"{self.profile.short} refuses to start: {reason}" if reason else ""
 
     def gpu_budget(self, inp: GpuBudgetInput) -> Budget:
+        from kvledger.plan.engines.sglang.backends import aiter_fraction, is_rocm
         from kvledger.plan.engines.sglang.budget import sglang_gpu_budget
         from kvledger.plan.engines.sglang.memory import gpu_arch, memory_settings
         from kvledger.plan.engines.sglang.model import (
@@ -164,10 +167,13 @@ class SglangEngine(Layout):
             build,
             vision_tower,
         )
+        from kvledger.plan.engines.sglang.settings import context_length, platform_backend
 
         request, options = inp.request, _options(inp)
-        gpu_arch(inp.preset)  # refuses platforms whose defaults are not reproduced
+        platform = gpu_arch(inp.preset)
         model = build(inp.facts, self.profile)
+        # The backend SGLang picks off Hopper (backends.py): ROCm's aiter scales the fraction.
+        backend = platform_backend(model, request, platform, self.profile)
         if request.pipeline_parallel_size > 1 and \
                 (no_pp := self.pipeline_parallel_refusal(inp.facts)):
             # SGLang stops while it builds the model, before it sizes the pools
@@ -184,10 +190,20 @@ class SglangEngine(Layout):
             max_running_requests=options.max_running_requests,
             max_total_tokens=options.max_total_tokens,
             model_name=inp.facts.model, multimodal=model.multimodal,
-            prefill_graph=not model.multimodal
-            or model.architecture in MULTIMODAL_PREFILL_GRAPH_ARCHS,
+            # cuda_graph_config.py default_prefill_backend: the breakable prefill graph is on
+            # by default on CUDA only (off on ROCm).
+            prefill_graph=not is_rocm(platform) and (
+                not model.multimodal or model.architecture in MULTIMODAL_PREFILL_GRAPH_ARCHS),
             vision_tower=vision_tower(model.config))
         settings = memory_settings(total / MIB, mem_fraction_static=fraction, **settings_for)
+        context = context_length(model, request)
+        scaled = aiter_fraction(settings.mem_fraction_static, backend, context, self.profile)
+        if scaled != settings.mem_fraction_static:
+            # attention_hook.py handle_attention_backend_compatibility (after the memory
+            # defaults): "scales mem_fraction_static by 0.85 to reserve non-static workspace".
+            settings = replace(settings, mem_fraction_static=scaled, scaled_by=(
+                f"× {self.profile.aiter_mem_factor:g} for the aiter backend at context "
+                f"{context} > {self.profile.aiter_factor_above_context} = {scaled:.6g}"))
         # SGLang's own reservation for these settings (its default fraction's), for the
         # runtime-OOM check beside a given fraction or a co-tenant (budget.py).
         own = settings.reserved_mib if fraction is None else \

@@ -26,7 +26,6 @@ multimodal models also give up SGLang's multimodal reservation (``mm_runtime_res
 
 from __future__ import annotations
 
-from kvledger.plan.engines.sglang.model import SglangLayoutError
 from kvledger.records import record
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -40,9 +39,9 @@ VLM_CACHE_RESERVATION = 100 * MIB  # environ.py: SGLANG_VLM_CACHE_SIZE_MB
 def gpu_arch(gpu: str | GpuPreset | None) -> str:
     """The platform SGLang's checks (``is_sm90`` / ``is_sm100`` / ``is_hip``) would see, from
     the preset's own compute capability (``plan/gpus.py``: "sm90", "sm103", "gfx942"): the
-    family "sm80", "sm86", "sm89", "sm90", "sm100" (any SM10x), "sm120" (any SM12x), or a
-    ROCm GPU refused. No GPU named, or one known only by its total → Hopper (sm90), the
-    common deployment. ``gpu``: a preset or its name."""
+    family "sm80", "sm86", "sm89", "sm90", "sm100" (any SM10x), "sm120" (any SM12x), or the
+    ROCm GPU's own gfx name ("gfx942": ``backends.is_rocm``). No GPU named, or one known only
+    by its total → Hopper (sm90), the common deployment. ``gpu``: a preset or its name."""
     if gpu is None:
         return "sm90"
     from kvledger.plan.gpus import gpu_preset
@@ -50,11 +49,7 @@ def gpu_arch(gpu: str | GpuPreset | None) -> str:
     preset = gpu_preset(gpu)
     stated = str(getattr(preset, "compute_capability", "") or "")
     if stated.startswith("gfx"):
-        raise SglangLayoutError(
-            f"{preset.name}: SGLang on ROCm (aiter backends, its 0.85 memory factor) is not "
-            "reproduced; pass --mem-fraction-static / --page-size and plan with --engine "
-            "sglang on a CUDA preset, or give --kv-cache-memory-bytes"
-        )
+        return stated
     digits = stated.removeprefix("sm")
     if not stated.startswith("sm") or not digits.isdigit():
         return "sm90"
@@ -112,6 +107,9 @@ class MemorySettings:
     mem_fraction_static: float
     mem_fraction_given: bool
     reserved_mib: float | None  # None when mem_fraction_static was given
+    # What scaled the fraction after it was given or derived (ROCm's aiter factor:
+    # backends.aiter_fraction), "" when nothing did.
+    scaled_by: str = ""
 
 
 def memory_settings(

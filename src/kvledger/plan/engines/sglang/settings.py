@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvledger.plan.engines.sglang.backends import HOPPER_LIKE
 from kvledger.plan.engines.sglang.model import (
     DEEPSEEK_FAMILY_ARCHS,
     SglangLayoutError,
@@ -23,8 +24,8 @@ from kvledger.plan.request import DRAFT_MODEL_METHODS, MTP_METHODS, PlanRequest
 from kvledger.records import record
 
 if TYPE_CHECKING:
+    from kvledger.plan.engines.sglang.backends import Backend
     from kvledger.plan.engines.sglang.releases.profile import SglangRelease
-    pass
 
 # arg_groups/overrides.py: _MAMBA_RADIX_CACHE_ARCHS (those kvledger has facts for): the
 # hybrid models whose radix cache _mamba_radix_cache_resolution resolves a strategy for
@@ -63,7 +64,6 @@ MAMBA_PLAIN_RADIX_ARCHS = frozenset({"Lfm2VlForConditionalGeneration",
 # SGLang's --kv-cache-dtype choices kvledger's names map onto (arg_groups/fields/model.py).
 KV_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
              "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
-HOPPER_LIKE = ("sm90", "sm80", "sm86", "sm89")
 
 
 def sm_major(platform: str) -> int:
@@ -94,6 +94,9 @@ class Resolved:
     # speculative_num_draft_tokens (the verify width D) when speculating on a recurrent-state
     # model: MambaPool keeps D intermediate states per request (pools.SpecState); else None.
     spec_draft_tokens: int | None = None
+    # The attention backend SGLang picks off Hopper (backends.py); None where kvledger's rules
+    # do not need it (Hopper, DSA, a given page on an unread Blackwell model).
+    attention_backend: str | None = None
 
 
 
@@ -125,18 +128,45 @@ def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str,
     return name, "option"
 
 
-def _page_size(model: SglangModel, request: PlanRequest, platform: str) -> tuple[int, str]:
-    if request.block_size is not None:
-        page = request.block_size
-        if model.dsa is not None and page % (64 * model.dsa.index_kpool) and \
-                model.architecture in DEEPSEEK_FAMILY_ARCHS:
-            raise SglangLayoutError(
-                f"page size {page}: SGLang's DSA pool needs 64-token index pages "
-                f"(page = 64 × index_kpool = {64 * model.dsa.index_kpool})")
-        return page, "option"
+def platform_backend(model: SglangModel, request: PlanRequest, platform: str,
+                     release: SglangRelease | None = None) -> Backend | None:
+    """The attention backend SGLang picks off Hopper (``backends.attention_backend``), or
+    ``None`` where kvledger's page rule does not need it: Hopper / Ampere / Ada, a DSA model
+    (its own ``dsa`` backend), and on SM10x / SM12x with ``--page-size`` given for a model
+    whose backend there is not read (the given page stands, as before). On ROCm an unread
+    backend is refused: its memory factor follows it."""
+    from kvledger.plan.engines.sglang.backends import attention_backend, is_rocm
+
+    if platform in HOPPER_LIKE:
+        return None
+    if is_rocm(platform) or request.block_size is None:
+        return attention_backend(model, request, platform, release)
+    try:
+        return attention_backend(model, request, platform, release)
+    except SglangLayoutError:
+        return None
+
+
+def _page_size(model: SglangModel, request: PlanRequest, platform: str,
+               backend: Backend | None = None,
+               release: SglangRelease | None = None) -> tuple[int, str]:
     if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
+        if request.block_size is not None:
+            page = request.block_size
+            if page % (64 * model.dsa.index_kpool):
+                raise SglangLayoutError(
+                    f"page size {page}: SGLang's DSA pool needs 64-token index pages "
+                    f"(page = 64 × index_kpool = {64 * model.dsa.index_kpool})")
+            return page, "option"
         # model_overrides/deepseek_v2.py: "Setting page size to {64 * index_kpool} for DSA".
         return 64 * model.dsa.index_kpool, "DSA (64 × index_kpool)"
+    if backend is not None:
+        # backends.py: the page the resolved attention backend takes (Blackwell, ROCm).
+        from kvledger.plan.engines.sglang.backends import backend_page_size
+
+        return backend_page_size(backend, request.block_size, release)
+    if request.block_size is not None:
+        return request.block_size, "option"
     if platform in HOPPER_LIKE:
         # overrides.py _page_size_default: 1 unless a backend forces another; on Hopper the
         # default backends (fa3; MLA fa3) and on Ampere/Ada (flashinfer / triton) keep 1.
@@ -182,8 +212,12 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         attn_tp, attn_dp = tp // dp, dp
     else:
         attn_tp, attn_dp = tp, 1
+    from kvledger.plan.engines.sglang.backends import check_kv_dtype, is_rocm
+
+    backend = platform_backend(model, request, platform, release)
     kv_dtype, kv_source = _kv_dtype(model, request, platform, release)
-    page, page_source = _page_size(model, request, platform)
+    check_kv_dtype(backend, request.kv_cache_dtype)
+    page, page_source = _page_size(model, request, platform, backend, release)
     context = context_length(model, request)
     draft = 0
     spec_draft: int | None = None
@@ -251,7 +285,8 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         mamba_strategy=strategy,
         # calculate_mla_kv_cache_dim: fp8 DSA rows carry scales except on trtllm (Blackwell
         # default, _dsa_split_backend_resolution) and tilelang.
-        dsa_scaled_fp8=sm_major(platform) < 10,
+        dsa_scaled_fp8=not is_rocm(platform) and sm_major(platform) < 10,
         platform=platform,
+        attention_backend=backend.name if backend is not None else None,
         spec_draft_tokens=spec_draft,
     )

@@ -8,9 +8,37 @@ from kvledger.records import record
 
 @record(frozen=True, kw_only=True)
 class SglangRelease(Release):
-    """One SGLang release, as data."""
+    """One SGLang release, as data.
+
+    The platform rules a later release may move (``backends.py`` reads them): which attention
+    backend SGLang picks when none is given, the page sizes that backend takes, and ROCm's
+    aiter memory factor. Each default is SGLang 0.5.23's, cited where ``v0_5_23.py`` sets it.
+    """
 
     flag_table: str  # cli/serve/<file>: the release's server flags
+    # Blackwell (SM10x) defaults: get_default_attn_backend (arg_groups/model_override_base.py).
+    sm100_mha_backend: str = "trtllm_mha"
+    sm100_asymmetric_kv_backend: str = "fa4"  # K and V rows of different widths
+    sm100_mla_backend: str = "flashinfer"
+    # The DeepSeek-family model override (model_overrides/deepseek_v2.py
+    # _deepseek_family_overrides): a non-DSA MLA member takes this backend on SM100.
+    sm100_deepseek_backend: str = "trtllm_mla"
+    deepseek_family: frozenset[str] = frozenset()
+    # ROCm defaults (the same function's is_hip arms): MHA aiter; MLA aiter only with these
+    # KV heads per rank (get_num_kv_heads(tp)), else triton.
+    rocm_mha_backend: str = "aiter"
+    rocm_mla_aiter_kv_heads: tuple[int, ...] = (16, 128)
+    rocm_mla_other_backend: str = "triton"
+    # backend → (page sizes it keeps, the page it sets otherwise): _mla_backend_page_constraints
+    # / _fa4_page_constraint (arg_groups/overrides.py). An empty tuple: always the second.
+    backend_pages: tuple[tuple[str, tuple[int, ...], int], ...] = ()
+    # attention_hook.py handle_attention_backend_compatibility: with the aiter backend and a
+    # context above this, mem_fraction_static × the factor (given or derived).
+    aiter_mem_factor: float = 0.85
+    aiter_factor_above_context: int = 8192
+    # Architectures whose model override (arg_groups/model_overrides/) changes the attention
+    # backend, page size or KV dtype on Blackwell or ROCm in ways kvledger has not read.
+    platform_override_archs: frozenset[str] = frozenset()
 
 
 def sglang_words(release: SglangRelease | None) -> str:

@@ -1,0 +1,196 @@
+"""The attention backend SGLang 0.5.23 picks off Hopper (Blackwell SM10x, ROCm), and what it
+does to the pool: the page size that backend takes, and ROCm's aiter memory factor.
+
+Read from SGLang 0.5.23's source; the values a later release may move are fields of its
+release profile (``releases/profile.py``, set and cited in ``releases/v0_5_23.py``):
+
+* **Which backend** (``arg_groups/model_override_base.py`` ``get_default_attn_backend``, run by
+  ``overrides.py`` ``_attention_backend_default`` when ``--attention-backend`` is unset): on
+  SM100 an MHA model takes ``trtllm_mha`` (``fa4`` when its K and V rows differ in width,
+  ``has_asymmetric_kv``), an MLA model ``flashinfer``; a non-DSA member of the DeepSeek family
+  ``trtllm_mla`` (``model_overrides/deepseek_v2.py`` ``_deepseek_family_overrides``). On ROCm
+  an MHA model takes ``aiter``, an MLA model ``aiter`` when ``get_num_kv_heads(tp)`` is 16 or
+  128 and ``triton`` otherwise.
+* **Its page** (``overrides.py`` ``_mla_backend_page_constraints`` / ``_fa4_page_constraint``,
+  then ``_page_size_default``): ``trtllm_mla`` keeps a given 32 / 64, else 64; ``trtllm_mha``
+  keeps 16 / 32 / 64 / 128, else 64; ``fa4`` is 128 whatever was given; the others keep the
+  given page, else 1 (on ROCm 64 only with ``SGLANG_AITER_KV_CACHE_LAYOUT=vectorized_5d``,
+  an environment variable kvledger does not read: 1).
+* **Its KV dtype check** (``_mla_kv_cache_dtype_checks``): ``trtllm_mla`` takes fp8_e4m3 or
+  bf16 (auto) only.
+* **ROCm memory** (``attention_hook.py`` ``handle_attention_backend_compatibility``): with
+  ``aiter`` and a context above 8192, ``mem_fraction_static`` × 0.85, given or derived
+  (unless ``SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION``, not read). The breakable prefill CUDA
+  graph is on by default only on CUDA (``model_executor/cuda_graph_config.py``
+  ``default_prefill_backend``), so its reserve is not in ROCm's default fraction.
+
+Not read, and refused by name: SM12x; speculative decoding, sliding-window, recurrent-state
+and encoder-decoder models off Hopper (their backend and page paths differ); DeepSeek sparse
+attention (DSA) on ROCm (its page follows the aiter / Triton build,
+``aiter_can_use_preshuffle_paged_mqa``); the architectures with their own platform override
+(``SglangRelease.platform_override_archs``); an FP4 KV cache (trtllm_mha's native NVFP4
+scales, ``kv_cache_hook.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvledger.plan.engines.sglang.model import DEEPSEEK_FAMILY_ARCHS, SglangLayoutError
+from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
+from kvledger.records import record
+
+if TYPE_CHECKING:
+    from kvledger.plan.engines.sglang.model import SglangModel
+    from kvledger.plan.engines.sglang.releases.profile import SglangRelease
+    from kvledger.plan.request import PlanRequest
+
+HOPPER_LIKE = ("sm90", "sm80", "sm86", "sm89")
+
+
+def is_rocm(platform: str) -> bool:
+    """A ROCm platform (``memory.gpu_arch`` gives the preset's gfx name)."""
+    return platform.startswith("gfx")
+
+
+@record(frozen=True)
+class Backend:
+    """The attention backend SGLang resolves, and why."""
+
+    name: str
+    source: str
+
+
+def _profile(release: SglangRelease | None) -> SglangRelease:
+    return release if release is not None else RELEASES[NEWEST]
+
+
+def _mla_kv_heads(model: SglangModel, tp: int) -> int:
+    """``ModelConfig.get_num_kv_heads(tp)`` for an MLA model: the text config's
+    ``num_key_value_heads`` (transformers fills it from ``num_attention_heads`` when unset)
+    over TP, at least 1."""
+    text = model.config.get("text_config") or model.config
+    total = text.get("num_key_value_heads") or text.get("num_attention_heads")
+    if not isinstance(total, int):
+        raise SglangLayoutError(
+            f"{model.model}: no num_key_value_heads / num_attention_heads, which SGLang's ROCm "
+            "MLA backend choice reads (aiter at 16 or 128 KV heads a rank, else triton)")
+    return max(1, total // tp)
+
+
+def refuse_unread(model: SglangModel, request: PlanRequest, platform: str,
+                  release: SglangRelease | None) -> None:
+    """Refuse, by name, what kvledger has not read of SGLang's backend choice off Hopper."""
+    if platform in HOPPER_LIKE:
+        return
+    where = "ROCm" if is_rocm(platform) else platform
+    if not is_rocm(platform) and platform != "sm100":
+        raise SglangLayoutError(
+            f"page size auto on {platform}: SGLang picks it from the attention backend there "
+            "(trtllm_mha / trtllm_mla: 64, fa4: 128, flashinfer: 1), which kvledger has not "
+            "read for this platform; pass --page-size")
+    profile = _profile(release)
+    if model.architecture in profile.platform_override_archs:
+        raise SglangLayoutError(
+            f"{model.model} ({model.architecture}) on {where}: SGLang's model override for this "
+            "architecture sets its own attention backend / page size there, which kvledger has "
+            "not read; pass --page-size")
+    if request.num_speculative_tokens > 0:
+        raise SglangLayoutError(
+            f"speculative decoding on {where}: which attention backend (and page) SGLang takes "
+            "with a draft there (get_default_attn_backend's topk checks) is not read; pass "
+            "--page-size")
+    if model.hybrid_swa or model.mambaish or model.encoder_tokens:
+        kind = "sliding-window" if model.hybrid_swa else \
+            "recurrent-state" if model.mambaish else "encoder-decoder"
+        raise SglangLayoutError(
+            f"a {kind} model on {where}: SGLang's attention backend and page for it there are "
+            "not read; pass --page-size")
+    if request.kv_cache_dtype in ("nvfp4", "fp4_mx_block16"):
+        raise SglangLayoutError(
+            f"--kv-cache-dtype {request.kv_cache_dtype} on {where}: SGLang's trtllm_mha keeps "
+            "kernel-native FP4 scales there (kv_cache_hook.py), which kvledger has not read")
+
+
+def attention_backend(model: SglangModel, request: PlanRequest, platform: str,
+                      release: SglangRelease | None = None) -> Backend | None:
+    """The backend ``get_default_attn_backend`` (or the DeepSeek-family override) picks on
+    SM100 or ROCm; ``None`` on Hopper / Ampere / Ada (their page rule is ``settings.py``'s),
+    and for a DSA model (its own ``dsa`` backend and page)."""
+    if platform in HOPPER_LIKE:
+        return None
+    if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
+        if is_rocm(platform):
+            raise SglangLayoutError(
+                "DeepSeek sparse attention (DSA) on ROCm: SGLang's page there is 64 × "
+                "index_kpool or 1 by the aiter / Triton build (deepseek_v2.py, "
+                "aiter_can_use_preshuffle_paged_mqa) and its triton DSA backends keep the raw "
+                "FP8 row (calculate_mla_kv_cache_dim), which kvledger has not reproduced")
+        return None  # settings.py's DSA rules (the dsa backend, 64 × index_kpool pages)
+    refuse_unread(model, request, platform, release)
+    profile = _profile(release)
+    mla = model.attention_arch == "MLA"
+    if is_rocm(platform):
+        if not mla:
+            return Backend(profile.rocm_mha_backend,
+                           "ROCm MHA default (get_default_attn_backend)")
+        heads = _mla_kv_heads(model, request.tensor_parallel_size)
+        if heads in profile.rocm_mla_aiter_kv_heads:
+            return Backend(profile.rocm_mha_backend,
+                           f"ROCm MLA default at {heads} KV heads a rank "
+                           "(get_default_attn_backend)")
+        return Backend(profile.rocm_mla_other_backend,
+                       f"ROCm MLA default at {heads} KV heads a rank, not "
+                       f"{' / '.join(map(str, profile.rocm_mla_aiter_kv_heads))} "
+                       "(get_default_attn_backend)")
+    if mla and model.architecture in profile.deepseek_family:
+        return Backend(profile.sm100_deepseek_backend,
+                       "DeepSeek family on sm100 (deepseek_v2.py _deepseek_family_overrides)")
+    if mla:
+        return Backend(profile.sm100_mla_backend, "sm100 MLA default (get_default_attn_backend)")
+    rows = model.heads
+    if rows is not None and rows.head_dim != rows.v_head_dim:
+        return Backend(profile.sm100_asymmetric_kv_backend,
+                       f"sm100 MHA with K {rows.head_dim} ≠ V {rows.v_head_dim} "
+                       "(get_default_attn_backend: has_asymmetric_kv)")
+    return Backend(profile.sm100_mha_backend, "sm100 MHA default (get_default_attn_backend)")
+
+
+def backend_page_size(backend: Backend, given: int | None,
+                      release: SglangRelease | None = None) -> tuple[int, str]:
+    """The page ``backend`` leaves: ``_mla_backend_page_constraints`` / ``_fa4_page_constraint``
+    (a page the backend does not take is changed, as SGLang warns), else the given page, else
+    ``_page_size_default``'s 1."""
+    for name, kept, forced in _profile(release).backend_pages:
+        if name != backend.name:
+            continue
+        if given is not None and given in kept:
+            return given, "option"
+        keeps = f", keeping a given {' / '.join(map(str, kept))}" if kept else " always"
+        changed = f" (--page-size {given} changed)" if given is not None else ""
+        return forced, (f"{name} backend sets {forced}{keeps}{changed}; {backend.source}")
+    if given is not None:
+        return given, "option"
+    return 1, f"SGLang default with the {backend.name} backend ({backend.source})"
+
+
+def check_kv_dtype(backend: Backend | None, asked: str) -> None:
+    """``_mla_kv_cache_dtype_checks``: "TensorRT-LLM MLA backend only supports kv-cache-dtype
+    of fp8_e4m3, bf16, or auto."."""
+    if backend is not None and backend.name == "trtllm_mla" and \
+            asked not in ("auto", "fp8", "fp8_e4m3", "bf16", "bfloat16"):
+        raise SglangLayoutError(
+            "SGLang refuses to start: TensorRT-LLM MLA backend only supports kv-cache-dtype of "
+            f"fp8_e4m3, bf16, or auto (--kv-cache-dtype {asked}; trtllm_mla is its sm100 "
+            "default for the DeepSeek family)")
+
+
+def aiter_fraction(fraction: float, backend: Backend | None, context_len: int,
+                   release: SglangRelease | None = None) -> float:
+    """``handle_attention_backend_compatibility``: aiter with ``context_len`` > 8192 scales
+    ``mem_fraction_static`` by 0.85 (a given one too)."""
+    profile = _profile(release)
+    if backend is not None and backend.name == "aiter" and \
+            context_len > profile.aiter_factor_above_context:
+        return fraction * profile.aiter_mem_factor
+    return fraction
