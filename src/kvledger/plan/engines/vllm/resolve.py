@@ -590,7 +590,7 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
     if use_mla:
         return {}
     if cap is None:
-        return _forced_rocm_standard(forced, request, release, has_state)
+        return _forced_rocm_standard(facts, forced, request, release, has_state)
     if forced in BY_NAME or forced in _SPARSE_BACKENDS:
         raise _selected_refusal(forced, ["non-MLA not supported"], release)
     if forced not in _STANDARD_BACKENDS or cap is None or (cap[0] == 10
@@ -602,24 +602,40 @@ def _forced_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelea
                       "take the block sizes vLLM's own choice takes here",)}
 
 
-# ROCm standard backends kvledger plans when selected (vLLM 0.33 v1/attention/backends/): both
-# take kernel blocks MultipleOf(16) and sinks; get_preferred_block_size is the base rule's 16
-# for TRITON_ATTN and 64 for ROCM_AITER_UNIFIED_ATTN. ROCM_ATTN (no sinks, per-head-size
+# ROCm standard backends kvledger plans when selected (vLLM 0.33 / 0.34
+# v1/attention/backends/): all take kernel blocks in multiples of 16 and sinks;
+# get_preferred_block_size is the base rule's (the release's default block, 16 here meaning
+# "vLLM's usual") for TRITON_ATTN (MultipleOf(16)) and ROCM_AITER_FA (kernel sizes [16, 32],
+# which AttentionBackend.supports_block_size accepts in any multiple), and 64 for
+# ROCM_AITER_UNIFIED_ATTN. ROCM_AITER_FA takes head sizes 64, 128 and 256 only
+# (get_supported_head_sizes) and decoder attention only (supports_attn_type); its shuffle
+# layout (VLLM_ROCM_SHUFFLE_KV_CACHE_LAYOUT=1, customize_spec) packs K and V as two head slots
+# of heads × head_size each, the same bytes a page. ROCM_ATTN (no sinks, per-head-size
 # kernels) is not planned when selected.
-_ROCM_STANDARD = {"TRITON_ATTN": 16, "ROCM_AITER_UNIFIED_ATTN": 64}
+_ROCM_STANDARD = {"TRITON_ATTN": 16, "ROCM_AITER_UNIFIED_ATTN": 64, "ROCM_AITER_FA": 16}
+_ROCM_AITER_FA_HEADS = frozenset({64, 128, 256})
 
 
-def _forced_rocm_standard(forced: str, request: PlanRequest, release: VllmRelease,
-                          has_state: bool) -> dict[str, Any]:
+def _forced_rocm_standard(facts: ModelFacts, forced: str, request: PlanRequest,
+                          release: VllmRelease, has_state: bool) -> dict[str, Any]:
     """A backend selected on a ROCm GPU for a model without MLA (platforms/rocm.py
     ``get_attn_backend_cls`` checks the selected backend alone)."""
+    from kvledger.derive.layers import Attention
     from kvledger.plan.engines.vllm.errors import VllmLayoutError
 
     preferred = _ROCM_STANDARD.get(forced)
     if preferred is None:
         raise VllmLayoutError(f"attention backend {forced} on a ROCm GPU: its kernel block "
-                              "sizes are not modelled (kvledger plans TRITON_ATTN and "
-                              "ROCM_AITER_UNIFIED_ATTN there); drop --attention-backend")
+                              "sizes are not modelled (kvledger plans TRITON_ATTN, "
+                              "ROCM_AITER_FA and ROCM_AITER_UNIFIED_ATTN there); drop "
+                              "--attention-backend")
+    if forced == "ROCM_AITER_FA":
+        heads = {layer.k_dim for layer in facts.layers if isinstance(layer, Attention)}
+        cross = any(layer.kind is Kind.CROSS for layer in facts.layers)
+        why = [*(["head_size not supported"] if heads - _ROCM_AITER_FA_HEADS else []),
+               *(["attention type not supported"] if cross else [])]
+        if why:
+            raise _selected_refusal(forced, why, release)
     block = request.block_size
     if block is not None and block % 16:
         raise _selected_refusal(forced, ["block_size not supported"], release)
