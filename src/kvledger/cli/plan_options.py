@@ -217,6 +217,9 @@ SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens
 
 def _sglang_options(ns: argparse.Namespace) -> Any:
     given = {k: getattr(ns, k) for k in SGLANG_FLAGS if getattr(ns, k, None) is not None}
+    if ns.engine.partition("==")[0] == "sglang" and getattr(ns, "attention_backend", None):
+        # --attention-backend (vllm_launch_options' flag) is SGLang's own flag too.
+        given["attention_backend"] = ns.attention_backend
     if ns.engine.partition("==")[0] != "sglang":
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)

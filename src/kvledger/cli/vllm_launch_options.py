@@ -74,7 +74,9 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    "that support it; default weights)")
     g.add_argument("--attention-backend", default=None, metavar="NAME",
                    help="the attention backend vLLM is told to use (AttentionBackendEnum name, "
-                   "e.g. FLASHMLA, CUTLASS_MLA): its block sizes, or vLLM's refusal")
+                   "e.g. FLASHMLA, CUTLASS_MLA): its block sizes, or vLLM's refusal; with "
+                   "--engine sglang, SGLang's (triton / flashinfer, aiter on ROCm, trtllm_mha "
+                   "on Blackwell): its page and ROCm memory factor")
     import argparse
 
     g.add_argument("--enable-extensible-kv-cache", action=argparse.BooleanOptionalAction,
@@ -111,6 +113,9 @@ def vllm_launch(ns: argparse.Namespace) -> Any:
     """The request's ``vllm_launch`` (None when no launch option was given)."""
     given = {k: getattr(ns, k) for k, unset in UNSET.items()
              if getattr(ns, k, unset) is not unset and getattr(ns, k, unset) != unset}
+    if ns.engine.partition("==")[0] == "sglang":
+        # SGLang has --attention-backend too: plan_options._sglang_options reads it.
+        given.pop("attention_backend", None)
     if not given:
         return None
     flags = ", ".join("--" + k.replace("_", "-") for k in given)

@@ -128,8 +128,12 @@ def _attention_backend(values: dict[str, Any], out: Translation, mapped: set[str
                                                 "decode_attention_backend")):
         return
     mapped.add("attention_backend")
+    # Carried: off Hopper it replaces SGLang's own choice (a model override's or
+    # get_default_attn_backend's), so the page and ROCm's aiter factor follow it (backends.py).
+    out.options["--attention-backend"] = str(backend)
     out.notes.append(f"--attention-backend {backend}: it forces no page size, so SGLang's "
-                     "default stays (overrides.py _page_size_default) with the same KV pool")
+                     "default stays (overrides.py _page_size_default); off Hopper it replaces "
+                     "the backend SGLang would pick")
 
 
 # json_model_override_args keys that change neither a cache shape nor a weight: RoPE settings.

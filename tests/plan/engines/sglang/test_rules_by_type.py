@@ -44,13 +44,19 @@ def test_no_buffer_refuses_pages_above_one_in_sglangs_words() -> None:
     assert plan.page_size == 16
 
 
-def test_no_buffer_off_hopper_is_refused_as_not_reproduced() -> None:
-    # The same validator refuses the trtllm_mha backend; which backend SGLang picks on
-    # Blackwell is not reproduced, so kvledger refuses rather than guess.
+def test_no_buffer_on_blackwell_runs_on_lfm2s_flashinfer() -> None:
+    # The same validator refuses the trtllm_mha backend. On SM100 LFM2's model override
+    # (model_overrides/lfm2.py _lfm2_overrides) declares flashinfer, which keeps page 1, so
+    # the no_buffer strategy starts; a given trtllm_mha moves the page to 64 and is refused in
+    # SGLang's words. (Before the override was read, this was refused as not reproduced.)
     facts = derive_model(str(LFM2_TEXT))
     request = PlanRequest(engine="sglang", block_size=1, max_model_len=32768)
-    with pytest.raises(SglangLayoutError, match="no_buffer Mamba radix strategy on sm100"):
-        plan_sglang(facts, request, 16 * GIB, platform="sm100")
+    plan = plan_sglang(facts, request, 16 * GIB, platform="sm100")
+    assert plan.resolved.attention_backend == "flashinfer"
+    assert (plan.page_size, plan.resolved.mamba_strategy) == (1, "no_buffer")
+    given = SglangOptions(attention_backend="trtllm_mha")
+    with pytest.raises(SglangLayoutError, match="no_buffer only supports page_size=1"):
+        plan_sglang(facts, request, 16 * GIB, platform="sm100", options=given)
 
 
 def test_a_top_level_gemma4_text_config_is_refused_with_sglangs_load_error() -> None:

@@ -24,12 +24,26 @@ release profile (``releases/profile.py``, set and cited in ``releases/v0_5_23.py
   graph is on by default only on CUDA (``model_executor/cuda_graph_config.py``
   ``default_prefill_backend``), so its reserve is not in ROCm's default fraction.
 
-Not read, and refused by name: SM12x; speculative decoding, sliding-window, recurrent-state
-and encoder-decoder models off Hopper (their backend and page paths differ); DeepSeek sparse
-attention (DSA) on ROCm (its page follows the aiter / Triton build,
-``aiter_can_use_preshuffle_paged_mqa``); the architectures with their own platform override
-(``SglangRelease.platform_override_archs``); an FP4 KV cache (trtllm_mha's native NVFP4
-scales, ``kv_cache_hook.py``).
+* **The model overrides read** (``model_overrides/<file>.py``, collected by
+  ``model_hook.py`` ``handle_model_specific_adjustments`` before
+  ``handle_attention_backend_compatibility``, so a backend they declare is the one
+  ``_attention_backend_default`` finds set; ``SglangRelease.arch_overrides``): gpt-oss and
+  Llama-4 take ``trtllm_mha`` on SM100 and ``aiter`` on ROCm; Gemma-4 ``trtllm_mha`` / ``triton``;
+  LFM2 ``flashinfer`` and MiMo-V2 ``fa4`` on SM100; Falcon-H1 ``triton`` on SM100;
+  Qwen3-VL none of its own; Qwen3.5 / Qwen3-Next on SM100 ``trtllm_mha`` with page 64 unless
+  the Mamba radix strategy is no_buffer (then ``triton``, page 1), the page replacing a given
+  one. Each applies only without ``--attention-backend``; their sliding-window and
+  recurrent-state pools are then planned as on Hopper, in the backend's page.
+* **A given backend** (``SglangOptions.attention_backend``): triton and flashinfer anywhere,
+  aiter on ROCm, trtllm_mha on SM100; it skips the overrides and the default, keeps its page
+  rule above, and takes aiter's factor only if it is aiter.
+
+Not read, and refused by name: SM12x; speculative decoding off Hopper; sliding-window,
+recurrent-state and encoder-decoder models off Hopper without a read override (their backend
+and page paths differ); DeepSeek sparse attention (DSA) on ROCm (its page follows the aiter /
+Triton build, ``aiter_can_use_preshuffle_paged_mqa``); the architectures whose platform
+override is not read (``SglangRelease.platform_override_archs``); an FP4 KV cache
+(trtllm_mha's native NVFP4 scales, ``kv_cache_hook.py``).
 """
 
 from __future__ import annotations
@@ -42,10 +56,14 @@ from kvledger.records import record
 
 if TYPE_CHECKING:
     from kvledger.plan.engines.sglang.model import SglangModel
-    from kvledger.plan.engines.sglang.releases.profile import SglangRelease
+    from kvledger.plan.engines.sglang.options import SglangOptions
+    from kvledger.plan.engines.sglang.releases.profile import ArchOverride, SglangRelease
     from kvledger.plan.request import PlanRequest
 
 HOPPER_LIKE = ("sm90", "sm80", "sm86", "sm89")
+# --attention-backend values kvledger plans off Hopper, and where: their page rule is read
+# (backend_page_size) and they change nothing else it sizes.
+GIVEN_BACKENDS = {"triton": "any", "flashinfer": "any", "aiter": "rocm", "trtllm_mha": "sm100"}
 
 
 def is_rocm(platform: str) -> bool:
@@ -59,6 +77,9 @@ class Backend:
 
     name: str
     source: str
+    # The page a model override declares beside the backend (replacing a given --page-size);
+    # the backend's own page rule (backend_page_size) still applies on top.
+    page: int | None = None
 
 
 def _profile(release: SglangRelease | None) -> SglangRelease:
@@ -100,7 +121,9 @@ def refuse_unread(model: SglangModel, request: PlanRequest, platform: str,
             f"speculative decoding on {where}: which attention backend (and page) SGLang takes "
             "with a draft there (get_default_attn_backend's topk checks) is not read; pass "
             "--page-size")
-    if model.hybrid_swa or model.mambaish or model.encoder_tokens:
+    override = arch_override(model, profile)
+    pools_read = override is not None and override.state_pools and not model.encoder_tokens
+    if (model.hybrid_swa or model.mambaish or model.encoder_tokens) and not pools_read:
         kind = "sliding-window" if model.hybrid_swa else \
             "recurrent-state" if model.mambaish else "encoder-decoder"
         raise SglangLayoutError(
@@ -112,11 +135,81 @@ def refuse_unread(model: SglangModel, request: PlanRequest, platform: str,
             "kernel-native FP4 scales there (kv_cache_hook.py), which kvledger has not read")
 
 
+def _options_of(request: PlanRequest, options: SglangOptions | None) -> SglangOptions | None:
+    return options if options is not None else request.sglang
+
+
+def given_backend(request: PlanRequest, options: SglangOptions | None = None) -> str | None:
+    """``--attention-backend`` as given (``SglangOptions.attention_backend``), or None."""
+    options = _options_of(request, options)
+    return getattr(options, "attention_backend", None) if options is not None else None
+
+
+def arch_override(model: SglangModel, profile: SglangRelease) -> ArchOverride | None:
+    """The read model override registered for the model's architecture, if any."""
+    for override in profile.arch_overrides:
+        if model.architecture in override.archs:
+            return override
+    return None
+
+
+def _given(name: str, platform: str) -> Backend:
+    where = GIVEN_BACKENDS.get(name)
+    here = "rocm" if is_rocm(platform) else platform
+    if where is None or where not in ("any", here):
+        readable = ", ".join(f"{n}" + ("" if w == "any" else f" ({w})")
+                             for n, w in GIVEN_BACKENDS.items())
+        raise SglangLayoutError(
+            f"--attention-backend {name} on {platform}: kvledger plans SGLang's {readable} "
+            "there; this backend's page and memory rules are not read")
+    return Backend(name, "--attention-backend")
+
+
+def _no_buffer_first(model: SglangModel, request: PlanRequest,
+                     options: SglangOptions | None) -> bool:
+    """Whether ``_mamba_radix_cache_resolution`` (run by ``handle_mamba_radix_cache`` before
+    the model overrides, with the page as given) picks no_buffer with the radix cache on and
+    no speculation: the case ``_qwen3_5_hybrid_overrides`` keeps off trtllm_mha."""
+    from kvledger.plan.engines.sglang.settings import MAMBA_EXTRA_BUFFER_ARCHS
+
+    options = _options_of(request, options)
+    radix_off = bool(getattr(options, "disable_radix_cache", False))
+    overlap = not bool(getattr(options, "disable_overlap_schedule", False))
+    paging = request.block_size is not None and request.block_size > 1
+    extra = (overlap or paging) and model.architecture in MAMBA_EXTRA_BUFFER_ARCHS
+    return not radix_off and not extra and request.num_speculative_tokens == 0
+
+
+def _override_backend(override: ArchOverride, model: SglangModel, request: PlanRequest,
+                      platform: str, default: Backend,
+                      options: SglangOptions | None) -> Backend:
+    """What ``override`` declares on ``platform`` (``default``: get_default_attn_backend's)."""
+    if is_rocm(platform):
+        if override.rocm is None:
+            return Backend(default.name, f"{default.source}; {override.source} sets none on "
+                           "ROCm")
+        return Backend(override.rocm, f"{override.source} on ROCm")
+    name = override.sm100
+    if name is None:
+        return Backend(default.name, f"{default.source}; {override.source} sets none on "
+                       "sm100")
+    source = f"{override.source} on sm100"
+    if override.sm100_else is not None and (
+            default.name != name or _no_buffer_first(model, request, options)):
+        why = f"the default is {default.name}" if default.name != name else \
+            "the Mamba radix strategy is no_buffer"
+        name, source = override.sm100_else, f"{source} ({why})"
+    pages = dict(override.pages)
+    return Backend(name, source, pages.get(name))
+
+
 def attention_backend(model: SglangModel, request: PlanRequest, platform: str,
-                      release: SglangRelease | None = None) -> Backend | None:
-    """The backend ``get_default_attn_backend`` (or the DeepSeek-family override) picks on
-    SM100 or ROCm; ``None`` on Hopper / Ampere / Ada (their page rule is ``settings.py``'s),
-    and for a DSA model (its own ``dsa`` backend and page)."""
+                      release: SglangRelease | None = None,
+                      options: SglangOptions | None = None) -> Backend | None:
+    """The backend SGLang resolves on SM100 or ROCm: a given ``--attention-backend``, else
+    the architecture's model override (``arch_overrides``), else ``get_default_attn_backend``
+    (or the DeepSeek-family override); ``None`` on Hopper / Ampere / Ada (their page rule is
+    ``settings.py``'s), and for a DSA model (its own ``dsa`` backend and page)."""
     if platform in HOPPER_LIKE:
         return None
     if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
@@ -129,6 +222,21 @@ def attention_backend(model: SglangModel, request: PlanRequest, platform: str,
         return None  # settings.py's DSA rules (the dsa backend, 64 × index_kpool pages)
     refuse_unread(model, request, platform, release)
     profile = _profile(release)
+    given = given_backend(request, options)
+    if given is not None:
+        # overrides.py _attention_backend_default fills only an unset backend, and every read
+        # model override declares one only when none is given.
+        return _given(given, platform)
+    default = _default_backend(model, request, platform, profile)
+    override = arch_override(model, profile)
+    if override is not None:
+        return _override_backend(override, model, request, platform, default, options)
+    return default
+
+
+def _default_backend(model: SglangModel, request: PlanRequest, platform: str,
+                     profile: SglangRelease) -> Backend:
+    """``get_default_attn_backend`` on SM100 / ROCm (the DeepSeek family's override too)."""
     mla = model.attention_arch == "MLA"
     if is_rocm(platform):
         if not mla:
@@ -161,6 +269,23 @@ def backend_page_size(backend: Backend, given: int | None,
     """The page ``backend`` leaves: ``_mla_backend_page_constraints`` / ``_fa4_page_constraint``
     (a page the backend does not take is changed, as SGLang warns), else the given page, else
     ``_page_size_default``'s 1."""
+    if backend.page is not None:
+        # A model override's page declaration is the page the backend rule then sees.
+        if backend.page != given and given is not None:
+            changed = f" (--page-size {given} replaced)"
+        else:
+            changed = ""
+        given, declared = backend.page, f"{backend.source} declares {backend.page}{changed}"
+    else:
+        declared = ""
+    page, source = _backend_rule(backend, given, release)
+    if declared and source == "option":
+        return page, declared
+    return page, f"{declared}; {source}" if declared else source
+
+
+def _backend_rule(backend: Backend, given: int | None,
+                  release: SglangRelease | None) -> tuple[int, str]:
     for name, kept, forced in _profile(release).backend_pages:
         if name != backend.name:
             continue

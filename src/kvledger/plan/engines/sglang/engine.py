@@ -173,7 +173,7 @@ class SglangEngine(Layout):
         platform = gpu_arch(inp.preset)
         model = build(inp.facts, self.profile)
         # The backend SGLang picks off Hopper (backends.py): ROCm's aiter scales the fraction.
-        backend = platform_backend(model, request, platform, self.profile)
+        backend = platform_backend(model, request, platform, self.profile, options)
         if request.pipeline_parallel_size > 1 and \
                 (no_pp := self.pipeline_parallel_refusal(inp.facts)):
             # SGLang stops while it builds the model, before it sizes the pools

@@ -71,6 +71,10 @@ class SglangOptions:
     hicache_ratio: float | None = None
     hicache_size: float | None = None
     hicache_mem_layout: str | None = None
+    # --attention-backend: the backend SGLang is told to use (None: SGLang's choice, the model
+    # override's or get_default_attn_backend's). Off Hopper it skips both and sets the page
+    # rule and aiter's memory factor (backends.py); on Hopper the page rule is unchanged.
+    attention_backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.mem_fraction_static is not None:
@@ -95,6 +99,10 @@ class SglangOptions:
                 or self.hicache_size < 0):
             raise ValueError(f"hicache_size must be a number of GB >= 0, got "
                              f"{self.hicache_size!r}")
+        if self.attention_backend is not None and (
+                not isinstance(self.attention_backend, str) or not self.attention_backend):
+            raise TypeError(f"attention_backend must be a backend name, got "
+                            f"{self.attention_backend!r}")
         if self.mamba_ssm_dtype is not None and self.mamba_ssm_dtype not in MAMBA_SSM_DTYPES:
             raise ValueError(f"mamba_ssm_dtype must be one of {', '.join(MAMBA_SSM_DTYPES)}, "
                              f"got {self.mamba_ssm_dtype!r}")

@@ -129,7 +129,8 @@ def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str,
 
 
 def platform_backend(model: SglangModel, request: PlanRequest, platform: str,
-                     release: SglangRelease | None = None) -> Backend | None:
+                     release: SglangRelease | None = None,
+                     options: SglangOptions | None = None) -> Backend | None:
     """The attention backend SGLang picks off Hopper (``backends.attention_backend``), or
     ``None`` where kvledger's page rule does not need it: Hopper / Ampere / Ada, a DSA model
     (its own ``dsa`` backend), and on SM10x / SM12x with ``--page-size`` given for a model
@@ -140,9 +141,9 @@ def platform_backend(model: SglangModel, request: PlanRequest, platform: str,
     if platform in HOPPER_LIKE:
         return None
     if is_rocm(platform) or request.block_size is None:
-        return attention_backend(model, request, platform, release)
+        return attention_backend(model, request, platform, release, options)
     try:
-        return attention_backend(model, request, platform, release)
+        return attention_backend(model, request, platform, release, options)
     except SglangLayoutError:
         return None
 
@@ -214,7 +215,7 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         attn_tp, attn_dp = tp, 1
     from kvledger.plan.engines.sglang.backends import check_kv_dtype, is_rocm
 
-    backend = platform_backend(model, request, platform, release)
+    backend = platform_backend(model, request, platform, release, options)
     kv_dtype, kv_source = _kv_dtype(model, request, platform, release)
     check_kv_dtype(backend, request.kv_cache_dtype)
     page, page_source = _page_size(model, request, platform, backend, release)
@@ -264,7 +265,8 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
                         "page_size=1. "
                         f"({model.architecture} takes the no_buffer Mamba radix strategy, "
                         f"page size {page}; --disable-radix-cache avoids it)")
-                if platform not in HOPPER_LIKE:
+                if platform not in HOPPER_LIKE and (
+                        backend is None or backend.name == "trtllm_mha"):
                     raise SglangLayoutError(
                         f"the no_buffer Mamba radix strategy on {platform}: SGLang refuses it "
                         "with the trtllm_mha attention backend (validate_mamba_no_buffer), and "

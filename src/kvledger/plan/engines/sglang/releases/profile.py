@@ -7,6 +7,31 @@ from kvledger.records import record
 
 
 @record(frozen=True, kw_only=True)
+class ArchOverride:
+    """One ``arg_groups/model_overrides/`` provider's attention choice off Hopper, as data
+    (``backends.py`` reads it): the backend it declares on SM100 / ROCm when
+    ``--attention-backend`` is unset (None: it declares none there, so
+    ``get_default_attn_backend``'s stands), and what else it sets that kvledger sizes."""
+
+    source: str  # file and function in SGLang's source
+    archs: frozenset[str]
+    sm100: str | None = None
+    rocm: str | None = None
+    # Qwen3.5's hybrid rule (qwen3_5.py _qwen3_5_hybrid_overrides): on SM100 ``sm100`` only
+    # when get_default_attn_backend gives it and the Mamba radix strategy is not no_buffer
+    # (radix cache on, no speculation); else this backend.
+    sm100_else: str | None = None
+    # The page the provider declares with each backend it sets (replacing a given
+    # --page-size: declarations are last-writer-wins, overrides.py
+    # collect_model_override_declarations); empty: it declares no page.
+    pages: tuple[tuple[str, int], ...] = ()
+    # Its sliding-window / recurrent-state pools are planned with the backend it resolves
+    # (the pools do not depend on the backend; only the page does).
+    state_pools: bool = True
+    note: str = ""  # what it sets that kvledger does not size, for the plan's source line
+
+
+@record(frozen=True, kw_only=True)
 class SglangRelease(Release):
     """One SGLang release, as data.
 
@@ -39,6 +64,8 @@ class SglangRelease(Release):
     # Architectures whose model override (arg_groups/model_overrides/) changes the attention
     # backend, page size or KV dtype on Blackwell or ROCm in ways kvledger has not read.
     platform_override_archs: frozenset[str] = frozenset()
+    # The model overrides kvledger has read (ArchOverride): their backend and page off Hopper.
+    arch_overrides: tuple[ArchOverride, ...] = ()
 
 
 def sglang_words(release: SglangRelease | None) -> str:

@@ -3,7 +3,7 @@ each citing SGLang 0.5.23's source; its cases: ``tests/oracles/sglang-0.5.23/``)
 
 from __future__ import annotations
 
-from kvledger.plan.engines.sglang.releases.profile import SglangRelease
+from kvledger.plan.engines.sglang.releases.profile import ArchOverride, SglangRelease
 
 RELEASE = SglangRelease(
     engine="sglang", product="SGLang", version="0.5.23", flag_table="sglang-0.5.23.json",
@@ -31,26 +31,75 @@ RELEASE = SglangRelease(
                    ("fa4", (), 128)),
     aiter_mem_factor=0.85, aiter_factor_above_context=8192,
     # arg_groups/model_overrides/*.py that set attention_backend / page_size / kv_cache_dtype
-    # or branch on is_sm100 / is_blackwell / is_hip for attention (not read for these
-    # platforms): their @_register_for architectures.
+    # or branch on is_sm100 / is_blackwell / is_hip for attention and that kvledger has not
+    # read for these platforms (refused by name there): their @_register_for architectures.
     platform_override_archs=frozenset({
         "BailingMoeV3ForCausalLM", "BailingMoeV3VLForConditionalGeneration", "BeamForCausalLM",
         "DeepseekV4ForCausalLM", "EmbeddingGemma2Model", "Exaone4ForCausalLM",
-        "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM", "FalconH1ForCausalLM",
-        "JetNemotronForCausalLM", "JetVLMForConditionalGeneration",
-        "Gemma4ForConditionalGeneration", "Gemma4ForCausalLM",
-        "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
-        "GptOssForCausalLM", "GraniteMoeHybridForCausalLM", "InklingForConditionalGeneration",
+        "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM", "DiffusionGemmaForBlockDiffusion",
+        "GraniteMoeHybridForCausalLM", "InklingForConditionalGeneration",
         "InklingForConditionalGenerationMTP", "IQuestQ1ForCausalLM", "IQuestQ1MTP",
-        "KimiK3ForConditionalGeneration", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM",
-        "Llama4ForConditionalGeneration", "Llama4ForCausalLM", "MiMoV2ForCausalLM",
-        "MiMoV2FlashForCausalLM", "MiniCPMForCausalLM", "MiniCPMSALAForCausalLM",
+        "KimiK3ForConditionalGeneration", "MiniCPMForCausalLM", "MiniCPMSALAForCausalLM",
         "MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
         "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration",
         "MossVLForConditionalGeneration", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
-        "NemotronH_Omni_Reasoning_V3", "Olmo2ForCausalLM", "Qwen3NextForCausalLM",
-        "Qwen3_5MoeForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
-        "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
-        "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
-        "Qwen4ExpForConditionalGeneration", "WhisperForConditionalGeneration"}),
+        "NemotronH_Omni_Reasoning_V3", "Olmo2ForCausalLM", "Qwen4ExpForConditionalGeneration",
+        "WhisperForConditionalGeneration"}),
+    # The model overrides read (backends.py), each when --attention-backend is unset: the
+    # backend it declares on SM100 / ROCm (None: none, so get_default_attn_backend's stands).
+    arch_overrides=(
+        # gpt_oss.py _gpt_oss_overrides (is_attention_backend_not_set): is_sm100 →
+        # trtllm_mha, is_hip → aiter. Its other declarations (dtype bfloat16 for MXFP4,
+        # moe_runner_backend) move no KV byte.
+        ArchOverride(source="model_overrides/gpt_oss.py _gpt_oss_overrides",
+                     archs=frozenset({"GptOssForCausalLM"}), sm100="trtllm_mha", rocm="aiter"),
+        # llama4.py _llama4_overrides (attention_backend is None): is_sm100 → trtllm_mha,
+        # is_hip → aiter ("Use aiter as attention backend on hip for Llama4 model").
+        ArchOverride(source="model_overrides/llama4.py _llama4_overrides",
+                     archs=frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}),
+                     sm100="trtllm_mha", rocm="aiter"),
+        # qwen3_vl.py _qwen3vl_overrides: on HIP page_size 16 only with
+        # SGLANG_USE_AITER_UNIFIED_ATTN (off by default; not read);
+        # _qwen3vl_hopper_serving_overrides: is_sm90_supported only (capability major 9);
+        # qwen3_moe.py _qwen3_moe_family_overrides (the MoE one too): quantization /
+        # moe_runner_backend on SM100 only. None sets a backend or page here.
+        ArchOverride(source="model_overrides/qwen3_vl.py _qwen3vl_overrides, "
+                     "_qwen3vl_hopper_serving_overrides; qwen3_moe.py "
+                     "_qwen3_moe_family_overrides",
+                     archs=frozenset({"Qwen3VLForConditionalGeneration",
+                                      "Qwen3VLMoeForConditionalGeneration"}),
+                     note="no backend or page of its own on SM100 / ROCm"),
+        # qwen3_5.py _qwen3_5_hybrid_overrides (is_sm100, attention_backend None only):
+        # trtllm_mha with page_size 64 when get_default_attn_backend gives trtllm_mha and the
+        # Mamba radix strategy is not no_buffer (radix on, no speculation); else triton with
+        # page_size 1. Declared page sizes replace a given one. Nothing on HIP.
+        ArchOverride(source="model_overrides/qwen3_5.py _qwen3_5_hybrid_overrides",
+                     archs=frozenset({"Qwen3NextForCausalLM",
+                                      "Qwen3_5MoeForConditionalGeneration",
+                                      "InternS2PreviewForConditionalGeneration",
+                                      "InternS2MobiusForConditionalGeneration",
+                                      "Qwen3_5ForConditionalGeneration"}),
+                     sm100="trtllm_mha", sm100_else="triton",
+                     pages=(("trtllm_mha", 64), ("triton", 1))),
+        # gemma4.py _gemma4_overrides (is_attention_backend_not_set): trtllm_mha on SM100,
+        # triton everywhere else (ROCm included: no aiter, so no × 0.85).
+        ArchOverride(source="model_overrides/gemma4.py _gemma4_overrides",
+                     archs=frozenset({"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM",
+                                      "Gemma4UnifiedForConditionalGeneration"}),
+                     sm100="trtllm_mha", rocm="triton"),
+        # lfm2.py _lfm2_overrides (is_sm100, attention_backend None): flashinfer.
+        ArchOverride(source="model_overrides/lfm2.py _lfm2_overrides",
+                     archs=frozenset({"Lfm2ForCausalLM", "Lfm2MoeForCausalLM"}),
+                     sm100="flashinfer"),
+        # mimo_v2.py _mimo_v2_overrides (is_sm100, is_attention_backend_not_set): fa4, whose
+        # page is 128 (overrides.py _fa4_page_constraint).
+        ArchOverride(source="model_overrides/mimo_v2.py _mimo_v2_overrides",
+                     archs=frozenset({"MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM"}),
+                     sm100="fa4"),
+        # falcon_h1.py _falcon_h1_jet_overrides (is_sm100, attention_backend None): triton.
+        ArchOverride(source="model_overrides/falcon_h1.py _falcon_h1_jet_overrides",
+                     archs=frozenset({"FalconH1ForCausalLM", "JetNemotronForCausalLM",
+                                      "JetVLMForConditionalGeneration"}),
+                     sm100="triton"),
+    ),
 )
