@@ -343,7 +343,8 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
         mamba_ssm_cache_dtype=_ssm_dtype(facts, request) if has_state else "auto",
         requested_block_size=request.block_size,
         release=release,
-        default_block_size=release.default_block_size,
+        default_block_size=_rocm_own_standard(facts, request, release, use_mla,
+                                              cache.cache_dtype) or release.default_block_size,
         kv_cache_dtype=kv_dtype_name(cache.cache_dtype, model_dtype),
         cache_dtype_source=cache.source,
         cache_dtype_reason=cache.reason,
@@ -646,6 +647,49 @@ def _forced_rocm_standard(facts: ModelFacts, forced: str, request: PlanRequest,
     return {"standard_auto_block": preferred if preferred != 16 else 0,
             "notes": (f"attention backend {forced}: selected by the line; kernel blocks in "
                       f"multiples of 16, {preferred} with --block-size auto",)}
+
+
+# transformers_utils/model_arch_config_convertor.py is_mm_prefix_lm (vLLM 0.34): the model
+# types whose image tokens attend bidirectionally unless the config says otherwise.
+_MM_PREFIX_TYPES = frozenset({"bagel", "gemma3", "molmo2", "moondream3", "paligemma"})
+# rocm_attn.py RocmAttentionBackend: get_supported_head_sizes, supported_kv_cache_dtypes.
+_ROCM_ATTN_HEADS = frozenset({32, 64, 80, 96, 128, 160, 192, 224, 256})
+_ROCM_ATTN_KV = frozenset({"auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"})
+
+
+def _rocm_own_standard(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
+                       use_mla: bool, cache_dtype: str) -> int:
+    """The block ``--block-size auto`` starts from when vLLM picks ROCM_ATTN itself on a ROCm
+    GPU (0: the release's default). platforms/rocm.py ``_get_backend_priorities`` puts
+    ROCM_ATTN first for standard attention (unless a KV connector is set); it is taken when
+    ``validate_configuration`` finds no reason against it — no attention sinks, no
+    multimodal prefix attention, its head sizes and KV dtypes. Every later backend
+    (ROCM_AITER_FA, ROCM_AITER_UNIFIED_ATTN, TRITON_ATTN) then prefers the default, so only
+    ROCM_ATTN's own preference (the profile's ``rocm_attn_preferred_block``) moves the block.
+    Cross-attention layers take another backend, and two backends agree on the default.
+    ``--limit-mm-per-prompt`` zeros that disable multimodal input (which also clears the
+    prefix mode) are not read here: only ``--language-model-only``."""
+    preferred = release.rocm_attn_preferred_block
+    if not preferred or use_mla or request.gpu is None or forced_backend(request) is not None:
+        return 0  # no --gpu: a CUDA GPU is assumed (hardware.capability)
+    from kvledger.derive.layers import Attention
+    from kvledger.plan.engines.vllm.hardware import capability
+
+    if capability(request.gpu)[0] is not None:  # a CUDA GPU
+        return 0
+    launch = request.vllm_launch
+    if getattr(launch, "kv_transfer_config", None) is not None:
+        return 0
+    attention = [layer for layer in facts.layers if isinstance(layer, Attention)]
+    if not attention or any(layer.kind is Kind.CROSS for layer in facts.layers):
+        return 0
+    mm_prefix = (bool(facts.config.get("is_mm_prefix_lm", facts.model_type in _MM_PREFIX_TYPES))
+                 and not getattr(launch, "language_model_only", False))
+    if (mm_prefix or any(layer.sinks for layer in attention)
+            or {layer.k_dim for layer in attention} - _ROCM_ATTN_HEADS
+            or cache_dtype not in _ROCM_ATTN_KV):
+        return 0
+    return preferred
 
 
 def _forced_dsv4(forced: str, request: PlanRequest, release: VllmRelease) -> dict[str, Any]:

@@ -100,6 +100,9 @@ RELEASE = replace(
     # v1/worker/gpu/attn_utils.py get_kv_cache_spec: the draft's decoder layers join the
     # target's KV cache groups (parallel_draft.py). 0.33's were not read for this.
     plans_parallel_drafts=True,
+    # v1/attention/backends/rocm_attn.py RocmAttentionBackend.get_preferred_block_size (new
+    # in 0.34): 16, the native paged-attention kernel's block, whatever the default.
+    rocm_attn_preferred_block=16,
 )
 
 # Where in vLLM 0.34.0's source each value above that differs from 0.33.0's was read (the
@@ -122,6 +125,9 @@ CITES: dict[str, str] = {
                           "transfer_mode); nixl/base_worker.py (ucx_backend_params)",
     "kv_connectors_added": "distributed/kv_transfer/kv_connector/factory.py "
                            "(UMBPStoreConnector registered)",
+    "rocm_attn_preferred_block": "v1/attention/backends/rocm_attn.py "
+                                 "RocmAttentionBackend.get_preferred_block_size (16: the "
+                                 "native C++ paged-attention kernel's block)",
     "plans_parallel_drafts": "model_executor/models/qwen3_dflash.py, qwen3_dspark.py; "
                              "v1/worker/gpu/spec_decode/dflash/config.py, dspark/config.py; "
                              "v1/worker/gpu/attn_utils.py get_kv_cache_spec (read: "
