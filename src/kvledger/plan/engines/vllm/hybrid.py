@@ -219,6 +219,11 @@ def resolve_block_sizes(counted: Sequence[tuple[KVCacheSpec, int]], res: Resolve
     alignment = max(backend_min, requested or max(backend_min, res.default_block_size))
     if res.use_mla:
         alignment = max(alignment, MLA_HYBRID_MIN_ALIGNMENT)
+    if res.release.hybrid_alignment_fixed:
+        # vLLM 0.19 HybridAttentionMambaModelConfig.verify_and_update_config: a fixed
+        # kernel_block_alignment_size, 16 (64 for MLA; 128 under a forced CUTLASS_MLA, not
+        # modelled); the configured block size does not enter it.
+        alignment = backend_min
     if res.gdn_checkpoint_alignment and res.mamba_cache_mode == "align":
         # vLLM 0.33: align = lcm(align, get_mamba_prefill_checkpoint_alignment(vllm_config)).
         alignment = math.lcm(alignment, res.gdn_checkpoint_alignment)

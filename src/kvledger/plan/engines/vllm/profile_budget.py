@@ -76,6 +76,7 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         topk_topp_triton_min_rows=release.topk_topp_triton_min_rows,
         rocm=inp.preset.vendor == "amd",
         cuda_graph_estimate_on_rocm=release.cuda_graph_estimate_on_rocm,
+        cuda_graph_estimate_by_default=release.cuda_graph_estimate_by_default,
     )
 
 

@@ -169,6 +169,7 @@ class ReserveInput:
     topk_topp_triton_min_rows: int = 0  # VllmRelease field: fewer rows take the sort path
     rocm: bool = False  # an AMD GPU (the release may skip the CUDA-graph estimate there)
     cuda_graph_estimate_on_rocm: bool = True  # VllmRelease field
+    cuda_graph_estimate_by_default: bool = True  # VllmRelease field (0.19: False)
 
 
 def _element(inp: ReserveInput) -> int:
@@ -311,6 +312,12 @@ def cuda_graph_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
     release skips ``profile_cudagraph_memory`` there (0.20: ``not current_platform.is_rocm()``,
     "graph pool handles and mem_get_info behave differently"; 0.28 on: ``is_cuda_alike()``,
     ROCm included; ``VllmRelease.cuda_graph_estimate_on_rocm``)."""
+    if not inp.cuda_graph_estimate_by_default:
+        part = Part("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 0 in this release "
+                    "(envs.py): determine_available_memory measures profile_cudagraph_memory's "
+                    "estimate but does not subtract it", 0, EXACT)
+        return BudgetLine(CUDA_GRAPHS, "− CUDA graphs (not taken from the budget by this "
+                          "release's default)", 0, EXACT), (part,)
     if inp.rocm and not inp.cuda_graph_estimate_on_rocm:
         part = Part("profile_cudagraph_memory is skipped on ROCm in this release "
                     "(gpu_worker.determine_available_memory): no estimate subtracted", 0, EXACT)

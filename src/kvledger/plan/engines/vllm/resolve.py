@@ -222,20 +222,21 @@ _QWEN35_ARCHS = frozenset({
 _NEMOTRON_H_ARCHS = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
 
 
-def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
+def _mamba_ssm_cache_dtype(facts: ModelFacts, release: VllmRelease) -> str:
     """vLLM's per-architecture ``mamba_ssm_cache_dtype`` when the option is "auto".
 
     - Qwen3.5 (``Qwen3_5ForConditionalGenerationConfig.verify_and_update_config``): the
       text config's ``mamba_ssm_dtype``, when stated.
     - NemotronH (``NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype``): the config's
-      ``mamba_ssm_cache_dtype``, float32 when it states none.
+      ``mamba_ssm_cache_dtype``, float32 when it states none (0.19: float16;
+      ``VllmRelease.nemotron_h_ssm_cache_default``).
     - everything else stays "auto" (the conv state dtype).
     """
     text = _text_config(facts.config)
     archs = set(facts.architectures)
     if archs & _NEMOTRON_H_ARCHS:
         value = text.get("mamba_ssm_cache_dtype", facts.config.get("mamba_ssm_cache_dtype"))
-        return str(value) if isinstance(value, str) else "float32"
+        return str(value) if isinstance(value, str) else release.nemotron_h_ssm_cache_default
     if archs & _QWEN35_ARCHS:
         value = text.get("mamba_ssm_dtype")
         if isinstance(value, str):
@@ -243,11 +244,11 @@ def _mamba_ssm_cache_dtype(facts: ModelFacts) -> str:
     return "auto"
 
 
-def _ssm_dtype(facts: ModelFacts, request: PlanRequest) -> str:
+def _ssm_dtype(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> str:
     """``--mamba-ssm-cache-dtype`` as given; at "auto", the architecture's own (the
     ``verify_and_update_config`` rules above apply only when the option is "auto")."""
     given = str(getattr(request.vllm_launch, "mamba_ssm_cache_dtype", "auto"))
-    return given if given != "auto" else _mamba_ssm_cache_dtype(facts)
+    return given if given != "auto" else _mamba_ssm_cache_dtype(facts, release)
 
 
 def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Resolved:
@@ -307,7 +308,9 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
     # model uses mamba_cache_mode "align"; without, "none". To 0.26 a model class with Mamba
     # prefix caching took "all" unless it speculates (``mamba_all_with_prefix_caching``).
     mamba_cache_mode = ("align" if prefix else "none") if has_state else "none"
-    if mamba_cache_mode == "align" and not request.num_speculative_tokens and set(
+    # 0.19 takes "all" while speculating too (``mamba_all_with_speculation``).
+    speculating = bool(request.num_speculative_tokens) and not release.mamba_all_with_speculation
+    if mamba_cache_mode == "align" and not speculating and set(
             facts.architectures) & release.mamba_all_with_prefix_caching:
         mamba_cache_mode = "all"
 
@@ -340,7 +343,7 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
         mamba_cache_mode=mamba_cache_mode,
         mamba_chunk_size=_mamba_chunk_size(facts) if mamba_cache_mode == "all" else 0,
         mamba_cache_dtype=getattr(request.vllm_launch, "mamba_cache_dtype", "auto"),
-        mamba_ssm_cache_dtype=_ssm_dtype(facts, request) if has_state else "auto",
+        mamba_ssm_cache_dtype=_ssm_dtype(facts, request, release) if has_state else "auto",
         requested_block_size=request.block_size,
         release=release,
         default_block_size=_rocm_own_standard(facts, request, release, use_mla,
@@ -775,6 +778,10 @@ def _release_refusals(request: PlanRequest, model_dtype: str, release: VllmRelea
     cache`` (config/vllm.py: an explicit float KV dtype other than the model's, in its words)
     and the speculative methods it dropped (``SpeculativeMethod``, config/speculative.py)."""
     asked = request.kv_cache_dtype
+    if asked in release.kv_cache_dtypes_missing:
+        raise VllmRefusesToStart(
+            f"{release.short} refuses to start: --kv-cache-dtype {asked} is not one of its "
+            "CacheDType values (config/cache.py; argument parsing rejects it)")
     if (release.rejects_mismatched_float_kv and asked in ("float16", "bfloat16")
             and asked != model_dtype):
         allowed = "auto" if model_dtype == "float32" else f"auto or {model_dtype}"

@@ -170,3 +170,25 @@ class VllmRelease(Release):
     # (0.20): "Hybrid models do not support prefix caching since the feature is still
     # experimental" (off unless --enable-prefix-caching).
     hybrid_prefix_caching_by_default: bool = True
+    # envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS's default, which v1/worker/gpu_worker.py
+    # determine_available_memory reads before subtracting profile_cudagraph_memory's
+    # estimate from the KV budget: True (0.20 on: "1"); False (0.19: "0", the estimate is
+    # measured and logged but not subtracted unless the variable is set).
+    cuda_graph_estimate_by_default: bool = True
+    # The NemotronH SSM state dtype at --mamba-ssm-cache-dtype auto when the config states
+    # none (model_executor/models/config.py NemotronHForCausalLMConfig): "float32" (0.20 on,
+    # DEFAULT_MAMBA_SSM_CACHE_DTYPE); "float16" (0.19's getattr default).
+    nemotron_h_ssm_cache_default: str = "float32"
+    # How the hybrid (attention beside Mamba) block is aligned: False (0.20 on: platforms/
+    # interface.py _align_hybrid_block_size, kernel_block_alignment_size = max(the backend's
+    # smallest kernel block, cache_config.block_size)); True (0.19: model_executor/models/
+    # config.py HybridAttentionMambaModelConfig.verify_and_update_config, a fixed 16, or 64
+    # for MLA: a --block-size given does not enter it, and is kept only when it is larger).
+    hybrid_alignment_fixed: bool = False
+    # model_executor/models/config.py MambaModelConfig.verify_and_update_config: True (0.19):
+    # a SupportsMambaPrefixCaching model takes mamba_cache_mode "all" under prefix caching
+    # with speculative decoding too; False (0.20 on): "align" when it speculates.
+    mamba_all_with_speculation: bool = False
+    # --kv-cache-dtype values kvledger plans that this release's config/cache.py CacheDType
+    # does not list (0.19: "nvfp4", added in 0.20): refused at argument parsing, by name.
+    kv_cache_dtypes_missing: frozenset[str] = frozenset()
