@@ -129,3 +129,22 @@ def test_a_side_asked_as_an_unknown_release_says_which_it_planned(
     assert head[1].startswith("note (from): vLLM 0.18 is not a release kvledger knows: "
                               "planned as vLLM 0.19.0, the oldest release kvledger knows")
     assert not any(line.startswith("note (to)") for line in out.splitlines())
+
+
+def test_a_line_two_fields_move_together_is_named_by_the_release_step(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen3-Next at 8 GiB, 32,768 tokens: vLLM 0.19 answers 642 blocks of 544
+    # (tests/oracles/vllm-0.19/release-questions.jsonl), 0.34 606 of 576 (its cases). No one
+    # field moves the block alone between the two ends: 0.19's fixed hybrid alignment
+    # (hybrid_alignment_fixed) hides both 0.33's checkpoint alignment and 0.34's default
+    # block 64. Walking the releases, the block moves once, at 0.32 -> 0.33, where
+    # gdn_checkpoint_alignment alone moves it: that is the one cause named (before, every
+    # differing field was named on the line).
+    data = _json(capsys, QWEN, "--from", "vllm==0.19", "--to", "vllm==0.34",
+                 "--kv-cache-memory-bytes", "8GiB", "--max-model-len", "32768")
+    block = _row(data, "block_size")
+    assert (block["from"], block["to"]) == (544, 576)
+    assert block["causes"] == ["gdn_checkpoint_alignment"]
+    assert _row(data, "num_blocks")["causes"] == ["gdn_checkpoint_alignment"]
+    cause = next(c for c in data["causes"] if c["name"] == "gdn_checkpoint_alignment")
+    assert "block_size" in cause["moves"]

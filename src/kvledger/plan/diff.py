@@ -17,7 +17,10 @@ Each line that differs names what differs between the two questions (``Cause``):
   requests that differs (``--from-gpu`` / ``--to-gpu``, a flag given on one side only).
 
 Which of the differing fields moved a given line is found by planning again: side A with one
-field at side B's value (``attribute``); a line that moves then is named with that field.
+field at side B's value, and side B with one field back at side A's (``_moved_by``); a line
+that moves then is named with that field. A line no single field moves between the two ends
+(two fields acting together across several releases) is named by walking the known releases
+between them: the fields of each step where it moved (``_by_steps``).
 Where a field cannot be planned alone (the engine, the release of another engine), every
 difference is named on every line it could touch, and the JSON says so (``attributed``).
 """
@@ -326,8 +329,23 @@ def diff_plans(model: Any, request_a: PlanRequest, request_b: PlanRequest) -> Pl
             line.key for line in lines if line.key in moved & differing))
         for key in moved & differing:
             named[key].append(cause.name)
-    # A line no single cause moves (or whose causes cannot be planned alone) names every
-    # cause that was not shown to leave it alone.
+    # A line no single cause moves between the two ends may move at one release step only
+    # through two fields together (0.19's fixed hybrid alignment hides 0.33's checkpoint
+    # alignment until 0.20 drops it): walk the known releases between the two and name the
+    # fields of the steps where the line moved (``_by_steps``).
+    unnamed = {key for key, names in named.items() if not names}
+    if unnamed and request_a.engine == request_b.engine and request_a.engine_release != \
+            request_b.engine_release:
+        known = {c.name for c in causes}
+        for key, names in _by_steps(model, request_a, request_b, unnamed).items():
+            names = [n for n in names if n in known]
+            named[key] = names
+            for i, cause in enumerate(causes):
+                moves = cause.moves or ()
+                if cause.name in names and key not in moves:
+                    causes[i] = records.replace(cause, moves=(*moves, key))
+    # A line still unnamed (or whose causes cannot be planned alone) names every cause that
+    # was not shown to leave it alone.
     for key, names in named.items():
         if not names:
             named[key] = [c.name for c in causes if c.name not in alone] or \
@@ -341,6 +359,55 @@ def diff_plans(model: Any, request_a: PlanRequest, request_b: PlanRequest) -> Pl
     return PlanDiff(model=plan_a.model, side_a=_side(request_a, plan_a),
                     side_b=_side(request_b, plan_b), a=plan_a, b=plan_b, lines=lines,
                     causes=tuple(causes), attributed=attributed)
+
+
+def _by_steps(model: Any, request_a: PlanRequest, request_b: PlanRequest,
+              keys: set[str]) -> dict[str, list[str]]:
+    """For each line key in ``keys``: the profile fields that moved it at the release steps
+    where it moved, walking every known release of the engine from side A's to side B's
+    (each planned with side A's question pinned to that release). At a step where the line
+    moved, the fields that changed there and move it alone (``_moved_by`` between the two
+    neighbours) are named, else every field that changed there. A key with no such step,
+    or a walk the engine refuses somewhere, is left out."""
+    from kvledger.errors import KvledgerError
+    from kvledger.plan.api import plan_model
+    from kvledger.plan.engines.base import get_layout
+
+    layout = get_layout(request_a.engine, request_a.engine_release)
+    ra = layout.release
+    rb = get_layout(request_b.engine, request_b.engine_release).release
+    ordered = sorted(layout.releases.values(), key=_version_key)
+    if ra not in ordered or rb not in ordered:
+        return {}
+    i, j = ordered.index(ra), ordered.index(rb)
+    path = ordered[i:j + 1] if i <= j else ordered[j:i + 1][::-1]
+    name = request_a.engine.partition("==")[0]
+
+    def pinned(release: Release) -> PlanRequest:
+        return records.replace(request_a, engine=f"{name}=={release.version}",
+                               engine_release=None)
+
+    try:
+        plans = [plan_model(model, pinned(r)).to_json() for r in path]
+    except (KvledgerError, ValueError):
+        return {}
+    out: dict[str, list[str]] = {}
+    for before, after, plan_before, plan_after in zip(path, path[1:], plans, plans[1:],
+                                                      strict=False):
+        moved = _moved(plan_before, plan_after) & keys
+        if not moved:
+            continue
+        step = release_causes(ordered, before, after, release_cites)
+        alone: dict[str, set[str]] = {}
+        for cause in step:
+            by = _moved_by(model, pinned(before), plan_before, pinned(after), plan_after,
+                           cause)
+            alone[cause.name] = by or set()
+        for key in moved:
+            names = [c.name for c in step if key in alone[c.name]] or [c.name for c in step]
+            out.setdefault(key, [])
+            out[key] += [n for n in names if n not in out[key]]
+    return out
 
 
 def _moved_by(model: Any, request_a: PlanRequest, json_a: Mapping[str, Any],

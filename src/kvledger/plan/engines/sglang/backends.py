@@ -50,7 +50,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvledger.plan.engines.sglang.model import DEEPSEEK_FAMILY_ARCHS, SglangLayoutError
+from kvledger.plan.engines.sglang.model import (
+    DEEPSEEK_FAMILY_ARCHS,
+    MAMBA_EXTRA_BUFFER_ARCHS,
+    SglangLayoutError,
+)
 from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
 from kvledger.records import record
 
@@ -170,8 +174,6 @@ def _no_buffer_first(model: SglangModel, request: PlanRequest,
     """Whether ``_mamba_radix_cache_resolution`` (run by ``handle_mamba_radix_cache`` before
     the model overrides, with the page as given) picks no_buffer with the radix cache on and
     no speculation: the case ``_qwen3_5_hybrid_overrides`` keeps off trtllm_mha."""
-    from kvledger.plan.engines.sglang.settings import MAMBA_EXTRA_BUFFER_ARCHS
-
     options = _options_of(request, options)
     radix_off = bool(getattr(options, "disable_radix_cache", False))
     overlap = not bool(getattr(options, "disable_overlap_schedule", False))

@@ -125,6 +125,16 @@ MULTIMODAL_PREFILL_GRAPH_ARCHS = frozenset({
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
     "KimiK25ForConditionalGeneration",
 })
+# arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS (supports_mamba_cache_extra_buffer,
+# with the default triton linear-attention backend): "auto" resolves to extra_buffer here
+# when the overlap scheduler is on or pages are > 1; the other radix archs take no_buffer.
+MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
+    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
+    "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+})
 # arg_groups/overrides.py: _DEEPSEEK_FAMILY_ARCHS in arg_groups/overrides.py — these use
 # trtllm_mla (page 64) on Blackwell (model_overrides/deepseek_v2.py).
 DEEPSEEK_FAMILY_ARCHS = frozenset({

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kvledger.plan.engines.sglang.backends import HOPPER_LIKE
 from kvledger.plan.engines.sglang.model import (
     DEEPSEEK_FAMILY_ARCHS,
+    MAMBA_EXTRA_BUFFER_ARCHS,
     SglangLayoutError,
     SglangModel,
 )
@@ -42,16 +43,8 @@ MAMBA_RADIX_CACHE_ARCHS = frozenset({
     # overlap scheduler off. Oracle case cov-lfm2-text.
     "Lfm2ForCausalLM",
 })
-# arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS (supports_mamba_cache_extra_buffer,
-# with the default triton linear-attention backend): "auto" resolves to extra_buffer here
-# when the overlap scheduler is on or pages are > 1; the other radix archs take no_buffer.
-MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
-    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
-    "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM",
-    "MiniCPMV4_6ForConditionalGeneration", "NemotronHForCausalLM", "FalconH1ForCausalLM",
-    "GraniteMoeHybridForCausalLM",
-})
+# MAMBA_EXTRA_BUFFER_ARCHS (model.py): "auto" resolves to extra_buffer for them when the
+# overlap scheduler is on or pages are > 1; the other radix archs take no_buffer.
 # Hybrids whose states SGLang pools (configs/hybrid_arch.py: mamba2_config) but that are in
 # neither list above: _mamba_radix_cache_resolution declares nothing for them, so the radix
 # cache runs without a Mamba strategy (no extra buffer, the overlap scheduler untouched) and
