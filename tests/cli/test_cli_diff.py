@@ -148,3 +148,19 @@ def test_a_line_two_fields_move_together_is_named_by_the_release_step(
     assert _row(data, "num_blocks")["causes"] == ["gdn_checkpoint_alignment"]
     cause = next(c for c in data["causes"] if c["name"] == "gdn_checkpoint_alignment")
     assert "block_size" in cause["moves"]
+
+
+def test_gemma3_from_019_to_034_names_the_default_block(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Gemma-3-27B at 8 GiB, 32,768 tokens. A layer holds 2 × 16 KV heads × 128 × 2 B = 8,192 B
+    # a token; its 62 layers (52 sliding, 10 full) share one pool in groups of 10 layers, so a
+    # block is block_size × 8,192 × 10 B: 16 tokens (0.19) → 1,310,720 B, 8,589,934,592 //
+    # 1,310,720 = 6,553 blocks (0.19's own answer, tests/oracles/vllm-0.19/); 64 tokens
+    # (0.34's default) → 5,242,880 B, 1,638 blocks. Only default_block_size moves them.
+    data = _json(capsys, "google/gemma-3-27b-it", "--from", "vllm==0.19", "--to",
+                 "vllm==0.34", "--kv-cache-memory-bytes", "8GiB", "--max-model-len", "32768")
+    block, blocks = _row(data, "block_size"), _row(data, "num_blocks")
+    assert (block["from"], block["to"], blocks["from"], blocks["to"]) == (16, 64, 6553, 1638)
+    assert block["causes"] == blocks["causes"] == ["default_block_size"]
+    cause = next(c for c in data["causes"] if c["name"] == "default_block_size")
+    assert "CacheConfig.DEFAULT_BLOCK_SIZE = 64" in cause["cites"][0]
