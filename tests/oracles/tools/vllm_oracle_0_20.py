@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # ruff: noqa
 # A copy of the team's ../shared/oracles/tool/vllm_oracle.py (vLLM 0.32), adapted to
-# vLLM 0.20 and 0.28 where a patched function moved (tests/oracles/tools/README.md has the
+# vLLM 0.19, 0.20 and 0.28 where a patched function moved (tests/oracles/tools/README.md has the
 # diff); kept as the shared tool is written, so the diff stays that small.
 """vLLM KV-cache sizing ORACLE.
 
@@ -1000,9 +1000,13 @@ def spec_summary(spec) -> dict:
         d.update(
             num_kv_heads=spec.num_kv_heads,
             head_size=spec.head_size,
-            head_size_v=spec.head_size_v,
+            # vLLM 0.19's SlidingWindowSpec has no head_size_v (its FullAttentionSpec has):
+            # its K and V heads are one size there.
+            head_size_v=getattr(spec, "head_size_v", spec.head_size),
             dtype=_dtype_str(spec.dtype),
-            kv_quant_mode=getattr(spec.kv_quant_mode, "name", str(spec.kv_quant_mode)),
+            # vLLM 0.19's AttentionSpec has no kv_quant_mode (KVQuantMode is new in 0.20):
+            # its only quantized cache is per-tensor fp8, which 0.20 names FP8_PER_TENSOR.
+            kv_quant_mode=_kv_quant_mode(spec),
             real_page_size_bytes=getattr(spec, "real_page_size_bytes", spec.page_size_bytes),
         )
         for attr in ("sliding_window", "attention_chunk_size", "page_size_padded",
@@ -1032,6 +1036,14 @@ def spec_summary(spec) -> dict:
                 v = getattr(spec, attr)
                 d[attr] = _dtype_str(v) if "dtype" in attr else str(v)
     return d
+
+
+def _kv_quant_mode(spec) -> str:
+    mode = getattr(spec, "kv_quant_mode", None)
+    if mode is not None:
+        return getattr(mode, "name", str(mode))
+    dtype = getattr(spec, "cache_dtype_str", None) or ""
+    return "FP8_PER_TENSOR" if str(dtype).startswith("fp8") else "NONE"
 
 
 def group_summary(vc, group) -> dict:
