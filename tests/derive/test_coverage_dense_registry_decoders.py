@@ -3,7 +3,7 @@ that kvledger newly derives, each on a real config (tests/oracles/configs/, orig
 SOURCES-dense2.md) with the bytes per token worked by hand from the config's own values, and the
 per-layer facts against vLLM's ``layer_specs`` for every case of
 tests/oracles/vllm-0.32/vllm-0.32-coverage-dense2.jsonl (commands in
-tests/oracles/README-dense2.md).
+tests/oracles/README-registry-decoders.md).
 Types vLLM 0.32 serves only with remote code are refused with that reason.
 """
 
@@ -142,8 +142,8 @@ def test_ernie_omitted_kv_heads_is_the_class_default() -> None:
 
 
 def test_ernie_remote_code_architecture_is_refused_with_vllms_words() -> None:
-    # The verbatim remote-code file names Ernie4_5_ForCausalLM; the oracle (README-dense2.md)
-    # stops with "Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now".
+    # The verbatim remote-code file names Ernie4_5_ForCausalLM; the oracle
+    # (README-registry-decoders.md) stops with "Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now".
     with pytest.raises(UnsupportedArchitecture, match=re.escape(
             "'Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now'")):
         vllm_derive_file("baidu--ERNIE-4.5-0.3B-PT")

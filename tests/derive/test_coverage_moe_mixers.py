@@ -6,7 +6,7 @@ Each config (tests/oracles/configs/, origins in SOURCES-moe-hybrid2.md: two verb
 files; the others the models' sizes as public repositories keep them in Python, converted to
 JSON) is derived and its bytes worked by hand from the config's own values in a comment; the
 per-layer facts are then compared with vLLM 0.32's own ``layer_specs`` for every case of
-tests/oracles/vllm-0.32/vllm-0.32-coverage-moe-hybrid2.jsonl (commands in README-moe-hybrid2.md).
+tests/oracles/vllm-0.32/vllm-0.32-coverage-moe-hybrid2.jsonl (commands in README-moe-mixers.md).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_falcon_h1_abridged_copy_takes_the_class_default_d_ssm_and_is_refused() 
     # Megatron-Bridge's dict omits mamba_d_ssm: FalconH1Config fills in 1024, which 24 heads
     # do not divide, so transformers' validate_architecture rejects it ("mamba_n_heads must
     # divide mamba_expand * hidden_size") and vLLM 0.32 cannot load it
-    # (oracle: README-moe-hybrid2.md).
+    # (oracle: README-moe-mixers.md).
     with pytest.raises(UnsupportedArchitecture, match="mamba_n_heads 24 does not divide the "
                                                       "Mamba intermediate size 1024"):
         _facts(FALCON_H1_ABRIDGED)

@@ -1,11 +1,12 @@
-"""Ask vLLM 0.32 (the shared oracle) for the dense-2 coverage group's runs (``RUNS``) and merge
+"""Ask vLLM 0.32 (the shared oracle) for the registry decoders' runs (``RUNS``: ERNIE-4.5,
+Minitron; the dense-2 coverage group) and merge
 them into ``vllm-0.32-coverage-dense2.jsonl``.
 
 A research tool, never imported by the package or the tests; it needs the oracle venv
 (``../shared/oracles/tool/README.md``) and runs one case at a time (15-60 s each):
 
     ORACLE_PY=/work/oracle/vllm-venv/bin/python \
-        python tests/oracles/run_oracle_dense2.py [SUBSTRING ...]
+        python tests/oracles/run_registry_decoders_oracle.py [SUBSTRING ...]
 
 Each line written carries its exact ``command`` and ``why``; a rerun replaces the line with the
 same command. The case format and the asking are the dense group's

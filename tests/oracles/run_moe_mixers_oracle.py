@@ -1,10 +1,11 @@
-"""Ask vLLM 0.32 (the shared oracle) about the moe-hybrid-2 group's configs, one run at a time.
+"""Ask vLLM 0.32 (the shared oracle) about the MoE and Mamba mixer configs (OLMoE, Granite
+MoE, Trinity, Falcon-H1, falcon-mamba), one run at a time.
 
 A research tool, never imported by the package or the tests; the same procedure as
 ``run_moe_hybrid.py`` (whose ``run_all`` it reuses), writing
 ``vllm-0.32-coverage-moe-hybrid2.jsonl`` instead.
 
-    python tests/oracles/run_moe_hybrid2.py [SUBSTRING ...]    # default: every run below
+    python tests/oracles/run_moe_mixers_oracle.py [SUBSTRING ...]    # default: every run below
 """
 
 from __future__ import annotations
