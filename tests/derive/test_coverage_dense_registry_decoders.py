@@ -143,7 +143,8 @@ def test_ernie_omitted_kv_heads_is_the_class_default() -> None:
 
 def test_ernie_remote_code_architecture_is_refused_with_vllms_words() -> None:
     # The verbatim remote-code file names Ernie4_5_ForCausalLM; the oracle
-    # (README-registry-decoders.md) stops with "Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now".
+    # (README-registry-decoders.md) stops with "Model architectures ['Ernie4_5_ForCausalLM']
+    # are not supported for now".
     with pytest.raises(UnsupportedArchitecture, match=re.escape(
             "'Model architectures ['Ernie4_5_ForCausalLM'] are not supported for now'")):
         vllm_derive_file("baidu--ERNIE-4.5-0.3B-PT")
