@@ -135,3 +135,17 @@ def test_other_engines_refuse_dflash(capsys: pytest.CaptureFixture[str]) -> None
                  "--speculative-method", "dflash", "--num-speculative-tokens", "15"])
     err = capsys.readouterr().err
     assert code == 2 and "--engine vllm only" in err
+
+
+def test_a_draft_config_without_head_dim_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # hidden 1024 / 8 heads = 128 here, but vLLM reads the draft as Qwen3Config, whose head_dim
+    # defaults to 128 whatever hidden / heads is (transformers' Qwen3Config; EAGLEConfig copies
+    # the built class's attributes): kvledger asks for it instead of guessing either.
+    config = draft()
+    del config["head_dim"]
+    config["hidden_size"] = 2048  # 2048 / 8 = 256, not the class default 128
+    path = write(tmp_path, config)
+    code, _, err = plan(capsys, "--kv-cache-memory-bytes", BUDGET, "--speculative-method",
+                        "dflash", "--num-speculative-tokens", "15", "--draft-config", path)
+    assert code == 2 and "states no head_dim" in err and "128" in err

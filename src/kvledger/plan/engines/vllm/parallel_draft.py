@@ -16,8 +16,9 @@ whose source was not read for this refuses the methods by name):
   ``Qwen3DSparkModel`` to qwen3_dspark.py ``Qwen3DSparkForCausalLM``, the two planned here.
 - KV: ``DFlashQwen3Model.__init__`` builds ``num_hidden_layers`` ``DFlashQwen3DecoderLayer``
   numbered after the target's (``start_layer_id`` = the target's layer count), each with one
-  ``Attention`` of ``num_key_value_heads`` KV heads of ``head_dim`` (else hidden_size //
-  num_attention_heads), a decoder attention with ``per_layer_sliding_window`` from
+  ``Attention`` of ``num_key_value_heads`` KV heads of ``head_dim`` (both must be stated: the
+  Qwen3Config the draft is read as defaults them to 8 and 128), a decoder attention with
+  ``per_layer_sliding_window`` from
   ``_resolve_layer_attention`` (``layer_types[i] == "sliding_attention"``, or every layer
   with ``dflash_config.use_swa``; window ``dflash_config.swa_window_size`` else
   ``sliding_window``). v1/worker/gpu/attn_utils.py ``get_kv_cache_spec`` collects them with
@@ -164,7 +165,14 @@ def _geometry(config: Mapping[str, Any]) -> tuple[int, int, int, int]:
         raise ConfigError("draft config states no num_key_value_heads (its Qwen3Config class "
                           "default would apply); state it")
     kv_heads = text.int("num_key_value_heads", minimum=1)
-    dim = config.get("head_dim") or text.int("hidden_size", minimum=1) // heads
+    # DFlashQwen3Attention takes ``getattr(config, "head_dim", None) or hidden // heads``, but
+    # the draft's config is built as Qwen3Config (EAGLEConfig's AutoConfig.for_model; DSpark's
+    # hf_config), whose head_dim defaults to 128: an omitted head_dim is 128, not
+    # hidden // heads. As for the KV heads, kvledger asks for it rather than assume the class.
+    if "head_dim" not in config:
+        raise ConfigError("draft config states no head_dim (its Qwen3Config class default, "
+                          "128, would apply, not hidden_size // num_attention_heads); state it")
+    dim = config["head_dim"]
     if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
         raise ConfigError(f"draft config: head_dim must be a positive integer, got {dim!r}")
     types = config.get("layer_types")
