@@ -64,6 +64,8 @@ def test_a_catalog_plan_imports_none_of_the_heavy_modules() -> None:
 # 73: the profiles of vLLM 0.22, 0.23, 0.25 and 0.26 (releases/v0_22.py, …), the same way.
 # 65: the older profiles are imported when asked for (releases/__init__.py _Profiles): a
 # plan of the newest imports 0.34, 0.33 and 0.32 only.
+# 65: the attention-backend choice left resolve.py for plan/engines/vllm/backend_choice.py,
+# and dcp.py (decode context parallelism) left the path: its dcp_size() moved to resolve.py.
 MODULES_ON_THE_PATH = 65
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from kvledger.derive.layers import Kind, ModelFacts
 from kvledger.plan.engines.vllm.errors import VllmLayoutError
+from kvledger.plan.engines.vllm.resolve import dcp_size
 from kvledger.plan.request import PlanRequest
 
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
@@ -55,10 +56,6 @@ NO_DCP_BACKENDS = frozenset({"TRITON_ATTN", "FLEX_ATTENTION", "ROCM_ATTN",
 PLANNED_KINDS = frozenset({Kind.FULL, Kind.MLA, Kind.INDEXER, Kind.NONE})
 
 
-def dcp_size(request: PlanRequest) -> int:
-    """The request's ``decode_context_parallel_size`` (1: none)."""
-    size = getattr(request.vllm_launch, "decode_context_parallel_size", 1)
-    return size if isinstance(size, int) else 1
 
 
 def interleave_size(request: PlanRequest) -> int:
@@ -101,7 +98,7 @@ def check_model(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
     Then what kvledger plans: only layers whose cache DCP shards (``PLANNED_KINDS``); a
     sliding window is vLLM's own refusal (``SlidingWindowSpec.max_memory_usage_bytes``
     asserts "DCP not support sliding window.")."""
-    from kvledger.plan.engines.vllm.resolve import forced_backend
+    from kvledger.plan.engines.vllm.backend_choice import forced_backend
     from kvledger.plan.engines.vllm.startup import VllmStartupError
 
     dcp, tp = dcp_size(request), request.tensor_parallel_size

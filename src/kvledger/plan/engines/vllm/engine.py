@@ -270,7 +270,7 @@ class VllmEngine(Layout):
             notes = given_budget_note(inp.request)
         rows = _stored_rows(inp, plan)
         groups = _group_rows(plan)
-        from kvledger.plan.engines.vllm.dcp import dcp_size
+        from kvledger.plan.engines.vllm.resolve import dcp_size
         return LayoutPlan(
             ranks=_ranks(inp, plan),
             block_size=plan.block_size,

@@ -166,7 +166,7 @@ def _auto_block_size(res: Resolved, notes: list[str]) -> int:
         notes.append(f"block size {res.standard_auto_block}: the selected backend's "
                      "get_preferred_block_size")
         return res.standard_auto_block
-    if res.default_block_size != res.release.default_block_size:  # resolve._rocm_own_standard
+    if res.default_block_size != res.release.default_block_size:  # backend_choice.rocm_own_standard
         notes.append(f"block size {res.default_block_size}: with --block-size auto, "
                      f"{res.release.short} picks ROCM_ATTN on this GPU, whose "
                      f"get_preferred_block_size is {res.default_block_size}")

@@ -91,10 +91,11 @@ class VllmLaunch:
     draft_config: str | None = None
     language_model_only: bool = False
     mm_encoder_tp_mode: str = "weights"  # MMEncoderTPMode: "weights" or "data"
-    # AttentionBackendEnum name the line selects (resolve.forced_backend); None: vLLM's choice.
+    # AttentionBackendEnum name the line selects (backend_choice.forced_backend); None: vLLM's
+    # choice.
     attention_backend: str | None = None
     # VLLM_ROCM_USE_AITER=1 (VLLM_ROCM_USE_AITER_MLA left on): on a ROCm GPU, MLA runs
-    # ROCM_AITER_MLA (resolve._rocm_dense_mla); no effect on CUDA.
+    # ROCM_AITER_MLA (backend_choice._rocm_dense_mla); no effect on CUDA.
     rocm_aiter_mla: bool = False
     # --mamba-cache-dtype / --mamba-ssm-cache-dtype (config/cache.py MambaDType): the conv
     # (and, at "auto", every) state dtype and the SSM / temporal state dtype of recurrent

@@ -15,10 +15,9 @@ from collections.abc import Sequence, Set
 from kvledger.derive.layers import Kind, LayerGroup, ModelFacts, RecurrentState, Role
 from kvledger.plan.engines.vllm.blocks import BlockMath, block_math
 from kvledger.plan.engines.vllm.convert import layer_spec, layer_takes_part
-from kvledger.plan.engines.vllm.dcp import dcp_size
 from kvledger.plan.engines.vllm.grouping import Bucket, Group, Grouping, get_kv_cache_groups
 from kvledger.plan.engines.vllm.hybrid import BlockSizes, apply_block_sizes, resolve_block_sizes
-from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, resolve
+from kvledger.plan.engines.vllm.resolve import Resolved, VllmLayoutError, dcp_size, resolve
 from kvledger.plan.engines.vllm.specs import (
     AttentionSpec,
     CircularBufferSpec,

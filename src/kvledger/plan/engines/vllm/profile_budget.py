@@ -33,7 +33,7 @@ def _mla_backend(inp: GpuBudgetInput, default: int) -> tuple[int, str]:
 
     req = inp.request
     cap, _ = capability(req.gpu)
-    from kvledger.plan.engines.vllm.resolve import forced_backend
+    from kvledger.plan.engines.vllm.backend_choice import forced_backend
 
     chosen = choose(cap or (9, 0), req.kv_cache_dtype, inp.text_config, req.block_size,
                     forced_backend(req))

@@ -89,8 +89,8 @@ class VllmRelease(Release):
     plans_parallel_drafts: bool = False
     # v1/attention/backends/rocm_attn.py RocmAttentionBackend.get_preferred_block_size: the
     # block ROCM_ATTN (vLLM's first choice for standard attention on ROCm) asks for at
-    # --block-size auto; 0: the base rule's, the release's default block (resolve.py
-    # _rocm_own_standard).
+    # --block-size auto; 0: the base rule's, the release's default block
+    # (backend_choice.rocm_own_standard).
     rocm_attn_preferred_block: int = 0
     # 0.33 platforms/cuda.py _get_backend_priorities (SM10x, float KV, <= 16 heads a rank):
     # FLASH_ATTN_MLA_SPARSE_FA4 (new in 0.33) heads the sparse MLA backends
