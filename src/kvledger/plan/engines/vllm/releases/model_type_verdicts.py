@@ -16,6 +16,8 @@ from. Read for vLLM 0.32.0 (``model_executor/models/registry.py`` ``_PREVIOUSLY_
 
 from __future__ import annotations
 
+from typing import Any
+
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -362,3 +364,16 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
             "dtype) whatever --kv-cache-dtype says",
     }
     return not_served, no_cache_config
+
+
+def inherited(previous: Any, v: str, t: str) -> dict[str, Any]:
+    """The verdict fields of a profile built on the next newer release's (``previous``):
+    this release's own reasons (``build(v, t)``), and ``previous``'s other not-served reasons
+    reworded with this release's name. Splat into ``replace(previous, ...)``."""
+    from types import MappingProxyType
+
+    not_served, no_cache_config = build(v, t)
+    kept = {k: why.replace(previous.short, v) for k, why in previous.not_served.items()
+            if k not in not_served}
+    return {"not_served": MappingProxyType({**not_served, **kept}),
+            "no_cache_config": MappingProxyType(dict(no_cache_config))}

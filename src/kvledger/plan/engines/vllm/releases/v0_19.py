@@ -14,23 +14,17 @@ transformers 5 has (the venv's 4.57.6 lacks them; kvledger words 0.20's verdicts
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from kvledger.plan.engines.vllm.releases import v0_20
-from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
+from kvledger.plan.engines.vllm.releases.model_type_verdicts import inherited
 from kvledger.records import replace
 
 # The oracle venv: transformers 4.57.6 (0.19 requires transformers<5,>=4.56.0).
-_NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.19", "transformers 4.57")
 
 RELEASE = replace(
     v0_20.RELEASE,
     version="0.19.0",
     transformers="transformers 4.57",
-    not_served=MappingProxyType({**_NOT_SERVED, **{
-        k: why.replace("vLLM 0.20", "vLLM 0.19") for k, why in v0_20.RELEASE.not_served.items()
-        if k not in _NOT_SERVED}}),
-    no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    **inherited(v0_20.RELEASE, "vLLM 0.19", "transformers 4.57"),
     # 0.20's list and the architectures 0.20.0's model_executor/models/registry.py lists and
     # 0.19.0's does not (both wheels' registries, read by name; all in 0.32's).
     unregistered_architectures=v0_20.RELEASE.unregistered_architectures | frozenset({

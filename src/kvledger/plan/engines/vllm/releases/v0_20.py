@@ -11,22 +11,16 @@ package to be built, which the CPU wheel lacks: MLA is 0.28's rule unconfirmed.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from kvledger.plan.engines.vllm.releases import v0_22
-from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
+from kvledger.plan.engines.vllm.releases.model_type_verdicts import inherited
 from kvledger.records import replace
 
 # The oracle venv: transformers 5.8.1 (0.20 allows >=4.56 but not 5.0 to 5.5.0; its time's).
-_NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.20", "transformers 5.8")
 
 RELEASE = replace(
     v0_22.RELEASE,
     version="0.20.0",
-    not_served=MappingProxyType({**_NOT_SERVED, **{
-        k: why.replace("vLLM 0.22", "vLLM 0.20") for k, why in v0_22.RELEASE.not_served.items()
-        if k not in _NOT_SERVED}}),
-    no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    **inherited(v0_22.RELEASE, "vLLM 0.20", "transformers 5.8"),
     # The architectures vLLM 0.32.0's model_executor/models/registry.py lists and 0.20.0's
     # does not (both wheels' registries, read by name).
     unregistered_architectures=frozenset({

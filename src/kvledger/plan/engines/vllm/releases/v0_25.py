@@ -12,22 +12,15 @@ generative model gets no prefix caching unless asked for in both (0.25:
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from kvledger.plan.engines.vllm.releases import v0_26
-from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
+from kvledger.plan.engines.vllm.releases.model_type_verdicts import inherited
 from kvledger.records import replace
-
-_NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.25", "transformers 5.8")
 
 RELEASE = replace(
     v0_26.RELEASE,
     version="0.25.0",
     transformers="transformers 5.8",
-    not_served=MappingProxyType({**_NOT_SERVED, **{
-        k: why.replace("vLLM 0.26", "vLLM 0.25") for k, why in v0_26.RELEASE.not_served.items()
-        if k not in _NOT_SERVED}}),
-    no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    **inherited(v0_26.RELEASE, "vLLM 0.25", "transformers 5.8"),
     # The architectures vLLM 0.32.0's model_executor/models/registry.py lists and 0.25.0's
     # does not (both wheels' registries, read by name).
     unregistered_architectures=frozenset({

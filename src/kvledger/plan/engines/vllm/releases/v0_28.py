@@ -21,21 +21,14 @@ bound (the oracle venv: 5.25.0). Server flags: 0.32's table (releases/v0_31.py).
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from kvledger.plan.engines.vllm.releases import v0_30
-from kvledger.plan.engines.vllm.releases.model_type_verdicts import build
+from kvledger.plan.engines.vllm.releases.model_type_verdicts import inherited
 from kvledger.records import replace
-
-_NOT_SERVED, _NO_CACHE_CONFIG = build("vLLM 0.28", "transformers 5.25")
 
 RELEASE = replace(
     v0_30.RELEASE,
     version="0.28.0",
-    not_served=MappingProxyType({**_NOT_SERVED, **{
-        k: why.replace("vLLM 0.30", "vLLM 0.28") for k, why in v0_30.RELEASE.not_served.items()
-        if k not in _NOT_SERVED}}),
-    no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    **inherited(v0_30.RELEASE, "vLLM 0.28", "transformers 5.25"),
     # The architectures vLLM 0.32.0's model_executor/models/registry.py lists and 0.28.0's
     # does not (both wheels' registries, read by name).
     unregistered_architectures=frozenset({
