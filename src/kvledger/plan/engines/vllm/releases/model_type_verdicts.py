@@ -16,11 +16,10 @@ from. Read for vLLM 0.32.0 (``model_executor/models/registry.py`` ``_PREVIOUSLY_
 
 from __future__ import annotations
 
-from typing import Any
-
 TYPE_CHECKING = False  # typing is kept off the start-up path (bench/startup.py)
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 
 class _Names:
