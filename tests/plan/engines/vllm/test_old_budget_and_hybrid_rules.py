@@ -70,6 +70,12 @@ def test_hybrid_alignment_ignores_a_given_block_under_019(engine: str, block: in
 def test_mamba_all_mode_while_speculating_under_019(engine: str, block: int) -> None:
     # MambaModelConfig: 0.19 gives a SupportsMambaPrefixCaching model "all" (the block a
     # multiple of the 128-token Mamba chunk) while speculating too; 0.20 gives it "align".
+    # Nemotron-H-56B, one Mamba2 layer's state with 2 speculative tokens: conv (4 − 1 + 2) ×
+    # (256 × 64 + 2 × 8 × 256 = 20,480) × 2 B = 204,800 B; SSM 256 × 64 × 256 = 4,194,304
+    # values at 0.19's float16 (2 B: 8,388,608 B) or 0.20's float32 (4 B: 16,777,216 B).
+    # Attention: 8 KV heads × 128 × 2 × 2 B = 4,096 B a token.
+    #   0.19, "all": 128 × cdiv(8,593,408, 128 × 4,096) = 128 × 17 = 2,176;
+    #   0.20, "align": 16 × cdiv(16,982,016, 16 × 4,096) = 16 × 260 = 4,160.
     skip_without_shared()
     plan = _plan(NEMOTRON_H, engine, max_model_len=8192, enable_prefix_caching=True,
                  num_speculative_tokens=2, speculative_method="ngram")
