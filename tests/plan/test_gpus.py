@@ -124,7 +124,7 @@ CAPABILITIES = [
     ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "sm120"),
     ("AMD Instinct MI210", "gfx90a"), ("AMD Instinct MI250X/MI250", "gfx90a"),
     ("AMD Instinct MI300A", "gfx942"), ("AMD Instinct MI325X", "gfx942"),
-    ("AMD Instinct MI355X", "gfx950"),
+    ("AMD Instinct MI355X", "gfx950"), ("AMD Instinct MI350X", "gfx950"),
 ]
 
 
@@ -140,6 +140,7 @@ DATASHEET = [
     ("Tesla V100-SXM2-16GB", 16 * 10**9), ("Tesla V100-PCIE-32GB", 32 * 10**9),
     ("AMD Instinct MI210", 64 << 30),  # 64 GB, AMD's GB = GiB (module docstring)
     ("AMD Instinct MI300A", 128 << 30),
+    ("AMD Instinct MI350X", 288 << 30),  # MI350X datasheet 288 GB HBM3E
 ]
 
 

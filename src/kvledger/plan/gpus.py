@@ -166,6 +166,9 @@ _ROWS: tuple[GpuPreset, ...] = (
               vendor="amd", smi_names=("AMD Instinct MI325X",)),
     GpuPreset("MI355X", 288 * GIB, ESTIMATED, "datasheet 288 GB HBM3E (no device report found)",
               vendor="amd", smi_names=("AMD Instinct MI355X",)),
+    # The air-cooled sibling of the MI355X: AMD Instinct MI350X datasheet, 288 GB HBM3E.
+    GpuPreset("MI350X", 288 * GIB, ESTIMATED, "datasheet 288 GB HBM3E (no device report found)",
+              vendor="amd", smi_names=("AMD Instinct MI350X",)),
     # One MI250X is two GCDs; each is one device to ROCm, torch and vLLM ("AMD Instinct
     # MI250X/MI250" in rocminfo: ROCm/rocm_smi_lib issues #160, #165). Datasheet: 128 GB HBM2e
     # per OAM = 64 GiB per GCD; the MI250 has the same memory, so it shares the preset. No
@@ -191,7 +194,7 @@ _ROWS: tuple[GpuPreset, ...] = (
 # RTX 3090 8.6, L4/L40/L40S/RTX 4090/RTX 6000 Ada 8.9, H100/H200/H20/GH200 9.0, B200/GB200
 # 10.0, B300 10.3, RTX 5090/RTX PRO 6000 Blackwell 12.0. AMD: ROCm's "GPU hardware
 # specifications" table (rocm.docs.amd.com) — MI210/MI250/MI250X gfx90a, MI300A/MI300X/MI325X
-# gfx942, MI355X gfx950.
+# gfx942, MI350X/MI355X gfx950.
 _CAPS: dict[str, str] = {
     "H100-80GB": "sm90", "H100-PCIE": "sm90", "H100-94GB": "sm90", "H200": "sm90",
     "H200-NVL": "sm90", "H20": "sm90", "GH200-96GB": "sm90", "GH200-144GB": "sm90",
@@ -202,7 +205,8 @@ _CAPS: dict[str, str] = {
     "RTX-5090": "sm120", "RTX-PRO-6000": "sm120",
     "T4": "sm75", "V100-16GB": "sm70", "V100-32GB": "sm70",
     "MI210": "gfx90a", "MI250X": "gfx90a",
-    "MI300A": "gfx942", "MI300X": "gfx942", "MI325X": "gfx942", "MI355X": "gfx950",
+    "MI300A": "gfx942", "MI300X": "gfx942", "MI325X": "gfx942", "MI350X": "gfx950",
+    "MI355X": "gfx950",
 }
 _PRESETS = tuple(replace(g, compute_capability=_CAPS[g.name]) for g in _ROWS)
 

@@ -35,9 +35,8 @@ from kvledger.plan.engines.atom.releases import budget_line as log_budget_line
 from kvledger.plan.request import MTP_METHODS, PlanRequest
 from kvledger.records import field, record
 
-# The gfx target of each AMD preset (kvledger.plan.gpus), for the two V4 defaults that read
-# it (fp8 KV only on gfx950 / gfx1250; FP4 indexer except on gfx942).
-GFX = {"MI300X": "gfx942", "MI325X": "gfx942", "MI355X": "gfx950", "MI250X": "gfx90a"}
+# Without an AMD --gpu, the gfx target the two V4 defaults that read it assume (fp8 KV only on
+# gfx950 / gfx1250; FP4 indexer except on gfx942); with one, its preset's compute capability.
 ASSUMED_GFX = "gfx950"
 # atom/config.py SpeculativeConfig._MTP_TYPE_MAP / _MTP_CONFIG: the draft of these types is
 # rewritten to one MTP layer (n_predict forced to 1).
@@ -113,7 +112,8 @@ def _platform(request: PlanRequest) -> str | None:
         return None
     from kvledger.plan.gpus import gpu_preset
 
-    return GFX.get(gpu_preset(request.gpu).name)
+    cap = gpu_preset(request.gpu).compute_capability
+    return cap if cap and cap.startswith("gfx") else None
 
 
 def _draft_layers(text: Mapping[str, Any], model_type: str) -> int:
