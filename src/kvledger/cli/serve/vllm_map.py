@@ -28,10 +28,17 @@ _SPEC_INERT = frozenset({
 })
 # Fields that size the draft's own KV or its parallelism: not modelled.
 _SPEC_REFUSED = frozenset({
-    "kv_cache_dtype", "max_model_len", "quantization", "draft_tensor_parallel_size",
-    "tensor_parallel_size", "attention_backend", "num_speculative_tokens_per_batch_size",
+    "kv_cache_dtype", "max_model_len", "quantization",
+    "attention_backend", "num_speculative_tokens_per_batch_size",
     "parallel_drafting", "index_share_for_mtp_iteration",
 })
+# Methods whose draft is built with its own parallel config (``draft_parallel_config``): the
+# draft_model speculator (v1/spec_decode/draft_model.py, and from 0.32
+# v1/worker/gpu/spec_decode/standalone_ar/speculator.py load_draft_model) and, from 0.32, the
+# DSpark draft (v1/worker/gpu/spec_decode/dspark/utils.py). Every other model-based method
+# loads its draft with the target's VllmConfig (0.34: eagle/utils.py load_eagle_model,
+# dflash/utils.py load_dflash_model), so draft_tensor_parallel_size changes nothing there.
+_OWN_PARALLEL_DRAFTS = frozenset({"draft_model", "dspark"})
 _AUTO_FIT = (
     "--max-model-len -1/auto: vLLM fits the length to the KV memory at start-up "
     "(kv_cache_utils._auto_fit_max_model_len), which kvledger does not model; give a length"
@@ -160,8 +167,8 @@ def _speculative(values: dict[str, Any], out: Translation, ctx: Context) -> None
         spec[key] = values[dest]
     if not spec:
         return
-    unknown = sorted(set(spec) - _SPEC_INERT - _SPEC_REFUSED - {"method",
-                                                                "num_speculative_tokens"})
+    unknown = sorted(set(spec) - _SPEC_INERT - _SPEC_REFUSED - {
+        "method", "num_speculative_tokens", "draft_tensor_parallel_size", "tensor_parallel_size"})
     if unknown:
         raise ServeLineError(f"{out.launcher}: --speculative-config: {', '.join(unknown)} "
                              f"is not a {out.engine_label} SpeculativeConfig field")
@@ -169,6 +176,13 @@ def _speculative(values: dict[str, Any], out: Translation, ctx: Context) -> None
         out.refused.append(f"--speculative-config {key} sizes the draft's own KV or "
                            "parallelism, which kvledger does not model")
     method, tokens = spec.get("method"), spec.get("num_speculative_tokens")
+    if "tensor_parallel_size" in spec:
+        # SpeculativeConfig._verify_args (0.19 … 0.34): a ValueError naming the right key.
+        raise ServeLineError(f"{out.launcher}: --speculative-config has no plain tensor-"
+                             "parallel key (vllm refuses it too, SpeculativeConfig."
+                             "_verify_args); pass 'draft_tensor_parallel_size' instead")
+    if spec.get("draft_tensor_parallel_size") is not None:
+        _draft_tensor_parallel(spec["draft_tensor_parallel_size"], method, values, out)
     if not method:
         out.refused.append("--speculative-config without a method: vLLM guesses it from the "
                            "draft model's name; give method (mtp, eagle3, …)")
@@ -188,6 +202,36 @@ def _speculative(values: dict[str, Any], out: Translation, ctx: Context) -> None
     out.options["--num-speculative-tokens"] = str(tokens)
     if spec.get("model"):
         _draft_model(str(spec["model"]), str(method), out, ctx)
+
+
+def _draft_tensor_parallel(size: Any, method: Any, values: dict[str, Any],
+                           out: Translation) -> None:
+    """``draft_tensor_parallel_size``: SpeculativeConfig._verify_and_get_draft_tp (the same
+    from 0.19 to 0.34) takes only 1 or the target's TP; where the draft shares the target's
+    parallel config (every method but ``_OWN_PARALLEL_DRAFTS``) either value leaves its KV
+    sharded as the target's."""
+    tp = int(values.get("tensor_parallel_size") or 1)
+    try:
+        draft_tp = int(size)
+    except (TypeError, ValueError):
+        raise ServeLineError(f"{out.launcher}: --speculative-config draft_tensor_parallel_size "
+                             f"must be a whole number, not {size!r}") from None
+    if draft_tp not in (1, tp):
+        out.refused.append(
+            f"--speculative-config draft_tensor_parallel_size {draft_tp}: vLLM refuses to start "
+            f"('speculative_draft_tensor_parallel_size={draft_tp} cannot be other value than 1 "
+            f"or target model tensor_parallel_size', here {tp}); use 1 or {tp}")
+    elif draft_tp != tp and str(method) in _OWN_PARALLEL_DRAFTS:
+        out.refused.append(
+            f"--speculative-config draft_tensor_parallel_size 1 with method {method}: vLLM "
+            f"builds this draft unsharded on each of the {tp} GPUs (its own parallel config), "
+            "which kvledger does not model; drop the key to plan the draft sharded as the "
+            "target")
+    elif draft_tp != tp:
+        out.notes.append(
+            f"--speculative-config draft_tensor_parallel_size 1: the {method} draft is built "
+            "with the target's parallel config (the key sizes only draft_model and dspark "
+            f"drafts), so its KV is sharded over TP {tp} as planned")
 
 
 def _draft_model(model: str, method: str, out: Translation, ctx: Context) -> None:
