@@ -184,8 +184,12 @@ def _speculative(values: dict[str, Any], out: Translation, ctx: Context) -> None
     if spec.get("draft_tensor_parallel_size") is not None:
         _draft_tensor_parallel(spec["draft_tensor_parallel_size"], method, values, out)
     if not method:
-        out.refused.append("--speculative-config without a method: vLLM guesses it from the "
-                           "draft model's name; give method (mtp, eagle3, …)")
+        # 0.34: speculator_config.py _resolve_checkpoint_config_class detects the method from
+        # the draft checkpoint's config (its declared speculator, then each method's matches);
+        # older releases also looked at the draft's name (SpeculativeConfig.__post_init__).
+        out.refused.append("--speculative-config without a method: vLLM detects it from the "
+                           "draft checkpoint, which kvledger does not read; give method "
+                           "(mtp, eagle3, dflash, …)")
         return
     if method == "dflash" and not spec.get("model"):
         # DFlashSpeculatorConfig inherits DraftModelSpeculatorConfig.default_model
