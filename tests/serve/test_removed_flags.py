@@ -84,3 +84,27 @@ def test_swap_space_plans_with_the_warning(capsys: pytest.CaptureFixture[str]) -
     assert (data["block_size"], data["num_blocks"]) == (64, 1024)
     note = next(n for n in data["serve_line"]["notes"] if "--swap-space" in n)
     assert "vllm 0.18.0 removed it" in note and "changes no memory" in note
+
+
+def test_renamed_flag_is_read_as_its_current_spelling(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A "renamed" row (renamed_to): same values, same meaning. The word is read as the current
+    # flag of the default table (vLLM 0.34), its value too (spaced or after '='), with one
+    # warning naming the new spelling.
+    row = removed.Removed("--old-len", True, "0.9.0", "", True, "set the context length",
+                          "test row", renamed_to="--max-model-len")
+    monkeypatch.setattr(removed, "removed_flags", lambda engine: {row.option: row})
+    for words in (["--old-len", "4096"], ["--old-len=4096"]):
+        out = translate([*LINE, *words])
+        assert out.options["--max-model-len"] == "4096"
+        assert out.warnings == ["--old-len is --max-model-len in vllm 0.34 (vllm 0.9.0 renamed "
+                                "it; same values and meaning): planned as --max-model-len"]
+
+
+def test_renamed_row_whose_new_flag_is_absent_stays_a_removed_refusal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The table's release lacks the new spelling: the row is a removed one (memory=True).
+    row = removed.Removed("--old-pool", True, "0.8.0", "--new-pool", True, "sized a GPU pool",
+                          "test row", renamed_to="--new-pool")
+    monkeypatch.setattr(removed, "removed_flags", lambda engine: {row.option: row})
+    with pytest.raises(ServeLineError, match=r"--old-pool .*removed it.*memory"):
+        translate([*LINE, "--old-pool", "4"])

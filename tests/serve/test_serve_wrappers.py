@@ -248,17 +248,29 @@ def test_backend_flags_given_twice_and_rocm_backends() -> None:
         "--attention-backend"] == "FLASHINFER"
 
 
-def test_sglang_nsa_flags_name_their_dsa_spelling() -> None:
+def test_sglang_nsa_flags_are_read_as_their_dsa_spelling() -> None:
     # sglang==0.5.23 has --dsa-prefill-backend / --dsa-decode-backend and no --nsa-* flag
-    # (arg_groups/fields/exec_.py); the line is refused naming the current spelling.
+    # (arg_groups/fields/exec_.py); 0.5.9 had --nsa-* with a subset of the same choices
+    # (server_args.py NSA_CHOICES). The renamed rows read the line as the current spelling,
+    # with one warning line each naming it; before, the line was refused.
     from kvledger.cli.serve import removed
     from kvledger.cli.serve.table import load
 
     rows = removed.removed_flags("sglang")
     assert not set(rows) & set(load("sglang", None).by_option)
-    message = refused("sglang serve --model-path my-org/M --tp 8 "
-                      "--nsa-prefill-backend tilelang")
-    assert "--dsa-prefill-backend replaces it" in message
+    assert {row.renamed_to for row in rows.values()} == {"--dsa-prefill-backend",
+                                                         "--dsa-decode-backend"}
+    out = t("sglang serve --model-path my-org/M --tp 8 --nsa-prefill-backend tilelang "
+            "--nsa-decode-backend=tilelang")
+    assert out.options["--dsa-prefill-backend"] == "tilelang"
+    assert out.options["--dsa-decode-backend"] == "tilelang"
+    assert len(out.warnings) == 2
+    assert out.warnings[0].startswith("--nsa-prefill-backend is --dsa-prefill-backend in "
+                                      "sglang 0.5.23")
+    assert "\n" not in out.warnings[0]
+    # The current flag's own checks apply to the old spelling: a value it has no choice for.
+    assert "invalid choice: 'fastest'" in refused(
+        "sglang serve --model-path my-org/M --nsa-decode-backend fastest")
 
 
 def test_selected_standard_backend_on_a_hybrid(capsys: pytest.CaptureFixture[str]) -> None:

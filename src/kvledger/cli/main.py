@@ -263,6 +263,8 @@ def _cmd_plan(ns: argparse.Namespace) -> int:
         render.render_plan(data, quiet=ns.quiet)
         if slip and ns.quiet:  # the tables (and their warnings) are not printed
             sys.stderr.write(f"warning: {slip}\n")
+        for line in serve_line.warnings if serve_line is not None else ():
+            sys.stderr.write(f"warning: {line}\n")
         for line in serve_line.summary() if serve_line is not None else ():
             sys.stderr.write(f"note: {line}\n")
     return 1 if ns.require_fit and not _plan_fits(data) else 0

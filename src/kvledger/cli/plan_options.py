@@ -194,6 +194,11 @@ def _add_sglang_options(p: argparse.ArgumentParser) -> None:
                    metavar="D", help="tokens verified per speculative step (default: "
                    "--num-speculative-tokens + 1, a linear chain); sizes the Mamba states' "
                    "speculative scratch")
+    g.add_argument("--dsa-prefill-backend", default=None, metavar="NAME",
+                   help="DeepSeek sparse attention's prefill kernel (default: SGLang's by "
+                   "platform and KV dtype); with an fp8 KV the pair decides the row layout")
+    g.add_argument("--dsa-decode-backend", default=None, metavar="NAME",
+                   help="DeepSeek sparse attention's decode kernel (default: SGLang's)")
     g.add_argument("--enable-hierarchical-cache", "--enable-hicache", action="store_true",
                    default=None, dest="enable_hierarchical_cache",
                    help="HiCache: a host KV tier beside the GPU pool (its tokens and bytes)")
@@ -212,7 +217,7 @@ SGLANG_FLAGS = ("mem_fraction_static", "max_running_requests", "max_total_tokens
                 "mamba_full_memory_ratio", "disable_radix_cache", "disable_overlap_schedule",
                 "enable_dp_attention", "mamba_ssm_dtype", "speculative_num_draft_tokens",
                 "enable_hierarchical_cache", "hicache_ratio", "hicache_size",
-                "hicache_mem_layout")
+                "hicache_mem_layout", "dsa_prefill_backend", "dsa_decode_backend")
 
 
 def _sglang_options(ns: argparse.Namespace) -> Any:

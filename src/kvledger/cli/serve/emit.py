@@ -31,7 +31,7 @@ _SGLANG_SHARED = (("tp_size", "tensor_parallel_size", 1), ("pp_size", "pipeline_
 _SGLANG_OPTIONS = ("mem_fraction_static", "max_running_requests", "max_total_tokens",
                    "chunked_prefill_size", "swa_full_tokens_ratio", "mamba_full_memory_ratio",
                    "mamba_ssm_dtype", "hicache_ratio", "hicache_size", "hicache_mem_layout",
-                   "attention_backend")
+                   "attention_backend", "dsa_prefill_backend", "dsa_decode_backend")
 _SGLANG_SWITCHES = ("disable_radix_cache", "disable_overlap_schedule", "enable_dp_attention",
                     "enable_hierarchical_cache")
 _RESERVES = (("activation_peak_bytes", "--activation-peak-bytes"),

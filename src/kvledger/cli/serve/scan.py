@@ -63,6 +63,8 @@ class Scanned:
     given: list[Given] = field(default_factory=list)
     # Flags an older release had that change no memory, dropped from the line (removed.py).
     warnings: list[str] = field(default_factory=list)
+    # Flags the release renamed (same values and meaning), read as the current spelling.
+    renamed: list[str] = field(default_factory=list)
 
     def last(self, dest: str) -> Given | None:
         """argparse semantics: a flag given twice keeps its last value."""
@@ -204,6 +206,21 @@ def _resolve(word: str, table: FlagTable, label: str) -> tuple[Flag, str, str | 
                          + (f"; did you mean {close}?" if close else ""))
 
 
+def _renamed(word: str, table: FlagTable) -> tuple[str, str] | None:
+    """(the word under the current spelling, warning) for a flag the table's release renamed
+    (``removed.py``: a row with ``renamed_to``, the same values and meaning); None otherwise.
+    """
+    from kvledger.cli.serve.removed import removed_flags
+
+    name, eq, rest = word.partition("=")
+    if name in table.by_option:
+        return None
+    gone = removed_flags(table.engine).get(name)
+    if gone is None or not gone.renamed_to or gone.renamed_to not in table.by_option:
+        return None
+    return gone.renamed_to + eq + rest, gone.renamed_message(table.engine, table.label)
+
+
 def _removed(word: str, args: list[str], i: int, table: FlagTable,
              label: str) -> tuple[str, int] | None:
     """(warning, index after the flag and its value) for a flag an older release had that
@@ -239,6 +256,10 @@ def scan(args: list[str], table: FlagTable, label: str) -> Scanned:
         if word == "--":
             only_positionals = True
             continue
+        renamed = _renamed(word, table)
+        if renamed is not None:
+            word = renamed[0]
+            out.renamed.append(renamed[1])
         dropped = _removed(word, args, i, table, label)
         if dropped is not None:
             out.warnings.append(dropped[0])

@@ -86,6 +86,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
                          "bytes: the same bytes per GPU as tensor parallelism alone")
     _hicache(values, out, mapped)
     _attention_backend(values, out, mapped)
+    _dsa_backends(values, out, mapped)
     _rope_override(values, out, mapped)
     classify(scanned, sglang_flags.RULES, out, kv_budget_given=kv_budget, skip=mapped,
              fraction_given=values.get("mem_fraction_static") is not None)
@@ -134,6 +135,18 @@ def _attention_backend(values: dict[str, Any], out: Translation, mapped: set[str
     out.notes.append(f"--attention-backend {backend}: it forces no page size, so SGLang's "
                      "default stays (overrides.py _page_size_default); off Hopper it replaces "
                      "the backend SGLang would pick")
+
+
+def _dsa_backends(values: dict[str, Any], out: Translation, mapped: set[str]) -> None:
+    """``--dsa-prefill-backend`` / ``--dsa-decode-backend`` → the same kvledger options: the
+    planner resolves the pair and its fp8 row as SGLang does, and refuses by name a value
+    whose path it has not read on the GPU (plan/engines/sglang/dsa_backends.py)."""
+    for dest in ("dsa_prefill_backend", "dsa_decode_backend"):
+        value = values.get(dest)
+        if value is None:
+            continue
+        mapped.add(dest)
+        out.options["--" + dest.replace("_", "-")] = str(value)
 
 
 # json_model_override_args keys that change neither a cache shape nor a weight: RoPE settings.

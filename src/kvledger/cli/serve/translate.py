@@ -39,6 +39,7 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
         unset = settle(scanned, sglang_flags.RULES, parsed.launcher)
         out = sglang_map.translate(scanned, table, parsed.launcher, parsed.env, ctx)
     out.notes[:0] = [*scanned.warnings, *unset]
+    out.warnings[:0] = scanned.renamed
     if parsed.dropped_shell:
         out.notes.append(f"shell after the command ignored: {parsed.dropped_shell}")
     return out

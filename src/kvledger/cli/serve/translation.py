@@ -38,6 +38,9 @@ class Translation:
     # Flags read but not planned, by class (rules.py): INERT, ESTIMATE, WEIGHTS, "default".
     ignored: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # One line each for what a person should fix in the line though it plans (an old
+    # flag spelling read as the current one).
+    warnings: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # memory-relevant variables, with values
     env_ignored: list[str] = field(default_factory=list)  # names only (values may be secrets)
     # Facts the model must match (checked once the config is read): {"dtype": "float16"}.
@@ -89,6 +92,7 @@ class Translation:
                                                                 self.ignored.items()},
             "env": dict(self.env), "env_ignored": list(self.env_ignored),
             "requires": dict(self.requires), "notes": list(self.notes),
+            "warnings": list(self.warnings),
         }
 
 

@@ -38,10 +38,14 @@ release profile (``releases/profile.py``, set and cited in ``releases/v0_5_23.py
   aiter on ROCm, trtllm_mha on SM100; it skips the overrides and the default, keeps its page
   rule above, and takes aiter's factor only if it is aiter.
 
-Not read, and refused by name: SM12x; speculative decoding off Hopper; sliding-window,
+* **Speculative decoding on ROCm**: ``get_default_attn_backend``'s ``is_hip`` arms do not
+  look at the draft (its topk checks guard the Hopper fa3 and SM100 trtllm_mha arms only), so
+  the backend and page above stand; ``_handle_eagle_family`` refuses an EAGLE tree (topk > 1)
+  with pages > 1 off flashinfer / fa3 / triton (``check_spec_tree``).
+
+Not read, and refused by name: SM12x; speculative decoding on Blackwell; sliding-window,
 recurrent-state and encoder-decoder models off Hopper without a read override (their backend
-and page paths differ); DeepSeek sparse attention (DSA) on ROCm (its page follows the aiter /
-Triton build, ``aiter_can_use_preshuffle_paged_mqa``); the architectures whose platform
+and page paths differ); the architectures whose platform
 override is not read (``SglangRelease.platform_override_archs``); an FP4 KV cache
 (trtllm_mha's native NVFP4 scales, ``kv_cache_hook.py``).
 """
@@ -120,7 +124,10 @@ def refuse_unread(model: SglangModel, request: PlanRequest, platform: str,
             f"{model.model} ({model.architecture}) on {where}: SGLang's model override for this "
             "architecture sets its own attention backend / page size there, which kvledger has "
             "not read; pass --page-size")
-    if request.num_speculative_tokens > 0:
+    if request.num_speculative_tokens > 0 and not is_rocm(platform):
+        # On ROCm get_default_attn_backend's is_hip arms do not look at speculation (its
+        # topk checks guard only the Hopper fa3 and SM100 trtllm_mha arms), so the backend and
+        # page below stand with a draft; check_spec_tree applies the one page check.
         raise SglangLayoutError(
             f"speculative decoding on {where}: which attention backend (and page) SGLang takes "
             "with a draft there (get_default_attn_backend's topk checks) is not read; pass "
@@ -215,13 +222,10 @@ def attention_backend(model: SglangModel, request: PlanRequest, platform: str,
     if platform in HOPPER_LIKE:
         return None
     if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
-        if is_rocm(platform):
-            raise SglangLayoutError(
-                "DeepSeek sparse attention (DSA) on ROCm: SGLang's page there is 64 × "
-                "index_kpool or 1 by the aiter / Triton build (deepseek_v2.py, "
-                "aiter_can_use_preshuffle_paged_mqa) and its triton DSA backends keep the raw "
-                "FP8 row (calculate_mla_kv_cache_dim), which kvledger has not reproduced")
-        return None  # settings.py's DSA rules (the dsa backend, 64 × index_kpool pages)
+        # settings.py's DSA rules: the dsa attention backend (_deepseek_family_overrides), its
+        # page (64 × index_kpool; on ROCm 1 or that by aiter's preshuffle path) and the
+        # prefill / decode kernel pair (dsa_backends.py).
+        return None
     refuse_unread(model, request, platform, release)
     profile = _profile(release)
     given = given_backend(request, options)
@@ -299,6 +303,26 @@ def _backend_rule(backend: Backend, given: int | None,
     if given is not None:
         return given, "option"
     return 1, f"SGLang default with the {backend.name} backend ({backend.source})"
+
+
+def check_spec_tree(backend: Backend | None, page: int, request: PlanRequest,
+                    options: SglangOptions | None, release: SglangRelease | None) -> None:
+    """``speculative_hook.py`` ``_handle_eagle_family``: an EAGLE tree (``speculative_eagle_topk``
+    > 1) with pages > 1 runs only on flashinfer / fa3 / triton. kvledger sees the tree as a
+    verify width other than the chain's steps + 1 (with topk 1 SGLang resets the width to
+    steps + 1)."""
+    options = _options_of(request, options)
+    width = getattr(options, "speculative_num_draft_tokens", None)
+    steps = request.num_speculative_tokens
+    if backend is None or steps <= 0 or width is None or width == steps + 1 or page <= 1:
+        return
+    allowed = _profile(release).page_tree_spec_backends
+    if backend.name not in allowed:
+        raise SglangLayoutError(
+            "SGLang refuses to start: speculative_eagle_topk > 1 with page_size > 1 is only "
+            f"supported on {', '.join(allowed)}; got attention_backend={backend.name!r} "
+            f"(page {page}, {width} draft tokens for {steps} steps: a tree). Use --page-size 1 "
+            "or one of those backends")
 
 
 def check_kv_dtype(backend: Backend | None, asked: str) -> None:

@@ -76,7 +76,7 @@ def _engine_fields(plan: SglangPlan, budget: Budget) -> dict[str, Any]:
         "mamba_full_memory_ratio": res.mamba_full_memory_ratio if plan.state else None,
         "mamba_radix_cache_strategy": res.mamba_strategy,
         "draft_layers": res.draft_layers, "platform": res.platform,
-        "attention_backend": res.attention_backend,
+        "attention_backend": res.attention_backend, "dsa_backends": res.dsa_backends,
         "mem_fraction_static": budget.gpu_memory_utilization,
     }
     fields: dict[str, Any] = {

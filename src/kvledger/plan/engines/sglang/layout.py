@@ -283,8 +283,10 @@ def plan_sglang(
         warnings.append(f"{sglang_words(release)} has no model class for "
                         f"{model.architecture}: it serves "
                         "it through its Transformers backend (models/transformers.py)")
-    if res.dsa_scaled_fp8 is False and model.dsa is not None:
-        warnings.append("DSA fp8 rows in the raw trtllm layout (Blackwell default backends)")
+    if res.dsa_backends is not None and not res.dsa_scaled_fp8 and \
+            res.kv_cache_dtype == "fp8_e4m3":
+        warnings.append(f"DSA fp8 rows in the raw kv_lora_rank + rope layout, no per-block "
+                        f"scales (DSA backends: {res.dsa_backends})")
 
     # Step 1: the state pool (charged on every stage at the largest stage's share).
     states: list[StatePool | None] = []

@@ -75,6 +75,11 @@ class SglangOptions:
     # override's or get_default_attn_backend's). Off Hopper it skips both and sets the page
     # rule and aiter's memory factor (backends.py); on Hopper the page rule is unchanged.
     attention_backend: str | None = None
+    # --dsa-prefill-backend / --dsa-decode-backend: DeepSeek sparse attention's kernels (None:
+    # SGLang's choice by platform and KV dtype); for an fp8 KV they decide whether the latent
+    # row carries per-block scales (dsa_backends.py).
+    dsa_prefill_backend: str | None = None
+    dsa_decode_backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.mem_fraction_static is not None:
@@ -103,6 +108,10 @@ class SglangOptions:
                 not isinstance(self.attention_backend, str) or not self.attention_backend):
             raise TypeError(f"attention_backend must be a backend name, got "
                             f"{self.attention_backend!r}")
+        for name in ("dsa_prefill_backend", "dsa_decode_backend"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise TypeError(f"{name} must be a backend name, got {value!r}")
         if self.mamba_ssm_dtype is not None and self.mamba_ssm_dtype not in MAMBA_SSM_DTYPES:
             raise ValueError(f"mamba_ssm_dtype must be one of {', '.join(MAMBA_SSM_DTYPES)}, "
                              f"got {self.mamba_ssm_dtype!r}")

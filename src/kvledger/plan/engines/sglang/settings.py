@@ -26,6 +26,7 @@ from kvledger.records import record
 
 if TYPE_CHECKING:
     from kvledger.plan.engines.sglang.backends import Backend
+    from kvledger.plan.engines.sglang.dsa_backends import DsaPair
     from kvledger.plan.engines.sglang.releases.profile import SglangRelease
 
 # arg_groups/overrides.py: _MAMBA_RADIX_CACHE_ARCHS (those kvledger has facts for): the
@@ -90,6 +91,8 @@ class Resolved:
     # The attention backend SGLang picks off Hopper (backends.py); None where kvledger's rules
     # do not need it (Hopper, DSA, a given page on an unread Blackwell model).
     attention_backend: str | None = None
+    # The DSA prefill / decode pair and why (dsa_backends.py); None for other models.
+    dsa_backends: str | None = None
 
 
 
@@ -98,12 +101,23 @@ def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str,
               release: SglangRelease | None = None) -> tuple[str, str]:
     asked = request.kv_cache_dtype
     if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
-        # arg_groups/overrides.py: _dsa_kv_cache_dtype_default.
+        # arg_groups/overrides.py: _dsa_kv_cache_dtype_default, by
+        # torch.cuda.get_device_capability()'s major (HIP's on ROCm: 9 on gfx9 Instinct GPUs,
+        # so bfloat16 there); learnable sinks keep bfloat16 and refuse another dtype.
+        from kvledger.plan.engines.sglang.dsa_backends import (
+            capability_major,
+            has_learnable_sink,
+        )
+
+        sinks = has_learnable_sink(model)
         if asked == "auto":
-            major = sm_major(platform)
-            chosen = "fp8_e4m3" if major >= 10 else "bfloat16"
+            major = capability_major(platform)
+            chosen = "fp8_e4m3" if major >= 10 and not sinks else "bfloat16"
             return chosen, f"DSA default on {platform} (_dsa_kv_cache_dtype_default)"
         name = KV_DTYPES.get(asked)
+        if sinks and name != "bfloat16":
+            raise SglangLayoutError("SGLang refuses to start: Learnable DSA attention sinks "
+                                    f"require a bfloat16 KV cache; got kv_cache_dtype={asked}")
         if name not in ("bfloat16", "fp8_e4m3"):
             raise SglangLayoutError(f"SGLang's DSA KV cache is bfloat16 or fp8_e4m3, not "
                                     f"{asked!r}")
@@ -119,6 +133,30 @@ def _kv_dtype(model: SglangModel, request: PlanRequest, platform: str,
             "auto, "
             "bf16/bfloat16, fp8_e4m3, fp8_e5m2, nvfp4, ...)")
     return name, "option"
+
+
+def _dsa_pair(model: SglangModel, kv_dtype: str, platform: str, options: SglangOptions,
+              release: SglangRelease | None) -> DsaPair | None:
+    """The DSA prefill / decode pair (``dsa_backends.resolve_pair``) for a DSA model of the
+    DeepSeek family; None otherwise. Given flags on any other model are refused: SGLang
+    reads them only for DSA models."""
+    from kvledger.plan.engines.sglang.dsa_backends import resolve_pair
+    from kvledger.plan.engines.sglang.releases import NEWEST, RELEASES
+
+    dsa = model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS
+    given = [f"--dsa-{role}-backend" for role in ("prefill", "decode")
+             if getattr(options, f"dsa_{role}_backend", None) is not None]
+    if not dsa:
+        if given:
+            raise SglangLayoutError(
+                f"{' and '.join(given)} on {model.model}: SGLang reads the DSA backends only "
+                "for DeepSeek sparse-attention models; drop the flag")
+        return None
+    rules = (release if release is not None else RELEASES[NEWEST]).dsa_backends
+    if rules is None:
+        raise SglangLayoutError(f"DeepSeek sparse attention under {sglang_words(release)}: "
+                                "its DSA backend pair is not read for this release")
+    return resolve_pair(model, kv_dtype, platform, options, rules)
 
 
 def platform_backend(model: SglangModel, request: PlanRequest, platform: str,
@@ -145,6 +183,10 @@ def _page_size(model: SglangModel, request: PlanRequest, platform: str,
                backend: Backend | None = None,
                release: SglangRelease | None = None) -> tuple[int, str]:
     if model.dsa is not None and model.architecture in DEEPSEEK_FAMILY_ARCHS:
+        from kvledger.plan.engines.sglang.backends import is_rocm
+
+        if is_rocm(platform):
+            return _rocm_dsa_page(model, request)
         if request.block_size is not None:
             page = request.block_size
             if page % (64 * model.dsa.index_kpool):
@@ -168,6 +210,32 @@ def _page_size(model: SglangModel, request: PlanRequest, platform: str,
     raise SglangLayoutError(
         f"page size auto on {platform}: SGLang picks it from the attention backend there "
         "(trtllm_mha / trtllm_mla: 64, fa4: 128, flashinfer: 1); pass --page-size")
+
+
+def _rocm_dsa_page(model: SglangModel, request: PlanRequest) -> tuple[int, str]:
+    """``model_overrides/deepseek_v2.py`` ``_deepseek_family_overrides`` on ROCm: page 1 when
+    ``aiter_can_use_preshuffle_paged_mqa()`` is false (``layers/attention/dsa/utils.py``:
+    SGLANG_USE_AITER unset, which is its default, or SGLANG_DSA_HIP_DISABLE_PRESHUFFLE=1, or
+    a Triton before 3.5 without AITER_ENABLE_AOT_GLUON_PA_MQA_LOGITS), else 64 × index_kpool.
+    The declaration replaces any --page-size, so kvledger reads a given page as which of the
+    two paths the deployment takes (the environment and the Triton build are not on a
+    line); another page is not one SGLang keeps."""
+    preshuffle = 64 * model.dsa.index_kpool if model.dsa is not None else 64
+    given = request.block_size
+    if given is None:
+        return 1, ("DSA on ROCm: 1 without aiter's preshuffle paged MQA (SGLANG_USE_AITER "
+                   "unset; deepseek_v2.py); --page-size "
+                   f"{preshuffle} plans the aiter preshuffle path (SGLANG_USE_AITER=1 with "
+                   "Triton >= 3.5)")
+    if given == 1:
+        return 1, "option (DSA on ROCm without aiter's preshuffle paged MQA)"
+    if given == preshuffle:
+        return given, "option (DSA on ROCm with aiter's preshuffle paged MQA, 64 × index_kpool)"
+    raise SglangLayoutError(
+        f"page size {given} for DSA on ROCm: SGLang replaces it with 1 (no aiter preshuffle "
+        f"paged MQA) or {preshuffle} (64 × index_kpool, SGLANG_USE_AITER=1 with Triton >= "
+        "3.5), by the runtime (deepseek_v2.py); pass --page-size 1 or "
+        f"{preshuffle} for the path the deployment takes")
 
 
 def context_length(model: SglangModel, request: PlanRequest) -> int:
@@ -206,12 +274,14 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         attn_tp, attn_dp = tp // dp, dp
     else:
         attn_tp, attn_dp = tp, 1
-    from kvledger.plan.engines.sglang.backends import check_kv_dtype, is_rocm
+    from kvledger.plan.engines.sglang.backends import check_kv_dtype, check_spec_tree
 
     backend = platform_backend(model, request, platform, release, options)
     kv_dtype, kv_source = _kv_dtype(model, request, platform, release)
+    dsa = _dsa_pair(model, kv_dtype, platform, options, release)
     check_kv_dtype(backend, request.kv_cache_dtype)
     page, page_source = _page_size(model, request, platform, backend, release)
+    check_spec_tree(backend, page, request, options, release)
     context = context_length(model, request)
     draft = 0
     spec_draft: int | None = None
@@ -278,9 +348,10 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         mamba_full_memory_ratio=options.mamba_ratio,
         chunked_prefill_size=options.chunked_prefill_size or default_chunked, overlap=overlap,
         mamba_strategy=strategy,
-        # calculate_mla_kv_cache_dim: fp8 DSA rows carry scales except on trtllm (Blackwell
-        # default, _dsa_split_backend_resolution) and tilelang.
-        dsa_scaled_fp8=not is_rocm(platform) and sm_major(platform) < 10,
+        # calculate_mla_kv_cache_dim: whether the DSA pair keeps the scaled fp8 row
+        # (dsa_backends.py).
+        dsa_scaled_fp8=dsa is not None and not dsa.raw_fp8_row,
+        dsa_backends=dsa.describe() if dsa is not None else None,
         platform=platform,
         attention_backend=backend.name if backend is not None else None,
         spec_draft_tokens=spec_draft,

@@ -32,6 +32,42 @@ class ArchOverride:
 
 
 @record(frozen=True, kw_only=True)
+class DsaBackendRules:
+    """How a release resolves DeepSeek sparse attention's prefill / decode kernel pair
+    (``--dsa-prefill-backend`` / ``--dsa-decode-backend``) and what the pair does to the pool
+    (``dsa_backends.py`` reads it). Each value is cited where ``v0_5_23.py`` sets it."""
+
+    prefill_choices: tuple[str, ...]  # --dsa-prefill-backend's choices
+    decode_choices: tuple[str, ...]  # --dsa-decode-backend's choices
+    # Unset values, by platform and KV dtype (_dsa_split_backend_resolution): on ROCm both;
+    # fp8 on CUDA by capability (SM10x and later / earlier); bf16 on CUDA (prefill, then
+    # decode on SM10x and later / earlier).
+    rocm_default: str
+    fp8_default_blackwell: str
+    fp8_default_hopper: str
+    bf16_prefill_default: str
+    bf16_decode_default_blackwell: str
+    bf16_decode_default_hopper: str
+    # GlmMoeDsaForCausalLM with an fp8 KV on SM12x (CUDA): both.
+    glm_sm12_fp8_default: str
+    glm_sm12_arch: str
+    # A config with learnable_sink: both must be this one (a bf16 KV).
+    sink_backend: str
+    # calculate_mla_kv_cache_dim: the raw kv_lora_rank + rope fp8 row (no per-block scales)
+    # when either backend is ``raw_either``, on ROCm when either is in ``raw_rocm``, or when
+    # both are ``raw_both``; every other fp8 pair keeps the scaled row.
+    raw_either: str
+    raw_rocm: tuple[str, ...]
+    raw_both: str
+    # _check_dsa_backend_constraints: values refused off ROCm.
+    rocm_only: tuple[str, ...]
+    # The values whose platform path kvledger has read, per platform family ("rocm",
+    # "cuda"); another choice is refused by name there.
+    read_rocm: tuple[str, ...]
+    read_cuda: tuple[str, ...]
+
+
+@record(frozen=True, kw_only=True)
 class SglangRelease(Release):
     """One SGLang release, as data.
 
@@ -66,6 +102,11 @@ class SglangRelease(Release):
     platform_override_archs: frozenset[str] = frozenset()
     # The model overrides kvledger has read (ArchOverride): their backend and page off Hopper.
     arch_overrides: tuple[ArchOverride, ...] = ()
+    # DeepSeek sparse attention's kernel pair (DsaBackendRules); None: not read for the release.
+    dsa_backends: DsaBackendRules | None = None
+    # The eagle-topk > 1 tree with pages > 1 is refused unless the backend is one of these
+    # (speculative_hook.py _handle_eagle_family, _PAGE_TREE_SPEC_BACKENDS).
+    page_tree_spec_backends: tuple[str, ...] = ()
 
 
 def sglang_words(release: SglangRelease | None) -> str:

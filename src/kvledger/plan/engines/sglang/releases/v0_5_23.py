@@ -3,7 +3,15 @@ each citing SGLang 0.5.23's source; its cases: ``tests/oracles/sglang-0.5.23/``)
 
 from __future__ import annotations
 
-from kvledger.plan.engines.sglang.releases.profile import ArchOverride, SglangRelease
+from kvledger.plan.engines.sglang.releases.profile import (
+    ArchOverride,
+    DsaBackendRules,
+    SglangRelease,
+)
+
+_DSA_COMMON = ("flashmla_sparse", "flashmla_sparse_q8", "flashmla_kv", "flashmla_auto",
+               "flashinfer_sparse_mla")
+_DSA_TAIL = ("fa3", "tilelang", "triton", "aiter", "trtllm", "intel_xpu")
 
 RELEASE = SglangRelease(
     engine="sglang", product="SGLang", version="0.5.23", flag_table="sglang-0.5.23.json",
@@ -45,6 +53,37 @@ RELEASE = SglangRelease(
         "MossVLForConditionalGeneration", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
         "NemotronH_Omni_Reasoning_V3", "Olmo2ForCausalLM", "Qwen4ExpForConditionalGeneration",
         "WhisperForConditionalGeneration"}),
+    # DeepSeek sparse attention's kernel pair (dsa_backends.py):
+    dsa_backends=DsaBackendRules(
+        # arg_groups/fields/exec_.py dsa_prefill_backend / dsa_decode_backend choices (only
+        # prefill takes triton_sparse_mla).
+        prefill_choices=(*_DSA_COMMON, "triton_sparse_mla", *_DSA_TAIL),
+        decode_choices=(*_DSA_COMMON, *_DSA_TAIL),
+        # arg_groups/overrides.py _dsa_split_backend_resolution: "if get_platform().is_hip"
+        # both triton; fp8_e4m3 "trtllm if major >= 10 else flashmla_kv"; else prefill
+        # flashmla_sparse, decode "trtllm if major >= 10 else fa3"; GLM-5 (GlmMoeDsaForCausalLM)
+        # fp8 on major 12 off HIP flashinfer_sparse_mla; learnable_sink flashmla_sparse.
+        rocm_default="triton", fp8_default_blackwell="trtllm", fp8_default_hopper="flashmla_kv",
+        bf16_prefill_default="flashmla_sparse", bf16_decode_default_blackwell="trtllm",
+        bf16_decode_default_hopper="fa3", glm_sm12_fp8_default="flashinfer_sparse_mla",
+        glm_sm12_arch="GlmMoeDsaForCausalLM", sink_backend="flashmla_sparse",
+        # mem_cache/kv_cache_configurator.py calculate_mla_kv_cache_dim: "TRTLLM uses the raw
+        # MLA KV layout" (either backend); "On HIP, TileLang and AITER DSA kernels consume
+        # the raw MLA KV layout" (either of tilelang / triton / aiter); "CUDA TileLang uses
+        # raw FP8 rows" (both tilelang); else kv_lora_rank + kv_lora_rank // 128 × 4 + rope × 2.
+        raw_either="trtllm", raw_rocm=("tilelang", "triton", "aiter"), raw_both="tilelang",
+        # _check_dsa_backend_constraints: "The triton DSA backend is only supported on
+        # ROCm/HIP".
+        rocm_only=("triton",),
+        # Read: ROCm's three (the HIP arm above and forward_mla_rocm.py's tilelang / triton
+        # path); on CUDA every CUDA kernel (no pool effect beyond the row). aiter off ROCm
+        # and intel_xpu (an XPU kernel) are not read.
+        read_rocm=("tilelang", "triton", "aiter"),
+        read_cuda=(*_DSA_COMMON, "triton_sparse_mla", "fa3", "tilelang", "trtllm"),
+    ),
+    # speculative_hook.py _handle_eagle_family: "speculative_eagle_topk > 1 with page_size > 1
+    # is only supported on" these backends.
+    page_tree_spec_backends=("flashinfer", "fa3", "triton"),
     # The model overrides read (backends.py), each when --attention-backend is unset: the
     # backend it declares on SM100 / ROCm (None: none, so get_default_attn_backend's stands).
     arch_overrides=(
