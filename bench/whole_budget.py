@@ -198,8 +198,9 @@ def measure_logs(folder: Path) -> dict[str, dict[str, Any]]:
         result: dict[str, Any] = {"release": row["release"], "model": row["model"],
                                   "gpu": row["gpu"]}
         try:
-            # The index's GPU names the preset for a log that prints no device total; a log
-            # that prints one keeps its own ("15.55GiB" names no preset and is not passed).
+            # The index's GPU names the preset: the device total for a log that prints none,
+            # and the GPU's kind (SM count, attention backend) for every log; a total the log
+            # prints still wins ("15.55GiB" names no preset and is not passed).
             gpu = None if row["gpu"].endswith("GiB") else row["gpu"]
             e = explain_log(text, model=row["model"], gpu=gpu)
         except Exception as exc:  # a bench row, not a test: say why and go on
