@@ -40,6 +40,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -171,6 +172,19 @@ def _breakdown(rows: list[dict[str, str]], got: dict[str, dict[str, float | None
         print(f"{row['id']:44} {a:>20} {la:>7} | {n:>9} {ln:>7} | {g:>6} {lg:>7}")
 
 
+def _with_release(text: str, release: str) -> str:
+    """The log, with the index's release given as a version line when the excerpt prints
+    none (a write-up that names the release beside the log, not in it). Without it explain
+    replays the log as the newest release kvledger has."""
+    from kvledger.report.logparse import parse_log
+
+    if not re.fullmatch(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?\S*", release):
+        return text
+    if parse_log(text).engine_version is not None:
+        return text
+    return f"vLLM API server version {release}\n{text}"
+
+
 def measure_logs(folder: Path) -> dict[str, dict[str, Any]]:
     """Per log file: what the log says and what explain derives (module docstring)."""
     from kvledger.report.explain import explain_log
@@ -180,10 +194,15 @@ def measure_logs(folder: Path) -> dict[str, dict[str, Any]]:
         rows = list(csv.DictReader(f))
     for row in rows:
         text = (folder / row["file"]).read_text(encoding="utf-8", errors="replace")
+        text = _with_release(text, row["release"])
         result: dict[str, Any] = {"release": row["release"], "model": row["model"],
                                   "gpu": row["gpu"]}
         try:
-            e = explain_log(text, model=row["model"])
+            # The index's GPU names the preset: the device total for a log that prints none,
+            # and the GPU's kind (SM count, attention backend) for every log; a total the log
+            # prints still wins ("15.55GiB" names no preset and is not passed).
+            gpu = None if row["gpu"].endswith("GiB") else row["gpu"]
+            e = explain_log(text, model=row["model"], gpu=gpu)
         except Exception as exc:  # a bench row, not a test: say why and go on
             result["error"] = f"{type(exc).__name__}: {exc}"
             out[row["file"]] = result

@@ -151,8 +151,8 @@ def test_minimax_refusal_figures() -> None:
 
 
 # -- the utilization a log does not state: the default of the log's vLLM release ------------
-# (report/vllm_defaults.py: 0.9 through v0.16 at least, docs.vllm.ai's v0.16.0 CacheConfig;
-# 0.92 from v0.25 at the latest, v0.25.0's CacheConfig, and in 0.32's config/cache.py.)
+# (report/vllm_defaults.py: 0.9 through v0.19, 0.19.0's config/cache.py; 0.92 from v0.20, as
+# the release profiles record it, and in 0.32's config/cache.py.)
 ISSUE19996 = "vllm-0.9.1-issue19996-llama31-8b-eagle.log"
 H100_TOTAL = 81_559 * 2**20  # the H100-80GB preset
 
@@ -181,7 +181,12 @@ def test_unstated_utilization_without_a_version_says_what_it_assumed() -> None:
     assert "assumed 0.92" in why and "prints no vLLM version" in why
 
 
-def test_unstated_utilization_between_known_releases_says_what_it_assumed() -> None:
-    between = read(ISSUE19996).replace("0.9.1.dev705+g01220ce89", "0.20.1")
-    why = _budget_why(between)
-    assert "× 0.92)" in why and "assumed 0.92" in why and "0.20.1" in why
+def test_unstated_utilization_of_a_profiled_release_is_its_profiles_default() -> None:
+    # vLLM 0.19.0's config/cache.py: Field(default=0.9, ...) (the 0.19 profile); 0.20: 0.92.
+    # These were "assumed 0.92" while kvledger knew 0.9 only through v0.16.
+    for version, util in (("0.19.0", 0.9), ("0.20.1", 0.92)):
+        log = read(ISSUE19996).replace("0.9.1.dev705+g01220ce89", version)
+        why = _budget_why(log)
+        assert f"int({H100_TOTAL / GIB:.2f} GiB × {util:g}) = " \
+               f"{int(H100_TOTAL * util) / GIB:.2f}" in why
+        assert f"{util:g} is vLLM {version}'s default" in why and "assumed" not in why

@@ -25,6 +25,17 @@ BUDGET_TOLERANCE_BYTES = GIB // 2
 NOT_LOGGED = "the log does not print it"
 
 
+def _layout(ctx: Context) -> Any:
+    """The engine layout the log is replayed with (None for a log of no engine kvledger has)."""
+    from kvledger.plan.engines.base import get_layout
+
+    engine = ctx.log.engine
+    if engine is None:
+        return None
+    release = ctx.request.engine_release if ctx.request is not None else None
+    return get_layout(engine, release)
+
+
 def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
     """(bytes per GPU, basis, how) from kvledger's weight model, or why not."""
     if ctx.facts is None:
@@ -36,12 +47,20 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
     pp = ctx.request.pipeline_parallel_size if ctx.request else 1
     try:
         text = ctx.facts.language_config()
+        # The same arguments as plan/api.py _budget: the whole config (a multimodal model's
+        # towers are loaded too), the engine's serving dtype and its expert split, so explain's
+        # weights line is the one `plan` prints for the same settings.
+        layout = _layout(ctx)
         w = model_weights(
             text, model_dtype=ctx.facts.model_dtype,
+            serving=layout.serving_dtype(ctx.facts) if layout is not None else None,
             directory=ctx.source.directory if ctx.source else None,
             hf_quant=ctx.source.hf_quant_config if ctx.source else None,
             tensor_parallel_size=tp, pipeline_parallel_size=pp,
             speculative_mtp=ctx.request is not None and speculates_with_mtp(ctx.request),
+            config=ctx.facts.config or None,
+            split=layout.weight_split(ctx.facts, ctx.request)
+            if layout is not None and ctx.request is not None else None,
         )
     except (WeightsError, ValueError) as exc:
         return f"kvledger cannot size these weights ({exc})"

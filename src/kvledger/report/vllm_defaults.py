@@ -11,7 +11,9 @@ established here; what is:
   ``Field(default=0.92, gt=0, le=1)`` (as quoted from that release's source), and so do
   v0.30.0 and 0.32.0 (the oracle's installed source).
 
-A log from a release in between (v0.17–v0.24), or one that prints no version, gets 0.92 — the
+A log from a release kvledger has a profile for takes that profile's default (read in the
+release's own ``config/cache.py``: 0.9 in 0.19.0, 0.92 in 0.20.0 and after). A log from another
+release in between (v0.17, v0.18, v0.21, v0.24), or one that prints no version, gets 0.92 — the
 newer figure — and the check says it was assumed rather than read.
 """
 
@@ -19,8 +21,8 @@ from __future__ import annotations
 
 import re
 
-LAST_KNOWN_0_90 = (0, 16)
-FIRST_KNOWN_0_92 = (0, 25)
+LAST_KNOWN_0_90 = (0, 19)  # 0.19.0 config/cache.py: Field(default=0.9, ...)
+FIRST_KNOWN_0_92 = (0, 20)  # the 0.20 profile: 0.92 (tests/plan/engines/vllm, 0.19 vs 0.20)
 
 
 def version_tuple(text: str | None) -> tuple[int, ...] | None:
@@ -33,6 +35,20 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts.groups(default="0"))
 
 
+def _profile_default(parsed: tuple[int, ...] | None) -> float | None:
+    """The default utilization of the release profile of the same minor release (each read in
+    that release's ``config/cache.py``: 0.9 in 0.19.0, 0.92 from 0.20.0); None without one."""
+    if parsed is None:
+        return None
+    from kvledger.plan.engines.vllm.releases import RELEASES
+
+    for name, profile in RELEASES.items():
+        known = version_tuple(name)
+        if known is not None and known[:2] == parsed[:2]:
+            return profile.default_gpu_memory_utilization
+    return None
+
+
 def default_utilization(version: str | None) -> tuple[float, str]:
     """(the default ``gpu_memory_utilization`` of the release that wrote a log, why).
 
@@ -41,13 +57,17 @@ def default_utilization(version: str | None) -> tuple[float, str]:
     """
     parsed = version_tuple(version)
     release = ".".join(map(str, parsed)) if parsed is not None else ""
+    profiled = _profile_default(parsed)
+    if profiled is not None:
+        return profiled, (f"{profiled:g} is vLLM {release}'s default (config/cache.py, as its "
+                          "release profile records it); the log states none")
     if parsed is not None and parsed[:2] <= LAST_KNOWN_0_90:
         return 0.9, f"0.9 is vLLM {release}'s default; the log states none"
     if parsed is not None and parsed[:2] >= FIRST_KNOWN_0_92:
         return 0.92, f"0.92 is vLLM {release}'s default; the log states none"
-    where = (f"the log's vLLM {release} lies between v0.16 (default 0.9) and v0.25 (0.92), "
-             "where kvledger has not established the change" if parsed is not None else
-             "the log prints no vLLM version (the default was 0.9 up to v0.16, 0.92 from v0.25)")
+    where = (f"the log's vLLM {release} lies where kvledger has not established the default"
+             if parsed is not None else
+             "the log prints no vLLM version (the default was 0.9 up to v0.19, 0.92 from v0.20)")
     from kvledger.plan.engines.base import get_layout
 
     bound = get_layout("vllm").release

@@ -26,6 +26,21 @@ def _dense_mla(inp: GpuBudgetInput) -> bool:
     return Kind.MLA in kinds and Kind.INDEXER not in kinds
 
 
+def _indexer_head_dim(inp: GpuBudgetInput) -> int:
+    """The DeepSeek-V3.2-style indexer's ``index_head_dim`` (model_executor/models/
+    deepseek_v2.py Indexer: ``config.index_head_dim``, its buffer sized by
+    get_max_prefill_buffer_size); 0 without one. DeepSeek-V4 divides that buffer by its
+    compress ratio (models/deepseek_v4/attention.py), which is not modelled: 0 there."""
+    from kvledger.derive.layers import Kind
+
+    if Kind.INDEXER not in {g.layer.kind for g in inp.facts.groups}:
+        return 0
+    if str(inp.text_config.get("model_type", "")).startswith("deepseek_v4"):
+        return 0
+    head_dim = inp.text_config.get("index_head_dim")
+    return head_dim if isinstance(head_dim, int) else 0
+
+
 def _mla_backend(inp: GpuBudgetInput, default: int) -> tuple[int, str]:
     """(the block size the dense MLA backend takes, its name; "" when none is found)."""
     from kvledger.plan.engines.vllm.hardware import capability
@@ -73,6 +88,9 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         and not getattr(launch_of(req), "language_model_only", False),
         cublas_handles_before_snapshot=release.cublas_handles_before_snapshot,
         triton_mla_workspace_in_profile=release.triton_mla_workspace_in_profile,
+        indexer_head_dim=_indexer_head_dim(inp),
+        indexer_prefill_entries=release.indexer_prefill_entries,
+        indexer_radix_workspace=release.indexer_radix_workspace,
         topk_topp_triton_min_rows=release.topk_topp_triton_min_rows,
         rocm=inp.preset.vendor == "amd",
         cuda_graph_estimate_on_rocm=release.cuda_graph_estimate_on_rocm,

@@ -166,6 +166,9 @@ class ReserveInput:
     multimodal: bool = False
     cublas_handles_before_snapshot: bool = False
     triton_mla_workspace_in_profile: bool = False
+    indexer_head_dim: int = 0  # the sparse indexer's index_head_dim (0: no indexer modelled)
+    indexer_prefill_entries: tuple[int, int] = (40, 16)  # VllmRelease field
+    indexer_radix_workspace: int = 1 << 20  # VllmRelease field (0.19: 0)
     topk_topp_triton_min_rows: int = 0  # VllmRelease field: fewer rows take the sort path
     rocm: bool = False  # an AMD GPU (the release may skip the CUDA-graph estimate there)
     cuda_graph_estimate_on_rocm: bool = True  # VllmRelease field
@@ -249,6 +252,33 @@ def triton_mla_workspace_bytes(inp: ReserveInput) -> int:
     heads = config_int(inp.text, "num_attention_heads") // inp.tensor_parallel_size
     lora = config_int(inp.text, "kv_lora_rank")
     return rows * heads * triton_mla_splits(inp) * (lora + 1) * 4
+
+
+INDEXER_LONG_CONTEXT = 256 * 1024  # config/vllm.py: the workspace factor 5 up to 256K, else 2
+INDEXER_SCALE_BYTES = 4  # sparse_attn_indexer.py _gather_workspace_shapes: (T, 4) uint8
+WORKSPACE_ALIGN = 256  # v1/worker/workspace.py get_simultaneous: round_up(bytes, 256) each
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def indexer_workspace_tokens(inp: ReserveInput) -> int:
+    """T, the indexer's prefill K buffer in tokens (``get_max_prefill_buffer_size``)."""
+    short, long = inp.indexer_prefill_entries
+    return inp.max_model_len * (short if inp.max_model_len <= INDEXER_LONG_CONTEXT else long)
+
+
+def indexer_workspace_bytes(inp: ReserveInput) -> int:
+    """What the sparse indexer's profile run claims from the shared workspace, which stays
+    allocated (so it is consumed memory, not a transient): T × index_head_dim fp8 values +
+    T × 4 B scales, each rounded up to 256 B, + the radix top-k workspace."""
+    if not inp.indexer_head_dim:
+        return 0
+    tokens = indexer_workspace_tokens(inp)
+    return (_round_up(tokens * inp.indexer_head_dim, WORKSPACE_ALIGN)
+            + _round_up(tokens * INDEXER_SCALE_BYTES, WORKSPACE_ALIGN)
+            + inp.indexer_radix_workspace)
 
 
 def topk_topp_buffer_rows(inp: ReserveInput) -> int:
@@ -357,6 +387,14 @@ def non_torch_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
                           "(triton_mla.py reserve_workspace)" + ("" if known else
                           "; the GPU's SM count is not known, so the split cap is not "
                           "applied (an upper bound)"), workspace, EXACT if known else ESTIMATED))
+    indexer = indexer_workspace_bytes(inp)
+    if indexer:
+        parts.append(Part(f"sparse indexer's prefill K buffer, reserved in the profile run and "
+                          f"kept in the shared workspace: {indexer_workspace_tokens(inp):,} "
+                          f"tokens × ({inp.indexer_head_dim} + 4) B "
+                          "(sparse_attn_indexer.py, indexer.py get_max_prefill_buffer_size); "
+                          "the workspace is shared, so a larger claim by the attention backend "
+                          "would raise it", indexer, EXACT))
     if inp.mla and inp.mla_backend == "CUTLASS_MLA":
         parts.append(Part("CUTLASS MLA's SM100 workspace, allocated when its module is imported "
                           "(after the snapshot; cutlass_mla.py g_sm100_workspace)",

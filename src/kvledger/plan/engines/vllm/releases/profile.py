@@ -66,6 +66,15 @@ class VllmRelease(Release):
     # workspace during the profile run, so the KV budget is sized around it. 0.32 reserves
     # it in TritonMLAMetadataBuilder.__init__, after the profile: not subtracted.
     triton_mla_workspace_in_profile: bool = False
+    # The sparse-attention indexer's profile-run reservation (model_executor/layers/
+    # sparse_attn_indexer.py sparse_attn_indexer, the attn_metadata-None branch): the shared
+    # workspace takes T x index_head_dim fp8 values, T x 4 B scales and (0.20 on)
+    # RADIX_TOPK_WORKSPACE_SIZE, T = v1/attention/backends/mla/indexer.py
+    # get_max_prefill_buffer_size. 0.32: T = max_model_len x (576 x 2 // 132) x factor, the
+    # factor 5 up to 256K tokens and 2 above (config/vllm.py, the factor left None); 0.30 and
+    # older: max_model_len x 40 at any length. Entries per max_model_len token: (<= 256K, above).
+    indexer_prefill_entries: tuple[int, int] = (40, 16)
+    indexer_radix_workspace: int = 1 << 20  # sparse_attn_indexer.py RADIX_TOPK_WORKSPACE_SIZE
     # v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p on a GPU: 0.20 and 0.28 take the
     # Triton top-k/top-p kernel (and keep its buffer, _TRITON_BUFFER_CACHE) only for
     # ``logits.shape[0] >= 8`` rows, PyTorch's sort below; 0.30 on, at any batch (0: none).

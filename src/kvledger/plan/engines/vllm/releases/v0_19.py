@@ -54,6 +54,9 @@ RELEASE = replace(
     mamba_all_with_speculation=True,
     # config/cache.py CacheDType: no "nvfp4" (0.20 adds it, with its per-token-head types).
     kv_cache_dtypes_missing=frozenset({"nvfp4"}),
+    # model_executor/layers/sparse_attn_indexer.py: the profile-run reservation takes the
+    # values and scales only (no RADIX_TOPK_WORKSPACE_SIZE, which 0.20 adds).
+    indexer_radix_workspace=0,
 )
 
 # Where in vLLM 0.19.0's source each value that differs from 0.20.0's was read (plan/diff.py).
@@ -78,4 +81,7 @@ CITES: dict[str, str] = {
                                   "MambaModelConfig.verify_and_update_config (\"all\" for a "
                                   "SupportsMambaPrefixCaching model, speculating or not)",
     "kv_cache_dtypes_missing": "config/cache.py CacheDType (no nvfp4)",
+    "indexer_radix_workspace": "model_executor/layers/sparse_attn_indexer.py "
+                               "sparse_attn_indexer (the profile branch reserves values "
+                               "and scales only)",
 }

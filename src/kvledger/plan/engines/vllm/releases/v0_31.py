@@ -56,6 +56,9 @@ RELEASE = replace(
     # mode, not 0.32's 3 (Nemotron-H-56B at 8 GiB: 3.57x and 29,257 tokens, not 2.50x and
     # 20,480; tests/oracles/vllm-0.31/release-questions.jsonl).
     mamba2_prefill_checkpoint_blocks=0,
+    # v1/attention/backends/mla/indexer.py get_max_prefill_buffer_size: max_model_len x 40
+    # at any length (0.32 sizes it by the sparse-MLA workspace factor, 16 above 256K).
+    indexer_prefill_entries=(40, 40),
 )
 
 # Where in vLLM 0.31.0's source each value that differs from 0.32.0's was read (plan/diff.py).
@@ -67,4 +70,7 @@ CITES: dict[str, str] = {
                                         "num_prefill_checkpoint_blocks (0.32 sets 1)",
     "not_served": "model_executor/models/registry.py: no MiniCPMV4_7ForConditionalGeneration "
                   "(transformers 5.17: no minicpmv4_7 config class)",
+    "indexer_prefill_entries": "v1/attention/backends/mla/indexer.py "
+                               "get_max_prefill_buffer_size (return max_model_len * 40; "
+                               "the same in 0.30.0, 0.28.0, 0.26.0, 0.20.0 and 0.19.0)",
 }
