@@ -42,6 +42,7 @@ DSV32 = str(CONFIGS / "deepseek-ai--DeepSeek-V3.2.json")
 QWEN3 = str(CONFIGS / "Qwen--Qwen3-8B.json")
 QWEN25 = str(CONFIGS / "Qwen--Qwen2.5-7B.json")
 EXAONE = str(CONFIGS / "LGAI-EXAONE--EXAONE-4.0-32B.json")
+KIMI_K3 = str(CONFIGS / "moonshotai--Kimi-K3.json")
 
 
 def _plan(model: str, engine: str, *, tp: int, dcp: int, kv: int, length: int,
@@ -100,6 +101,35 @@ def test_deepseek_v32_dcp_8_on_vllm_034() -> None:
     assert got["kv_cache_tokens"] == 1_096_704
     alone = _plan(DSV32, "vllm==0.34", tp=8, dcp=1, kv=10 * GIB, length=32768)
     assert alone["kv_cache_tokens"] == 137_088
+
+
+def test_kimi_k3_dcp_8_beside_kda_state_on_vllm_034() -> None:
+    """vllm==0.34, -tp 8 -dcp 8, 8 GiB a GPU, max_model_len 32,768, no --gpu. Kimi-K3's KDA
+    layers keep a MambaSpec, which DCP does not shard ("Mamba state is replicated across
+    DCP/PCP ranks, never sharded", MambaSpec.max_num_blocks_per_req); its MLA layers shard as
+    above. Before this rule kvledger refused DCP beside recurrent state by name.
+
+    By hand from the config: a rank's KDA state is 96 / 8 = 12 heads of 128: conv 3 rows x
+    (12 x 128 x 3 = 4,608) bf16 = 27,648 B, recurrent 12 x 128 x 128 fp32 = 786,432 B;
+    814,080 B. MLA: 576 bf16 = 1,152 B a token. The hybrid block is the attention page's
+    multiple of 128 tokens that holds the state: 128 x cdiv(814,080, 128 x 1,152) = 128 x 6
+    = 768 tokens, a page of 768 x 1,152 = 884,736 B (the state padded to it). 24 layer slots a
+    block: 21,233,664 B; 8,589,934,592 // 21,233,664 = 404 blocks, with or without DCP.
+    A request: 3 KDA groups x 2 state blocks (mamba_cache_mode align) + the MLA group's
+    cdiv(32,768, 768) = 43 = 49 blocks without DCP; with DCP 8 the MLA group holds
+    cdiv(cdiv(32,768, 8), 768) = cdiv(4,096, 768) = 6, so 3 x 2 + 6 = 12. Concurrency 404 / 12
+    = 33.666...; tokens int(404 x 32,768 / 12) = int(1,103,189.3) = 1,103,189 (without DCP
+    int(404 x 32,768 / 49) = int(270,168.8) = 270,168)."""
+    got = _plan(KIMI_K3, "vllm==0.34", tp=8, dcp=8, kv=8 * GIB, length=32768)
+    assert got["block_size"] == 768
+    assert got["pools"][0]["entry_bytes"] == 21_233_664
+    assert got["num_blocks"] == 404
+    assert got["pools"][0]["entries_per_req"] == 12
+    assert got["max_concurrency"] == 404 / 12
+    assert got["kv_cache_tokens"] == 1_103_189
+    alone = _plan(KIMI_K3, "vllm==0.34", tp=8, dcp=1, kv=8 * GIB, length=32768)
+    assert (alone["num_blocks"], alone["pools"][0]["entries_per_req"]) == (404, 49)
+    assert alone["kv_cache_tokens"] == 270_168
 
 
 # -- GQA ---------------------------------------------------------------------------------------

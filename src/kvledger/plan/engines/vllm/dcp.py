@@ -52,8 +52,13 @@ NO_DCP_BACKENDS = frozenset({"TRITON_ATTN", "FLEX_ATTENTION", "ROCM_ATTN",
                              "ROCM_AITER_UNIFIED_ATTN", "ROCM_AITER_FA", "ROCM_AITER_MLA_SPARSE"})
 # Layer kinds whose vLLM spec is DCP-sharded full attention (FullAttentionSpec /
 # MLAAttentionSpec, the sparse indexer's keys included: DeepseekV32IndexerCache returns an
-# MLAAttentionSpec, dcp_sharded by default) or holds nothing.
-PLANNED_KINDS = frozenset({Kind.FULL, Kind.MLA, Kind.INDEXER, Kind.NONE})
+# MLAAttentionSpec, dcp_sharded by default), holds nothing, or is a recurrent state: a
+# MambaSpec keeps ``dcp_sharded = False`` (the KVCacheSpec default) and "Mamba state is
+# replicated across DCP/PCP ranks, never sharded, so no CP scaling applies"
+# (``MambaSpec.max_num_blocks_per_req``, 0.33 and 0.34); its manager takes a DCP world of 1
+# (``SingleTypeKVCacheManager.__init__``), so a hybrid's state blocks a request are those
+# without DCP while its attention group's shrink as above.
+PLANNED_KINDS = frozenset({Kind.FULL, Kind.MLA, Kind.INDEXER, Kind.NONE, Kind.STATE})
 
 
 
@@ -141,7 +146,8 @@ def check_model(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
         other = ", ".join(sorted(k.value for k in kinds - PLANNED_KINDS)) or "DeepSeek-V4's"
         raise VllmLayoutError(
             f"{facts.model}: decode context parallelism beside {other} caches is not "
-            "modelled (kvledger plans DCP on full attention and MLA only); drop "
+            "modelled (kvledger plans DCP on full attention, MLA and recurrent state only); "
+            "drop "
             "--decode-context-parallel-size")
     forced = forced_backend(request)
     if forced in NO_DCP_BACKENDS:
