@@ -91,6 +91,14 @@ def test_launcher_given_as_a_path() -> None:
              ).model == "my-org/M"
 
 
+def test_launcher_script_run_by_an_interpreter() -> None:
+    # How ps lists a running server: the interpreter, then the console script's path.
+    out = t("/usr/bin/python3 /usr/local/bin/vllm serve my-org/M --port 8001 -tp 4")
+    assert (out.engine, out.model) == ("vllm", "my-org/M")
+    assert out.options["--tensor-parallel-size"] == "4"
+    assert t("python3 /opt/venv/bin/sglang serve --model-path my-org/M").engine == "sglang"
+
+
 # -- vLLM 0.33 flags ------------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ Accepted, as people paste them:
 - launchers: ``vllm serve``, ``python -m vllm.entrypoints.openai.api_server``,
   ``python -m vllm.entrypoints.cli.main serve``, ``python -m sglang.launch_server``,
   ``sglang serve`` (any ``python``, ``python3``, ``python3.12`` or a path to one; ``vllm`` and
-  ``sglang`` also as a path: ``.venv/bin/vllm serve``);
+  ``sglang`` also as a path: ``.venv/bin/vllm serve``, and run by an interpreter:
+  ``/usr/bin/python3 /usr/local/bin/vllm serve``);
 - a ``docker run [docker options] IMAGE [command]`` wrapper (``docker.py``): the command the
   container runs, with its ``-e NAME=value`` as the environment.
 """
@@ -53,11 +54,28 @@ class ServeLine:
     env: dict[str, str] = field(default_factory=dict)
     dropped_shell: str = ""  # what followed a '|', '>', '&&' …
     rocm_image: str = ""  # docker run of vLLM's ROCm image (docker.unwrap)
+    # Lines the paste continued the command on without a trailing backslash: read as one
+    # command, though a shell would run the first line alone.
+    joined_lines: int = 0
 
 
 def split(words: list[str]) -> list[str]:
     """argv after ``--``; one word holding a whole command is split with shell rules."""
     return _statements(words)[0]
+
+
+def _unjoined(words: list[str]) -> int:
+    """How many lines of a pasted command follow its first without a backslash before them."""
+    if not (len(words) == 1 and "\n" in words[0]):
+        return 0
+    text = words[0].strip()
+    for prompt in ("$ ", "# "):  # as _statements reads it
+        text = text.removeprefix(prompt)
+    text = _strip_comments(text).replace("\\\r\n", " ").replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    while len(lines) > 1 and _assignments(lines[0].removeprefix("$ ")) is not None:
+        lines.pop(0)  # variables set on lines before the command
+    return max(0, len(lines) - 1)
 
 
 def _statements(words: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
@@ -165,6 +183,7 @@ def _expand(word: str, shell: dict[str, str]) -> str:
 
 def read(words: list[str]) -> ServeLine:
     """Split a pasted command into environment, launcher and the engine's argv."""
+    original = words
     words, _, exported = _statements(words)
     env: dict[str, str] = dict(exported)
     i = 0
@@ -183,15 +202,19 @@ def read(words: list[str]) -> ServeLine:
         inner, docker_env, rocm_image = unwrap(rest[rest.index("run") + 1:])
         parsed = read(inner)
         return ServeLine(parsed.engine, parsed.launcher, parsed.args,
-                         {**env, **docker_env, **parsed.env}, parsed.dropped_shell, rocm_image)
+                         {**env, **docker_env, **parsed.env}, parsed.dropped_shell, rocm_image,
+                         joined_lines=_unjoined(original))
     if rest and _PYTHON.fullmatch(rest[0]):
-        rest = rest[1:]
-    elif rest and (program := _PROGRAM.fullmatch(rest[0])):
-        rest = [program.group(1), *rest[1:]]  # .venv/bin/vllm serve: the same launcher
+        rest = rest[1:]  # python -m …, or the interpreter running the launcher script
+    if rest and (program := _PROGRAM.fullmatch(rest[0])):
+        # .venv/bin/vllm serve, and python3 /usr/local/bin/vllm serve (how ps shows a running
+        # server): the same launcher
+        rest = [program.group(1), *rest[1:]]
     for start, engine, launcher in _LAUNCHERS:
         if tuple(rest[:len(start)]) == start:
             args, dropped = _cut_shell(rest[len(start):])
-            return ServeLine(engine, launcher, args, env, dropped)
+            return ServeLine(engine, launcher, args, env, dropped,
+                             joined_lines=_unjoined(original))
     shown = " ".join(words[:3]) or "nothing"
     raise ServeLineError(f"{EXPECTED} (got {shown!r})")
 
