@@ -87,6 +87,15 @@ def test_offline_miss_suggests_and_names_the_way_out(capsys: pytest.CaptureFixtu
     assert "did you mean" not in line
 
 
+def test_catalog_id_at_a_revision_is_not_suggested_to_itself(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The bundled copy is not any revision, so offline the id misses; suggesting that very id
+    # back ("did you mean meta-llama/Meta-Llama-3.1-8B?") helped nobody.
+    line = _fails(capsys, "plan", LLAMA, "--revision", "abc123", *BUDGET)
+    assert "did you mean" not in line
+    assert "drop --revision" in line
+
+
 def test_mistyped_path_is_not_sent_to_the_hub(capsys: pytest.CaptureFixture[str]) -> None:
     line = _fails(capsys, "plan", "./configs/llama.json", *BUDGET)
     assert "no such file or directory" in line

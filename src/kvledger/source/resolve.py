@@ -258,9 +258,11 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
                 "(offline: --offline or HF_HUB_OFFLINE=1)",
                 hint="pass one of the cached revisions, or run once online")
         bundled = is_catalog_id(text)
+        # A catalog id at a --revision: the id is right, only the revision is not bundled.
+        near = "" if bundled else did_you_mean(text)
         raise _error(
             f"{text!r} is not in the local HF cache ({hf_cache.cache_dir()}) and the Hub was "
-            f"not asked (offline: --offline or HF_HUB_OFFLINE=1){did_you_mean(text)}",
+            f"not asked (offline: --offline or HF_HUB_OFFLINE=1){near}",
             hint=("drop --revision to plan the bundled catalog copy" if bundled else
                   "run once online to cache it, or pass a config.json or model directory; "
                   "'kvledger models' lists the bundled ids"))
