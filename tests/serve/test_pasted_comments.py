@@ -31,3 +31,34 @@ def test_a_hash_inside_quotes_or_a_word_is_kept() -> None:
 
 def test_a_root_prompt_on_the_first_line_is_not_a_comment() -> None:
     assert read(["# vllm serve org/m -tp 2"]).args == ["org/m", "-tp", "2"]
+
+
+# -- line breaks without a backslash --------------------------------------------------------
+
+
+def test_lines_broken_without_a_backslash_are_read_as_one_command_and_counted() -> None:
+    # A shell would run "vllm serve org/m --port 8001" alone; a page that wrapped the line
+    # meant one command, so it is read as one, and the count lets the plan say so.
+    pasted = "vllm serve org/m --port 8001\n  --max-model-len 4096\n  -tp 2"
+    got = read([pasted])
+    assert got.args == ["org/m", "--port", "8001", "--max-model-len", "4096", "-tp", "2"]
+    assert got.joined_lines == 2
+
+
+def test_backslash_continuations_and_variables_above_are_not_counted() -> None:
+    assert read([LINE]).joined_lines == 0
+    assert read(["export TP=2\nMODEL=org/m\nvllm serve $MODEL \\\n  -tp $TP"]).joined_lines == 0
+
+
+def test_a_comment_line_inside_a_continuation_is_a_break_to_a_shell() -> None:
+    # bash reads "vllm serve org/m \<newline>  # a comment line" as one line whose comment
+    # runs to its end; with no backslash after the comment the command ends there.
+    assert read(["vllm serve org/m \\\n  # a comment line\n  -tp 2"]).joined_lines == 1
+
+
+def test_the_plan_says_the_lines_were_joined() -> None:
+    from kvledger.cli.serve.translate import translate
+
+    out = translate(["vllm serve org/m --port 8001\n  --max-model-len 4096"])
+    assert out.options["--max-model-len"] == "4096"
+    assert any("1 more line(s) after a line break with no backslash" in n for n in out.notes)

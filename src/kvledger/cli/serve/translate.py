@@ -42,6 +42,12 @@ def translate(words: list[str], ctx: Context | None = None) -> Translation:
     out.warnings[:0] = scanned.renamed
     if parsed.dropped_shell:
         out.notes.append(f"shell after the command ignored: {parsed.dropped_shell}")
+    if parsed.joined_lines:
+        out.notes.append(
+            f"the command goes on over {parsed.joined_lines} more line(s) after a line break "
+            "with no backslash before it (or after a comment line): read as one command, as "
+            "it was likely meant, but a shell would end the command at that break and run "
+            "the rest as commands of their own")
     return out
 
 
