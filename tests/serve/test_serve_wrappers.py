@@ -13,6 +13,7 @@ from kvledger.cli.main import main
 from kvledger.cli.serve.errors import ServeLineError
 from kvledger.cli.serve.translate import translate
 from kvledger.cli.serve.translation import Context, Translation
+from oracle_cases import CONFIGS
 
 KV_DTYPES = ("auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4")
 CTX = Context(kv_cache_dtypes=KV_DTYPES, engine_spec="vllm==0.33")
@@ -147,8 +148,50 @@ def test_limit_mm_per_prompt() -> None:
     assert "--limit-mm-per-prompt" in out.ignored["estimate"]
     out = t("vllm serve my-org/M --limit-mm-per-prompt.video 0")
     assert "--limit-mm-per-prompt" in out.ignored["estimate"]
-    assert "vision tower" in refused(
-        "vllm serve my-org/M --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'")
+    # Image and video at 0 drop the vision tower: read as --language-model-only, checked
+    # against the model's towers once its config is read (checks.py; below).
+    out = t("vllm serve my-org/M --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'")
+    assert "--language-model-only" in out.options
+    assert out.requires["mm_dropped_towers"] == "vision"
+
+
+def test_zero_limits_on_every_tower_plan_as_language_model_only(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM 0.34 config/multimodal.py: language_model_only is "Equivalent to setting
+    # `--limit-mm-per-prompt` to 0 for every modality". Qwen2.5-VL has one (vision) tower, so
+    # image and video at 0 is the same plan as --language-model-only: the same weights line.
+    config = CONFIGS / "Qwen--Qwen2.5-VL-7B-Instruct.json"
+    if not config.is_file():
+        pytest.skip("Qwen2.5-VL-7B's config is in ../shared/configs")
+    model = str(config)
+    zeros = "{\"image\": 0, \"video\": 0}"
+    code, zeroed, _ = run(capsys, "plan", "--gpu", "H100", "--json", "--", "vllm", "serve",
+                          model, "--limit-mm-per-prompt", zeros)
+    assert code == 0
+    code, alone, _ = run(capsys, "plan", "--gpu", "H100", "--json", "--", "vllm", "serve",
+                         model, "--language-model-only")
+    assert code == 0
+    def weights(plan: dict[str, Any]) -> int:
+        return int(next(line["bytes"] for line in plan["budget"] if line["key"] == "weights"))
+
+    # 8.29B parameters with 0.68B of tower: the weights line drops the tower's bytes in both.
+    assert weights(zeroed) == weights(alone)
+    assert zeroed["num_blocks"] == alone["num_blocks"]
+    assert any("covers every tower" in n for n in zeroed["serve_line"]["notes"])
+
+
+def test_zero_limits_that_leave_the_audio_tower_are_refused(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    config = CONFIGS / "google--gemma-4-E2B-it.json"
+    if not config.is_file():
+        pytest.skip("Gemma-4-E2B's config (vision and audio towers) is in ../shared/configs")
+    line = ["vllm", "serve", str(config), "--max-model-len", "8192"]
+    code = main(["plan", "--gpu", "H100", "--", *line, "--limit-mm-per-prompt",
+                 "{\"image\": 0, \"video\": 0}"])
+    assert code == 2 and "keeps the audio one" in capsys.readouterr().err
+    code, _, _ = run(capsys, "plan", "--gpu", "H100", "--json", "--", *line,
+                     "--limit-mm-per-prompt", "{\"image\": 0, \"video\": 0, \"audio\": 0}")
+    assert code == 0
 
 
 # -- whole plans ----------------------------------------------------------------------------

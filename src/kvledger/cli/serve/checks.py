@@ -28,6 +28,36 @@ def check_model(out: Translation) -> None:
     facts = derive_model(out.model)
     _dtype(out, facts.model_dtype)
     _quantization(out, facts.config, facts.kv_dtype_source)
+    _mm_limits(out, facts.config)
+
+
+def _has_audio(config: Any) -> bool:
+    """An audio / speech tower anywhere in the config (top level or a wrapper's)."""
+    if not isinstance(config, dict):
+        return False
+    return any((("audio" in key or "speech" in key) and isinstance(value, dict))
+               or _has_audio(value) for key, value in config.items())
+
+
+def _mm_limits(out: Translation, config: dict[str, Any]) -> None:
+    """``--limit-mm-per-prompt`` zeros that drop a tower (vllm_map.py): planned as
+    ``--language-model-only`` where they cover every tower the model has, refused where a
+    tower the zeros leave would still be built beside the dropped one."""
+    dropped = out.requires.get("mm_dropped_towers")
+    if dropped is None:
+        return
+    zero = out.requires["mm_zero"].replace(",", " and ")
+    if "audio" not in dropped.split(",") and _has_audio(config):
+        out.options.pop("--language-model-only", None)
+        raise ServeLineError(
+            f"{out.launcher}: cannot plan this line: --limit-mm-per-prompt with {zero} at 0: "
+            f"vLLM does not build the {dropped} tower (its weights leave the GPU) but keeps "
+            "the audio one, which kvledger does not model per tower; set the audio limit to 0 "
+            "too (the same as --language-model-only) or a non-zero limit to plan with the "
+            "tower")
+    out.notes.append(f"--limit-mm-per-prompt with {zero} at 0 covers every tower of this "
+                     "model: planned as --language-model-only, which vLLM calls equivalent "
+                     "(MultiModalConfig.language_model_only)")
 
 
 def _dtype(out: Translation, model_dtype: str) -> None:

@@ -407,12 +407,12 @@ def _limit_mm_per_prompt(values: dict[str, Any], out: Translation) -> None:
     dropped = [name for name, served in (("vision", {"image", "video"}),
                                          ("audio", {"audio"})) if served <= zero]
     if dropped:
-        out.refused.append(
-            f"--limit-mm-per-prompt with {' and '.join(sorted(zero))} at 0: vLLM does not "
-            f"build the {' and '.join(dropped)} tower (its weights leave the GPU), which "
-            "kvledger does not model per modality; for a model with no other modality it is "
-            "--language-model-only, which kvledger plans — or set a non-zero limit to plan "
-            "with the tower")
+        # 0.34 config/multimodal.py MultiModalConfig.language_model_only: "Equivalent to
+        # setting `--limit-mm-per-prompt` to 0 for every modality". Whether these zeros are
+        # every modality of the model is known once its config is read (checks.py).
+        out.options["--language-model-only"] = None
+        out.requires["mm_zero"] = ",".join(sorted(zero))
+        out.requires["mm_dropped_towers"] = ",".join(dropped)
         return
     out.ignore(ESTIMATE, "--limit-mm-per-prompt")
 
