@@ -23,6 +23,7 @@ UNSET: dict[str, Any] = {
     "mm_encoder_tp_mode": None, "attention_backend": None, "enable_extensible_kv_cache": None,
     "rocm_aiter_mla": False, "mamba_cache_dtype": None, "mamba_ssm_cache_dtype": None,
     "decode_context_parallel_size": None, "cp_kv_cache_interleave_size": None,
+    "allow_deprecated_quantization": False,
 }
 
 
@@ -102,6 +103,9 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cp-kv-cache-interleave-size", type=int_at_least(1), default=None,
                    metavar="I", help="with --dcp, tokens a rank stores before the next "
                    "(default 1; must divide the block)")
+    g.add_argument("--allow-deprecated-quantization", action="store_true",
+                   help="load a checkpoint of a deprecated quantization method (fbgemm_fp8, "
+                   "fp_quant), which vLLM otherwise refuses at start-up")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json (--speculative-method "
                    "draft_model / eagle / eagle3 / dflash / dspark): a shorter draft lowers "

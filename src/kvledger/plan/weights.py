@@ -299,6 +299,16 @@ def _quant_scheme(
         ignored = [str(p) for p in qc.get("modules_to_not_convert") or qc.get("ignore") or ()]
         cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
         return "fp8", 8.0 + scale_bits, cats
+    if method == "fbgemm_fp8":
+        # vLLM 0.34 fbgemm_fp8.py FBGEMMFp8LinearMethod.create_weights: an fp8 weight and one
+        # float32 scale per output row (ChannelQuantScaleParameter, (out, 1)): 8 + 32 /
+        # in_features bits a weight, taken at the hidden size (the down projection's longer
+        # rows carry less: under 0.002 bit a weight either way). Skipped modules are matched
+        # exactly (is_layer_skipped on modules_to_not_convert): per layer, in _shares.
+        from kvledger.derive.config import Config
+
+        hidden = _int(Config(cfg, model="config").text().raw, "hidden_size") or 4096
+        return "fbgemm_fp8", 8.0 + 32 / hidden, linear
     if method == "mxfp4":
         ignored = [str(p) for p in qc.get("modules_to_not_convert") or ()]
         cats = frozenset(c for c in linear if not _matches(ignored, _PROBES[c]))
@@ -411,7 +421,9 @@ def estimate_weights(
         if online is None and scheme is not None and scheme[0].endswith("MIXED_PRECISION") \
         else None
     shares = _modelopt_shares(cfg, hf_quant, mtp if with_mtp else 0) \
-        if online is None and hf_quant and scheme is not None and mixed is None else None
+        if online is None and hf_quant and scheme is not None and mixed is None else \
+        _fbgemm_shares(cfg, mtp if with_mtp else 0) \
+        if online is None and scheme is not None and scheme[0] == "fbgemm_fp8" else None
     # vLLM builds a LLaVA-style CLIP / SigLIP encoder only up to vision_feature_layer,
     # without its post-LayerNorm (vLLM 0.32 llava.py _get_num_hidden_layers; clip.py /
     # siglip.py build post_layernorm only with every layer): the unused layers are not held.
@@ -452,7 +464,8 @@ def estimate_weights(
                 f"(a module it does not list stays {dense_dtype})")
     elif scheme is not None and shares is not None:
         listed = ", ".join(f"{c} {shares[c]:.1%}" for c in sorted(shares) if counts.get(c))
-        how += (f", linear layers at {scheme[0]} ({scheme[1]:g} bits) but what exclude_modules "
+        which = "modules_to_not_convert" if scheme[0] == "fbgemm_fp8" else "exclude_modules"
+        how += (f", linear layers at {scheme[0]} ({scheme[1]:g} bits) but what {which} "
                 f"keeps in {dense_dtype} ({listed})")
     elif scheme is not None:
         cats = sorted(scheme[2] - ({"routed_experts"} if experts_scheme else set()))
@@ -600,6 +613,26 @@ def _modelopt_shares(cfg: Mapping[str, Any], hf_quant: Mapping[str, Any],
     q = hf_quant.get("quantization") or {}
     patterns = [str(p) for p in (q.get("exclude_modules") or ())] if isinstance(q, Mapping) \
         else []
+    text = Config(cfg, model="config").text()
+    layers = _int(text.raw, "num_hidden_layers")
+    if not patterns or not layers:
+        return None
+    experts = _int(text.raw, *ALIASES["experts"])
+    moe = [*moe_layers(text, layers), *([bool(experts)] * mtp_layers)]
+    return excluded_shares(text, str(text.model_type or ""), patterns, moe, experts, layers)
+
+
+def _fbgemm_shares(cfg: Mapping[str, Any], mtp_layers: int) -> Mapping[str, float] | None:
+    """``fbgemm_fp8``'s ``modules_to_not_convert`` (full module names, layer by layer: Meta's
+    Llama-3.1-405B-FP8 keeps its first and last layers' MLPs and its first layer's attention in
+    bf16), as shares per category the way ``_modelopt_shares`` reads ModelOpt's list."""
+    from kvledger.derive.config import Config
+    from kvledger.derive.params import moe_layers
+    from kvledger.plan.modelopt_exclude import excluded_shares
+
+    qc = quantization_config(cfg)
+    patterns = [str(p) for p in (qc.get("modules_to_not_convert") or ())] \
+        if isinstance(qc, Mapping) else []
     text = Config(cfg, model="config").text()
     layers = _int(text.raw, "num_hidden_layers")
     if not patterns or not layers:

@@ -34,7 +34,7 @@ h11_max_incomplete_event_size h11_max_header_count enable_offline_docs
 
 _MODEL_INERT = """
 tokenizer tokenizer_mode trust_remote_code seed allowed_local_media_path allowed_media_domains
-code_revision tokenizer_revision allow_deprecated_quantization logprobs_mode use_fp64_gumbel
+code_revision tokenizer_revision logprobs_mode use_fp64_gumbel
 enable_trace_replay disable_cascade_attn skip_tokenizer_init served_model_name hf_token
 pooler_config generation_config override_generation_config enable_sleep_mode
 sleep_mode_offload_cudagraph sleep_preserve_parameter_names enable_cumem_allocator
@@ -97,7 +97,7 @@ RULES: dict[str, Rule] = merge(
         attention_config limit_mm_per_prompt language_model_only mm_encoder_tp_mode
         attention_backend mamba_cache_dtype mamba_ssm_cache_dtype
         enable_chunked_prefill revision enable_expert_parallel async_scheduling
-        decode_context_parallel_size cp_kv_cache_interleave_size
+        decode_context_parallel_size cp_kv_cache_interleave_size allow_deprecated_quantization
     """),
     table(INERT, _FRONTEND, "API server option"),
     table(INERT, _MODEL_INERT + _LOAD_INERT + _PARALLEL_INERT + _OTHER_INERT,

@@ -109,6 +109,9 @@ def _simple(values: dict[str, Any], out: Translation, ctx: Context) -> None:
     for dest, flag in copy.items():
         if values.get(dest) is not None:
             out.options[flag] = str(values[dest])
+    if values.get("allow_deprecated_quantization"):
+        # ModelConfig._verify_quantization: a deprecated method (fbgemm_fp8) then loads.
+        out.options["--allow-deprecated-quantization"] = None
     if values.get("enable_expert_parallel"):
         # Whole experts over the DP × TP GPUs (plan/engines/vllm/experts.py).
         out.options["--enable-expert-parallel"] = None

@@ -51,8 +51,8 @@ VLLM_QUANTIZATION_METHODS = frozenset({
     "mxfp4", "gpt_oss_mxfp4", "deepseek_v4_fp8", "online", "mxfp8",
 })
 # vLLM 0.32 ``DEPRECATED_QUANTIZATION_METHODS`` (same file): ``ModelConfig._verify_quantization``
-# (config/model.py) refuses them unless ``--allow-deprecated-quantization`` is given, an option
-# kvledger does not take (held-out case: Meta-Llama-3.1-405B-Instruct-FP8, fbgemm_fp8).
+# (config/model.py) refuses them unless ``--allow-deprecated-quantization`` is given (held-out
+# case: Meta-Llama-3.1-405B-Instruct-FP8, fbgemm_fp8); with it they load with a warning.
 VLLM_DEPRECATED_QUANTIZATION_METHODS = frozenset({"fbgemm_fp8", "fp_quant"})
 # Attention kinds vLLM builds with ``Attention`` (or a subclass: sliding window, chunked
 # local, cross); MLA layers are ``MLAAttention``, indexers and states are neither.
@@ -185,10 +185,12 @@ def validate_compressed_tensors_kv_scheme(scheme: Mapping[str, Any],
 
 
 def resolve_cache_dtype(facts: ModelFacts, option: str,
-                        release: VllmRelease | None = None) -> CacheDtype:
+                        release: VllmRelease | None = None, *,
+                        allow_deprecated: bool = False) -> CacheDtype:
     """``cache_config.cache_dtype`` after engine-config resolution and model construction."""
     kinds = frozenset(g.layer.kind for g in facts.groups if g.layer.owns_memory)
-    return cache_dtype_for(facts.config, facts.hf_quant_config, kinds, option, release)
+    return cache_dtype_for(facts.config, facts.hf_quant_config, kinds, option, release,
+                           allow_deprecated=allow_deprecated)
 
 
 def cache_dtype_for(
@@ -197,6 +199,8 @@ def cache_dtype_for(
     kinds: frozenset[Kind],
     option: str,
     release: VllmRelease | None = None,
+    *,
+    allow_deprecated: bool = False,
 ) -> CacheDtype:
     """``resolve_cache_dtype`` on the raw inputs: config.json, hf_quant_config.json, the
     cache kinds of the model's layers, and ``--kv-cache-dtype``."""
@@ -208,13 +212,13 @@ def cache_dtype_for(
             f"{engine_words(release)} refuses to start: Unknown quantization method: {method} "
             f"({origin}; {engine_words(release)} has no such method)"
         )
-    if method in VLLM_DEPRECATED_QUANTIZATION_METHODS:
+    if method in VLLM_DEPRECATED_QUANTIZATION_METHODS and not allow_deprecated:
         raise VllmRefusesToStart(
             f"{engine_words(release)} refuses to start: The quantization method {method} is "
             f"deprecated and "
             "will be removed in future versions of vLLM. To bypass, set "
-            f"`--allow-deprecated-quantization` ({origin}; vLLM then plans the cache as "
-            "without it, an option kvledger does not take)"
+            f"`--allow-deprecated-quantization` ({origin}; vLLM then loads it with a "
+            "warning, and so does kvledger's plan with the same flag)"
         )
     model_qc = _model_quant_config(config, qc)
     model_method = method

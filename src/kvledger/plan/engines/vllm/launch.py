@@ -91,6 +91,10 @@ class VllmLaunch:
     draft_config: str | None = None
     language_model_only: bool = False
     mm_encoder_tp_mode: str = "weights"  # MMEncoderTPMode: "weights" or "data"
+    # --allow-deprecated-quantization (ModelConfig.allow_deprecated_quantization): a
+    # checkpoint of a deprecated method (fbgemm_fp8, fp_quant) loads with a warning instead of
+    # the start-up refusal (ModelConfig._verify_quantization).
+    allow_deprecated_quantization: bool = False
     # AttentionBackendEnum name the line selects (backend_choice.forced_backend); None: vLLM's
     # choice.
     attention_backend: str | None = None

@@ -268,7 +268,11 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
     model_dtype = _model_dtype(facts)
     _release_refusals(request, model_dtype, release)
     cache = _model_hook_cache_dtype(facts, request, release,
-                                    resolve_cache_dtype(facts, request.kv_cache_dtype, release))
+                                    resolve_cache_dtype(
+                                        facts, request.kv_cache_dtype, release,
+                                        allow_deprecated=getattr(
+                                            request.vllm_launch,
+                                            "allow_deprecated_quantization", False)))
     use_mla = Kind.MLA in kinds
     minimax_sparse = _minimax_sparse_layers(facts)
     if minimax_sparse and cache.cache_dtype.startswith("nvfp4"):
