@@ -120,8 +120,8 @@ def suggestions(text: str, limit: int = 2) -> list[str]:
     q_org, q_family, q_sizes, q_words = _id_parts(query)
     scored = []
     for model_id in catalog_ids():
-        if model_id.lower() == query:
-            continue  # the id itself (a catalog id read at another --revision): no suggestion
+        if model_id == text:
+            continue  # the id itself, as typed, is no suggestion (another case spelling is)
         org, family, sizes, words = _id_parts(model_id)
         if q_sizes and sizes and not q_sizes & sizes:
             continue
