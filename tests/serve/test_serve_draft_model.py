@@ -78,11 +78,17 @@ def test_eagle3_draft_with_default_rope_keeps_the_length(
     assert json.loads(captured.out)["max_model_len"] == 32768
 
 
-def test_hub_id_is_a_note_not_a_guess() -> None:
+def test_hub_id_is_read_as_the_draft_config() -> None:
+    # Read as a model id is (catalog, HF cache, then the Hub unless offline) when the plan
+    # runs; tests/source/test_hub_draft.py reads one from the loopback Hub.
     out = _t({"method": "eagle3", "model": "org/no-such-local-draft",
               "num_speculative_tokens": 3})
-    assert "--draft-config" not in out.options
-    assert any("not a local directory" in n for n in out.notes)
+    assert out.options["--draft-config"] == "org/no-such-local-draft"
+
+
+def test_neither_a_directory_nor_a_hub_id_is_refused() -> None:
+    with pytest.raises(ServeLineError, match="neither a local directory nor a hub id"):
+        _t({"method": "eagle3", "model": "./no/such/dir", "num_speculative_tokens": 3})
 
 
 def test_mtp_model_is_not_a_draft_config(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from kvledger.cli.main import main
 from kvledger.cli.serve.errors import ServeLineError
 from kvledger.cli.serve.translate import translate
 from kvledger.cli.serve.translation import Context, Translation
+from oracle_cases import CONFIGS
 
 CTX = Context(kv_cache_dtypes=("auto", "bfloat16", "fp8"))
 TARGET = "meta-llama/Meta-Llama-3.1-8B"
@@ -68,10 +69,14 @@ def test_plain_tensor_parallel_key_is_refused_as_vllm_does() -> None:
 def test_pasted_line_plans_with_draft_tp_1(capsys: pytest.CaptureFixture[str]) -> None:
     # Before this rule the key was refused as "sizes the draft's own KV"; now the line plans
     # and the plan's KV is the target's at TP 4 (the EAGLE-3 draft's own layers are a separate
-    # warning, as without the key).
+    # warning, as without the key). The draft's config is given before '--'.
+    draft = CONFIGS / "sgl-project--SpecForge-llama3-8B-eagle3.json"
+    if not draft.is_file():
+        pytest.skip("the EAGLE-3 draft's config is in ../shared/configs")
     spec = {"method": "eagle3", "model": "some-org/llama-eagle3", "num_speculative_tokens": 3,
             "draft_tensor_parallel_size": 1}
-    code = main(["plan", "--gpu", "H100", "--json", "--", "vllm", "serve", TARGET,
+    code = main(["plan", "--gpu", "H100", "--json", "--draft-config", str(draft), "--",
+                 "vllm", "serve", TARGET,
                  "--tensor-parallel-size", "4", "--max-model-len", "8192",
                  "--speculative-config", json.dumps(spec)])
     out = capsys.readouterr().out

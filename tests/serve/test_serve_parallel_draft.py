@@ -1,7 +1,9 @@
 """A pasted ``vllm serve`` line with a DFlash draft (``--speculative-config '{"method":
 "dflash", "model": DIR, …}'``): a local directory becomes ``--draft-config DIR/config.json``
 and vLLM 0.34 plans the draft's layers in the target's pool (plan/engines/vllm/
-parallel_draft.py); a Hub id, whose config kvledger does not read, is one line, exit 2.
+parallel_draft.py); a Hub id is read as a model id is, so offline and uncached it is one
+line, exit 2, naming --draft-config (tests/source/test_hub_draft.py reads one from the
+loopback Hub).
 
 Hand-worked (the draft of tests/plan/engines/vllm/test_parallel_draft_plan.py, written here):
 Qwen/Qwen3-8B 36 x 4,096 B + 2 draft layers x 4,096 B = 155,648 B a token; a 64-token block

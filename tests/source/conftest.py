@@ -43,6 +43,15 @@ GATED = sha("llama-3.1-405b main")
 BAD = sha("broken header main")
 CUT = sha("truncated upload main")
 EMBED = sha("qwen3 embedding main")
+DRAFT = sha("qwen3 dflash draft main")
+# A DFlash draft for Qwen3-8B, written for these tests (the shape of
+# tests/serve/test_serve_parallel_draft.py's, whose plan is worked by hand there).
+DFLASH_DRAFT = {
+    "architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 1024,
+    "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8, "head_dim": 128,
+    "intermediate_size": 2048, "vocab_size": 151936, "max_position_embeddings": 40960,
+    "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 17]},
+}
 # A sentence-transformers config of our own making beside Qwen3-0.6B's real config: vLLM 0.32
 # starts at its max_seq_length (tests/oracles/vllm-0.32/vllm-0.32-tokenizer-len.jsonl).
 SENTENCE = b'{"max_seq_length": 8192, "do_lower_case": false}'
@@ -144,6 +153,9 @@ def build_hub() -> FakeHub:
             commits={EMBED: {"config.json": qwen_small, "sentence_bert_config.json": SENTENCE,
                              "tokenizer_config.json": b'{"model_max_length": 1024}'}},
             refs={"main": EMBED}),
+        "test/qwen3-8b-dflash": Repo(
+            commits={DRAFT: {"config.json": json.dumps(DFLASH_DRAFT).encode()}},
+            refs={"main": DRAFT}),
         "broken/truncated": Repo(
             commits={CUT: {"config.json": qwen_small, "model.safetensors": _truncated()}},
             refs={"main": CUT}),

@@ -107,7 +107,8 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
                    help="load a checkpoint of a deprecated quantization method (fbgemm_fp8, "
                    "fp_quant), which vLLM otherwise refuses at start-up")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
-                   help="the separate draft model's config.json (--speculative-method "
+                   help="the separate draft model's config.json, directory or Hub id "
+                   "(--speculative-method "
                    "draft_model / eagle / eagle3 / dflash / dspark): a shorter draft lowers "
                    "max_model_len under vLLM's Model Runner V2; a DFlash / DSpark draft's "
                    "layers and weights are planned from it")
@@ -145,19 +146,41 @@ def vllm_launch(ns: argparse.Namespace) -> Any:
         raise UsageError(f"kvledger: error: {exc}") from None
 
 
+def _is_repo_id(text: str) -> bool:
+    from kvledger.source.resolve import is_repo_id
+
+    return is_repo_id(text)
+
+
 def _draft(path: str) -> dict[str, Any]:
-    """``--draft-config``: the draft's length and RoPE types (``draft_length.draft_fields``)."""
+    """``--draft-config``: the draft's length and RoPE types (``draft_length.draft_fields``).
+    A config.json, a model directory, or a Hub id read as a model id is (catalog, the local HF
+    cache, then the Hub unless offline: ``source.resolve``)."""
     import json
     from pathlib import Path
 
     from kvledger.errors import KvledgerError
     from kvledger.plan.engines.vllm.draft_length import draft_fields
 
-    try:
-        config = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"kvledger: error: --draft-config {path}: cannot read it as JSON: "
-                         f"{exc}") from None
+    config: Any
+    where = Path(path).expanduser()
+    if where.is_dir():
+        where = where / "config.json"
+    if not where.exists() and _is_repo_id(path):
+        from kvledger.source.resolve import load_source
+
+        try:
+            config = load_source(path).config
+        except KvledgerError as exc:
+            raise UsageError(f"kvledger: error: --draft-config {path}: {exc}",
+                             hint=getattr(exc, "hint", "") or "give the draft's config.json"
+                             ) from None
+    else:
+        try:
+            config = json.loads(where.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise UsageError(f"kvledger: error: --draft-config {path}: cannot read it as JSON: "
+                             f"{exc}") from None
     if not isinstance(config, dict):
         raise UsageError(f"kvledger: error: --draft-config {path}: not a JSON object")
     try:

@@ -243,8 +243,9 @@ def _draft_tensor_parallel(size: Any, method: Any, values: dict[str, Any],
 
 def _draft_model(model: str, method: str, out: Translation, ctx: Context) -> None:
     """``--speculative-config`` ``model``: a separate draft (``draft_length.py``'s methods) in
-    a local directory becomes ``--draft-config DIR/config.json``, so that 0.33's Model Runner
-    V2 limit (a shorter draft lowers ``max_model_len``) applies; a hub id is not read."""
+    a local directory becomes ``--draft-config DIR/config.json`` and a hub id ``--draft-config
+    ID`` (read as a model id is), so that 0.33's Model Runner V2 limit (a shorter draft lowers
+    ``max_model_len``) applies and a DFlash / DSpark draft's layers are planned."""
     from pathlib import Path
 
     from kvledger.plan.engines.vllm.draft_length import DRAFT_CONFIG_METHODS
@@ -266,17 +267,16 @@ def _draft_model(model: str, method: str, out: Translation, ctx: Context) -> Non
         return
     if ctx.draft_config_given:
         return  # kvledger's own --draft-config, given before '--', is the draft's config
-    if method in ("dflash", "dspark"):
-        # The draft's layers and weights are planned from its config (parallel_draft.py).
-        out.refused.append(f"--speculative-config model {model}: a {method} draft's decoder "
-                           "layers add KV to the target's pool, and kvledger reads no draft "
-                           "config from the hub; give its config.json with --draft-config "
-                           "CONFIG_JSON before '--' (or the model as a local directory)")
+    from kvledger.source.resolve import is_repo_id
+
+    if is_repo_id(model):
+        # Read as the target is (the catalog, the local HF cache, then the Hub unless
+        # offline): a DFlash / DSpark draft's layers and weights and any draft's length limit
+        # come from its config (parallel_draft.py, draft_length.py).
+        out.options["--draft-config"] = model
         return
-    out.notes.append(f"--speculative-config model {model}: not a local directory; kvledger "
-                     "reads no draft config from the hub, so a shorter draft's limit on "
-                     "max_model_len (Model Runner V2) is not applied; give --draft-config "
-                     "CONFIG_JSON before '--'")
+    out.refused.append(f"--speculative-config model {model}: neither a local directory nor a "
+                       "hub id; vLLM loads a draft model from one of them")
 
 
 def _async_scheduling(values: dict[str, Any], out: Translation) -> None:
