@@ -78,10 +78,15 @@ def test_eagle3_draft_with_default_rope_keeps_the_length(
     assert json.loads(captured.out)["max_model_len"] == 32768
 
 
-def test_hub_id_is_read_as_the_draft_config() -> None:
-    # Read as a model id is (catalog, HF cache, then the Hub unless offline) when the plan
-    # runs; tests/source/test_hub_draft.py reads one from the loopback Hub.
+def test_unreadable_hub_eagle3_draft_is_a_note() -> None:
+    # Offline (the suite sets HF_HUB_OFFLINE) and not cached: an EAGLE-3 draft's config only
+    # caps max_model_len, so the line plans with a note; tests/source/test_hub_draft.py reads
+    # one from the loopback Hub, and a DFlash / DSpark draft's read is required.
     out = _t({"method": "eagle3", "model": "org/no-such-local-draft",
+              "num_speculative_tokens": 3})
+    assert "--draft-config" not in out.options
+    assert any("neither in the local HF cache nor read from the Hub" in n for n in out.notes)
+    out = _t({"method": "dflash", "model": "org/no-such-local-draft",
               "num_speculative_tokens": 3})
     assert out.options["--draft-config"] == "org/no-such-local-draft"
 

@@ -48,3 +48,11 @@ def test_a_draft_the_hub_does_not_have_is_one_line(online: Online,
     err = capsys.readouterr().err
     assert code == 2 and "--draft-config test/no-such-draft" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_an_eagle3_hub_draft_is_read_when_the_hub_answers(online: Online) -> None:
+    from kvledger.cli.serve.translate import translate
+
+    spec = {**SPEC, "method": "eagle3", "num_speculative_tokens": 3}
+    out = translate([*LINE[:-1], json.dumps(spec)])
+    assert out.options["--draft-config"] == "test/qwen3-8b-dflash"

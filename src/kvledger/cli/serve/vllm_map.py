@@ -241,6 +241,18 @@ def _draft_tensor_parallel(size: Any, method: Any, values: dict[str, Any],
             f"drafts), so its KV is sharded over TP {tp} as planned")
 
 
+def _readable(model_id: str) -> bool:
+    """Whether a model id's config can be read now (catalog, HF cache, or the Hub)."""
+    from kvledger.errors import KvledgerError
+    from kvledger.source.resolve import load_source
+
+    try:
+        load_source(model_id)
+    except KvledgerError:
+        return False
+    return True
+
+
 def _draft_model(model: str, method: str, out: Translation, ctx: Context) -> None:
     """``--speculative-config`` ``model``: a separate draft (``draft_length.py``'s methods) in
     a local directory becomes ``--draft-config DIR/config.json`` and a hub id ``--draft-config
@@ -272,7 +284,15 @@ def _draft_model(model: str, method: str, out: Translation, ctx: Context) -> Non
     if is_repo_id(model):
         # Read as the target is (the catalog, the local HF cache, then the Hub unless
         # offline): a DFlash / DSpark draft's layers and weights and any draft's length limit
-        # come from its config (parallel_draft.py, draft_length.py).
+        # come from its config (parallel_draft.py, draft_length.py). A DFlash / DSpark draft
+        # cannot be planned without it (its read fails in one line); another draft's config
+        # only caps max_model_len, so an unreadable one leaves a note, as before.
+        if method not in ("dflash", "dspark") and not _readable(model):
+            out.notes.append(f"--speculative-config model {model}: its config is neither in "
+                             "the local HF cache nor read from the Hub, so a shorter draft's "
+                             "limit on max_model_len (Model Runner V2) is not applied; give "
+                             "--draft-config CONFIG_JSON before '--'")
+            return
         out.options["--draft-config"] = model
         return
     out.refused.append(f"--speculative-config model {model}: neither a local directory nor a "
