@@ -308,6 +308,17 @@ def _ordered(original: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
             else v for k, v in original.items() if k in kept}
 
 
+# Shared files that are not the checkpoint's own config.json but a rebuild of it, with what
+# the rebuild changed. Their rows say so ("rebuilt"): the resolver asks the local HF cache and
+# the Hub first and uses the row only offline, with a note (source/resolve.py).
+REBUILT: dict[str, str] = {
+    "MiniMaxAI--MiniMax-M3.json": (
+        "a text-only rebuild (ai-dynamo/aiconfigurator's): it names MiniMaxM3ForCausalLM / "
+        "minimax_m3, while the checkpoint is minimax_m3_vl (MiniMaxM3SparseForConditionalGen"
+        "eration, with its vision tower)"),
+}
+
+
 def build(where: list[Path] | None = None) -> dict[str, Any]:
     where = where or [CONFIGS]
     cited: dict[str, dict[str, str]] = {}
@@ -326,6 +337,8 @@ def build(where: list[Path] | None = None) -> dict[str, Any]:
         kept = minimal(ids[0], config, quant, "config")
         row: dict[str, Any] = {"ids": list(ids), "source": {**cited[name], "file": name},
                                "config": _ordered(config, kept)}
+        if name in REBUILT:
+            row["rebuilt"] = REBUILT[name]
         if quant is not None:
             row["hf_quant_config"] = _ordered(quant, minimal(ids[0], kept, quant, "quant"))
             row["hf_quant_config_source"] = {**cited[companion], "file": companion}

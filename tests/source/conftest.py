@@ -128,9 +128,27 @@ def _truncated() -> bytes:
     return save({"w": ("BF16", [1024, 1024])})[:4096]
 
 
+REBUILT_ROW = sha("minimax-m3 main")
+
+
+def _minimax_m3() -> dict[str, Repo]:
+    """MiniMaxAI/MiniMax-M3 as the Hub serves it here: the checkpoint-shaped minimax_m3_vl
+    config of nvidia/MiniMax-M3-NVFP4 (../shared) without its quantization block — the shape
+    the bundled text-only rebuild is not. Absent without ../shared."""
+    path = CONFIGS / "nvidia--MiniMax-M3-NVFP4.json"
+    if not path.is_file():
+        return {}
+    config = json.loads(path.read_text())
+    config.pop("quantization_config", None)
+    return {"MiniMaxAI/MiniMax-M3": Repo(
+        commits={REBUILT_ROW: {"config.json": json.dumps(config).encode()}},
+        refs={"main": REBUILT_ROW})}
+
+
 def build_hub() -> FakeHub:
     qwen_small = config_bytes("Qwen--Qwen3-0.6B")
     return FakeHub({
+        **_minimax_m3(),
         "Qwen/Qwen3-0.6B": Repo(
             commits={MAIN: {"config.json": qwen_small, "model.safetensors": save(SINGLE)},
                      # An older commit of our own making: another real config, no weights.

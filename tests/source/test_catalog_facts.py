@@ -95,6 +95,10 @@ def _said(model: ModelSource | str) -> list[Any]:
         try:
             data = inspect_payload(model, kv)
             data.pop("source", None)
+            # Provenance, like "source": a rebuilt row (catalog_facts.REBUILT) says so.
+            if isinstance(data.get("notes"), list):
+                data["notes"] = [n for n in data["notes"]
+                                 if not str(n).startswith("the bundled config of")]
             out.append(data)
         except Exception as exc:  # a refusal must be the same refusal
             out.append(f"{type(exc).__name__}: {exc}")

@@ -70,6 +70,13 @@ def catalog_entry(
         row["source"]
 
 
+def catalog_rebuilt(model_id: str) -> str:
+    """What a bundled row says when its config is a rebuild, not the checkpoint's own
+    config.json (``scripts/catalog_facts.py`` ``REBUILT``); "" for every other row."""
+    found = _index().get(model_id.lower()) if model_id and model_id.count("/") == 1 else None
+    return str(found[1].get("rebuilt") or "") if found is not None else ""
+
+
 def catalog_weight_rows() -> dict[str, dict[str, Any]]:
     """Every weight-facts row (``catalog_weights.json``), keyed by a catalog row's first id."""
     if not _WEIGHTS:

@@ -208,6 +208,22 @@ def _from_catalog(model_id: str) -> ModelSource | None:
                        kind="catalog", location=f"kvledger catalog ({listed})", offline=True)
 
 
+def _rebuilt(model_id: str) -> str:
+    """What the catalog row of ``model_id`` says it rebuilt ("" for a checkpoint's own file)."""
+    from kvledger.source.catalog import catalog_rebuilt
+
+    return catalog_rebuilt(model_id)
+
+
+def _rebuilt_row(found: ModelSource, rebuilt: str, why: str) -> ModelSource:
+    note = (f"the bundled config of {found.label} is {rebuilt}; planned from it ({why}); the "
+            "checkpoint's own config.json (a model directory, or the Hub online) plans the "
+            "model as the engine loads it")
+    return ModelSource(found.label, found.config, found.hf_quant_config, None,
+                       (*found.notes, note), kind="catalog", location=found.location,
+                       offline=True)
+
+
 def _not_found(text: str) -> Exception:
     return _error(f"{text!r}: no such file or directory, and not a model id",
                   hint="MODEL is a config.json, a model directory, a bundled catalog id "
@@ -244,7 +260,20 @@ def _from_text(text: str, quant: dict[str, Any] | None, revision: str | None,
     if revision is None:
         found = _from_catalog(text)
         if found is not None:
-            return found
+            rebuilt = _rebuilt(text)
+            if not rebuilt:
+                return found
+            # The bundled row is a rebuild, not the checkpoint's config.json: the Hub's file
+            # first, the row only where the Hub cannot be asked or reached.
+            if off:
+                return _rebuilt_row(found, rebuilt, "offline")
+            from kvledger.errors import SourceError
+            from kvledger.source.hub import fetch
+
+            try:
+                return _from_snapshot(fetch(text, None), "hub", off)
+            except SourceError as exc:
+                return _rebuilt_row(found, rebuilt, f"the Hub did not answer: {exc}")
     if not is_repo_id(text):
         raise _not_found(text)
     if off:

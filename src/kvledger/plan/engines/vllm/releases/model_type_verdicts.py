@@ -244,7 +244,9 @@ def build(v: str, t: str) -> tuple[Mapping[str, str], Mapping[str, str]]:
                      remote=True),
         'minimax_m3': f"{_N.v} has no model for model_type 'minimax_m3' "
             "(MiniMaxM3ForCausalLM); it serves MiniMax-M3 as "
-            "minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration)",
+            "minimax_m3_vl (MiniMaxM3SparseForConditionalGeneration), the checkpoint's own "
+            "config (kvledger's bundled MiniMaxAI/MiniMax-M3 row is a text-only rebuild, "
+            "used only offline: the Hub's or a model directory's config.json plans it)",
         # -- breadth round 4: architectures vLLM registers that kvledger does not plan --
         'ernie4_5_vl_moe': f"{_N.v} builds Ernie4_5_VLMoeForConditionalGeneration "
             "(model_executor/models/ernie45_vl.py) from the flat configuration of Baidu's "
