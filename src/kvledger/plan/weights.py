@@ -307,7 +307,10 @@ def _quant_scheme(
         # exactly (is_layer_skipped on modules_to_not_convert): per layer, in _shares.
         from kvledger.derive.config import Config
 
-        hidden = _int(Config(cfg, model="config").text().raw, "hidden_size") or 4096
+        hidden = _int(Config(cfg, model="config").text().raw, "hidden_size")
+        if not hidden:
+            raise WeightsError("fbgemm_fp8 checkpoint without hidden_size: the per-row scales' "
+                               "share of the weights cannot be sized")
         return "fbgemm_fp8", 8.0 + 32 / hidden, linear
     if method == "mxfp4":
         ignored = [str(p) for p in qc.get("modules_to_not_convert") or ()]
@@ -603,6 +606,26 @@ def _per_layer_excludes(hf_quant: Mapping[str, Any]) -> bool:
 def _modelopt_shares(cfg: Mapping[str, Any], hf_quant: Mapping[str, Any],
                      mtp_layers: int) -> Mapping[str, float] | None:
     """Per linear category, the share a ModelOpt checkpoint's per-layer ``exclude_modules``
+    keep unquantized (``_layer_shares``)."""
+    q = hf_quant.get("quantization") or {}
+    patterns = [str(p) for p in (q.get("exclude_modules") or ())] if isinstance(q, Mapping) \
+        else []
+    return _layer_shares(cfg, patterns, mtp_layers)
+
+
+def _fbgemm_shares(cfg: Mapping[str, Any], mtp_layers: int) -> Mapping[str, float] | None:
+    """``fbgemm_fp8``'s ``modules_to_not_convert`` (full module names, layer by layer: Meta's
+    Llama-3.1-405B-FP8 keeps its first and last layers' MLPs and its first layer's attention in
+    bf16), read as ModelOpt's list is (``_layer_shares``)."""
+    qc = quantization_config(cfg)
+    patterns = [str(p) for p in (qc.get("modules_to_not_convert") or ())] \
+        if isinstance(qc, Mapping) else []
+    return _layer_shares(cfg, patterns, mtp_layers)
+
+
+def _layer_shares(cfg: Mapping[str, Any], patterns: list[str],
+                  mtp_layers: int) -> Mapping[str, float] | None:
+    """Per linear category, the share ``patterns`` (a checkpoint's per-layer exclusion list)
     keep unquantized (``modelopt_exclude.excluded_shares``), over the decoder layers and the
     ``mtp_layers`` counted (DeepSeek's and GLM's MTP layers are MoE layers numbered after the
     decoder's); None where the category probes decide."""
@@ -610,29 +633,6 @@ def _modelopt_shares(cfg: Mapping[str, Any], hf_quant: Mapping[str, Any],
     from kvledger.derive.params import moe_layers
     from kvledger.plan.modelopt_exclude import excluded_shares
 
-    q = hf_quant.get("quantization") or {}
-    patterns = [str(p) for p in (q.get("exclude_modules") or ())] if isinstance(q, Mapping) \
-        else []
-    text = Config(cfg, model="config").text()
-    layers = _int(text.raw, "num_hidden_layers")
-    if not patterns or not layers:
-        return None
-    experts = _int(text.raw, *ALIASES["experts"])
-    moe = [*moe_layers(text, layers), *([bool(experts)] * mtp_layers)]
-    return excluded_shares(text, str(text.model_type or ""), patterns, moe, experts, layers)
-
-
-def _fbgemm_shares(cfg: Mapping[str, Any], mtp_layers: int) -> Mapping[str, float] | None:
-    """``fbgemm_fp8``'s ``modules_to_not_convert`` (full module names, layer by layer: Meta's
-    Llama-3.1-405B-FP8 keeps its first and last layers' MLPs and its first layer's attention in
-    bf16), as shares per category the way ``_modelopt_shares`` reads ModelOpt's list."""
-    from kvledger.derive.config import Config
-    from kvledger.derive.params import moe_layers
-    from kvledger.plan.modelopt_exclude import excluded_shares
-
-    qc = quantization_config(cfg)
-    patterns = [str(p) for p in (qc.get("modules_to_not_convert") or ())] \
-        if isinstance(qc, Mapping) else []
     text = Config(cfg, model="config").text()
     layers = _int(text.raw, "num_hidden_layers")
     if not patterns or not layers:
