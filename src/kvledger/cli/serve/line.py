@@ -64,22 +64,11 @@ def split(words: list[str]) -> list[str]:
     return _statements(words)[0]
 
 
-def _unjoined(words: list[str]) -> int:
-    """How many lines of a pasted command follow its first without a backslash before them."""
-    if not (len(words) == 1 and "\n" in words[0]):
-        return 0
-    text = words[0].strip()
-    for prompt in ("$ ", "# "):  # as _statements reads it
-        text = text.removeprefix(prompt)
-    text = _strip_comments(text).replace("\\\r\n", " ").replace("\\\n", " ")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    while len(lines) > 1 and _assignments(lines[0].removeprefix("$ ")) is not None:
-        lines.pop(0)  # variables set on lines before the command
-    return max(0, len(lines) - 1)
-
-
-def _statements(words: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """(the command's words, shell variables set on earlier lines, those of them exported).
+def _statements(
+    words: list[str],
+) -> tuple[list[str], dict[str, str], dict[str, str], int]:
+    """(the command's words, shell variables set on earlier lines, those of them exported,
+    how many lines the command goes on over with no backslash before the break).
 
     A paste may set variables on lines before the command (``MODEL=org/name`` or
     ``export TP=8``, one or more to a line; ``#`` comment lines between are skipped): as in
@@ -92,7 +81,7 @@ def _statements(words: list[str]) -> tuple[list[str], dict[str, str], dict[str, 
     end of its physical line, outside quotes — a comment line inside a backslash
     continuation or after a flag included (the lines around it still form one command)."""
     if not (len(words) == 1 and (" " in words[0].strip() or "\n" in words[0])):
-        return list(words), {}, {}
+        return list(words), {}, {}, 0
     text = words[0].strip()
     for prompt in ("$ ", "# "):  # a shell prompt pasted with the first line
         text = text.removeprefix(prompt)
@@ -114,12 +103,15 @@ def _statements(words: list[str]) -> tuple[list[str], dict[str, str], dict[str, 
         if export:
             exported.update(names)
         lines.pop(0)
+    # Lines left after the command's first, past a break with no backslash (or a comment line
+    # inside a continuation): joined as the paste likely meant, though a shell ends there.
+    joined = max(0, len([line for line in lines if line]) - 1)
     command = " ".join(lines).removeprefix("$ ").removeprefix("# ").strip()
     try:
         out = shlex.split(command, comments=False)
     except ValueError as exc:
         raise ServeLineError(f"cannot split the serve line: {exc}") from None
-    return [_expand(word, shell) for word in out], shell, exported
+    return [_expand(word, shell) for word in out], shell, exported, joined
 
 
 def _strip_comments(text: str) -> str:
@@ -183,8 +175,7 @@ def _expand(word: str, shell: dict[str, str]) -> str:
 
 def read(words: list[str]) -> ServeLine:
     """Split a pasted command into environment, launcher and the engine's argv."""
-    original = words
-    words, _, exported = _statements(words)
+    words, _, exported, joined = _statements(words)
     env: dict[str, str] = dict(exported)
     i = 0
     while i < len(words):
@@ -203,7 +194,7 @@ def read(words: list[str]) -> ServeLine:
         parsed = read(inner)
         return ServeLine(parsed.engine, parsed.launcher, parsed.args,
                          {**env, **docker_env, **parsed.env}, parsed.dropped_shell, rocm_image,
-                         joined_lines=_unjoined(original))
+                         joined_lines=joined)
     if rest and _PYTHON.fullmatch(rest[0]):
         rest = rest[1:]  # python -m …, or the interpreter running the launcher script
     if rest and (program := _PROGRAM.fullmatch(rest[0])):
@@ -214,7 +205,7 @@ def read(words: list[str]) -> ServeLine:
         if tuple(rest[:len(start)]) == start:
             args, dropped = _cut_shell(rest[len(start):])
             return ServeLine(engine, launcher, args, env, dropped,
-                             joined_lines=_unjoined(original))
+                             joined_lines=joined)
     shown = " ".join(words[:3]) or "nothing"
     raise ServeLineError(f"{EXPECTED} (got {shown!r})")
 
