@@ -31,14 +31,6 @@ def check_model(out: Translation) -> None:
     _mm_limits(out, facts.config)
 
 
-def _has_audio(config: Any) -> bool:
-    """An audio / speech tower anywhere in the config (top level or a wrapper's)."""
-    if not isinstance(config, dict):
-        return False
-    return any((("audio" in key or "speech" in key) and isinstance(value, dict))
-               or _has_audio(value) for key, value in config.items())
-
-
 def _mm_limits(out: Translation, config: dict[str, Any]) -> None:
     """``--limit-mm-per-prompt`` zeros that drop a tower (vllm_map.py): planned as
     ``--language-model-only`` where they cover every tower the model has, refused where a
@@ -47,7 +39,9 @@ def _mm_limits(out: Translation, config: dict[str, Any]) -> None:
     if dropped is None:
         return
     zero = out.requires["mm_zero"].replace(",", " and ")
-    if "audio" not in dropped.split(",") and _has_audio(config):
+    from kvledger.derive.params.towers import has_audio_tower
+
+    if "audio" not in dropped.split(",") and has_audio_tower(config):
         out.options.pop("--language-model-only", None)
         raise ServeLineError(
             f"{out.launcher}: cannot plan this line: --limit-mm-per-prompt with {zero} at 0: "

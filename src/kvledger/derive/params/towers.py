@@ -16,6 +16,18 @@ _UNSIZED_TOWER_KEYS = ("img_processor", "mm_vision_tower", "vision_backbone", "v
 _UNCOUNTED_PARTS = ("talker_config", "token2wav_config")
 
 
+_AUDIO_TOWER_KEYS = ("audio_config", "speech_config", "audio_tower_config")
+
+
+def has_audio_tower(config: Mapping[str, Any]) -> bool:
+    """Whether the config describes an audio / speech tower, at its top level or inside a
+    wrapper's language-model config (Qwen2.5-Omni's thinker), as ``towers`` counts them."""
+    if any(isinstance(config.get(key), Mapping) for key in _AUDIO_TOWER_KEYS):
+        return True
+    return any(isinstance(config.get(key), Mapping) and has_audio_tower(config[key])
+               for key in TEXT_CONFIG_KEYS)
+
+
 def towers(config: Mapping[str, Any], text_hidden: int) -> tuple[int, list[str]]:
     """(parameters, warnings) of the vision / audio towers and projectors a multimodal
     config describes. Counted for the tower types below from their own config keys and their
@@ -50,7 +62,7 @@ def towers(config: Mapping[str, Any], text_hidden: int) -> tuple[int, list[str]]
         n, warn = _vision(config, vision, text_hidden)
         total += n
         warnings.extend(warn)
-    for key in ("audio_config", "speech_config", "audio_tower_config"):
+    for key in _AUDIO_TOWER_KEYS:
         sub = config.get(key)
         if isinstance(sub, Mapping):
             h, n = _vit(sub, gated=False, ln=True)
