@@ -146,12 +146,6 @@ def vllm_launch(ns: argparse.Namespace) -> Any:
         raise UsageError(f"kvledger: error: {exc}") from None
 
 
-def _is_repo_id(text: str) -> bool:
-    from kvledger.source.resolve import is_repo_id
-
-    return is_repo_id(text)
-
-
 def _draft(path: str) -> dict[str, Any]:
     """``--draft-config``: the draft's length and RoPE types (``draft_length.draft_fields``).
     A config.json, a model directory, or a Hub id read as a model id is (catalog, the local HF
@@ -166,7 +160,9 @@ def _draft(path: str) -> dict[str, Any]:
     where = Path(path).expanduser()
     if where.is_dir():
         where = where / "config.json"
-    if not where.exists() and _is_repo_id(path):
+    from kvledger.source.resolve import is_repo_id
+
+    if not where.exists() and is_repo_id(path):
         from kvledger.source.resolve import load_source
 
         try:
