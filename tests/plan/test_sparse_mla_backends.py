@@ -109,3 +109,19 @@ def test_fp8_e5m2_refused_on_sm100() -> None:
                           kv_cache_dtype="fp8_e5m2", gpu="B200")
     with pytest.raises(VllmRefusesToStart, match="No valid attention backend"):
         plan_vllm(derive_model(json.loads(path.read_text())), request, 8 << 30)
+
+
+def test_sm10x_choice_without_attention_heads_is_refused() -> None:
+    # The sparse MLA backends' limits read the heads a rank holds; a config that states none
+    # is refused by name (before: taken as 0 heads, and a backend chosen on that).
+    from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+    path = CONFIGS / "deepseek-ai--DeepSeek-V3.2.json"
+    if not path.is_file():
+        pytest.skip("DeepSeek-V3.2's config is in ../shared/configs")
+    config = json.loads(path.read_text())
+    del config["num_attention_heads"]
+    request = PlanRequest(engine="vllm", gpu="B200", kv_cache_memory_bytes=8 << 30,
+                          max_model_len=8192)
+    with pytest.raises(VllmLayoutError, match="needs the config's num_attention_heads"):
+        plan_vllm(derive_model(config), request, 8 << 30)

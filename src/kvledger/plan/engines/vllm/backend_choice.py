@@ -341,7 +341,15 @@ def sparse_mla_backend(facts: ModelFacts, request: PlanRequest, release: VllmRel
 
     text = text_config(facts.config)
     mla = next(g.layer for g in facts.groups if isinstance(g.layer, MLA))
-    heads = int(text.get("num_attention_heads", 0)) // request.tensor_parallel_size
+    total_heads = text.get("num_attention_heads")
+    if not isinstance(total_heads, int) or isinstance(total_heads, bool) or total_heads <= 0:
+        from kvledger.plan.engines.vllm.errors import VllmLayoutError
+
+        # The sparse MLA backends' head limits read the heads a rank holds: not guessed.
+        raise VllmLayoutError(f"{facts.model}: sparse MLA on SM10x needs the config's "
+                              "num_attention_heads, which it does not state as a positive "
+                              "whole number")
+    heads = total_heads // request.tensor_parallel_size
     fa4 = release.fa4_sparse_mla_on_sm10x
     chosen = choose_sm10x(cache_dtype, model_dtype, text, mla.latent_dim + mla.rope_dim, heads,
                           fa4=fa4, forced=forced)
