@@ -191,15 +191,17 @@ class Online:
 def online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Online]:
     """The loopback Hub, running, with HF_ENDPOINT pointing at it and the network allowed."""
     hub = build_hub()
+    # Imported before the environment changes: a first import under the test's environment
+    # would record online constants, and monkeypatch would restore those, not the suite's.
+    constants = pytest.importorskip("huggingface_hub.constants")
     with serve(hub) as endpoint:
         monkeypatch.setenv("HF_ENDPOINT", endpoint)
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
         monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
         monkeypatch.setenv("KVLEDGER_CACHE", str(tmp_path / "kvledger"))
-        # huggingface_hub reads these once, at import; another test may have imported it
-        # while the suite-wide HF_HUB_OFFLINE=1 was set.
-        constants = pytest.importorskip("huggingface_hub.constants")
+        # huggingface_hub reads these once, at import (above, under the suite-wide
+        # HF_HUB_OFFLINE=1): set for this test, restored after it.
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
         monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
         monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf" / "tokens"))
