@@ -1,4 +1,5 @@
-"""Serve-line settings that only mean something against the model: ``--dtype``, ``--quantization``.
+"""Serve-line settings that only mean something against the model: ``--dtype``,
+``--quantization``, and ``--limit-mm-per-prompt`` zeros (which towers they leave).
 
 kvledger plans a checkpoint as its config describes it. A ``--dtype`` of the same width as the
 checkpoint's (bfloat16 ↔ float16) changes no byte; another width would change weights and KV
