@@ -67,8 +67,8 @@ def test_a_pasted_line_with_the_bypass_plans(
 def test_no_hidden_size_is_refused_not_guessed() -> None:
     # The scale share is 32 / in_features bits a weight; without hidden_size it is not sized
     # (before: taken as 4,096).
-    from kvledger.plan.weights import WeightsError, _quant_scheme
+    from kvledger.plan.weights import WeightsError, quant_scheme
 
     with pytest.raises(WeightsError, match="without hidden_size"):
-        _quant_scheme({"quantization_config": {"quant_method": "fbgemm_fp8"},
+        quant_scheme({"quantization_config": {"quant_method": "fbgemm_fp8"},
                        "num_hidden_layers": 2}, None)

@@ -36,7 +36,7 @@ resampler, RiceViT, MoonViT, VideoLLaMA3), ``vit.py`` (the towers' shared ViT co
 ``count.py`` (the entry point).
 
 This package imports nothing from ``kvledger.plan``: it counts parameters; bytes, dtypes and
-quantization are the planner's (``plan/weights.py``).
+quantization are the planner's (``plan/weights.py``, ``plan/quant_storage.py``).
 """
 
 from __future__ import annotations
