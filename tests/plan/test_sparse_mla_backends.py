@@ -125,3 +125,40 @@ def test_sm10x_choice_without_attention_heads_is_refused() -> None:
                           max_model_len=8192)
     with pytest.raises(VllmLayoutError, match="needs the config's num_attention_heads"):
         plan_vllm(derive_model(config), request, 8 << 30)
+
+
+@pytest.mark.parametrize(("engine", "gpu", "per_token"), [
+    # vLLM 0.34 on SM100, fp8: FLASHINFER_MLA_SPARSE keeps one-byte rows, 512 + 64 = 576 B a
+    # layer; the 21 "full" indexer layers of indexer_types hold 128 fp8 + one fp32 scale =
+    # 132 B: 78 x 576 + 21 x 132 = 44,928 + 2,772 = 47,700 B. (A real vLLM 0.26.0 start-up of
+    # GLM-5.2-NVFP4 on this backend logged 1,139,456 tokens in 50.62 GiB: 47,693-47,705 B.)
+    ("vllm==0.34", "B200", 47_700),
+    # SM90: FLASHMLA_SPARSE packs fp8 as fp8_ds_mla, 512 + 4 x 4 + 64 x 2 = 656 B a layer:
+    # 78 x 656 + 2,772 = 53,940 B.
+    ("vllm==0.34", "H200", 53_940),
+    # SGLang 0.5.23: trtllm on SM100 stores the raw 576-byte row, flashmla_* on SM90 the
+    # scaled 656-byte one (_dsa_split_backend_resolution, calculate_mla_kv_cache_dim).
+    ("sglang", "B200", 47_700),
+    ("sglang", "H200", 53_940),
+])
+def test_layer_rows_state_the_row_the_backend_stores(
+        capsys: pytest.CaptureFixture[str], engine: str, gpu: str, per_token: int) -> None:
+    # The plan's bytes per token and its layer rows are the engine's rows, so they agree
+    # with the page the pool is cut into (before: 656 B rows on SM100 beside 576-byte pages).
+    from kvledger.cli.main import main
+
+    path = CONFIGS / "nvidia--GLM-5.2-NVFP4.json"
+    if not path.is_file():
+        pytest.skip("GLM-5.2-NVFP4's config is in ../shared/configs")
+    code = main(["plan", str(path), "--engine", engine, "--gpu", gpu, "-tp", "4",
+                 "--kv-cache-dtype", "fp8_e4m3", "--kv-cache-memory-bytes", str(8 << 30),
+                 "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["bytes_per_token"] == per_token
+    (pool,) = data["pools"]
+    assert pool["entry_bytes"] == per_token * data["block_size"]
+    mla = {row["bytes_per_token"] for row in data["layers"]
+           if row["kind"] == "mla" and row["role"] == "decoder"}
+    assert mla == {(per_token - 21 * 132) // 78}

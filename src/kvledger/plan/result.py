@@ -189,20 +189,30 @@ _KV_KINDS = frozenset({Kind.FULL, Kind.SLIDING, Kind.CHUNKED, Kind.CROSS, Kind.M
 def stored_summary(
     facts: ModelFacts, tp: int, kv_dtype: str,
     not_cached: Callable[[LayerCache], str] | None = None,
+    raw_sparse_mla: bool = False,
 ) -> list[dict[str, Any]]:
     """``facts_summary`` as an engine stores the layers: the attention caches in the KV dtype
     the engine resolved (``kv_dtype``, a dtype name), where derive's differs — a float32
     checkpoint that vLLM and SGLang serve in bfloat16 (gpt-oss states no dtype, so derive
     reads transformers' float32, 4,096 B a layer; the engines store 2,048 B), or a checkpoint
     KV scheme the engine does not adopt — and the layers it allocates nothing for at 0 bytes
-    (``group_summary``'s ``not_cached``)."""
-    if (not kv_dtype or kv_dtype == facts.kv_dtype) and not_cached is None:
+    (``group_summary``'s ``not_cached``). ``raw_sparse_mla``: the engine's sparse MLA kernel
+    stores fp8 as one-byte rows (576 B for 512 + 64), not the packed 656-byte layout derive
+    states for a DSA model (``SparseMLA.packed``)."""
+    if (not kv_dtype or kv_dtype == facts.kv_dtype) and not_cached is None \
+            and not raw_sparse_mla:
         return facts_summary(facts, tp)
     groups = facts.groups
     if kv_dtype and kv_dtype != facts.kv_dtype:
         groups = tuple(
             records.replace(g, layer=records.replace(g.layer, dtype=kv_dtype))
             if g.layer.kind in _KV_KINDS and g.layer.dtype == facts.kv_dtype else g
+            for g in groups
+        )
+    if raw_sparse_mla:
+        groups = tuple(
+            records.replace(g, layer=records.replace(g.layer, packed=False))
+            if getattr(g.layer, "packed", False) else g
             for g in groups
         )
     return group_summary(groups, tp, not_cached=not_cached)

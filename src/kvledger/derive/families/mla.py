@@ -65,10 +65,14 @@ class SparseMLA(MLA):
     SCALE_BYTES: ClassVar[int] = 4  # one fp32 scale per group
     ROPE_BYTES_PER_VALUE: ClassVar[int] = 2  # bf16 rope in the fp8 layout
     FP8_LAYOUT: ClassVar[str] = "fp8_ds_mla"
+    # False where the engine's chosen kernel keeps fp8 as one-byte rows (vLLM's
+    # FLASHINFER_MLA_SPARSE on SM10x; SGLang's trtllm / tilelang / ROCm DSA kernels): the
+    # engine, not the model, decides, so derive states the packed layout and a plan unpacks.
+    packed: bool = True
 
     @property
     def is_fp8_layout(self) -> bool:
-        return self.kv_dtype.name.startswith("fp8")
+        return self.packed and self.kv_dtype.name.startswith("fp8")
 
     def bytes_per_token(self) -> int:
         if not self.is_fp8_layout:

@@ -255,9 +255,12 @@ class SglangEngine(Layout):
             max_model_len=plan.context_len,
             kv_cache_dtype=plan.kv_cache_dtype,
             # The attention rows in the KV dtype SGLang stores (a float32 config: bfloat16).
+            # The DSA kernel pair's fp8 row: raw 576 B unless it is the scaled layout
+            # (dsa_backends.py).
             layers=tuple(stored_summary(inp.facts, request.tensor_parallel_size,
                                         plan.kv_cache_dtype,
-                                        lambda layer: _why_not_cached(layer, plan.resolved))),
+                                        lambda layer: _why_not_cached(layer, plan.resolved),
+                                        raw_sparse_mla=not plan.resolved.dsa_scaled_fp8)),
             warnings=tuple(warnings),
             one_request_bytes=(one,) * len(ranks),
             engine_fields={**_engine_fields(plan, inp.budget),

@@ -113,12 +113,16 @@ def tokens_note(plan: VllmPlan, rules: VllmRelease, dcp: int = 1) -> str:
 
 
 def _stored_rows(inp: LayoutInput, plan: VllmPlan) -> tuple[dict[str, object], ...]:
-    """The layer rows as vLLM stores them: its KV dtype, nothing for layers it leaves out."""
+    """The layer rows as vLLM stores them: its KV dtype, nothing for layers it leaves out, and
+    the sparse MLA rows of the backend chosen (FLASHINFER_MLA_SPARSE keeps fp8 one byte a
+    value: convert.py)."""
     from kvledger.plan.engines.vllm.convert import why_not_cached
 
+    sparse = plan.resolved.sparse_mla
     return tuple(stored_summary(
         inp.facts, inp.request.tensor_parallel_size, plan.resolved.kv_cache_dtype,
-        lambda layer: why_not_cached(layer, inp.request)))
+        lambda layer: why_not_cached(layer, inp.request),
+        raw_sparse_mla=sparse is not None and not sparse.ds_mla_layout))
 
 
 def _group_rows(plan: VllmPlan) -> list[dict[str, object]]:
