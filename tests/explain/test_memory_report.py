@@ -92,6 +92,20 @@ def test_one_check_per_budget_key_with_the_logged_side_by_hand() -> None:
     assert checks["cuda_graphs"].derived == GIB // 2 and checks["cuda_graphs"].match is True
 
 
+def test_the_desired_memory_allows_for_the_printed_totals_rounding() -> None:
+    # vLLM multiplies its exact total; the log prints it to two decimals. A total printed
+    # 184.31 GiB is 184.305-184.315 GiB, so ceil(T × 0.92) is 169.5606-169.5698 GiB: a printed
+    # 169.56 agrees with kvledger's int(184.31 GiB × 0.92) = 169.5652 GiB (169.57 printed).
+    text = CONFIG.replace("max_seq_len=8192", "max_seq_len=8192, gpu_memory_utilization=0.92") \
+        + MEMORY.replace("(78.7/79.19 GiB)", "(180.1/184.31 GiB)").replace(
+            "(0.9, 71.27 GiB)", "(0.92, 169.56 GiB)")
+    check = _checks(text)["utilization"]
+    assert check.derived == int(int(184.31 * GIB) * 0.92)
+    assert check.match is True
+    # 169.55 is outside what 184.305-184.315 GiB × 0.92 can print.
+    assert _checks(text.replace("169.56 GiB", "169.55 GiB"))["utilization"].match is False
+
+
 def test_explain_and_plan_give_the_same_reserves_for_the_same_deployment() -> None:
     # A log without the memory report: every reserve is kvledger's own, and must be the
     # vLLM 0.33 profile's that `plan` uses (before: explain took the engine-neutral 1 GiB

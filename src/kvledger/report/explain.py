@@ -141,6 +141,14 @@ def build_request(log: ParsedLog, engine: str, problems: list[str],
         fields["gpu"] = gpu
     elif isinstance(total, Gib):
         fields["gpu_total_bytes"] = total.bytes
+        # Kernels follow the device's family (sparse MLA rows, block strides): where the log
+        # names a backend of one family only, plan that family's, not the SM90 assumed else.
+        from kvledger.plan.engines.vllm.hardware import family_from_backends
+
+        implied = family_from_backends(log.figures.get("attention_backends") or ())
+        if implied is not None and engine == "vllm":
+            fields["gpu"] = implied[0]
+            log.notes.append(implied[1])
     length = log.figures.get("concurrency_length") or log.figures.get("refused_length")
     if "max_model_len" not in fields and isinstance(length, int):
         fields["max_model_len"] = length

@@ -117,6 +117,11 @@ VLLM_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                     rf"is needed, which is larger than the available KV cache memory "
                     rf"\((?P<gib>{_NUM}) GiB\)"),
         ("estimated_len", r"estimated maximum model length is (?P<length>[0-9]+)"),
+        # platforms/cuda.py get_attn_backend_cls (0.2x-0.34): "Using %s attention backend out
+        # of potential backends: %s." (vLLM's choice), "Using %s backend." (the one selected
+        # with --attention-backend); rocm.py: "Using %s backend out of potential backends".
+        ("backend_used", r"Using (?P<name>[A-Z][A-Z0-9_]+) (?:attention )?backend"
+                         r"(?: out of potential backends|\.| \(selected)"),
         # "vllm serve MODEL --flags" pasted above the log.
         ("command", r"(?:^|[\s$#>])vllm serve\s+(?P<body>.*)"),
         ("command", r"-m vllm\.entrypoints\.openai\.api_server\s+(?P<body>.*)"),

@@ -297,6 +297,11 @@ def _take(
         _first(log, "activation_gib", Gib(g["activation"]), line)
         _first(log, "non_torch_gib", Gib(g["non_torch"]), line)
         _first(log, "cuda_graphs_gib", Gib(g["graphs"]), line)
+    elif figure == "backend_used":
+        names = log.figures.setdefault("attention_backends", [])
+        if g["name"] not in names:
+            names.append(g["name"])
+            log.lines.setdefault("attention_backends", line)
     elif figure == "graph_estimate":
         _first(log, "cuda_graphs_estimate_gib", Gib(g["estimated"]), line)
     elif figure == "graph_pool":

@@ -48,3 +48,31 @@ def gdn_flashinfer_prefill(cap: tuple[int, int] | None, linear_key_head_dim: int
     if major == 9:
         return True
     return major in (10, 12) and linear_key_head_dim == 128
+
+
+# Attention backends that run on one compute-capability major only, as each states in
+# ``supports_compute_capability`` (vLLM 0.34, ``v1/attention/backends/mla/``: cutlass_mla.py,
+# flashinfer_mla.py, flashinfer_mla_sparse.py and tokenspeed_mla.py ``major == 10``;
+# flashattn_mla.py ``major == 9``; FlashInferMLASparseSM120Backend ``major == 12``). A log
+# that names one was written on a GPU of that family.
+BACKEND_MAJOR: dict[str, int] = {
+    "CUTLASS_MLA": 10, "FLASHINFER_MLA": 10, "FLASHINFER_MLA_SPARSE": 10, "TOKENSPEED_MLA": 10,
+    "FLASH_ATTN_MLA": 9, "FLASHINFER_MLA_SPARSE_SM120": 12,
+}
+# The preset whose kernels stand for a family when a log names no GPU (its total is not used:
+# the log's own total is).
+_FAMILY_PRESET = {9: "H100-80GB", 10: "B200", 12: "RTX-PRO-6000"}
+
+
+def family_from_backends(names: list[str] | tuple[str, ...]) -> tuple[str, str] | None:
+    """(a preset of the family, why) when the attention backends a log says vLLM used run on
+    one compute-capability major only; None when none does, or they disagree."""
+    majors = {BACKEND_MAJOR[n] for n in names if n in BACKEND_MAJOR}
+    if len(majors) != 1:
+        return None
+    major = majors.pop()
+    which = ", ".join(n for n in names if n in BACKEND_MAJOR)
+    return _FAMILY_PRESET[major], (
+        f"the log names no GPU, but vLLM used {which}, which runs only on compute capability "
+        f"{major}.x (supports_compute_capability): that family's kernels are planned "
+        f"({_FAMILY_PRESET[major]}'s), on the log's own device total")
