@@ -72,6 +72,27 @@ def test_mooncake_registers_the_pool_and_nothing_more() -> None:
         (0, 0, "LBHNC")
 
 
+@pytest.mark.parametrize("release", ["vllm==0.33", "vllm==0.34"])
+def test_moriio_registers_the_pool_in_place_and_keeps_the_hybrid_manager(release: str) -> None:
+    # moriio_connector.py (0.33.0 and 0.34.0): register_kv_caches registers the KV tensors
+    # with the RDMA engine, no buffer; no get_required_kvcache_layout override; SupportsHMA.
+    cfg = {"kv_connector": "MoRIIOConnector", "kv_role": "kv_producer",
+           "kv_connector_extra_config": {"proxy_ip": "10.0.0.1", "proxy_ping_port": "5000",
+                                         "http_port": "8100", "handshake_port": "6400",
+                                         "notify_port": "6500"}}
+    plain, got = plan(None, release=release), plan(cfg, release=release)
+    assert got.num_blocks == plain.num_blocks
+    kv = got.to_json()["kv_transfer"]
+    assert (kv["gpu_bytes_per_gpu"], kv["host_bytes"], kv["kv_cache_layout"]) == (0, 0, None)
+    # Gemma-2 (sliding + full: two groups) keeps its pool: the hybrid manager stays on.
+    gemma = str(CONFIGS / "google--gemma-2-9b.json")
+    if not (CONFIGS / "google--gemma-2-9b.json").is_file():
+        pytest.skip("gemma-2-9b's config is in ../shared/configs")
+    assert plan({**cfg, "kv_role": "kv_consumer"}, gemma, tp=1, max_model_len=8192,
+                release=release).num_blocks == plan(None, gemma, tp=1, max_model_len=8192,
+                                                    release=release).num_blocks
+
+
 def test_lmcache_defaults_one_chunk_on_the_gpu_and_five_gib_per_gpu_on_the_host() -> None:
     # chunk_size 256 (lmcache 0.5.6 default): 256 × 81,920 = 20,971,520 B = 5,120 pages of
     # 4,096 (no rounding). max_local_cpu_size 5.0 GiB = 5,368,709,120 B per GPU:
@@ -145,6 +166,9 @@ def test_multi_connector_adds_its_children() -> None:
       "kv_connector_extra_config": {"cpu_bytes_to_use": GIB, "block_size": 40}},
      "block_size 40"),
     ({"kv_connector": "OffloadingConnector", "kv_role": "kv_both"}, "cpu_bytes_to_use"),
+    ({"kv_connector": "MoRIIOConnector", "kv_role": "kv_both",
+      "kv_connector_extra_config": {"staging_buffer_mb": 512}},
+     "kv_connector_extra_config.staging_buffer_mb"),
 ])
 def test_settings_not_modelled_are_refused_by_name(cfg: dict[str, Any], named: str) -> None:
     with pytest.raises(PlanError, match=named):

@@ -20,6 +20,13 @@ Per connector (each registered in ``kv_connector/factory.py``):
 - ``MooncakeConnector`` (``v1/mooncake/mooncake_connector.py``): ``register_kv_caches`` passes
   the KV tensors to the Transfer Engine's ``batch_register_memory`` (no GPU bytes, no host pool
   vLLM sizes); the same "LBHNC" layout rule.
+- ``MoRIIOConnector`` (``v1/moriio/moriio_connector.py``, AMD's MoRI-IO transfer engine):
+  ``MoRIIOConnectorWorker.register_kv_caches`` registers the existing KV tensors with the RDMA
+  engine (``register_local_tensor``; KDA state caches through a zero-length uint8 alias of
+  the same storage): no GPU or host bytes; no ``get_required_kvcache_layout`` override (the
+  base's None); ``SupportsHMA``. Its extra-config keys are ports, addresses, timeouts and
+  queue counts (``MoRIIOConfig.from_vllm_config`` in ``moriio_common.py``; ``read_mode``
+  picks READ or WRITE transfers). The same in 0.33.0 and 0.34.0.
 - ``LMCacheConnectorV1``: the LMCache package's adapter (``connectors_lmcache.py``).
 - ``OffloadingConnector`` (``v1/offloading/config.py``, ``v1/kv_offload/cpu/spec.py``): no GPU
   bytes; a shared host region of ``cpu_bytes_to_use`` bytes over all ranks, cut into chunks of
@@ -80,7 +87,6 @@ NOT_SIZED = {
     "NixlPullConnector": "its pull-mode buffers are not modelled",
     "NixlPushConnector": "its push-mode buffers are not modelled",
     "HiSparseConnector": "its host-resident sparse KV pool is not modelled",
-    "MoRIIOConnector": "its buffers are not modelled",
     "DecodeBenchConnector": "a benchmark that fills KV with dummy values",
     "MooncakeStoreConnector": "the Mooncake store's segments are sized by its own server",
     "FlexKVConnectorV1": "FlexKV's own CPU/SSD tiers are not modelled",
@@ -94,12 +100,18 @@ INERT_EXTRA = {
                       "engine_ttl", "enforce_handshake_compat"),
     "MooncakeConnector": ("num_workers", "mooncake_protocol", "device_name",
                           "bootstrap_server_address"),
+    # moriio_common.py MoRIIOConfig.from_vllm_config, get_moriio_mode, resolve_host_ip.
+    "MoRIIOConnector": ("read_mode", "host_ip", "backend", "transfer_timeout", "defer_timeout",
+                        "recv_abort_timeout", "proxy_ip", "proxy_ping_port", "http_port",
+                        "handshake_port", "notify_port", "qp_per_transfer", "post_batch_size",
+                        "num_workers"),
     "OffloadingConnector": ("eviction_policy", "store_threshold", "max_tracker_size",
                             "offload_prompt_only", "self_describing_kv_events",
                             "sync_load_budget_bytes", "spec_name"),
 }
 # Connectors implementing SupportsHMA (``class X(KVConnectorBase_V1, SupportsHMA)``).
-SUPPORTS_HMA = ("NixlConnector", "MooncakeConnector", "OffloadingConnector", "MultiConnector")
+SUPPORTS_HMA = ("NixlConnector", "MooncakeConnector", "MoRIIOConnector", "OffloadingConnector",
+                "MultiConnector")
 LBHNC = ("NixlConnector", "MooncakeConnector")  # get_required_kvcache_layout, non-MLA
 
 
@@ -176,8 +188,8 @@ def plan_connector(cfg: Mapping[str, Any], pool: PoolFacts, *,
     if release is not None and name in release.kv_connectors_added:
         raise ConnectorNotModelled(f"{at}: not sized by kvledger (new in vLLM {version}; its "
                                    "store is sized by its own server)")
-    if name not in ("NixlConnector", "MooncakeConnector", "LMCacheConnectorV1",
-                    "OffloadingConnector", "MultiConnector"):
+    if name not in ("NixlConnector", "MooncakeConnector", "MoRIIOConnector",
+                    "LMCacheConnectorV1", "OffloadingConnector", "MultiConnector"):
         raise ConnectorNotModelled(f"{at}: vLLM {version} registers no such connector")
     if name == "NixlConnector" and release is not None and release.nixl_transfer_mode:
         extra = _nixl_transfer_mode(extra, at, version)
@@ -214,6 +226,10 @@ def plan_connector(cfg: Mapping[str, Any], pool: PoolFacts, *,
         return ConnectorMemory(name, role, 0, 0, layout, notes=(
             "registers the GPU KV pool with the Mooncake Transfer Engine "
             "(batch_register_memory): no bytes vLLM sizes beyond it",))
+    if name == "MoRIIOConnector":
+        return ConnectorMemory(name, role, 0, 0, layout, notes=(
+            "registers the GPU KV pool with the MoRI-IO RDMA engine "
+            "(MoRIIOConnectorWorker.register_kv_caches): no bytes beyond it",))
     return _offloading(extra, pool, role, at)
 
 
