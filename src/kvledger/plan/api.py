@@ -213,6 +213,7 @@ def plan_model(
         release_note=layout.release_note, refuses_to_start=planned.refuses_to_start,
         engine_fields=dict(planned.engine_fields), model_local_kv=local,
         attention_dp_size=planned.attention_dp_size,
+        stored_bytes_per_token=planned.stored_bytes_per_token,
         source=source.describe() if source is not None else None,
         enable_expert_parallel=request.enable_expert_parallel, weight_split=weight_split,
         batch_defaults=request.batch_defaults.to_json()

@@ -291,6 +291,9 @@ class PlanResult:
     # The launch defaults max_num_seqs / max_num_batched_tokens came from (PlanRequest.
     # batch_defaults as JSON; kvledger.plan.batch_defaults); None for an engine with its own.
     batch_defaults: Mapping[str, Any] | None = None
+    # LayoutPlan.stored_bytes_per_token: the engine's pool's bytes a token, where the layer
+    # rows do not add up to it (a warning says why); None: the rows' sum.
+    stored_bytes_per_token: int | None = None
 
     @property
     def vllm_refuses_to_start(self) -> bool | None:
@@ -327,7 +330,7 @@ class PlanResult:
             "layers": [dict(row) for row in self.layers],
             # What the rows hold together (one TP rank; with PP, the stages together): KV
             # bytes per token, state bytes per request.
-            "bytes_per_token": rows_bytes(self.layers)[0],
+            "bytes_per_token": self.stored_bytes_per_token or rows_bytes(self.layers)[0],
             "bytes_per_request": rows_bytes(self.layers)[1],
             "warnings": list(self.warnings),
             "budget": self.budget.to_json(),

@@ -127,6 +127,10 @@ class LayoutPlan:
     # KV pools one replica's TP group holds (SGLang's DP attention: data_parallel_size groups
     # of tp / dp GPUs, each its own pool, inside one replica); 1: one pool per replica.
     attention_dp_size: int = 1
+    # KV bytes a token takes in the engine's own pool, where they are not what the layer
+    # rows add up to (an engine that slots layers the model does not cache, or caches them
+    # another way); None: the rows' sum.
+    stored_bytes_per_token: int | None = None
 
 
 class Layout(ABC):

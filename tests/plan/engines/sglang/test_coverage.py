@@ -116,6 +116,35 @@ def test_minicpm3_is_sized_as_latent_rows() -> None:
     assert "KV size:" in plan.sglang_log_line
 
 
+@pytest.mark.parametrize(("config", "cell", "rows", "why"), [
+    # SGLang 0.5.23's latent rows (above): 35,712 B; the rows are vLLM's whole heads,
+    # 40 × 2 × 96 × 62 × 2 = 952,320 B.
+    ("openbmb--MiniCPM3-4B.json", 35_712, 952_320, "as MLA"),
+    # DeciLM: 80 slots × 8 heads × 256 × 2 B = 327,680 B (oracle case cov-nemotron-nas); the
+    # 49 attention layers the model caches: 49 × 4,096 = 200,704 B.
+    ("nvidia--Llama-3_3-Nemotron-Super-49B-v1.json", 327_680, 200_704, "without attention"),
+])
+def test_the_headline_is_the_pools_cell_where_the_rows_differ(
+        capsys: pytest.CaptureFixture[str], config: str, cell: int, rows: int, why: str) -> None:
+    # `plan` printed the rows' sum as "B of KV per token" beside a pool cut at SGLang's cell
+    # (20 GiB / 200,704 B is not the 65,536 tokens it reported for Nemotron-Super).
+    import json
+
+    from kvledger.cli.main import main
+    from kvledger.plan.result import rows_bytes
+
+    if not (CONFIGS / config).is_file():
+        pytest.skip(f"{config} is in ../shared/configs")
+    assert main(["plan", str(CONFIGS / config), "--engine", "sglang", "--gpu", "H200",
+                 "--kv-cache-memory-bytes", str(20 * GIB), "--max-model-len", "8192",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bytes_per_token"] == cell
+    assert rows_bytes(data["layers"])[0] == rows
+    assert data["kv_cache_tokens"] == 20 * GIB // cell
+    assert any(f"stores {cell:,} B a token" in w and why in w for w in data["warnings"])
+
+
 def test_minicpm3_without_a_latent_rank_is_refused() -> None:
     raw = _config("openbmb--MiniCPM3-4B.json")
     del raw["kv_lora_rank"]

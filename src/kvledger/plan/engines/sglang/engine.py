@@ -107,6 +107,38 @@ def _hicache(inp: LayoutInput, plan: SglangPlan) -> tuple[dict[str, Any] | None,
         and len(plan.stages) == 1)
 
 
+def _stored_bytes_per_token(inp: LayoutInput, plan: SglangPlan,
+                            layers: tuple[dict[str, Any], ...]) -> tuple[int, str] | None:
+    """(SGLang's cell, why) where its one token pool's cell is not what the layer rows (the
+    model's own caches) add up to; None where they agree, or the pool is not one plain pool
+    (hybrid SWA or state pools, pipeline stages: the headline is then the rows')."""
+    from kvledger.plan.engines.sglang.model import MLA_FROM_CONFIG_ARCHS, NO_OP_SLOTTED_ARCHS
+    from kvledger.plan.result import rows_bytes
+
+    names = {str(row["name"]) for row in plan.pool_rows}
+    if plan.swa_tokens is not None or plan.state is not None or names != {"kv"} \
+            or len(plan.stages) != 1:
+        return None
+    cell, rows = int(plan.cell_bytes_per_token), rows_bytes(layers)[0]
+    if cell == rows:
+        return None
+    arch = inp.facts.architectures[0] if inp.facts.architectures else ""
+    if arch in MLA_FROM_CONFIG_ARCHS:
+        why = ("SGLang sizes this architecture as MLA from the config's kv_lora_rank + "
+               "qk_rope_head_dim (configs/model_config.py _derive_model_shapes), where the "
+               "rows below are the whole K/V heads vLLM caches")
+    elif arch in NO_OP_SLOTTED_ARCHS:
+        why = ("SGLang gives every one of num_hidden_layers a K/V slot, the layers without "
+               "attention included (ModelConfig nemotron-nas branch, resolve_layer_indices)")
+    elif any(row.get("kind") == "cross" for row in layers):
+        why = ("SGLang keeps cross-attention K/V in the same token pool, a slot per token in "
+               "each cross layer (encoder_decoder.py)")
+    else:
+        why = "its cell (memory_pool.py _cell_size) is not the rows' sum"
+    return cell, (f"SGLang's token pool stores {cell:,} B a token per GPU where the layer rows "
+                  f"below add up to {rows:,} B: {why}")
+
+
 def _why_not_cached(layer: LayerCache, res: Resolved) -> str:
     """SGLang keeps the checkpoint's MTP (next-n) layers in a draft pool only when it
     speculates with them (``Resolved.draft_layers``, from the speculative settings)."""
@@ -246,6 +278,13 @@ class SglangEngine(Layout):
             if plan.state is not None else 0
         one = int((plan.context_len + plan.encoder_tokens) * plan.cell_bytes_per_token) \
             + per_state
+        layers = tuple(stored_summary(inp.facts, request.tensor_parallel_size,
+                                      plan.kv_cache_dtype,
+                                      lambda layer: _why_not_cached(layer, plan.resolved),
+                                      raw_sparse_mla=not plan.resolved.dsa_scaled_fp8))
+        stored = _stored_bytes_per_token(inp, plan, layers)
+        if stored is not None:
+            warnings.append(stored[1])
         return LayoutPlan(
             ranks=ranks,
             block_size=plan.page_size,
@@ -257,10 +296,8 @@ class SglangEngine(Layout):
             # The attention rows in the KV dtype SGLang stores (a float32 config: bfloat16).
             # The DSA kernel pair's fp8 row: raw 576 B unless it is the scaled layout
             # (dsa_backends.py).
-            layers=tuple(stored_summary(inp.facts, request.tensor_parallel_size,
-                                        plan.kv_cache_dtype,
-                                        lambda layer: _why_not_cached(layer, plan.resolved),
-                                        raw_sparse_mla=not plan.resolved.dsa_scaled_fp8)),
+            layers=layers,
+            stored_bytes_per_token=stored[0] if stored is not None else None,
             warnings=tuple(warnings),
             one_request_bytes=(one,) * len(ranks),
             engine_fields={**_engine_fields(plan, inp.budget),
