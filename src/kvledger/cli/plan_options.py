@@ -231,11 +231,24 @@ def _sglang_options(ns: argparse.Namespace) -> Any:
             raise UsageError(f"kvledger: error: {flags} apply to --engine sglang only",
                              hint="add --engine sglang")
         return None
+    if getattr(ns, "draft_config", None):
+        given["draft_num_layers"] = _sglang_draft_layers(ns.draft_config)
     if not given:
         return None
     from kvledger.plan.engines.sglang.options import SglangOptions
 
     return SglangOptions(**given)
+
+
+def _sglang_draft_layers(path: str) -> int:
+    """The EAGLE / STANDALONE draft's layer count as SGLang reads it (draft_layers.py)."""
+    from kvledger.cli.vllm_launch_options import read_draft_config
+    from kvledger.plan.engines.sglang.draft_layers import draft_num_layers
+
+    try:
+        return draft_num_layers(read_draft_config(path))
+    except ValueError as exc:
+        raise UsageError(f"kvledger: error: --draft-config {path}: {exc}") from None
 
 
 def add_model_local_options(p: argparse.ArgumentParser) -> None:

@@ -119,8 +119,10 @@ def vllm_launch(ns: argparse.Namespace) -> Any:
     given = {k: getattr(ns, k) for k, unset in UNSET.items()
              if getattr(ns, k, unset) is not unset and getattr(ns, k, unset) != unset}
     if ns.engine.partition("==")[0] == "sglang":
-        # SGLang has --attention-backend too: plan_options._sglang_options reads it.
+        # SGLang has --attention-backend too, and sizes an EAGLE draft from --draft-config:
+        # plan_options._sglang_options reads both.
         given.pop("attention_backend", None)
+        given.pop("draft_config", None)
     if not given:
         return None
     flags = ", ".join("--" + k.replace("_", "-") for k in given)
@@ -147,14 +149,27 @@ def vllm_launch(ns: argparse.Namespace) -> Any:
 
 
 def _draft(path: str) -> dict[str, Any]:
-    """``--draft-config``: the draft's length and RoPE types (``draft_length.draft_fields``).
-    A config.json, a model directory, or a Hub id read as a model id is (catalog, the local HF
-    cache, then the Hub unless offline: ``source.resolve``)."""
+    """``--draft-config``: the draft's length and RoPE types (``draft_length.draft_fields``)."""
+    import json
+
+    from kvledger.errors import KvledgerError
+    from kvledger.plan.engines.vllm.draft_length import draft_fields
+
+    config = read_draft_config(path)
+    try:
+        return {**draft_fields(config), "draft_config": json.dumps(config, sort_keys=True)}
+    except (KvledgerError, TypeError, ValueError) as exc:
+        raise UsageError(f"kvledger: error: --draft-config {path}: {exc}") from None
+
+
+def read_draft_config(path: str) -> dict[str, Any]:
+    """``--draft-config``'s config: a config.json, a model directory, or a Hub id read as a
+    model id is (catalog, the local HF cache, then the Hub unless offline:
+    ``source.resolve``); a UsageError in one line when it cannot be read."""
     import json
     from pathlib import Path
 
     from kvledger.errors import KvledgerError
-    from kvledger.plan.engines.vllm.draft_length import draft_fields
 
     config: Any
     where = Path(path).expanduser()
@@ -179,7 +194,4 @@ def _draft(path: str) -> dict[str, Any]:
                              f"{exc}") from None
     if not isinstance(config, dict):
         raise UsageError(f"kvledger: error: --draft-config {path}: not a JSON object")
-    try:
-        return {**draft_fields(config), "draft_config": json.dumps(config, sort_keys=True)}
-    except (KvledgerError, TypeError, ValueError) as exc:
-        raise UsageError(f"kvledger: error: --draft-config {path}: {exc}") from None
+    return config

@@ -34,7 +34,9 @@ def check_speculation(facts: ModelFacts, request: PlanRequest) -> list[str]:
         raise ValueError(
             f"speculative method {method!r}: kvledger plans DFlash / DSpark drafts for "
             "--engine vllm only; plan without --speculative-method to size the target alone")
-    if method in DRAFT_MODEL_METHODS and not facts.by_role(Role.DRAFT):
+    if method in DRAFT_MODEL_METHODS and not facts.by_role(Role.DRAFT) \
+            and request.engine.partition("==")[0] != "sglang":
+        # SGLang's layout says itself what it counts of the draft (sglang/draft_layers.py).
         return [
             f"speculative method {method!r} runs a separate draft model whose KV cache is not "
             "in this plan; plan the draft's config too (e.g. an EAGLE3 config from the catalog)"

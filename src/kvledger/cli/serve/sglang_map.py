@@ -66,7 +66,7 @@ def translate(scanned: Scanned, table: FlagTable, launcher: str, env: dict[str, 
             out.options[flag] = None
     _kv_dtype(values, out, ctx)
     _dp_attention(values, out)
-    _speculative(values, out)
+    _speculative(values, out, ctx)
     for key in ("dtype", "quantization"):
         value = values.get(key)
         if value is not None and value != "auto":
@@ -203,12 +203,14 @@ def _dp_attention(values: dict[str, Any], out: Translation) -> None:
     out.options["--enable-dp-attention"] = None
 
 
-def _speculative(values: dict[str, Any], out: Translation) -> None:
+def _speculative(values: dict[str, Any], out: Translation, ctx: Context) -> None:
     algorithm = values.get("speculative_algorithm")
     if not algorithm:
         return
-    method = sglang_flags.speculative_method(str(algorithm),
-                                             values.get("speculative_draft_model_path"))
+    path = values.get("speculative_draft_model_path")
+    method = sglang_flags.speculative_method(str(algorithm), path)
+    if path and method in ("eagle", "eagle3", "draft_model") and not ctx.draft_config_given:
+        _draft_path(str(path), out)
     tokens = values.get("speculative_num_steps") or values.get("speculative_num_draft_tokens")
     if tokens is None:
         tokens = 1
@@ -222,6 +224,27 @@ def _speculative(values: dict[str, Any], out: Translation) -> None:
     width, topk = values.get("speculative_num_draft_tokens"), values.get("speculative_eagle_topk")
     if width is not None and topk is not None and topk != 1:
         out.options["--speculative-num-draft-tokens"] = str(width)
+
+
+def _draft_path(path: str, out: Translation) -> None:
+    """``--speculative-draft-model-path``: SGLang reads the draft's layer count from its
+    config (``sglang/draft_layers.py``), so a local directory becomes ``--draft-config
+    DIR/config.json`` and a hub id ``--draft-config ID`` when its config can be read now; an
+    unreadable one leaves a note and the plan says what it then leaves out."""
+    from pathlib import Path
+
+    from kvledger.cli.serve.vllm_speculative import _readable
+    from kvledger.source.resolve import is_repo_id
+
+    where = Path(path).expanduser()
+    if where.is_dir() and (where / "config.json").is_file():
+        out.options["--draft-config"] = str(where / "config.json")
+    elif not where.exists() and is_repo_id(path) and _readable(path):
+        out.options["--draft-config"] = path
+    else:
+        out.notes.append(f"--speculative-draft-model-path {path}: its config is neither in the "
+                         "local HF cache nor read from the Hub; give --draft-config "
+                         "CONFIG_JSON before '--' to count the draft's layers")
 
 
 def _environment(env: dict[str, str], out: Translation) -> None:

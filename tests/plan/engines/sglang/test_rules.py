@@ -146,9 +146,10 @@ def test_refusals_name_the_rule() -> None:
     with pytest.raises(SglangLayoutError, match="page size auto"):
         plan_sglang(facts, PlanRequest(engine="sglang", block_size=None), GIB,
                     platform="sm120")
-    with pytest.raises(SglangLayoutError, match="draft model"):
+    # medusa / mlp_speculator are vLLM's methods; SGLang has no such algorithm.
+    with pytest.raises(SglangLayoutError, match="no such speculative algorithm"):
         plan_sglang(facts, PlanRequest(engine="sglang", num_speculative_tokens=3,
-                                       speculative_method="eagle3"), GIB)
+                                       speculative_method="medusa"), GIB)
 
 
 def test_dp_attention_splits_heads_and_requests() -> None:

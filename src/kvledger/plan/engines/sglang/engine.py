@@ -130,6 +130,9 @@ def _stored_bytes_per_token(inp: LayoutInput, plan: SglangPlan,
     elif arch in NO_OP_SLOTTED_ARCHS:
         why = ("SGLang gives every one of num_hidden_layers a K/V slot, the layers without "
                "attention included (ModelConfig nemotron-nas branch, resolve_layer_indices)")
+    elif plan.resolved.draft_note is not None and plan.resolved.draft_layers:
+        why = (f"it holds the separate draft's {plan.resolved.draft_layers} layer(s) at the "
+               "target's per-layer size too (pool_configurator.py; sglang/draft_layers.py)")
     elif any(row.get("kind") == "cross" for row in layers):
         why = ("SGLang keeps cross-attention K/V in the same token pool, a slot per token in "
                "each cross layer (encoder_decoder.py)")

@@ -419,13 +419,15 @@ def plan_sglang(
             f"speculative decoding: SGLang reserves {res.spec_draft_tokens} intermediate SSM "
             f"states and conv windows per request for {state.spec_slots} requests "
             f"({state.spec_reserved_bytes / GIB:.2f} GiB) before the KV pool")
-        if not res.draft_layers:
+        if not res.draft_layers and res.draft_note is None:
             # spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft
             # sizes its cell share from the target config's num_nextn_predict_layers.
             warnings.append(
                 "speculative decoding: the target config has no num_nextn_predict_layers, so "
                 "SGLang's KV cell holds no draft layer; the draft worker's own KV pool is "
                 "not in this budget")
+    if res.draft_note:
+        warnings.append(res.draft_note)
     if reqs.capped_by == "state pool":
         warnings.append(
             f"max_running_requests is capped to {reqs.max_running_requests} by the mamba state "

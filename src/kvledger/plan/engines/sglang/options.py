@@ -80,12 +80,15 @@ class SglangOptions:
     # row carries per-block scales (dsa_backends.py).
     dsa_prefill_backend: str | None = None
     dsa_decode_backend: str | None = None
+    # An EAGLE / EAGLE3 / STANDALONE draft's layer count (--draft-config; draft_layers.py):
+    # SGLang's cell gains cell × draft layers / target layers. None: the draft was not read.
+    draft_num_layers: int | None = None
 
     def __post_init__(self) -> None:
         if self.mem_fraction_static is not None:
             _ratio("mem_fraction_static", self.mem_fraction_static, upper=1.0)
         for name in ("max_total_tokens", "max_running_requests", "chunked_prefill_size",
-                     "cuda_graph_max_bs", "speculative_num_draft_tokens"):
+                     "cuda_graph_max_bs", "speculative_num_draft_tokens", "draft_num_layers"):
             value = getattr(self, name)
             if value is not None:
                 _positive_int(name, value)

@@ -93,6 +93,8 @@ class Resolved:
     attention_backend: str | None = None
     # The DSA prefill / decode pair and why (dsa_backends.py); None for other models.
     dsa_backends: str | None = None
+    # What the plan counts of a separate EAGLE / EAGLE3 / STANDALONE draft (draft_layers.py).
+    draft_note: str | None = None
 
 
 
@@ -285,12 +287,40 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
     context = context_length(model, request)
     draft = 0
     spec_draft: int | None = None
+    draft_note: str | None = None
     if request.num_speculative_tokens > 0:
         method = (request.speculative_method or "").lower()
-        if method in DRAFT_MODEL_METHODS:
+        from kvledger.plan.engines.sglang.draft_layers import SEPARATE_DRAFT_METHODS
+
+        if method in DRAFT_MODEL_METHODS and method not in SEPARATE_DRAFT_METHODS:
             raise SglangLayoutError(
-                f"speculative method {method!r} under --engine sglang: the draft model's "
-                "layer count and KV are not in this plan; not reproduced")
+                f"speculative method {method!r} under --engine sglang: SGLang has no such "
+                "speculative algorithm (EAGLE, EAGLE3, STANDALONE, NEXTN, NGRAM, DFLASH); plan "
+                "without --speculative-method to size the target alone")
+        if method in SEPARATE_DRAFT_METHODS:
+            if model.hybrid_swa:
+                raise SglangLayoutError(
+                    "speculative decoding with a sliding-window pool is not reproduced for "
+                    "SGLang: the draft keeps its own SWA layers (eagle_draft_swa_num_layers, "
+                    "pool_configurator.py); drop the --speculative-* flags to plan the target "
+                    "without speculation (the draft's KV is then not counted)")
+            if model.mambaish:
+                spec_draft = _spec_draft_tokens(request, options)
+            if options.draft_num_layers is None:
+                draft_note = (
+                    f"speculative method {method!r}: the draft's config was not read, so its "
+                    "share of SGLang's KV cell (cell × draft layers / target layers, "
+                    "pool_configurator.py) is not counted and the pool is that much too large "
+                    "here; give the draft with --draft-config (its config.json, directory or "
+                    "Hub id)")
+            else:
+                draft = options.draft_num_layers
+                draft_note = (
+                    f"speculative method {method!r}: SGLang counts the draft's "
+                    f"{draft} layer{'s' if draft != 1 else ''} at the target's per-layer KV "
+                    "size (spec_aux_hidden_state.py, pool_configurator.py), and the draft "
+                    "worker's pool holds as many tokens; the draft's weights load after the "
+                    "pool is sized, outside it")
         if method in MTP_METHODS:
             if model.hybrid_swa:
                 raise SglangLayoutError(
@@ -355,4 +385,5 @@ def resolve(model: SglangModel, request: PlanRequest, options: SglangOptions,
         platform=platform,
         attention_backend=backend.name if backend is not None else None,
         spec_draft_tokens=spec_draft,
+        draft_note=draft_note,
     )
