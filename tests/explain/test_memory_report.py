@@ -197,3 +197,30 @@ def test_the_0_10_wording_and_the_graph_estimate_line() -> None:
     split = _checks(newer)
     assert split["cuda_graphs"].logged == int(0.52 * GIB)
     assert split["activation_peak"].logged == int(1.92 * GIB) - int(0.52 * GIB)
+
+
+def _with_quantization(method: str) -> str:
+    return CONFIG.replace("dtype=torch.bfloat16,", f"dtype=torch.bfloat16, quantization={method},"
+                          ) + MEMORY.replace("14.99 GiB memory", "8.49 GiB memory")
+
+
+def test_an_online_method_the_log_names_sizes_kvledgers_weights() -> None:
+    # vLLM's online fp8 (quantization=fp8 on Llama-3.1-8B's unquantized checkpoint): the
+    # linear layers at 1 B, the embedding, LM head and norms at bf16 (online_quant.py):
+    # 8,030,261,248 parameters − 2 × 525,336,576 (embedding, LM head) − 266,240 (norms) =
+    # 6,979,321,856 B, + 2 × (1,050,673,152 + 266,240) = 9,081,200,640 B = 8.4575 GiB.
+    checks = _checks(_with_quantization("fp8"))
+    assert checks["weights"].derived == 9_081_200_640
+    assert checks["weights"].match is True
+
+
+def test_a_method_kvledger_cannot_size_leaves_weights_and_budget_not_derived() -> None:
+    # A method the config does not declare and kvledger does not size online (here one no
+    # vLLM release has, as a fork's log would show): before, kvledger's weights line was the
+    # bf16 checkpoint's (14.96 GiB beside 8.49 logged), a plausible wrong budget.
+    checks = _checks(_with_quantization("online_int3"))
+    for key in ("weights", "kv_budget"):
+        assert checks[key].derived is None and checks[key].match is None
+        assert "online_int3" in checks[key].why
+    # The lines that do not depend on the weights are still compared.
+    assert checks["gpu_total"].match is True

@@ -111,6 +111,7 @@ def budget_line_checks(ctx: Context) -> list[Check]:
     if not logged:
         return []
     ours = _kvledger_lines(ctx)
+    unsized = _unsized_quantization(ctx)
     checks = []
     graphs_in_activation = "activation_peak" in logged and "cuda_graphs" not in logged and \
         "consumed_gib" in ctx.log.figures
@@ -120,6 +121,9 @@ def budget_line_checks(ctx: Context) -> list[Check]:
         nominal, low, high, what = logged[key]
         if isinstance(ours, str):
             checks.append(Check(key, nominal, None, None, f"{what}; not derived: {ours}"))
+            continue
+        if unsized and key in ("weights", "kv_budget"):
+            checks.append(Check(key, nominal, None, None, f"{what}; not derived: {unsized}"))
             continue
         line = ours.get(key)
         if line is None:
@@ -140,6 +144,27 @@ def budget_line_checks(ctx: Context) -> list[Check]:
                f"GiB; allowed: the printed rounding ± {gib(slack)}")
         checks.append(Check(key, nominal, derived, ok, why, range=(low, high)))
     return checks
+
+
+def _unsized_quantization(ctx: Context) -> str:
+    """Why kvledger cannot size the weights the log's run loaded ("" when it can): a
+    ``quantization`` the log names that is neither declared by the config kvledger read nor an
+    online method it sizes (``engines/vllm/online_quant.py``) — an online method of another
+    build, or a stand-in config without the checkpoint's quantization."""
+    from kvledger.plan.engines.vllm.online_quant import ONLINE
+
+    method = str(ctx.log.settings.get("quantization") or "")
+    if not method or method.lower() == "none" or method.replace("-", "_").lower() in ONLINE:
+        return ""
+    facts = ctx.facts
+    declared = facts is not None and bool(
+        facts.config.get("quantization_config") or facts.hf_quant_config
+        or facts.language_config().get("quantization_config"))
+    if declared:
+        return ""
+    return (f"the run loaded its weights with quantization {method}, which the config kvledger "
+            "read does not declare and kvledger does not size as an online method; pass the "
+            "checkpoint's own config with --model")
 
 
 def _total_rounding_share(ctx: Context) -> int:

@@ -149,6 +149,17 @@ def build_request(log: ParsedLog, engine: str, problems: list[str],
         if implied is not None and engine == "vllm":
             fields["gpu"] = implied[0]
             log.notes.append(implied[1])
+    quantization = str(s.get("quantization") or "").replace("-", "_").lower()
+    from kvledger.plan.engines.vllm.online_quant import ONLINE
+
+    if engine == "vllm" and quantization in ONLINE:
+        # The method vLLM ran with, when it is one kvledger sizes online: on an unquantized
+        # checkpoint it changes the weights the budget subtracts (plan's --quantization,
+        # engines/vllm/launch_budget.py); on the checkpoint's own method nothing moves. Any
+        # other method is the checkpoint's own, or one budget_checks says it cannot size.
+        from kvledger.plan.engines.vllm.launch import VllmLaunch
+
+        fields["vllm_launch"] = VllmLaunch(quantization=quantization)
     length = log.figures.get("concurrency_length") or log.figures.get("refused_length")
     if "max_model_len" not in fields and isinstance(length, int):
         fields["max_model_len"] = length
