@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kvledger.cli.serve import sglang_flags, vllm_flags
@@ -339,13 +341,15 @@ def test_revision_and_offline_are_kvledger_source_options() -> None:
 
 
 def test_expert_parallel_is_a_plan_option() -> None:
-    """vLLM's EP is planned (plan/engines/vllm/experts.py), with or without DP; EPLB's
-    redundant experts are not."""
+    """vLLM's EP is planned (plan/engines/vllm/experts.py), with or without DP, and so is
+    EPLB (plan/engines/vllm/eplb.py; tests/plan/engines/vllm/test_eplb.py)."""
     for line in ("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --enable-expert-parallel",
                  "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 -dp 2 -ep"):
         assert "--enable-expert-parallel" in t(line).options
-    assert "--enable-eplb" in refused(
-        "vllm serve deepseek-ai/DeepSeek-V3 -dp 8 --enable-expert-parallel --enable-eplb")
+    out = t("vllm serve deepseek-ai/DeepSeek-V3 -dp 8 --enable-expert-parallel --enable-eplb "
+            "--eplb-config '{\"num_redundant_experts\": 8}'")
+    assert "--enable-eplb" in out.options
+    assert json.loads(out.options["--eplb-config"]) == {"num_redundant_experts": 8}
     out = t("python -m sglang.launch_server --model-path M --tp 8 --ep-size 8")
     assert any("same bytes per GPU" in note for note in out.notes)
     # DP attention's tp_size counts every GPU: --ep-size equal to it is the same bytes too.

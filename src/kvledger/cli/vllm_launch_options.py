@@ -23,7 +23,7 @@ UNSET: dict[str, Any] = {
     "mm_encoder_tp_mode": None, "attention_backend": None, "enable_extensible_kv_cache": None,
     "rocm_aiter_mla": False, "mamba_cache_dtype": None, "mamba_ssm_cache_dtype": None,
     "decode_context_parallel_size": None, "cp_kv_cache_interleave_size": None,
-    "allow_deprecated_quantization": False,
+    "allow_deprecated_quantization": False, "enable_eplb": False, "eplb_config": None,
 }
 
 
@@ -106,6 +106,12 @@ def add_vllm_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--allow-deprecated-quantization", action="store_true",
                    help="load a checkpoint of a deprecated quantization method (fbgemm_fp8, "
                    "fp_quant), which vLLM otherwise refuses at start-up")
+    g.add_argument("--enable-eplb", action="store_true",
+                   help="expert-parallel load balancing (with --enable-expert-parallel): the "
+                   "redundant experts and the rebalancing buffer on each GPU")
+    g.add_argument("--eplb-config", default=None, metavar="JSON",
+                   help="vLLM's EPLBConfig as JSON (num_redundant_experts, window_size, …; "
+                   "default: the fewest redundant experts EP allows, a 1,000-step window)")
     g.add_argument("--draft-config", default=None, metavar="CONFIG_JSON",
                    help="the separate draft model's config.json, directory or Hub id "
                    "(--speculative-method "

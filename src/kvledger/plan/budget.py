@@ -85,6 +85,7 @@ MODEL_LOCAL_KV = "model_local_kv"
 KV_BUDGET = "kv_budget"
 PER_GPU_TOTAL = "per_gpu_total"
 LORA = "lora"
+EPLB = "eplb"  # vLLM's expert-parallel load balancing (engines/vllm/eplb.py)
 CPU_OFFLOAD = "cpu_offload"
 # After the KV cache is allocated (``Budget.after_kv``; never subtracted from the KV budget):
 # what is left outside the engine's memory for what it still allocates then (CUDA-graph
@@ -321,21 +322,23 @@ def gpu_budget(
 
 
 def with_launch_lines(budget: Budget, *, lora: BudgetLine | None = None,
-                      cpu_offload: BudgetLine | None = None) -> Budget:
+                      cpu_offload: BudgetLine | None = None,
+                      eplb: BudgetLine | None = None) -> Budget:
     """``budget`` with an engine's launch lines after its weights line (module docstring):
-    ``lora`` is subtracted from the KV budget, ``cpu_offload`` only says what the weights line
-    already left out. ``BudgetTooSmall`` when nothing is left."""
+    ``lora`` and ``eplb`` are subtracted from the KV budget, ``cpu_offload`` only says what
+    the weights line already left out. ``BudgetTooSmall`` when nothing is left."""
     lines = list(budget.lines)
     at = next((i + 1 for i, ln in enumerate(lines) if ln.key == WEIGHTS), None)
     final = budget.line(KV_BUDGET)
     if at is None or final is None:
         raise ValueError("launch lines need a GPU budget (a weights line)")
-    added = [ln for ln in (cpu_offload, lora) if ln is not None]
+    added = [ln for ln in (cpu_offload, lora, eplb) if ln is not None]
     lines[at:at] = added
-    taken = lora.bytes if lora is not None else 0
+    subtracted = [ln for ln in (lora, eplb) if ln is not None]
+    taken = sum(ln.bytes for ln in subtracted)
     available = budget.available_bytes - taken
-    basis = ESTIMATED if final.basis == ESTIMATED or (
-        lora is not None and lora.basis == ESTIMATED) else final.basis
+    basis = ESTIMATED if final.basis == ESTIMATED or any(
+        ln.basis == ESTIMATED for ln in subtracted) else final.basis
     lines[-1] = BudgetLine(KV_BUDGET, final.label, available, basis)
     frozen = tuple(lines)
     if available <= 0:

@@ -136,8 +136,9 @@ RULES: dict[str, Rule] = merge(
     # kv_transfer_config are mapped when set (vllm_launch_map.py); the rows below classify
     # what is left.
     table(WEIGHTS, "enable_lora", "reserves LoRA weight slots (max_loras × max_lora_rank)"),
-    table(WEIGHTS, "enable_eplb eplb_config engram_config",
-            "changes which expert / embedding weights each GPU holds"),
+    # enable_eplb and eplb_config are mapped (vllm_launch_map.py; plan/engines/vllm/eplb.py).
+    table(MAPPED, "enable_eplb eplb_config"),
+    table(WEIGHTS, "engram_config", "changes which embedding weights each GPU holds"),
     table(WEIGHTS, "load_format", "loads or quantizes the weights differently",
             same=("auto", "pt", "safetensors", "npcache", "dummy", "fastsafetensors",
                   "runai_streamer", "runai_streamer_sharded", "tensorizer", "sharded_state")),

@@ -246,7 +246,7 @@ class VllmEngine(Layout):
         # LoRA slots, online quantization, CPU offload (launch_budget.py).
         from kvledger.plan.engines.vllm.launch_budget import launch_budget
 
-        return launch_budget(inp, lambda i: self._profile_budget(i, release))
+        return launch_budget(inp, lambda i: self._profile_budget(i, release), release)
 
     def _profile_budget(self, inp: GpuBudgetInput, release: VllmRelease) -> Budget:
         """The budget with the reserves ``release``'s profile run counts (reserves.py)."""

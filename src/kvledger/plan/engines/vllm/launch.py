@@ -111,6 +111,10 @@ class VllmLaunch:
     # (default 1): tokens a rank stores before the next, checked against the block only.
     decode_context_parallel_size: int = 1
     cp_kv_cache_interleave_size: int = 1
+    # --enable-eplb with --eplb-config (its JSON text; None: EPLBConfig's defaults): the
+    # redundant experts and rebalancing state on each GPU (eplb.py).
+    enable_eplb: bool = False
+    eplb_config: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
@@ -169,4 +173,5 @@ class VllmLaunch:
         """Whether the GPU budget differs from the plain one (LoRA, quantization, offload,
         the towers)."""
         return self.enable_lora or self.quantization is not None or self.cpu_offload_gb > 0 \
-            or self.language_model_only or self.mm_encoder_tp_mode == "data"
+            or self.language_model_only or self.mm_encoder_tp_mode == "data" \
+            or self.enable_eplb

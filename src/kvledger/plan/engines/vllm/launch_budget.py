@@ -114,8 +114,10 @@ def tower_weights(inp: GpuBudgetInput, launch: VllmLaunch, weights: Weights) -> 
                f"whole towers ({towers:,} B; --mm-encoder-tp-mode data)")
 
 
-def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]) -> Budget:
-    """``plain`` (the engine's budget) under ``inp.request.vllm_launch``."""
+def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget],
+                  release: VllmRelease | None = None) -> Budget:
+    """``plain`` (the engine's budget) under ``inp.request.vllm_launch``; ``release``: the
+    profile planned (the EPLB rules read it)."""
     launch = launch_of(inp.request)
     draft = None
     if launch is not None and launch.draft_config is not None:
@@ -127,6 +129,8 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
         return plain(inp)
     req = inp.request
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
+    # vLLM refuses an EPLB setting while it builds its config, before it loads anything.
+    eplb_line = _eplb_line(inp, launch, release) if launch.enable_eplb else None
     weights = inp.weights
     if launch.quantization is not None:
         weights = _online_weights(inp, launch.quantization) or weights
@@ -161,7 +165,52 @@ def launch_budget(inp: GpuBudgetInput, plain: Callable[[GpuBudgetInput], Budget]
                                                                False)))
         lora_line = BudgetLine(LORA, f"− LoRA slots per GPU ({found.detail})", found.per_gpu,
                                found.basis)
-    return with_launch_lines(budget, lora=lora_line, cpu_offload=offload_line)
+    return with_launch_lines(budget, lora=lora_line, cpu_offload=offload_line, eplb=eplb_line)
+
+
+def _eplb_line(inp: GpuBudgetInput, launch: VllmLaunch,
+               release: VllmRelease | None) -> BudgetLine:
+    """``--enable-eplb``: the first EP rank's redundant experts and rebalancing state
+    (eplb.py), after vLLM's own refusals (config/parallel.py)."""
+    from kvledger.plan.budget import EPLB, ESTIMATED
+    from kvledger.plan.engines.vllm.eplb import EplbNotModelled, eplb_memory, parse_eplb_config
+    from kvledger.plan.speculative import speculates_with_mtp
+    from kvledger.plan.weights import WeightsError, estimate_weights
+
+    req = inp.request
+    if release is None or not release.sizes_eplb:
+        from kvledger.plan.engines.vllm.releases import RELEASES
+
+        read = sorted((r for r in RELEASES.values() if r.sizes_eplb),
+                      key=lambda r: tuple(int(p) for p in r.version.split(".")))
+        version = release.version if release is not None else "this release"
+        raise EplbNotModelled(
+            f"--enable-eplb under vLLM {version}: kvledger sizes EPLB from the source of the "
+            f"releases {', '.join(r.version for r in read)}, and this release's was not read; "
+            f"plan with --engine vllm=={read[0].version} or later")
+    if not req.enable_expert_parallel:
+        raise EplbNotModelled("vLLM refuses to start: enable_expert_parallel must be True to "
+                              "use EPLB. (config/parallel.py); add --enable-expert-parallel")
+    ep = req.tensor_parallel_size * req.data_parallel_size
+    if ep <= 1:
+        raise EplbNotModelled(
+            "vLLM refuses to start: EPLB requires tensor, prefill-context, or data "
+            f"parallelism, but got TP={req.tensor_parallel_size}, PCP=1, "
+            f"DP={req.data_parallel_size}. (config/parallel.py)")
+    if speculates_with_mtp(req):
+        raise EplbNotModelled("--enable-eplb with an MTP draft: vLLM balances the draft's "
+                              "experts too (eplb_utils.py maybe_register_speculator), which "
+                              "kvledger does not size; drop one of them")
+    settings = parse_eplb_config(launch.eplb_config)
+    try:
+        estimate = estimate_weights(inp.text_config, inp.facts.model_dtype,
+                                    inp.facts.hf_quant_config)
+    except WeightsError as exc:
+        raise EplbNotModelled(f"--enable-eplb: {exc}") from None
+    routed = (estimate.by_category or {}).get("routed_experts", 0)
+    found = eplb_memory(inp.text_config, settings, routed_bytes=routed, ep_size=ep,
+                        fixed_slots=release.eplb_fixed_slots)
+    return BudgetLine(EPLB, f"− EPLB per GPU ({found.detail})", found.per_gpu, ESTIMATED)
 
 
 def kv_tier_fields(request: Any, release: VllmRelease, *, bytes_per_block: int,

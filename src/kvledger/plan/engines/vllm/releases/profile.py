@@ -109,6 +109,13 @@ class VllmRelease(Release):
     # (distributed/kv_transfer/kv_connector/v1/: connectors.py); a release whose were not is
     # refused by name rather than sized with another release's rules.
     sizes_kv_connectors: bool = False
+    # EPLB's memory (--enable-eplb; eplb.py) was read in this release's source
+    # (distributed/eplb/eplb_state.py EplbState.add_model, fused_moe/expert_map_manager.py); a
+    # release whose was not is refused by name.
+    sizes_eplb: bool = False
+    # EplbState.add_model: slots per logical expert in logical_to_physical_map — 0.32 and 0.33
+    # MAX_EXPERT_REDUNDANCY + 1 = 1,024 always; None: num_redundant_experts + 1 (0.34).
+    eplb_fixed_slots: int | None = None
     # 0.34 distributed/kv_transfer/kv_connector/factory.py KVConnectorFactory.
     # get_connector_class: NixlConnector reads kv_connector_extra_config.transfer_mode ("pull",
     # the default, builds NixlPullConnector — 0.33's NixlConnector alias —; "push"

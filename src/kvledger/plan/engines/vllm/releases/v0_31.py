@@ -59,6 +59,9 @@ RELEASE = replace(
     # v1/attention/backends/mla/indexer.py get_max_prefill_buffer_size: max_model_len x 40
     # at any length (0.32 sizes it by the sparse-MLA workspace factor, 16 above 256K).
     indexer_prefill_entries=(40, 40),
+    # distributed/eplb/: not read for 0.31 (eplb.py sizes 0.32 to 0.34): refused by name.
+    sizes_eplb=False,
+    eplb_fixed_slots=None,
 )
 
 # Where in vLLM 0.31.0's source each value that differs from 0.32.0's was read (plan/diff.py).
@@ -70,6 +73,9 @@ CITES: dict[str, str] = {
                                         "num_prefill_checkpoint_blocks (0.32 sets 1)",
     "not_served": "model_executor/models/registry.py: no MiniCPMV4_7ForConditionalGeneration "
                   "(transformers 5.17: no minicpmv4_7 config class)",
+    "sizes_eplb": "distributed/eplb/ (not read for this release: EPLB is sized from 0.32's "
+                  "eplb_state.py on)",
+    "eplb_fixed_slots": "distributed/eplb/ (not read for this release)",
     "indexer_prefill_entries": "v1/attention/backends/mla/indexer.py "
                                "get_max_prefill_buffer_size (return max_model_len * 40; "
                                "the same in 0.30.0, 0.28.0, 0.26.0, 0.20.0 and 0.19.0)",

@@ -28,6 +28,10 @@ RELEASE = VllmRelease(
     flag_table="vllm-0.32.0.json",
     not_served=MappingProxyType(dict(_NOT_SERVED)),
     no_cache_config=MappingProxyType(dict(_NO_CACHE_CONFIG)),
+    # distributed/eplb/eplb_state.py EplbState.add_model: max_slots_per_logical_expert =
+    # MAX_EXPERT_REDUNDANCY + 1 (1,024) for logical_to_physical_map (eplb.py).
+    sizes_eplb=True,
+    eplb_fixed_slots=1024,
     # transformers_utils/configs/step3p5.py Step3p5Config: use_moe_router_bias = True.
     class_fills_construction_keys=frozenset({"step3p5"}),
 )

@@ -103,6 +103,9 @@ RELEASE = replace(
     # v1/attention/backends/rocm_attn.py RocmAttentionBackend.get_preferred_block_size (new
     # in 0.34): 16, the native paged-attention kernel's block, whatever the default.
     rocm_attn_preferred_block=16,
+    # distributed/eplb/eplb_state.py EplbState.add_model: max_slots_per_logical_expert =
+    # num_redundant_experts + 1 unless elastic EP (0.33: always 1,024).
+    eplb_fixed_slots=None,
 )
 
 # Where in vLLM 0.34.0's source each value above that differs from 0.33.0's was read (the
@@ -128,6 +131,9 @@ CITES: dict[str, str] = {
     "rocm_attn_preferred_block": "v1/attention/backends/rocm_attn.py "
                                  "RocmAttentionBackend.get_preferred_block_size (16: the "
                                  "native C++ paged-attention kernel's block)",
+    "eplb_fixed_slots": "distributed/eplb/eplb_state.py EplbState.add_model "
+                        "(max_slots_per_logical_expert: num_redundant_experts + 1 without "
+                        "elastic EP)",
     "plans_parallel_drafts": "model_executor/models/qwen3_dflash.py, qwen3_dspark.py; "
                              "v1/worker/gpu/spec_decode/dflash/config.py, dspark/config.py; "
                              "v1/worker/gpu/attn_utils.py get_kv_cache_spec (read: "
