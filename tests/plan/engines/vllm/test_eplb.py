@@ -96,3 +96,12 @@ def test_redundant_experts_without_eplb_are_vllms_refusal(
                  "--enable-expert-parallel", "--eplb-config", '{"num_redundant_experts": 2}'])
     _, err = capsys.readouterr()
     assert code == 2 and "but EPLB is not enabled" in err
+
+
+def test_a_given_kv_budget_is_not_cut_by_eplb() -> None:
+    # With kv_cache_memory_bytes vLLM skips its profiling: the given bytes are the KV budget,
+    # and the note says what EPLB then changes (before: a note with no subject).
+    got = plan(kv_cache_memory_bytes=20 << 30)
+    assert got.available_bytes == 20 << 30
+    assert any(w.startswith("EPLB's experts and buffers change the weights' memory")
+               for w in got.warnings)

@@ -253,7 +253,11 @@ def given_budget_note(request: Any) -> list[str]:
         return []
     what = [name for name, on in (("LoRA slots", launch.enable_lora),
                                   ("online quantization", launch.quantization is not None),
-                                  ("--cpu-offload-gb", launch.cpu_offload_gb > 0)) if on]
+                                  ("--cpu-offload-gb", launch.cpu_offload_gb > 0),
+                                  ("EPLB's experts and buffers", launch.enable_eplb),
+                                  ("--language-model-only / --mm-encoder-tp-mode",
+                                   launch.language_model_only
+                                   or launch.mm_encoder_tp_mode == "data")) if on]
     # gpu_worker.determine_available_memory: a given kv_cache_memory_bytes is the KV budget.
     return [f"{' and '.join(what)} change the weights' memory, not the given "
             "kv_cache_memory_bytes (vLLM then skips its memory profiling)"]
