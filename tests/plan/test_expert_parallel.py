@@ -114,12 +114,28 @@ def test_qwen3_moe_dp8_ep_holds_an_eighth_of_the_experts() -> None:
 
 
 def test_one_dp_rank_keeps_the_tp_split() -> None:
-    """DP 1: the EP group is the TP group, E / TP whole experts, the bytes of TP slices."""
+    """DP 1: the EP group is the TP group, E / TP whole experts, the bytes of TP slices; only
+    the parts every TP rank holds whole (plan/weights.py REPLICATED_ON_TP) are apart."""
     plain = _plan(DSV3, tensor_parallel_size=8)
     ep = _plan(DSV3, tensor_parallel_size=8, enable_expert_parallel=True)
-    assert "weights_per_gpu" not in ep
+    assert set(_parts(ep)) == {"attn_unsharded", "router", "rest"}
+    assert ep["weights_per_gpu"] == plain["weights_per_gpu"]
     assert ep["kv_cache_tokens"] == plain["kv_cache_tokens"]
     assert ep["enable_expert_parallel"] is True
+
+
+def test_mla_down_projections_and_the_router_are_whole_on_every_tp_rank() -> None:
+    """vLLM 0.33 deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa (DeepSeekV2FusedQkvAProjLinear,
+    disable_tp) and the MoE gate (GateLinear, a ReplicatedLinear) are built whole on each TP
+    rank. DeepSeek-V3: q_a 7,168 × 1,536 + kv_a 7,168 × (512 + 64) = 15,138,816 parameters a
+    layer × 61 = 923,467,776, at fp8 with its block scales (+ 1/4096): 923,693,232 B; the
+    gate 7,168 × 256 × 58 MoE layers = 106,430,464 parameters, unquantized (bfloat16):
+    212,860,928 B. Before, both were divided by TP like the rest: 8 GPUs held 1/8 each."""
+    parts = _parts(_plan(DSV3, tensor_parallel_size=8))
+    assert parts["attn_unsharded"]["gpus"] == 1
+    assert abs(parts["attn_unsharded"]["per_gpu"] - 923_693_232) <= 1  # a ceiling's byte
+    assert parts["router"] == {"bytes": 212_860_928, "gpus": 1, "per_gpu": 212_860_928}
+    assert parts["rest"]["gpus"] == 8
 
 
 def test_a_dense_model_has_no_experts_to_split() -> None:
@@ -147,6 +163,10 @@ DSV3_ATTN_PARAMS = (7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 25
                     + 128 * 128 * 7168) * 61
 DSV3_ATTN_BYTES = DSV3_ATTN_PARAMS + DSV3_ATTN_PARAMS // 4096  # 11,416,208,560
 DSV3_EMBED_BYTES = 129280 * 7168 * 2  # vocab × hidden at bfloat16: 1,853,358,080
+# Of it, q_a and kv_a (7,168 × (1,536 + 576) × 61 = 923,467,776 weights + 1/4096) are whole
+# on every TP rank in both engines (plan/weights.py REPLICATED_ON_TP): 923,693,232 B.
+DSV3_UNSHARDED_BYTES = 923_467_776 + 923_467_776 // 4096
+DSV3_ROUTER_BYTES = 7168 * 256 * 58 * 2  # the gates, bfloat16: 212,860,928
 
 
 def test_sglang_dp_attention_holds_attention_whole_on_each_gpu(
@@ -154,7 +174,8 @@ def test_sglang_dp_attention_holds_attention_whole_on_each_gpu(
     """SGLang --tp 8 --dp 8 --enable-dp-attention: attn_tp = 1, so attention and the input
     embedding are whole on every GPU (deepseek_v2.py parallel_group "attn_tp",
     get_embedding_tp_kwargs), the rest over the 8 GPUs; --ep-size 8 = --tp-size: the
-    experts' bytes are the TP slices'."""
+    experts' bytes are the TP slices'. The MLA down-projections and the gates are whole on
+    every GPU under any TP (ReplicatedLinear, MoEGate)."""
     code = main(["plan", "--gpu", "H200", "--json", "--", "python", "-m",
                  "sglang.launch_server", "--model-path", str(DSV3), "--tp", "8", "--dp", "8",
                  "--enable-dp-attention", "--ep-size", "8", "--context-length", "32768"])
@@ -162,20 +183,26 @@ def test_sglang_dp_attention_holds_attention_whole_on_each_gpu(
     assert code == 0, err
     data = json.loads(out)
     parts = data["weights_per_gpu"]["parts"]
-    assert parts["attn"] == {"bytes": DSV3_ATTN_BYTES, "gpus": 1, "per_gpu": DSV3_ATTN_BYTES}
+    sharded = DSV3_ATTN_BYTES - DSV3_UNSHARDED_BYTES
+    assert parts["attn"] == {"bytes": sharded, "gpus": 1, "per_gpu": sharded}
+    assert parts["attn_unsharded"]["gpus"] == 1
+    assert abs(parts["attn_unsharded"]["per_gpu"] - DSV3_UNSHARDED_BYTES) <= 1
     assert parts["embed"] == {"bytes": DSV3_EMBED_BYTES, "gpus": 1,
                               "per_gpu": DSV3_EMBED_BYTES}
+    assert parts["router"]["per_gpu"] == DSV3_ROUTER_BYTES
     assert parts["rest"]["gpus"] == 8
     assert parts["rest"]["per_gpu"] == -(-parts["rest"]["bytes"] // 8)
     weights = next(ln for ln in data["budget"] if ln["key"] == "weights")
-    assert weights["bytes"] == DSV3_ATTN_BYTES + DSV3_EMBED_BYTES + parts["rest"]["per_gpu"]
+    assert weights["bytes"] == sum(p["per_gpu"] for p in parts.values())
     assert data["totals"]["attention_dp_groups"] == 8
-    # Without DP attention, --dp 8 is 8 replicas of TP 8: everything divided by TP.
+    # Without DP attention, --dp 8 is 8 replicas of TP 8: attention divided by TP, but for
+    # the parts every TP rank holds whole.
     code = main(["plan", "--gpu", "H200", "--json", "--", "python", "-m",
                  "sglang.launch_server", "--model-path", str(DSV3), "--tp", "8",
                  "--context-length", "32768"])
     plain = json.loads(capsys.readouterr().out)
-    assert code == 0 and "weights_per_gpu" not in plain
+    assert code == 0 and set(plain["weights_per_gpu"]["parts"]) == {
+        "attn_unsharded", "router", "rest"}
 
 
 def test_the_serve_line_plans_dp_with_expert_parallel(capsys: pytest.CaptureFixture[str]

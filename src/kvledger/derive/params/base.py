@@ -130,6 +130,12 @@ class Parameters:
     mtp_layers: int = 0
     towers: int = 0  # vision / audio towers and projectors counted from their configs
     towers_unused: int = 0  # of those, layers the model never runs (``towers_unused``)
+    # Of the decoder's "attn": the projections vLLM and SGLang keep whole on every TP rank —
+    # MLA's down-projections q_a_proj and kv_a_proj_with_mqa, which have no head dimension to
+    # shard (they feed the latent every rank caches whole), and the DSA indexer's wq_b and wk
+    # (vLLM deepseek_v2.py Indexer: "no tensor parallel, just replicated"). The engine rule is
+    # plan/weights.py REPLICATED_ON_TP.
+    unsharded_attention: int = 0
     warnings: tuple[str, ...] = ()
     basis: str = "architecture"
 
@@ -155,6 +161,9 @@ class _Count:
         self.model_type = model_type
         self.p = profile
         self.c: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
+        # Of "attn": what the engines keep whole on every TP rank
+        # (``Parameters.unsharded_attention``).
+        self.unsharded = 0
         self.warnings: list[str] = []
 
     # -- look-ups ---------------------------------------------------------------------

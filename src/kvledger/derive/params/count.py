@@ -250,6 +250,6 @@ def count_parameters(config: Mapping[str, Any], *, model: str = "config") -> Par
         raise ConfigError(f"{model}: the config describes {total:.3g} parameters; kvledger "
                           f"sizes at most {MAX_PARAMETERS:.3g} (far above any released model)")
     return Parameters(model_type=model_type, categories=dict(k.c), mtp=mtp,
-                      mtp_layers=mtp_count, towers=tower,
+                      mtp_layers=mtp_count, towers=tower, unsharded_attention=k.unsharded,
                       towers_unused=towers_unused(config) if tower else 0,
                       warnings=(*k.warnings, *tower_warnings))

@@ -230,9 +230,12 @@ def _mla(k: _Count, hidden: int, heads: int) -> tuple[int, int]:
         linear = hidden * heads * qk
     linear += hidden * (kv_lora + rope) + kv_lora * heads * (nope + v_dim) + heads * v_dim * \
         hidden
+    # Kept whole on every TP rank (Parameters.unsharded_attention): q_a and kv_a.
+    k.unsharded += hidden * q_lora + hidden * (kv_lora + rope)
     if k.cfg.get("index_topk") is not None:
         n, dim = k.num("index_n_heads"), k.num("index_head_dim")
         linear += (q_lora or hidden) * n * dim + hidden * dim
+        k.unsharded += (q_lora or hidden) * n * dim + hidden * dim  # wq_b, wk
         small += 2 * dim + hidden * n  # k_norm (weight, bias); weights_proj stays unquantized
     return linear, small
 

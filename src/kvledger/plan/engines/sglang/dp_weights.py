@@ -36,19 +36,30 @@ ATTN_TP_ARCHITECTURES = frozenset({
 
 
 def weight_split(facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
+    """DP attention's split (module docstring), with the parts SGLang keeps whole on every TP
+    rank (``plan/weights.py REPLICATED_ON_TP``: deepseek_v2.py's ReplicatedLinear
+    ``fused_qkv_a_proj_with_mqa`` / ``kv_a_proj_with_mqa``, the MoE gates); None when
+    everything is divided by TP."""
     options = request.sglang
     tp, dp = request.tensor_parallel_size, request.data_parallel_size
+    from kvledger.plan.weights import REPLICATED_ON_TP, WeightSplit, has_replicated_parts
+
+    whole = dict(REPLICATED_ON_TP) if tp > 1 and has_replicated_parts(
+        facts.language_config()) else {}
+    why = (f"MLA's q_a / kv_a projections and the router whole on each of the {tp} TP ranks "
+           "(deepseek_v2.py ReplicatedLinear, MoEGate; qwen2_moe.py / mixtral.py "
+           "ReplicatedLinear gates)")
     # Options of the wrong type, or tp % dp: refused by the layout when it plans
     # (engine._options, settings.resolve), not split here.
-    if not getattr(options, "enable_dp_attention", False) or dp == 1 or tp % dp:
-        return None
-    if not ATTN_TP_ARCHITECTURES & set(facts.architectures):
-        return None
-    from kvledger.plan.weights import WeightSplit
+    if not getattr(options, "enable_dp_attention", False) or dp == 1 or tp % dp or \
+            not ATTN_TP_ARCHITECTURES & set(facts.architectures):
+        return WeightSplit(whole, why) if whole else None
 
     attn_tp = tp // dp
     basis = (f"SGLang DP attention: attention and the input embedding over attn_tp = "
              f"{tp} / {dp} = {attn_tp} GPUs, replicated over the {dp} DP groups "
              "(deepseek_v2.py / qwen2_moe.py parallel_group attn_tp); the rest over TP "
              f"{tp}")
-    return WeightSplit({"attn": attn_tp, "embed": attn_tp}, basis)
+    if whole:
+        basis += "; " + why
+    return WeightSplit({"attn": attn_tp, "embed": attn_tp, **whole}, basis)

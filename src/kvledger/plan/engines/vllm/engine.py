@@ -218,7 +218,7 @@ class VllmEngine(Layout):
     def weight_split(self, facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
         """vLLM's experts over the DP × TP GPUs (``engines/vllm/experts.py``); one DP rank
         divides them by TP (the module is not imported then: start-up)."""
-        if request.data_parallel_size == 1:
+        if request.data_parallel_size == 1 and request.tensor_parallel_size == 1:
             return None
         from kvledger.plan.engines.vllm.experts import weight_split
 

@@ -43,12 +43,17 @@ SEQUENCE_PARALLEL_SHARED = frozenset({
 
 
 def weight_split(facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
-    """The split of ``request``'s layout (module docstring); None when the experts are
-    divided by TP alone (one DP rank: the EP group is the TP group, the same bytes)."""
+    """The split of ``request``'s layout (module docstring), with the parts kept whole on
+    every TP rank (``plan/weights.py REPLICATED_ON_TP``: MLA's down-projections, the DSA
+    indexer, the router); None when everything is divided by TP alone."""
     tp, dp = request.tensor_parallel_size, request.data_parallel_size
+    from kvledger.plan.weights import REPLICATED_ON_TP, WeightSplit, has_replicated_parts
+
+    whole_on_tp = tp > 1 and has_replicated_parts(facts.language_config())
     if dp == 1:
-        return None
-    from kvledger.plan.weights import WeightSplit  # not on a one-rank plan's start-up path
+        if not whole_on_tp:
+            return None
+        return WeightSplit(dict(REPLICATED_ON_TP), _WHOLE_ON_TP.format(tp=tp))
 
     ep = request.enable_expert_parallel
     sequence_parallel = ep and tp > 1
@@ -64,5 +69,13 @@ def weight_split(facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
     elif sequence_parallel:
         basis += ("; shared experts taken as TP-split (sequence-parallel MoE may replicate "
                   "them in this model's file: not checked)")
-    return WeightSplit({"routed_experts": dp * tp, "shared_experts": 1 if whole else tp},
-                       basis, expert_parallel=ep)
+    ranks = {"routed_experts": dp * tp, "shared_experts": 1 if whole else tp}
+    if whole_on_tp:
+        ranks.update(REPLICATED_ON_TP)
+        basis += "; " + _WHOLE_ON_TP.format(tp=tp)
+    return WeightSplit(ranks, basis, expert_parallel=ep)
+
+
+_WHOLE_ON_TP = ("MLA's q_a / kv_a projections, the DSA indexer and the router whole on each "
+                "of the {tp} TP ranks (deepseek_v2.py DeepSeekV2FusedQkvAProjLinear disable_tp, "
+                "Indexer ReplicatedLinear; fused_moe/router/gate_linear.py GateLinear)")
