@@ -162,3 +162,27 @@ def test_layer_rows_state_the_row_the_backend_stores(
     mla = {row["bytes_per_token"] for row in data["layers"]
            if row["kind"] == "mla" and row["role"] == "decoder"}
     assert mla == {(per_token - 21 * 132) // 78}
+
+
+@pytest.mark.parametrize(("gpu", "row"), [
+    # SM90: FLASHMLA_SPARSE canonicalises fp8 to fp8_ds_mla, whose MLAAttentionSpec rows are
+    # 656 B whatever the dims (specs.py; vLLM's real_page_size_bytes), the no-RoPE 512 latent
+    # included; before, the rows said derive's 512.
+    ("H200", 656),
+    # SM100: FLASHINFER_MLA_SPARSE keeps one-byte rows: 512 latent values, no RoPE = 512 B.
+    ("B200", 512),
+])
+def test_glm_53_flash_fp8_rows_are_the_layout_vllm_stores(
+        capsys: pytest.CaptureFixture[str], gpu: str, row: int) -> None:
+    from kvledger.cli.main import main
+
+    path = CONFIGS / "zai-org--GLM-5.3-Flash.json"
+    if not path.is_file():
+        pytest.skip("GLM-5.3-Flash's config is in ../shared/configs")
+    code = main(["plan", str(path), "--gpu", gpu, "--kv-cache-dtype", "fp8",
+                 "--kv-cache-memory-bytes", str(8 << 30), "--max-model-len", "8192", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = {r["bytes_per_token"] for r in json.loads(out)["layers"]
+            if r["kind"] == "mla" and r["role"] == "decoder"}
+    assert rows == {row}

@@ -190,6 +190,7 @@ def stored_summary(
     facts: ModelFacts, tp: int, kv_dtype: str,
     not_cached: Callable[[LayerCache], str] | None = None,
     raw_sparse_mla: bool = False,
+    mla_row_bytes: int | None = None,
 ) -> list[dict[str, Any]]:
     """``facts_summary`` as an engine stores the layers: the attention caches in the KV dtype
     the engine resolved (``kv_dtype``, a dtype name), where derive's differs — a float32
@@ -198,9 +199,11 @@ def stored_summary(
     KV scheme the engine does not adopt — and the layers it allocates nothing for at 0 bytes
     (``group_summary``'s ``not_cached``). ``raw_sparse_mla``: the engine's sparse MLA kernel
     stores fp8 as one-byte rows (576 B for 512 + 64), not the packed 656-byte layout derive
-    states for a DSA model (``SparseMLA.packed``)."""
+    states for a DSA model (``SparseMLA.packed``). ``mla_row_bytes``: the engine stores every
+    cached MLA row at this fixed size whatever the model's dims (vLLM's packed
+    ``fp8_ds_mla``: 656 B, also for a latent without RoPE)."""
     if (not kv_dtype or kv_dtype == facts.kv_dtype) and not_cached is None \
-            and not raw_sparse_mla:
+            and not raw_sparse_mla and mla_row_bytes is None:
         return facts_summary(facts, tp)
     groups = facts.groups
     if kv_dtype and kv_dtype != facts.kv_dtype:
@@ -215,7 +218,12 @@ def stored_summary(
             if getattr(g.layer, "packed", False) else g
             for g in groups
         )
-    return group_summary(groups, tp, not_cached=not_cached)
+    rows = group_summary(groups, tp, not_cached=not_cached)
+    if mla_row_bytes is not None:
+        rows = [{**row, "bytes_per_token": mla_row_bytes}
+                if row["kind"] == str(Kind.MLA) and row.get("bytes_per_token") else row
+                for row in rows]
+    return rows
 
 
 def rows_bytes(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:

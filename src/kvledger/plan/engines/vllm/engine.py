@@ -117,12 +117,18 @@ def _stored_rows(inp: LayoutInput, plan: VllmPlan) -> tuple[dict[str, object], .
     the sparse MLA rows of the backend chosen (FLASHINFER_MLA_SPARSE keeps fp8 one byte a
     value: convert.py)."""
     from kvledger.plan.engines.vllm.convert import why_not_cached
+    from kvledger.plan.engines.vllm.specs import FP8_DS_MLA_BYTES_PER_TOKEN
 
-    sparse = plan.resolved.sparse_mla
+    res = plan.resolved
+    sparse = res.sparse_mla
+    # convert.py: sparse MLA with an fp8 cache off SM10x (FLASHMLA_SPARSE) is canonicalised
+    # to fp8_ds_mla, whose rows are 656 B whatever the latent's dims.
+    packed = res.use_sparse and sparse is None and res.cache_dtype in ("fp8", "fp8_e4m3")
     return tuple(stored_summary(
-        inp.facts, inp.request.tensor_parallel_size, plan.resolved.kv_cache_dtype,
+        inp.facts, inp.request.tensor_parallel_size, res.kv_cache_dtype,
         lambda layer: why_not_cached(layer, inp.request),
-        raw_sparse_mla=sparse is not None and not sparse.ds_mla_layout))
+        raw_sparse_mla=sparse is not None and not sparse.ds_mla_layout,
+        mla_row_bytes=FP8_DS_MLA_BYTES_PER_TOKEN if packed else None))
 
 
 def _group_rows(plan: VllmPlan) -> list[dict[str, object]]:
