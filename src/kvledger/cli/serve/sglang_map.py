@@ -233,13 +233,13 @@ def _draft_path(path: str, out: Translation) -> None:
     unreadable one leaves a note and the plan says what it then leaves out."""
     from pathlib import Path
 
-    from kvledger.cli.serve.vllm_speculative import _readable
+    from kvledger.cli.serve.vllm_speculative import config_readable
     from kvledger.source.resolve import is_repo_id
 
     where = Path(path).expanduser()
     if where.is_dir() and (where / "config.json").is_file():
         out.options["--draft-config"] = str(where / "config.json")
-    elif not where.exists() and is_repo_id(path) and _readable(path):
+    elif not where.exists() and is_repo_id(path) and config_readable(path):
         out.options["--draft-config"] = path
     else:
         out.notes.append(f"--speculative-draft-model-path {path}: its config is neither in the "

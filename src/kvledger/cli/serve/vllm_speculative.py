@@ -123,7 +123,7 @@ def _draft_tensor_parallel(size: Any, method: Any, values: dict[str, Any],
             f"drafts), so its KV is sharded over TP {tp} as planned")
 
 
-def _readable(model_id: str) -> bool:
+def config_readable(model_id: str) -> bool:
     """Whether a model id's config can be read now (catalog, HF cache, or the Hub)."""
     from kvledger.errors import KvledgerError
     from kvledger.source.resolve import load_source
@@ -169,7 +169,7 @@ def _draft_model(model: str, method: str, out: Translation, ctx: Context) -> Non
         # come from its config (parallel_draft.py, draft_length.py). A DFlash / DSpark draft
         # cannot be planned without it (its read fails in one line); another draft's config
         # only caps max_model_len, so an unreadable one leaves a note, as before.
-        if method not in ("dflash", "dspark") and not _readable(model):
+        if method not in ("dflash", "dspark") and not config_readable(model):
             out.notes.append(f"--speculative-config model {model}: its config is neither in "
                              "the local HF cache nor read from the Hub, so a shorter draft's "
                              "limit on max_model_len (Model Runner V2) is not applied; give "
