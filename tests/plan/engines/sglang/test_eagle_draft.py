@@ -95,3 +95,20 @@ def test_draft_config_is_still_refused_for_an_engine_that_does_not_read_it(
                  str(10 * GIB), "--draft-config", "/nonexistent.json"])
     _, err = capsys.readouterr()
     assert code == 2 and "--draft-config" in err
+
+
+def test_a_hub_draft_that_cannot_be_read_offline_plans_the_target_with_a_note(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The tests run offline: the Hub id is neither in the catalog nor in the HF cache.
+    code = main(["plan", "--json", "--engine", "sglang", "--gpu", "H200",
+                 "--kv-cache-memory-bytes", str(10 * GIB), "--", "sglang", "serve",
+                 "--model-path", LLAMA, "--speculative-algorithm", "EAGLE3",
+                 "--speculative-draft-model-path", "some-lab/not-a-cached-eagle3-draft",
+                 "--speculative-num-steps", "3"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["bytes_per_token"] == CELL
+    assert any("draft's config was not read" in w for w in data["warnings"])
+    assert any("not-a-cached-eagle3-draft" in n and "--draft-config" in n
+               for n in data["serve_line"]["notes"])
