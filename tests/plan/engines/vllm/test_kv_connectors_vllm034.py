@@ -164,3 +164,33 @@ def test_a_gpu_buffer_comes_out_of_the_extensible_margin(
     roles = json.loads(out)["roles"]
     assert all(r["transfer"]["gpu_bytes_per_gpu"] == 20_971_520 for r in roles)
     assert not any("do not fit" in w for r in roles for w in r["warnings"])
+
+
+MORIIO = {"kv_connector": "MoRIIOConnector", "kv_role": "kv_producer",
+          "kv_connector_extra_config": {"proxy_ip": "10.0.0.1", "http_port": "8100",
+                                        "handshake_port": "6400", "notify_port": "6500"}}
+
+
+def _on_mi300x(cfg: dict[str, Any], **launch: Any) -> PlanResult:
+    return plan_model(L8, PlanRequest(
+        engine="vllm==0.34", gpu="MI300X", gpu_total_bytes=TOTAL, max_model_len=32768,
+        activation_peak_bytes=2 * GIB, cuda_graph_bytes=GIB, non_torch_bytes=GIB // 2,
+        vllm_launch=VllmLaunch(kv_transfer_config=json.dumps(cfg), **launch)))
+
+
+@pytest.mark.parametrize("cfg", [
+    MORIIO, {"kv_connector": "MooncakeConnector", "kv_role": "kv_both"}, NIXL])
+def test_on_rocm_a_connector_that_registers_the_cache_turns_it_off(cfg: dict[str, Any]) -> None:
+    # config/vllm.py _resolve_extensible_kv_cache: current_platform.is_rocm() and
+    # kv_cache_access.needs_single_chunk() (REGISTERS or an export flag): "on ROCm, UCX and
+    # RDMA cannot yet register driver-mapped memory". Mooncake keeps the mode on a CUDA GPU
+    # (test_connectors_that_leave_the_extensible_cache_on); on ROCm the budget is 0.92's.
+    util = next(ln for ln in _on_mi300x(cfg).to_json()["budget"] if ln["key"] == "utilization")
+    assert util["bytes"] == int(TOTAL * 0.92)
+    assert "on ROCm" in util["label"]
+
+
+def test_asking_for_the_mode_where_rocm_cannot_have_it_is_vllms_refusal() -> None:
+    # requested and unsupported: "enable_extensible_kv_cache: <why>." (a ValueError).
+    with pytest.raises(PlanError, match="vLLM refuses to start: enable_extensible_kv_cache"):
+        _on_mi300x(MORIIO, enable_extensible_kv_cache=True)

@@ -375,7 +375,8 @@ def _custom_mem_pool(cfg: Mapping[str, Any]) -> bool:
     return any(isinstance(c, Mapping) and c.get("custom_mem_pool") for c in configs)
 
 
-def extensible_cache_off(text: str, *, requested: bool | None) -> str | None:
+def extensible_cache_off(text: str, *, requested: bool | None,
+                         rocm: bool = False) -> str | None:
     """Why vLLM 0.34 (config/vllm.py ``VllmConfig._resolve_extensible_kv_cache``, on CUDA)
     sizes the KV cache without the extensible KV cache with this ``--kv-transfer-config``;
     None when the connector leaves it on. ``requested``: ``--enable-extensible-kv-cache``
@@ -388,6 +389,12 @@ def extensible_cache_off(text: str, *, requested: bool | None) -> str | None:
     turns the mode off. kvledger assumes no IMEX channel — the usual H100/H200 host, where
     only multi-node NVLink systems run the IMEX daemon; give --enable-extensible-kv-cache to
     plan the mode on, as vLLM then keeps it (with a warning that in-host transfers use TCP).
+
+    On ROCm (``rocm``) a connector that registers or exports the cache
+    (``KVCacheAccess.needs_single_chunk``: NIXL with the cuda buffer device, Mooncake, MoRIIO,
+    UMBP) turns it off: "UCX and RDMA cannot yet register driver-mapped memory". Where the mode
+    is unsupported and ``--enable-extensible-kv-cache`` asks for it, vLLM refuses to start
+    ("enable_extensible_kv_cache: <why>.").
     """
     try:
         cfg = json.loads(text)
@@ -396,10 +403,21 @@ def extensible_cache_off(text: str, *, requested: bool | None) -> str | None:
     if not isinstance(cfg, Mapping) or not cfg.get("kv_connector"):
         return None
     access = _access(cfg)
+    unsupported = None
     if LEGACY_IPC in access:
-        return "the connector shares the cache through legacy CUDA IPC"
-    if _custom_mem_pool(cfg):
-        return "the connector allocates it from its custom_mem_pool"
+        unsupported = "the connector shares the cache through legacy CUDA IPC"
+    elif _custom_mem_pool(cfg):
+        unsupported = "the connector allocates it from its custom_mem_pool"
+    elif rocm and access & {REGISTERS, EXPORTS_FABRIC}:
+        unsupported = ("on ROCm, UCX and RDMA cannot yet register driver-mapped memory, which "
+                       "the connector needs (it registers the KV cache)")
+    if unsupported is not None:
+        if requested:
+            raise ConnectorNotModelled(f"vLLM refuses to start: enable_extensible_kv_cache: "
+                                       f"{unsupported}. (config/vllm.py "
+                                       "_resolve_extensible_kv_cache); drop "
+                                       "--enable-extensible-kv-cache")
+        return unsupported
     if EXPORTS_FABRIC in access and requested is None:
         return ("NIXL exports the cache through FABRIC handles, which need an IMEX channel "
                 "(assumed absent: --enable-extensible-kv-cache keeps the mode on)")

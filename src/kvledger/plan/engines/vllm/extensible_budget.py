@@ -104,9 +104,12 @@ def connector_turns_it_off(request: Any) -> str | None:
     if not isinstance(text, str):
         return None
     from kvledger.plan.engines.vllm.connectors import extensible_cache_off
+    from kvledger.plan.engines.vllm.hardware import capability
 
+    # A GPU that is no CUDA device is an AMD one here (plan/gpus.py: gfx targets).
+    rocm = getattr(request, "gpu", None) is not None and capability(request.gpu)[0] is None
     return extensible_cache_off(text, requested=getattr(launch, "enable_extensible_kv_cache",
-                                                        None))
+                                                        None), rocm=rocm)
 
 
 def default_utilization(request: Any, release: VllmRelease) -> tuple[float, str]:
