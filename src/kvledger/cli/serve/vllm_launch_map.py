@@ -80,21 +80,21 @@ def map_launch(values: dict[str, Any], out: Translation,
     elif interleave is not None and interleave != 1:
         out.notes.append(f"--cp-kv-cache-interleave-size {interleave} without -dcp: vLLM "
                          "reads it only under decode context parallelism")
-    # --enable-eplb / --eplb-config (ParallelConfig; plan/engines/vllm/eplb.py). vLLM parses
-    # --eplb-config as JSON; a config without --enable-eplb is refused by vLLM only when it
-    # sets num_redundant_experts (config/parallel.py).
+    # --enable-eplb / --eplb-config (ParallelConfig; plan/engines/vllm/eplb.py). The scan has
+    # read --eplb-config's JSON (scan.py: an object, or vLLM's own refusal); a config without
+    # --enable-eplb is refused by vLLM only when it sets num_redundant_experts
+    # (config/parallel.py).
     taken |= {"enable_eplb", "eplb_config"}
     eplb = values.get("eplb_config")
     if values.get("enable_eplb"):
         out.options["--enable-eplb"] = None
         if eplb is not None:
-            out.options["--eplb-config"] = eplb if isinstance(eplb, str) else json.dumps(eplb)
-    elif isinstance(eplb, dict | str):
-        parsed = eplb if isinstance(eplb, dict) else _json_object(eplb)
-        if parsed is not None and parsed.get("num_redundant_experts") not in (None, 0):
+            out.options["--eplb-config"] = json.dumps(eplb)
+    elif isinstance(eplb, dict):
+        if eplb.get("num_redundant_experts") not in (None, 0):
             out.refused.append(
                 f"vLLM refuses to start: num_redundant_experts is set to "
-                f"{parsed['num_redundant_experts']} but EPLB is not enabled. Either enable "
+                f"{eplb['num_redundant_experts']} but EPLB is not enabled. Either enable "
                 "EPLB or unset num_redundant_experts. (config/parallel.py)")
         else:
             out.notes.append("--eplb-config without --enable-eplb: vLLM does not balance "
@@ -107,14 +107,6 @@ def map_launch(values: dict[str, Any], out: Translation,
         if backend is not None:
             out.options["--kv-offloading-backend"] = str(backend)
     return taken
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _transfer_json(config: Any, env: dict[str, str], out: Translation) -> str:

@@ -117,13 +117,9 @@ LBHNC = ("NixlConnector", "MooncakeConnector")  # get_required_kvcache_layout, n
 
 def parse(text: str) -> dict[str, Any]:
     """``--kv-transfer-config``'s JSON (vLLM parses the flag with ``json.loads``)."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConnectorNotModelled(f"--kv-transfer-config is not JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise ConnectorNotModelled("--kv-transfer-config must be a JSON object")
-    return value
+    from kvledger.plan.engines.vllm.launch import json_object
+
+    return json_object(text, "--kv-transfer-config", ConnectorNotModelled)
 
 
 def _version(release: VllmRelease | None) -> str:

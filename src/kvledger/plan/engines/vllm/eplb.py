@@ -31,7 +31,6 @@ experts and the MoE layers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,12 +62,9 @@ def parse_eplb_config(text: str | None) -> EplbSettings:
     """``--eplb-config``'s JSON (``EPLBConfig(**dict)``; unknown keys are refused there)."""
     if text is None:
         return EplbSettings()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EplbNotModelled(f"--eplb-config is not JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise EplbNotModelled("--eplb-config must be a JSON object")
+    from kvledger.plan.engines.vllm.launch import json_object
+
+    value = json_object(text, "--eplb-config", EplbNotModelled)
     for key in value:
         if key not in EPLB_FIELDS:
             raise EplbNotModelled(f"--eplb-config {key}: not an EPLBConfig field (vLLM refuses "

@@ -21,6 +21,8 @@ names and defaults, validated once here.
   ``launch_budget.tower_weights``.
 - ``-dcp`` / ``--decode-context-parallel-size`` and ``--cp-kv-cache-interleave-size``
   (``ParallelConfig``): how DCP counts a request's blocks, and what it refuses, is ``dcp.py``.
+- ``--enable-eplb`` with ``--eplb-config`` (``ParallelConfig``, ``EPLBConfig``): the redundant
+  experts and rebalancing state on each GPU, ``eplb.py``.
 - the separate draft model's length and RoPE types (``draft_length.py``), which vLLM 0.33
   uses to lower ``max_model_len`` (``limits_max_model_len_to_draft``), and its config, from
   which a DFlash / DSpark draft's KV layers and weights are planned (``parallel_draft.py``).
@@ -47,6 +49,20 @@ def _int(name: str, value: Any, minimum: int) -> None:
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def json_object(text: str, flag: str, error: type[Exception]) -> dict[str, Any]:
+    """A JSON-valued launch option (``--kv-transfer-config``, ``--eplb-config``: vLLM parses
+    each with ``json.loads``) as the object it must be; ``error`` names the flag otherwise."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{flag} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise error(f"{flag} must be a JSON object")
+    return value
 
 
 def _gib(name: str, value: Any, *, positive: bool) -> None:
@@ -154,9 +170,11 @@ class VllmLaunch:
                             f"{self.draft_rope_types!r}")
         if self.draft_config is not None and not isinstance(self.draft_config, str):
             raise TypeError(f"draft_config must be JSON text, got {self.draft_config!r}")
-        if self.kv_transfer_config is not None and not isinstance(self.kv_transfer_config, str):
-            raise TypeError(f"kv_transfer_config must be JSON text, got "
-                            f"{self.kv_transfer_config!r}")
+        for name in ("kv_transfer_config", "eplb_config"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be JSON text, got {getattr(self, name)!r}")
+        if not isinstance(self.enable_eplb, bool):
+            raise TypeError(f"enable_eplb must be a bool, got {self.enable_eplb!r}")
         if not isinstance(self.language_model_only, bool):
             raise TypeError(f"language_model_only must be a bool, got "
                             f"{self.language_model_only!r}")
