@@ -71,6 +71,10 @@ def test_the_default_is_the_fewest_redundant_experts_ep_allows() -> None:
     ({"dp": 1}, "EPLB requires tensor, prefill-context, or data parallelism"),
     ({"release": "0.31"}, r"plan with --engine vllm==0\.32\.0 or later"),
     ({"eplb": {"communicator": "symm_mem"}}, "symm_mem"),
+    # EPLBConfig's literals: policy "default" only; 0.33 has no symm_mem communicator.
+    ({"eplb": {"policy": "greedy"}}, "policy must be 'default'"),
+    ({"release": "0.33", "eplb": {"communicator": "symm_mem"}},
+     "communicator must be one of nixl, pynccl, torch_gloo, torch_nccl, torch_xccl"),
     ({"eplb": {"num_redundant_expert": 2}}, "not an EPLBConfig field"),
     ({"speculative_method": "mtp", "num_speculative_tokens": 1}, "MTP draft"),
 ])
@@ -105,3 +109,15 @@ def test_a_given_kv_budget_is_not_cut_by_eplb() -> None:
     assert got.available_bytes == 20 << 30
     assert any(w.startswith("EPLB's experts and buffers change the weights' memory")
                for w in got.warnings)
+
+
+def test_a_model_class_without_mixture_of_experts_gets_no_eplb_state() -> None:
+    # vLLM 0.34 gpt_oss.py: GptOssForCausalLM does not implement MixtureOfExperts, so
+    # get_mixture_of_experts_model finds none and maybe_register_model builds no EPLB state;
+    # the model file passes no redundant experts. The flag changes nothing: an eplb line of 0
+    # that says so (before: the MoE formula was applied to it).
+    got = plan_model("openai/gpt-oss-120b", PlanRequest(
+        gpu="H200", data_parallel_size=2, enable_expert_parallel=True,
+        vllm_launch=VllmLaunch(enable_eplb=True)))
+    eplb = got.budget.line("eplb")
+    assert eplb is not None and eplb.bytes == 0 and "MixtureOfExperts" in eplb.label

@@ -58,8 +58,11 @@ class EplbSettings:
     window_size: int = DEFAULT_WINDOW
 
 
-def parse_eplb_config(text: str | None) -> EplbSettings:
-    """``--eplb-config``'s JSON (``EPLBConfig(**dict)``; unknown keys are refused there)."""
+def parse_eplb_config(text: str | None,
+                      communicators: frozenset[str] = frozenset()) -> EplbSettings:
+    """``--eplb-config``'s JSON (``EPLBConfig(**dict)``: unknown keys, a ``policy`` other than
+    "default" and a ``communicator`` outside the release's ``EPLBCommunicatorBackend``
+    (``communicators``) are refused there)."""
     if text is None:
         return EplbSettings()
     from kvledger.plan.engines.vllm.launch import json_object
@@ -77,7 +80,15 @@ def parse_eplb_config(text: str | None) -> EplbSettings:
                                    or number < least):
             raise EplbNotModelled(f"--eplb-config {name} must be a whole number >= {least}, "
                                   f"got {number!r}")
-    if value.get("communicator") == "symm_mem":
+    if value.get("policy", "default") != "default":
+        raise EplbNotModelled(f"vLLM refuses to start: --eplb-config policy must be 'default' "
+                              f"(EPLBPolicyOption), got {value['policy']!r}")
+    communicator = value.get("communicator")
+    if communicator is not None and communicator not in communicators:
+        raise EplbNotModelled(f"vLLM refuses to start: --eplb-config communicator must be one of "
+                              f"{', '.join(sorted(communicators))} (EPLBCommunicatorBackend), "
+                              f"got {communicator!r}")
+    if communicator == "symm_mem":
         # eplb_state.py: no caller buffer with symm_mem; its own symmetric-memory rows are
         # not read here.
         raise EplbNotModelled("--eplb-config communicator symm_mem: its symmetric-memory "

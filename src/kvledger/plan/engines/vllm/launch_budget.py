@@ -201,7 +201,16 @@ def _eplb_line(inp: GpuBudgetInput, launch: VllmLaunch,
         raise EplbNotModelled("--enable-eplb with an MTP draft: vLLM balances the draft's "
                               "experts too (eplb_utils.py maybe_register_speculator), which "
                               "kvledger does not size; drop one of them")
-    settings = parse_eplb_config(launch.eplb_config)
+    settings = parse_eplb_config(launch.eplb_config, release.eplb_communicators)
+    if not set(inp.facts.architectures) & release.eplb_architectures:
+        # eplb_utils.py maybe_register_model: no MixtureOfExperts model, no EPLB state; the
+        # model file passes no redundant experts to its MoE layers either.
+        from kvledger.plan.budget import EXACT
+
+        return BudgetLine(EPLB, f"− EPLB per GPU: nothing ({', '.join(inp.facts.architectures)} "
+                          f"implements no MixtureOfExperts in vLLM {release.version}: "
+                          "get_mixture_of_experts_model finds none, so --enable-eplb builds no "
+                          "EPLB state and no redundant experts)", 0, EXACT)
     try:
         estimate = estimate_weights(inp.text_config, inp.facts.model_dtype,
                                     inp.facts.hf_quant_config)

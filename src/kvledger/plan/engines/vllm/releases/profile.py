@@ -116,6 +116,14 @@ class VllmRelease(Release):
     # EplbState.add_model: slots per logical expert in logical_to_physical_map — 0.32 and 0.33
     # MAX_EXPERT_REDUNDANCY + 1 = 1,024 always; None: num_redundant_experts + 1 (0.34).
     eplb_fixed_slots: int | None = None
+    # The architectures whose class, or the language model it builds with
+    # init_vllm_registered_model, implements MixtureOfExperts (models/interfaces.py
+    # get_mixture_of_experts_model): only those get EPLB state and redundant experts; for
+    # any other --enable-eplb changes nothing (v1/worker/gpu/eplb_utils.py
+    # maybe_register_model). Read from the registry and the class bases of each release.
+    eplb_architectures: frozenset[str] = frozenset()
+    # config/parallel.py EPLBCommunicatorBackend: the --eplb-config communicator values.
+    eplb_communicators: frozenset[str] = frozenset()
     # 0.34 distributed/kv_transfer/kv_connector/factory.py KVConnectorFactory.
     # get_connector_class: NixlConnector reads kv_connector_extra_config.transfer_mode ("pull",
     # the default, builds NixlPullConnector — 0.33's NixlConnector alias —; "push"

@@ -62,6 +62,8 @@ RELEASE = replace(
     # distributed/eplb/: not read for 0.31 (eplb.py sizes 0.32 to 0.34): refused by name.
     sizes_eplb=False,
     eplb_fixed_slots=None,
+    eplb_architectures=frozenset(),
+    eplb_communicators=frozenset(),
 )
 
 # Where in vLLM 0.31.0's source each value that differs from 0.32.0's was read (plan/diff.py).
@@ -76,6 +78,8 @@ CITES: dict[str, str] = {
     "sizes_eplb": "distributed/eplb/ (not read for this release: EPLB is sized from 0.32's "
                   "eplb_state.py on)",
     "eplb_fixed_slots": "distributed/eplb/ (not read for this release)",
+    "eplb_architectures": "distributed/eplb/ (not read for this release)",
+    "eplb_communicators": "distributed/eplb/ (not read for this release)",
     "indexer_prefill_entries": "v1/attention/backends/mla/indexer.py "
                                "get_max_prefill_buffer_size (return max_model_len * 40; "
                                "the same in 0.30.0, 0.28.0, 0.26.0, 0.20.0 and 0.19.0)",

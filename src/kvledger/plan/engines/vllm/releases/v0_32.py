@@ -32,6 +32,31 @@ RELEASE = VllmRelease(
     # MAX_EXPERT_REDUNDANCY + 1 (1,024) for logical_to_physical_map (eplb.py).
     sizes_eplb=True,
     eplb_fixed_slots=1024,
+    # model_executor/models/registry.py, each class's bases (MixtureOfExperts directly or
+    # through a mixin such as DeepseekV2MixtureOfExperts) and the wrappers whose
+    # init_vllm_registered_model builds one (kimi_k25.py, kimi_vl.py, gemma4_mm.py).
+    eplb_architectures=frozenset({
+        "AXK1ForCausalLM", "AfmoeForCausalLM", "DeepSeekMTPModel", "DeepseekForCausalLM",
+        "DeepseekV2ForCausalLM", "DeepseekV3BidirectionalModel", "DeepseekV3ForCausalLM",
+        "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM", "EagleDeepSeekMTPModel",
+        "Ernie4_5_MoeForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+        "Gemma4UnifiedForConditionalGeneration", "Glm4MoeForCausalLM",
+        "Glm4MoeLiteForCausalLM", "Glm4MoeLiteMTPModel", "Glm4MoeMTPModel",
+        "GlmMoeDsaForCausalLM", "InternS1ProForConditionalGeneration",
+        "InternS2MobiusForConditionalGeneration", "InternS2MobiusMTP",
+        "InternS2PreviewForConditionalGeneration", "K2HorizonForCausalLM",
+        "KimiK25ForConditionalGeneration", "KimiVLForConditionalGeneration",
+        "Lfm2MoeForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration",
+        "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM", "MistralLarge3ForCausalLM",
+        "MixtralForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+        "PanguProMoEV2ForCausalLM", "PanguUltraMoEForCausalLM", "Param2MoEForCausalLM",
+        "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3NextMTP",
+        "Qwen3VLMoeForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeMTP", "SarvamMLAForCausalLM",
+        "Step3p5ForCausalLM",
+    }),
+    # config/parallel.py EPLBCommunicatorBackend.
+    eplb_communicators=frozenset({"torch_nccl", "torch_gloo", "torch_xccl", "nixl", "pynccl"}),
     # transformers_utils/configs/step3p5.py Step3p5Config: use_moe_router_bias = True.
     class_fills_construction_keys=frozenset({"step3p5"}),
 )

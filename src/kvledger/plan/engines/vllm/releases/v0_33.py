@@ -83,11 +83,15 @@ RELEASE = replace(
     # FullAttentionSpec.max_memory_usage_bytes, v1/core/kv_cache_utils.py
     # resolve_dcp_kv_block_size. Earlier releases' DCP code is not read: refused by name.
     decode_context_parallel=True,
+    # model_executor/models/registry.py: AliceAIForCausalLM (alice_ai.py, a MixtureOfExperts).
+    eplb_architectures=v0_32.RELEASE.eplb_architectures | {"AliceAIForCausalLM"},
 )
 
 # Where in vLLM 0.33.0's source each value above that differs from 0.32.0's was read (the
 # comments beside the values, as data: ``kvledger diff`` names them; plan/diff.py).
 CITES: dict[str, str] = {
+    "eplb_architectures": "model_executor/models/registry.py and alice_ai.py "
+                          "(AliceAIForCausalLM implements MixtureOfExperts)",
     "not_served": "model_executor/models/registry.py: BeamForCausalLM, Kolibri1ForCausalLM "
                   "and MiDashengLM served",
     "gdn_checkpoint_alignment": "platforms/interface.py Platform._align_hybrid_block_size "

@@ -106,6 +106,10 @@ RELEASE = replace(
     # distributed/eplb/eplb_state.py EplbState.add_model: max_slots_per_logical_expert =
     # num_redundant_experts + 1 unless elastic EP (0.33: always 1,024).
     eplb_fixed_slots=None,
+    # model_executor/models/registry.py: UnlimitedOCR2TextForCausalLM, a MixtureOfExperts.
+    eplb_architectures=v0_33.RELEASE.eplb_architectures | {"UnlimitedOCR2TextForCausalLM"},
+    # config/parallel.py EPLBCommunicatorBackend: symm_mem added.
+    eplb_communicators=v0_33.RELEASE.eplb_communicators | {"symm_mem"},
 )
 
 # Where in vLLM 0.34.0's source each value above that differs from 0.33.0's was read (the
@@ -131,6 +135,9 @@ CITES: dict[str, str] = {
     "rocm_attn_preferred_block": "v1/attention/backends/rocm_attn.py "
                                  "RocmAttentionBackend.get_preferred_block_size (16: the "
                                  "native C++ paged-attention kernel's block)",
+    "eplb_architectures": "model_executor/models/registry.py (UnlimitedOCR2TextForCausalLM, "
+                          "a MixtureOfExperts)",
+    "eplb_communicators": "config/parallel.py EPLBCommunicatorBackend (symm_mem)",
     "eplb_fixed_slots": "distributed/eplb/eplb_state.py EplbState.add_model "
                         "(max_slots_per_logical_expert: num_redundant_experts + 1 without "
                         "elastic EP)",
