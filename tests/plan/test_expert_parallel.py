@@ -115,7 +115,7 @@ def test_qwen3_moe_dp8_ep_holds_an_eighth_of_the_experts() -> None:
 
 def test_one_dp_rank_keeps_the_tp_split() -> None:
     """DP 1: the EP group is the TP group, E / TP whole experts, the bytes of TP slices; only
-    the parts every TP rank holds whole (plan/weights.py REPLICATED_ON_TP) are apart."""
+    the parts every TP rank holds whole (plan/tp_replicated.py REPLICATED_ON_TP) are apart."""
     plain = _plan(DSV3, tensor_parallel_size=8)
     ep = _plan(DSV3, tensor_parallel_size=8, enable_expert_parallel=True)
     assert set(_parts(ep)) == {"attn_unsharded", "router", "rest"}
@@ -164,7 +164,7 @@ DSV3_ATTN_PARAMS = (7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 25
 DSV3_ATTN_BYTES = DSV3_ATTN_PARAMS + DSV3_ATTN_PARAMS // 4096  # 11,416,208,560
 DSV3_EMBED_BYTES = 129280 * 7168 * 2  # vocab × hidden at bfloat16: 1,853,358,080
 # Of it, q_a and kv_a (7,168 × (1,536 + 576) × 61 = 923,467,776 weights + 1/4096) are whole
-# on every TP rank in both engines (plan/weights.py REPLICATED_ON_TP): 923,693,232 B.
+# on every TP rank in both engines (plan/tp_replicated.py REPLICATED_ON_TP): 923,693,232 B.
 DSV3_UNSHARDED_BYTES = 923_467_776 + 923_467_776 // 4096
 DSV3_ROUTER_BYTES = 7168 * 256 * 58 * 2  # the gates, bfloat16: 212,860,928
 

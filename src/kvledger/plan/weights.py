@@ -68,6 +68,7 @@ from kvledger.plan.quant_storage import (
     quant_scheme,
     routed_experts_scheme,
 )
+from kvledger.plan.tp_replicated import UNSHARDED_ATTN
 from kvledger.records import record
 
 if TYPE_CHECKING:
@@ -94,27 +95,6 @@ class Weights:
     # Where an engine divides the experts otherwise than by TP (``WeightSplit``): the per-GPU
     # bytes of each part (``split_per_rank``). None: every part is divided by TP × PP.
     split: Mapping[str, Any] | None = None
-
-
-# The parts vLLM and SGLang keep whole on every tensor-parallel rank (``WeightSplit.ranks``
-# of 1: divided by nothing but PP), each engine's source read for it:
-# - "attn_unsharded" (``Parameters.unsharded_attention``): MLA's q_a_proj and
-#   kv_a_proj_with_mqa — vLLM 0.34 deepseek_v2.py DeepSeekV2FusedQkvAProjLinear (disable_tp)
-#   and ReplicatedLinear, deepseek_v32/attention.py, minicpm3.py; SGLang 0.5.23
-#   deepseek_v2.py fused_qkv_a_proj_with_mqa / kv_a_proj_with_mqa ReplicatedLinear — and the
-#   DSA indexer's wq_b (ReplicatedLinear) and wk (disable_tp);
-# - "router": the MoE gate — vLLM GateLinear(ReplicatedLinear) in every MoE model file
-#   (fused_moe/router/gate_linear.py); SGLang ReplicatedLinear or a gate Parameter
-#   (qwen2_moe.py, mixtral.py, deepseek_v2.py MoEGate).
-UNSHARDED_ATTN = "attn_unsharded"
-REPLICATED_ON_TP: Mapping[str, int] = {UNSHARDED_ATTN: 1, "router": 1}
-
-
-def has_replicated_parts(config: Mapping[str, Any]) -> bool:
-    """Whether a (text) config has parts ``REPLICATED_ON_TP`` keeps whole: MLA or experts."""
-    if config.get("kv_lora_rank") is not None:
-        return True
-    return any(isinstance(config.get(k), int) and config[k] > 0 for k in ALIASES["experts"])
 
 
 @record(frozen=True)
@@ -311,7 +291,7 @@ def estimate_weights(
     quant_bits += expert_bits
     if params.unsharded_attention and counts.get("attn"):
         # The attention bytes the engines keep whole on every TP rank, at attention's own
-        # storage (REPLICATED_ON_TP): apart from the sharded rest of "attn".
+        # storage (tp_replicated.py): apart from the sharded rest of "attn".
         whole = min(by_category["attn"],
                     -(-by_category["attn"] * params.unsharded_attention // counts["attn"]))
         by_category["attn"] -= whole

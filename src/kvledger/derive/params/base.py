@@ -134,7 +134,7 @@ class Parameters:
     # MLA's down-projections q_a_proj and kv_a_proj_with_mqa, which have no head dimension to
     # shard (they feed the latent every rank caches whole), and the DSA indexer's wq_b and wk
     # (vLLM deepseek_v2.py Indexer: "no tensor parallel, just replicated"). The engine rule is
-    # plan/weights.py REPLICATED_ON_TP.
+    # plan/tp_replicated.py.
     unsharded_attention: int = 0
     warnings: tuple[str, ...] = ()
     basis: str = "architecture"

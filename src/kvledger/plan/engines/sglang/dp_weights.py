@@ -37,12 +37,13 @@ ATTN_TP_ARCHITECTURES = frozenset({
 
 def weight_split(facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
     """DP attention's split (module docstring), with the parts SGLang keeps whole on every TP
-    rank (``plan/weights.py REPLICATED_ON_TP``: deepseek_v2.py's ReplicatedLinear
+    rank (``plan/tp_replicated.py REPLICATED_ON_TP``: deepseek_v2.py's ReplicatedLinear
     ``fused_qkv_a_proj_with_mqa`` / ``kv_a_proj_with_mqa``, the MoE gates); None when
     everything is divided by TP."""
     options = request.sglang
     tp, dp = request.tensor_parallel_size, request.data_parallel_size
-    from kvledger.plan.weights import REPLICATED_ON_TP, WeightSplit, has_replicated_parts
+    from kvledger.plan.tp_replicated import REPLICATED_ON_TP, has_replicated_parts
+    from kvledger.plan.weights import WeightSplit
 
     whole = dict(REPLICATED_ON_TP) if tp > 1 and has_replicated_parts(
         facts.language_config()) else {}

@@ -44,10 +44,11 @@ SEQUENCE_PARALLEL_SHARED = frozenset({
 
 def weight_split(facts: ModelFacts, request: PlanRequest) -> WeightSplit | None:
     """The split of ``request``'s layout (module docstring), with the parts kept whole on
-    every TP rank (``plan/weights.py REPLICATED_ON_TP``: MLA's down-projections, the DSA
+    every TP rank (``plan/tp_replicated.py REPLICATED_ON_TP``: MLA's down-projections, the DSA
     indexer, the router); None when everything is divided by TP alone."""
     tp, dp = request.tensor_parallel_size, request.data_parallel_size
-    from kvledger.plan.weights import REPLICATED_ON_TP, WeightSplit, has_replicated_parts
+    from kvledger.plan.tp_replicated import REPLICATED_ON_TP, has_replicated_parts
+    from kvledger.plan.weights import WeightSplit
 
     whole_on_tp = tp > 1 and has_replicated_parts(facts.language_config())
     if dp == 1:
