@@ -141,14 +141,15 @@ def build_request(log: ParsedLog, engine: str, problems: list[str],
         fields["gpu"] = gpu
     elif isinstance(total, Gib):
         fields["gpu_total_bytes"] = total.bytes
-        # Kernels follow the device's family (sparse MLA rows, block strides): where the log
-        # names a backend of one family only, plan that family's, not the SM90 assumed else.
-        from kvledger.plan.engines.vllm.hardware import family_from_backends
+        # Kernels follow the device's family (sparse MLA rows, block strides): where a vLLM
+        # log names a backend of one family only, plan that family's, not the SM90 assumed else.
+        if engine == "vllm":
+            from kvledger.plan.engines.vllm.hardware import family_from_backends
 
-        implied = family_from_backends(log.figures.get("attention_backends") or ())
-        if implied is not None and engine == "vllm":
-            fields["gpu"] = implied[0]
-            log.notes.append(implied[1])
+            implied = family_from_backends(log.figures.get("attention_backends") or ())
+            if implied is not None:
+                fields["gpu"] = implied[0]
+                log.notes.append(implied[1])
     quantization = str(s.get("quantization") or "").replace("-", "_").lower()
     from kvledger.plan.engines.vllm.online_quant import ONLINE
 

@@ -75,4 +75,4 @@ def family_from_backends(names: list[str] | tuple[str, ...]) -> tuple[str, str] 
     return _FAMILY_PRESET[major], (
         f"the log names no GPU, but vLLM used {which}, which runs only on compute capability "
         f"{major}.x (supports_compute_capability): that family's kernels are planned "
-        f"({_FAMILY_PRESET[major]}'s), on the log's own device total")
+        f"({_FAMILY_PRESET[major]}'s, its SM count too), on the log's own device total")
