@@ -41,6 +41,14 @@ def test_the_draft_layer_count_sglang_reads() -> None:
     # A draft stating next-n layers is counted by them, whatever its backbone.
     assert draft_num_layers({"num_hidden_layers": 61, "num_nextn_predict_layers": 1}) == 1
     assert draft_num_layers({"text_config": {"num_hidden_layers": 2}}) == 2
+    # layer_types do not count (ModelConfig.num_attention_layers is num_hidden_layers unless
+    # the architecture repeats its layers: Longcat-Flash twice, Nanbeige num_loops times).
+    assert draft_num_layers({"num_hidden_layers": 4,
+                             "layer_types": ["linear_attention"] * 3 + ["full_attention"]}) == 4
+    assert draft_num_layers({"architectures": ["LongcatFlashForCausalLM"],
+                             "num_hidden_layers": 1}) == 2
+    assert draft_num_layers({"architectures": ["NanbeigeForCausalLM"], "num_hidden_layers": 2,
+                             "num_loops": 3}) == 6
     with pytest.raises(ValueError, match="num_hidden_layers"):
         draft_num_layers({"hidden_size": 4096})
 

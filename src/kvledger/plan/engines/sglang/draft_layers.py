@@ -5,7 +5,9 @@ what that adds to the token pool's cell.
 _resolve_eagle_aux_hidden_state`` reads the draft's config (``ModelConfig.from_server_args``
 with ``model_path=speculative_draft_model_path``, ``is_draft_model=True``):
 ``eagle_draft_num_layers`` is its ``num_nextn_predict_layers`` when the config states one,
-else ``max(num_hidden_layers, num_attention_layers)``. ``model_executor/pool_configurator.py``
+else ``max(num_hidden_layers, num_attention_layers)`` — ``ModelConfig.num_attention_layers``
+being ``num_hidden_layers`` times the architecture's repeat (2 for Longcat-Flash, the loop
+count for IQuest's loop coder and Nanbeige), 1 otherwise. ``model_executor/pool_configurator.py``
 ``DefaultPoolConfigurator.__init__`` then grows the target's cell by
 ``int(cell × draft layers / target layers)`` — "assumes the draft shares the target's
 per-layer KV size" (for a DSA target the latent and the indexer apart; ``cells.py``) — and the
@@ -43,9 +45,17 @@ def draft_num_layers(config: Mapping[str, Any]) -> int:
     if layers is None:
         raise ValueError("the draft's config states no num_hidden_layers (SGLang reads the "
                          "draft's layer count from it)")
-    # ModelConfig.num_attention_layers: the layers that hold attention (every layer unless the
-    # config lists layer_types); SGLang takes the larger of the two.
-    kinds = cfg.get("layer_types")
-    attention = sum(1 for k in kinds if "attention" in str(k)) if isinstance(kinds, list) \
-        else layers
-    return max(layers, attention)
+    # configs/model_config.py: num_attention_layers is num_hidden_layers, but for the
+    # architectures that run their layers more than once; SGLang takes the larger of the two.
+    arch = config.get("architectures")
+    names = set(arch) if isinstance(arch, list) else set()
+    repeat = 1
+    if "LongcatFlashForCausalLM" in names:
+        repeat = 2
+    for name, key in (("IQuestLoopCoderForCausalLM", "loop_num"),
+                      ("NanbeigeForCausalLM", "num_loops")):
+        if name in names:
+            repeat = _count(cfg, key) or 1
+    if "WhisperForConditionalGeneration" in names:
+        raise ValueError("a Whisper config is not a draft model SGLang sizes this way")
+    return max(layers, layers * repeat)
