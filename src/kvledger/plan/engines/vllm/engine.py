@@ -123,7 +123,8 @@ def _stored_rows(inp: LayoutInput, plan: VllmPlan) -> tuple[dict[str, object], .
     sparse = res.sparse_mla
     # convert.py: sparse MLA with an fp8 cache off SM10x (FLASHMLA_SPARSE) is canonicalised
     # to fp8_ds_mla, whose rows are 656 B whatever the latent's dims.
-    packed = res.use_sparse and sparse is None and res.cache_dtype in ("fp8", "fp8_e4m3")
+    packed = res.use_sparse and sparse is None and \
+        res.cache_dtype in ("fp8", "fp8_e4m3", "fp8_ds_mla")
     return tuple(stored_summary(
         inp.facts, inp.request.tensor_parallel_size, res.kv_cache_dtype,
         lambda layer: why_not_cached(layer, inp.request),

@@ -53,7 +53,8 @@ def gdn_flashinfer_prefill(cap: tuple[int, int] | None, linear_key_head_dim: int
 # Attention backends that run on one compute-capability major only, as each states in
 # ``supports_compute_capability`` (vLLM 0.34, ``v1/attention/backends/mla/``: cutlass_mla.py,
 # flashinfer_mla.py, flashinfer_mla_sparse.py and tokenspeed_mla.py ``major == 10``;
-# flashattn_mla.py ``major == 9``; FlashInferMLASparseSM120Backend ``major == 12``). A log
+# flashattn_mla.py ``major == 9``; FlashInferMLASparseSM120Backend ``major == 12``; the same in
+# 0.26.0). A log
 # that names one was written on a GPU of that family.
 BACKEND_MAJOR: dict[str, int] = {
     "CUTLASS_MLA": 10, "FLASHINFER_MLA": 10, "FLASHINFER_MLA_SPARSE": 10, "TOKENSPEED_MLA": 10,
