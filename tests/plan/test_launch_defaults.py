@@ -1,10 +1,11 @@
 """The launch people use is the default: ``plan --gpu`` takes ``vllm serve``'s batch defaults.
 
-The tiers are vLLM's ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``, 0.32
-and 0.33 alike): ≥ 160 GiB → 1024 / 16384 (both contexts); ≥ 70 GiB and not an A100 → serve
-1024 / 8192, LLM class 1024 / 16384; otherwise serve 256 / 2048, LLM class 256 / 8192; then
-``_set_default_max_num_seqs_and_batched_tokens_args``: an unset max_num_seqs is
-min(default, max_num_batched_tokens). Without a GPU: SchedulerConfig's 256 / 8192.
+The tiers are vLLM's ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``, 0.28
+to 0.34 alike; 0.26 and older lack the first): ≥ 160 GiB → 1024 / 16384 (both contexts);
+≥ 70 GiB and not an A100 → serve 1024 / 8192, LLM class 1024 / 16384; otherwise serve
+256 / 2048, LLM class 256 / 8192; then ``_set_default_max_num_seqs_and_batched_tokens_args``
+(an unset max_num_seqs is min(default, max_num_batched_tokens)). Without a GPU:
+SchedulerConfig's 256 / 8192.
 """
 
 from __future__ import annotations
@@ -47,6 +48,19 @@ def test_tiers_are_get_batch_defaults(context: str, total: int | None, name: str
                                       expected: tuple[int, int]) -> None:
     picked = vllm_tier(context, total, name)
     assert (picked.max_num_seqs, picked.max_num_batched_tokens) == expected
+
+
+@pytest.mark.parametrize(("release", "expected"), [
+    # vLLM 0.26.0 / 0.19.0 engine/arg_utils.py _set_default_args: the largest tier is
+    # "device_memory >= 70 * GiB_bytes and 'a100' not in device_name" → serve 1024 / 8192.
+    ("0.26", (1024, 8192)),
+    ("0.19", (1024, 8192)),
+    # vLLM 0.28.0 adds "device_memory >= 160 * GiB_bytes" → 1024 / 16384 for serve too.
+    ("0.28", (1024, 16384)),
+])
+def test_the_160_gib_tier_is_0_28_s(release: str, expected: tuple[int, int]) -> None:
+    request = PlanRequest(engine=f"vllm=={release}", gpu="B200")
+    assert (request.max_num_seqs, request.max_num_batched_tokens) == expected
 
 
 def test_a_request_on_a_gpu_takes_the_serve_tier_and_says_so() -> None:

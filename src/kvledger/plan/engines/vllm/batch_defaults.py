@@ -1,8 +1,10 @@
 """The ``max_num_seqs`` / ``max_num_batched_tokens`` an engine runs with when a launch sets
 neither: the launch people use is the default.
 
-vLLM ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``; the same tiers in 0.32
-and 0.33) tiers by the device's total memory and the usage context the engine was built in:
+vLLM ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``; the same tiers from 0.28
+to 0.34; 0.26 and older, ``_set_default_args``, have no 160 GiB tier: a device that large takes
+the 70 GiB one, ``VllmRelease.batch_tier_160gib``) tiers by the device's total memory and the
+usage context the engine was built in:
 
 ====================  ==========================  ==========================
 device memory         ``vllm serve``              ``LLM(...)`` (offline)
@@ -64,7 +66,9 @@ def vllm_tier(usage_context: str, total_bytes: int | None, device_name: str | No
                              usage_context, f"no GPU named, so no {launch} tier of vLLM's "
                              "EngineArgs.get_batch_defaults: SchedulerConfig's defaults")
     name = (device_name or "").lower()
-    for least, not_a100, picks in _TIERS:
+    # 0.26 and older have no 160 GiB tier (VllmRelease.batch_tier_160gib).
+    tiers = _TIERS if _profile(release).batch_tier_160gib else _TIERS[1:]
+    for least, not_a100, picks in tiers:
         if total_bytes >= least and not (not_a100 and "a100" in name):
             seqs, tokens = picks[usage_context]
             where = device_name or "the given GPU total"

@@ -170,6 +170,7 @@ class ReserveInput:
     indexer_prefill_entries: tuple[int, int] = (40, 16)  # VllmRelease field
     indexer_radix_workspace: int = 1 << 20  # VllmRelease field (0.19: 0)
     topk_topp_triton_min_rows: int = 0  # VllmRelease field: fewer rows take the sort path
+    topk_topp_native_sort: bool = False  # VllmRelease field: no Triton kernel, every row sorts
     rocm: bool = False  # an AMD GPU (the release may skip the CUDA-graph estimate there)
     cuda_graph_estimate_on_rocm: bool = True  # VllmRelease field
     cuda_graph_estimate_by_default: bool = True  # VllmRelease field (0.19: False)
@@ -188,17 +189,40 @@ def topk_topp_sorts(inp: ReserveInput) -> bool:
     """Whether the dummy sampler's top-k/top-p takes PyTorch's sort (``apply_top_k_top_p``
     in ``v1/sample/ops/topk_topp_sampler.py``: 0.20 and 0.28 run the Triton kernel on a GPU only
     for ``logits.shape[0] >= 8`` rows, 0.30 on at any batch; ``VllmRelease.
-    topk_topp_triton_min_rows``)."""
-    return sampler_rows(inp) < inp.topk_topp_triton_min_rows
+    topk_topp_triton_min_rows``; 0.10 has no kernel: ``topk_topp_native_sort``)."""
+    return inp.topk_topp_native_sort or sampler_rows(inp) < inp.topk_topp_triton_min_rows
+
+
+# What ``logits.sort(dim=-1)`` holds per row × vocabulary entry of a float32 (rows, vocab)
+# tensor while it runs on a GPU (PyTorch ``aten/src/ATen/native/cuda/Sort.cpp sort_cuda_kernel``
+# → ``SortStable.cu launch_stable_sort_kernel``, a vocabulary above 4,096 and a contiguous
+# input): its float32 values and int64 indices (12 B), then by path —
+# 1 row or 128 and more (``segmented_sort_large_segments`` / ``segmented_sort_pairs``): an int64
+# index array (8 B) and CUB's radix-sort scratch, whose "3rd keys buffer" and "3rd values
+# buffer" (CUB ``dispatch_radix_sort.cuh``: the input may not be overwritten) take 4 + 8 B: 32 B;
+# 2-127 rows (``segmented_sort_pairs_by_full_sort``): two int2 arrays (16 B), the float32 keys
+# ``radix_sort_pairs`` allocates for its null output (4 B) and the scratch of 4 + 8 B: 44 B.
+SORT_ENTRY_BYTES = 32
+SORT_ENTRY_BYTES_FEW_ROWS = 44
+SORT_FULL_SORT_BELOW = 128  # SortStable.cu: nsegments < 128 sorts by the full-sort path
+
+
+def sort_entry_bytes(rows: int) -> int:
+    """Bytes a row × vocabulary entry ``logits.sort`` holds while it runs (above)."""
+    return SORT_ENTRY_BYTES_FEW_ROWS if 1 < rows < SORT_FULL_SORT_BELOW else SORT_ENTRY_BYTES
 
 
 def sampler_bytes(inp: ReserveInput) -> int:
-    """The four ``rows × vocab`` tensors of ``_dummy_sampler_run`` (module docstring); on the
-    sort path, ``apply_top_k_top_p_pytorch``'s ``logits.sort`` adds its float32 values and
-    int64 indices beside them (+ 12 B a row × vocabulary entry, a lower bound)."""
+    """The dummy sampler's peak over ``rows × vocab`` entries. Off the sort path, its four
+    tensors (module docstring: model dtype + 12 B). On it, ``apply_top_k_top_p`` sorts the
+    float32 logits before ``softmax`` and the exponential noise exist: the logits (model
+    dtype), their float32 copy (4 B) and what the sort holds while it runs
+    (``sort_entry_bytes``); the masks, softmax and scatter after it hold less."""
     vocab = required_int(inp.text, "vocab_size")
-    sort = 12 if topk_topp_sorts(inp) else 0
-    return sampler_rows(inp) * vocab * (_element(inp) + 12 + sort)
+    rows = sampler_rows(inp)
+    if topk_topp_sorts(inp):
+        return rows * vocab * (_element(inp) + FLOAT32 + sort_entry_bytes(rows))
+    return rows * vocab * (_element(inp) + 12)
 
 
 def hidden_states_bytes(inp: ReserveInput) -> int:
@@ -311,12 +335,17 @@ def activation_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
     forward = max(mlp, mla)
     peak = encoder + max(forward, sampler + hidden)
     rows = sampler_rows(inp)
-    sort = (" + 12 B of logits.sort's values and indices (fewer rows than the release's "
-            "Triton top-k/top-p threshold: topk_topp_sampler.apply_top_k_top_p_pytorch)"
-            if topk_topp_sorts(inp) else "")
+    if topk_topp_sorts(inp):
+        why = ("the release has no Triton top-k/top-p kernel" if inp.topk_topp_native_sort
+               else "fewer rows than the release's Triton top-k/top-p threshold")
+        what = (f"sampler dummy run: {rows:,} rows × vocab × (model dtype + 4 + "
+                f"{sort_entry_bytes(rows)}) B: the logits, their float32 copy and what "
+                f"logits.sort holds while it runs ({why}: topk_topp_sampler.apply_top_k_top_p; "
+                "PyTorch SortStable.cu, CUB's radix-sort scratch)")
+    else:
+        what = f"sampler dummy run: {rows:,} rows × vocab × (model dtype + 12) B, a lower bound"
     parts = [
-        Part(f"sampler dummy run: {rows:,} rows × vocab × (model dtype + 12) B{sort}, a lower "
-             "bound (gpu_model_runner._dummy_sampler_run)", sampler, EXACT),
+        Part(f"{what} (gpu_model_runner._dummy_sampler_run)", sampler, EXACT),
         Part(f"dummy run's hidden states: {inp.max_num_batched_tokens:,} tokens × hidden",
              hidden, EXACT),
         Part("MLP transient of the forward, estimated from the MLP width (vLLM measures it; "

@@ -80,6 +80,15 @@ class VllmRelease(Release):
     # ``logits.shape[0] >= 8`` rows, PyTorch's sort below; 0.30 on, at any batch (0: none).
     # The dummy sampler's rows are min(max_num_seqs, max_num_batched_tokens).
     topk_topp_triton_min_rows: int = 0
+    # 0.10 has no Triton top-k/top-p kernel: TopKTopPSampler takes forward_native, which sorts
+    # (apply_top_k_top_p) at every batch, unless FlashInfer is installed — an optional extra of
+    # the pip wheel (Requires-Dist: flashinfer-python; extra == "flashinfer"), so a plain
+    # `pip install vllm` sorts ("FlashInfer is not available. Falling back to the
+    # PyTorch-native implementation", its own log line).
+    topk_topp_native_sort: bool = False
+    # engine/arg_utils.py: the ">= 160 GiB" batch-default tier (B200, MI300X: 1024 / 16384 for
+    # vllm serve too) is 0.28's; 0.26 and older go from 70 GiB up with 1024 / 8192 served.
+    batch_tier_160gib: bool = True
     # v1/worker/gpu_worker.py determine_available_memory: whether profile_cudagraph_memory's
     # estimate is taken on ROCm (0.28 on: current_platform.is_cuda_alike(), #44825; 0.20:
     # "Skip on ROCm/HIP/XPU", no estimate subtracted there).

@@ -55,6 +55,9 @@ RELEASE = replace(
     # v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config: cdiv(layers per
     # group x the groups' summed worst case, the first group's page x layers per group).
     request_blocks="summed",
+    # engine/arg_utils.py EngineArgs._set_default_args: "device_memory >= 70 * GiB_bytes and
+    # 'a100' not in device_name" is the largest tier (0.28 adds ">= 160 * GiB_bytes").
+    batch_tier_160gib=False,
     # engine/arg_utils.py EngineArgs._set_default_chunked_prefill_and_prefix_caching_args:
     # default_prefix_caching = is_prefix_caching_supported and not is_hybrid ("Hybrid models
     # support prefix caching but keep it opt-in for now"), so mamba_cache_mode "none".
@@ -69,6 +72,8 @@ RELEASE = replace(
 
 # Where in vLLM 0.26.0's source each value that differs from 0.28.0's was read (plan/diff.py).
 CITES: dict[str, str] = {
+    "batch_tier_160gib": "engine/arg_utils.py EngineArgs._set_default_args (the 70 GiB tier "
+                         "is the largest; 0.28 adds 160 GiB)",
     "not_served": "model_executor/models/registry.py (the model types kvledger words for "
                   "this release; its own words and transformers release)",
     "unregistered_architectures": "model_executor/models/registry.py (the "
