@@ -14,9 +14,12 @@ budget itself is checked separately (``available_kv_bytes``), against kvledger's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from kvledger import records
 from kvledger.records import field, record
 from kvledger.report.findings import Check, Context, Suggestion
 from kvledger.report.logparse import Gib, ParsedLog, parse_log
@@ -205,6 +208,48 @@ def _load_model(
             ctx.facts = None
 
 
+_DEV_BUILDS = itertools.count()  # numbers the profiles _dev_build binds, one each
+
+
+@contextmanager
+def _dev_build(ctx: Context) -> Iterator[None]:
+    """A vLLM development build (``0.28.1rc1.dev580+g385dce36b``: commits past a release) that
+    served an architecture its base release's registry lacks: the log shows the cache sized, so
+    the build registered it. The checks run with the base release's profile less that
+    refusal, bound for the block under a version of its own (as ``plan/diff.py`` binds a mix),
+    and a note says so; anything else runs as it is."""
+    log, request, facts = ctx.log, ctx.request, ctx.facts
+    version = log.engine_version or ""
+    if (log.engine != "vllm" or request is None or facts is None or "dev" not in version
+            or "available_kv_gib" not in log.figures or not facts.architectures):
+        yield
+        return
+    from kvledger.plan.engines.base import get_layout
+
+    layout = get_layout("vllm", request.engine_release)
+    release: Any = layout.release  # a VllmRelease: the engine is vLLM
+    missing = frozenset(facts.architectures)
+    if release is None or not missing <= release.unregistered_architectures:
+        yield
+        return
+    bound = f"{release.version}+dev-build.{next(_DEV_BUILDS)}"
+    releases: Any = layout.releases  # the engine's own table, extended for the block
+    releases[bound] = records.replace(
+        release, version=bound,
+        unregistered_architectures=release.unregistered_architectures - missing)
+    ctx.request = records.replace(request, engine_release=bound)
+    ctx.notes.append(
+        f"vLLM {version} is a development build after {release.label}: it served "
+        f"{', '.join(sorted(missing))}, which {release.short}'s registry lacks (a later "
+        f"release adds it); replayed with {release.short}'s rules and that architecture "
+        "registered")
+    try:
+        yield
+    finally:
+        del releases[bound]
+        ctx.request = request
+
+
 def _gpu_from_log(log: ParsedLog, gpu: str | None) -> GpuPreset | None:
     from kvledger.plan.gpus import GpuPreset, gpu_preset
 
@@ -244,8 +289,9 @@ def explain_log(
         from kvledger.report.suggest import vllm_suggestions
         from kvledger.report.vllm_checks import vllm_checks
 
-        checks = vllm_checks(ctx)
-        suggestions = vllm_suggestions(ctx) if ctx.ready else []
+        with _dev_build(ctx):  # named as its base release: the note says what was added
+            checks = vllm_checks(ctx)
+            suggestions = vllm_suggestions(ctx) if ctx.ready else []
     else:
         from kvledger.report.sglang_checks import sglang_checks
 

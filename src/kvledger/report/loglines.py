@@ -43,6 +43,10 @@ VLLM_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # "Loading model weights took %.4f GB" (GiB computed, "GB" printed).
         ("weights", rf"Model loading took (?P<gib>{_NUM}) ?GiB"),
         ("weights", rf"Loading model weights took (?P<gib>{_NUM}) ?GB"),
+        # model_loader/weight_utils.py safetensors_weights_iterator (0.2x-0.34, read in 0.28.0
+        # and 0.34.0): "Filesystem type for checkpoints: %s. Checkpoint size: %.2f GiB." — the
+        # summed size of the safetensors files the run loads (_get_checkpoints_size_bytes).
+        ("checkpoint", rf"Checkpoint size: (?P<gib>{_NUM}) ?GiB"),
         # gpu_worker.py determine_available_memory: "Available KV cache memory: %s GiB".
         ("available_kv", rf"Available KV cache memory: (?P<gib>{_NUM}) ?GiB"),
         # kv_cache_utils.py: 0.32 one line "GPU KV cache size: %s tokens, Maximum concurrency

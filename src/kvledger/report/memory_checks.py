@@ -11,7 +11,7 @@ are subtracted only since the CUDA-graph memory profiling that 0.21 turned on by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger import records
 from kvledger.report.findings import Check, Context, gib
@@ -23,6 +23,9 @@ from kvledger.report.vllm_defaults import default_utilization, version_tuple
 WEIGHTS_TOLERANCE = 0.05
 BUDGET_TOLERANCE_BYTES = GIB // 2
 NOT_LOGGED = "the log does not print it"
+
+if TYPE_CHECKING:
+    from kvledger.source.headers import SafetensorsTotals
 
 
 def _layout(ctx: Context) -> Any:
@@ -51,10 +54,11 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
         # towers are loaded too), the engine's serving dtype and its expert split, so explain's
         # weights line is the one `plan` prints for the same settings.
         layout = _layout(ctx)
+        directory = ctx.source.directory if ctx.source else None
         w = model_weights(
             text, model_dtype=ctx.facts.model_dtype,
             serving=layout.serving_dtype(ctx.facts) if layout is not None else None,
-            directory=ctx.source.directory if ctx.source else None,
+            directory=directory, exact=_logged_checkpoint(ctx) if directory is None else None,
             hf_quant=ctx.source.hf_quant_config if ctx.source else None,
             tensor_parallel_size=tp, pipeline_parallel_size=pp,
             speculative_mtp=ctx.request is not None and speculates_with_mtp(ctx.request),
@@ -65,6 +69,21 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
     except (WeightsError, ValueError) as exc:
         return f"kvledger cannot size these weights ({exc})"
     return w.per_rank_bytes, w.per_rank_basis, w.detail
+
+
+def _logged_checkpoint(ctx: Context) -> SafetensorsTotals | None:
+    """The checkpoint's size the log printed ("Checkpoint size: X GiB", the safetensors files
+    vLLM loads: ``weight_utils._get_checkpoints_size_bytes``), as an index's total would give
+    it, where kvledger has no checkpoint of its own: what a model directory would tell ``plan``.
+    The files' sizes hold their headers too (kilobytes a file: inside the printed rounding)."""
+    logged = ctx.log.figures.get("checkpoint_gib")
+    if not isinstance(logged, Gib):
+        return None
+    from kvledger.source.headers import SafetensorsTotals
+
+    return SafetensorsTotals(round(logged.value * GIB), {}, 0,
+                             f"the log's checkpoint size ({logged}, line "
+                             f"{ctx.log.lines.get('checkpoint_gib', '?')})")
 
 
 def weights_check(ctx: Context) -> Check:
