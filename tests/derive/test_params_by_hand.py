@@ -272,3 +272,36 @@ def test_implausible_sizes_are_refused_not_printed() -> None:
     with pytest.raises(ConfigError, match="widths"):
         count_parameters({**huge, "hidden_size": 8, "num_hidden_layers": 2,
                           "num_attention_heads": 2, "intermediate_size": [16]})
+
+
+# A small Gemma 4 text config (the E-models' keys, made-up sizes): 4 layers, the last 2
+# reading earlier layers' caches (num_kv_shared_layers 2).
+GEMMA4_TINY: dict[str, Any] = {
+    "model_type": "gemma4_text", "architectures": ["Gemma4ForCausalLM"], "hidden_size": 64,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 1,
+    "head_dim": 16, "global_head_dim": 32, "intermediate_size": 128, "vocab_size": 100,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                    "full_attention"], "num_kv_shared_layers": 2, "use_double_wide_mlp": False,
+    "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 100,
+    "tie_word_embeddings": True, "sliding_window": 32, "torch_dtype": "bfloat16",
+}
+
+
+def test_gemma4_double_wide_mlp_only_on_kv_shared_layers() -> None:
+    # vLLM gemma4.py Gemma4DecoderLayer: the MLP is 2 × intermediate_size wide only where
+    # layer_idx >= num_hidden_layers - num_kv_shared_layers = 2: layers 2 and 3 gain
+    # 3 × 64 × 128 each = 2 × 24,576 = 49,152 parameters (not all four layers: 98,304).
+    narrow = count_parameters(GEMMA4_TINY).decoder
+    wide = count_parameters({**GEMMA4_TINY, "use_double_wide_mlp": True}).decoder
+    assert wide - narrow == 49_152
+
+
+def test_gemma4_per_layer_embeddings() -> None:
+    # vLLM gemma4.py with hidden_size_per_layer_input = 8 (ple), 4 layers, hidden 64:
+    # embed_tokens_per_layer 100 × (4 × 8) = 3,200; per_layer_model_projection 64 × 32 =
+    # 2,048; per_layer_projection_norm 8; per layer per_layer_input_gate 64 × 8 = 512,
+    # per_layer_projection 8 × 64 = 512, post_per_layer_input_norm 64 → 4 × 1,088 = 4,352.
+    # 3,200 + 2,048 + 8 + 4,352 = 9,608.
+    plain = count_parameters(GEMMA4_TINY).decoder
+    ple = count_parameters({**GEMMA4_TINY, "hidden_size_per_layer_input": 8}).decoder
+    assert ple - plain == 9_608

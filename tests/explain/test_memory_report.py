@@ -224,3 +224,22 @@ def test_a_method_kvledger_cannot_size_leaves_weights_and_budget_not_derived() -
         assert "online_int3" in checks[key].why
     # The lines that do not depend on the weights are still compared.
     assert checks["gpu_total"].match is True
+
+
+def test_consumed_memory_without_a_weights_line_is_weights_plus_non_torch() -> None:
+    # A log that prints the consumed memory but no "Model loading took" line (a grep of the
+    # report, as people paste it), written here in vLLM 0.33's wording: consumed 20.3 GiB,
+    # peak activation 1.92 GiB (no graph estimate line: the sum is what was subtracted).
+    # available = 71.27 − 20.3 − 1.92 = 49.05 GiB. The re-derivation takes the consumed memory
+    # whole (kvledger's weights + the rest as non-torch), not kvledger's own non-torch.
+    text = CONFIG + (
+        "(EngineCore pid=11) INFO 01-02 10:00:41 [gpu_worker.py:773] Available KV cache "
+        "memory: 49.05 GiB\n"
+        "(EngineCore pid=11) INFO 01-02 10:00:52 [gpu_worker.py:1060] Free memory on device "
+        "(78.7/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). "
+        "Actual usage is 20.3 GiB for consumed memory (weights + non-torch), 1.92 GiB for peak "
+        "activation, and 0.61 GiB for CUDAGraph memory. Current kv cache memory in use is "
+        "49.05 GiB.\n")
+    check = _checks(text)["available_kv_bytes"]
+    assert check.derived is not None
+    assert abs(check.derived - 49.05 * GIB) <= 0.02 * GIB

@@ -164,7 +164,8 @@ def _decoder(k: _Count, *, mla: bool = False) -> None:
                 width = k.num("dense_intermediate_size")
             if k.model_type == "llama4_text":
                 width = k.num("intermediate_size_mlp", default=inter)
-            if k.model_type == "gemma4_text" and k.flag("use_double_wide_mlp"):
+            if k.model_type == "gemma4_text" and k.flag("use_double_wide_mlp") and \
+                    _gemma4_kv_shared(k, i, layers):
                 width *= 2
             linear, bias = k.mlp(hidden, width)
             k.add("dense_mlp", linear)
@@ -172,11 +173,40 @@ def _decoder(k: _Count, *, mla: bool = False) -> None:
     k.add("other", k.norm(hidden))  # the final norm
     if k.model_type == "gemma3n_text":
         _gemma3n_extras(k, hidden, layers)
+    if k.model_type == "gemma4_text":
+        _gemma4_per_layer_embeddings(k, hidden, layers)
     if k.model_type not in _PROFILES and k.model_type not in _DECODER_CHECKED and \
             not any("no exact weight formula" in w for w in k.warnings):
         k.warnings.append(
             f"model_type {k.model_type!r}: counted as a generic decoder (projections and MLPs "
             "from the config; its biases and norms not checked): likely error under 0.5 %")
+
+
+def _gemma4_kv_shared(k: _Count, i: int, layers: int) -> bool:
+    """Whether Gemma 4's layer ``i`` reads an earlier layer's cache (vLLM gemma4.py
+    ``Gemma4DecoderLayer``: ``layer_idx >= first_kv_shared_layer_idx > 0``, the first being
+    ``num_hidden_layers − num_kv_shared_layers``): only those layers' MLPs are double wide under
+    ``use_double_wide_mlp``."""
+    first = layers - k.num("num_kv_shared_layers", default=0)
+    return i >= first > 0
+
+
+def _gemma4_per_layer_embeddings(k: _Count, hidden: int, layers: int) -> None:
+    """Gemma 4's per-layer embeddings where ``hidden_size_per_layer_input`` is set (the E2B /
+    E4B models; vLLM gemma4.py ``Gemma4Model``): ``embed_tokens_per_layer``
+    (vocab_size_per_layer_input × layers × ple), ``per_layer_model_projection`` (hidden →
+    layers × ple, no bias) and its RMSNorm (ple); per layer (``Gemma4DecoderLayer``) the
+    ``per_layer_input_gate`` (hidden → ple), ``per_layer_projection`` (ple → hidden), both
+    without bias, and ``post_per_layer_input_norm`` (hidden)."""
+    ple = k.num("hidden_size_per_layer_input", default=0)
+    if ple <= 0:
+        return
+    ple_vocab = k.num("vocab_size_per_layer_input", default=k.alias("vocab"))
+    k.add("embed", ple_vocab * layers * ple)
+    k.add("attn", hidden * layers * ple)
+    k.add("other", ple)
+    k.add("attn", layers * 2 * hidden * ple)
+    k.add("other", layers * hidden)
 
 
 def _gemma3n_extras(k: _Count, hidden: int, layers: int) -> None:
