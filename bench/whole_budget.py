@@ -105,7 +105,12 @@ def measure() -> dict[str, dict[str, float | None]]:
     """Per row id: kvledger's whole available GiB and the reserves-only available GiB."""
     out: dict[str, dict[str, float | None]] = {}
     for row in _rows():
-        lines, available = _budget_lines(row)
+        try:
+            lines, available = _budget_lines(row)
+        except ValueError:  # a release the measured kvledger does not know ("before")
+            out[row["id"]] = {"whole": None, "reserves": None, "reserve_gib": None,
+                              **{key: None for key in RESERVE_KEYS}}
+            continue
         reserves = sum(lines.get(k, 0) for k in RESERVE_KEYS)
         usable = lines["utilization"]
         requested = _gib(row["requested_gib"])

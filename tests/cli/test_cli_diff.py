@@ -118,8 +118,9 @@ def test_diff_fits_80_columns_without_splitting_a_number(
 def test_a_side_asked_as_an_unknown_release_says_which_it_planned(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # vLLM 0.18 has no profile (docs/releases-diff.md):
-    # the from side is planned as 0.19.0, the oldest known, and the text says so before any
-    # number, as plan's warning does; the to side (0.33, known) has no note.
+    # the from side is planned as 0.19.0, the nearest known (one minor release on; 0.10.2 is
+    # eight back), and the text says so before any number, as plan's warning does; the to
+    # side (0.33, known) has no note.
     monkeypatch.setenv("COLUMNS", "200")
     code, out, err = _run(capsys, "diff", QWEN, "--from", "vllm==0.18", "--to", "vllm==0.33",
                           *ASK)
@@ -127,7 +128,8 @@ def test_a_side_asked_as_an_unknown_release_says_which_it_planned(
     head = out.splitlines()[:3]
     assert head[0].endswith("vLLM 0.19.0 -> vLLM 0.33.0")
     assert head[1].startswith("note (from): vLLM 0.18 is not a release kvledger knows: "
-                              "planned as vLLM 0.19.0, the oldest release kvledger knows")
+                              "planned as vLLM 0.19.0, the nearest known release after "
+                              "it")
     assert not any(line.startswith("note (to)") for line in out.splitlines())
 
 

@@ -109,9 +109,12 @@ def test_issue19996_budget_estimate_on_an_h100() -> None:
     avail = e.check("available_kv_bytes")
     # 0.9.1 captures CUDA graphs after sizing the cache: the estimate subtracts none.
     assert "CUDA graphs 0.00" in avail.why
-    # The log's budget is lower than the estimate (the EAGLE draft's weights and
-    # activations are not in it): reported as a mismatch with a cause, never hidden.
-    assert avail.match is False and "below the estimate" in avail.why
+    # Replayed as 0.10.2, the nearest profile: its sampler sorts (0.9 has no Triton
+    # top-k/top-p kernel either), so the activation peak holds 1,024 rows × 128,256 ×
+    # (2 + 4 + 32) B and the estimate meets the logged 51.63 GiB (as 0.19's rules it was
+    # 2.9 GiB above it).
+    assert e.engine_release == "vLLM 0.10.2"
+    assert avail.match is True and abs(avail.derived - avail.logged) < GIB // 4
 
 
 def test_issue21348_tensor_parallel_mismatch_names_its_candidates() -> None:

@@ -45,6 +45,7 @@ def test_enforce_eager_takes_no_graph_estimate() -> None:
 
 
 def test_before_v0_21_no_graph_estimate_was_taken() -> None:
-    after = _kv_budget(_log("0.28.0", eager=False))
-    before = _kv_budget(_log("0.10.2", eager=False))
+    # 0.20 and 0.22 count the other reserves alike (their profiles differ in a log line only).
+    after = _kv_budget(_log("0.22.0", eager=False))
+    before = _kv_budget(_log("0.20.0", eager=False))
     assert before - after == 536_870_912

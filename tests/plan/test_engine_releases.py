@@ -42,8 +42,13 @@ def test_a_pin_names_a_release() -> None:
     ("vllm==0.29", "0.28.0",
      "the nearest known release before it (the next known is vLLM 0.30.0)"),
     # Before every known release: the oldest.
-    ("vllm==0.10", min(RELEASES, key=lambda v: tuple(map(int, v.split(".")))),
+    ("vllm==0.9", min(RELEASES, key=lambda v: tuple(map(int, v.split(".")))),
      "the oldest release kvledger knows"),
+    # A minor release named without its patch: the profiled patch of it.
+    ("vllm==0.10", "0.10.2", "a patch release of it"),
+    # Between 0.10.2 and 0.19.0, one minor release from 0.19: the nearer, after it.
+    ("vllm==0.18", "0.19.0",
+     "the nearest known release after it (the last known before it is vLLM 0.10.2)"),
     ("sglang==0.5.24", "0.5.23", "a patch release of it"),
 ])
 def test_an_unknown_release_plans_as_the_nearest_and_says_so(spec: str, planned: str,

@@ -107,12 +107,13 @@ def nearest(releases: Mapping[str, R], asked: str | None, default: str) -> tuple
     """(the profile to plan ``asked`` with, a note; "" when it is a known release).
 
     A known release is itself. A well-formed unknown one is planned as the known release
-    nearest to it: the same minor release (``0.34.1`` → ``0.34.0``), else the newest known
-    release below it (``0.35`` → the newest, ``0.29`` → ``0.28.0``), else — older than every
-    known release — the oldest known. Its KV rules are that release's, which a later patch
-    release rarely moves and a later minor release may: the note says which was used and how to
-    pin a known one. A malformed version (``banana``) is a ``ValueError`` listing the known
-    releases."""
+    nearest to it: the same minor release (``0.34.1`` → ``0.34.0``, ``0.10`` → ``0.10.2``),
+    else the known release the fewest minor releases away, the one below on a tie (``0.35`` →
+    the newest, ``0.29`` → ``0.28.0`` rather than ``0.30.0``, ``0.18`` → ``0.19.0`` rather
+    than ``0.10.2``), else — older than every known release — the oldest known. Its KV rules
+    are that release's, which a later patch release rarely moves and a later minor release
+    may: the note says which was used and how to pin a known one. A malformed version
+    (``banana``) is a ``ValueError`` listing the known releases."""
     if asked is None:
         return releases[default], ""
     for version in releases:
@@ -126,19 +127,30 @@ def nearest(releases: Mapping[str, R], asked: str | None, default: str) -> tuple
                          f"{some.engine}=={default.removesuffix('.0')})")
     ordered = sorted(releases, key=lambda v: version_key(v) or (0, 0, 0))
     below = [v for v in ordered if (version_key(v) or (0, 0, 0)) <= key]
-    same_minor = [v for v in below if (version_key(v) or (0, 0))[:2] == key[:2]]
-    version = (same_minor or below or ordered)[-1 if (same_minor or below) else 0]
-    release = releases[version]
+    above = [v for v in ordered if v not in below]
+    same_minor = [v for v in ordered if (version_key(v) or (0, 0))[:2] == key[:2]]
+
+    def minors(v: str) -> int:  # minor releases between v and the asked one
+        have = version_key(v) or (0, 0, 0)
+        return abs((have[0] - key[0]) * 1000 + have[1] - key[1])
+
     if same_minor:
+        # The nearest patch at or below it, else the first above (0.10 → 0.10.2).
+        version = ([v for v in same_minor if v in below] or same_minor[:1])[-1]
         why = "a patch release of it"
-    elif below and below[-1] == ordered[-1]:
-        why = "the newest release kvledger knows"
-    elif below:
-        after = ordered[len(below)]
-        why = (f"the nearest known release before it (the next known is "
-               f"{releases[after].label})")
+    elif below and (not above or minors(below[-1]) <= minors(above[0])):
+        version = below[-1]
+        why = ("the newest release kvledger knows" if not above else
+               f"the nearest known release before it (the next known is "
+               f"{releases[above[0]].label})")
     else:
-        why = "the oldest release kvledger knows"
+        # Nearer to the next known release than to the last one before it (0.18 → 0.19, not
+        # 0.10): rules accumulate release by release, so the fewer releases apart the better.
+        version = above[0]
+        why = ("the oldest release kvledger knows" if not below else
+               f"the nearest known release after it (the last known before it is "
+               f"{releases[below[-1]].label})")
+    release = releases[version]
     note = (f"{some.product} {asked} is not a release kvledger knows: planned as "
             f"{release.label}, {why}; its numbers may differ where {some.product} {asked} "
             f"changed a rule (known: {_known(releases, default)})")

@@ -109,3 +109,32 @@ def test_an_mi300x_plan_under_0_20_keeps_the_graph_reserve() -> None:
     # 0.28 subtracts its 0.5 GiB estimate on ROCm; 0.20 skips the profile there: 0.
     assert (old["cuda_graphs"], new["cuda_graphs"]) == (0, 536_870_912)
     assert old["_"] - new["_"] == 536_870_912
+
+
+def test_0_10_sorts_at_every_batch_and_keeps_no_triton_buffer() -> None:
+    # vLLM 0.10.2 v1/sample/ops/topk_topp_sampler.py has no Triton kernel: without FlashInfer
+    # (an extra of the wheel) forward_native sorts. 1,024 rows take PyTorch's segmented sort
+    # (SortStable.cu, 128 rows or more): values 4 + indices 8 + index array 8 + CUB's 3rd
+    # keys / values buffers 4 + 8 = 32 B an entry, beside the bf16 logits and their float32
+    # copy: 1,024 × 201,088 × (2 + 4 + 32) = 7,824,736,256 B.
+    inp = _inp(0, max_num_seqs=1024, topk_topp_native_sort=True)
+    assert sampler_bytes(inp) == 7_824_736_256
+    assert topk_topp_buffer_bytes(inp) == 0
+    # The same batch under 0.30's Triton kernel: the four tensors, 1,024 × 201,088 × 14.
+    assert sampler_bytes(_inp(0, max_num_seqs=1024)) == 2_882_797_568
+
+
+def test_the_0_10_plan_s_activation_line_on_an_h100() -> None:
+    def activation(engine: str) -> int:
+        data = plan_model("meta-llama/Meta-Llama-3.1-8B", PlanRequest(
+            engine=engine, gpu="H100-80GB")).to_json()
+        return next(int(ln["bytes"]) for ln in data["budget"] if ln["key"] == "activation_peak")
+
+    # vllm serve on an H100 (0.10.2 engine/arg_utils.py: >= 70 GiB, not an A100): 1,024
+    # sequences, 8,192 batched tokens. Llama-3.1-8B: vocab 128,256, hidden 4,096. The sampler
+    # 1,024 × 128,256 × (2 + 4 + 32) = 4,990,697,472 B plus the hidden states 8,192 × 4,096 ×
+    # 2 = 67,108,864 B = 5,057,806,336 B, above the MLP transient ((2 × 14,336 + 4 × 4,096) ×
+    # 8,192 × 2 = 738,197,504 B).
+    assert activation("vllm==0.10.2") == 5_057_806_336
+    # 0.19 (Triton kernel): 1,024 × 128,256 × 14 + 67,108,864 = 1,905,786,880 B.
+    assert activation("vllm==0.19") == 1_905_786_880

@@ -28,6 +28,7 @@ from kvledger.plan.engines.vllm.specs import (
     SlidingWindowSpec,
     UniformTypeSpecs,
     counted,
+    spec_name,
 )
 from kvledger.records import record
 
@@ -143,10 +144,25 @@ def block_outermost(specs: Iterable[KVCacheSpec]) -> bool:
     return any(s.needs_block_outermost() for s in specs)
 
 
-def get_kv_cache_groups(buckets: list[Bucket]) -> Grouping:
+def get_kv_cache_groups(buckets: list[Bucket], *, chunks: bool = False,
+                        sort_by_type: bool = False) -> Grouping:
     """vLLM ``get_kv_cache_groups``, over the planned layers' buckets of equal specs (in order
     of first layer, ``buckets_of``): its cost follows the number of distinct specs, not of
-    layers, except on the uniform-type and packed paths."""
+    layers, except on the uniform-type and packed paths.
+
+    ``chunks`` (``VllmRelease.hybrid_group_chunks``, 0.10): the group size is the fewest layers
+    of a spec, without the 1.5 × rule, and each spec's layers go in consecutive chunks.
+    ``sort_by_type`` (``VllmRelease.groups_sorted_by_spec_type``, 0.10): the groups are listed
+    by their spec's class name, as ``unify_kv_cache_configs`` sorts them (its key goes on to
+    the spec's fields, which here keeps groups of one class in the order of first layer)."""
+    grouping = _groups(buckets, chunks)
+    if not sort_by_type:
+        return grouping
+    ordered = sorted(grouping.groups, key=lambda g: spec_name(g.spec))
+    return Grouping(tuple(ordered), grouping.buckets, grouping.warnings)
+
+
+def _groups(buckets: list[Bucket], chunks: bool) -> Grouping:
     if not buckets:
         return Grouping((), ())
     if len(buckets) == 1:
@@ -168,7 +184,7 @@ def get_kv_cache_groups(buckets: list[Bucket]) -> Grouping:
     smallest, largest = min(sizes), max(sizes)
     # vLLM: the "1" of an n:1 pattern is the group size, unless the counts are close
     # (max < 1.5 * min), where padding the smaller types to the larger count wastes less.
-    group_size = largest if largest < smallest * 1.5 else smallest
+    group_size = largest if largest < smallest * 1.5 and not chunks else smallest
     groups: list[Group] = []
     warnings: list[str] = []
     for spec, layers in buckets:
@@ -179,6 +195,10 @@ def get_kv_cache_groups(buckets: list[Bucket]) -> Grouping:
                 f"(up to {padding / len(layers) * 100:.2f}% of their KV memory wasted)"
             )
         n = ceil_div(len(layers), group_size)
+        if chunks:  # 0.10: layers[i:i + group_size]
+            groups.extend(Group(layers[k:k + group_size], spec)
+                          for k in range(0, len(layers), group_size))
+            continue
         # layers[i::n]: keeps pipeline stages balanced (vLLM comment on PP).
         groups.extend(Group(layers[k::n], spec) for k in range(n))
     return Grouping(tuple(groups), tuple(buckets), tuple(warnings))

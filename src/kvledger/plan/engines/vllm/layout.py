@@ -260,7 +260,8 @@ def _prepare(facts: ModelFacts, request: PlanRequest, release: VllmRelease,
         else:
             spec, layers = buckets[same]
             buckets[same] = (spec, tuple(sorted(layers + order.positions[k])))
-    grouping = get_kv_cache_groups(buckets)
+    grouping = get_kv_cache_groups(buckets, chunks=release.hybrid_group_chunks,
+                                   sort_by_type=release.groups_sorted_by_spec_type)
     ctx = SpecContext(
         max_model_len=res.max_model_len,
         max_in_flight_tokens=res.max_in_flight_tokens,
@@ -519,7 +520,8 @@ def _plan(
         spec_buckets=prep.grouping.buckets,
         spec_members=None if members is None else frozenset(members),
         resolved=prep.res,
-        mamba_block_size=prep.sizes.mamba_block_size,
+        mamba_block_size=prep.sizes.mamba_block_size if prep.res.release.mamba_cache_settings
+        else None,
         mamba_page_size_padded=prep.sizes.mamba_page_size_padded,
         tp_kv_heads_per_rank=_tp_heads(prep.grouping.buckets),
         warnings=tuple(warnings),

@@ -81,11 +81,14 @@ on one GPU, 0.5 GiB with communicators; ± 0.25 GiB on one GPU, −0.4/+0.25 GiB
 communicators: a TP-4 log printed 0.13 GiB) and 0.32's cuBLAS / cuBLASLt handles
 (64 MiB; ± 64 MiB).
 
-Not explained (``bench/README.md``): a gpt-oss-120b start-up on an H100 (an older release, 1,024
-sequences, its own 65.97 GiB of weights) reserved 7.5–7.9 GiB besides the weights where these
-rules count 3.1 GiB. That release's sampler may have taken PyTorch's sort-based top-k/top-p
-(``logits.sort`` keeps float32 values and int64 indices, + 12 B per row × vocabulary entry, 2.3
-GiB there) where 0.32/0.33 run the Triton kernel above; the rest is not accounted for.
+The sort path (``topk_topp_sorts``: fewer rows than 0.20 / 0.28's Triton threshold, or 0.10,
+which has no kernel and sorts whenever FlashInfer is not installed) holds more than the four
+tensors: ``logits.sort`` runs on the float32 copy before the softmax and the noise exist, and
+PyTorch's stable sort (``SortStable.cu``) keeps its values, int64 indices, an int64 index array
+and CUB's radix-sort scratch (``sort_entry_bytes``: 32 B a row × vocabulary entry, 44 B for
+2-127 rows). A gpt-oss-120b start-up on an H100 under vLLM 0.10.1 (1,024 sequences, its own
+65.97 GiB of weights; ``bench/data/vllm_startup_logs.csv``) reserved 7.5-7.9 GiB besides the
+weights: 0.10's rules count 7.64 GiB (0.19's, without the sort, 3.14).
 """
 
 from __future__ import annotations

@@ -105,7 +105,9 @@ class Resolved:
             "cache_dtype": self.cache_dtype,
             "async_scheduling": self.async_scheduling,
             "max_in_flight_tokens": self.max_in_flight_tokens,
-            "mamba_cache_mode": self.mamba_cache_mode,
+            # 0.10's CacheConfig has no mamba_cache_mode: vLLM reports none.
+            "mamba_cache_mode": self.mamba_cache_mode if self.release.mamba_cache_settings
+            else None,
             "mamba_ssm_cache_dtype": self.mamba_ssm_cache_dtype,
             "mamba_cache_dtype": self.mamba_cache_dtype,
             "is_hybrid": self.is_hybrid,
@@ -172,6 +174,10 @@ def concurrent_batches(request: PlanRequest, release: VllmRelease) -> tuple[bool
     if release.async_scheduling_always:
         # 0.34: Model Runner V1 is gone, and with it every rule above (releases/v0_34.py).
         return True, pp + 1
+    if not release.async_scheduling_by_default:
+        # 0.10: SchedulerConfig.async_scheduling defaults to False (--async-scheduling opts in;
+        # kvledger plans the default).
+        return False, pp
     if release.async_off_only_on_v1_runner:
         v1_incompatible = method in _NO_ASYNC_SPEC_METHODS or pp > 1
         async_scheduling = v2_runner or not v1_incompatible
@@ -314,6 +320,14 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
     if prefix is None:
         prefix = not has_cross and has_attention and (
             release.hybrid_prefix_caching_by_default or not has_state)
+    prefix_notes: tuple[str, ...] = ()
+    if prefix and has_state and not release.hybrid_prefix_caching:
+        # 0.10: MambaModelConfig.verify_and_update_config turns it off for every hybrid.
+        prefix = False
+        if request.enable_prefix_caching:
+            prefix_notes = (f"{release.short} turns prefix caching off for a hybrid or Mamba "
+                            "model (MambaModelConfig.verify_and_update_config: \"not yet "
+                            "supported\"): planned without it",)
     # vLLM ``MambaModelConfig.verify_and_update_config``: with prefix caching a hybrid
     # model uses mamba_cache_mode "align"; without, "none". To 0.26 a model class with Mamba
     # prefix caching took "all" unless it speculates (``mamba_all_with_prefix_caching``).
@@ -363,7 +377,8 @@ def resolve(facts: ModelFacts, request: PlanRequest, release: VllmRelease) -> Re
         cache_dtype_reason=cache.reason,
         extra_retained_tokens=extra_retained,
         minimax_sparse_layers=minimax_sparse,
-        **_joined({"notes": length_notes} if length_notes else {},
+        **_joined({"notes": length_notes + prefix_notes} if length_notes or prefix_notes
+                  else {},
                   _gdn_checkpoint(facts, request, release, mamba_cache_mode),
                   dense_mla_backend(facts, request, release, cache.cache_dtype, use_mla
                                      and Kind.INDEXER not in kinds),

@@ -18,9 +18,10 @@ from kvledger.plan.engines.vllm.releases.profile import VllmRelease
 # version -> the module that states its profile. A profile is imported when it is asked for:
 # each is a replace() of the next newer one, so planning with the newest imports 0.34, 0.33
 # and 0.32 only, and the older releases stay off the start-up path (bench/startup.py).
-_MODULES = {"0.19.0": "v0_19", "0.20.0": "v0_20", "0.22.0": "v0_22", "0.23.0": "v0_23",
-            "0.25.0": "v0_25", "0.26.0": "v0_26", "0.28.0": "v0_28", "0.30.0": "v0_30",
-            "0.31.0": "v0_31", "0.32.0": "v0_32", "0.33.0": "v0_33", "0.34.0": "v0_34"}
+_MODULES = {"0.10.2": "v0_10", "0.19.0": "v0_19", "0.20.0": "v0_20", "0.22.0": "v0_22",
+            "0.23.0": "v0_23", "0.25.0": "v0_25", "0.26.0": "v0_26", "0.28.0": "v0_28",
+            "0.30.0": "v0_30", "0.31.0": "v0_31", "0.32.0": "v0_32", "0.33.0": "v0_33",
+            "0.34.0": "v0_34"}
 
 
 class _Profiles(MutableMapping[str, VllmRelease]):

@@ -89,6 +89,22 @@ class VllmRelease(Release):
     # engine/arg_utils.py: the ">= 160 GiB" batch-default tier (B200, MI300X: 1024 / 16384 for
     # vllm serve too) is 0.28's; 0.26 and older go from 70 GiB up with 1024 / 8192 served.
     batch_tier_160gib: bool = True
+    # v1/core/kv_cache_utils.py _get_kv_cache_config_uniform_page_size (0.10): the group size
+    # is the fewest layers of one spec (no "max < 1.5 × min" rule) and each spec's layers are
+    # split into consecutive chunks (layers[i:i + group_size]), not strided (layers[i::n]).
+    hybrid_group_chunks: bool = False
+    # 0.10 v1/core/kv_cache_utils.py unify_kv_cache_configs sorts kv_cache_groups by
+    # (type(spec).__name__, astuple(spec)); later releases keep the order of first layer.
+    groups_sorted_by_spec_type: bool = False
+    # config/scheduler.py SchedulerConfig.async_scheduling: on unless a rule turns it off
+    # (resolve.concurrent_batches); 0.10: False, --async-scheduling opts in.
+    async_scheduling_by_default: bool = True
+    # config/cache.py CacheConfig has mamba_cache_mode and mamba_block_size (0.10 has neither:
+    # its hybrid models keep one state a request and vLLM reports no such setting).
+    mamba_cache_settings: bool = True
+    # model_executor/models/config.py MambaModelConfig.verify_and_update_config (0.10): prefix
+    # caching is set off for every hybrid / Mamba model, asked for or not.
+    hybrid_prefix_caching: bool = True
     # v1/worker/gpu_worker.py determine_available_memory: whether profile_cudagraph_memory's
     # estimate is taken on ROCm (0.28 on: current_platform.is_cuda_alike(), #44825; 0.20:
     # "Skip on ROCm/HIP/XPU", no estimate subtracted there).
