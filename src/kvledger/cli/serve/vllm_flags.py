@@ -1,5 +1,5 @@
-"""Every ``vllm serve`` flag of vLLM 0.32, 0.33 and 0.34, classified by how it can affect the KV
-plan.
+"""Every ``vllm serve`` flag of vLLM 0.32, 0.33 and 0.34 (and the ones 0.10.2 had that they
+dropped), classified by how it can affect the KV plan.
 
 The flag lists are vLLM's (``vllm-0.32.0.json``, ``vllm-0.33.0.json``, each dumped from its
 ``make_arg_parser``; 0.33 adds monokernel — KernelConfig.monokernel, a persistent decode
@@ -189,6 +189,34 @@ RULES: dict[str, Rule] = merge(
         cache_aware_admission_window cache_aware_admission_threshold max_num_inflight_kv_loads
         shuffle_safetensors_files checkpoint_prepare_on_startup headless_client_handshake_address
     """, "no effect on memory at start-up"),
+    # vLLM 0.10.2's flags that 0.32 no longer has (vllm-0.10.2.json; read in 0.10.2's
+    # engine/arg_utils.py and config/__init__.py).
+    table(INERT, """
+        disable_async_output_proc disable_frontend_multiprocessing disable_log_requests
+        disable_mm_preprocessor_cache guided_decoding_backend
+        guided_decoding_disable_additional_properties guided_decoding_disable_any_whitespace
+        guided_decoding_disable_fallback logits_processor_pattern max_long_partial_prefills
+        max_num_partial_prefills num_lookahead_slots override_pooler_config preemption_mode
+        scheduler_delay_factor eplb_log_balancedness eplb_step_interval
+    """, "no effect on GPU memory at start-up (V0 scheduling, the API server, logging)"),
+    table(INERT, "swap_space", "sizes CPU memory for swapped blocks, not the GPU's"),
+    table(INERT, "calculate_kv_scales",
+          "computes fp8 KV scales on the first forward; the cache's bytes are the same"),
+    table(INERT, "override_attention_dtype",
+          "read only by the V0 ROCm flash-attention backend (attention/backends/"
+          "rocm_flash_attn.py)"),
+    table(INERT, "enable_lora_bias lora_extra_vocab_size", "used only with --enable-lora"),
+    table(INERT, "eplb_window_size num_redundant_experts",
+          "read only with --enable-eplb, which kvledger does not size in the releases that have "
+          "this flag"),
+    table(ESTIMATE, "cuda_graph_sizes max_seq_len_to_capture",
+          "changes the CUDA graphs kvledger estimates"),
+    table(WEIGHTS, "enable_multimodal_encoder_data_parallel",
+          "runs the multimodal encoder data-parallel (0.10.2 sets mm_encoder_tp_mode 'data'): "
+          "its weights whole on every GPU"),
+    table(KV, "rope_scaling rope_theta", "plans another config than the model's own"),
+    table(KV, "task", "runs another runner (generate, embed, classify, ...)",
+          same=("auto", "generate")),
 )
 
 # Environment variables read by vLLM 0.32 (envs.py) that change memory, by class.

@@ -83,11 +83,11 @@ def tokens_note(plan: VllmPlan, rules: VllmRelease, dcp: int = 1) -> str:
     sp = next((p for p in (plan, *plan.stages) if p.groups), None)
     if sp is None or sp.kv_cache_tokens == sp.num_blocks * sp.block_size:
         return ""
-    if rules.logged_tokens == "blocks_per_group":  # vLLM 0.19, 0.20 (releases/profile.py)
+    if rules.logged_tokens == "blocks_per_group":  # vLLM 0.10 to 0.20 (releases/profile.py)
         return (f"kv_cache_tokens {sp.kv_cache_tokens:,} is not num_blocks × block_size "
                 f"({sp.num_blocks:,} × {sp.block_size:,}): {rules.short} logs num_blocks // "
-                f"{len(sp.groups)} KV cache groups × {sp.block_size:,} (kv_cache_utils.py "
-                "_report_kv_cache_config), whatever one request takes; its concurrency "
+                f"{len(sp.groups)} KV cache groups × {sp.block_size:,} (kv_cache_utils.py's "
+                "\"GPU KV cache size\" line), whatever one request takes; its concurrency "
                 f"counts {sp.blocks_per_request:,} blocks a {sp.max_model_len:,}-token request")
     taken: dict[str, list[int]] = {}
     for group in sp.groups:

@@ -200,8 +200,9 @@ class VllmRelease(Release):
     # cases summed, the first group's page).
     request_blocks: str = "per_group"
     # What "GPU KV cache size: N tokens" counts: "concurrency" (0.22 on) =
-    # int(max_concurrency x max_model_len) (get_kv_cache_capacity); "blocks_per_group" (0.19,
-    # 0.20) = num_blocks // len(groups) x the smallest group block (_report_kv_cache_config).
+    # int(max_concurrency x max_model_len) (get_kv_cache_capacity); "blocks_per_group" (0.10
+    # to 0.20) = num_blocks // len(groups) x the smallest group block (0.20
+    # _report_kv_cache_config; 0.10 _get_kv_cache_config_uniform_page_size).
     logged_tokens: str = "concurrency"
     # model_executor/models/config.py MambaModelConfig.verify_and_update_config, 0.19 to 0.26:
     # with prefix caching and no speculative decoding, a model class declaring

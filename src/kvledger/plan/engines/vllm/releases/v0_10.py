@@ -26,6 +26,9 @@ from kvledger.records import replace
 RELEASE = replace(
     v0_19.RELEASE,
     version="0.10.2",
+    # 0.10.2's own parser (scripts/serve_flag_tables.py; cli/serve/vllm-0.10.2.json):
+    # entrypoints/openai/cli_args.make_arg_parser, 177 flags.
+    flag_table="vllm-0.10.2.json",
     **inherited(v0_19.RELEASE, "vLLM 0.10", "transformers 4.57"),
     # The architectures vLLM 0.32.0's model_executor/models/registry.py lists and 0.10.2's
     # does not (both wheels' registries, read by name).
