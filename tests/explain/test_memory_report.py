@@ -243,3 +243,27 @@ def test_consumed_memory_without_a_weights_line_is_weights_plus_non_torch() -> N
     check = _checks(text)["available_kv_bytes"]
     assert check.derived is not None
     assert abs(check.derived - 49.05 * GIB) <= 0.02 * GIB
+
+
+def test_the_0_10_sampler_the_log_names_sets_the_activation_line() -> None:
+    # vLLM 0.10.2 sorts in its sampler without FlashInfer (topk_topp_sampler.py); the log says
+    # which sampler it took. The CONFIG line's run: 79.19 GiB (≥ 70 GiB, serve defaults 1,024
+    # sequences, 8,192 tokens); Llama-3.1-8B vocab 128,256, hidden 4,096. Sorting:
+    # 1,024 × 128,256 × (2 + 4 + 32) + 8,192 × 4,096 × 2 = 5,057,806,336 B; FlashInfer's
+    # sampler (the four tensors): 1,024 × 128,256 × 14 + 67,108,864 = 1,905,786,880 B.
+    base = CONFIG.replace("v0.33.0", "v0.10.2").replace(
+        "enable_prefix_caching=True", "enable_prefix_caching=True, max_num_seqs=1024, "
+        "max_num_batched_tokens=8192") + (
+        "INFO [gpu_model_runner.py:2392] Model loading took 14.99 GiB and 6.1 seconds\n"
+        "INFO [gpu_worker.py:298] Available KV cache memory: 50.0 GiB\n"
+        "INFO [gpu_worker.py:391] Free memory on device (78.7/79.19 GiB) on startup. Desired "
+        "GPU memory utilization is (0.9, 71.27 GiB). Actual usage is 14.99 GiB for weight, "
+        "5.2 GiB for peak activation, 0.08 GiB for non-torch memory, and 0.61 GiB for "
+        "CUDAGraph memory.\n")
+    native = "WARNING [topk_topp_sampler.py:69] FlashInfer is not available. Falling back " \
+        "to the PyTorch-native implementation of top-p & top-k sampling.\n"
+    flashinfer = "INFO [topk_topp_sampler.py:50] Using FlashInfer for top-p & top-k " \
+        "sampling.\n"
+    for text, expected in ((base, 5_057_806_336), (native + base, 5_057_806_336),
+                           (flashinfer + base, 1_905_786_880)):
+        assert _checks(text)["activation_peak"].derived == expected

@@ -156,14 +156,20 @@ def build_request(log: ParsedLog, engine: str, problems: list[str],
     quantization = str(s.get("quantization") or "").replace("-", "_").lower()
     from kvledger.plan.engines.vllm.online_quant import ONLINE
 
+    launch: dict[str, Any] = {}
     if engine == "vllm" and quantization in ONLINE:
         # The method vLLM ran with, when it is one kvledger sizes online: on an unquantized
         # checkpoint it changes the weights the budget subtracts (plan's --quantization,
         # engines/vllm/launch_budget.py); on the checkpoint's own method nothing moves. Any
         # other method is the checkpoint's own, or one budget_checks says it cannot size.
+        launch["quantization"] = quantization
+    sampler = log.figures.get("flashinfer_sampler")
+    if engine == "vllm" and isinstance(sampler, bool):
+        launch["flashinfer_sampler"] = sampler  # the sampler the run took (0.10's choice)
+    if launch:
         from kvledger.plan.engines.vllm.launch import VllmLaunch
 
-        fields["vllm_launch"] = VllmLaunch(quantization=quantization)
+        fields["vllm_launch"] = VllmLaunch(**launch)
     length = log.figures.get("concurrency_length") or log.figures.get("refused_length")
     if "max_model_len" not in fields and isinstance(length, int):
         fields["max_model_len"] = length

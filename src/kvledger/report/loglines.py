@@ -126,6 +126,12 @@ VLLM_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # with --attention-backend); rocm.py: "Using %s backend out of potential backends".
         ("backend_used", r"Using (?P<name>[A-Z][A-Z0-9_]+) (?:attention )?backend"
                          r"(?: out of potential backends|\.| \(selected)"),
+        # v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__ (0.10): which sampler
+        # the run took — FlashInfer's, or PyTorch's sort ("FlashInfer is not available" /
+        # "FlashInfer is available, but it is not enabled ... Falling back").
+        ("sampler_flashinfer", r"Using FlashInfer for top-p & top-k sampling"),
+        ("sampler_native", r"FlashInfer is (?:not available|available, but it is not "
+                           r"enabled)\. Falling back to the PyTorch-native implementation"),
         # "vllm serve MODEL --flags" pasted above the log.
         ("command", r"(?:^|[\s$#>])vllm serve\s+(?P<body>.*)"),
         ("command", r"-m vllm\.entrypoints\.openai\.api_server\s+(?P<body>.*)"),

@@ -292,6 +292,8 @@ def _take(
     elif figure == "kv_in_use_bytes":
         # Exact bytes: a figure with ten decimals of GiB (well inside the printed intervals).
         _available(log, Gib(f"{int(g['bytes']) / GIB:.10f}"), line)
+    elif figure in ("sampler_flashinfer", "sampler_native"):
+        _first(log, "flashinfer_sampler", figure == "sampler_flashinfer", line)
     elif figure == "checkpoint":
         _first(log, "checkpoint_gib", Gib(g["gib"]), line)
     elif figure == "usage_report_v010":

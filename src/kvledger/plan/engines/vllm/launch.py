@@ -131,6 +131,11 @@ class VllmLaunch:
     # redundant experts and rebalancing state on each GPU (eplb.py).
     enable_eplb: bool = False
     eplb_config: str | None = None
+    # Whether FlashInfer's sampler runs (VllmRelease.topk_topp_native_sort: a release with no
+    # Triton top-k/top-p kernel sorts without it). None: the release's pip wheel, which leaves
+    # FlashInfer an extra; True: installed (vLLM's Docker image), False: not. explain reads it
+    # from the log ("Using FlashInfer for top-p & top-k sampling").
+    flashinfer_sampler: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
@@ -173,6 +178,9 @@ class VllmLaunch:
         for name in ("kv_transfer_config", "eplb_config"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be JSON text, got {getattr(self, name)!r}")
+        if self.flashinfer_sampler is not None and not isinstance(self.flashinfer_sampler, bool):
+            raise TypeError(f"flashinfer_sampler must be a bool or None, got "
+                            f"{self.flashinfer_sampler!r}")
         if not isinstance(self.enable_eplb, bool):
             raise TypeError(f"enable_eplb must be a bool, got {self.enable_eplb!r}")
         if not isinstance(self.language_model_only, bool):

@@ -92,7 +92,9 @@ def reserve_input(inp: GpuBudgetInput, release: VllmRelease) -> ReserveInput:
         indexer_prefill_entries=release.indexer_prefill_entries,
         indexer_radix_workspace=release.indexer_radix_workspace,
         topk_topp_triton_min_rows=release.topk_topp_triton_min_rows,
-        topk_topp_native_sort=release.topk_topp_native_sort,
+        topk_topp_native_sort=release.topk_topp_native_sort
+        and getattr(launch_of(req), "flashinfer_sampler", None) is not True,
+        flashinfer_sampler=getattr(launch_of(req), "flashinfer_sampler", None),
         rocm=inp.preset.vendor == "amd",
         cuda_graph_estimate_on_rocm=release.cuda_graph_estimate_on_rocm,
         cuda_graph_estimate_by_default=release.cuda_graph_estimate_by_default,

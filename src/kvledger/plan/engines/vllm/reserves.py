@@ -174,6 +174,7 @@ class ReserveInput:
     indexer_radix_workspace: int = 1 << 20  # VllmRelease field (0.19: 0)
     topk_topp_triton_min_rows: int = 0  # VllmRelease field: fewer rows take the sort path
     topk_topp_native_sort: bool = False  # VllmRelease field: no Triton kernel, every row sorts
+    flashinfer_sampler: bool | None = None  # VllmLaunch field: None, the release's pip wheel
     rocm: bool = False  # an AMD GPU (the release may skip the CUDA-graph estimate there)
     cuda_graph_estimate_on_rocm: bool = True  # VllmRelease field
     cuda_graph_estimate_by_default: bool = True  # VllmRelease field (0.19: False)
@@ -339,7 +340,11 @@ def activation_line(inp: ReserveInput) -> tuple[BudgetLine, tuple[Part, ...]]:
     peak = encoder + max(forward, sampler + hidden)
     rows = sampler_rows(inp)
     if topk_topp_sorts(inp):
-        why = ("the release has no Triton top-k/top-p kernel" if inp.topk_topp_native_sort
+        why = ("the release has no Triton top-k/top-p kernel and FlashInfer is not installed"
+               + (" (its pip wheel leaves it an extra; vLLM's Docker image ships it, and "
+                  "FlashInfer's sampler does not sort)" if inp.flashinfer_sampler is None
+                  else "")
+               if inp.topk_topp_native_sort
                else "fewer rows than the release's Triton top-k/top-p threshold")
         what = (f"sampler dummy run: {rows:,} rows × vocab × (model dtype + 4 + "
                 f"{sort_entry_bytes(rows)}) B: the logits, their float32 copy and what "
