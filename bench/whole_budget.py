@@ -185,9 +185,26 @@ def _with_release(text: str, release: str) -> str:
 
     if not re.fullmatch(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?\S*", release):
         return text
-    if parse_log(text).engine_version is not None:
-        return text
+    parsed = parse_log(text)
+    if parsed.engine_version is not None or parsed.engine != "vllm":
+        return text  # SGLang's checks have one release (0.5.23) and read no version line
     return f"vLLM API server version {release}\n{text}"
+
+
+# The full memory report: vLLM 0.10+'s "Free memory on device … Actual usage is …" (the total
+# and the peak activation); SGLang's four lines ("Load weight begin/end. avail mem", "KV Cache
+# is allocated", "Memory pool end") with its mem_fraction_static.
+_VLLM_REPORT = ("gpu_total_gib", "activation_gib")
+_SGLANG_REPORT = ("load_begin_avail_gib", "load_end_avail_gib", "weights_gib",
+                  "pool_end_avail_gib")
+
+
+def _full_report(engine: str, figures: dict[str, Any], settings: dict[str, Any]) -> bool:
+    if engine == "sglang":
+        return all(k in figures for k in _SGLANG_REPORT) and \
+            any(k in figures for k in ("k_size_gib", "kv_size_gib")) and \
+            isinstance(settings.get("mem_fraction_static"), float)
+    return all(k in figures for k in _VLLM_REPORT)
 
 
 def measure_logs(folder: Path) -> dict[str, dict[str, Any]]:
@@ -213,9 +230,9 @@ def measure_logs(folder: Path) -> dict[str, dict[str, Any]]:
             out[row["file"]] = result
             continue
         checks = {c.name: c for c in e.checks}
-        # The full memory report (0.10+'s "Free memory on device … Actual usage is …"): the
-        # logs issue 34's bar counts.
-        result["full_report"] = "gpu_total_gib" in e.figures and "activation_gib" in e.figures
+        # The full memory report (_full_report): the logs issue 34's bar counts.
+        result["engine"] = e.engine
+        result["full_report"] = _full_report(e.engine, e.figures, e.settings)
         for name in ("available_kv_bytes", "kv_budget"):
             c = checks.get(name)
             result[name] = None if c is None else {"logged": c.logged, "derived": c.derived}
