@@ -67,3 +67,13 @@ def test_without_the_device_total_the_lines_say_how_to_get_it() -> None:
     checks = {c.name: c for c in e.checks}
     assert "non_torch" not in checks  # total − B needs the total
     assert checks["kv_budget"].derived is None and "--gpu NAME" in checks["kv_budget"].why
+
+
+def test_an_sglang_version_is_not_replayed_as_a_vllm_release() -> None:
+    # "sglang: 0.5.10.post1" (a pasted environment line) names SGLang's release: no vLLM
+    # profile is looked for and no note speaks of vLLM.
+    e = explain_log("sglang: 0.5.10.post1\n" + _log("79.12", "64.10", "15.71"), model=LLAMA,
+                    gpu="H100-80GB")
+    assert e.engine == "sglang" and e.engine_version == "0.5.10.post1"
+    assert not any("vLLM" in note for note in e.notes)
+    assert e.check("kv_budget").match is True

@@ -83,8 +83,8 @@ def release_for(log: ParsedLog, engine: str) -> str | None:
     releases = get_layout(engine).releases
     logged = log.engine_version
     wanted = version_tuple(logged)
-    if not releases or wanted is None:
-        return None
+    if not releases or wanted is None or log.engine not in (None, engine):
+        return None  # another engine's version (an SGLang log's) names none of these
     for version in releases:
         if version_tuple(version) == wanted:
             return version

@@ -105,8 +105,10 @@ def weights_check(ctx: Context) -> Check:
             why += (f"; the log serves a {quant}-quantized checkpoint but the config kvledger "
                     "read declares no quantization: pass the checkpoint's own config (--model)")
         elif rel > 0:
-            why += ("; vLLM's figure is the memory the load took, which also holds buffers "
-                    "(rotary caches, a vision tower, padding) a parameter count does not see")
+            product = "SGLang" if ctx.log.engine == "sglang" else "vLLM"
+            why += (f"; {product}'s figure is the memory the load took, which also holds "
+                    "buffers (rotary caches, a vision tower, padding) a parameter count does "
+                    "not see")
         else:
             why += "; the checkpoint is smaller than its parameter count at the config's dtype"
     return Check("weights_bytes", logged.bytes, derived, ok, why)
