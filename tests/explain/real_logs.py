@@ -1,7 +1,9 @@
-"""Where the real log excerpts live, and the configs their models need.
+"""Where the test logs live, and the configs their models need.
 
-Each ``logs/*.log`` starts with a header (lines beginning ``# ``) naming the public page it
-was copied from; the rest is that page's text, verbatim as retrieved.
+Each ``logs/*.log`` is written here: a header (lines beginning ``# ``) names the public report
+whose figures it carries; the rest is the engine's log lines in its own format with those
+figures, and kvledger's own text around them, shaped as such logs are pasted (fences, quote
+markers, wrapped lines). No report's text is kept.
 """
 
 from __future__ import annotations
