@@ -27,7 +27,6 @@ difference is named on every line it could touch, and the JSON says so (``attrib
 
 from __future__ import annotations
 
-import itertools
 from contextlib import contextmanager
 
 from kvledger import records
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
     from kvledger.plan.request import PlanRequest
     from kvledger.plan.result import PlanResult
 
-_MIXES = itertools.count()  # numbers the profiles _with_profile binds, one each
 
 # Profile fields that say which release it is or what it is called, not how it plans.
 _NAMING_FIELDS = frozenset({"engine", "product", "version", "flag_table", "transformers"})
@@ -450,20 +448,15 @@ def _mixed(model: Any, request: PlanRequest, name: str, value: Any,
 
 @contextmanager
 def _with_profile(request: PlanRequest, name: str, value: Any) -> Iterator[PlanRequest]:
-    """``request`` pinned to its release's profile with field ``name`` at ``value``: the
-    profile is known to the engine for the block only, under a version of its own
-    (``0.32.0+gdn_checkpoint_alignment.3``, numbered so that a layout bound to it earlier is
-    never bound again), so the layout ``plan_model`` binds holds it and every rule reads it."""
+    """``request`` pinned to its release's profile with field ``name`` at ``value``, known to
+    the engine for the block only (``engines/bound_release.bound``), so the layout
+    ``plan_model`` binds holds it and every rule reads it."""
     from kvledger.plan.engines.base import get_layout
+    from kvledger.plan.engines.bound_release import bound
 
     layout = get_layout(request.engine, request.engine_release)
     release = layout.release
     assert release is not None
-    version = f"{release.version}+{name}.{next(_MIXES)}"
-    releases: Any = layout.releases  # the engine's own table (a dict), extended for the block
-    releases[version] = records.replace(release, version=version, **{name: value})
-    try:
+    with bound(layout.releases, release, name, **{name: value}) as version:
         yield records.replace(request, engine=f"{request.engine}=={version}",
                               engine_release=None)
-    finally:
-        del releases[version]

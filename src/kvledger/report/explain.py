@@ -14,7 +14,6 @@ budget itself is checked separately (``available_kv_bytes``), against kvledger's
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -214,16 +213,13 @@ def _load_model(
             ctx.facts = None
 
 
-_DEV_BUILDS = itertools.count()  # numbers the profiles _dev_build binds, one each
-
-
 @contextmanager
 def _dev_build(ctx: Context) -> Iterator[None]:
     """A vLLM development build (``0.28.1rc1.dev580+g385dce36b``: commits past a release) that
     served an architecture its base release's registry lacks: the log shows the cache sized, so
     the build registered it. The checks run with the base release's profile less that
-    refusal, bound for the block under a version of its own (as ``plan/diff.py`` binds a mix),
-    and a note says so; anything else runs as it is."""
+    refusal, bound for the block (``plan/engines/bound_release.bound``, as ``kvledger diff``
+    binds a mix), and a note says so; anything else runs as it is."""
     log, request, facts = ctx.log, ctx.request, ctx.facts
     version = log.engine_version or ""
     if (log.engine != "vllm" or request is None or facts is None or "dev" not in version
@@ -231,6 +227,7 @@ def _dev_build(ctx: Context) -> Iterator[None]:
         yield
         return
     from kvledger.plan.engines.base import get_layout
+    from kvledger.plan.engines.bound_release import bound
 
     layout = get_layout("vllm", request.engine_release)
     release: Any = layout.release  # a VllmRelease: the engine is vLLM
@@ -238,22 +235,18 @@ def _dev_build(ctx: Context) -> Iterator[None]:
     if release is None or not missing <= release.unregistered_architectures:
         yield
         return
-    bound = f"{release.version}+dev-build.{next(_DEV_BUILDS)}"
-    releases: Any = layout.releases  # the engine's own table, extended for the block
-    releases[bound] = records.replace(
-        release, version=bound,
-        unregistered_architectures=release.unregistered_architectures - missing)
-    ctx.request = records.replace(request, engine_release=bound)
     ctx.notes.append(
         f"vLLM {version} is a development build after {release.label}: it served "
         f"{', '.join(sorted(missing))}, which {release.short}'s registry lacks (a later "
         f"release adds it); replayed with {release.short}'s rules and that architecture "
         "registered")
-    try:
-        yield
-    finally:
-        del releases[bound]
-        ctx.request = request
+    with bound(layout.releases, release, "dev-build", unregistered_architectures=(
+            release.unregistered_architectures - missing)) as pinned:
+        ctx.request = records.replace(request, engine_release=pinned)
+        try:
+            yield
+        finally:
+            ctx.request = request
 
 
 def _gpu_from_log(log: ParsedLog, gpu: str | None) -> GpuPreset | None:
