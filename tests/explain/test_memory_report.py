@@ -267,3 +267,7 @@ def test_the_0_10_sampler_the_log_names_sets_the_activation_line() -> None:
     for text, expected in ((base, 5_057_806_336), (native + base, 5_057_806_336),
                            (flashinfer + base, 1_905_786_880)):
         assert _checks(text)["activation_peak"].derived == expected
+    # The line read, not only the default: the fallback is a False, no line a missing figure.
+    assert explain_log(native + base).figures["flashinfer_sampler"] is False
+    assert explain_log(flashinfer + base).figures["flashinfer_sampler"] is True
+    assert "flashinfer_sampler" not in explain_log(base).figures

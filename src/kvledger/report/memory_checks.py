@@ -163,7 +163,7 @@ def estimate_budget(ctx: Context) -> tuple[int, str, list[str]] | str:
         if isinstance(est, str):
             return est
         weights = Weights(est[0], est[0], est[1], est[1], est[2])
-    reserves = _logged_reserves(ctx, w, weights.per_rank_bytes)
+    reserves = _logged_reserves(ctx, weights.per_rank_bytes)
     try:
         b = layout_budget(ctx, weights, util, reserves)
     except BudgetTooSmall as exc:
@@ -222,7 +222,7 @@ def _short(label: str) -> str:
     return label.lstrip("−×= ").split(" (")[0]
 
 
-def _logged_reserves(ctx: Context, weights: Any, weights_bytes: int) -> Any:
+def _logged_reserves(ctx: Context, weights_bytes: int) -> Any:
     """The reserves the log printed, else None (kvledger's own rule for that line).
 
     0.28-0.33 print, after the cache is sized, "Actual usage is W GiB for consumed memory
@@ -235,9 +235,10 @@ def _logged_reserves(ctx: Context, weights: Any, weights_bytes: int) -> Any:
     and Y the CUDA-graph line; G (captured after the cache was allocated) is not in the
     budget at all. Without the estimate line, A holds both and graphs are taken as 0 (the sum
     is what the budget subtracts). 0.8-0.10 print activation and non-torch directly; before
-    0.21 graphs were captured after sizing (nothing subtracted). Where the log prints the
-    consumed memory but not the weights, the non-torch line is what the consumed memory leaves
-    beside ``weights_bytes`` (kvledger's weights): their sum is the log's.
+    0.21 graphs were captured after sizing (nothing subtracted). ``weights_bytes``: the
+    weights per GPU the budget subtracts — the logged figure where the log prints one, else
+    kvledger's — so with a consumed figure the non-torch line is what it leaves beside them
+    and their sum is the log's.
     """
     from kvledger.plan.budget import Reserves
 
@@ -251,8 +252,7 @@ def _logged_reserves(ctx: Context, weights: Any, weights_bytes: int) -> Any:
     non_torch_bytes = non_torch.bytes if isinstance(non_torch, Gib) else None
     if isinstance(consumed, Gib):
         graphs = 0
-        non_torch_bytes = max(0, consumed.bytes - (
-            weights.bytes if isinstance(weights, Gib) else weights_bytes))
+        non_torch_bytes = max(0, consumed.bytes - weights_bytes)
         if isinstance(estimate, Gib) and activation_bytes is not None:
             graphs = estimate.bytes
             activation_bytes = max(0, activation_bytes - estimate.bytes)
