@@ -52,3 +52,17 @@ def test_the_total_is_shared_over_tensor_parallel_ranks() -> None:
     check = explain_log(CONFIG.format(tp=2) + CHECKPOINT + LOADED).check("weights_bytes")
     # A dense model at TP 2: ceil(20 GiB / 2) = 10 GiB per GPU (its share estimated).
     assert check.derived == 10 * GIB
+
+
+def test_a_float32_config_served_in_16_bits_keeps_the_estimate() -> None:
+    # A total has no split by dtype: a float32 checkpoint vLLM serves in bfloat16 would be
+    # counted at twice its GPU size. A config stating float32 (Llama-3.1-8B's shape) keeps the
+    # estimate: 8,030,261,248 parameters × 2 B (bfloat16 served) = 14.96 GiB, not 20.
+    from kvledger.source.resolve import load_source
+
+    config = dict(load_source("meta-llama/Meta-Llama-3.1-8B").config)
+    config["torch_dtype"] = "float32"
+    check = explain_log(CONFIG.format(tp=1) + CHECKPOINT + LOADED,
+                        model=config).check("weights_bytes")
+    assert check.derived == 8_030_261_248 * 2
+    assert "checkpoint size" not in check.why

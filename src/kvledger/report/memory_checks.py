@@ -55,10 +55,10 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
         # weights line is the one `plan` prints for the same settings.
         layout = _layout(ctx)
         directory = ctx.source.directory if ctx.source else None
+        serving = layout.serving_dtype(ctx.facts) if layout is not None else None
         w = model_weights(
-            text, model_dtype=ctx.facts.model_dtype,
-            serving=layout.serving_dtype(ctx.facts) if layout is not None else None,
-            directory=directory, exact=_logged_checkpoint(ctx) if directory is None else None,
+            text, model_dtype=ctx.facts.model_dtype, serving=serving, directory=directory,
+            exact=_logged_checkpoint(ctx, serving) if directory is None else None,
             hf_quant=ctx.source.hf_quant_config if ctx.source else None,
             tensor_parallel_size=tp, pipeline_parallel_size=pp,
             speculative_mtp=ctx.request is not None and speculates_with_mtp(ctx.request),
@@ -71,13 +71,27 @@ def weights_estimate(ctx: Context) -> tuple[int, str, str] | str:
     return w.per_rank_bytes, w.per_rank_basis, w.detail
 
 
-def _logged_checkpoint(ctx: Context) -> SafetensorsTotals | None:
+def _logged_checkpoint(ctx: Context, serving: str | None) -> SafetensorsTotals | None:
     """The checkpoint's size the log printed ("Checkpoint size: X GiB", the safetensors files
     vLLM loads: ``weight_utils._get_checkpoints_size_bytes``), as an index's total would give
     it, where kvledger has no checkpoint of its own: what a model directory would tell ``plan``.
-    The files' sizes hold their headers too (kilobytes a file: inside the printed rounding)."""
+    The files' sizes hold their headers too (kilobytes a file: inside the printed rounding).
+
+    A total has no split by dtype, so it is served as stored: taken only where the config's
+    dtype is as wide as the one the engine serves in (a float32 checkpoint served in bfloat16
+    holds half its size on the GPU; that one keeps the estimate). A quantized config stores
+    its quantized tensors as served."""
     logged = ctx.log.figures.get("checkpoint_gib")
-    if not isinstance(logged, Gib):
+    if not isinstance(logged, Gib) or ctx.facts is None:
+        return None
+    from kvledger.declare.dtypes import resolve_dtype
+    from kvledger.plan.weights import serving_dtype
+
+    quantized = bool(ctx.facts.config.get("quantization_config")) or bool(
+        ctx.source and ctx.source.hf_quant_config)
+    served = serving or serving_dtype(ctx.facts.model_dtype)
+    if not quantized and resolve_dtype(ctx.facts.model_dtype).nbytes(1) != \
+            resolve_dtype(served).nbytes(1):
         return None
     from kvledger.source.headers import SafetensorsTotals
 
