@@ -205,7 +205,8 @@ def topk_topp_sorts(inp: ReserveInput) -> bool:
 # index array (8 B) and CUB's radix-sort scratch, whose "3rd keys buffer" and "3rd values
 # buffer" (CUB ``dispatch_radix_sort.cuh``: the input may not be overwritten) take 4 + 8 B: 32 B;
 # 2-127 rows (``segmented_sort_pairs_by_full_sort``): two int2 arrays (16 B), the float32 keys
-# ``radix_sort_pairs`` allocates for its null output (4 B) and the scratch of 4 + 8 B: 44 B.
+# ``radix_sort_pairs`` allocates for its null output (4 B; ``ATen/cuda/cub.cu``
+# ``radix_sort_pairs_impl``: ``keys_out == nullptr``) and the scratch of 4 + 8 B: 44 B.
 SORT_ENTRY_BYTES = 32
 SORT_ENTRY_BYTES_FEW_ROWS = 44
 SORT_FULL_SORT_BELOW = 128  # SortStable.cu: nsegments < 128 sorts by the full-sort path
